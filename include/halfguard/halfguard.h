@@ -1,0 +1,17 @@
+/* halfguard: the public API in one include. */
+#ifndef HALFGUARD_H
+#define HALFGUARD_H
+
+#include <halfguard/ir.h>
+#include <halfguard/io.h>
+#include <halfguard/pass.h>
+#include <halfguard/text.h>
+
+G_BEGIN_DECLS
+
+/* The library's version, "MAJOR.MINOR.PATCH". */
+HG_API const char *hg_version(void);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,42 @@
+/* halfguard: loading and saving models.
+ *
+ * The loader reads the ONNX protobuf (or ONNX text, .onnxtxt) into the IR of ir.h; the saver writes the
+ * IR back. What the IR carries unchanged comes out byte for byte as it came in.
+ */
+#ifndef HALFGUARD_IO_H
+#define HALFGUARD_IO_H
+
+#include <halfguard/ir.h>
+
+G_BEGIN_DECLS
+
+/* Load the model at path: an ONNX protobuf, or ONNX text when the name ends in ".onnxtxt".
+ * External data is mapped read-only from files beside the model; paths that leave the model's folder
+ * are refused. Returns a new model (free with hg_model_free) or NULL with an HG_ERROR:
+ * HG_ERROR_IO, HG_ERROR_PARSE, HG_ERROR_LFS (a Git LFS pointer) or HG_ERROR_INVALID. The message does
+ * not repeat the path: callers print "PATH: message". */
+HG_API HgModel *hg_model_load(const char *path, GError **error);
+
+/* Load a serialized ModelProto from memory. dir (may be NULL) is the folder external data is read
+ * from. The bytes are not referenced after the call. */
+HG_API HgModel *hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error);
+
+/* Check a loaded graph tree for the errors the loader rejects (undefined values, duplicates, cycles,
+ * bad tensor sizes). The loader calls it; the text parser too. */
+HG_API gboolean hg_model_validate(HgModel *m, GError **error);
+
+/* Serialize m to a new buffer (g_free it) of *len bytes. External tensors stay external (only their
+ * references are written). */
+HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
+
+/* Write m to path atomically: a temporary file in path's folder, then rename. External data files are
+ * written beside path under the same relative names (also atomically). path may be the file the model
+ * was loaded from. On failure nothing at path changes. */
+HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
+
+/* TRUE when the first bytes of a file are a Git LFS pointer. */
+HG_API gboolean hg_is_lfs_pointer(const void *data, gsize len);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,29 @@
+/* The pass table: every pass in default pipeline order, with one line of help. Adding a pass is one
+ * row here and one file in passes/. */
+#include "halfguard/pass.h"
+
+#include <string.h>
+
+gboolean hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error);
+
+static const HgPassInfo passes[] = {
+    {"cleanup", hg_pass_cleanup,
+     "drop dead default-domain nodes and put the nodes in topological order"},
+};
+
+const HgPassInfo *
+hg_pass_list(guint *n)
+{
+    *n = G_N_ELEMENTS(passes);
+    return passes;
+}
+
+const HgPassInfo *
+hg_pass_find(const char *name)
+{
+    g_return_val_if_fail(name != NULL, NULL);
+    for (guint i = 0; i < G_N_ELEMENTS(passes); i++)
+        if (strcmp(passes[i].name, name) == 0)
+            return &passes[i];
+    return NULL;
+}

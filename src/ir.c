@@ -1,0 +1,1394 @@
+/* The graph IR: construction, editing, topological order and the invariant checker. */
+#include "halfguard/ir.h"
+#include "ir_private.h"
+
+#include <string.h>
+#include <sys/mman.h>
+
+G_DEFINE_QUARK(halfguard-error-quark, hg_error)
+
+/* ---------------------------------------------------------------- blobs */
+
+struct HgBlob {
+    gint refcount;
+    void *data;
+    gsize len;
+    gboolean mapped;
+    char *path; /* the mapped file, for copying it without reading it */
+};
+
+HgBlob *
+hg_blob_new_take(void *data, gsize len)
+{
+    HgBlob *b = g_new0(HgBlob, 1);
+    b->refcount = 1;
+    b->data = data;
+    b->len = len;
+    return b;
+}
+
+HgBlob *
+hg_blob_new_mapped(void *addr, gsize len, const char *path)
+{
+    HgBlob *b = hg_blob_new_take(addr, len);
+    b->mapped = TRUE;
+    b->path = g_strdup(path);
+    return b;
+}
+
+const char *
+hg_blob_path(const HgBlob *b)
+{
+    return b && b->mapped ? b->path : NULL;
+}
+
+const void *
+hg_blob_data(const HgBlob *b, gsize *len)
+{
+    if (len)
+        *len = b->len;
+    return b->data;
+}
+
+HgBlob *
+hg_blob_ref(HgBlob *blob)
+{
+    g_return_val_if_fail(blob != NULL, NULL);
+    g_atomic_int_inc(&blob->refcount);
+    return blob;
+}
+
+void
+hg_blob_unref(HgBlob *blob)
+{
+    if (!blob || !g_atomic_int_dec_and_test(&blob->refcount))
+        return;
+    if (blob->mapped) {
+        if (blob->len)
+            munmap(blob->data, blob->len);
+    } else {
+        g_free(blob->data);
+    }
+    g_free(blob->path);
+    g_free(blob);
+}
+
+/* ---------------------------------------------------------------- small records */
+
+void
+hg_unknown_free(HgUnknown *u)
+{
+    if (!u)
+        return;
+    for (guint i = 0; i < u->n; i++)
+        g_free(u->fields[i].data);
+    g_free(u->fields);
+    g_free(u);
+}
+
+HgUnknown *
+hg_unknown_copy(const HgUnknown *u)
+{
+    if (!u)
+        return NULL;
+    HgUnknown *c = g_new0(HgUnknown, 1);
+    c->n = u->n;
+    c->fields = g_new0(HgUnknownField, u->n);
+    for (guint i = 0; i < u->n; i++) {
+        c->fields[i] = u->fields[i];
+        c->fields[i].data = g_memdup2(u->fields[i].data, u->fields[i].len);
+    }
+    return c;
+}
+
+void
+hg_string_pair_free(gpointer p)
+{
+    HgStringPair *sp = p;
+    if (!sp)
+        return;
+    g_free(sp->key);
+    g_free(sp->value);
+    hg_unknown_free(sp->unknown);
+    g_free(sp);
+}
+
+static GPtrArray *
+string_pairs_copy(const GPtrArray *a)
+{
+    if (!a)
+        return NULL;
+    GPtrArray *c = g_ptr_array_new_full(a->len, hg_string_pair_free);
+    for (guint i = 0; i < a->len; i++) {
+        const HgStringPair *sp = a->pdata[i];
+        HgStringPair *n = g_new0(HgStringPair, 1);
+        n->key = g_strdup(sp->key);
+        n->value = g_strdup(sp->value);
+        n->unknown = hg_unknown_copy(sp->unknown);
+        g_ptr_array_add(c, n);
+    }
+    return c;
+}
+
+/* ---------------------------------------------------------------- types */
+
+HgShape *
+hg_shape_new(guint rank)
+{
+    HgShape *s = g_new0(HgShape, 1);
+    s->rank = rank;
+    s->dims = g_new0(HgDim, rank ? rank : 1);
+    return s;
+}
+
+void
+hg_shape_free(HgShape *s)
+{
+    if (!s)
+        return;
+    for (guint i = 0; i < s->rank; i++) {
+        g_free(s->dims[i].param);
+        g_free(s->dims[i].denotation);
+        hg_unknown_free(s->dims[i].unknown);
+    }
+    g_free(s->dims);
+    hg_unknown_free(s->unknown);
+    g_free(s);
+}
+
+static HgShape *
+shape_copy(const HgShape *s)
+{
+    if (!s)
+        return NULL;
+    HgShape *c = hg_shape_new(s->rank);
+    for (guint i = 0; i < s->rank; i++) {
+        c->dims[i] = s->dims[i];
+        c->dims[i].param = g_strdup(s->dims[i].param);
+        c->dims[i].denotation = g_strdup(s->dims[i].denotation);
+        c->dims[i].unknown = hg_unknown_copy(s->dims[i].unknown);
+    }
+    c->unknown = hg_unknown_copy(s->unknown);
+    return c;
+}
+
+HgType *
+hg_type_new_tensor(int elem_type, guint rank, const gint64 *dims)
+{
+    HgType *t = g_new0(HgType, 1);
+    t->kind = HG_TYPE_TENSOR;
+    t->has_elem_type = TRUE;
+    t->elem_type = elem_type;
+    if (dims || rank == 0) {
+        t->shape = hg_shape_new(rank);
+        for (guint i = 0; i < rank; i++) {
+            if (dims[i] >= 0) {
+                t->shape->dims[i].has_value = TRUE;
+                t->shape->dims[i].value = dims[i];
+            }
+        }
+    }
+    return t;
+}
+
+HgType *
+hg_type_copy(const HgType *t)
+{
+    if (!t)
+        return NULL;
+    HgType *c = g_new0(HgType, 1);
+    *c = *t;
+    c->shape = shape_copy(t->shape);
+    c->elem = hg_type_copy(t->elem);
+    c->denotation = g_strdup(t->denotation);
+    c->opaque_domain = g_strdup(t->opaque_domain);
+    c->opaque_name = g_strdup(t->opaque_name);
+    c->unknown = hg_unknown_copy(t->unknown);
+    c->inner_unknown = hg_unknown_copy(t->inner_unknown);
+    return c;
+}
+
+void
+hg_type_free(HgType *t)
+{
+    if (!t)
+        return;
+    hg_shape_free(t->shape);
+    hg_type_free(t->elem);
+    g_free(t->denotation);
+    g_free(t->opaque_domain);
+    g_free(t->opaque_name);
+    hg_unknown_free(t->unknown);
+    hg_unknown_free(t->inner_unknown);
+    g_free(t);
+}
+
+static gboolean
+str_equal0(const char *a, const char *b)
+{
+    return g_strcmp0(a, b) == 0;
+}
+
+gboolean
+hg_type_equal(const HgType *a, const HgType *b)
+{
+    if (a == b)
+        return TRUE;
+    if (!a || !b)
+        return FALSE;
+    if (a->kind != b->kind || a->has_elem_type != b->has_elem_type || a->elem_type != b->elem_type)
+        return FALSE;
+    if (!str_equal0(a->denotation, b->denotation) || !str_equal0(a->opaque_domain, b->opaque_domain) ||
+        !str_equal0(a->opaque_name, b->opaque_name))
+        return FALSE;
+    if (!a->shape != !b->shape)
+        return FALSE;
+    if (a->shape) {
+        if (a->shape->rank != b->shape->rank)
+            return FALSE;
+        for (guint i = 0; i < a->shape->rank; i++) {
+            const HgDim *x = &a->shape->dims[i], *y = &b->shape->dims[i];
+            if (x->has_value != y->has_value || (x->has_value && x->value != y->value) ||
+                !str_equal0(x->param, y->param) || !str_equal0(x->denotation, y->denotation))
+                return FALSE;
+        }
+    }
+    return hg_type_equal(a->elem, b->elem);
+}
+
+/* ---------------------------------------------------------------- tensors */
+
+gint64
+hg_numel(guint rank, const gint64 *dims)
+{
+    gint64 n = 1;
+    for (guint i = 0; i < rank; i++) {
+        if (dims[i] < 0)
+            return -1;
+        if (dims[i] != 0 && n > G_MAXINT64 / dims[i])
+            return -1;
+        n *= dims[i];
+    }
+    return n;
+}
+
+gint64
+hg_tensor_numel(const HgTensor *t)
+{
+    g_return_val_if_fail(t != NULL, -1);
+    return hg_numel(t->rank, t->dims);
+}
+
+gint64
+hg_tensor_expected_bytes(const HgTensor *t)
+{
+    gint64 n = hg_tensor_numel(t);
+    guint bits = hg_dtype_bits(t->dtype);
+    if (n < 0 || bits == 0)
+        return -1;
+    if (n > G_MAXINT64 / bits)
+        return -1;
+    return (n * bits + 7) / 8;
+}
+
+HgTensor *
+hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims)
+{
+    HgTensor *t = g_new0(HgTensor, 1);
+    t->name = g_strdup(name);
+    t->has_dtype = TRUE;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->dims = g_memdup2(dims, sizeof(gint64) * (rank ? rank : 1));
+    if (rank == 0)
+        t->dims[0] = 0;
+    gint64 nbytes = hg_tensor_expected_bytes(t);
+    if (nbytes < 0 || (guint64)nbytes > G_MAXSIZE / 2) {
+        hg_tensor_free(t);
+        return NULL;
+    }
+    t->storage = HG_STORAGE_RAW;
+    t->nbytes = (gsize)nbytes;
+    void *data = g_malloc0(t->nbytes ? t->nbytes : 1);
+    t->blob = hg_blob_new_take(data, t->nbytes);
+    t->data = data;
+    return t;
+}
+
+HgTensor *
+hg_tensor_copy(const HgTensor *t)
+{
+    if (!t)
+        return NULL;
+    HgTensor *c = g_new0(HgTensor, 1);
+    *c = *t;
+    c->name = g_strdup(t->name);
+    c->dims = g_memdup2(t->dims, sizeof(gint64) * (t->rank ? t->rank : 1));
+    if (t->blob)
+        c->blob = hg_blob_ref(t->blob);
+    if (t->strings) {
+        c->strings = g_ptr_array_new_full(t->strings->len, (GDestroyNotify)g_bytes_unref);
+        for (guint i = 0; i < t->strings->len; i++)
+            g_ptr_array_add(c->strings, g_bytes_ref(t->strings->pdata[i]));
+    }
+    c->external = string_pairs_copy(t->external);
+    c->ext_location = g_strdup(t->ext_location);
+    c->doc_string = g_strdup(t->doc_string);
+    c->metadata = string_pairs_copy(t->metadata);
+    c->unknown = hg_unknown_copy(t->unknown);
+    c->segment_unknown = hg_unknown_copy(t->segment_unknown);
+    return c;
+}
+
+void
+hg_tensor_free(HgTensor *t)
+{
+    if (!t)
+        return;
+    g_free(t->name);
+    g_free(t->dims);
+    hg_blob_unref(t->blob);
+    if (t->strings)
+        g_ptr_array_unref(t->strings);
+    if (t->external)
+        g_ptr_array_unref(t->external);
+    g_free(t->ext_location);
+    g_free(t->doc_string);
+    if (t->metadata)
+        g_ptr_array_unref(t->metadata);
+    hg_unknown_free(t->unknown);
+    hg_unknown_free(t->segment_unknown);
+    g_free(t);
+}
+
+void *
+hg_tensor_data_mut(HgTensor *t)
+{
+    g_return_val_if_fail(t != NULL, NULL);
+    /* A view (mapped file, shared blob) is copied once; afterwards the tensor owns its bytes and is
+     * written back embedded unless the caller keeps it external. */
+    if (!t->blob || t->blob->mapped || g_atomic_int_get(&t->blob->refcount) > 1 ||
+        t->data != t->blob->data) {
+        void *copy = g_malloc(t->nbytes ? t->nbytes : 1);
+        if (t->nbytes)
+            memcpy(copy, t->data, t->nbytes);
+        hg_blob_unref(t->blob);
+        t->blob = hg_blob_new_take(copy, t->nbytes);
+        t->data = copy;
+    }
+    return (void *)t->data;
+}
+
+void
+hg_sparse_tensor_free(HgSparseTensor *s)
+{
+    if (!s)
+        return;
+    hg_tensor_free(s->values);
+    hg_tensor_free(s->indices);
+    g_free(s->dims);
+    hg_unknown_free(s->unknown);
+    g_free(s);
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+HgAttr *
+hg_attr_new(const char *name, HgAttrType type)
+{
+    HgAttr *a = g_new0(HgAttr, 1);
+    a->name = g_strdup(name);
+    a->type = type;
+    a->has = HG_ATTR_HAS_TYPE;
+    switch (type) {
+    case HG_ATTR_FLOAT:
+        a->has |= HG_ATTR_HAS_F;
+        break;
+    case HG_ATTR_INT:
+        a->has |= HG_ATTR_HAS_I;
+        break;
+    case HG_ATTR_STRING:
+        a->has |= HG_ATTR_HAS_S;
+        a->s = g_bytes_new(NULL, 0);
+        break;
+    default:
+        break;
+    }
+    return a;
+}
+
+void
+hg_attr_free(HgAttr *a)
+{
+    if (!a)
+        return;
+    g_free(a->name);
+    g_free(a->ref_attr_name);
+    g_free(a->doc_string);
+    if (a->s)
+        g_bytes_unref(a->s);
+    hg_tensor_free(a->t);
+    hg_graph_free(a->g);
+    hg_sparse_tensor_free(a->sparse);
+    hg_type_free(a->tp);
+    if (a->floats)
+        g_array_unref(a->floats);
+    if (a->ints)
+        g_array_unref(a->ints);
+    if (a->strings)
+        g_ptr_array_unref(a->strings);
+    if (a->tensors)
+        g_ptr_array_unref(a->tensors);
+    if (a->graphs)
+        g_ptr_array_unref(a->graphs);
+    if (a->sparse_tensors)
+        g_ptr_array_unref(a->sparse_tensors);
+    if (a->type_protos)
+        g_ptr_array_unref(a->type_protos);
+    hg_unknown_free(a->unknown);
+    g_free(a);
+}
+
+/* ---------------------------------------------------------------- model */
+
+static void
+opset_free(gpointer p)
+{
+    HgOpset *o = p;
+    g_free(o->domain);
+    hg_unknown_free(o->unknown);
+    g_free(o);
+}
+
+HgModel *
+hg_model_new(void)
+{
+    HgModel *m = g_new0(HgModel, 1);
+    m->opsets = g_ptr_array_new_with_free_func(opset_free);
+    m->warnings = g_ptr_array_new_with_free_func(g_free);
+    return m;
+}
+
+void
+hg_model_free(HgModel *m)
+{
+    if (!m)
+        return;
+    g_ptr_array_unref(m->opsets);
+    g_free(m->producer_name);
+    g_free(m->producer_version);
+    g_free(m->domain);
+    g_free(m->doc_string);
+    hg_graph_free(m->graph);
+    if (m->metadata)
+        g_ptr_array_unref(m->metadata);
+    if (m->training_info)
+        g_ptr_array_unref(m->training_info);
+    if (m->functions)
+        g_ptr_array_unref(m->functions);
+    hg_unknown_free(m->unknown);
+    g_free(m->dir);
+    g_ptr_array_unref(m->warnings);
+    if (m->names)
+        g_hash_table_unref(m->names);
+    g_free(m);
+}
+
+static gboolean
+is_default_domain(const char *d)
+{
+    return !d || !*d || strcmp(d, "ai.onnx") == 0;
+}
+
+gint64
+hg_model_opset(const HgModel *m, const char *domain)
+{
+    g_return_val_if_fail(m != NULL, 0);
+    gboolean want_default = is_default_domain(domain);
+    for (guint i = 0; i < m->opsets->len; i++) {
+        const HgOpset *o = m->opsets->pdata[i];
+        if (want_default ? is_default_domain(o->domain) : g_strcmp0(o->domain, domain) == 0)
+            return o->version;
+    }
+    return 0;
+}
+
+void
+hg_model_set_opset(HgModel *m, const char *domain, gint64 version)
+{
+    g_return_if_fail(m != NULL);
+    gboolean want_default = is_default_domain(domain);
+    for (guint i = 0; i < m->opsets->len; i++) {
+        HgOpset *o = m->opsets->pdata[i];
+        if (want_default ? is_default_domain(o->domain) : g_strcmp0(o->domain, domain) == 0) {
+            o->version = version;
+            o->has_version = TRUE;
+            return;
+        }
+    }
+    HgOpset *o = g_new0(HgOpset, 1);
+    o->domain = g_strdup(domain ? domain : "");
+    o->version = version;
+    o->has_version = TRUE;
+    g_ptr_array_add(m->opsets, o);
+}
+
+/* ---------------------------------------------------------------- graph */
+
+static void
+value_free(gpointer p)
+{
+    HgValue *v = p;
+    g_free(v->name);
+    g_array_unref(v->uses);
+    hg_type_free(v->type);
+    g_free(v);
+}
+
+static void
+decl_free(gpointer p)
+{
+    HgValueDecl *d = p;
+    g_free(d->name);
+    hg_type_free(d->type);
+    g_free(d->doc_string);
+    if (d->metadata)
+        g_ptr_array_unref(d->metadata);
+    hg_unknown_free(d->unknown);
+    g_free(d);
+}
+
+static void
+node_free(gpointer p)
+{
+    HgNode *n = p;
+    g_free(n->name);
+    g_free(n->op_type);
+    g_free(n->domain);
+    g_free(n->overload);
+    g_free(n->inputs);
+    g_free(n->outputs);
+    if (n->shadowed_names) {
+        for (guint i = 0; i < n->n_outputs; i++)
+            g_free(n->shadowed_names[i]);
+        g_free(n->shadowed_names);
+    }
+    g_ptr_array_unref(n->attrs);
+    g_free(n->doc_string);
+    if (n->metadata)
+        g_ptr_array_unref(n->metadata);
+    hg_unknown_free(n->unknown);
+    g_free(n);
+}
+
+static void
+annotation_free(gpointer p)
+{
+    HgTensorAnnotation *a = p;
+    g_free(a->tensor_name);
+    if (a->pairs)
+        g_ptr_array_unref(a->pairs);
+    hg_unknown_free(a->unknown);
+    g_free(a);
+}
+
+HgGraph *
+hg_graph_new(HgModel *m, HgGraph *parent)
+{
+    HgGraph *g = g_new0(HgGraph, 1);
+    g->model = m;
+    g->parent = parent;
+    g->nodes = g_ptr_array_new_with_free_func(node_free);
+    g->inputs = g_ptr_array_new_with_free_func(decl_free);
+    g->outputs = g_ptr_array_new_with_free_func(decl_free);
+    g->value_info = g_ptr_array_new_with_free_func(decl_free);
+    g->initializers = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    g->sparse_initializers = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sparse_tensor_free);
+    g->quant_annotations = g_ptr_array_new_with_free_func(annotation_free);
+    g->values = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, value_free);
+    g->outer_refs = g_ptr_array_new();
+    return g;
+}
+
+void
+hg_graph_free(HgGraph *g)
+{
+    if (!g)
+        return;
+    /* Nodes first: their attributes own subgraphs that point at our values. */
+    g_ptr_array_unref(g->nodes);
+    g_ptr_array_unref(g->inputs);
+    g_ptr_array_unref(g->outputs);
+    g_ptr_array_unref(g->value_info);
+    g_ptr_array_unref(g->initializers);
+    g_ptr_array_unref(g->sparse_initializers);
+    g_ptr_array_unref(g->quant_annotations);
+    if (g->metadata)
+        g_ptr_array_unref(g->metadata);
+    g_hash_table_unref(g->values);
+    g_ptr_array_unref(g->outer_refs);
+    hg_unknown_free(g->unknown);
+    g_free(g->name);
+    g_free(g->doc_string);
+    g_free(g);
+}
+
+void
+hg_graph_touch(HgGraph *g)
+{
+    for (; g; g = g->parent)
+        g->generation++;
+}
+
+HgValue *
+hg_graph_lookup(HgGraph *g, const char *name)
+{
+    g_return_val_if_fail(name != NULL, NULL);
+    for (; g; g = g->parent) {
+        HgValue *v = g_hash_table_lookup(g->values, name);
+        if (v)
+            return v;
+    }
+    return NULL;
+}
+
+static void
+name_set_add(HgModel *m, const char *name)
+{
+    if (m && m->names && name)
+        g_hash_table_add(m->names, g_strdup(name));
+}
+
+HgValue *
+hg_graph_new_value(HgGraph *g, const char *name, GError **error)
+{
+    g_return_val_if_fail(g != NULL && name != NULL, NULL);
+    if (g_hash_table_contains(g->values, name)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "value '%s' is defined twice", name);
+        return NULL;
+    }
+    HgValue *v = g_new0(HgValue, 1);
+    v->name = g_strdup(name);
+    v->graph = g;
+    v->uses = g_array_new(FALSE, FALSE, sizeof(HgUse));
+    g_hash_table_insert(g->values, v->name, v);
+    name_set_add(g->model, name);
+    hg_graph_touch(g);
+    return v;
+}
+
+static void
+collect_names(HgGraph *g, gpointer data)
+{
+    GHashTable *set = data;
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, g->values);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_hash_table_add(set, g_strdup(key));
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (n->name)
+            g_hash_table_add(set, g_strdup(n->name));
+    }
+}
+
+char *
+hg_graph_unique_name(HgGraph *g, const char *base)
+{
+    g_return_val_if_fail(g != NULL && base != NULL, NULL);
+    HgModel *m = g->model;
+    HgGraph *top = g;
+    while (top->parent)
+        top = top->parent;
+    GHashTable *set = m ? m->names : NULL;
+    g_autoptr(GHashTable) local = NULL;
+    if (!set) {
+        /* Built once per model and kept in step by hg_graph_new_value / hg_graph_add_node. */
+        local = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+        hg_graph_foreach(top, collect_names, local);
+        if (m)
+            set = m->names = g_steal_pointer(&local);
+        else
+            set = local;
+    }
+    char *name = g_strdup(base);
+    for (guint k = 1; g_hash_table_contains(set, name); k++) {
+        g_free(name);
+        name = g_strdup_printf("%s_%u", base, k);
+    }
+    g_hash_table_add(set, g_strdup(name));
+    return name;
+}
+
+static HgValueDecl *
+add_decl(GPtrArray *list, HgValue *v, const HgType *type)
+{
+    HgValueDecl *d = g_new0(HgValueDecl, 1);
+    d->value = v;
+    d->name = g_strdup(v->name);
+    d->type = hg_type_copy(type);
+    g_ptr_array_add(list, d);
+    if (!v->type && type)
+        v->type = hg_type_copy(type);
+    return d;
+}
+
+HgValueDecl *
+hg_graph_add_input(HgGraph *g, HgValue *v, const HgType *type)
+{
+    g_return_val_if_fail(g != NULL && v != NULL, NULL);
+    v->is_input = TRUE;
+    /* The graph input is the most authoritative declaration. */
+    if (type) {
+        hg_type_free(v->type);
+        v->type = NULL;
+    }
+    hg_graph_touch(g);
+    return add_decl(g->inputs, v, type);
+}
+
+HgValueDecl *
+hg_graph_add_output(HgGraph *g, HgValue *v, const HgType *type)
+{
+    g_return_val_if_fail(g != NULL && v != NULL, NULL);
+    /* A subgraph may pass an outer value straight through as its output; the flag is about the
+     * value's own graph. */
+    if (v->graph == g)
+        v->is_output = TRUE;
+    hg_graph_touch(g);
+    return add_decl(g->outputs, v, type);
+}
+
+HgValueDecl *
+hg_graph_add_value_info(HgGraph *g, HgValue *v, const HgType *type)
+{
+    g_return_val_if_fail(g != NULL && v != NULL, NULL);
+    hg_graph_touch(g);
+    return add_decl(g->value_info, v, type);
+}
+
+void
+hg_graph_add_initializer(HgGraph *g, HgValue *v, HgTensor *t)
+{
+    g_return_if_fail(g != NULL && v != NULL && t != NULL);
+    v->init = t;
+    if (!t->name)
+        t->name = g_strdup(v->name);
+    g_ptr_array_add(g->initializers, t);
+    if (!v->type)
+        v->type = hg_type_new_tensor(t->dtype, t->rank, t->dims);
+    hg_graph_touch(g);
+}
+
+static void
+use_add(HgValue *v, HgNode *n, guint i)
+{
+    HgUse u = {n, i};
+    g_array_append_val(v->uses, u);
+}
+
+static void
+use_remove(HgValue *v, HgNode *n, guint i)
+{
+    for (guint k = 0; k < v->uses->len; k++) {
+        HgUse *u = &g_array_index(v->uses, HgUse, k);
+        if (u->node == n && u->index == i) {
+            g_array_remove_index(v->uses, k);
+            return;
+        }
+    }
+    g_warn_if_reached();
+}
+
+HgNode *
+hg_graph_add_node(HgGraph *g, const char *op_type, const char *domain, const char *name,
+                  guint n_inputs, HgValue *const *inputs, guint n_outputs, HgValue *const *outputs)
+{
+    g_return_val_if_fail(g != NULL && op_type != NULL, NULL);
+    HgNode *n = g_new0(HgNode, 1);
+    n->op_type = g_strdup(op_type);
+    n->domain = g_strdup(domain);
+    n->name = g_strdup(name);
+    n->graph = g;
+    n->attrs = g_ptr_array_new_with_free_func((GDestroyNotify)hg_attr_free);
+    n->n_inputs = n_inputs;
+    n->inputs = g_new0(HgValue *, n_inputs ? n_inputs : 1);
+    n->n_outputs = n_outputs;
+    n->outputs = g_new0(HgValue *, n_outputs ? n_outputs : 1);
+    for (guint i = 0; i < n_inputs; i++) {
+        n->inputs[i] = inputs[i];
+        if (inputs[i])
+            use_add(inputs[i], n, i);
+    }
+    for (guint i = 0; i < n_outputs; i++) {
+        HgValue *v = outputs[i];
+        n->outputs[i] = v;
+        if (v) {
+            g_warn_if_fail(v->producer == NULL && v->graph == g);
+            v->producer = n;
+            v->producer_index = i;
+        }
+    }
+    n->order = g->nodes->len;
+    g_ptr_array_add(g->nodes, n);
+    name_set_add(g->model, name);
+    hg_graph_touch(g);
+    return n;
+}
+
+void
+hg_node_set_input(HgNode *n, guint i, HgValue *v)
+{
+    g_return_if_fail(n != NULL && i < n->n_inputs);
+    if (n->inputs[i] == v)
+        return;
+    if (n->inputs[i])
+        use_remove(n->inputs[i], n, i);
+    n->inputs[i] = v;
+    if (v)
+        use_add(v, n, i);
+    hg_graph_touch(n->graph);
+}
+
+void
+hg_node_add_attr(HgNode *n, HgAttr *a)
+{
+    g_return_if_fail(n != NULL && a != NULL);
+    g_ptr_array_add(n->attrs, a);
+    if (a->g)
+        a->g->parent_node = n;
+    if (a->graphs)
+        for (guint i = 0; i < a->graphs->len; i++)
+            ((HgGraph *)a->graphs->pdata[i])->parent_node = n;
+    hg_graph_touch(n->graph);
+}
+
+HgAttr *
+hg_node_attr(const HgNode *n, const char *name)
+{
+    g_return_val_if_fail(n != NULL && name != NULL, NULL);
+    for (guint i = 0; i < n->attrs->len; i++) {
+        HgAttr *a = n->attrs->pdata[i];
+        if (g_strcmp0(a->name, name) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+gint64
+hg_node_attr_int(const HgNode *n, const char *name, gint64 dflt)
+{
+    HgAttr *a = hg_node_attr(n, name);
+    return a && a->type == HG_ATTR_INT ? a->i : dflt;
+}
+
+float
+hg_node_attr_float(const HgNode *n, const char *name, float dflt)
+{
+    HgAttr *a = hg_node_attr(n, name);
+    return a && a->type == HG_ATTR_FLOAT ? a->f : dflt;
+}
+
+/* Uses by nodes of subgraphs are registered on the outer value too; drop those of a dying node's
+ * subgraphs so no use list points at freed nodes. */
+static void
+drop_subgraph_uses(HgGraph *sub, gpointer data)
+{
+    (void)data;
+    for (guint i = 0; i < sub->nodes->len; i++) {
+        HgNode *n = sub->nodes->pdata[i];
+        for (guint k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] && n->inputs[k]->graph != sub) {
+                use_remove(n->inputs[k], n, k);
+                n->inputs[k] = NULL;
+            }
+    }
+}
+
+void
+hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data)
+{
+    for (guint i = 0; i < n->attrs->len; i++) {
+        HgAttr *a = n->attrs->pdata[i];
+        if (a->g)
+            fn(a->g, data);
+        if (a->graphs)
+            for (guint k = 0; k < a->graphs->len; k++)
+                fn(a->graphs->pdata[k], data);
+    }
+}
+
+static void
+foreach_recurse(HgGraph *g, gpointer data)
+{
+    hg_graph_foreach(g, drop_subgraph_uses, data);
+}
+
+void
+hg_node_remove(HgNode *n)
+{
+    g_return_if_fail(n != NULL);
+    if (n->flags & HG_NODE_DEAD)
+        return;
+    for (guint i = 0; i < n->n_inputs; i++)
+        if (n->inputs[i]) {
+            use_remove(n->inputs[i], n, i);
+            n->inputs[i] = NULL;
+        }
+    hg_node_for_each_subgraph(n, foreach_recurse, NULL);
+    for (guint i = 0; i < n->n_outputs; i++) {
+        HgValue *v = n->outputs[i];
+        if (v) {
+            g_warn_if_fail(v->uses->len == 0);
+            v->producer = NULL;
+        }
+    }
+    n->flags |= HG_NODE_DEAD;
+    hg_graph_touch(n->graph);
+}
+
+void
+hg_graph_compact(HgGraph *g)
+{
+    g_return_if_fail(g != NULL);
+    guint w = 0;
+    g_autoptr(GPtrArray) dead = g_ptr_array_new_with_free_func(node_free);
+    for (guint r = 0; r < g->nodes->len; r++) {
+        HgNode *n = g->nodes->pdata[r];
+        if (n->flags & HG_NODE_DEAD) {
+            g_ptr_array_add(dead, n);
+            continue;
+        }
+        n->order = w;
+        g->nodes->pdata[w++] = n;
+    }
+    /* Shrink without freeing the moved nodes. */
+    g_ptr_array_set_free_func(g->nodes, NULL);
+    g_ptr_array_set_size(g->nodes, w);
+    g_ptr_array_set_free_func(g->nodes, node_free);
+
+    /* Values that nothing defines, declares or uses any more are dropped. */
+    GHashTableIter it;
+    gpointer val;
+    g_hash_table_iter_init(&it, g->values);
+    while (g_hash_table_iter_next(&it, NULL, &val)) {
+        HgValue *v = val;
+        if (!v->producer && !v->init && !v->sparse_init && !v->is_input && !v->is_output && v->uses->len == 0) {
+            gboolean declared = FALSE;
+            for (guint i = 0; i < g->value_info->len && !declared; i++)
+                declared = ((HgValueDecl *)g->value_info->pdata[i])->value == v;
+            if (!declared)
+                g_hash_table_iter_remove(&it);
+        }
+    }
+    hg_graph_touch(g);
+}
+
+static void
+replace_in_decls(GPtrArray *decls, HgValue *old_v, HgValue *new_v)
+{
+    for (guint i = 0; i < decls->len; i++) {
+        HgValueDecl *d = decls->pdata[i];
+        if (d->value == old_v) {
+            d->value = new_v;
+            g_free(d->name);
+            d->name = g_strdup(new_v->name);
+        }
+    }
+}
+
+void
+hg_value_replace_uses(HgValue *old_v, HgValue *new_v)
+{
+    g_return_if_fail(old_v != NULL && new_v != NULL);
+    if (old_v == new_v)
+        return;
+    /* Copy: hg_node_set_input edits the array we walk. */
+    g_autoptr(GArray) uses = g_array_copy(old_v->uses);
+    for (guint k = 0; k < uses->len; k++) {
+        HgUse u = g_array_index(uses, HgUse, k);
+        hg_node_set_input(u.node, u.index, new_v);
+    }
+    if (old_v->is_output) {
+        HgGraph *g = old_v->graph;
+        replace_in_decls(g->outputs, old_v, new_v);
+        old_v->is_output = FALSE;
+        new_v->is_output = TRUE;
+    }
+    hg_graph_touch(old_v->graph);
+}
+
+static void
+set_decl_types(GPtrArray *decls, HgValue *v, int dtype)
+{
+    for (guint i = 0; i < decls->len; i++) {
+        HgValueDecl *d = decls->pdata[i];
+        if (d->value == v && d->type && d->type->kind == HG_TYPE_TENSOR) {
+            d->type->elem_type = dtype;
+            d->type->has_elem_type = TRUE;
+        }
+    }
+}
+
+void
+hg_value_set_elem_type(HgValue *v, int dtype)
+{
+    g_return_if_fail(v != NULL);
+    if (v->type && v->type->kind == HG_TYPE_TENSOR) {
+        v->type->elem_type = dtype;
+        v->type->has_elem_type = TRUE;
+    } else if (!v->type) {
+        v->type = hg_type_new_tensor(dtype, 0, NULL);
+        hg_shape_free(v->type->shape);
+        v->type->shape = NULL;
+    }
+    HgGraph *g = v->graph;
+    set_decl_types(g->inputs, v, dtype);
+    set_decl_types(g->outputs, v, dtype);
+    set_decl_types(g->value_info, v, dtype);
+    hg_graph_touch(g);
+}
+
+void
+hg_graph_foreach(HgGraph *g, HgGraphFunc fn, gpointer data)
+{
+    g_return_if_fail(g != NULL && fn != NULL);
+    fn(g, data);
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (n->flags & HG_NODE_DEAD)
+            continue;
+        for (guint k = 0; k < n->attrs->len; k++) {
+            HgAttr *a = n->attrs->pdata[k];
+            if (a->g)
+                hg_graph_foreach(a->g, fn, data);
+            if (a->graphs)
+                for (guint j = 0; j < a->graphs->len; j++)
+                    hg_graph_foreach(a->graphs->pdata[j], fn, data);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- topological order */
+
+/* The node of g that (through its subgraphs, at any depth) contains node n, or n itself. */
+static HgNode *
+ancestor_in(HgGraph *g, HgNode *n)
+{
+    while (n && n->graph != g) {
+        HgGraph *sg = n->graph;
+        n = sg->parent_node;
+    }
+    return n;
+}
+
+/* Min-heap of node orders: Kahn's algorithm that always takes the earliest ready node in file order,
+ * so a file that is already sorted comes out in its own order. */
+typedef struct {
+    guint *a;
+    guint n;
+} Heap;
+
+static void
+heap_push(Heap *h, guint x)
+{
+    guint i = h->n++;
+    h->a[i] = x;
+    while (i > 0) {
+        guint p = (i - 1) / 2;
+        if (h->a[p] <= h->a[i])
+            break;
+        guint t = h->a[p];
+        h->a[p] = h->a[i];
+        h->a[i] = t;
+        i = p;
+    }
+}
+
+static guint
+heap_pop(Heap *h)
+{
+    guint top = h->a[0];
+    h->a[0] = h->a[--h->n];
+    guint i = 0;
+    for (;;) {
+        guint l = 2 * i + 1, r = l + 1, s = i;
+        if (l < h->n && h->a[l] < h->a[s])
+            s = l;
+        if (r < h->n && h->a[r] < h->a[s])
+            s = r;
+        if (s == i)
+            break;
+        guint t = h->a[s];
+        h->a[s] = h->a[i];
+        h->a[i] = t;
+        i = s;
+    }
+    return top;
+}
+
+/* For every value of g read by a node (directly or from a subgraph), add an edge from its producer
+ * to the reading node's ancestor in g. */
+typedef struct {
+    HgGraph *g;
+    guint *indeg;
+    GPtrArray *succ; /* per node order: GArray of guint successors */
+} EdgeCtx;
+
+static void
+add_edge(EdgeCtx *c, HgNode *from, HgNode *to)
+{
+    GArray *s = c->succ->pdata[from->order];
+    if (!s) {
+        s = g_array_new(FALSE, FALSE, sizeof(guint));
+        c->succ->pdata[from->order] = s;
+    }
+    g_array_append_val(s, to->order);
+    c->indeg[to->order]++;
+}
+
+static void
+edges_of_graph(HgGraph *sub, gpointer data)
+{
+    EdgeCtx *c = data;
+    for (guint i = 0; i < sub->nodes->len; i++) {
+        HgNode *n = sub->nodes->pdata[i];
+        if (n->flags & HG_NODE_DEAD)
+            continue;
+        HgNode *reader = ancestor_in(c->g, n);
+        for (guint k = 0; k < n->n_inputs; k++) {
+            HgValue *v = n->inputs[k];
+            if (!v || v->graph != c->g || !v->producer || (v->producer->flags & HG_NODE_DEAD))
+                continue;
+            add_edge(c, v->producer, reader);
+        }
+    }
+}
+
+GPtrArray *
+hg_graph_topo_order(HgGraph *g, GError **error)
+{
+    g_return_val_if_fail(g != NULL, NULL);
+    guint n = g->nodes->len;
+    for (guint i = 0; i < n; i++)
+        ((HgNode *)g->nodes->pdata[i])->order = i;
+    EdgeCtx c = {g, g_new0(guint, n ? n : 1), g_ptr_array_new_full(n, NULL)};
+    g_ptr_array_set_size(c.succ, n);
+    hg_graph_foreach(g, edges_of_graph, &c);
+
+    GPtrArray *out = g_ptr_array_new_full(n, NULL);
+    Heap h = {g_new(guint, n ? n : 1), 0};
+    guint live = 0;
+    for (guint i = 0; i < n; i++) {
+        HgNode *nd = g->nodes->pdata[i];
+        if (nd->flags & HG_NODE_DEAD)
+            continue;
+        live++;
+        if (c.indeg[i] == 0)
+            heap_push(&h, i);
+    }
+    while (h.n) {
+        guint i = heap_pop(&h);
+        g_ptr_array_add(out, g->nodes->pdata[i]);
+        GArray *s = c.succ->pdata[i];
+        for (guint k = 0; s && k < s->len; k++) {
+            guint j = g_array_index(s, guint, k);
+            if (--c.indeg[j] == 0)
+                heap_push(&h, j);
+        }
+    }
+    gboolean ok = out->len == live;
+    if (!ok) {
+        /* Name a node on the cycle: one that never became ready. */
+        const HgNode *stuck = NULL;
+        for (guint i = 0; i < n && !stuck; i++) {
+            HgNode *nd = g->nodes->pdata[i];
+            if (!(nd->flags & HG_NODE_DEAD) && c.indeg[i] > 0)
+                stuck = nd;
+        }
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "node '%s' (%s): the graph has a cycle",
+                    stuck && stuck->name ? stuck->name : "", stuck ? stuck->op_type : "?");
+    }
+    for (guint i = 0; i < n; i++)
+        if (c.succ->pdata[i])
+            g_array_unref(c.succ->pdata[i]);
+    g_ptr_array_unref(c.succ);
+    g_free(c.indeg);
+    g_free(h.a);
+    if (!ok) {
+        g_ptr_array_unref(out);
+        return NULL;
+    }
+    return out;
+}
+
+gboolean
+hg_graph_sort(HgGraph *g, GError **error)
+{
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    if (!order)
+        return FALSE;
+    gboolean same = TRUE;
+    guint live = 0;
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *nd = g->nodes->pdata[i];
+        if (nd->flags & HG_NODE_DEAD)
+            continue;
+        if (order->pdata[live++] != nd)
+            same = FALSE;
+    }
+    if (same)
+        return TRUE;
+    hg_graph_compact(g);
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *nd = order->pdata[i];
+        nd->order = i;
+        g->nodes->pdata[i] = nd;
+    }
+    hg_graph_touch(g);
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- verify */
+
+static gboolean
+graph_encloses(const HgGraph *outer, const HgGraph *g)
+{
+    for (; g; g = g->parent)
+        if (g == outer)
+            return TRUE;
+    return FALSE;
+}
+
+static const char *
+node_label(const HgNode *n)
+{
+    return n->name ? n->name : "";
+}
+
+#define FAIL(...)                                                                        \
+    do {                                                                                 \
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, __VA_ARGS__);                     \
+        return FALSE;                                                                    \
+    } while (0)
+
+static gboolean
+verify_decls(HgGraph *g, GPtrArray *decls, const char *what, GError **error)
+{
+    for (guint i = 0; i < decls->len; i++) {
+        HgValueDecl *d = decls->pdata[i];
+        if (!d->value)
+            FAIL("graph %s '%s' names no value", what, d->name ? d->name : "");
+        if (!graph_encloses(d->value->graph, g))
+            FAIL("graph %s '%s' belongs to another graph", what, d->value->name);
+    }
+    return TRUE;
+}
+
+static gboolean
+value_defined(const HgValue *v)
+{
+    return v->init || v->sparse_init || v->is_input || (v->producer && !(v->producer->flags & HG_NODE_DEAD));
+}
+
+static gboolean
+verify_one(HgGraph *g, GError **error)
+{
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (n->graph != g)
+            FAIL("node '%s' (%s) is listed in a graph it does not belong to", node_label(n),
+                 n->op_type);
+        if (n->flags & HG_NODE_DEAD)
+            continue;
+        for (guint k = 0; k < n->n_outputs; k++) {
+            HgValue *v = n->outputs[k];
+            if (!v)
+                continue;
+            if (v->producer != n || v->producer_index != k)
+                FAIL("node '%s' (%s): output '%s' is also defined elsewhere", node_label(n),
+                     n->op_type, v->name);
+            if (v->graph != g || g_hash_table_lookup(g->values, v->name) != v)
+                FAIL("node '%s' (%s): output '%s' is not a value of its graph", node_label(n),
+                     n->op_type, v->name);
+            if (v->init || v->is_input)
+                FAIL("node '%s' (%s): output '%s' is also a graph input or initializer",
+                     node_label(n), n->op_type, v->name);
+        }
+        for (guint k = 0; k < n->n_inputs; k++) {
+            HgValue *v = n->inputs[k];
+            if (!v)
+                continue;
+            if (!graph_encloses(v->graph, g))
+                FAIL("node '%s' (%s): input '%s' is not visible from its graph", node_label(n),
+                     n->op_type, v->name);
+            if (!value_defined(v))
+                FAIL("node '%s' (%s): input '%s' is used but never defined", node_label(n),
+                     n->op_type, v->name);
+            gboolean found = FALSE;
+            for (guint j = 0; j < v->uses->len && !found; j++) {
+                HgUse *u = &g_array_index(v->uses, HgUse, j);
+                found = u->node == n && u->index == k;
+            }
+            if (!found)
+                FAIL("node '%s' (%s): input '%s' misses its use record", node_label(n), n->op_type,
+                     v->name);
+        }
+    }
+    GHashTableIter it;
+    gpointer key, val;
+    g_hash_table_iter_init(&it, g->values);
+    while (g_hash_table_iter_next(&it, &key, &val)) {
+        HgValue *v = val;
+        if (strcmp(key, v->name) != 0 || v->graph != g)
+            FAIL("value '%s' is filed under the wrong name or graph", v->name);
+        for (guint j = 0; j < v->uses->len; j++) {
+            HgUse *u = &g_array_index(v->uses, HgUse, j);
+            if (u->node->flags & HG_NODE_DEAD)
+                FAIL("value '%s' is used by a removed node", v->name);
+            if (u->index >= u->node->n_inputs || u->node->inputs[u->index] != v)
+                FAIL("value '%s' has a stale use record", v->name);
+            if (!graph_encloses(g, u->node->graph))
+                FAIL("value '%s' is used outside its scope", v->name);
+        }
+    }
+    for (guint i = 0; i < g->initializers->len; i++) {
+        HgTensor *t = g->initializers->pdata[i];
+        HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
+        if (!v || v->init != t)
+            FAIL("initializer '%s' is not the value of its name", t->name ? t->name : "");
+    }
+    if (!verify_decls(g, g->inputs, "input", error) || !verify_decls(g, g->outputs, "output", error) ||
+        !verify_decls(g, g->value_info, "value_info", error))
+        return FALSE;
+    for (guint i = 0; i < g->outputs->len; i++) {
+        HgValueDecl *d = g->outputs->pdata[i];
+        if (!value_defined(d->value))
+            FAIL("graph output '%s' is never defined", d->value->name);
+    }
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    return order != NULL;
+}
+
+typedef struct {
+    GError **error;
+    gboolean ok;
+} VerifyCtx;
+
+static void
+verify_each(HgGraph *g, gpointer data)
+{
+    VerifyCtx *c = data;
+    if (c->ok)
+        c->ok = verify_one(g, c->error);
+}
+
+gboolean
+hg_graph_verify(HgGraph *g, GError **error)
+{
+    g_return_val_if_fail(g != NULL, FALSE);
+    VerifyCtx c = {error, TRUE};
+    hg_graph_foreach(g, verify_each, &c);
+    return c.ok;
+}

@@ -1,0 +1,34 @@
+/* Internal helpers shared by the library's modules; not installed. */
+#ifndef HALFGUARD_IR_PRIVATE_H
+#define HALFGUARD_IR_PRIVATE_H
+
+#include "halfguard/ir.h"
+
+G_BEGIN_DECLS
+
+/* A blob owning data (g_free'd at the last unref), or a read-only mapping (munmap'ed). */
+HgBlob *hg_blob_new_take(void *data, gsize len);
+HgBlob *hg_blob_new_mapped(void *addr, gsize len, const char *path);
+/* The file a mapped blob maps, or NULL for heap blobs. */
+const char *hg_blob_path(const HgBlob *b);
+const void *hg_blob_data(const HgBlob *b, gsize *len);
+
+void hg_unknown_free(HgUnknown *u);
+HgUnknown *hg_unknown_copy(const HgUnknown *u);
+void hg_string_pair_free(gpointer p);
+
+/* A shape of the given rank with every dim unknown. */
+HgShape *hg_shape_new(guint rank);
+void hg_shape_free(HgShape *s);
+
+/* Product of dims, or -1 on a negative dim or overflow. */
+gint64 hg_numel(guint rank, const gint64 *dims);
+/* Bytes the tensor's dims and dtype call for, or -1 (overflow, or a dtype without a fixed size). */
+gint64 hg_tensor_expected_bytes(const HgTensor *t);
+
+/* Call fn on each graph-valued attribute of n (not recursing). */
+void hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,267 @@
+/* halfguard: the command line. It parses arguments and calls the library; nothing else. */
+#include "halfguard/halfguard.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { EXIT_OK = 0, EXIT_FINDINGS = 1, EXIT_ERROR = 2 };
+
+typedef int (*CmdFunc)(int argc, char **argv);
+
+typedef struct {
+    const char *name;
+    CmdFunc run;
+    const char *args;    /* parameter string shown in usage */
+    const char *summary; /* one line for the command list */
+    const char *description;
+} Command;
+
+static const Command *find_command(const char *name);
+
+/* Print "FILE: message" for a failed model, the way compilers do. */
+static void
+report_error(const char *file, const GError *error)
+{
+    if (file)
+        fprintf(stderr, "%s: %s\n", file, error->message);
+    else
+        fprintf(stderr, "halfguard: %s\n", error->message);
+}
+
+/* Print what the loader accepted but flagged. */
+static void
+report_warnings(const char *file, const HgModel *m)
+{
+    for (guint i = 0; i < m->warnings->len; i++)
+        fprintf(stderr, "%s: warning: %s\n", file, (const char *)m->warnings->pdata[i]);
+}
+
+/* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
+static gboolean
+parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
+{
+    g_autofree char *param = g_strdup_printf("%s %s", cmd->name, cmd->args);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(param);
+    g_option_context_set_summary(ctx, cmd->summary);
+    g_option_context_set_description(ctx, cmd->description);
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!g_option_context_parse(ctx, argc, argv, &error)) {
+        fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, error->message,
+                cmd->name);
+        *exit_code = EXIT_ERROR;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- convert */
+
+static int
+cmd_convert(int argc, char **argv)
+{
+    const Command *cmd = find_command("convert");
+    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL;
+    GOptionEntry entries[] = {
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model to FILE (one input)", "FILE"},
+        {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
+         "Write each model to DIR under its own name (several inputs)", "DIR"},
+        {"passes", 0, 0, G_OPTION_ARG_STRING, &passes,
+         "Comma-separated passes to run, or 'none' (default: all, in pipeline order)", "LIST"},
+        {"dump-after", 0, 0, G_OPTION_ARG_STRING, &dump_after,
+         "Print the graph's text form to stdout after PASS", "PASS"},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        goto out;
+    if (argc < 2 || (!output && !output_dir) || (output && output_dir) || (output && argc > 2)) {
+        fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n",
+                argc < 2                  ? "no input model"
+                : output && output_dir    ? "give -o or -O, not both"
+                : output                  ? "-o takes one input; use -O DIR for several"
+                                          : "say where to write: -o FILE or -O DIR");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    g_auto(GStrv) pass_list = passes ? g_strsplit(passes, ",", -1) : NULL;
+    if (output_dir && g_mkdir_with_parents(output_dir, 0755) != 0) {
+        fprintf(stderr, "%s: cannot create: %s\n", output_dir, g_strerror(errno));
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (int i = 1; i < argc; i++) {
+        const char *in = argv[i];
+        g_autofree char *base = g_path_get_basename(in);
+        g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, base, NULL);
+        if (g_hash_table_contains(seen, out)) {
+            fprintf(stderr, "%s: another input is also written to %s; skipped\n", in, out);
+            rc = EXIT_ERROR;
+            continue;
+        }
+        g_hash_table_add(seen, g_strdup(out));
+        g_autoptr(GError) error = NULL;
+        g_autoptr(HgModel) m = hg_model_load(in, &error);
+        if (!m) {
+            report_error(in, error);
+            rc = EXIT_ERROR;
+            continue;
+        }
+        report_warnings(in, m);
+        HgPassCtx ctx;
+        hg_pass_ctx_init(&ctx);
+        g_autoptr(GString) dump = g_string_new(NULL);
+        HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
+        gboolean ok = hg_pipeline_run(m, &po, &ctx, &error) && hg_model_save(m, out, &error);
+        if (dump->len)
+            fputs(dump->str, stdout);
+        if (!ok) {
+            report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
+            rc = EXIT_ERROR;
+            hg_pass_ctx_clear(&ctx);
+            if (error->code == HG_ERROR_USAGE)
+                break;
+            continue;
+        }
+        GString *line = g_string_new(NULL);
+        for (guint k = 0; k < ctx.notes->len; k++) {
+            const HgPassNote *note = ctx.notes->pdata[k];
+            g_string_append_printf(line, "%s%s", k ? "; " : "", note->message);
+        }
+        fprintf(dump_after ? stderr : stdout, "%s -> %s: %s\n", in, out,
+                line->len ? line->str : "no changes");
+        g_string_free(line, TRUE);
+        hg_pass_ctx_clear(&ctx);
+    }
+out:
+    g_free(output);
+    g_free(output_dir);
+    g_free(passes);
+    g_free(dump_after);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- dump */
+
+static int
+cmd_dump(int argc, char **argv)
+{
+    const Command *cmd = find_command("dump");
+    gint64 max_elements = 0;
+    gboolean all = FALSE;
+    GOptionEntry entries[] = {
+        {"max-elements", 0, 0, G_OPTION_ARG_INT64, &max_elements,
+         "Summarise initializers with more than N elements (default 64)", "N"},
+        {"full", 0, 0, G_OPTION_ARG_NONE, &all, "Print every initializer in full", NULL},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        return rc;
+    if (argc < 2) {
+        fprintf(stderr, "halfguard dump: no input model\nTry 'halfguard help dump'.\n");
+        return EXIT_ERROR;
+    }
+    HgTextOptions to = {all ? G_MAXINT64 : max_elements};
+    for (int i = 1; i < argc; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(HgModel) m = hg_model_load(argv[i], &error);
+        if (!m) {
+            report_error(argv[i], error);
+            rc = EXIT_ERROR;
+            continue;
+        }
+        report_warnings(argv[i], m);
+        g_autofree char *text = hg_model_to_text(m, &to);
+        fputs(text, stdout);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------- help */
+
+static void print_usage(FILE *f);
+
+static int
+cmd_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_usage(stdout);
+        return EXIT_OK;
+    }
+    const Command *cmd = find_command(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "halfguard help: no subcommand '%s'\n", argv[1]);
+        return EXIT_ERROR;
+    }
+    char *args[] = {(char *)cmd->name, "--help", NULL};
+    return cmd->run(2, args);
+}
+
+static const Command commands[] = {
+    {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
+     "Rewrite models through the pass pipeline and save them.",
+     "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
+     "otherwise), checks the graph after every pass, and writes the result atomically: a\n"
+     "temporary file beside the output, then a rename. The input is never modified; -o may\n"
+     "name the input itself. External data is written beside the output under the same\n"
+     "relative names. With --passes none the output is the input, byte for byte.\n\n"
+     "Passes: cleanup (drop dead nodes, sort topologically).\n\n"
+     "Exit status: 0 when every model was written, 2 when any failed.\n\n"
+     "Example:\n  halfguard convert model.onnx -o model.fp16.onnx\n"
+     "  halfguard convert --passes none a.onnx b.onnx -O out/"},
+    {"dump", cmd_dump, "MODEL...",
+     "Print models in ONNX's textual syntax, with element types and shapes.",
+     "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"
+     "Initializers with more than --max-elements elements are summarised.\n\n"
+     "Example:\n  halfguard dump model.onnx | less"},
+    {"help", cmd_help, "[SUBCOMMAND]", "Show help for a subcommand.", ""},
+};
+
+static const Command *
+find_command(const char *name)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void
+print_usage(FILE *f)
+{
+    fprintf(f, "Usage: halfguard SUBCOMMAND [OPTION...] ARGS\n\n"
+               "Make ONNX models safe to run in FP16.\n\nSubcommands:\n");
+    for (guint i = 0; i < G_N_ELEMENTS(commands); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nOptions:\n  -h, --help     Show this help\n  --version      Print the version\n\n"
+               "'halfguard help SUBCOMMAND' or 'halfguard SUBCOMMAND --help' shows a subcommand's "
+               "options.\nExit status: 0 success, 1 findings (check), 2 error.\n");
+}
+
+int
+main(int argc, char **argv)
+{
+    setlocale(LC_ALL, "");
+    if (argc < 2) {
+        print_usage(stderr);
+        return EXIT_ERROR;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        print_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("halfguard %s\n", hg_version());
+        return EXIT_OK;
+    }
+    const Command *cmd = find_command(argv[1]);
+    if (!cmd) {
+        fprintf(stderr, "halfguard: no subcommand '%s'\n", argv[1]);
+        print_usage(stderr);
+        return EXIT_ERROR;
+    }
+    return cmd->run(argc - 1, argv + 1);
+}

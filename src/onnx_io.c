@@ -1,0 +1,2017 @@
+/* Loading and saving ONNX protobuf files: the only module that sees onnx.pb-c.h.
+ *
+ * Load: map the file, let protobuf-c unpack it, convert every message into the IR (stealing the large
+ * raw_data buffers instead of copying them), map external data files read-only, and reject what is
+ * invalid. Save: build protobuf-c messages that point into the IR (no copies), and stream them to a
+ * temporary file that is renamed over the destination.
+ *
+ * Lossless round trips rest on three things: the IR keeps every field and the presence of optional
+ * ones; protobuf-c keeps unknown fields and writes them back; and the encoding of repeated scalars
+ * (packed or not) is detected at load and repeated at save.
+ */
+#include "halfguard/io.h"
+#include "halfguard/text.h"
+#include "ir_private.h"
+#include "onnx.pb-c.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define LFS_MAGIC "version https://git-lfs.github.com/spec/"
+
+gboolean
+hg_is_lfs_pointer(const void *data, gsize len)
+{
+    return data && len >= sizeof(LFS_MAGIC) - 1 && memcmp(data, LFS_MAGIC, sizeof(LFS_MAGIC) - 1) == 0;
+}
+
+/* ================================================================ load */
+
+typedef struct {
+    HgModel *model;
+    const char *dir;          /* folder external data is read from (NULL: refuse external data) */
+    char *real_dir;           /* its realpath */
+    GHashTable *ext_files;    /* location -> HgBlob of the mapped file */
+    GError **error;
+} LoadCtx;
+
+static char *
+dup0(const char *s)
+{
+    return s ? g_strdup(s) : NULL;
+}
+
+static HgUnknown *
+unknown_from_pb(const ProtobufCMessage *msg)
+{
+    if (!msg->n_unknown_fields)
+        return NULL;
+    HgUnknown *u = g_new0(HgUnknown, 1);
+    u->n = msg->n_unknown_fields;
+    u->fields = g_new0(HgUnknownField, u->n);
+    for (guint i = 0; i < u->n; i++) {
+        const ProtobufCMessageUnknownField *f = &msg->unknown_fields[i];
+        u->fields[i].tag = f->tag;
+        u->fields[i].wire_type = (guint8)f->wire_type;
+        u->fields[i].len = f->len;
+        u->fields[i].data = g_memdup2(f->data, f->len);
+    }
+    return u;
+}
+
+static GPtrArray *
+pairs_from_pb(size_t n, Onnx__StringStringEntryProto **pb)
+{
+    if (!n)
+        return NULL;
+    GPtrArray *a = g_ptr_array_new_full(n, hg_string_pair_free);
+    for (size_t i = 0; i < n; i++) {
+        HgStringPair *sp = g_new0(HgStringPair, 1);
+        sp->key = dup0(pb[i]->key);
+        sp->value = dup0(pb[i]->value);
+        sp->unknown = unknown_from_pb(&pb[i]->base);
+        g_ptr_array_add(a, sp);
+    }
+    return a;
+}
+
+static HgShape *
+shape_from_pb(const Onnx__TensorShapeProto *pb)
+{
+    if (!pb)
+        return NULL;
+    HgShape *s = hg_shape_new((guint)pb->n_dim);
+    for (size_t i = 0; i < pb->n_dim; i++) {
+        const Onnx__TensorShapeProto__Dimension *d = pb->dim[i];
+        HgDim *hd = &s->dims[i];
+        if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) {
+            hd->has_value = TRUE;
+            hd->value = d->dim_value;
+        } else if (d->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM) {
+            hd->param = g_strdup(d->dim_param ? d->dim_param : "");
+        }
+        hd->denotation = dup0(d->denotation);
+        hd->unknown = unknown_from_pb(&d->base);
+    }
+    s->unknown = unknown_from_pb(&pb->base);
+    return s;
+}
+
+static HgType *
+type_from_pb(const Onnx__TypeProto *pb)
+{
+    if (!pb)
+        return NULL;
+    HgType *t = g_new0(HgType, 1);
+    t->denotation = dup0(pb->denotation);
+    t->unknown = unknown_from_pb(&pb->base);
+    switch (pb->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
+        t->kind = HG_TYPE_TENSOR;
+        t->has_elem_type = pb->tensor_type->has_elem_type;
+        t->elem_type = pb->tensor_type->elem_type;
+        t->shape = shape_from_pb(pb->tensor_type->shape);
+        t->inner_unknown = unknown_from_pb(&pb->tensor_type->base);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE:
+        t->kind = HG_TYPE_SPARSE_TENSOR;
+        t->has_elem_type = pb->sparse_tensor_type->has_elem_type;
+        t->elem_type = pb->sparse_tensor_type->elem_type;
+        t->shape = shape_from_pb(pb->sparse_tensor_type->shape);
+        t->inner_unknown = unknown_from_pb(&pb->sparse_tensor_type->base);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+        t->kind = HG_TYPE_SEQUENCE;
+        t->elem = type_from_pb(pb->sequence_type->elem_type);
+        t->inner_unknown = unknown_from_pb(&pb->sequence_type->base);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+        t->kind = HG_TYPE_OPTIONAL;
+        t->elem = type_from_pb(pb->optional_type->elem_type);
+        t->inner_unknown = unknown_from_pb(&pb->optional_type->base);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+        t->kind = HG_TYPE_MAP;
+        t->has_elem_type = pb->map_type->has_key_type;
+        t->elem_type = pb->map_type->key_type;
+        t->elem = type_from_pb(pb->map_type->value_type);
+        t->inner_unknown = unknown_from_pb(&pb->map_type->base);
+        break;
+    case ONNX__TYPE_PROTO__VALUE_OPAQUE_TYPE:
+        t->kind = HG_TYPE_OPAQUE;
+        t->opaque_domain = dup0(pb->opaque_type->domain);
+        t->opaque_name = dup0(pb->opaque_type->name);
+        t->inner_unknown = unknown_from_pb(&pb->opaque_type->base);
+        break;
+    default:
+        t->kind = HG_TYPE_NONE;
+        break;
+    }
+    return t;
+}
+
+static char *
+dims_string(guint rank, const gint64 *dims)
+{
+    GString *s = g_string_new("[");
+    for (guint i = 0; i < rank; i++)
+        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", dims[i]);
+    g_string_append_c(s, ']');
+    return g_string_free(s, FALSE);
+}
+
+/* Resolve an external data location against the model's folder. Refuses absolute paths, "..", and
+ * symlinks that lead outside the folder. */
+static char *
+resolve_location(LoadCtx *c, const char *tensor, const char *loc)
+{
+    if (!c->dir) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data '%s' but the model was not loaded from a file",
+                    tensor, loc);
+        return NULL;
+    }
+    if (!*loc || g_path_is_absolute(loc)) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data location '%s' is not a relative path", tensor, loc);
+        return NULL;
+    }
+    g_auto(GStrv) parts = g_strsplit_set(loc, "/\\", -1);
+    for (guint i = 0; parts[i]; i++) {
+        if (strcmp(parts[i], "..") == 0) {
+            g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                        "tensor '%s': external data location '%s' leaves the model's folder", tensor,
+                        loc);
+            return NULL;
+        }
+    }
+    g_autofree char *path = g_build_filename(c->dir, loc, NULL);
+    char real[PATH_MAX];
+    if (!realpath(path, real)) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_IO, "tensor '%s': external data '%s': %s", tensor,
+                    loc, g_strerror(errno));
+        return NULL;
+    }
+    if (!c->real_dir) {
+        char rd[PATH_MAX];
+        if (!realpath(c->dir, rd)) {
+            g_set_error(c->error, HG_ERROR, HG_ERROR_IO, "%s: %s", c->dir, g_strerror(errno));
+            return NULL;
+        }
+        c->real_dir = g_strdup(rd);
+    }
+    gsize n = strlen(c->real_dir);
+    if (strncmp(real, c->real_dir, n) != 0 || (real[n] != '/' && strcmp(c->real_dir, "/") != 0)) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data '%s' is a link that leaves the model's folder",
+                    tensor, loc);
+        return NULL;
+    }
+    return g_steal_pointer(&path);
+}
+
+static HgBlob *
+map_external(LoadCtx *c, const char *tensor, const char *loc)
+{
+    HgBlob *b = g_hash_table_lookup(c->ext_files, loc);
+    if (b)
+        return b;
+    g_autofree char *path = resolve_location(c, tensor, loc);
+    if (!path)
+        return NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_IO, "tensor '%s': external data '%s': %s", tensor,
+                    loc, g_strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    void *addr = NULL;
+    if (st.st_size > 0) {
+        addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (addr == MAP_FAILED) {
+            g_set_error(c->error, HG_ERROR, HG_ERROR_IO, "tensor '%s': cannot map '%s': %s", tensor,
+                        loc, g_strerror(errno));
+            close(fd);
+            return NULL;
+        }
+    }
+    close(fd);
+    b = hg_blob_new_mapped(addr, (gsize)st.st_size, path);
+    g_hash_table_insert(c->ext_files, g_strdup(loc), b);
+    return b;
+}
+
+static gboolean
+parse_i64(const char *s, gint64 *out)
+{
+    if (!s || !*s)
+        return FALSE;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < 0)
+        return FALSE;
+    *out = v;
+    return TRUE;
+}
+
+static gboolean
+tensor_external_from_pb(LoadCtx *c, HgTensor *t, const char *label)
+{
+    gboolean has_off = FALSE, has_len = FALSE;
+    t->ext_offset = 0;
+    for (guint i = 0; t->external && i < t->external->len; i++) {
+        const HgStringPair *sp = t->external->pdata[i];
+        if (g_strcmp0(sp->key, "location") == 0) {
+            g_free(t->ext_location);
+            t->ext_location = g_strdup(sp->value ? sp->value : "");
+        } else if (g_strcmp0(sp->key, "offset") == 0) {
+            if (!parse_i64(sp->value, &t->ext_offset)) {
+                g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                            "tensor '%s': external data offset '%s' is not a number", label,
+                            sp->value ? sp->value : "");
+                return FALSE;
+            }
+            has_off = TRUE;
+        } else if (g_strcmp0(sp->key, "length") == 0) {
+            if (!parse_i64(sp->value, &t->ext_length)) {
+                g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                            "tensor '%s': external data length '%s' is not a number", label,
+                            sp->value ? sp->value : "");
+                return FALSE;
+            }
+            has_len = TRUE;
+        }
+    }
+    (void)has_off;
+    if (!t->ext_location) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data without a location", label);
+        return FALSE;
+    }
+    HgBlob *file = map_external(c, label, t->ext_location);
+    if (!file)
+        return FALSE;
+    gsize flen;
+    const guint8 *base = hg_blob_data(file, &flen);
+    gint64 want = hg_tensor_expected_bytes(t);
+    gint64 len = has_len ? t->ext_length : (gint64)flen - t->ext_offset;
+    if (t->ext_offset > (gint64)flen || len < 0 || len > (gint64)flen - t->ext_offset) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data (offset %" G_GINT64_FORMAT ", length %" G_GINT64_FORMAT
+                    ") lies beyond the end of '%s' (%" G_GSIZE_FORMAT " bytes)",
+                    label, t->ext_offset, len, t->ext_location, flen);
+        return FALSE;
+    }
+    if (want >= 0 && len != want) {
+        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data holds %" G_GINT64_FORMAT " bytes but %s %s needs %"
+                    G_GINT64_FORMAT, label, len, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
+                    ds, want);
+        return FALSE;
+    }
+    t->storage = HG_STORAGE_EXTERNAL;
+    t->blob = hg_blob_ref(file);
+    t->data = base ? base + t->ext_offset : NULL;
+    t->nbytes = (gsize)len;
+    return TRUE;
+}
+
+/* Decode the typed repeated fields into raw little-endian bytes. */
+static gboolean
+tensor_typed_from_pb(LoadCtx *c, HgTensor *t, const Onnx__TensorProto *pb, const char *label,
+                     gint64 numel)
+{
+    size_t have = 0, per = 1;
+    guint bits = hg_dtype_bits(t->dtype);
+    switch (t->dtype) {
+    case HG_DTYPE_FLOAT:
+        have = pb->n_float_data;
+        break;
+    case HG_DTYPE_COMPLEX64:
+        have = pb->n_float_data, per = 2;
+        break;
+    case HG_DTYPE_DOUBLE:
+        have = pb->n_double_data;
+        break;
+    case HG_DTYPE_COMPLEX128:
+        have = pb->n_double_data, per = 2;
+        break;
+    case HG_DTYPE_INT64:
+        have = pb->n_int64_data;
+        break;
+    case HG_DTYPE_UINT32:
+    case HG_DTYPE_UINT64:
+        have = pb->n_uint64_data;
+        break;
+    case HG_DTYPE_INT32:
+    case HG_DTYPE_INT16:
+    case HG_DTYPE_UINT16:
+    case HG_DTYPE_INT8:
+    case HG_DTYPE_UINT8:
+    case HG_DTYPE_BOOL:
+    case HG_DTYPE_FLOAT16:
+    case HG_DTYPE_BFLOAT16:
+    case HG_DTYPE_FLOAT8E4M3FN:
+    case HG_DTYPE_FLOAT8E4M3FNUZ:
+    case HG_DTYPE_FLOAT8E5M2:
+    case HG_DTYPE_FLOAT8E5M2FNUZ:
+        have = pb->n_int32_data;
+        break;
+    default:
+        g_set_error(c->error, HG_ERROR, HG_ERROR_UNSUPPORTED,
+                    "tensor '%s': %s data in typed fields is not supported", label,
+                    hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "unknown");
+        return FALSE;
+    }
+    if ((guint64)have != (guint64)numel * per) {
+        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': holds %" G_GSIZE_FORMAT " values but %s %s needs %" G_GINT64_FORMAT,
+                    label, (gsize)have, hg_dtype_name(t->dtype), ds, numel * (gint64)per);
+        return FALSE;
+    }
+    gsize nbytes = (gsize)numel * bits / 8;
+    guint8 *out = g_malloc(nbytes ? nbytes : 1);
+    for (size_t i = 0; i < have; i++) {
+        switch (t->dtype) {
+        case HG_DTYPE_FLOAT:
+        case HG_DTYPE_COMPLEX64:
+            memcpy(out + 4 * i, &pb->float_data[i], 4);
+            break;
+        case HG_DTYPE_DOUBLE:
+        case HG_DTYPE_COMPLEX128:
+            memcpy(out + 8 * i, &pb->double_data[i], 8);
+            break;
+        case HG_DTYPE_INT64:
+            memcpy(out + 8 * i, &pb->int64_data[i], 8);
+            break;
+        case HG_DTYPE_UINT64:
+            memcpy(out + 8 * i, &pb->uint64_data[i], 8);
+            break;
+        case HG_DTYPE_UINT32: {
+            guint32 v = (guint32)pb->uint64_data[i];
+            memcpy(out + 4 * i, &v, 4);
+            break;
+        }
+        case HG_DTYPE_INT32:
+            memcpy(out + 4 * i, &pb->int32_data[i], 4);
+            break;
+        case HG_DTYPE_INT16:
+        case HG_DTYPE_UINT16:
+        case HG_DTYPE_FLOAT16:
+        case HG_DTYPE_BFLOAT16: {
+            guint16 v = (guint16)pb->int32_data[i];
+            memcpy(out + 2 * i, &v, 2);
+            break;
+        }
+        default:
+            out[i] = (guint8)pb->int32_data[i];
+            break;
+        }
+    }
+    t->storage = HG_STORAGE_TYPED;
+    t->blob = hg_blob_new_take(out, nbytes);
+    t->data = out;
+    t->nbytes = nbytes;
+    return TRUE;
+}
+
+static HgTensor *
+tensor_from_pb(LoadCtx *c, Onnx__TensorProto *pb, const char *what)
+{
+    g_autoptr(GString) label = g_string_new(pb->name ? pb->name : what);
+    HgTensor *t = g_new0(HgTensor, 1);
+    t->name = dup0(pb->name);
+    t->has_dtype = pb->has_data_type;
+    t->dtype = pb->data_type;
+    t->rank = (guint)pb->n_dims;
+    t->dims = g_new0(gint64, pb->n_dims ? pb->n_dims : 1);
+    if (pb->n_dims)
+        memcpy(t->dims, pb->dims, sizeof(gint64) * pb->n_dims);
+    t->doc_string = dup0(pb->doc_string);
+    t->metadata = pairs_from_pb(pb->n_metadata_props, pb->metadata_props);
+    t->external = pairs_from_pb(pb->n_external_data, pb->external_data);
+    t->has_data_location = pb->has_data_location;
+    t->data_location = pb->data_location;
+    t->unknown = unknown_from_pb(&pb->base);
+    if (pb->segment) {
+        t->has_segment = TRUE;
+        t->has_seg_begin = pb->segment->has_begin;
+        t->seg_begin = pb->segment->begin;
+        t->has_seg_end = pb->segment->has_end;
+        t->seg_end = pb->segment->end;
+        t->segment_unknown = unknown_from_pb(&pb->segment->base);
+    }
+
+    gint64 numel = hg_numel(t->rank, t->dims);
+    if (numel < 0) {
+        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': dims %s are negative or their product overflows", label->str, ds);
+        goto fail;
+    }
+    if (t->has_dtype && t->dtype != HG_DTYPE_STRING && t->dtype != HG_DTYPE_UNDEFINED &&
+        hg_tensor_expected_bytes(t) < 0) {
+        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': dims %s need more bytes than can be addressed", label->str, ds);
+        goto fail;
+    }
+
+    if (pb->has_data_location && pb->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
+        if (!tensor_external_from_pb(c, t, label->str))
+            goto fail;
+    } else if (pb->has_raw_data) {
+        gint64 want = hg_tensor_expected_bytes(t);
+        if (want >= 0 && (guint64)want != pb->raw_data.len) {
+            g_autofree char *ds = dims_string(t->rank, t->dims);
+            g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                        "tensor '%s': raw_data holds %" G_GSIZE_FORMAT " bytes but %s %s needs %"
+                        G_GINT64_FORMAT, label->str, (gsize)pb->raw_data.len,
+                        hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds, want);
+            goto fail;
+        }
+        /* Steal protobuf-c's copy (allocated with malloc, as g_malloc is): the model's bytes exist
+         * once in memory, not twice. */
+        t->storage = HG_STORAGE_RAW;
+        t->nbytes = pb->raw_data.len;
+        t->blob = hg_blob_new_take(pb->raw_data.data, pb->raw_data.len);
+        t->data = pb->raw_data.data;
+        pb->raw_data.data = NULL;
+        pb->raw_data.len = 0;
+        pb->has_raw_data = 0;
+    } else if (pb->n_string_data) {
+        if ((guint64)pb->n_string_data != (guint64)numel) {
+            g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                        "tensor '%s': holds %" G_GSIZE_FORMAT " strings but its shape needs %"
+                        G_GINT64_FORMAT, label->str, (gsize)pb->n_string_data, numel);
+            goto fail;
+        }
+        t->storage = HG_STORAGE_STRINGS;
+        t->strings = g_ptr_array_new_full(pb->n_string_data, (GDestroyNotify)g_bytes_unref);
+        for (size_t i = 0; i < pb->n_string_data; i++)
+            g_ptr_array_add(t->strings, g_bytes_new(pb->string_data[i].data, pb->string_data[i].len));
+    } else if (pb->n_float_data || pb->n_int32_data || pb->n_int64_data || pb->n_double_data ||
+               pb->n_uint64_data) {
+        if (!tensor_typed_from_pb(c, t, pb, label->str, numel))
+            goto fail;
+    } else {
+        /* No data at all: an empty tensor, or one whose shape alone matters. */
+        t->storage = HG_STORAGE_NONE;
+        if (numel > 0 && t->dtype != HG_DTYPE_STRING && t->dtype != HG_DTYPE_UNDEFINED) {
+            g_autofree char *ds = dims_string(t->rank, t->dims);
+            g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                        "tensor '%s': holds no data but %s %s needs %" G_GINT64_FORMAT " values",
+                        label->str, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds,
+                        numel);
+            goto fail;
+        }
+    }
+    return t;
+fail:
+    hg_tensor_free(t);
+    return NULL;
+}
+
+static HgSparseTensor *
+sparse_from_pb(LoadCtx *c, Onnx__SparseTensorProto *pb)
+{
+    HgSparseTensor *s = g_new0(HgSparseTensor, 1);
+    s->rank = (guint)pb->n_dims;
+    s->dims = g_memdup2(pb->dims, sizeof(gint64) * (pb->n_dims ? pb->n_dims : 1));
+    if (!pb->n_dims)
+        s->dims[0] = 0;
+    s->unknown = unknown_from_pb(&pb->base);
+    if (pb->values && !(s->values = tensor_from_pb(c, pb->values, "sparse values")))
+        goto fail;
+    if (pb->indices && !(s->indices = tensor_from_pb(c, pb->indices, "sparse indices")))
+        goto fail;
+    return s;
+fail:
+    hg_sparse_tensor_free(s);
+    return NULL;
+}
+
+static HgGraph *graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent);
+
+static HgAttr *
+attr_from_pb(LoadCtx *c, Onnx__AttributeProto *pb, HgGraph *g)
+{
+    HgAttr *a = g_new0(HgAttr, 1);
+    a->name = dup0(pb->name);
+    a->ref_attr_name = dup0(pb->ref_attr_name);
+    a->doc_string = dup0(pb->doc_string);
+    a->type = (HgAttrType)pb->type;
+    a->has = (pb->has_type ? HG_ATTR_HAS_TYPE : 0) | (pb->has_f ? HG_ATTR_HAS_F : 0) |
+             (pb->has_i ? HG_ATTR_HAS_I : 0) | (pb->has_s ? HG_ATTR_HAS_S : 0);
+    a->f = pb->f;
+    a->i = pb->i;
+    if (pb->has_s)
+        a->s = g_bytes_new(pb->s.data, pb->s.len);
+    a->unknown = unknown_from_pb(&pb->base);
+    if (pb->t && !(a->t = tensor_from_pb(c, pb->t, a->name ? a->name : "attribute")))
+        goto fail;
+    if (pb->g && !(a->g = graph_from_pb(c, pb->g, g)))
+        goto fail;
+    if (pb->sparse_tensor && !(a->sparse = sparse_from_pb(c, pb->sparse_tensor)))
+        goto fail;
+    a->tp = type_from_pb(pb->tp);
+    if (pb->n_floats) {
+        a->floats = g_array_sized_new(FALSE, FALSE, sizeof(float), (guint)pb->n_floats);
+        g_array_append_vals(a->floats, pb->floats, (guint)pb->n_floats);
+    }
+    if (pb->n_ints) {
+        a->ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), (guint)pb->n_ints);
+        g_array_append_vals(a->ints, pb->ints, (guint)pb->n_ints);
+    }
+    if (pb->n_strings) {
+        a->strings = g_ptr_array_new_full(pb->n_strings, (GDestroyNotify)g_bytes_unref);
+        for (size_t i = 0; i < pb->n_strings; i++)
+            g_ptr_array_add(a->strings, g_bytes_new(pb->strings[i].data, pb->strings[i].len));
+    }
+    if (pb->n_tensors) {
+        a->tensors = g_ptr_array_new_full(pb->n_tensors, (GDestroyNotify)hg_tensor_free);
+        for (size_t i = 0; i < pb->n_tensors; i++) {
+            HgTensor *t = tensor_from_pb(c, pb->tensors[i], a->name ? a->name : "attribute");
+            if (!t)
+                goto fail;
+            g_ptr_array_add(a->tensors, t);
+        }
+    }
+    if (pb->n_graphs) {
+        a->graphs = g_ptr_array_new_full(pb->n_graphs, (GDestroyNotify)hg_graph_free);
+        for (size_t i = 0; i < pb->n_graphs; i++) {
+            HgGraph *sg = graph_from_pb(c, pb->graphs[i], g);
+            if (!sg)
+                goto fail;
+            g_ptr_array_add(a->graphs, sg);
+        }
+    }
+    if (pb->n_sparse_tensors) {
+        a->sparse_tensors =
+            g_ptr_array_new_full(pb->n_sparse_tensors, (GDestroyNotify)hg_sparse_tensor_free);
+        for (size_t i = 0; i < pb->n_sparse_tensors; i++) {
+            HgSparseTensor *s = sparse_from_pb(c, pb->sparse_tensors[i]);
+            if (!s)
+                goto fail;
+            g_ptr_array_add(a->sparse_tensors, s);
+        }
+    }
+    if (pb->n_type_protos) {
+        a->type_protos = g_ptr_array_new_full(pb->n_type_protos, (GDestroyNotify)hg_type_free);
+        for (size_t i = 0; i < pb->n_type_protos; i++)
+            g_ptr_array_add(a->type_protos, type_from_pb(pb->type_protos[i]));
+    }
+    return a;
+fail:
+    hg_attr_free(a);
+    return NULL;
+}
+
+static HgValueDecl *
+decl_from_pb(HgGraph *g, GPtrArray *list, HgValue *v, Onnx__ValueInfoProto *pb)
+{
+    HgValueDecl *d;
+    HgType *t = type_from_pb(pb->type);
+    if (list == g->inputs)
+        d = hg_graph_add_input(g, v, t);
+    else if (list == g->outputs)
+        d = hg_graph_add_output(g, v, t);
+    else
+        d = hg_graph_add_value_info(g, v, t);
+    hg_type_free(t);
+    g_free(d->name);
+    d->name = dup0(pb->name);
+    d->doc_string = dup0(pb->doc_string);
+    d->metadata = pairs_from_pb(pb->n_metadata_props, pb->metadata_props);
+    d->unknown = unknown_from_pb(&pb->base);
+    return d;
+}
+
+static const char *
+pb_node_label(const Onnx__NodeProto *n)
+{
+    return n->name ? n->name : "";
+}
+
+static gboolean
+is_constant_pb(const Onnx__NodeProto *np)
+{
+    return np->n_input == 0 && g_strcmp0(np->op_type, "Constant") == 0 &&
+           (!np->domain || !*np->domain || strcmp(np->domain, "ai.onnx") == 0);
+}
+
+static gboolean
+is_constant_node(const HgNode *n)
+{
+    return n->n_inputs == 0 && g_strcmp0(n->op_type, "Constant") == 0 &&
+           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
+}
+
+static void
+note_outer_ref(HgGraph *g, HgValue *v)
+{
+    /* Every graph between the reader and the definer sees v as an outer reference. */
+    for (HgGraph *s = g; s && s != v->graph; s = s->parent)
+        if (!g_ptr_array_find(s->outer_refs, v, NULL))
+            g_ptr_array_add(s->outer_refs, v);
+}
+
+static HgGraph *
+graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
+{
+    HgGraph *g = hg_graph_new(c->model, parent);
+    GError **error = c->error;
+    g->name = dup0(pb->name);
+    g->doc_string = dup0(pb->doc_string);
+    g->metadata = pairs_from_pb(pb->n_metadata_props, pb->metadata_props);
+    g->unknown = unknown_from_pb(&pb->base);
+
+    for (size_t i = 0; i < pb->n_input; i++) {
+        const char *name = pb->input[i]->name ? pb->input[i]->name : "";
+        HgValue *v = g_hash_table_lookup(g->values, name);
+        if (v) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "graph input '%s' is listed twice", name);
+            goto fail;
+        }
+        v = hg_graph_new_value(g, name, error);
+        decl_from_pb(g, g->inputs, v, pb->input[i]);
+    }
+    for (size_t i = 0; i < pb->n_initializer; i++) {
+        Onnx__TensorProto *tp = pb->initializer[i];
+        const char *name = tp->name ? tp->name : "";
+        HgValue *v = g_hash_table_lookup(g->values, name);
+        if (v && (v->init || !v->is_input)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "initializer '%s' is defined twice", name);
+            goto fail;
+        }
+        HgTensor *t = tensor_from_pb(c, tp, "initializer");
+        if (!t)
+            goto fail;
+        if (!v)
+            v = hg_graph_new_value(g, name, error);
+        hg_graph_add_initializer(g, v, t);
+    }
+    for (size_t i = 0; i < pb->n_sparse_initializer; i++) {
+        HgSparseTensor *s = sparse_from_pb(c, pb->sparse_initializer[i]);
+        if (!s)
+            goto fail;
+        g_ptr_array_add(g->sparse_initializers, s);
+        const char *name = s->values && s->values->name ? s->values->name : "";
+        HgValue *v = g_hash_table_lookup(g->values, name);
+        if (v && (v->init || v->sparse_init || !v->is_input)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "sparse initializer '%s' is defined twice",
+                        name);
+            goto fail;
+        }
+        if (!v)
+            v = hg_graph_new_value(g, name, error);
+        v->sparse_init = s;
+    }
+
+    /* Define every node output before resolving any input: files list nodes out of order. */
+    g_autofree HgValue **none = NULL;
+    size_t max_in = 0;
+    for (size_t i = 0; i < pb->n_node; i++)
+        max_in = MAX(max_in, pb->node[i]->n_input);
+    none = g_new0(HgValue *, max_in + 1);
+    for (size_t i = 0; i < pb->n_node; i++) {
+        Onnx__NodeProto *np = pb->node[i];
+        g_autofree HgValue **outs = g_new0(HgValue *, np->n_output + 1);
+        for (size_t k = 0; k < np->n_output; k++) {
+            const char *name = np->output[k];
+            if (!name || !*name)
+                continue;
+            HgValue *prev = g_hash_table_lookup(g->values, name);
+            if (prev && prev->producer && is_constant_node(prev->producer) &&
+                is_constant_pb(np)) {
+                /* Two Constant nodes define one name. ONNX Runtime accepts it and uses the later
+                 * one; so do we, keeping the earlier node (output slot dropped) for a lossless save. */
+                HgNode *old = prev->producer;
+                guint slot = prev->producer_index;
+                if (!old->shadowed_names)
+                    old->shadowed_names = g_new0(char *, old->n_outputs);
+                old->shadowed_names[slot] = g_strdup(name);
+                old->outputs[slot] = NULL;
+                prev->producer = NULL;
+                g_ptr_array_add(c->model->warnings,
+                                g_strdup_printf("value '%s' is defined by two Constant nodes; the "
+                                                "later one (in file order) is used, as ONNX Runtime "
+                                                "does", name));
+                outs[k] = prev;
+                continue;
+            }
+            if (prev) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                            "node '%s' (%s): output '%s' is defined twice (also %s)", pb_node_label(np),
+                            np->op_type ? np->op_type : "", name,
+                            prev->producer ? "by another node"
+                            : prev->init   ? "as an initializer"
+                                           : "as a graph input");
+                goto fail;
+            }
+            outs[k] = hg_graph_new_value(g, name, error);
+        }
+        HgNode *n = hg_graph_add_node(g, np->op_type ? np->op_type : "", NULL, NULL,
+                                      (guint)np->n_input, none, (guint)np->n_output, outs);
+        /* Presence matters for a lossless save, so copy the raw fields. */
+        g_free(n->op_type);
+        n->op_type = dup0(np->op_type);
+        n->name = dup0(np->name);
+        n->domain = dup0(np->domain);
+        n->overload = dup0(np->overload);
+        n->doc_string = dup0(np->doc_string);
+        n->metadata = pairs_from_pb(np->n_metadata_props, np->metadata_props);
+        n->unknown = unknown_from_pb(&np->base);
+    }
+    for (size_t i = 0; i < pb->n_node; i++) {
+        Onnx__NodeProto *np = pb->node[i];
+        HgNode *n = g->nodes->pdata[i];
+        for (size_t k = 0; k < np->n_attribute; k++) {
+            HgAttr *a = attr_from_pb(c, np->attribute[k], g);
+            if (!a)
+                goto fail;
+            hg_node_add_attr(n, a);
+        }
+        for (size_t k = 0; k < np->n_input; k++) {
+            const char *name = np->input[k];
+            if (!name || !*name)
+                continue;
+            HgValue *v = hg_graph_lookup(g, name);
+            if (!v) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                            "node '%s' (%s): input '%s' is used but never defined", pb_node_label(np),
+                            np->op_type ? np->op_type : "", name);
+                goto fail;
+            }
+            if (v->graph != g)
+                note_outer_ref(g, v);
+            hg_node_set_input(n, (guint)k, v);
+        }
+    }
+    for (size_t i = 0; i < pb->n_value_info; i++) {
+        const char *name = pb->value_info[i]->name ? pb->value_info[i]->name : "";
+        HgValue *v = hg_graph_lookup(g, name);
+        /* A value_info entry for a name nothing defines is kept (lossless) but means nothing. */
+        if (!v)
+            v = hg_graph_new_value(g, name, error);
+        decl_from_pb(g, g->value_info, v, pb->value_info[i]);
+    }
+    for (size_t i = 0; i < pb->n_output; i++) {
+        const char *name = pb->output[i]->name ? pb->output[i]->name : "";
+        HgValue *v = hg_graph_lookup(g, name);
+        if (!v) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "graph output '%s' is never defined",
+                        name);
+            goto fail;
+        }
+        if (v->graph != g)
+            note_outer_ref(g, v);
+        decl_from_pb(g, g->outputs, v, pb->output[i]);
+    }
+    for (size_t i = 0; i < pb->n_quantization_annotation; i++) {
+        Onnx__TensorAnnotation *qa = pb->quantization_annotation[i];
+        HgTensorAnnotation *a = g_new0(HgTensorAnnotation, 1);
+        a->tensor_name = dup0(qa->tensor_name);
+        a->pairs = pairs_from_pb(qa->n_quant_parameter_tensor_names, qa->quant_parameter_tensor_names);
+        a->unknown = unknown_from_pb(&qa->base);
+        g_ptr_array_add(g->quant_annotations, a);
+    }
+    return g;
+fail:
+    hg_graph_free(g);
+    return NULL;
+}
+
+static GBytes *
+pack_message(const ProtobufCMessage *msg)
+{
+    gsize n = protobuf_c_message_get_packed_size(msg);
+    guint8 *buf = g_malloc(n ? n : 1);
+    protobuf_c_message_pack(msg, buf);
+    return g_bytes_new_take(buf, n);
+}
+
+/* ---------------------------------------------------------------- packed-scalars encoding */
+
+/* Old writers (PyTorch 0.2's, for one) packed every repeated scalar, including those ONNX declares
+ * unpacked. Variant descriptors, identical but for the packed flag, let protobuf-c write that style. */
+typedef struct {
+    ProtobufCMessageDescriptor attr, tensor, sparse;
+    ProtobufCFieldDescriptor attr_f[32], tensor_f[32], sparse_f[8];
+} PackedDescs;
+
+static void
+make_packed(ProtobufCMessageDescriptor *d, ProtobufCFieldDescriptor *f, guint cap,
+            const ProtobufCMessageDescriptor *src)
+{
+    g_assert(src->n_fields <= cap);
+    *d = *src;
+    memcpy(f, src->fields, sizeof(*f) * src->n_fields);
+    for (guint i = 0; i < src->n_fields; i++)
+        if (f[i].label == PROTOBUF_C_LABEL_REPEATED && f[i].type != PROTOBUF_C_TYPE_MESSAGE &&
+            f[i].type != PROTOBUF_C_TYPE_STRING && f[i].type != PROTOBUF_C_TYPE_BYTES)
+            f[i].flags |= PROTOBUF_C_FIELD_FLAG_PACKED;
+    d->fields = f;
+}
+
+static const PackedDescs *
+packed_descs(void)
+{
+    static gsize once = 0;
+    static PackedDescs pd;
+    if (g_once_init_enter(&once)) {
+        make_packed(&pd.attr, pd.attr_f, G_N_ELEMENTS(pd.attr_f), &onnx__attribute_proto__descriptor);
+        make_packed(&pd.tensor, pd.tensor_f, G_N_ELEMENTS(pd.tensor_f), &onnx__tensor_proto__descriptor);
+        make_packed(&pd.sparse, pd.sparse_f, G_N_ELEMENTS(pd.sparse_f),
+                    &onnx__sparse_tensor_proto__descriptor);
+        g_once_init_leave(&once, 1);
+    }
+    return &pd;
+}
+
+static void repack_graph(Onnx__GraphProto *g, gboolean packed);
+
+static void
+repack_tensor(Onnx__TensorProto *t, gboolean packed)
+{
+    if (t)
+        t->base.descriptor = packed ? &packed_descs()->tensor : &onnx__tensor_proto__descriptor;
+}
+
+static void
+repack_sparse(Onnx__SparseTensorProto *s, gboolean packed)
+{
+    if (!s)
+        return;
+    s->base.descriptor = packed ? &packed_descs()->sparse : &onnx__sparse_tensor_proto__descriptor;
+    repack_tensor(s->values, packed);
+    repack_tensor(s->indices, packed);
+}
+
+static void
+repack_graph(Onnx__GraphProto *g, gboolean packed)
+{
+    if (!g)
+        return;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        repack_tensor(g->initializer[i], packed);
+    for (size_t i = 0; i < g->n_sparse_initializer; i++)
+        repack_sparse(g->sparse_initializer[i], packed);
+    for (size_t i = 0; i < g->n_node; i++) {
+        Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 0; k < n->n_attribute; k++) {
+            Onnx__AttributeProto *a = n->attribute[k];
+            a->base.descriptor = packed ? &packed_descs()->attr : &onnx__attribute_proto__descriptor;
+            repack_tensor(a->t, packed);
+            repack_graph(a->g, packed);
+            repack_sparse(a->sparse_tensor, packed);
+            for (size_t j = 0; j < a->n_tensors; j++)
+                repack_tensor(a->tensors[j], packed);
+            for (size_t j = 0; j < a->n_graphs; j++)
+                repack_graph(a->graphs[j], packed);
+            for (size_t j = 0; j < a->n_sparse_tensors; j++)
+                repack_sparse(a->sparse_tensors[j], packed);
+        }
+    }
+}
+
+/* Which encoding reproduces len bytes: the canonical one unless only the packed style does. */
+static HgEncoding
+detect_encoding(Onnx__ModelProto *pb, gsize len)
+{
+    if (protobuf_c_message_get_packed_size(&pb->base) == len)
+        return HG_ENCODING_CANONICAL;
+    repack_graph(pb->graph, TRUE);
+    gsize packed = protobuf_c_message_get_packed_size(&pb->base);
+    repack_graph(pb->graph, FALSE);
+    return packed == len ? HG_ENCODING_PACKED_SCALARS : HG_ENCODING_CANONICAL;
+}
+
+/* ---------------------------------------------------------------- validation */
+
+typedef struct {
+    GError **error;
+    gboolean ok;
+} ValidateCtx;
+
+static gboolean
+check_tensor(const HgTensor *t, const char *what, GError **error)
+{
+    const char *label = t->name ? t->name : what;
+    if (hg_numel(t->rank, t->dims) < 0) {
+        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': dims %s are negative or their product overflows", label, ds);
+        return FALSE;
+    }
+    if (t->storage == HG_STORAGE_RAW || t->storage == HG_STORAGE_TYPED ||
+        t->storage == HG_STORAGE_EXTERNAL) {
+        gint64 want = hg_tensor_expected_bytes(t);
+        if (want < 0 || (guint64)want != t->nbytes) {
+            g_autofree char *ds = dims_string(t->rank, t->dims);
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                        "tensor '%s': holds %" G_GSIZE_FORMAT " bytes but %s %s needs %" G_GINT64_FORMAT,
+                        label, t->nbytes, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds,
+                        want);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+static void
+validate_graph(HgGraph *g, gpointer data)
+{
+    ValidateCtx *c = data;
+    if (!c->ok)
+        return;
+    for (guint i = 0; i < g->initializers->len && c->ok; i++)
+        c->ok = check_tensor(g->initializers->pdata[i], "initializer", c->error);
+    for (guint i = 0; i < g->nodes->len && c->ok; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        for (guint k = 0; k < n->attrs->len && c->ok; k++) {
+            HgAttr *a = n->attrs->pdata[k];
+            if (a->t)
+                c->ok = check_tensor(a->t, a->name ? a->name : "attribute", c->error);
+            for (guint j = 0; a->tensors && j < a->tensors->len && c->ok; j++)
+                c->ok = check_tensor(a->tensors->pdata[j], a->name ? a->name : "attribute", c->error);
+        }
+    }
+}
+
+gboolean
+hg_model_validate(HgModel *m, GError **error)
+{
+    g_return_val_if_fail(m != NULL, FALSE);
+    if (!m->graph)
+        return TRUE;
+    ValidateCtx c = {error, TRUE};
+    hg_graph_foreach(m->graph, validate_graph, &c);
+    return c.ok && hg_graph_verify(m->graph, error);
+}
+
+/* ---------------------------------------------------------------- load entry points */
+
+static HgModel *
+model_from_pb(LoadCtx *c, Onnx__ModelProto *pb)
+{
+    HgModel *m = c->model;
+    m->has_ir_version = pb->has_ir_version;
+    m->ir_version = pb->ir_version;
+    for (size_t i = 0; i < pb->n_opset_import; i++) {
+        HgOpset *o = g_new0(HgOpset, 1);
+        o->domain = dup0(pb->opset_import[i]->domain);
+        o->has_version = pb->opset_import[i]->has_version;
+        o->version = pb->opset_import[i]->version;
+        o->unknown = unknown_from_pb(&pb->opset_import[i]->base);
+        g_ptr_array_add(m->opsets, o);
+    }
+    m->producer_name = dup0(pb->producer_name);
+    m->producer_version = dup0(pb->producer_version);
+    m->domain = dup0(pb->domain);
+    m->has_model_version = pb->has_model_version;
+    m->model_version = pb->model_version;
+    m->doc_string = dup0(pb->doc_string);
+    m->metadata = pairs_from_pb(pb->n_metadata_props, pb->metadata_props);
+    m->unknown = unknown_from_pb(&pb->base);
+    if (pb->n_training_info) {
+        m->training_info = g_ptr_array_new_full(pb->n_training_info, (GDestroyNotify)g_bytes_unref);
+        for (size_t i = 0; i < pb->n_training_info; i++)
+            g_ptr_array_add(m->training_info, pack_message(&pb->training_info[i]->base));
+    }
+    if (pb->n_functions) {
+        m->functions = g_ptr_array_new_full(pb->n_functions, (GDestroyNotify)g_bytes_unref);
+        for (size_t i = 0; i < pb->n_functions; i++)
+            g_ptr_array_add(m->functions, pack_message(&pb->functions[i]->base));
+    }
+    if (pb->graph && !(m->graph = graph_from_pb(c, pb->graph, NULL)))
+        return NULL;
+    return m;
+}
+
+HgModel *
+hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error)
+{
+    g_return_val_if_fail(data != NULL || len == 0, NULL);
+    if (hg_is_lfs_pointer(data, len)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_LFS, "Git LFS pointer, not a model: run git lfs pull");
+        return NULL;
+    }
+    if (len == 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "empty file, not an ONNX model");
+        return NULL;
+    }
+    Onnx__ModelProto *pb = onnx__model_proto__unpack(NULL, len, data);
+    if (!pb) {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE,
+                    "not an ONNX model: the protobuf is truncated or malformed");
+        return NULL;
+    }
+    if (!pb->graph) {
+        onnx__model_proto__free_unpacked(pb, NULL);
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not an ONNX model: it has no graph");
+        return NULL;
+    }
+    HgEncoding enc = detect_encoding(pb, len);
+    LoadCtx c = {hg_model_new(), dir, NULL,
+                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)hg_blob_unref),
+                 error};
+    c.model->encoding = enc;
+    c.model->dir = g_strdup(dir);
+    HgModel *m = model_from_pb(&c, pb);
+    onnx__model_proto__free_unpacked(pb, NULL);
+    g_hash_table_unref(c.ext_files);
+    g_free(c.real_dir);
+    if (!m || !hg_model_validate(m, error)) {
+        hg_model_free(c.model);
+        return NULL;
+    }
+    return m;
+}
+
+static gboolean
+has_suffix_ci(const char *s, const char *suffix)
+{
+    gsize n = strlen(s), k = strlen(suffix);
+    return n >= k && g_ascii_strcasecmp(s + n - k, suffix) == 0;
+}
+
+HgModel *
+hg_model_load(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, NULL);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s", g_strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s", g_strerror(e));
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s",
+                    S_ISDIR(st.st_mode) ? "is a directory, not a model" : "not a regular file");
+        return NULL;
+    }
+    gsize len = (gsize)st.st_size;
+    void *data = NULL;
+    if (len) {
+        data = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (data == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot map the file: %s", g_strerror(e));
+            return NULL;
+        }
+        madvise(data, len, MADV_SEQUENTIAL);
+    }
+    close(fd);
+    g_autofree char *dir = g_path_get_dirname(path);
+    HgModel *m;
+    if (has_suffix_ci(path, ".onnxtxt") && !hg_is_lfs_pointer(data, len)) {
+        m = hg_model_parse_text(data ? data : "", len, error);
+        if (m) {
+            g_free(m->dir);
+            m->dir = g_strdup(dir);
+        }
+    } else {
+        m = hg_model_load_bytes(data ? data : "", len, dir, error);
+    }
+    if (data)
+        munmap(data, len);
+    return m;
+}
+
+/* ================================================================ save */
+
+/* Every message the saver builds lives until the model is written; one list frees them all. */
+typedef struct {
+    GPtrArray *allocs;
+    HgEncoding encoding;
+    GPtrArray *unpacked; /* messages unpacked from pass-through bytes, freed with free_unpacked */
+} SaveCtx;
+
+static gpointer
+salloc(SaveCtx *s, gsize size)
+{
+    gpointer p = g_malloc0(size);
+    g_ptr_array_add(s->allocs, p);
+    return p;
+}
+
+#define SNEW(s, Type, init_fn)                                                                     \
+    ({                                                                                             \
+        Type *_m = salloc((s), sizeof(Type));                                                      \
+        init_fn(_m);                                                                               \
+        _m;                                                                                        \
+    })
+
+static void
+unknown_to_pb(SaveCtx *s, ProtobufCMessage *msg, const HgUnknown *u)
+{
+    if (!u || !u->n)
+        return;
+    msg->n_unknown_fields = u->n;
+    msg->unknown_fields = salloc(s, sizeof(ProtobufCMessageUnknownField) * u->n);
+    for (guint i = 0; i < u->n; i++) {
+        msg->unknown_fields[i].tag = u->fields[i].tag;
+        msg->unknown_fields[i].wire_type = (ProtobufCWireType)u->fields[i].wire_type;
+        msg->unknown_fields[i].len = u->fields[i].len;
+        msg->unknown_fields[i].data = u->fields[i].data;
+    }
+}
+
+static Onnx__StringStringEntryProto **
+pairs_to_pb(SaveCtx *s, const GPtrArray *a, size_t *n)
+{
+    *n = a ? a->len : 0;
+    if (!*n)
+        return NULL;
+    Onnx__StringStringEntryProto **out = salloc(s, sizeof(*out) * a->len);
+    for (guint i = 0; i < a->len; i++) {
+        const HgStringPair *sp = a->pdata[i];
+        out[i] = SNEW(s, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__init);
+        out[i]->key = sp->key;
+        out[i]->value = sp->value;
+        unknown_to_pb(s, &out[i]->base, sp->unknown);
+    }
+    return out;
+}
+
+static Onnx__TensorShapeProto *
+shape_to_pb(SaveCtx *s, const HgShape *sh)
+{
+    if (!sh)
+        return NULL;
+    Onnx__TensorShapeProto *pb = SNEW(s, Onnx__TensorShapeProto, onnx__tensor_shape_proto__init);
+    pb->n_dim = sh->rank;
+    pb->dim = salloc(s, sizeof(*pb->dim) * (sh->rank ? sh->rank : 1));
+    for (guint i = 0; i < sh->rank; i++) {
+        Onnx__TensorShapeProto__Dimension *d =
+            SNEW(s, Onnx__TensorShapeProto__Dimension, onnx__tensor_shape_proto__dimension__init);
+        const HgDim *hd = &sh->dims[i];
+        if (hd->has_value) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+            d->dim_value = hd->value;
+        } else if (hd->param) {
+            d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+            d->dim_param = hd->param;
+        }
+        d->denotation = hd->denotation;
+        unknown_to_pb(s, &d->base, hd->unknown);
+        pb->dim[i] = d;
+    }
+    unknown_to_pb(s, &pb->base, sh->unknown);
+    return pb;
+}
+
+static Onnx__TypeProto *
+type_to_pb(SaveCtx *s, const HgType *t)
+{
+    if (!t)
+        return NULL;
+    Onnx__TypeProto *pb = SNEW(s, Onnx__TypeProto, onnx__type_proto__init);
+    pb->denotation = t->denotation;
+    unknown_to_pb(s, &pb->base, t->unknown);
+    switch (t->kind) {
+    case HG_TYPE_TENSOR: {
+        Onnx__TypeProto__Tensor *x = SNEW(s, Onnx__TypeProto__Tensor, onnx__type_proto__tensor__init);
+        x->has_elem_type = t->has_elem_type;
+        x->elem_type = t->elem_type;
+        x->shape = shape_to_pb(s, t->shape);
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+        pb->tensor_type = x;
+        break;
+    }
+    case HG_TYPE_SPARSE_TENSOR: {
+        Onnx__TypeProto__SparseTensor *x =
+            SNEW(s, Onnx__TypeProto__SparseTensor, onnx__type_proto__sparse_tensor__init);
+        x->has_elem_type = t->has_elem_type;
+        x->elem_type = t->elem_type;
+        x->shape = shape_to_pb(s, t->shape);
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE;
+        pb->sparse_tensor_type = x;
+        break;
+    }
+    case HG_TYPE_SEQUENCE: {
+        Onnx__TypeProto__Sequence *x =
+            SNEW(s, Onnx__TypeProto__Sequence, onnx__type_proto__sequence__init);
+        x->elem_type = type_to_pb(s, t->elem);
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE;
+        pb->sequence_type = x;
+        break;
+    }
+    case HG_TYPE_OPTIONAL: {
+        Onnx__TypeProto__Optional *x =
+            SNEW(s, Onnx__TypeProto__Optional, onnx__type_proto__optional__init);
+        x->elem_type = type_to_pb(s, t->elem);
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE;
+        pb->optional_type = x;
+        break;
+    }
+    case HG_TYPE_MAP: {
+        Onnx__TypeProto__Map *x = SNEW(s, Onnx__TypeProto__Map, onnx__type_proto__map__init);
+        x->has_key_type = t->has_elem_type;
+        x->key_type = t->elem_type;
+        x->value_type = type_to_pb(s, t->elem);
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_MAP_TYPE;
+        pb->map_type = x;
+        break;
+    }
+    case HG_TYPE_OPAQUE: {
+        Onnx__TypeProto__Opaque *x = SNEW(s, Onnx__TypeProto__Opaque, onnx__type_proto__opaque__init);
+        x->domain = t->opaque_domain;
+        x->name = t->opaque_name;
+        unknown_to_pb(s, &x->base, t->inner_unknown);
+        pb->value_case = ONNX__TYPE_PROTO__VALUE_OPAQUE_TYPE;
+        pb->opaque_type = x;
+        break;
+    }
+    case HG_TYPE_NONE:
+        break;
+    }
+    return pb;
+}
+
+/* Encode raw little-endian bytes back into the typed field the dtype calls for. */
+static void
+tensor_typed_to_pb(SaveCtx *s, const HgTensor *t, Onnx__TensorProto *pb)
+{
+    const guint8 *d = t->data;
+    guint bits = hg_dtype_bits(t->dtype);
+    gsize n = bits ? t->nbytes * 8 / bits : 0;
+    switch (t->dtype) {
+    case HG_DTYPE_FLOAT:
+    case HG_DTYPE_COMPLEX64:
+        pb->n_float_data = t->nbytes / 4;
+        pb->float_data = (float *)d; /* raw layout is the array layout on little-endian hosts */
+        break;
+    case HG_DTYPE_DOUBLE:
+    case HG_DTYPE_COMPLEX128:
+        pb->n_double_data = t->nbytes / 8;
+        pb->double_data = (double *)d;
+        break;
+    case HG_DTYPE_INT64:
+        pb->n_int64_data = n;
+        pb->int64_data = (int64_t *)d;
+        break;
+    case HG_DTYPE_UINT64:
+        pb->n_uint64_data = n;
+        pb->uint64_data = (uint64_t *)d;
+        break;
+    case HG_DTYPE_UINT32: {
+        uint64_t *v = salloc(s, sizeof(uint64_t) * (n ? n : 1));
+        for (gsize i = 0; i < n; i++) {
+            guint32 x;
+            memcpy(&x, d + 4 * i, 4);
+            v[i] = x;
+        }
+        pb->n_uint64_data = n;
+        pb->uint64_data = v;
+        break;
+    }
+    case HG_DTYPE_INT32:
+        pb->n_int32_data = n;
+        pb->int32_data = (int32_t *)d;
+        break;
+    default: {
+        int32_t *v = salloc(s, sizeof(int32_t) * (n ? n : 1));
+        for (gsize i = 0; i < n; i++) {
+            switch (t->dtype) {
+            case HG_DTYPE_INT16: {
+                gint16 x;
+                memcpy(&x, d + 2 * i, 2);
+                v[i] = x;
+                break;
+            }
+            case HG_DTYPE_UINT16:
+            case HG_DTYPE_FLOAT16:
+            case HG_DTYPE_BFLOAT16: {
+                guint16 x;
+                memcpy(&x, d + 2 * i, 2);
+                v[i] = x;
+                break;
+            }
+            case HG_DTYPE_INT8:
+                v[i] = (gint8)d[i];
+                break;
+            default:
+                v[i] = d[i];
+                break;
+            }
+        }
+        pb->n_int32_data = n;
+        pb->int32_data = v;
+        break;
+    }
+    }
+}
+
+static Onnx__TensorProto *
+tensor_to_pb(SaveCtx *s, const HgTensor *t)
+{
+    if (!t)
+        return NULL;
+    Onnx__TensorProto *pb = SNEW(s, Onnx__TensorProto, onnx__tensor_proto__init);
+    if (s->encoding == HG_ENCODING_PACKED_SCALARS)
+        pb->base.descriptor = &packed_descs()->tensor;
+    pb->n_dims = t->rank;
+    pb->dims = (int64_t *)t->dims;
+    pb->has_data_type = t->has_dtype;
+    pb->data_type = t->dtype;
+    pb->name = t->name;
+    pb->doc_string = t->doc_string;
+    pb->has_data_location = t->has_data_location;
+    pb->data_location = (Onnx__TensorProto__DataLocation)t->data_location;
+    pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
+    pb->metadata_props = pairs_to_pb(s, t->metadata, &pb->n_metadata_props);
+    unknown_to_pb(s, &pb->base, t->unknown);
+    if (t->has_segment) {
+        pb->segment = SNEW(s, Onnx__TensorProto__Segment, onnx__tensor_proto__segment__init);
+        pb->segment->has_begin = t->has_seg_begin;
+        pb->segment->begin = t->seg_begin;
+        pb->segment->has_end = t->has_seg_end;
+        pb->segment->end = t->seg_end;
+        unknown_to_pb(s, &pb->segment->base, t->segment_unknown);
+    }
+    switch (t->storage) {
+    case HG_STORAGE_RAW:
+        pb->has_raw_data = TRUE;
+        pb->raw_data.len = t->nbytes;
+        pb->raw_data.data = (uint8_t *)t->data;
+        break;
+    case HG_STORAGE_TYPED:
+        tensor_typed_to_pb(s, t, pb);
+        break;
+    case HG_STORAGE_STRINGS:
+        pb->n_string_data = t->strings ? t->strings->len : 0;
+        pb->string_data = salloc(s, sizeof(ProtobufCBinaryData) * (pb->n_string_data + 1));
+        for (size_t i = 0; i < pb->n_string_data; i++) {
+            gsize len;
+            const void *p = g_bytes_get_data(t->strings->pdata[i], &len);
+            pb->string_data[i].len = len;
+            pb->string_data[i].data = (uint8_t *)p;
+        }
+        break;
+    case HG_STORAGE_EXTERNAL:
+    case HG_STORAGE_NONE:
+        break;
+    }
+    return pb;
+}
+
+static Onnx__SparseTensorProto *
+sparse_to_pb(SaveCtx *s, const HgSparseTensor *sp)
+{
+    Onnx__SparseTensorProto *pb = SNEW(s, Onnx__SparseTensorProto, onnx__sparse_tensor_proto__init);
+    if (s->encoding == HG_ENCODING_PACKED_SCALARS)
+        pb->base.descriptor = &packed_descs()->sparse;
+    pb->values = tensor_to_pb(s, sp->values);
+    pb->indices = tensor_to_pb(s, sp->indices);
+    pb->n_dims = sp->rank;
+    pb->dims = (int64_t *)sp->dims;
+    unknown_to_pb(s, &pb->base, sp->unknown);
+    return pb;
+}
+
+static Onnx__GraphProto *graph_to_pb(SaveCtx *s, const HgGraph *g);
+
+static ProtobufCBinaryData *
+bytes_list_to_pb(SaveCtx *s, const GPtrArray *a, size_t *n)
+{
+    *n = a ? a->len : 0;
+    if (!*n)
+        return NULL;
+    ProtobufCBinaryData *out = salloc(s, sizeof(*out) * a->len);
+    for (guint i = 0; i < a->len; i++) {
+        gsize len;
+        const void *p = g_bytes_get_data(a->pdata[i], &len);
+        out[i].len = len;
+        out[i].data = (uint8_t *)p;
+    }
+    return out;
+}
+
+static Onnx__AttributeProto *
+attr_to_pb(SaveCtx *s, const HgAttr *a)
+{
+    Onnx__AttributeProto *pb = SNEW(s, Onnx__AttributeProto, onnx__attribute_proto__init);
+    if (s->encoding == HG_ENCODING_PACKED_SCALARS)
+        pb->base.descriptor = &packed_descs()->attr;
+    pb->name = a->name;
+    pb->ref_attr_name = a->ref_attr_name;
+    pb->doc_string = a->doc_string;
+    pb->has_type = !!(a->has & HG_ATTR_HAS_TYPE);
+    pb->type = (Onnx__AttributeProto__AttributeType)a->type;
+    pb->has_f = !!(a->has & HG_ATTR_HAS_F);
+    pb->f = a->f;
+    pb->has_i = !!(a->has & HG_ATTR_HAS_I);
+    pb->i = a->i;
+    if ((pb->has_s = a->s && (a->has & HG_ATTR_HAS_S))) {
+        gsize len;
+        pb->s.data = (uint8_t *)g_bytes_get_data(a->s, &len);
+        pb->s.len = len;
+    }
+    pb->t = tensor_to_pb(s, a->t);
+    pb->g = a->g ? graph_to_pb(s, a->g) : NULL;
+    pb->sparse_tensor = a->sparse ? sparse_to_pb(s, a->sparse) : NULL;
+    pb->tp = type_to_pb(s, a->tp);
+    if (a->floats) {
+        pb->n_floats = a->floats->len;
+        pb->floats = (float *)a->floats->data;
+    }
+    if (a->ints) {
+        pb->n_ints = a->ints->len;
+        pb->ints = (int64_t *)a->ints->data;
+    }
+    pb->strings = bytes_list_to_pb(s, a->strings, &pb->n_strings);
+    if (a->tensors) {
+        pb->n_tensors = a->tensors->len;
+        pb->tensors = salloc(s, sizeof(*pb->tensors) * a->tensors->len);
+        for (guint i = 0; i < a->tensors->len; i++)
+            pb->tensors[i] = tensor_to_pb(s, a->tensors->pdata[i]);
+    }
+    if (a->graphs) {
+        pb->n_graphs = a->graphs->len;
+        pb->graphs = salloc(s, sizeof(*pb->graphs) * a->graphs->len);
+        for (guint i = 0; i < a->graphs->len; i++)
+            pb->graphs[i] = graph_to_pb(s, a->graphs->pdata[i]);
+    }
+    if (a->sparse_tensors) {
+        pb->n_sparse_tensors = a->sparse_tensors->len;
+        pb->sparse_tensors = salloc(s, sizeof(*pb->sparse_tensors) * a->sparse_tensors->len);
+        for (guint i = 0; i < a->sparse_tensors->len; i++)
+            pb->sparse_tensors[i] = sparse_to_pb(s, a->sparse_tensors->pdata[i]);
+    }
+    if (a->type_protos) {
+        pb->n_type_protos = a->type_protos->len;
+        pb->type_protos = salloc(s, sizeof(*pb->type_protos) * a->type_protos->len);
+        for (guint i = 0; i < a->type_protos->len; i++)
+            pb->type_protos[i] = type_to_pb(s, a->type_protos->pdata[i]);
+    }
+    unknown_to_pb(s, &pb->base, a->unknown);
+    return pb;
+}
+
+static Onnx__ValueInfoProto **
+decls_to_pb(SaveCtx *s, const GPtrArray *decls, size_t *n)
+{
+    *n = decls->len;
+    Onnx__ValueInfoProto **out = salloc(s, sizeof(*out) * (decls->len + 1));
+    for (guint i = 0; i < decls->len; i++) {
+        const HgValueDecl *d = decls->pdata[i];
+        Onnx__ValueInfoProto *pb = SNEW(s, Onnx__ValueInfoProto, onnx__value_info_proto__init);
+        pb->name = d->name;
+        pb->type = type_to_pb(s, d->type);
+        pb->doc_string = d->doc_string;
+        pb->metadata_props = pairs_to_pb(s, d->metadata, &pb->n_metadata_props);
+        unknown_to_pb(s, &pb->base, d->unknown);
+        out[i] = pb;
+    }
+    return out;
+}
+
+static char empty_name[] = "";
+
+static Onnx__NodeProto *
+node_to_pb(SaveCtx *s, const HgNode *n)
+{
+    Onnx__NodeProto *pb = SNEW(s, Onnx__NodeProto, onnx__node_proto__init);
+    pb->n_input = n->n_inputs;
+    pb->input = salloc(s, sizeof(char *) * (n->n_inputs + 1));
+    for (guint i = 0; i < n->n_inputs; i++)
+        pb->input[i] = n->inputs[i] ? n->inputs[i]->name : empty_name;
+    pb->n_output = n->n_outputs;
+    pb->output = salloc(s, sizeof(char *) * (n->n_outputs + 1));
+    for (guint i = 0; i < n->n_outputs; i++)
+        pb->output[i] = n->outputs[i]                             ? n->outputs[i]->name
+                        : n->shadowed_names && n->shadowed_names[i] ? n->shadowed_names[i]
+                                                                    : empty_name;
+    pb->name = n->name;
+    pb->op_type = n->op_type;
+    pb->domain = n->domain;
+    pb->overload = n->overload;
+    pb->doc_string = n->doc_string;
+    pb->metadata_props = pairs_to_pb(s, n->metadata, &pb->n_metadata_props);
+    pb->n_attribute = n->attrs->len;
+    pb->attribute = salloc(s, sizeof(*pb->attribute) * (n->attrs->len + 1));
+    for (guint i = 0; i < n->attrs->len; i++)
+        pb->attribute[i] = attr_to_pb(s, n->attrs->pdata[i]);
+    unknown_to_pb(s, &pb->base, n->unknown);
+    return pb;
+}
+
+static Onnx__GraphProto *
+graph_to_pb(SaveCtx *s, const HgGraph *g)
+{
+    Onnx__GraphProto *pb = SNEW(s, Onnx__GraphProto, onnx__graph_proto__init);
+    pb->node = salloc(s, sizeof(*pb->node) * (g->nodes->len + 1));
+    for (guint i = 0; i < g->nodes->len; i++) {
+        const HgNode *n = g->nodes->pdata[i];
+        if (!(n->flags & HG_NODE_DEAD))
+            pb->node[pb->n_node++] = node_to_pb(s, n);
+    }
+    pb->name = g->name;
+    pb->doc_string = g->doc_string;
+    pb->n_initializer = g->initializers->len;
+    pb->initializer = salloc(s, sizeof(*pb->initializer) * (g->initializers->len + 1));
+    for (guint i = 0; i < g->initializers->len; i++)
+        pb->initializer[i] = tensor_to_pb(s, g->initializers->pdata[i]);
+    pb->n_sparse_initializer = g->sparse_initializers->len;
+    pb->sparse_initializer = salloc(s, sizeof(*pb->sparse_initializer) * (g->sparse_initializers->len + 1));
+    for (guint i = 0; i < g->sparse_initializers->len; i++)
+        pb->sparse_initializer[i] = sparse_to_pb(s, g->sparse_initializers->pdata[i]);
+    pb->input = decls_to_pb(s, g->inputs, &pb->n_input);
+    pb->output = decls_to_pb(s, g->outputs, &pb->n_output);
+    pb->value_info = decls_to_pb(s, g->value_info, &pb->n_value_info);
+    pb->n_quantization_annotation = g->quant_annotations->len;
+    pb->quantization_annotation =
+        salloc(s, sizeof(*pb->quantization_annotation) * (g->quant_annotations->len + 1));
+    for (guint i = 0; i < g->quant_annotations->len; i++) {
+        const HgTensorAnnotation *a = g->quant_annotations->pdata[i];
+        Onnx__TensorAnnotation *qa = SNEW(s, Onnx__TensorAnnotation, onnx__tensor_annotation__init);
+        qa->tensor_name = a->tensor_name;
+        qa->quant_parameter_tensor_names = pairs_to_pb(s, a->pairs, &qa->n_quant_parameter_tensor_names);
+        unknown_to_pb(s, &qa->base, a->unknown);
+        pb->quantization_annotation[i] = qa;
+    }
+    pb->metadata_props = pairs_to_pb(s, g->metadata, &pb->n_metadata_props);
+    unknown_to_pb(s, &pb->base, g->unknown);
+    return pb;
+}
+
+static gboolean
+model_to_pb(SaveCtx *s, const HgModel *m, Onnx__ModelProto *pb, GError **error)
+{
+    onnx__model_proto__init(pb);
+    pb->has_ir_version = m->has_ir_version;
+    pb->ir_version = m->ir_version;
+    pb->n_opset_import = m->opsets->len;
+    pb->opset_import = salloc(s, sizeof(*pb->opset_import) * (m->opsets->len + 1));
+    for (guint i = 0; i < m->opsets->len; i++) {
+        const HgOpset *o = m->opsets->pdata[i];
+        Onnx__OperatorSetIdProto *x = SNEW(s, Onnx__OperatorSetIdProto, onnx__operator_set_id_proto__init);
+        x->domain = o->domain;
+        x->has_version = o->has_version;
+        x->version = o->version;
+        unknown_to_pb(s, &x->base, o->unknown);
+        pb->opset_import[i] = x;
+    }
+    pb->producer_name = m->producer_name;
+    pb->producer_version = m->producer_version;
+    pb->domain = m->domain;
+    pb->has_model_version = m->has_model_version;
+    pb->model_version = m->model_version;
+    pb->doc_string = m->doc_string;
+    pb->graph = m->graph ? graph_to_pb(s, m->graph) : NULL;
+    pb->metadata_props = pairs_to_pb(s, m->metadata, &pb->n_metadata_props);
+    /* Functions and training info ride along as the bytes they were read as; protobuf-c writes them
+     * again from the unpacked form, so they still pass through the schema. */
+    if (m->training_info && m->training_info->len) {
+        pb->n_training_info = m->training_info->len;
+        pb->training_info = salloc(s, sizeof(*pb->training_info) * m->training_info->len);
+        for (guint i = 0; i < m->training_info->len; i++) {
+            gsize len;
+            const guint8 *d = g_bytes_get_data(m->training_info->pdata[i], &len);
+            pb->training_info[i] = onnx__training_info_proto__unpack(NULL, len, d);
+            if (!pb->training_info[i]) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "training_info %u is malformed", i);
+                return FALSE;
+            }
+            g_ptr_array_add(s->unpacked, pb->training_info[i]);
+        }
+    }
+    if (m->functions && m->functions->len) {
+        pb->n_functions = m->functions->len;
+        pb->functions = salloc(s, sizeof(*pb->functions) * m->functions->len);
+        for (guint i = 0; i < m->functions->len; i++) {
+            gsize len;
+            const guint8 *d = g_bytes_get_data(m->functions->pdata[i], &len);
+            pb->functions[i] = onnx__function_proto__unpack(NULL, len, d);
+            if (!pb->functions[i]) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "function %u is malformed", i);
+                return FALSE;
+            }
+            g_ptr_array_add(s->unpacked, pb->functions[i]);
+        }
+    }
+    unknown_to_pb(s, &pb->base, m->unknown);
+    return TRUE;
+}
+
+static void
+free_unpacked(gpointer msg)
+{
+    protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+static void
+save_ctx_init(SaveCtx *s, const HgModel *m)
+{
+    s->allocs = g_ptr_array_new_with_free_func(g_free);
+    s->encoding = m->encoding;
+    s->unpacked = g_ptr_array_new_with_free_func(free_unpacked);
+}
+
+static void
+save_ctx_clear(SaveCtx *s)
+{
+    g_ptr_array_unref(s->allocs);
+    g_ptr_array_unref(s->unpacked);
+}
+
+guint8 *
+hg_model_save_bytes(HgModel *m, gsize *len, GError **error)
+{
+    g_return_val_if_fail(m != NULL && len != NULL, NULL);
+    SaveCtx s;
+    save_ctx_init(&s, m);
+    Onnx__ModelProto pb;
+    guint8 *buf = NULL;
+    if (model_to_pb(&s, m, &pb, error)) {
+        *len = protobuf_c_message_get_packed_size(&pb.base);
+        buf = g_malloc(*len ? *len : 1);
+        protobuf_c_message_pack(&pb.base, buf);
+    }
+    save_ctx_clear(&s);
+    return buf;
+}
+
+/* ---------------------------------------------------------------- writing files */
+
+/* A ProtobufCBuffer that streams to a file descriptor: small pieces gather in a buffer, large ones
+ * (tensor data) go straight to write(). */
+typedef struct {
+    ProtobufCBuffer base;
+    int fd;
+    guint8 *buf;
+    gsize used, cap;
+    int err;
+    guint64 written;
+} FdBuffer;
+
+static gboolean
+write_all(int fd, const guint8 *p, gsize n, int *err)
+{
+    while (n) {
+        ssize_t w = write(fd, p, MIN(n, (gsize)1 << 30));
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            *err = errno;
+            return FALSE;
+        }
+        p += w;
+        n -= (gsize)w;
+    }
+    return TRUE;
+}
+
+static void
+fd_flush(FdBuffer *b)
+{
+    if (b->used && !b->err)
+        write_all(b->fd, b->buf, b->used, &b->err);
+    b->used = 0;
+}
+
+static void
+fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
+{
+    FdBuffer *b = (FdBuffer *)base;
+    if (b->err)
+        return;
+    b->written += len;
+    if (len >= b->cap / 2) {
+        fd_flush(b);
+        write_all(b->fd, data, len, &b->err);
+        return;
+    }
+    if (b->used + len > b->cap)
+        fd_flush(b);
+    memcpy(b->buf + b->used, data, len);
+    b->used += len;
+}
+
+/* Create a temporary file beside path; returns its fd and name. */
+static int
+open_temp_beside(const char *path, char **tmp_name, GError **error)
+{
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    char *tmpl = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
+    int fd = g_mkstemp_full(tmpl, O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create a file in %s: %s", dir,
+                    g_strerror(errno));
+        g_free(tmpl);
+        return -1;
+    }
+    /* mkstemp makes 0600; a model is an ordinary file, readable as umask allows. */
+    mode_t um = umask(0);
+    umask(um);
+    fchmod(fd, 0666 & ~um);
+    *tmp_name = tmpl;
+    return fd;
+}
+
+static gboolean
+finish_temp(int fd, const char *tmp, const char *path, int err, GError **error)
+{
+    if (!err && fsync(fd) != 0 && errno != EINVAL)
+        err = errno;
+    if (close(fd) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, path) != 0)
+        err = errno;
+    if (err) {
+        unlink(tmp);
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", path, g_strerror(err));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Copy len bytes at off of src into fd at the same offset, without reading them into memory where
+ * the kernel can do it (copy_file_range), else through a bounded buffer. */
+static gboolean
+copy_range(int src, int dst, gint64 off, gint64 len, int *err)
+{
+    loff_t in = off, out = off;
+    while (len > 0) {
+        ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)MIN(len, (gint64)1 << 30), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len -= n;
+    }
+    if (len == 0)
+        return TRUE;
+    guint8 *buf = g_malloc(1 << 20);
+    gboolean ok = TRUE;
+    while (len > 0 && ok) {
+        ssize_t n = pread(src, buf, (size_t)MIN(len, (gint64)1 << 20), in);
+        if (n <= 0) {
+            *err = n < 0 ? errno : EIO;
+            ok = FALSE;
+            break;
+        }
+        if (pwrite(dst, buf, (size_t)n, out) != n) {
+            *err = errno ? errno : EIO;
+            ok = FALSE;
+        }
+        in += n;
+        out += n;
+        len -= n;
+    }
+    g_free(buf);
+    return ok;
+}
+
+typedef struct {
+    char *location;
+    GPtrArray *tensors; /* of HgTensor, borrowed */
+} ExtFile;
+
+static void
+ext_file_free(gpointer p)
+{
+    ExtFile *e = p;
+    g_free(e->location);
+    g_ptr_array_unref(e->tensors);
+    g_free(e);
+}
+
+typedef struct {
+    GPtrArray *files; /* of ExtFile, in first-use order */
+    GHashTable *by_location;
+} ExtPlan;
+
+static void
+collect_ext_tensor(ExtPlan *p, HgTensor *t)
+{
+    if (!t || t->storage != HG_STORAGE_EXTERNAL)
+        return;
+    ExtFile *e = g_hash_table_lookup(p->by_location, t->ext_location);
+    if (!e) {
+        e = g_new0(ExtFile, 1);
+        e->location = g_strdup(t->ext_location);
+        e->tensors = g_ptr_array_new();
+        g_ptr_array_add(p->files, e);
+        g_hash_table_insert(p->by_location, e->location, e);
+    }
+    g_ptr_array_add(e->tensors, t);
+}
+
+static void
+collect_ext_graph(HgGraph *g, gpointer data)
+{
+    ExtPlan *p = data;
+    for (guint i = 0; i < g->initializers->len; i++)
+        collect_ext_tensor(p, g->initializers->pdata[i]);
+    for (guint i = 0; i < g->sparse_initializers->len; i++) {
+        HgSparseTensor *s = g->sparse_initializers->pdata[i];
+        collect_ext_tensor(p, s->values);
+        collect_ext_tensor(p, s->indices);
+    }
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        for (guint k = 0; k < n->attrs->len; k++) {
+            HgAttr *a = n->attrs->pdata[k];
+            collect_ext_tensor(p, a->t);
+            for (guint j = 0; a->tensors && j < a->tensors->len; j++)
+                collect_ext_tensor(p, a->tensors->pdata[j]);
+        }
+    }
+}
+
+/* TRUE when every tensor of e still views the same bytes of one source file at its recorded
+ * offset: then the file is copied whole and stays byte-identical. */
+static const char *
+ext_unchanged_source(const ExtFile *e)
+{
+    const char *src = NULL;
+    for (guint i = 0; i < e->tensors->len; i++) {
+        const HgTensor *t = e->tensors->pdata[i];
+        const char *p = hg_blob_path(t->blob);
+        gsize blen;
+        const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
+        if (!p || (src && strcmp(src, p) != 0))
+            return NULL;
+        if (t->nbytes && (const guint8 *)t->data != base + t->ext_offset)
+            return NULL;
+        src = p;
+    }
+    return src;
+}
+
+static void
+set_external_entry(HgTensor *t, const char *key, gint64 v)
+{
+    g_autofree char *val = g_strdup_printf("%" G_GINT64_FORMAT, v);
+    for (guint i = 0; t->external && i < t->external->len; i++) {
+        HgStringPair *sp = t->external->pdata[i];
+        if (g_strcmp0(sp->key, key) == 0) {
+            g_free(sp->value);
+            sp->value = g_steal_pointer(&val);
+            return;
+        }
+    }
+    if (!t->external)
+        t->external = g_ptr_array_new_with_free_func(hg_string_pair_free);
+    HgStringPair *sp = g_new0(HgStringPair, 1);
+    sp->key = g_strdup(key);
+    sp->value = g_steal_pointer(&val);
+    g_ptr_array_add(t->external, sp);
+}
+
+/* Write one external data file beside out_path. Unchanged files are copied whole; otherwise the
+ * tensors are laid out again in order, each at a 64-byte boundary, and their offsets updated. */
+static gboolean
+write_ext_file(ExtFile *e, const char *out_dir, GError **error)
+{
+    g_autofree char *dest = g_build_filename(out_dir, e->location, NULL);
+    g_autofree char *dest_dir = g_path_get_dirname(dest);
+    if (g_mkdir_with_parents(dest_dir, 0755) != 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create %s: %s", dest_dir, g_strerror(errno));
+        return FALSE;
+    }
+    g_autofree char *tmp = NULL;
+    int fd = open_temp_beside(dest, &tmp, error);
+    if (fd < 0)
+        return FALSE;
+    int err = 0;
+    const char *src = ext_unchanged_source(e);
+    if (src) {
+        int sfd = open(src, O_RDONLY | O_CLOEXEC);
+        struct stat st;
+        if (sfd < 0 || fstat(sfd, &st) != 0) {
+            err = errno;
+        } else {
+            copy_range(sfd, fd, 0, st.st_size, &err);
+        }
+        if (sfd >= 0)
+            close(sfd);
+    } else {
+        gint64 off = 0;
+        for (guint i = 0; i < e->tensors->len && !err; i++) {
+            HgTensor *t = e->tensors->pdata[i];
+            off = (off + 63) & ~(gint64)63;
+            if (pwrite(fd, t->data, t->nbytes, off) != (ssize_t)t->nbytes) {
+                err = errno ? errno : EIO;
+                break;
+            }
+            t->ext_offset = off;
+            t->ext_length = (gint64)t->nbytes;
+            set_external_entry(t, "offset", off);
+            set_external_entry(t, "length", t->ext_length);
+            off += (gint64)t->nbytes;
+        }
+    }
+    return finish_temp(fd, tmp, dest, err, error);
+}
+
+gboolean
+hg_model_save(HgModel *m, const char *path, GError **error)
+{
+    g_return_val_if_fail(m != NULL && path != NULL, FALSE);
+    g_autofree char *out_dir = g_path_get_dirname(path);
+
+    /* External data first: the model must never point at data that is not there yet. */
+    if (m->graph) {
+        ExtPlan plan = {g_ptr_array_new_with_free_func(ext_file_free),
+                        g_hash_table_new(g_str_hash, g_str_equal)};
+        hg_graph_foreach(m->graph, collect_ext_graph, &plan);
+        gboolean ok = TRUE;
+        for (guint i = 0; i < plan.files->len && ok; i++)
+            ok = write_ext_file(plan.files->pdata[i], out_dir, error);
+        g_ptr_array_unref(plan.files);
+        g_hash_table_unref(plan.by_location);
+        if (!ok)
+            return FALSE;
+    }
+
+    SaveCtx s;
+    save_ctx_init(&s, m);
+    Onnx__ModelProto pb;
+    if (!model_to_pb(&s, m, &pb, error)) {
+        save_ctx_clear(&s);
+        return FALSE;
+    }
+    g_autofree char *tmp = NULL;
+    int fd = open_temp_beside(path, &tmp, error);
+    if (fd < 0) {
+        save_ctx_clear(&s);
+        return FALSE;
+    }
+    FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0};
+    protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
+    fd_flush(&b);
+    g_free(b.buf);
+    save_ctx_clear(&s);
+    return finish_temp(fd, tmp, path, b.err, error);
+}

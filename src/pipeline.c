@@ -1,0 +1,106 @@
+/* The pass driver: runs a list of passes by name, verifies the graph after each, and prints the graph
+ * after a named pass for --dump-after. */
+#include "halfguard/halfguard.h"
+#include "halfguard/text.h"
+
+#include <string.h>
+
+const char *
+hg_version(void)
+{
+    return HG_VERSION;
+}
+
+void
+hg_pass_ctx_init(HgPassCtx *ctx)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->notes = g_ptr_array_new();
+}
+
+void
+hg_pass_ctx_clear(HgPassCtx *ctx)
+{
+    if (!ctx->notes)
+        return;
+    for (guint i = 0; i < ctx->notes->len; i++) {
+        HgPassNote *n = ctx->notes->pdata[i];
+        g_free(n->message);
+        g_free(n);
+    }
+    g_ptr_array_unref(ctx->notes);
+    ctx->notes = NULL;
+}
+
+void
+hg_pass_note(HgPassCtx *ctx, const char *pass, const char *fmt, ...)
+{
+    g_return_if_fail(ctx != NULL && ctx->notes != NULL);
+    HgPassNote *n = g_new0(HgPassNote, 1);
+    va_list ap;
+    va_start(ap, fmt);
+    n->pass = pass;
+    n->message = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_ptr_array_add(ctx->notes, n);
+}
+
+static GString *
+known_pass_names(void)
+{
+    guint n;
+    const HgPassInfo *p = hg_pass_list(&n);
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < n; i++)
+        g_string_append_printf(s, "%s%s", i ? ", " : "", p[i].name);
+    return s;
+}
+
+gboolean
+hg_pipeline_run(HgModel *m, const HgPipelineOptions *opts, HgPassCtx *ctx, GError **error)
+{
+    g_return_val_if_fail(m != NULL && opts != NULL && ctx != NULL, FALSE);
+    guint n_all;
+    const HgPassInfo *all = hg_pass_list(&n_all);
+    g_autoptr(GPtrArray) run = g_ptr_array_new();
+    if (!opts->passes) {
+        for (guint i = 0; i < n_all; i++)
+            g_ptr_array_add(run, (gpointer)&all[i]);
+    } else {
+        for (guint i = 0; opts->passes[i]; i++) {
+            const char *name = opts->passes[i];
+            if (strcmp(name, "none") == 0 || !*name)
+                continue;
+            const HgPassInfo *p = hg_pass_find(name);
+            if (!p) {
+                g_autoptr(GString) known = known_pass_names();
+                g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "unknown pass '%s' (known: %s, none)",
+                            name, known->str);
+                return FALSE;
+            }
+            g_ptr_array_add(run, (gpointer)p);
+        }
+    }
+    if (opts->dump_after && !hg_pass_find(opts->dump_after)) {
+        g_autoptr(GString) known = known_pass_names();
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--dump-after: unknown pass '%s' (known: %s)",
+                    opts->dump_after, known->str);
+        return FALSE;
+    }
+    if (!m->graph)
+        return TRUE;
+    for (guint i = 0; i < run->len; i++) {
+        const HgPassInfo *p = run->pdata[i];
+        if (!p->run(m->graph, ctx, error))
+            return FALSE;
+        if (!hg_graph_verify(m->graph, error)) {
+            g_prefix_error(error, "after pass %s: ", p->name);
+            return FALSE;
+        }
+        if (opts->dump_after && opts->dump_to && strcmp(opts->dump_after, p->name) == 0) {
+            g_autofree char *text = hg_model_to_text(m, NULL);
+            g_string_append(opts->dump_to, text);
+        }
+    }
+    return TRUE;
+}
