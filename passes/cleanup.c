@@ -23,7 +23,7 @@ is_dead(const HgNode *n)
         return FALSE;
     for (guint i = 0; i < n->n_outputs; i++) {
         const HgValue *v = n->outputs[i];
-        if (v && (v->uses->len || v->is_output))
+        if (v && (v->uses->len || v->is_output || v->nested_outputs))
             return FALSE;
     }
     return TRUE;

@@ -756,6 +756,8 @@ hg_graph_add_output(HgGraph *g, HgValue *v, const HgType *type)
      * value's own graph. */
     if (v->graph == g)
         v->is_output = TRUE;
+    else
+        v->nested_outputs++;
     hg_graph_touch(g);
     return add_decl(g->outputs, v, type);
 }
@@ -969,18 +971,17 @@ hg_graph_compact(HgGraph *g)
     g_ptr_array_set_free_func(g->nodes, node_free);
 
     /* Values that nothing defines, declares or uses any more are dropped. */
+    g_autoptr(GHashTable) declared = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < g->value_info->len; i++)
+        g_hash_table_add(declared, ((HgValueDecl *)g->value_info->pdata[i])->value);
     GHashTableIter it;
     gpointer val;
     g_hash_table_iter_init(&it, g->values);
     while (g_hash_table_iter_next(&it, NULL, &val)) {
         HgValue *v = val;
-        if (!v->producer && !v->init && !v->sparse_init && !v->is_input && !v->is_output && v->uses->len == 0) {
-            gboolean declared = FALSE;
-            for (guint i = 0; i < g->value_info->len && !declared; i++)
-                declared = ((HgValueDecl *)g->value_info->pdata[i])->value == v;
-            if (!declared)
-                g_hash_table_iter_remove(&it);
-        }
+        if (!v->producer && !v->init && !v->sparse_init && !v->is_input && !v->is_output &&
+            !v->nested_outputs && v->uses->len == 0 && !g_hash_table_contains(declared, v))
+            g_hash_table_iter_remove(&it);
     }
     hg_graph_touch(g);
 }
@@ -1152,6 +1153,15 @@ static void
 edges_of_graph(HgGraph *sub, gpointer data)
 {
     EdgeCtx *c = data;
+    /* A nested graph may pass an outer value straight through as its output. */
+    if (sub != c->g && sub->parent_node) {
+        HgNode *reader = ancestor_in(c->g, sub->parent_node);
+        for (guint i = 0; i < sub->outputs->len; i++) {
+            HgValue *v = ((HgValueDecl *)sub->outputs->pdata[i])->value;
+            if (v && v->graph == c->g && v->producer && !(v->producer->flags & HG_NODE_DEAD))
+                add_edge(c, v->producer, reader);
+        }
+    }
     for (guint i = 0; i < sub->nodes->len; i++) {
         HgNode *n = sub->nodes->pdata[i];
         if (n->flags & HG_NODE_DEAD)

@@ -41,8 +41,9 @@ report_warnings(const char *file, const HgModel *m)
 static gboolean
 parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
 {
-    g_autofree char *param = g_strdup_printf("%s %s", cmd->name, cmd->args);
-    g_autoptr(GOptionContext) ctx = g_option_context_new(param);
+    g_autofree char *prgname = g_strdup_printf("halfguard %s", cmd->name);
+    g_set_prgname(prgname);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(cmd->args);
     g_option_context_set_summary(ctx, cmd->summary);
     g_option_context_set_description(ctx, cmd->description);
     g_option_context_add_main_entries(ctx, entries, NULL);
@@ -74,6 +75,8 @@ cmd_convert(int argc, char **argv)
         {NULL},
     };
     int rc = EXIT_OK;
+    g_auto(GStrv) pass_list = NULL;
+    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     if (argc < 2 || (!output && !output_dir) || (output && output_dir) || (output && argc > 2)) {
@@ -85,13 +88,12 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    g_auto(GStrv) pass_list = passes ? g_strsplit(passes, ",", -1) : NULL;
+    pass_list = passes ? g_strsplit(passes, ",", -1) : NULL;
     if (output_dir && g_mkdir_with_parents(output_dir, 0755) != 0) {
         fprintf(stderr, "%s: cannot create: %s\n", output_dir, g_strerror(errno));
         rc = EXIT_ERROR;
         goto out;
     }
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     for (int i = 1; i < argc; i++) {
         const char *in = argv[i];
         g_autofree char *base = g_path_get_basename(in);
@@ -180,6 +182,107 @@ cmd_dump(int argc, char **argv)
     return rc;
 }
 
+/* ---------------------------------------------------------------- run */
+
+static int
+cmd_run(int argc, char **argv)
+{
+    const Command *cmd = find_command("run");
+    char *data = NULL, *output = NULL, *format = NULL;
+    gboolean mark_all = FALSE;
+    int threads = 0;
+    GOptionEntry entries[] = {
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME, &data,
+         "Folder of inputs: input_K.pb (ONNX test-data layout) or NAME.npy", "DIR"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Folder for output_K.pb files", "DIR"},
+        {"format", 0, 0, G_OPTION_ARG_STRING, &format, "Output files: pb (default) or npy", "FMT"},
+        {"mark-all", 0, 0, G_OPTION_ARG_NONE, &mark_all,
+         "Also write every intermediate float tensor, with index.json", NULL},
+        {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = NULL;
+    HgTensorFormat fmt = HG_FORMAT_PB;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        goto out;
+    if (format && strcmp(format, "npy") == 0)
+        fmt = HG_FORMAT_NPY;
+    else if (format && strcmp(format, "pb") != 0) {
+        fprintf(stderr, "halfguard run: --format takes pb or npy, not '%s'\n", format);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (argc != 2 || !data || !output || threads < 0) {
+        fprintf(stderr, "halfguard run: %s\nTry 'halfguard help run'.\n",
+                argc != 2 ? "give one model" : threads < 0 ? "--threads must be positive"
+                                                           : "give --data DIR and -o OUTDIR");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    m = hg_model_load(argv[1], &error);
+    if (!m) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    report_warnings(argv[1], m);
+    if (!hg_run_to_dir(m, data, output, fmt, mark_all, threads, &error)) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+    }
+out:
+    g_free(data);
+    g_free(output);
+    g_free(format);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- calibrate */
+
+static int
+cmd_calibrate(int argc, char **argv)
+{
+    const Command *cmd = find_command("calibrate");
+    char **data = NULL, *output = NULL;
+    int threads = 0;
+    GOptionEntry entries[] = {
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
+         "A folder of inputs (repeat for several samples)", "DIR"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The statistics file (JSON)", "FILE"},
+        {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = NULL;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        goto out;
+    if (argc != 2 || !data || !output || threads < 0) {
+        fprintf(stderr, "halfguard calibrate: %s\nTry 'halfguard help calibrate'.\n",
+                argc != 2 ? "give one model" : threads < 0 ? "--threads must be positive"
+                                                           : "give --data DIR (one or more) and -o FILE");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    m = hg_model_load(argv[1], &error);
+    if (!m) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    report_warnings(argv[1], m);
+    if (!hg_calibrate(m, (const char *const *)data, threads, output, &error)) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+    }
+out:
+    g_strfreev(data);
+    g_free(output);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- help */
 
 static void print_usage(FILE *f);
@@ -217,6 +320,21 @@ static const Command commands[] = {
      "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"
      "Initializers with more than --max-elements elements are summarised.\n\n"
      "Example:\n  halfguard dump model.onnx | less"},
+    {"run", cmd_run, "MODEL --data DIR -o OUTDIR",
+     "Run a model with the built-in interpreter.",
+     "Reads the inputs from DIR (input_K.pb in graph-input order, as the ONNX test data is laid out,\n"
+     "or NAME.npy per input), runs the model with tensors stored in their declared element types (an\n"
+     "FP16 model runs with FP16 storage, as a GPU runs it), and writes output_K.pb (or .npy) to OUTDIR.\n"
+     "--mark-all also writes every intermediate float tensor and an index.json.\n\n"
+     "Exit status: 0 on success, 2 on an error (a missing input, or one with the wrong name, element\n"
+     "type or shape; an op the interpreter does not implement).\n\n"
+     "Example:\n  halfguard run model.onnx --data test_data_set_0 -o out/"},
+    {"calibrate", cmd_calibrate, "MODEL --data DIR [--data DIR...] -o stats.json",
+     "Record per-tensor value statistics over sample inputs.",
+     "Runs the model on each --data folder and writes, per float tensor: min, max, absmax, the smallest\n"
+     "nonzero |x|, the counts of inf and NaN values, the element count and the number of samples.\n"
+     "The JSON format is documented in the README.\n\n"
+     "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json"},
     {"help", cmd_help, "[SUBCOMMAND]", "Show help for a subcommand.", ""},
 };
 

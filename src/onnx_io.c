@@ -220,6 +220,10 @@ resolve_location(LoadCtx *c, const char *tensor, const char *loc)
 static HgBlob *
 map_external(LoadCtx *c, const char *tensor, const char *loc)
 {
+    if (!c->dir || !c->ext_files) {
+        g_free(resolve_location(c, tensor, loc)); /* sets the error */
+        return NULL;
+    }
     HgBlob *b = g_hash_table_lookup(c->ext_files, loc);
     if (b)
         return b;
@@ -674,6 +678,8 @@ graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
 {
     HgGraph *g = hg_graph_new(c->model, parent);
     GError **error = c->error;
+    g_autofree HgValue **none = NULL; /* declared before any goto, for the cleanup */
+    size_t max_in = 0;
     g->name = dup0(pb->name);
     g->doc_string = dup0(pb->doc_string);
     g->metadata = pairs_from_pb(pb->n_metadata_props, pb->metadata_props);
@@ -722,8 +728,6 @@ graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
     }
 
     /* Define every node output before resolving any input: files list nodes out of order. */
-    g_autofree HgValue **none = NULL;
-    size_t max_in = 0;
     for (size_t i = 0; i < pb->n_node; i++)
         max_in = MAX(max_in, pb->node[i]->n_input);
     none = g_new0(HgValue *, max_in + 1);
@@ -1138,6 +1142,26 @@ hg_model_load(const char *path, GError **error)
     if (data)
         munmap(data, len);
     return m;
+}
+
+HgTensor *
+hg_tensor_load_pb(const void *data, gsize len, GError **error)
+{
+    g_return_val_if_fail(data != NULL || len == 0, NULL);
+    Onnx__TensorProto *pb = onnx__tensor_proto__unpack(NULL, len, data);
+    if (!pb) {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a TensorProto: truncated or malformed");
+        return NULL;
+    }
+    LoadCtx c = {NULL, NULL, NULL, NULL, error};
+    HgTensor *t = tensor_from_pb(&c, pb, "tensor");
+    onnx__tensor_proto__free_unpacked(pb, NULL);
+    if (t && t->storage == HG_STORAGE_EXTERNAL) {
+        hg_tensor_free(t);
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "a tensor file with external data");
+        return NULL;
+    }
+    return t;
 }
 
 /* ================================================================ save */
@@ -1697,6 +1721,24 @@ hg_model_save_bytes(HgModel *m, gsize *len, GError **error)
         protobuf_c_message_pack(&pb.base, buf);
     }
     save_ctx_clear(&s);
+    return buf;
+}
+
+guint8 *
+hg_tensor_save_pb(const HgTensor *t, gsize *len)
+{
+    g_return_val_if_fail(t != NULL && len != NULL, NULL);
+    SaveCtx s = {g_ptr_array_new_with_free_func(g_free), HG_ENCODING_CANONICAL, NULL};
+    HgTensor copy = *t;
+    if (copy.storage != HG_STORAGE_STRINGS && copy.storage != HG_STORAGE_NONE)
+        copy.storage = HG_STORAGE_RAW;
+    copy.has_data_location = FALSE;
+    copy.external = NULL;
+    Onnx__TensorProto *pb = tensor_to_pb(&s, &copy);
+    *len = protobuf_c_message_get_packed_size(&pb->base);
+    guint8 *buf = g_malloc(*len ? *len : 1);
+    protobuf_c_message_pack(&pb->base, buf);
+    g_ptr_array_unref(s.allocs);
     return buf;
 }
 

@@ -5,6 +5,7 @@
 #include <halfguard/ir.h>
 #include <halfguard/io.h>
 #include <halfguard/pass.h>
+#include <halfguard/run.h>
 #include <halfguard/text.h>
 
 G_BEGIN_DECLS

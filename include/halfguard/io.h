@@ -34,6 +34,13 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * was loaded from. On failure nothing at path changes. */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
 
+/* A serialized TensorProto (the ONNX test-data format, input_0.pb) as a new tensor, or NULL with an
+ * HG_ERROR. Typed fields are decoded; the tensor owns its data. */
+HG_API HgTensor *hg_tensor_load_pb(const void *data, gsize len, GError **error);
+
+/* t serialized as a TensorProto (raw_data storage unless t holds strings). Returns a new buffer. */
+HG_API guint8 *hg_tensor_save_pb(const HgTensor *t, gsize *len);
+
 /* TRUE when the first bytes of a file are a Git LFS pointer. */
 HG_API gboolean hg_is_lfs_pointer(const void *data, gsize len);
 

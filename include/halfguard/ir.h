@@ -151,6 +151,7 @@ HG_API HgType *hg_type_new_tensor(int elem_type, guint rank, const gint64 *dims)
 HG_API HgType *hg_type_copy(const HgType *t);
 HG_API void hg_type_free(HgType *t);
 HG_API gboolean hg_type_equal(const HgType *a, const HgType *b);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgType, hg_type_free)
 
 /* ---------------------------------------------------------------- tensors */
 
@@ -198,6 +199,7 @@ HG_API void hg_tensor_free(HgTensor *t);
 HG_API gint64 hg_tensor_numel(const HgTensor *t);
 /* Writable data: copies viewed data into an owned buffer first (copy on write). */
 HG_API void *hg_tensor_data_mut(HgTensor *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgTensor, hg_tensor_free)
 
 typedef struct {
     HgTensor *values;  /* NULL when absent */
@@ -295,6 +297,7 @@ struct HgValue {
     HgSparseTensor *sparse_init; /* the sparse initializer, if this value is one */
     gboolean is_input;   /* declared in graph.input */
     gboolean is_output;  /* declared in graph.output */
+    guint nested_outputs; /* output declarations of nested graphs that pass this value through */
     GArray *uses;        /* of HgUse */
     /* The best declared type: graph input, else value_info, else graph output, else the
      * initializer's (owned by the value, kept in step with the declarations by hg_value_set_type). */

@@ -1,0 +1,289 @@
+/* gen_model: write a large, realistic FP32 model for the round-trip benchmark (bench/run.sh).
+ *
+ *   gen_model OUT.onnx SIZE_MIB [--external DATA_NAME] [--dim N] [--seed S]
+ *
+ * The model is an MLP: x[1,dim] -> (MatMul W_i[dim,dim] -> Add b_i[dim] -> Relu) ... -> y. Its
+ * initializers add up to SIZE_MIB MiB (to within one column of the last layer): full dim x dim layers
+ * while the budget lasts, then one narrower last layer [dim, c] that takes what is left. Weights are
+ * deterministic pseudo-random floats in [-1/sqrt(dim), 1/sqrt(dim)) (xorshift64*), so two runs with
+ * the same arguments give the same bytes.
+ *
+ * Embedded (default): every weight is raw_data inside OUT.onnx, written by hg_model_save(). This holds
+ * the whole model in memory once (SIZE_MIB MiB).
+ *
+ * --external DATA_NAME: every weight goes to the one file DATA_NAME beside OUT.onnx, each at a 64-byte
+ * boundary (as hg_model_save lays out external data). The generator must not hold the whole model in
+ * memory, and hg_model_save() writes external data from tensor bytes held in memory, so the data file
+ * is written here one tensor at a time; each tensor's buffer is released once written and the tensor
+ * keeps only its external reference. The small .onnx is then serialized with hg_model_save_bytes(),
+ * which writes references only, and written atomically with g_file_set_contents().
+ */
+#include <halfguard/halfguard.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MIB ((guint64)1 << 20)
+
+/* xorshift64* (Vigna): fast, good enough for weights, and the same on every machine. */
+static guint64
+xs_next(guint64 *s)
+{
+    guint64 x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+/* Fill n floats, two per random draw: the top 24 bits of each half give a uniform value in [0,1). */
+static void
+fill_uniform(float *p, gsize n, guint64 *state, float scale)
+{
+    const float k = 2.0f * scale / 16777216.0f;
+    gsize i = 0;
+    for (; i + 1 < n; i += 2) {
+        guint64 r = xs_next(state);
+        p[i] = (float)(guint32)(r >> 40) * k - scale;
+        p[i + 1] = (float)(guint32)((r >> 8) & 0xFFFFFF) * k - scale;
+    }
+    if (i < n)
+        p[i] = (float)(guint32)(xs_next(state) >> 40) * k - scale;
+}
+
+/* The external_data entries of a tensor: the GPtrArray's own free function releases them, so this
+ * matches what the loader builds (ir.h offers no public HgStringPair constructor or destructor). */
+static void
+pair_free(gpointer p)
+{
+    HgStringPair *sp = p;
+    g_free(sp->key);
+    g_free(sp->value);
+    g_free(sp);
+}
+
+static void
+add_pair(GPtrArray *a, const char *key, char *value /* taken */)
+{
+    HgStringPair *sp = g_new0(HgStringPair, 1);
+    sp->key = g_strdup(key);
+    sp->value = value;
+    g_ptr_array_add(a, sp);
+}
+
+static gboolean
+pwrite_all(int fd, const void *data, gsize n, gint64 off, GError **error)
+{
+    const guint8 *p = data;
+    while (n) {
+        ssize_t w = pwrite(fd, p, MIN(n, (gsize)1 << 30), off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            g_set_error(error, HG_ERROR, HG_ERROR_IO, "write: %s", g_strerror(w < 0 ? errno : EIO));
+            return FALSE;
+        }
+        p += w;
+        n -= (gsize)w;
+        off += w;
+    }
+    return TRUE;
+}
+
+typedef struct {
+    HgModel *m;
+    HgGraph *g;
+    guint64 state;
+    /* external data; fd < 0 for embedded weights */
+    int fd;
+    const char *location;
+    gint64 off;
+} Gen;
+
+/* A new initializer called name of shape dims, filled with pseudo-random weights. For external data
+ * the bytes go to the data file and the tensor keeps only the reference. */
+static HgValue *
+add_weight(Gen *gen, const char *name, guint rank, const gint64 *dims, float scale, GError **error)
+{
+    HgTensor *t = hg_tensor_new(name, HG_DTYPE_FLOAT, rank, dims);
+    if (!t) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "tensor '%s' is too large", name);
+        return NULL;
+    }
+    fill_uniform(hg_tensor_data_mut(t), t->nbytes / sizeof(float), &gen->state, scale);
+    if (gen->fd >= 0) {
+        gint64 off = (gen->off + 63) & ~(gint64)63;
+        if (!pwrite_all(gen->fd, t->data, t->nbytes, off, error)) {
+            hg_tensor_free(t);
+            return NULL;
+        }
+        gen->off = off + (gint64)t->nbytes;
+        t->storage = HG_STORAGE_EXTERNAL;
+        t->ext_location = g_strdup(gen->location);
+        t->ext_offset = off;
+        t->ext_length = (gint64)t->nbytes;
+        t->has_data_location = TRUE;
+        t->data_location = 1; /* TensorProto.EXTERNAL */
+        t->external = g_ptr_array_new_with_free_func(pair_free);
+        add_pair(t->external, "location", g_strdup(gen->location));
+        add_pair(t->external, "offset", g_strdup_printf("%" G_GINT64_FORMAT, off));
+        add_pair(t->external, "length", g_strdup_printf("%" G_GINT64_FORMAT, t->ext_length));
+        /* Drop the bytes: the saver writes only the reference of an external tensor. */
+        hg_blob_unref(t->blob);
+        t->blob = NULL;
+        t->data = NULL;
+    }
+    HgValue *v = hg_graph_new_value(gen->g, name, error);
+    if (!v) {
+        hg_tensor_free(t);
+        return NULL;
+    }
+    hg_graph_add_initializer(gen->g, v, t);
+    return v;
+}
+
+static HgValue *
+add_op(Gen *gen, const char *op, const char *name, const char *out_name, HgValue *a, HgValue *b,
+       GError **error)
+{
+    HgValue *in[2] = {a, b};
+    HgValue *out = hg_graph_new_value(gen->g, out_name, error);
+    if (!out)
+        return NULL;
+    hg_graph_add_node(gen->g, op, NULL, name, b ? 2 : 1, in, 1, &out);
+    return out;
+}
+
+/* Build the MLP. Returns FALSE with error set. */
+static gboolean
+build(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
+{
+    const guint64 budget = budget_bytes / sizeof(float); /* in floats */
+    const guint64 per_col = (guint64)dim + 1;            /* one column of W plus one bias entry */
+    const guint64 full = (guint64)dim * per_col;
+    guint64 n_full = budget / full;
+    gint64 last_cols = (gint64)((budget - n_full * full) / per_col);
+    guint n_layers = (guint)n_full + (last_cols > 0);
+    if (n_layers == 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "size too small for one column of dim %" G_GINT64_FORMAT,
+                    dim);
+        return FALSE;
+    }
+    const float scale = 1.0f / sqrtf((float)dim);
+
+    gint64 in_dims[2] = {1, dim};
+    HgValue *x = hg_graph_new_value(gen->g, "x", error);
+    if (!x)
+        return FALSE;
+    HgType *xt = hg_type_new_tensor(HG_DTYPE_FLOAT, 2, in_dims);
+    hg_graph_add_input(gen->g, x, xt);
+    hg_type_free(xt);
+
+    HgValue *h = x;
+    gint64 cols = dim;
+    for (guint i = 0; i < n_layers; i++) {
+        cols = i < n_full ? dim : last_cols;
+        gboolean last = i + 1 == n_layers;
+        g_autofree char *wn = g_strdup_printf("layers.%u.weight", i);
+        g_autofree char *bn = g_strdup_printf("layers.%u.bias", i);
+        g_autofree char *mm = g_strdup_printf("layers.%u/MatMul", i);
+        g_autofree char *ad = g_strdup_printf("layers.%u/Add", i);
+        g_autofree char *re = g_strdup_printf("layers.%u/Relu", i);
+        gint64 wd[2] = {dim, cols}, bd[1] = {cols};
+        HgValue *w = add_weight(gen, wn, 2, wd, scale, error);
+        HgValue *b = w ? add_weight(gen, bn, 1, bd, scale, error) : NULL;
+        if (!b)
+            return FALSE;
+        if (!(h = add_op(gen, "MatMul", mm, mm, h, w, error)) ||
+            !(h = add_op(gen, "Add", ad, last ? "y" : ad, h, b, error)))
+            return FALSE;
+        if (!last && !(h = add_op(gen, "Relu", re, re, h, NULL, error)))
+            return FALSE;
+    }
+    gint64 out_dims[2] = {1, cols};
+    HgType *yt = hg_type_new_tensor(HG_DTYPE_FLOAT, 2, out_dims);
+    hg_graph_add_output(gen->g, h, yt);
+    hg_type_free(yt);
+    return TRUE;
+}
+
+int
+main(int argc, char **argv)
+{
+    g_autofree char *external = NULL;
+    gint64 dim = 4096, seed = 1;
+    GOptionEntry entries[] = {
+        {"external", 0, 0, G_OPTION_ARG_STRING, &external,
+         "Store the weights in DATA_NAME beside OUT.onnx (external data)", "DATA_NAME"},
+        {"dim", 0, 0, G_OPTION_ARG_INT64, &dim, "Width of the layers (default 4096)", "N"},
+        {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the weights (default 1)", "S"},
+        {NULL},
+    };
+    g_autoptr(GError) error = NULL;
+    g_autoptr(GOptionContext) ctx = g_option_context_new("OUT.onnx SIZE_MIB");
+    g_option_context_set_summary(ctx, "Write an FP32 MLP whose weights take SIZE_MIB MiB.");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc != 3) {
+        fprintf(stderr, "gen_model: %s\nusage: gen_model OUT.onnx SIZE_MIB [--external DATA_NAME]\n",
+                error ? error->message : "expected OUT.onnx and SIZE_MIB");
+        return 2;
+    }
+    const char *out = argv[1];
+    char *end;
+    guint64 size_mib = g_ascii_strtoull(argv[2], &end, 10);
+    if (*end || size_mib == 0 || dim < 1 || dim > 65536) {
+        fprintf(stderr, "gen_model: bad SIZE_MIB '%s' or --dim\n", argv[2]);
+        return 2;
+    }
+    if (external && (!*external || g_path_is_absolute(external) || strchr(external, '/'))) {
+        fprintf(stderr, "gen_model: --external wants a plain file name, got '%s'\n", external);
+        return 2;
+    }
+
+    g_autoptr(HgModel) m = hg_model_new();
+    m->has_ir_version = TRUE;
+    m->ir_version = 8;
+    m->producer_name = g_strdup("halfguard-bench");
+    hg_model_set_opset(m, "", 17);
+    m->graph = hg_graph_new(m, NULL);
+    m->graph->name = g_strdup("mlp");
+
+    Gen gen = {m, m->graph, UINT64_C(0x9E3779B97F4A7C15) ^ (guint64)seed, -1, external, 0};
+    g_autofree char *data_path = NULL;
+    if (external) {
+        g_autofree char *dir = g_path_get_dirname(out);
+        data_path = g_build_filename(dir, external, NULL);
+        gen.fd = open(data_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (gen.fd < 0) {
+            fprintf(stderr, "gen_model: %s: %s\n", data_path, g_strerror(errno));
+            return 1;
+        }
+    }
+    gboolean ok = build(&gen, size_mib * MIB, dim, &error);
+    if (gen.fd >= 0) {
+        if (close(gen.fd) != 0 && ok) {
+            g_set_error(&error, HG_ERROR, HG_ERROR_IO, "%s: %s", data_path, g_strerror(errno));
+            ok = FALSE;
+        }
+    }
+    if (ok && external) {
+        gsize len;
+        g_autofree guint8 *bytes = hg_model_save_bytes(m, &len, &error);
+        ok = bytes && g_file_set_contents(out, (const char *)bytes, (gssize)len, &error);
+    } else if (ok) {
+        ok = hg_model_save(m, out, &error);
+    }
+    if (!ok) {
+        fprintf(stderr, "gen_model: %s: %s\n", out, error->message);
+        if (data_path)
+            unlink(data_path);
+        return 1;
+    }
+    return 0;
+}

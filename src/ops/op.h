@@ -1,0 +1,140 @@
+/* The op table (internal): one row per ONNX default-domain op with its shape rule, eval kernel, cost
+ * and traits. The rows are in ops.def (an X-macro); kernels live by family in this folder
+ * (elementwise.c, tensor.c, linalg.c, reduce.c). An op without a row is opaque: unknown shape, no
+ * kernel, and running it is an error that names it.
+ *
+ * Opset versions: one row covers every version from 7 to 21; where the semantics changed (attributes
+ * that became inputs, new attributes, changed defaults) the functions look at ctx->opset.
+ */
+#ifndef HG_OPS_OP_H
+#define HG_OPS_OP_H
+
+#include "halfguard/ir.h"
+#include "ops/array.h"
+
+G_BEGIN_DECLS
+
+/* ---------------------------------------------------------------- shapes */
+
+/* One dimension as shape inference knows it: v >= 0 is known; v < 0 is unknown, and sym (an interned
+ * string, g_intern_string) names it when the model or --shapes gave it a name. */
+typedef struct {
+    gint64 v;
+    const char *sym;
+} HgSymDim;
+
+/* What shape inference knows of one value. */
+typedef struct {
+    int dtype;                     /* HG_DTYPE_UNDEFINED when unknown */
+    int rank;                      /* -1 when unknown */
+    HgSymDim dims[HG_MAX_RANK];
+    HgArray *value;                /* the constant value when known (owned), e.g. folded shape math */
+} HgValueShape;
+
+typedef struct {
+    const HgNode *node;
+    gint64 opset;                  /* the default-domain opset of the model */
+    guint n_inputs;
+    const HgValueShape *const *inputs; /* NULL entries for omitted optional inputs */
+    guint n_outputs;
+    HgValueShape **outputs;        /* start unknown (dtype UNDEFINED, rank -1, value NULL) */
+    GError **error;
+} HgShapeCtx;
+
+/* Fill ctx->outputs with what can be inferred. Return FALSE with an HG_ERROR_INVALID error only when the
+ * inputs are inconsistent (shapes that do not broadcast, an axis out of range); unknown inputs are not
+ * an error: leave outputs unknown. */
+typedef gboolean (*HgInferFunc)(HgShapeCtx *ctx);
+
+/* Multiply-accumulates the op performs, from known shapes; -1 when unknown. */
+typedef gint64 (*HgCostFunc)(const HgShapeCtx *ctx);
+
+/* ---------------------------------------------------------------- evaluation */
+
+typedef struct {
+    const HgNode *node;
+    gint64 opset;
+    guint n_inputs;
+    HgArray *const *inputs;        /* NULL entries for omitted optional inputs */
+    guint n_outputs;
+    HgArray **outputs;             /* the kernel stores new references; unused outputs may be left NULL */
+    int threads;                   /* threads the kernel may use (BLAS) */
+    GError **error;
+} HgEvalCtx;
+
+/* Compute the outputs. FP16/BF16 inputs are read as FP32 and outputs rounded once when stored (see
+ * array.h), unless the op's accumulation note says otherwise. Return FALSE with an error on inputs it
+ * cannot handle (HG_ERROR_INVALID for bad shapes or values, HG_ERROR_UNSUPPORTED for a legal case that
+ * is not implemented, naming it). */
+typedef gboolean (*HgEvalFunc)(HgEvalCtx *ctx);
+
+/* ---------------------------------------------------------------- traits */
+
+enum {
+    HG_TRAIT_ELEMENTWISE = 1 << 0,     /* out[i] depends on in[i] only (after broadcasting) */
+    HG_TRAIT_HOMOGENEOUS = 1 << 1,     /* positively homogeneous: f(a x) = a f(x) for a > 0 */
+    HG_TRAIT_SCALE_INVARIANT = 1 << 2, /* f(a x) = f(x) for a > 0 (normalizations, ArgMax) */
+    HG_TRAIT_SHAPE_ONLY = 1 << 3,      /* output depends on input shapes, not values (Shape, Size) */
+    HG_TRAIT_DATA_MOVEMENT = 1 << 4,   /* moves or selects elements without arithmetic */
+    HG_TRAIT_LINEAR = 1 << 5,          /* linear in its first input (Conv, MatMul, Gemm...) */
+};
+
+/* ---------------------------------------------------------------- the table */
+
+typedef enum {
+    HG_OP_OPAQUE = 0,
+#define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum) HG_OP_##name,
+#include "ops/ops.def"
+#undef HG_OP
+    HG_OP_COUNT
+} HgOpId;
+
+typedef struct {
+    HgOpId id;
+    const char *name;
+    const char *family;            /* the kernel file */
+    HgInferFunc infer;
+    HgEvalFunc eval;
+    HgCostFunc cost;
+    guint traits;
+    guint32 fp32_inputs;           /* bit i: input i must stay FP32 (scales, shapes, indices) */
+    const char *accumulation;      /* how FP16 is computed, for docs and the report */
+} HgOpDef;
+
+/* The row for (domain, op_type), or NULL when the op is opaque (other domains, ops not in the table). */
+const HgOpDef *hg_op_lookup(const char *domain, const char *op_type);
+const HgOpDef *hg_op_by_id(HgOpId id);
+const HgOpDef *hg_op_for_node(const HgNode *node);
+
+/* Declarations of every table function. */
+#define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum)                          \
+    gboolean infer(HgShapeCtx *ctx);                                                               \
+    gboolean eval(HgEvalCtx *ctx);                                                                 \
+    gint64 cost(const HgShapeCtx *ctx);
+#include "ops/ops.def"
+#undef HG_OP
+
+/* ---------------------------------------------------------------- helpers for kernels */
+
+/* Attribute access with defaults (NULL/0 when absent). */
+const gint64 *hg_attr_ints(const HgNode *n, const char *name, guint *len);
+const float *hg_attr_floats(const HgNode *n, const char *name, guint *len);
+/* A string attribute copied into a NUL-terminated buffer (g_free), or g_strdup(dflt). */
+char *hg_attr_string(const HgNode *n, const char *name, const char *dflt);
+
+/* Normalize axis (may be negative) for a tensor of rank r; FALSE with HG_ERROR_INVALID when out of
+ * range. */
+gboolean hg_norm_axis(gint64 axis, guint rank, gint64 *out, const HgNode *n, GError **error);
+
+/* Set an error for ctx's node: "node 'name' (Op): message". */
+void hg_op_error(GError **error, int code, const HgNode *n, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
+/* Shape-inference helpers. */
+void hg_vshape_unknown(HgValueShape *s);
+void hg_vshape_set_known(HgValueShape *s, int dtype, guint rank, const gint64 *dims);
+gboolean hg_vshape_known(const HgValueShape *s); /* rank known and every dim known */
+gint64 hg_vshape_numel(const HgValueShape *s);   /* -1 unless every dim is known */
+
+G_END_DECLS
+
+#endif

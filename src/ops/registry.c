@@ -1,0 +1,184 @@
+/* The op table built from ops.def, lookups, and helpers shared by the kernel families. */
+#include "ops/op.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static const HgOpDef op_table[] = {
+    {HG_OP_OPAQUE, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL},
+#define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum)                          \
+    {HG_OP_##name, #name, family, infer, eval, cost, traits, fp32_inputs, accum},
+#include "ops/ops.def"
+#undef HG_OP
+};
+/* The ops the interpreter issue lists: 106 rows plus the opaque entry. A row added or lost shows up
+ * here first. */
+G_STATIC_ASSERT(G_N_ELEMENTS(op_table) == HG_OP_COUNT);
+G_STATIC_ASSERT(HG_OP_COUNT == 107);
+
+static GHashTable *
+op_index(void)
+{
+    static gsize once = 0;
+    static GHashTable *index;
+    if (g_once_init_enter(&once)) {
+        index = g_hash_table_new(g_str_hash, g_str_equal);
+        for (guint i = 1; i < G_N_ELEMENTS(op_table); i++)
+            g_hash_table_insert(index, (gpointer)op_table[i].name, (gpointer)&op_table[i]);
+        g_once_init_leave(&once, 1);
+    }
+    return index;
+}
+
+const HgOpDef *
+hg_op_lookup(const char *domain, const char *op_type)
+{
+    if (!op_type || (domain && *domain && strcmp(domain, "ai.onnx") != 0))
+        return NULL;
+    return g_hash_table_lookup(op_index(), op_type);
+}
+
+const HgOpDef *
+hg_op_by_id(HgOpId id)
+{
+    g_return_val_if_fail(id > HG_OP_OPAQUE && id < HG_OP_COUNT, NULL);
+    return &op_table[id];
+}
+
+const HgOpDef *
+hg_op_for_node(const HgNode *node)
+{
+    g_return_val_if_fail(node != NULL, NULL);
+    return hg_op_lookup(node->domain, node->op_type);
+}
+
+/* ---------------------------------------------------------------- costs shared by many rows */
+
+gint64
+hg_cost_elementwise(const HgShapeCtx *ctx)
+{
+    if (!ctx->n_outputs || !ctx->outputs[0])
+        return -1;
+    return hg_vshape_numel(ctx->outputs[0]);
+}
+
+gint64
+hg_cost_none(const HgShapeCtx *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+const gint64 *
+hg_attr_ints(const HgNode *n, const char *name, guint *len)
+{
+    HgAttr *a = hg_node_attr(n, name);
+    if (!a || !a->ints) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = a->ints->len;
+    return (const gint64 *)a->ints->data;
+}
+
+const float *
+hg_attr_floats(const HgNode *n, const char *name, guint *len)
+{
+    HgAttr *a = hg_node_attr(n, name);
+    if (!a || !a->floats) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = a->floats->len;
+    return (const float *)a->floats->data;
+}
+
+char *
+hg_attr_string(const HgNode *n, const char *name, const char *dflt)
+{
+    HgAttr *a = hg_node_attr(n, name);
+    if (!a || !a->s)
+        return g_strdup(dflt);
+    gsize len;
+    const char *p = g_bytes_get_data(a->s, &len);
+    return g_strndup(p ? p : "", len);
+}
+
+void
+hg_op_error(GError **error, int code, const HgNode *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    g_set_error(error, HG_ERROR, code, "node '%s' (%s): %s", n && n->name ? n->name : "",
+                n ? n->op_type : "?", msg);
+}
+
+gboolean
+hg_norm_axis(gint64 axis, guint rank, gint64 *out, const HgNode *n, GError **error)
+{
+    gint64 a = axis < 0 ? axis + (gint64)rank : axis;
+    if (a < 0 || a >= (gint64)rank) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "axis %" G_GINT64_FORMAT " is out of range for rank %u",
+                    axis, rank);
+        return FALSE;
+    }
+    *out = a;
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+void
+hg_vshape_unknown(HgValueShape *s)
+{
+    if (s->value)
+        hg_array_unref(s->value);
+    memset(s, 0, sizeof(*s));
+    s->dtype = HG_DTYPE_UNDEFINED;
+    s->rank = -1;
+}
+
+void
+hg_vshape_set_known(HgValueShape *s, int dtype, guint rank, const gint64 *dims)
+{
+    g_return_if_fail(rank <= HG_MAX_RANK);
+    s->dtype = dtype;
+    s->rank = (int)rank;
+    for (guint i = 0; i < rank; i++) {
+        s->dims[i].v = dims[i];
+        s->dims[i].sym = NULL;
+    }
+}
+
+gboolean
+hg_vshape_known(const HgValueShape *s)
+{
+    if (!s || s->rank < 0)
+        return FALSE;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i].v < 0)
+            return FALSE;
+    return TRUE;
+}
+
+gint64
+hg_vshape_numel(const HgValueShape *s)
+{
+    if (!hg_vshape_known(s))
+        return -1;
+    gint64 n = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i].v && n > G_MAXINT64 / s->dims[i].v)
+            return -1;
+        n *= s->dims[i].v;
+    }
+    return n;
+}

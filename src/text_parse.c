@@ -1,0 +1,2058 @@
+/* Reading ONNX text into the IR: a hand-written lexer and recursive-descent parser for the syntax
+ * text_dump.c writes (onnx 1.12's textual syntax plus quoted names and `#@` annotations; the header
+ * comment of text_dump.c is the reference).
+ *
+ *   model  ::= ('<' key ':' value (',' key ':' value)* '>')? graph
+ *   graph  ::= name? '(' decls? ')' '=>' '(' decls? ')' ('<' decls? '>')? '{' node* '}'
+ *   decl   ::= type? name ('=' '{' values '}')?
+ *   node   ::= names? '=' (id '.')* op ('<' attrs '>')? '(' names? ')' ('<' attrs '>')?
+ *   attr   ::= name (':' attr-type)? '=' (value | '[' values? ']' | '@' id)
+ *   value  ::= number | string | tensor-type name? '='? '{' values '}' | graph | type
+ *   name   ::= identifier | "quoted"
+ *
+ * `#` starts a comment to the end of the line; `#@ key: value, ...` there annotates the declaration or
+ * node before it (or, first in a node list, the graph). Also read, though never written: 1.12's
+ * initializers in the inputs (`float[2] W = {1.0, 2.0}`), types written directly in a declaration
+ * (`seq(float) S`), and an int literal where a float is declared (`alpha: float = 1`, which 1.12
+ * would read as an int).
+ *
+ * The text is read in two steps: the parser builds a small syntax tree, then the tree is turned into
+ * the IR graph by graph, defining every node output before any input is resolved, as the protobuf
+ * loader does (files list nodes out of order, subgraphs read values of nodes listed after theirs).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* strtof_l */
+#endif
+
+#include "halfguard/io.h"
+#include "halfguard/text.h"
+#include "ir_private.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- numbers (as text_dump.c) */
+
+static locale_t
+c_locale(void)
+{
+    static gsize once;
+    static locale_t loc;
+    if (g_once_init_enter(&once)) {
+        loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        g_once_init_leave(&once, 1);
+    }
+    return loc;
+}
+
+static guint32
+f32_bits(float f)
+{
+    guint32 b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* IEEE binary16, round to nearest even. Must match text_dump.c, which checks that what it writes
+ * reads back through this. */
+static guint16
+f32_to_f16(float value)
+{
+    guint32 f = f32_bits(value);
+    guint16 sign = (guint16)((f & 0x80000000u) >> 16);
+    guint32 exp = f & 0x7f800000u;
+    if (exp >= 0x47800000u) {
+        guint32 man = f & 0x007fffffu;
+        if (exp == 0x7f800000u && man) {
+            guint16 h = (guint16)(0x7c00u + (man >> 13));
+            return (guint16)(sign | (h == 0x7c00u ? 0x7e00u : h));
+        }
+        return (guint16)(sign | 0x7c00u);
+    }
+    if (exp <= 0x38000000u) {
+        if (exp < 0x33000000u)
+            return sign;
+        guint32 e = exp >> 23;
+        guint32 man = 0x00800000u + (f & 0x007fffffu);
+        guint32 shifted = man >> (113 - e);
+        if ((shifted & 0x3fffu) != 0x1000u || (f & 0x7ffu))
+            shifted += 0x1000u;
+        return (guint16)(sign | (shifted >> 13));
+    }
+    guint32 man = f & 0x007fffffu;
+    if ((man & 0x3fffu) != 0x1000u)
+        man += 0x1000u;
+    return (guint16)(sign + ((exp - 0x38000000u) >> 13) + (man >> 13));
+}
+
+static guint16
+f32_to_bf16(float value)
+{
+    guint32 f = f32_bits(value);
+    if (isnan(value))
+        return (guint16)((f >> 16) | 0x40u);
+    return (guint16)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
+}
+
+typedef struct {
+    int exp_bits, man_bits, bias;
+    gboolean fnuz, ieee;
+} F8Format;
+
+static const F8Format *
+f8_format(int dtype)
+{
+    static const F8Format e4m3fn = {4, 3, 7, FALSE, FALSE}, e4m3fnuz = {4, 3, 8, TRUE, FALSE},
+                          e5m2 = {5, 2, 15, FALSE, TRUE}, e5m2fnuz = {5, 2, 16, TRUE, FALSE};
+    switch (dtype) {
+    case HG_DTYPE_FLOAT8E4M3FN:
+        return &e4m3fn;
+    case HG_DTYPE_FLOAT8E4M3FNUZ:
+        return &e4m3fnuz;
+    case HG_DTYPE_FLOAT8E5M2:
+        return &e5m2;
+    case HG_DTYPE_FLOAT8E5M2FNUZ:
+        return &e5m2fnuz;
+    default:
+        return NULL;
+    }
+}
+
+/* 2^k for k in float's normal range, exactly (and without libm). */
+static float
+pow2f(int k)
+{
+    guint32 b = (guint32)(127 + k) << 23;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static float
+f8_to_f32(guint8 b, const F8Format *fmt)
+{
+    if (fmt->fnuz && b == 0x80)
+        return NAN;
+    guint emask = (1u << fmt->exp_bits) - 1, mmask = (1u << fmt->man_bits) - 1;
+    guint e = (b >> fmt->man_bits) & emask, m = b & mmask;
+    gboolean neg = (b & 0x80) != 0;
+    if (!fmt->ieee && !fmt->fnuz && (b & 0x7f) == 0x7f)
+        return neg ? -NAN : NAN;
+    if (fmt->ieee && e == emask)
+        return m ? (neg ? -NAN : NAN) : (neg ? -INFINITY : INFINITY);
+    float v = e == 0 ? (float)m * pow2f(1 - fmt->bias - fmt->man_bits)
+                     : (float)((1u << fmt->man_bits) + m) * pow2f((int)e - fmt->bias - fmt->man_bits);
+    return neg ? -v : v;
+}
+
+static guint8
+f32_to_f8(float f, const F8Format *fmt)
+{
+    if (isnan(f))
+        return fmt->fnuz ? 0x80 : (guint8)((signbit(f) ? 0x80 : 0) | (fmt->ieee ? 0x7e : 0x7f));
+    if (fmt->ieee && isinf(f))
+        return signbit(f) ? 0xfc : 0x7c;
+    int best = -1;
+    float best_d = INFINITY;
+    for (int c = 0; c < 256; c++) {
+        float v = f8_to_f32((guint8)c, fmt);
+        if (isnan(v) || isinf(v) || (signbit(v) != signbit(f) && !(v == 0 && fmt->fnuz)))
+            continue;
+        float dist = fabsf(v - f);
+        if (dist < best_d || (dist == best_d && best >= 0 && (c & 1) == 0 && (best & 1))) {
+            best_d = dist;
+            best = c;
+        }
+    }
+    return (guint8)(best < 0 ? 0 : best);
+}
+
+/* The largest finite value of an f8 format. */
+static float
+f8_max(const F8Format *fmt)
+{
+    float best = 0;
+    for (int c = 0; c < 0x80; c++) {
+        float v = f8_to_f32((guint8)c, fmt);
+        if (isfinite(v))
+            best = MAX(best, v);
+    }
+    return best;
+}
+
+static guint64
+canonical_nan(int dtype, gboolean negative)
+{
+    switch (dtype) {
+    case HG_DTYPE_DOUBLE:
+    case HG_DTYPE_COMPLEX128:
+        return 0x7ff8000000000000ull | (negative ? 0x8000000000000000ull : 0);
+    case HG_DTYPE_FLOAT16:
+        return 0x7e00u | (negative ? 0x8000u : 0);
+    case HG_DTYPE_BFLOAT16:
+        return 0x7fc0u | (negative ? 0x8000u : 0);
+    case HG_DTYPE_FLOAT8E4M3FN:
+        return 0x7fu | (negative ? 0x80u : 0);
+    case HG_DTYPE_FLOAT8E5M2:
+        return 0x7eu | (negative ? 0x80u : 0);
+    case HG_DTYPE_FLOAT8E4M3FNUZ:
+    case HG_DTYPE_FLOAT8E5M2FNUZ:
+        return 0x80u;
+    default:
+        return 0x7fc00000u | (negative ? 0x80000000u : 0);
+    }
+}
+
+/* Whether bits (of a float type) is a NaN. */
+static gboolean
+bits_are_nan(guint64 bits, int dtype)
+{
+    switch (dtype) {
+    case HG_DTYPE_DOUBLE:
+    case HG_DTYPE_COMPLEX128:
+        return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (bits & 0xfffffffffffffull);
+    case HG_DTYPE_FLOAT16:
+        return (bits & 0x7c00u) == 0x7c00u && (bits & 0x3ffu);
+    case HG_DTYPE_BFLOAT16:
+        return (bits & 0x7f80u) == 0x7f80u && (bits & 0x7fu);
+    case HG_DTYPE_FLOAT:
+    case HG_DTYPE_COMPLEX64:
+        return (bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu);
+    default:
+        return isnan(f8_to_f32((guint8)bits, f8_format(dtype)));
+    }
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+typedef enum {
+    TK_EOF,
+    TK_IDENT,
+    TK_STRING,
+    TK_INT,
+    TK_FLOAT,
+    TK_PUNCT,
+    TK_ARROW,       /* => */
+    TK_PRAGMA,      /* #@ starts an annotation ... */
+    TK_PRAGMA_END,  /* ... that the end of the line ends */
+} TokKind;
+
+typedef struct {
+    TokKind kind;
+    char punct;
+    guint line, col;
+    char *text; /* identifier or number as written; decoded bytes of a string (NUL-terminated) */
+    gsize len;  /* of text */
+} Tok;
+
+typedef struct {
+    guint line, col;
+} Loc;
+
+static void
+tok_clear(gpointer p)
+{
+    g_free(((Tok *)p)->text);
+}
+
+/* ---------------------------------------------------------------- syntax tree */
+
+typedef struct GraphAst GraphAst;
+static void graph_ast_free(GraphAst *ga);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(GraphAst, graph_ast_free)
+
+typedef struct {
+    char *name; /* NULL: omitted */
+    Loc loc;
+} Ref;
+
+typedef struct {
+    char *name;
+    Loc loc;
+    HgType *type;    /* NULL: untyped */
+    HgTensor *init;  /* given with '=': an initializer (taken when the graph is built) */
+    gboolean is_init;
+    char *doc_string;
+} Decl;
+
+typedef struct {
+    HgAttr *attr;      /* complete, except for graphs */
+    GraphAst *graph;   /* GRAPH */
+    GPtrArray *graphs; /* of GraphAst: GRAPHS */
+} AttrAst;
+
+typedef struct {
+    Loc loc;
+    char *op_type, *domain, *name, *overload, *doc_string;
+    GArray *outputs, *inputs; /* of Ref */
+    GPtrArray *attrs;         /* of AttrAst */
+} NodeAst;
+
+struct GraphAst {
+    char *name;
+    char *doc_string;
+    GPtrArray *inputs, *outputs, *values; /* of Decl (values: the `<...>` list) */
+    GPtrArray *nodes;                     /* of NodeAst */
+};
+
+static void
+ref_clear(gpointer p)
+{
+    g_free(((Ref *)p)->name);
+}
+
+static void
+decl_free(gpointer p)
+{
+    Decl *d = p;
+    g_free(d->name);
+    hg_type_free(d->type);
+    hg_tensor_free(d->init);
+    g_free(d->doc_string);
+    g_free(d);
+}
+
+static void
+attr_ast_free(gpointer p)
+{
+    AttrAst *a = p;
+    hg_attr_free(a->attr);
+    graph_ast_free(a->graph);
+    if (a->graphs)
+        g_ptr_array_unref(a->graphs);
+    g_free(a);
+}
+
+static void
+node_ast_free(gpointer p)
+{
+    NodeAst *n = p;
+    g_free(n->op_type);
+    g_free(n->domain);
+    g_free(n->name);
+    g_free(n->overload);
+    g_free(n->doc_string);
+    g_array_unref(n->outputs);
+    g_array_unref(n->inputs);
+    g_ptr_array_unref(n->attrs);
+    g_free(n);
+}
+
+static GraphAst *
+graph_ast_new(void)
+{
+    GraphAst *ga = g_new0(GraphAst, 1);
+    ga->inputs = g_ptr_array_new_with_free_func(decl_free);
+    ga->outputs = g_ptr_array_new_with_free_func(decl_free);
+    ga->values = g_ptr_array_new_with_free_func(decl_free);
+    ga->nodes = g_ptr_array_new_with_free_func(node_ast_free);
+    return ga;
+}
+
+static void
+graph_ast_free(GraphAst *ga)
+{
+    if (!ga)
+        return;
+    g_free(ga->name);
+    g_free(ga->doc_string);
+    g_ptr_array_unref(ga->inputs);
+    g_ptr_array_unref(ga->outputs);
+    g_ptr_array_unref(ga->values);
+    g_ptr_array_unref(ga->nodes);
+    g_free(ga);
+}
+
+/* ---------------------------------------------------------------- the parser */
+
+/* Graphs in attributes and types in types nest; deeper text is refused rather than allowed to
+ * exhaust the stack. Real models nest a few levels. */
+#define MAX_DEPTH 64
+
+typedef struct {
+    GArray *toks; /* of Tok, ending with TK_EOF */
+    guint pos;
+    guint depth; /* of graphs and types being parsed */
+    HgModel *model;
+    GError *error; /* the first error */
+} Parser;
+
+static gboolean G_GNUC_PRINTF(3, 4)
+fail_at(Parser *p, Loc loc, const char *fmt, ...)
+{
+    if (p->error)
+        return FALSE;
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    p->error = g_error_new(HG_ERROR, HG_ERROR_PARSE, "line %u, column %u: %s", loc.line, loc.col, msg);
+    return FALSE;
+}
+
+static const Tok *
+peek_at(const Parser *p, guint k)
+{
+    guint i = MIN(p->pos + k, p->toks->len - 1);
+    return &g_array_index(p->toks, Tok, i);
+}
+
+static const Tok *
+peek(const Parser *p)
+{
+    return peek_at(p, 0);
+}
+
+static Loc
+loc_of(const Tok *t)
+{
+    return (Loc){t->line, t->col};
+}
+
+static const Tok *
+advance(Parser *p)
+{
+    const Tok *t = peek(p);
+    if (t->kind != TK_EOF)
+        p->pos++;
+    return t;
+}
+
+static gboolean
+is_punct(const Tok *t, char c)
+{
+    return t->kind == TK_PUNCT && t->punct == c;
+}
+
+static gboolean
+is_word(const Tok *t, const char *w)
+{
+    return t->kind == TK_IDENT && strcmp(t->text, w) == 0;
+}
+
+static gboolean
+accept(Parser *p, char c)
+{
+    if (!is_punct(peek(p), c))
+        return FALSE;
+    p->pos++;
+    return TRUE;
+}
+
+/* What a token is, for error messages. */
+static char *
+describe(const Tok *t)
+{
+    switch (t->kind) {
+    case TK_EOF:
+        return g_strdup("the end of the text");
+    case TK_STRING:
+        return g_strdup("a string");
+    case TK_PUNCT:
+        return g_strdup_printf("'%c'", t->punct);
+    case TK_ARROW:
+        return g_strdup("'=>'");
+    case TK_PRAGMA:
+        return g_strdup("an annotation ('#@')");
+    case TK_PRAGMA_END:
+        return g_strdup("the end of the annotation");
+    default:
+        /* A name can be long; a message quotes its start. */
+        if (t->len > 40)
+            return g_strdup_printf("'%.40s...'", t->text);
+        return g_strdup_printf("'%s'", t->text);
+    }
+}
+
+/* Fail at the next token: "expected WHAT, found X". */
+static gboolean
+expected(Parser *p, const char *what)
+{
+    const Tok *t = peek(p);
+    g_autofree char *found = describe(t);
+    return fail_at(p, loc_of(t), "expected %s, found %s", what, found);
+}
+
+static gboolean
+expect(Parser *p, char c, const char *what)
+{
+    if (accept(p, c))
+        return TRUE;
+    return expected(p, what);
+}
+
+/* ---------------------------------------------------------------- lexer */
+
+static gboolean
+is_ident_start(char c)
+{
+    return g_ascii_isalpha(c) || c == '_';
+}
+
+static gboolean
+is_ident_char(char c)
+{
+    return g_ascii_isalnum(c) || c == '_';
+}
+
+typedef struct {
+    const char *s;
+    gsize len, i;
+    guint line, col;
+} Scan;
+
+static char
+sc_at(const Scan *sc, gsize k)
+{
+    return sc->i + k < sc->len ? sc->s[sc->i + k] : '\0';
+}
+
+static void
+sc_step(Scan *sc)
+{
+    char c = sc->s[sc->i++];
+    if (c == '\n') {
+        sc->line++;
+        sc->col = 1;
+    } else if (((guchar)c & 0xc0) != 0x80) {
+        /* Columns count characters: UTF-8 continuation bytes add none. */
+        sc->col++;
+    }
+}
+
+static int
+hex_value(char c)
+{
+    return g_ascii_isxdigit(c) ? g_ascii_xdigit_value(c) : -1;
+}
+
+/* A string literal at sc (on the opening quote), escapes decoded. */
+static gboolean
+lex_string(Parser *p, Scan *sc, Tok *t)
+{
+    g_autoptr(GString) out = g_string_new(NULL);
+    sc_step(sc);
+    for (;;) {
+        if (sc->i >= sc->len)
+            return fail_at(p, loc_of(t), "the string has no closing '\"'");
+        char c = sc_at(sc, 0);
+        if (c == '"') {
+            sc_step(sc);
+            break;
+        }
+        if (c != '\\') {
+            g_string_append_c(out, c);
+            sc_step(sc);
+            continue;
+        }
+        Loc at = {sc->line, sc->col};
+        char e = sc_at(sc, 1);
+        sc_step(sc);
+        if (sc->i >= sc->len)
+            return fail_at(p, at, "the string has no closing '\"'");
+        sc_step(sc);
+        switch (e) {
+        case '"':
+        case '\\':
+            g_string_append_c(out, e);
+            break;
+        case 'n':
+            g_string_append_c(out, '\n');
+            break;
+        case 't':
+            g_string_append_c(out, '\t');
+            break;
+        case 'r':
+            g_string_append_c(out, '\r');
+            break;
+        case 'x': {
+            int hi = hex_value(sc_at(sc, 0)), lo = hex_value(sc_at(sc, 1));
+            if (hi < 0 || lo < 0)
+                return fail_at(p, at, "expected two hex digits after '\\x'");
+            sc_step(sc);
+            sc_step(sc);
+            g_string_append_c(out, (char)(hi * 16 + lo));
+            break;
+        }
+        default:
+            return fail_at(p, at, "unknown escape '\\%c' (escapes are \\\" \\\\ \\n \\t \\r \\xHH)",
+                           g_ascii_isprint(e) ? e : '?');
+        }
+    }
+    t->kind = TK_STRING;
+    t->len = out->len;
+    t->text = g_string_free(g_steal_pointer(&out), FALSE);
+    return TRUE;
+}
+
+/* A number: -?digits(.digits)?(e[+-]?digits)?, or -inf / -nan. */
+static gboolean
+lex_number(Parser *p, Scan *sc, Tok *t)
+{
+    gsize start = sc->i;
+    gboolean is_float = FALSE, digits = FALSE;
+    if (sc_at(sc, 0) == '-')
+        sc_step(sc);
+    if (is_ident_start(sc_at(sc, 0))) {
+        gsize w = sc->i;
+        while (is_ident_char(sc_at(sc, 0)))
+            sc_step(sc);
+        g_autofree char *word = g_strndup(sc->s + w, sc->i - w);
+        if (strcmp(word, "inf") != 0 && strcmp(word, "nan") != 0)
+            return fail_at(p, loc_of(t), "expected a number after '-'");
+        is_float = digits = TRUE;
+    } else {
+        while (g_ascii_isdigit(sc_at(sc, 0))) {
+            digits = TRUE;
+            sc_step(sc);
+        }
+        if (sc_at(sc, 0) == '.') {
+            is_float = TRUE;
+            sc_step(sc);
+            while (g_ascii_isdigit(sc_at(sc, 0))) {
+                digits = TRUE;
+                sc_step(sc);
+            }
+        }
+        if (digits && (sc_at(sc, 0) == 'e' || sc_at(sc, 0) == 'E')) {
+            gsize k = 1;
+            if (sc_at(sc, k) == '+' || sc_at(sc, k) == '-')
+                k++;
+            if (g_ascii_isdigit(sc_at(sc, k))) {
+                is_float = TRUE;
+                for (gsize j = 0; j < k; j++)
+                    sc_step(sc);
+                while (g_ascii_isdigit(sc_at(sc, 0)))
+                    sc_step(sc);
+            }
+        }
+    }
+    if (!digits)
+        return fail_at(p, loc_of(t), "expected a number");
+    t->kind = is_float ? TK_FLOAT : TK_INT;
+    t->len = sc->i - start;
+    t->text = g_strndup(sc->s + start, t->len);
+    return TRUE;
+}
+
+static gboolean
+lex(Parser *p, const char *text, gsize len)
+{
+    Scan sc = {text, len, 0, 1, 1};
+    gboolean in_pragma = FALSE;
+    for (;;) {
+        while (sc.i < sc.len && g_ascii_isspace(sc_at(&sc, 0)) && !(in_pragma && sc_at(&sc, 0) == '\n'))
+            sc_step(&sc);
+        Tok t = {TK_EOF, 0, sc.line, sc.col, NULL, 0};
+        char c = sc_at(&sc, 0);
+        if (in_pragma && (sc.i >= sc.len || c == '\n')) {
+            t.kind = TK_PRAGMA_END;
+            in_pragma = FALSE;
+            g_array_append_val(p->toks, t);
+            continue;
+        }
+        if (sc.i >= sc.len) {
+            g_array_append_val(p->toks, t);
+            return TRUE;
+        }
+        if (c == '#' && sc_at(&sc, 1) == '@' && !in_pragma) {
+            sc_step(&sc);
+            sc_step(&sc);
+            t.kind = TK_PRAGMA;
+            in_pragma = TRUE;
+        } else if (c == '#') {
+            while (sc.i < sc.len && sc_at(&sc, 0) != '\n')
+                sc_step(&sc);
+            continue;
+        } else if (c == '"') {
+            if (!lex_string(p, &sc, &t))
+                return FALSE;
+        } else if (g_ascii_isdigit(c) || (c == '-' && (g_ascii_isdigit(sc_at(&sc, 1)) ||
+                                                       sc_at(&sc, 1) == '.' ||
+                                                       is_ident_start(sc_at(&sc, 1)))) ||
+                   (c == '.' && g_ascii_isdigit(sc_at(&sc, 1)))) {
+            if (!lex_number(p, &sc, &t))
+                return FALSE;
+        } else if (is_ident_start(c)) {
+            gsize start = sc.i;
+            while (is_ident_char(sc_at(&sc, 0)))
+                sc_step(&sc);
+            t.kind = TK_IDENT;
+            t.len = sc.i - start;
+            t.text = g_strndup(text + start, t.len);
+        } else if (c == '=' && sc_at(&sc, 1) == '>') {
+            sc_step(&sc);
+            sc_step(&sc);
+            t.kind = TK_ARROW;
+        } else if (c && strchr("()[]{}<>,=:@.?", c)) {
+            sc_step(&sc);
+            t.kind = TK_PUNCT;
+            t.punct = c;
+        } else {
+            if (g_ascii_isprint(c))
+                return fail_at(p, loc_of(&t), "unexpected character '%c'", c);
+            return fail_at(p, loc_of(&t), "unexpected byte 0x%02x", (guchar)c);
+        }
+        g_array_append_val(p->toks, t);
+    }
+}
+
+/* ---------------------------------------------------------------- names and literals */
+
+/* A name: an identifier or a quoted string (which must hold no NUL). *out is NULL for "". */
+static gboolean
+parse_name(Parser *p, char **out, const char *what)
+{
+    const Tok *t = peek(p);
+    if (t->kind == TK_IDENT) {
+        *out = g_strdup(advance(p)->text);
+        return TRUE;
+    }
+    if (t->kind == TK_STRING) {
+        if (strlen(t->text) != t->len)
+            return fail_at(p, loc_of(t), "a name cannot contain a NUL byte");
+        advance(p);
+        *out = t->len ? g_strdup(t->text) : NULL;
+        return TRUE;
+    }
+    if (t->kind == TK_INT || t->kind == TK_FLOAT) {
+        return fail_at(p, loc_of(t), "expected %s, found '%s' (quote names that are not identifiers: "
+                       "\"%s\")", what, t->text, t->text);
+    }
+    return expected(p, what);
+}
+
+static gboolean
+parse_string(Parser *p, char **out, const char *what)
+{
+    const Tok *t = peek(p);
+    if (t->kind != TK_STRING)
+        return expected(p, what);
+    if (strlen(t->text) != t->len)
+        return fail_at(p, loc_of(t), "this string cannot contain a NUL byte");
+    *out = g_strdup(advance(p)->text);
+    return TRUE;
+}
+
+static gboolean
+parse_int(Parser *p, gint64 *out, const char *what)
+{
+    const Tok *t = peek(p);
+    if (t->kind != TK_INT)
+        return expected(p, what);
+    if (!g_ascii_string_to_signed(t->text, 10, G_MININT64, G_MAXINT64, out, NULL))
+        return fail_at(p, loc_of(t), "%s does not fit in 64 bits", t->text);
+    advance(p);
+    return TRUE;
+}
+
+/* Whether t is a float literal: a number, inf, nan or nan0xHEX. */
+static gboolean
+is_float_token(const Tok *t)
+{
+    if (t->kind == TK_INT || t->kind == TK_FLOAT)
+        return TRUE;
+    return t->kind == TK_IDENT && (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0 ||
+                                   g_str_has_prefix(t->text, "nan0x"));
+}
+
+/* Read a float literal as a value of float type dtype: its bits, in the low end of *bits. */
+static gboolean
+float_bits(Parser *p, const Tok *t, int dtype, guint64 *bits)
+{
+    const char *s = t->text;
+    guint width = dtype == HG_DTYPE_COMPLEX64 ? 32 : dtype == HG_DTYPE_COMPLEX128 ? 64 : hg_dtype_bits(dtype);
+    if (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0) {
+        *bits = canonical_nan(dtype, s[0] == '-');
+        return TRUE;
+    }
+    if (g_str_has_prefix(s, "nan0x")) {
+        guint64 v;
+        if (strlen(s + 5) > width / 4 || !g_ascii_string_to_unsigned(s + 5, 16, 0, G_MAXUINT64, &v, NULL) ||
+            !bits_are_nan(v, dtype))
+            return fail_at(p, loc_of(t), "'%s' is not a NaN of %s", s, hg_dtype_name(dtype));
+        *bits = v;
+        return TRUE;
+    }
+    gboolean inf_literal = strstr(s, "inf") != NULL;
+    if (width == 64) {
+        double v = strtod_l(s, NULL, c_locale());
+        if (isinf(v) && !inf_literal)
+            return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
+        memcpy(bits, &v, sizeof v);
+        return TRUE;
+    }
+    /* Straight to float, then rounded once more to a narrower type: text_dump.c checks that what it
+     * writes comes back exactly through this path. */
+    float f = strtof_l(s, NULL, c_locale());
+    if (isinf(f) && !inf_literal)
+        return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
+    gboolean overflow = FALSE;
+    switch (dtype) {
+    case HG_DTYPE_FLOAT16:
+        *bits = f32_to_f16(f);
+        overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7c00u;
+        break;
+    case HG_DTYPE_BFLOAT16:
+        *bits = f32_to_bf16(f);
+        overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7f80u;
+        break;
+    case HG_DTYPE_FLOAT:
+    case HG_DTYPE_COMPLEX64:
+        *bits = f32_bits(f);
+        break;
+    default: {
+        const F8Format *fmt = f8_format(dtype);
+        if (isinf(f) && !fmt->ieee)
+            return fail_at(p, loc_of(t), "%s has no infinity", hg_dtype_name(dtype));
+        overflow = isfinite(f) && fabsf(f) > f8_max(fmt);
+        *bits = f32_to_f8(f, fmt);
+        break;
+    }
+    }
+    if (overflow)
+        return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- annotations */
+
+enum {
+    PRAGMA_NAME = 1 << 0,
+    PRAGMA_DOMAIN = 1 << 1,
+    PRAGMA_OVERLOAD = 1 << 2,
+    PRAGMA_DOC = 1 << 3,
+    PRAGMA_TYPE = 1 << 4,
+};
+
+typedef struct {
+    char **name, **domain, **overload, **doc_string;
+    HgType **type;
+} PragmaTarget;
+
+static gboolean parse_type(Parser *p, HgType **out);
+
+/* Annotations after an item (`#@ key: value, ...`), as many as there are. allowed: PRAGMA_* keys. */
+static gboolean
+parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
+{
+    static const struct {
+        const char *key;
+        guint bit;
+    } keys[] = {
+        {"name", PRAGMA_NAME},         {"domain", PRAGMA_DOMAIN}, {"overload", PRAGMA_OVERLOAD},
+        {"doc_string", PRAGMA_DOC},    {"type", PRAGMA_TYPE},
+    };
+    while (peek(p)->kind == TK_PRAGMA) {
+        advance(p);
+        do {
+            const Tok *kt = peek(p);
+            if (kt->kind != TK_IDENT)
+                return expected(p, "an annotation key");
+            guint bit = 0;
+            for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
+                if (strcmp(kt->text, keys[i].key) == 0)
+                    bit = keys[i].bit;
+            if (!bit)
+                return fail_at(p, loc_of(kt), "unknown annotation '%s'", kt->text);
+            if (!(allowed & bit))
+                return fail_at(p, loc_of(kt), "annotation '%s' does not apply here", kt->text);
+            advance(p);
+            if (!expect(p, ':', "':' after the annotation key"))
+                return FALSE;
+            char **field = bit == PRAGMA_NAME       ? target->name
+                           : bit == PRAGMA_DOMAIN   ? target->domain
+                           : bit == PRAGMA_OVERLOAD ? target->overload
+                           : bit == PRAGMA_DOC      ? target->doc_string
+                                                    : NULL;
+            if (field ? *field != NULL : *target->type != NULL)
+                return fail_at(p, loc_of(kt), "'%s' is given twice", kt->text);
+            if (field) {
+                if (!parse_string(p, field, "a string"))
+                    return FALSE;
+            } else if (!parse_type(p, target->type)) {
+                return FALSE;
+            }
+        } while (accept(p, ','));
+        if (peek(p)->kind != TK_PRAGMA_END)
+            return expected(p, "',' or the end of the annotation");
+        advance(p);
+    }
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- types */
+
+static gboolean
+is_type_keyword(const char *s)
+{
+    return strcmp(s, "seq") == 0 || strcmp(s, "map") == 0 || strcmp(s, "optional") == 0 ||
+           strcmp(s, "sparse_tensor") == 0 || strcmp(s, "opaque") == 0;
+}
+
+/* An element type name: a dtype, or "undefined" (a tensor type without one). */
+static gboolean
+elem_type_of(const Tok *t, int *dtype)
+{
+    if (t->kind != TK_IDENT)
+        return FALSE;
+    if (strcmp(t->text, "undefined") == 0) {
+        *dtype = HG_DTYPE_UNDEFINED;
+        return TRUE;
+    }
+    *dtype = hg_dtype_from_name(t->text);
+    return *dtype != HG_DTYPE_UNDEFINED;
+}
+
+/* Whether a type starts here (in a declaration, before the name). */
+static gboolean
+next_is_type(const Parser *p)
+{
+    int dtype;
+    const Tok *t = peek(p);
+    if (elem_type_of(t, &dtype))
+        return TRUE;
+    return t->kind == TK_IDENT && is_type_keyword(t->text) && is_punct(peek_at(p, 1), '(');
+}
+
+static void
+dim_clear(gpointer p)
+{
+    g_free(((HgDim *)p)->param);
+}
+
+/* elem-type ('[' dims? ']')?: "float" is a scalar, "float[]" has no shape. */
+static gboolean
+parse_tensor_type(Parser *p, HgType **out, HgTypeKind kind)
+{
+    int dtype;
+    const Tok *t = peek(p);
+    if (!elem_type_of(t, &dtype))
+        return expected(p, "an element type (float, int64, ...)");
+    advance(p);
+    /* Dims as the file had them: exporters write -1 for unknown, so negative values are kept. */
+    g_autoptr(GArray) dims = g_array_new(FALSE, TRUE, sizeof(HgDim));
+    g_array_set_clear_func(dims, dim_clear);
+    gboolean has_shape = TRUE;
+    if (accept(p, '[')) {
+        if (accept(p, ']')) {
+            has_shape = FALSE;
+        } else {
+            do {
+                const Tok *d = peek(p);
+                HgDim dim = {0};
+                if (accept(p, '?')) {
+                } else if (d->kind == TK_IDENT || d->kind == TK_STRING) {
+                    if (!parse_name(p, &dim.param, "a dimension"))
+                        return FALSE;
+                } else if (d->kind == TK_INT) {
+                    if (!parse_int(p, &dim.value, "a dimension"))
+                        return FALSE;
+                    dim.has_value = TRUE;
+                } else {
+                    return expected(p, "a dimension (a number, a name or '?')");
+                }
+                g_array_append_val(dims, dim);
+            } while (accept(p, ','));
+            if (!expect(p, ']', "',' or ']' after the dimensions"))
+                return FALSE;
+        }
+    }
+    HgType *type = hg_type_new_tensor(dtype, 0, NULL);
+    type->kind = kind;
+    type->has_elem_type = dtype != HG_DTYPE_UNDEFINED;
+    hg_shape_free(type->shape);
+    type->shape = NULL;
+    if (has_shape) {
+        type->shape = hg_shape_new(dims->len);
+        /* The names move to the shape; the array's copies must not be freed. */
+        if (dims->len)
+            memcpy(type->shape->dims, dims->data, dims->len * sizeof(HgDim));
+        g_array_set_clear_func(dims, NULL);
+    }
+    *out = type;
+    return TRUE;
+}
+
+static gboolean parse_type_inner(Parser *p, HgType **out);
+
+/* Enter a nested graph or type; FALSE (with an error) when too deep. */
+static gboolean
+enter(Parser *p)
+{
+    if (p->depth >= MAX_DEPTH)
+        return fail_at(p, loc_of(peek(p)), "nested more than %d levels deep", MAX_DEPTH);
+    p->depth++;
+    return TRUE;
+}
+
+/* A type: tensor type, seq(T), optional(T), map(K, T), sparse_tensor(T), opaque(d, n) or none. */
+static gboolean
+parse_type(Parser *p, HgType **out)
+{
+    *out = NULL;
+    if (!enter(p))
+        return FALSE;
+    gboolean ok = parse_type_inner(p, out);
+    p->depth--;
+    return ok;
+}
+
+static gboolean
+parse_type_inner(Parser *p, HgType **out)
+{
+    const Tok *t = peek(p);
+    *out = NULL;
+    if (t->kind != TK_IDENT)
+        return expected(p, "a type");
+    if (is_word(t, "none")) {
+        advance(p);
+        *out = g_new0(HgType, 1);
+        return TRUE;
+    }
+    if (!is_type_keyword(t->text))
+        return parse_tensor_type(p, out, HG_TYPE_TENSOR);
+    g_autofree char *word = g_strdup(advance(p)->text);
+    if (!expect(p, '(', "'(' after the type keyword"))
+        return FALSE;
+    HgType *type = NULL;
+    if (strcmp(word, "sparse_tensor") == 0) {
+        if (!parse_tensor_type(p, &type, HG_TYPE_SPARSE_TENSOR))
+            return FALSE;
+    } else if (strcmp(word, "opaque") == 0) {
+        type = g_new0(HgType, 1);
+        type->kind = HG_TYPE_OPAQUE;
+        if (!is_punct(peek(p), ')')) {
+            if (!parse_name(p, &type->opaque_domain, "the opaque type's domain") ||
+                (accept(p, ',') && !parse_name(p, &type->opaque_name, "the opaque type's name"))) {
+                hg_type_free(type);
+                return FALSE;
+            }
+        }
+    } else {
+        type = g_new0(HgType, 1);
+        type->kind = strcmp(word, "seq") == 0        ? HG_TYPE_SEQUENCE
+                     : strcmp(word, "optional") == 0 ? HG_TYPE_OPTIONAL
+                                                     : HG_TYPE_MAP;
+        if (type->kind == HG_TYPE_MAP) {
+            int key;
+            if (!elem_type_of(peek(p), &key)) {
+                hg_type_free(type);
+                return expected(p, "the map's key type");
+            }
+            advance(p);
+            type->has_elem_type = key != HG_DTYPE_UNDEFINED;
+            type->elem_type = key;
+            if (!expect(p, ',', "',' after the map's key type")) {
+                hg_type_free(type);
+                return FALSE;
+            }
+        }
+        if (!is_punct(peek(p), ')') && !parse_type(p, &type->elem)) {
+            hg_type_free(type);
+            return FALSE;
+        }
+    }
+    if (!expect(p, ')', "')' to close the type")) {
+        hg_type_free(type);
+        return FALSE;
+    }
+    *out = type;
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- tensor constants */
+
+static gboolean
+store_int(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 i)
+{
+    gint64 lo, hi;
+    switch (tensor->dtype) {
+    case HG_DTYPE_INT8:
+        lo = G_MININT8, hi = G_MAXINT8;
+        break;
+    case HG_DTYPE_UINT8:
+        lo = 0, hi = G_MAXUINT8;
+        break;
+    case HG_DTYPE_INT16:
+        lo = G_MININT16, hi = G_MAXINT16;
+        break;
+    case HG_DTYPE_UINT16:
+        lo = 0, hi = G_MAXUINT16;
+        break;
+    case HG_DTYPE_INT32:
+        lo = G_MININT32, hi = G_MAXINT32;
+        break;
+    case HG_DTYPE_UINT32:
+        lo = 0, hi = G_MAXUINT32;
+        break;
+    case HG_DTYPE_BOOL:
+        lo = 0, hi = 1;
+        break;
+    case HG_DTYPE_INT4:
+        lo = -8, hi = 7;
+        break;
+    case HG_DTYPE_UINT4:
+        lo = 0, hi = 15;
+        break;
+    default:
+        lo = G_MININT64, hi = G_MAXINT64;
+        break;
+    }
+    if (t->kind != TK_INT)
+        return fail_at(p, loc_of(t), "expected an integer for %s", hg_dtype_name(tensor->dtype));
+    if (tensor->dtype == HG_DTYPE_UINT64) {
+        guint64 u;
+        if (!g_ascii_string_to_unsigned(t->text, 10, 0, G_MAXUINT64, &u, NULL))
+            return fail_at(p, loc_of(t), "%s is out of range for uint64", t->text);
+        memcpy(data + 8 * i, &u, 8);
+        return TRUE;
+    }
+    gint64 v;
+    if (!g_ascii_string_to_signed(t->text, 10, lo, hi, &v, NULL))
+        return fail_at(p, loc_of(t), "%s is out of range for %s", t->text, hg_dtype_name(tensor->dtype));
+    switch (tensor->dtype) {
+    case HG_DTYPE_INT8:
+    case HG_DTYPE_UINT8:
+    case HG_DTYPE_BOOL:
+        data[i] = (guint8)v;
+        break;
+    case HG_DTYPE_INT16:
+    case HG_DTYPE_UINT16: {
+        guint16 w = (guint16)v;
+        memcpy(data + 2 * i, &w, 2);
+        break;
+    }
+    case HG_DTYPE_INT32:
+    case HG_DTYPE_UINT32: {
+        guint32 w = (guint32)v;
+        memcpy(data + 4 * i, &w, 4);
+        break;
+    }
+    case HG_DTYPE_INT4:
+    case HG_DTYPE_UINT4: {
+        guint shift = 4 * (guint)(i % 2);
+        data[i / 2] = (guint8)((data[i / 2] & ~(0xfu << shift)) | (((guint)v & 0xfu) << shift));
+        break;
+    }
+    default:
+        memcpy(data + 8 * i, &v, 8);
+        break;
+    }
+    return TRUE;
+}
+
+/* Value k of the list (complex types take two per element) into data. */
+static gboolean
+store_value(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 k)
+{
+    int dtype = tensor->dtype;
+    if (!hg_dtype_is_float(dtype) && !f8_format(dtype) && dtype != HG_DTYPE_COMPLEX64 &&
+        dtype != HG_DTYPE_COMPLEX128)
+        return store_int(p, t, tensor, data, k);
+    if (!is_float_token(t))
+        return fail_at(p, loc_of(t), "expected a number for %s", hg_dtype_name(dtype));
+    guint64 bits;
+    if (!float_bits(p, t, dtype, &bits))
+        return FALSE;
+    guint width = dtype == HG_DTYPE_COMPLEX64 ? 32 : dtype == HG_DTYPE_COMPLEX128 ? 64 : hg_dtype_bits(dtype);
+    if (width == 64) {
+        memcpy(data + 8 * k, &bits, 8);
+    } else if (width == 32) {
+        guint32 w = (guint32)bits;
+        memcpy(data + 4 * k, &w, 4);
+    } else if (width == 16) {
+        guint16 w = (guint16)bits;
+        memcpy(data + 2 * k, &w, 2);
+    } else {
+        data[k] = (guint8)bits;
+    }
+    return TRUE;
+}
+
+/* '{' values '}' for a tensor of the given type (numeric dims) called name (may be NULL). */
+static gboolean
+parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name, HgTensor **out)
+{
+    if (type->kind != HG_TYPE_TENSOR || !type->has_elem_type)
+        return fail_at(p, type_loc, "a constant needs a tensor type with an element type");
+    if (!type->shape)
+        return fail_at(p, type_loc, "a constant needs a shape ('float[2]', or 'float' for a scalar)");
+    int dtype = type->elem_type;
+    if (!hg_dtype_name(dtype))
+        return fail_at(p, type_loc, "unknown element type %d", dtype);
+    guint rank = type->shape->rank;
+    g_autofree gint64 *dims = g_new0(gint64, rank ? rank : 1);
+    for (guint i = 0; i < rank; i++) {
+        if (!type->shape->dims[i].has_value)
+            return fail_at(p, type_loc, "a constant needs numeric dimensions");
+        dims[i] = type->shape->dims[i].value;
+    }
+    gint64 numel = hg_numel(rank, dims);
+    gint64 per = dtype == HG_DTYPE_COMPLEX64 || dtype == HG_DTYPE_COMPLEX128 ? 2 : 1;
+    if (numel < 0 || numel > G_MAXINT64 / 2)
+        return fail_at(p, type_loc, "the constant's dimensions are negative or too large");
+
+    Loc open = loc_of(peek(p));
+    if (!expect(p, '{', "'{' and the values"))
+        return FALSE;
+    g_autoptr(GPtrArray) vals = g_ptr_array_new();
+    if (!accept(p, '}')) {
+        do {
+            const Tok *t = peek(p);
+            if (t->kind != TK_INT && t->kind != TK_FLOAT && t->kind != TK_STRING && t->kind != TK_IDENT)
+                return expected(p, "a value");
+            g_ptr_array_add(vals, (gpointer)advance(p));
+        } while (accept(p, ','));
+        if (!expect(p, '}', "',' or '}' after the values"))
+            return FALSE;
+    }
+    if ((gint64)vals->len != numel * per)
+        return fail_at(p, open, "%s has %" G_GINT64_FORMAT " values, %u given", name ? name : "the constant",
+                       numel * per, vals->len);
+
+    HgTensor *t = NULL;
+    if (dtype == HG_DTYPE_STRING) {
+        t = g_new0(HgTensor, 1);
+        t->name = g_strdup(name);
+        t->has_dtype = TRUE;
+        t->dtype = dtype;
+        t->rank = rank;
+        t->dims = g_memdup2(dims, sizeof(gint64) * (rank ? rank : 1));
+        t->storage = HG_STORAGE_STRINGS;
+        t->strings = g_ptr_array_new_full(vals->len, (GDestroyNotify)g_bytes_unref);
+        for (guint i = 0; i < vals->len; i++) {
+            const Tok *v = vals->pdata[i];
+            if (v->kind != TK_STRING) {
+                hg_tensor_free(t);
+                return fail_at(p, loc_of(v), "expected a string");
+            }
+            g_ptr_array_add(t->strings, g_bytes_new(v->text, v->len));
+        }
+    } else {
+        /* hg_tensor_new wants a dims pointer even for a scalar. */
+        t = hg_tensor_new(name, dtype, rank, dims);
+        if (!t)
+            return fail_at(p, type_loc, "the constant is too large");
+        guint8 *data = hg_tensor_data_mut(t);
+        for (guint i = 0; i < vals->len; i++) {
+            if (!store_value(p, vals->pdata[i], t, data, i)) {
+                hg_tensor_free(t);
+                return FALSE;
+            }
+        }
+    }
+    *out = t;
+    return TRUE;
+}
+
+/* tensor-type name? '='? '{' values '}' (a tensor attribute value). */
+static gboolean
+parse_tensor_constant(Parser *p, HgTensor **out)
+{
+    Loc at = loc_of(peek(p));
+    HgType *type = NULL;
+    if (!parse_tensor_type(p, &type, HG_TYPE_TENSOR))
+        return FALSE;
+    g_autofree char *name = NULL;
+    const Tok *t = peek(p);
+    gboolean ok = !((t->kind == TK_IDENT || t->kind == TK_STRING) &&
+                    !parse_name(p, &name, "the tensor's name"));
+    accept(p, '=');
+    ok = ok && parse_tensor_data(p, type, at, name, out);
+    hg_type_free(type);
+    return ok;
+}
+
+
+/* ---------------------------------------------------------------- graphs */
+
+static gboolean parse_graph(Parser *p, gboolean main_graph, GraphAst **out);
+
+/* Annotations of a declaration: its type (one 1.12 cannot read) and doc string. */
+static gboolean
+parse_decl_pragmas(Parser *p, Decl *d)
+{
+    HgType *pragma_type = NULL;
+    PragmaTarget target = {.doc_string = &d->doc_string, .type = &pragma_type};
+    if (!parse_pragmas(p, PRAGMA_TYPE | PRAGMA_DOC, &target)) {
+        hg_type_free(pragma_type);
+        return FALSE;
+    }
+    if (!pragma_type)
+        return TRUE;
+    if (d->type || d->is_init) {
+        hg_type_free(pragma_type);
+        return fail_at(p, d->loc, "'%s' has a type and a type annotation", d->name);
+    }
+    d->type = pragma_type;
+    return TRUE;
+}
+
+/* type? name ('=' '{' values '}')?, then its annotations (before and after the comma). */
+static gboolean
+parse_decl(Parser *p, GPtrArray *list, gboolean allow_init)
+{
+    Decl *d = g_new0(Decl, 1);
+    g_ptr_array_add(list, d);
+    Loc type_loc = loc_of(peek(p));
+    if (next_is_type(p) && !parse_type(p, &d->type))
+        return FALSE;
+    d->loc = loc_of(peek(p));
+    if (!parse_name(p, &d->name, d->type ? "a name after the type" : "a type or a name"))
+        return FALSE;
+    if (!d->name)
+        d->name = g_strdup("");
+    if (allow_init && accept(p, '=')) {
+        if (!d->type)
+            return fail_at(p, d->loc, "initializer '%s' needs a type", d->name);
+        if (!parse_tensor_data(p, d->type, type_loc, d->name, &d->init))
+            return FALSE;
+        d->is_init = TRUE;
+    }
+    return parse_decl_pragmas(p, d);
+}
+
+/* open decls? close, where decls are comma-separated and annotations may follow each comma. */
+static gboolean
+parse_decls(Parser *p, char open, char close, GPtrArray *list, gboolean allow_init, const char *what)
+{
+    g_autofree char *want = g_strdup_printf("'%c' and the %s", open, what);
+    if (!expect(p, open, want))
+        return FALSE;
+    if (accept(p, close))
+        return TRUE;
+    for (;;) {
+        if (!parse_decl(p, list, allow_init))
+            return FALSE;
+        if (!accept(p, ','))
+            break;
+        if (!parse_decl_pragmas(p, list->pdata[list->len - 1]))
+            return FALSE;
+    }
+    g_autofree char *end = g_strdup_printf("',' or '%c' after the %s", close, what);
+    return expect(p, close, end);
+}
+
+/* names? up to (not including) the token that ends the list: blank or "" entries are omitted. */
+static gboolean
+parse_refs(Parser *p, GArray *refs, char end, const char *what)
+{
+    if (is_punct(peek(p), end))
+        return TRUE;
+    do {
+        Ref r = {NULL, loc_of(peek(p))};
+        const Tok *t = peek(p);
+        if (!(is_punct(t, ',') || is_punct(t, end)) && !parse_name(p, &r.name, what))
+            return FALSE;
+        g_array_append_val(refs, r);
+    } while (accept(p, ','));
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+static const struct {
+    const char *name;
+    HgAttrType type;
+} attr_types[] = {
+    {"float", HG_ATTR_FLOAT},
+    {"int", HG_ATTR_INT},
+    {"string", HG_ATTR_STRING},
+    {"tensor", HG_ATTR_TENSOR},
+    {"graph", HG_ATTR_GRAPH},
+    {"floats", HG_ATTR_FLOATS},
+    {"ints", HG_ATTR_INTS},
+    {"strings", HG_ATTR_STRINGS},
+    {"tensors", HG_ATTR_TENSORS},
+    {"graphs", HG_ATTR_GRAPHS},
+    {"sparse_tensor", HG_ATTR_SPARSE_TENSOR},
+    {"sparse_tensors", HG_ATTR_SPARSE_TENSORS},
+    {"type_proto", HG_ATTR_TYPE_PROTO},
+    {"type_protos", HG_ATTR_TYPE_PROTOS},
+};
+
+static const char *
+attr_type_name(HgAttrType t)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(attr_types); i++)
+        if (attr_types[i].type == t)
+            return attr_types[i].name;
+    return "undefined";
+}
+
+/* The scalar kind of a list kind (INTS -> INT), or the kind itself. */
+static HgAttrType
+element_kind(HgAttrType t)
+{
+    switch (t) {
+    case HG_ATTR_FLOATS:
+        return HG_ATTR_FLOAT;
+    case HG_ATTR_INTS:
+        return HG_ATTR_INT;
+    case HG_ATTR_STRINGS:
+        return HG_ATTR_STRING;
+    case HG_ATTR_TENSORS:
+        return HG_ATTR_TENSOR;
+    case HG_ATTR_GRAPHS:
+        return HG_ATTR_GRAPH;
+    case HG_ATTR_SPARSE_TENSORS:
+        return HG_ATTR_SPARSE_TENSOR;
+    case HG_ATTR_TYPE_PROTOS:
+        return HG_ATTR_TYPE_PROTO;
+    default:
+        return t;
+    }
+}
+
+static HgAttrType
+list_kind(HgAttrType t)
+{
+    switch (t) {
+    case HG_ATTR_FLOAT:
+        return HG_ATTR_FLOATS;
+    case HG_ATTR_INT:
+        return HG_ATTR_INTS;
+    case HG_ATTR_STRING:
+        return HG_ATTR_STRINGS;
+    case HG_ATTR_TENSOR:
+        return HG_ATTR_TENSORS;
+    case HG_ATTR_GRAPH:
+        return HG_ATTR_GRAPHS;
+    case HG_ATTR_TYPE_PROTO:
+        return HG_ATTR_TYPE_PROTOS;
+    case HG_ATTR_SPARSE_TENSOR:
+        return HG_ATTR_SPARSE_TENSORS;
+    default:
+        return HG_ATTR_UNDEFINED;
+    }
+}
+
+/* One attribute value. */
+typedef struct {
+    HgAttrType kind;
+    Loc loc;
+    float f;
+    gint64 i;
+    GBytes *s;
+    HgTensor *t;
+    GraphAst *g;
+    HgType *tp;
+} Value;
+
+static void
+value_clear(Value *v)
+{
+    if (v->s)
+        g_bytes_unref(v->s);
+    hg_tensor_free(v->t);
+    graph_ast_free(v->g);
+    hg_type_free(v->tp);
+    memset(v, 0, sizeof *v);
+}
+
+/* A single value; want is the annotated element kind (UNDEFINED when not annotated). */
+static gboolean
+parse_value(Parser *p, HgAttrType want, Value *v)
+{
+    const Tok *t = peek(p);
+    v->loc = loc_of(t);
+    int dtype;
+    if (want == HG_ATTR_TYPE_PROTO) {
+        v->kind = HG_ATTR_TYPE_PROTO;
+        return parse_type(p, &v->tp);
+    }
+    if (want == HG_ATTR_SPARSE_TENSOR)
+        return fail_at(p, v->loc, "sparse tensor attributes have no text form");
+    if ((t->kind == TK_IDENT || t->kind == TK_STRING) && is_punct(peek_at(p, 1), '(') &&
+        !(t->kind == TK_IDENT && elem_type_of(t, &dtype))) {
+        v->kind = HG_ATTR_GRAPH;
+        return parse_graph(p, FALSE, &v->g);
+    }
+    if (elem_type_of(t, &dtype)) {
+        v->kind = HG_ATTR_TENSOR;
+        return parse_tensor_constant(p, &v->t);
+    }
+    if (t->kind == TK_STRING) {
+        v->kind = HG_ATTR_STRING;
+        v->s = g_bytes_new(t->text, t->len);
+        advance(p);
+        return TRUE;
+    }
+    if (t->kind == TK_INT && want != HG_ATTR_FLOAT) {
+        v->kind = HG_ATTR_INT;
+        return parse_int(p, &v->i, "an integer");
+    }
+    if (is_float_token(t)) {
+        guint64 bits;
+        if (!float_bits(p, t, HG_DTYPE_FLOAT, &bits))
+            return FALSE;
+        guint32 b32 = (guint32)bits;
+        memcpy(&v->f, &b32, 4);
+        v->kind = HG_ATTR_FLOAT;
+        advance(p);
+        return TRUE;
+    }
+    return expected(p, "an attribute value");
+}
+
+/* Check a value against the annotated kind (an int literal reads as a float where a float is
+ * wanted). */
+static gboolean
+value_fits(Parser *p, const char *attr, HgAttrType want, const Value *v)
+{
+    if (want == HG_ATTR_UNDEFINED || want == v->kind)
+        return TRUE;
+    return fail_at(p, v->loc, "attribute '%s' is declared %s but this value is %s", attr,
+                   attr_type_name(want), attr_type_name(v->kind));
+}
+
+/* name (':' type)? '=' value. */
+static gboolean
+parse_attr(Parser *p, GPtrArray *attrs)
+{
+    Loc at = loc_of(peek(p));
+    g_autofree char *name = NULL;
+    if (!parse_name(p, &name, "an attribute name"))
+        return FALSE;
+    if (!name)
+        name = g_strdup("");
+    HgAttrType declared = HG_ATTR_UNDEFINED;
+    if (accept(p, ':')) {
+        const Tok *t = peek(p);
+        for (guint i = 0; t->kind == TK_IDENT && i < G_N_ELEMENTS(attr_types); i++)
+            if (strcmp(t->text, attr_types[i].name) == 0)
+                declared = attr_types[i].type;
+        if (declared == HG_ATTR_UNDEFINED)
+            return expected(p, "an attribute type (int, float, string, ints, ...)");
+        advance(p);
+    }
+    if (!expect(p, '=', "'=' after the attribute name"))
+        return FALSE;
+
+    AttrAst *aa = g_new0(AttrAst, 1);
+    g_ptr_array_add(attrs, aa);
+
+    if (accept(p, '@')) {
+        g_autofree char *ref = NULL;
+        if (!parse_name(p, &ref, "the name of the referenced attribute"))
+            return FALSE;
+        aa->attr = hg_attr_new(name, declared);
+        /* A reference carries no value: only the type (if any) is set. */
+        aa->attr->has = declared ? HG_ATTR_HAS_TYPE : 0;
+        if (aa->attr->s) {
+            g_bytes_unref(aa->attr->s);
+            aa->attr->s = NULL;
+        }
+        aa->attr->ref_attr_name = g_steal_pointer(&ref);
+        return TRUE;
+    }
+
+    if (!accept(p, '[')) {
+        if (declared != HG_ATTR_UNDEFINED && list_kind(declared) == HG_ATTR_UNDEFINED &&
+            declared != HG_ATTR_SPARSE_TENSOR)
+            return fail_at(p, at, "attribute '%s' is declared %s: its value is a list in '[...]'", name,
+                           attr_type_name(declared));
+        Value v = {0};
+        if (!parse_value(p, declared, &v) || !value_fits(p, name, declared, &v)) {
+            value_clear(&v);
+            return FALSE;
+        }
+        HgAttr *a = aa->attr = hg_attr_new(name, v.kind);
+        switch (v.kind) {
+        case HG_ATTR_FLOAT:
+            a->f = v.f;
+            break;
+        case HG_ATTR_INT:
+            a->i = v.i;
+            break;
+        case HG_ATTR_STRING:
+            g_bytes_unref(a->s);
+            a->s = g_steal_pointer(&v.s);
+            break;
+        case HG_ATTR_TENSOR:
+            a->t = g_steal_pointer(&v.t);
+            break;
+        case HG_ATTR_GRAPH:
+            aa->graph = g_steal_pointer(&v.g);
+            break;
+        default:
+            a->tp = g_steal_pointer(&v.tp);
+            break;
+        }
+        value_clear(&v);
+        return TRUE;
+    }
+
+    /* A list: the elements' kind, or the annotation, says which list. */
+    HgAttrType want = declared ? element_kind(declared) : HG_ATTR_UNDEFINED;
+    if (declared && want == declared)
+        return fail_at(p, at, "attribute '%s' is declared %s, which is not a list", name,
+                       attr_type_name(declared));
+    g_autoptr(GArray) vals = g_array_new(FALSE, TRUE, sizeof(Value));
+    g_array_set_clear_func(vals, (GDestroyNotify)value_clear);
+    gboolean any_float = FALSE;
+    if (!accept(p, ']')) {
+        do {
+            Value v = {0};
+            if (!parse_value(p, want, &v)) {
+                value_clear(&v);
+                return FALSE;
+            }
+            any_float |= v.kind == HG_ATTR_FLOAT;
+            g_array_append_val(vals, v);
+        } while (accept(p, ','));
+        if (!expect(p, ']', "',' or ']' after the list"))
+            return FALSE;
+    }
+    HgAttrType elem = want;
+    if (!elem && vals->len)
+        elem = any_float ? HG_ATTR_FLOAT : g_array_index(vals, Value, 0).kind;
+    if (!elem)
+        return fail_at(p, at, "an empty list needs a type: '%s: ints = []'", name);
+    for (guint i = 0; i < vals->len; i++) {
+        Value *v = &g_array_index(vals, Value, i);
+        if (elem == HG_ATTR_FLOAT && v->kind == HG_ATTR_INT) {
+            v->kind = HG_ATTR_FLOAT;
+            v->f = (float)v->i;
+        }
+        if (!value_fits(p, name, elem, v))
+            return FALSE;
+    }
+    HgAttr *a = aa->attr = hg_attr_new(name, list_kind(elem));
+    if (!vals->len)
+        return TRUE;
+    switch (elem) {
+    case HG_ATTR_FLOAT:
+        a->floats = g_array_sized_new(FALSE, FALSE, sizeof(float), vals->len);
+        for (guint i = 0; i < vals->len; i++)
+            g_array_append_val(a->floats, g_array_index(vals, Value, i).f);
+        break;
+    case HG_ATTR_INT:
+        a->ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), vals->len);
+        for (guint i = 0; i < vals->len; i++)
+            g_array_append_val(a->ints, g_array_index(vals, Value, i).i);
+        break;
+    case HG_ATTR_STRING:
+        a->strings = g_ptr_array_new_full(vals->len, (GDestroyNotify)g_bytes_unref);
+        for (guint i = 0; i < vals->len; i++)
+            g_ptr_array_add(a->strings, g_steal_pointer(&g_array_index(vals, Value, i).s));
+        break;
+    case HG_ATTR_TENSOR:
+        a->tensors = g_ptr_array_new_full(vals->len, (GDestroyNotify)hg_tensor_free);
+        for (guint i = 0; i < vals->len; i++)
+            g_ptr_array_add(a->tensors, g_steal_pointer(&g_array_index(vals, Value, i).t));
+        break;
+    case HG_ATTR_GRAPH:
+        aa->graphs = g_ptr_array_new_full(vals->len, (GDestroyNotify)graph_ast_free);
+        for (guint i = 0; i < vals->len; i++)
+            g_ptr_array_add(aa->graphs, g_steal_pointer(&g_array_index(vals, Value, i).g));
+        break;
+    default:
+        a->type_protos = g_ptr_array_new_full(vals->len, (GDestroyNotify)hg_type_free);
+        for (guint i = 0; i < vals->len; i++)
+            g_ptr_array_add(a->type_protos, g_steal_pointer(&g_array_index(vals, Value, i).tp));
+        break;
+    }
+    return TRUE;
+}
+
+/* '<' attr (',' attr)* '>' */
+static gboolean
+parse_attrs(Parser *p, GPtrArray *attrs)
+{
+    if (!expect(p, '<', "'<'"))
+        return FALSE;
+    do {
+        if (!parse_attr(p, attrs))
+            return FALSE;
+    } while (accept(p, ','));
+    return expect(p, '>', "',' or '>' after the attribute");
+}
+
+/* ---------------------------------------------------------------- nodes */
+
+static gboolean
+parse_node(Parser *p, GPtrArray *nodes)
+{
+    NodeAst *n = g_new0(NodeAst, 1);
+    n->outputs = g_array_new(FALSE, FALSE, sizeof(Ref));
+    n->inputs = g_array_new(FALSE, FALSE, sizeof(Ref));
+    g_array_set_clear_func(n->outputs, ref_clear);
+    g_array_set_clear_func(n->inputs, ref_clear);
+    n->attrs = g_ptr_array_new_with_free_func(attr_ast_free);
+    n->loc = loc_of(peek(p));
+    g_ptr_array_add(nodes, n);
+
+    if (!parse_refs(p, n->outputs, '=', "an output name") ||
+        !expect(p, '=', "'=' after the node's outputs"))
+        return FALSE;
+
+    /* domain.Op: every identifier but the last names the domain. */
+    const Tok *t = peek(p);
+    if (t->kind == TK_STRING) {
+        if (!parse_string(p, &n->op_type, "an operator"))
+            return FALSE;
+    } else {
+        g_autoptr(GString) domain = g_string_new(NULL);
+        for (;;) {
+            t = peek(p);
+            if (t->kind != TK_IDENT)
+                return expected(p, "an operator name");
+            advance(p);
+            if (!accept(p, '.')) {
+                n->op_type = g_strdup(t->text);
+                break;
+            }
+            g_string_append_printf(domain, "%s%s", domain->len ? "." : "", t->text);
+        }
+        if (domain->len)
+            n->domain = g_string_free(g_steal_pointer(&domain), FALSE);
+    }
+
+    /* Attributes before or after the inputs, as 1.12 allows. */
+    gboolean attrs_first = is_punct(peek(p), '<');
+    if (attrs_first && !parse_attrs(p, n->attrs))
+        return FALSE;
+    if (!expect(p, '(', "'(' and the node's inputs") || !parse_refs(p, n->inputs, ')', "an input name") ||
+        !expect(p, ')', "',' or ')' after the node's inputs"))
+        return FALSE;
+    if (!attrs_first && is_punct(peek(p), '<') && !parse_attrs(p, n->attrs))
+        return FALSE;
+
+    /* The annotation gives the domain only where the op cannot be written qualified. */
+    g_autofree char *domain = NULL;
+    PragmaTarget target = {.name = &n->name, .domain = &domain, .overload = &n->overload,
+                           .doc_string = &n->doc_string};
+    if (!parse_pragmas(p, PRAGMA_NAME | PRAGMA_DOMAIN | PRAGMA_OVERLOAD | PRAGMA_DOC, &target))
+        return FALSE;
+    if (domain && n->domain)
+        return fail_at(p, n->loc, "the node's domain is given twice");
+    if (domain)
+        n->domain = g_steal_pointer(&domain);
+    return TRUE;
+}
+
+static gboolean parse_graph_inner(Parser *p, gboolean main_graph, GraphAst **out);
+
+/* name? '(' inputs ')' '=>' '(' outputs ')' ('<' values '>')? '{' nodes '}' */
+static gboolean
+parse_graph(Parser *p, gboolean main_graph, GraphAst **out)
+{
+    if (!enter(p))
+        return FALSE;
+    gboolean ok = parse_graph_inner(p, main_graph, out);
+    p->depth--;
+    return ok;
+}
+
+static gboolean
+parse_graph_inner(Parser *p, gboolean main_graph, GraphAst **out)
+{
+    g_autoptr(GraphAst) ga = graph_ast_new();
+    const Tok *t = peek(p);
+    if (t->kind == TK_IDENT || t->kind == TK_STRING) {
+        if (!parse_name(p, &ga->name, "the graph's name"))
+            return FALSE;
+    } else if (!main_graph || !is_punct(t, '(')) {
+        return expected(p, main_graph ? "a graph" : "the graph's name");
+    }
+    if (!parse_decls(p, '(', ')', ga->inputs, TRUE, "graph inputs"))
+        return FALSE;
+    if (peek(p)->kind != TK_ARROW)
+        return expected(p, "'=>' after the graph inputs");
+    advance(p);
+    if (!parse_decls(p, '(', ')', ga->outputs, FALSE, "graph outputs"))
+        return FALSE;
+    if (is_punct(peek(p), '<') && !parse_decls(p, '<', '>', ga->values, TRUE, "initializers and value_info"))
+        return FALSE;
+    if (!expect(p, '{', "'{' and the graph's nodes"))
+        return FALSE;
+    PragmaTarget target = {.doc_string = &ga->doc_string};
+    if (!parse_pragmas(p, PRAGMA_DOC, &target))
+        return FALSE;
+    while (!accept(p, '}')) {
+        if (peek(p)->kind == TK_EOF)
+            return expected(p, "'}' to close the graph");
+        if (!parse_node(p, ga->nodes))
+            return FALSE;
+    }
+    *out = g_steal_pointer(&ga);
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- model header */
+
+static gboolean
+parse_header(Parser *p, HgModel *m)
+{
+    if (!accept(p, '<'))
+        return TRUE;
+    if (accept(p, '>'))
+        return TRUE;
+    do {
+        const Tok *k = peek(p);
+        if (k->kind != TK_IDENT)
+            return expected(p, "a model key (ir_version, opset_import, ...)");
+        g_autofree char *key = g_strdup(advance(p)->text);
+        if (!expect(p, ':', "':' after the key"))
+            return FALSE;
+        if (strcmp(key, "ir_version") == 0) {
+            if (!parse_int(p, &m->ir_version, "the IR version"))
+                return FALSE;
+            m->has_ir_version = TRUE;
+        } else if (strcmp(key, "model_version") == 0) {
+            if (!parse_int(p, &m->model_version, "the model version"))
+                return FALSE;
+            m->has_model_version = TRUE;
+        } else if (strcmp(key, "opset_import") == 0 || strcmp(key, "metadata_props") == 0) {
+            gboolean opsets = key[0] == 'o';
+            if (!expect(p, '[', "'['"))
+                return FALSE;
+            if (accept(p, ']'))
+                continue;
+            do {
+                g_autofree char *name = NULL;
+                if (!parse_string(p, &name, opsets ? "a domain string (\"\" for ONNX)" : "a key string") ||
+                    !expect(p, ':', "':'"))
+                    return FALSE;
+                if (opsets) {
+                    gint64 version;
+                    if (!parse_int(p, &version, "the opset version"))
+                        return FALSE;
+                    /* Appended as written: hg_model_set_opset would merge "" and "ai.onnx". */
+                    HgOpset *o = g_new0(HgOpset, 1);
+                    o->domain = g_steal_pointer(&name);
+                    o->has_version = TRUE;
+                    o->version = version;
+                    g_ptr_array_add(m->opsets, o);
+                } else {
+                    HgStringPair *sp = g_new0(HgStringPair, 1);
+                    sp->key = g_steal_pointer(&name);
+                    if (!m->metadata)
+                        m->metadata = g_ptr_array_new_with_free_func(hg_string_pair_free);
+                    g_ptr_array_add(m->metadata, sp);
+                    if (!parse_string(p, &sp->value, "a value string"))
+                        return FALSE;
+                }
+            } while (accept(p, ','));
+            if (!expect(p, ']', "',' or ']'"))
+                return FALSE;
+        } else {
+            char **field = strcmp(key, "producer_name") == 0      ? &m->producer_name
+                           : strcmp(key, "producer_version") == 0 ? &m->producer_version
+                           : strcmp(key, "domain") == 0           ? &m->domain
+                           : strcmp(key, "doc_string") == 0       ? &m->doc_string
+                                                                  : NULL;
+            if (!field)
+                return fail_at(p, loc_of(k), "unknown model key '%s'", key);
+            g_free(*field);
+            *field = NULL;
+            if (!parse_string(p, field, "a string"))
+                return FALSE;
+        }
+    } while (accept(p, ','));
+    return expect(p, '>', "',' or '>' after the model keys");
+}
+
+/* ---------------------------------------------------------------- building the IR */
+
+static HgGraph *build_graph(Parser *p, GraphAst *ga, HgGraph *parent);
+
+/* Every graph between the reader and the definer sees v as an outer reference (as the loader). */
+static void
+note_outer_ref(HgGraph *g, HgValue *v)
+{
+    for (HgGraph *s = g; s && s != v->graph; s = s->parent)
+        if (!g_ptr_array_find(s->outer_refs, v, NULL))
+            g_ptr_array_add(s->outer_refs, v);
+}
+
+static HgValueDecl *
+declare(HgGraph *g, GPtrArray *list, HgValue *v, Decl *d)
+{
+    HgValueDecl *vd = list == g->inputs    ? hg_graph_add_input(g, v, d->type)
+                      : list == g->outputs ? hg_graph_add_output(g, v, d->type)
+                                           : hg_graph_add_value_info(g, v, d->type);
+    g_free(vd->name);
+    vd->name = g_strdup(d->name);
+    vd->doc_string = g_strdup(d->doc_string);
+    return vd;
+}
+
+static gboolean
+build_attr(Parser *p, HgGraph *g, AttrAst *aa, HgAttr **out)
+{
+    HgAttr *a = g_steal_pointer(&aa->attr);
+    if (aa->graph && !(a->g = build_graph(p, aa->graph, g))) {
+        hg_attr_free(a);
+        return FALSE;
+    }
+    if (aa->graphs) {
+        a->graphs = g_ptr_array_new_full(aa->graphs->len, (GDestroyNotify)hg_graph_free);
+        for (guint i = 0; i < aa->graphs->len; i++) {
+            HgGraph *sg = build_graph(p, aa->graphs->pdata[i], g);
+            if (!sg) {
+                hg_attr_free(a);
+                return FALSE;
+            }
+            g_ptr_array_add(a->graphs, sg);
+        }
+    }
+    *out = a;
+    return TRUE;
+}
+
+static gboolean
+build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
+{
+    guint max_in = 0;
+    for (guint i = 0; i < ga->nodes->len; i++)
+        max_in = MAX(max_in, ((NodeAst *)ga->nodes->pdata[i])->inputs->len);
+    g_autofree HgValue **none = g_new0(HgValue *, max_in + 1);
+
+    /* Every output first: a node may read a value that a later node defines (and the graph's order
+     * is checked after), and subgraphs may read outer values defined after their node. */
+    for (guint i = 0; i < ga->nodes->len; i++) {
+        NodeAst *na = ga->nodes->pdata[i];
+        g_autofree HgValue **outs = g_new0(HgValue *, na->outputs->len + 1);
+        for (guint k = 0; k < na->outputs->len; k++) {
+            Ref *r = &g_array_index(na->outputs, Ref, k);
+            if (!r->name)
+                continue;
+            HgValue *prev = g_hash_table_lookup(g->values, r->name);
+            if (prev)
+                return fail_at(p, r->loc, "'%s' is defined twice (also %s)", r->name,
+                               prev->producer ? "by another node"
+                               : prev->init   ? "as an initializer"
+                                              : "as a graph input");
+            outs[k] = hg_graph_new_value(g, r->name, NULL);
+        }
+        HgNode *n = hg_graph_add_node(g, na->op_type, na->domain, na->name, na->inputs->len, none,
+                                      na->outputs->len, outs);
+        n->overload = g_strdup(na->overload);
+        n->doc_string = g_strdup(na->doc_string);
+    }
+    for (guint i = 0; i < ga->nodes->len; i++) {
+        NodeAst *na = ga->nodes->pdata[i];
+        HgNode *n = g->nodes->pdata[i];
+        for (guint k = 0; k < na->attrs->len; k++) {
+            HgAttr *a;
+            if (!build_attr(p, g, na->attrs->pdata[k], &a))
+                return FALSE;
+            hg_node_add_attr(n, a);
+        }
+        for (guint k = 0; k < na->inputs->len; k++) {
+            Ref *r = &g_array_index(na->inputs, Ref, k);
+            if (!r->name)
+                continue;
+            HgValue *v = hg_graph_lookup(g, r->name);
+            if (!v)
+                return fail_at(p, r->loc, "'%s' is not defined", r->name);
+            if (v->graph != g)
+                note_outer_ref(g, v);
+            hg_node_set_input(n, k, v);
+        }
+    }
+    return TRUE;
+}
+
+/* Turn one graph of the syntax tree into an IR graph (parent: the enclosing graph, or NULL). */
+static HgGraph *
+build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
+{
+    HgGraph *g = hg_graph_new(p->model, parent);
+    g->name = g_strdup(ga->name);
+    g->doc_string = g_strdup(ga->doc_string);
+
+    for (guint i = 0; i < ga->inputs->len; i++) {
+        Decl *d = ga->inputs->pdata[i];
+        if (g_hash_table_contains(g->values, d->name)) {
+            fail_at(p, d->loc, "graph input '%s' is listed twice", d->name);
+            goto fail;
+        }
+        HgValue *v = hg_graph_new_value(g, d->name, NULL);
+        declare(g, g->inputs, v, d);
+    }
+    /* Initializers: those written in the inputs (1.12's "input = value") first, then the `<...>`. */
+    for (guint pass = 0; pass < 2; pass++) {
+        GPtrArray *list = pass == 0 ? ga->inputs : ga->values;
+        for (guint i = 0; i < list->len; i++) {
+            Decl *d = list->pdata[i];
+            if (!d->is_init)
+                continue;
+            HgValue *v = g_hash_table_lookup(g->values, d->name);
+            if (v && (v->init || !v->is_input)) {
+                fail_at(p, d->loc, "initializer '%s' is defined twice", d->name);
+                goto fail;
+            }
+            if (!v)
+                v = hg_graph_new_value(g, d->name, NULL);
+            HgTensor *t = g_steal_pointer(&d->init);
+            t->doc_string = g_strdup(d->doc_string);
+            hg_graph_add_initializer(g, v, t);
+        }
+    }
+    if (!build_nodes(p, ga, g))
+        goto fail;
+    for (guint i = 0; i < ga->values->len; i++) {
+        Decl *d = ga->values->pdata[i];
+        if (d->is_init)
+            continue;
+        HgValue *v = hg_graph_lookup(g, d->name);
+        /* A value_info entry for a name nothing defines is kept (as the loader does). */
+        if (!v)
+            v = hg_graph_new_value(g, d->name, NULL);
+        declare(g, g->value_info, v, d);
+    }
+    for (guint i = 0; i < ga->outputs->len; i++) {
+        Decl *d = ga->outputs->pdata[i];
+        HgValue *v = hg_graph_lookup(g, d->name);
+        if (!v) {
+            fail_at(p, d->loc, "graph output '%s' is not defined", d->name);
+            goto fail;
+        }
+        if (v->graph != g)
+            note_outer_ref(g, v);
+        declare(g, g->outputs, v, d);
+    }
+    return g;
+fail:
+    hg_graph_free(g);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- entry point */
+
+/* Parse len bytes of text (no NUL needed) into a new model, or NULL with HG_ERROR_PARSE ("line L,
+ * column C: ...", columns counting characters) for bad syntax and undefined or doubly defined
+ * names, or with the loader's error (HG_ERROR_INVALID) when hg_model_validate or hg_graph_verify
+ * rejects the graph (a cycle, a tensor of the wrong size). The caller frees the model. */
+HgModel *
+hg_model_parse_text(const char *text, gsize len, GError **error)
+{
+    g_return_val_if_fail(text != NULL || len == 0, NULL);
+    Parser p = {0};
+    p.toks = g_array_new(FALSE, TRUE, sizeof(Tok));
+    g_array_set_clear_func(p.toks, tok_clear);
+    g_autoptr(HgModel) m = hg_model_new();
+    p.model = m;
+    g_autoptr(GraphAst) ga = NULL;
+
+    gboolean ok = lex(&p, text ? text : "", len) && parse_header(&p, m) && parse_graph(&p, TRUE, &ga);
+    if (ok && peek(&p)->kind != TK_EOF)
+        ok = expected(&p, "the end of the text (functions are not supported)");
+    if (ok && !(m->graph = build_graph(&p, ga, NULL)))
+        ok = FALSE;
+    g_array_unref(p.toks);
+    if (!ok) {
+        g_propagate_error(error, p.error);
+        return NULL;
+    }
+    /* What the loader checks, and the IR's own invariants (a cycle, for one). */
+    if (!hg_model_validate(m, error) || !hg_graph_verify(m->graph, error))
+        return NULL;
+    return g_steal_pointer(&m);
+}
