@@ -299,9 +299,9 @@ hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims)
     t->has_dtype = TRUE;
     t->dtype = dtype;
     t->rank = rank;
-    t->dims = g_memdup2(dims, sizeof(gint64) * (rank ? rank : 1));
-    if (rank == 0)
-        t->dims[0] = 0;
+    t->dims = g_new0(gint64, rank ? rank : 1);
+    if (rank)
+        memcpy(t->dims, dims, sizeof(gint64) * rank);
     gint64 nbytes = hg_tensor_expected_bytes(t);
     if (nbytes < 0 || (guint64)nbytes > G_MAXSIZE / 2) {
         hg_tensor_free(t);
@@ -754,10 +754,12 @@ hg_graph_add_output(HgGraph *g, HgValue *v, const HgType *type)
     g_return_val_if_fail(g != NULL && v != NULL, NULL);
     /* A subgraph may pass an outer value straight through as its output; the flag is about the
      * value's own graph. */
-    if (v->graph == g)
+    if (v->graph == g) {
         v->is_output = TRUE;
-    else
+    } else {
         v->nested_outputs++;
+        hg_graph_note_outer_ref(g, v);
+    }
     hg_graph_touch(g);
     return add_decl(g->outputs, v, type);
 }
@@ -820,8 +822,11 @@ hg_graph_add_node(HgGraph *g, const char *op_type, const char *domain, const cha
     n->outputs = g_new0(HgValue *, n_outputs ? n_outputs : 1);
     for (guint i = 0; i < n_inputs; i++) {
         n->inputs[i] = inputs[i];
-        if (inputs[i])
+        if (inputs[i]) {
             use_add(inputs[i], n, i);
+            if (inputs[i]->graph != g)
+                hg_graph_note_outer_ref(g, inputs[i]);
+        }
     }
     for (guint i = 0; i < n_outputs; i++) {
         HgValue *v = outputs[i];
@@ -840,6 +845,15 @@ hg_graph_add_node(HgGraph *g, const char *op_type, const char *domain, const cha
 }
 
 void
+hg_graph_note_outer_ref(HgGraph *g, HgValue *v)
+{
+    /* Every graph between the reader and the definer sees v as an outer reference. */
+    for (HgGraph *s = g; s && s != v->graph; s = s->parent)
+        if (!g_ptr_array_find(s->outer_refs, v, NULL))
+            g_ptr_array_add(s->outer_refs, v);
+}
+
+void
 hg_node_set_input(HgNode *n, guint i, HgValue *v)
 {
     g_return_if_fail(n != NULL && i < n->n_inputs);
@@ -848,8 +862,11 @@ hg_node_set_input(HgNode *n, guint i, HgValue *v)
     if (n->inputs[i])
         use_remove(n->inputs[i], n, i);
     n->inputs[i] = v;
-    if (v)
+    if (v) {
         use_add(v, n, i);
+        if (v->graph != n->graph)
+            hg_graph_note_outer_ref(n->graph, v);
+    }
     hg_graph_touch(n->graph);
 }
 

@@ -26,6 +26,10 @@ gint64 hg_numel(guint rank, const gint64 *dims);
 /* Bytes the tensor's dims and dtype call for, or -1 (overflow, or a dtype without a fixed size). */
 gint64 hg_tensor_expected_bytes(const HgTensor *t);
 
+/* Record v (defined in an enclosing graph) as an outer reference of g and of every graph between.
+ * hg_node_set_input, hg_graph_add_node and hg_graph_add_output do it themselves. */
+void hg_graph_note_outer_ref(HgGraph *g, HgValue *v);
+
 /* Call fn on each graph-valued attribute of n (not recursing). */
 void hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data);
 

@@ -664,15 +664,6 @@ is_constant_node(const HgNode *n)
            (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
 }
 
-static void
-note_outer_ref(HgGraph *g, HgValue *v)
-{
-    /* Every graph between the reader and the definer sees v as an outer reference. */
-    for (HgGraph *s = g; s && s != v->graph; s = s->parent)
-        if (!g_ptr_array_find(s->outer_refs, v, NULL))
-            g_ptr_array_add(s->outer_refs, v);
-}
-
 static HgGraph *
 graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
 {
@@ -800,8 +791,6 @@ graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
                             np->op_type ? np->op_type : "", name);
                 goto fail;
             }
-            if (v->graph != g)
-                note_outer_ref(g, v);
             hg_node_set_input(n, (guint)k, v);
         }
     }
@@ -821,8 +810,6 @@ graph_from_pb(LoadCtx *c, Onnx__GraphProto *pb, HgGraph *parent)
                         name);
             goto fail;
         }
-        if (v->graph != g)
-            note_outer_ref(g, v);
         decl_from_pb(g, g->outputs, v, pb->output[i]);
     }
     for (size_t i = 0; i < pb->n_quantization_annotation; i++) {

@@ -1861,15 +1861,6 @@ parse_header(Parser *p, HgModel *m)
 
 static HgGraph *build_graph(Parser *p, GraphAst *ga, HgGraph *parent);
 
-/* Every graph between the reader and the definer sees v as an outer reference (as the loader). */
-static void
-note_outer_ref(HgGraph *g, HgValue *v)
-{
-    for (HgGraph *s = g; s && s != v->graph; s = s->parent)
-        if (!g_ptr_array_find(s->outer_refs, v, NULL))
-            g_ptr_array_add(s->outer_refs, v);
-}
-
 static HgValueDecl *
 declare(HgGraph *g, GPtrArray *list, HgValue *v, Decl *d)
 {
@@ -1951,9 +1942,7 @@ build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
             HgValue *v = hg_graph_lookup(g, r->name);
             if (!v)
                 return fail_at(p, r->loc, "'%s' is not defined", r->name);
-            if (v->graph != g)
-                note_outer_ref(g, v);
-            hg_node_set_input(n, k, v);
+            hg_node_set_input(n, k, v); /* also records outer-scope references */
         }
     }
     return TRUE;
@@ -2014,8 +2003,6 @@ build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
             fail_at(p, d->loc, "graph output '%s' is not defined", d->name);
             goto fail;
         }
-        if (v->graph != g)
-            note_outer_ref(g, v);
         declare(g, g->outputs, v, d);
     }
     return g;

@@ -410,8 +410,9 @@ HG_API void hg_graph_free(HgGraph *g);
 /* The value called name, visible from g: defined in g or in an enclosing graph. NULL if none. */
 HG_API HgValue *hg_graph_lookup(HgGraph *g, const char *name);
 
-/* A new value defined in g. Fails (NULL, error set) if name is already defined in g or an enclosing
- * graph. The caller then makes it an input, an initializer, or a node output. */
+/* A new value defined in g. Fails (NULL, error set) if name is already defined in g (a subgraph may
+ * shadow a name of an enclosing graph, as some exporters write). The caller then makes it an input,
+ * an initializer, or a node output. */
 HG_API HgValue *hg_graph_new_value(HgGraph *g, const char *name, GError **error);
 
 /* A name not used anywhere in the model, built from base ("base", "base_1", "base_2", ...).
@@ -444,6 +445,7 @@ HG_API float hg_node_attr_float(const HgNode *n, const char *name, float dflt);
 
 HG_API HgAttr *hg_attr_new(const char *name, HgAttrType type);
 HG_API void hg_attr_free(HgAttr *a);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgAttr, hg_attr_free)
 
 /* Mark n dead and drop it from the use lists of its inputs. Its outputs must have no uses left
  * (or be graph outputs the caller re-points). hg_graph_compact() removes dead nodes. */

@@ -21,7 +21,9 @@ typedef struct {
 HG_API char *hg_model_to_text(HgModel *m, const HgTextOptions *opts);
 
 /* Parse ONNX text into a new model (free with hg_model_free), or NULL with HG_ERROR_PARSE whose message
- * starts with "line L, column C: ". The model is validated like a loaded one. */
+ * starts with "line L, column C: ". The model is then validated like a loaded one: a model that parses
+ * but is invalid (a cycle, an undefined value, a tensor of the wrong size) fails with
+ * HG_ERROR_INVALID, without a position, as the loader reports it. */
 HG_API HgModel *hg_model_parse_text(const char *text, gsize len, GError **error);
 
 G_END_DECLS

@@ -1,0 +1,199 @@
+/* Shape inference: walks the main graph in topological order and asks each op's shape rule for its
+ * outputs. Graph inputs start from their declared types (and --shapes pins); initializers are known
+ * exactly, and small ones carry their values so that shape arithmetic folds. */
+#include "shapes.h"
+#include "ir_private.h"
+
+#include <string.h>
+
+/* Initializers up to this many elements carry their values into inference (Reshape targets, Slice
+ * starts, Resize scales, ...). */
+#define VALUE_LIMIT 4096
+
+static void
+vshape_free(gpointer p)
+{
+    HgValueShape *s = p;
+    if (s->value)
+        hg_array_unref(s->value);
+    g_free(s);
+}
+
+static HgValueShape *
+vshape_new_unknown(void)
+{
+    HgValueShape *s = g_new0(HgValueShape, 1);
+    s->dtype = HG_DTYPE_UNDEFINED;
+    s->rank = -1;
+    return s;
+}
+
+void
+hg_vshape_from_type(HgValueShape *out, const HgType *t)
+{
+    memset(out, 0, sizeof(*out));
+    out->dtype = HG_DTYPE_UNDEFINED;
+    out->rank = -1;
+    if (!t || t->kind != HG_TYPE_TENSOR)
+        return;
+    if (t->has_elem_type)
+        out->dtype = t->elem_type;
+    if (!t->shape || t->shape->rank > HG_MAX_RANK)
+        return;
+    out->rank = (int)t->shape->rank;
+    for (guint i = 0; i < t->shape->rank; i++) {
+        const HgDim *d = &t->shape->dims[i];
+        out->dims[i].v = d->has_value ? d->value : -1;
+        out->dims[i].sym = !d->has_value && d->param && *d->param ? g_intern_string(d->param) : NULL;
+    }
+}
+
+gboolean
+hg_shape_pin_parse(const char *spec, HgShapePin *pin, GError **error)
+{
+    memset(pin, 0, sizeof(*pin));
+    const char *colon = strrchr(spec, ':');
+    if (!colon || colon == spec || !colon[1]) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--shapes '%s': expected NAME:DIMS, e.g. input:1x3x512x512",
+                    spec);
+        return FALSE;
+    }
+    g_auto(GStrv) parts = g_strsplit(colon + 1, "x", -1);
+    for (guint i = 0; parts[i]; i++) {
+        char *end;
+        gint64 v = g_ascii_strtoll(parts[i], &end, 10);
+        if (end == parts[i] || *end || v < 0 || pin->rank == HG_MAX_RANK) {
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--shapes '%s': '%s' is not a dimension", spec,
+                        parts[i]);
+            return FALSE;
+        }
+        pin->dims[pin->rank++] = v;
+    }
+    pin->name = g_strndup(spec, (gsize)(colon - spec));
+    return TRUE;
+}
+
+static const HgShapePin *
+find_pin(const HgShapePin *pins, guint n, const char *name)
+{
+    for (guint i = 0; i < n; i++)
+        if (strcmp(pins[i].name, name) == 0)
+            return &pins[i];
+    for (guint i = 0; i < n; i++)
+        if (strcmp(pins[i].name, "*") == 0)
+            return &pins[i];
+    return NULL;
+}
+
+const HgValueShape *
+hg_shapes_get(const HgShapes *s, const HgValue *v)
+{
+    static const HgValueShape unknown = {HG_DTYPE_UNDEFINED, -1, {{0, NULL}}, NULL};
+    const HgValueShape *r = v ? g_hash_table_lookup(s->shapes, v) : NULL;
+    return r ? r : &unknown;
+}
+
+void
+hg_shapes_free(HgShapes *s)
+{
+    if (!s)
+        return;
+    g_hash_table_unref(s->shapes);
+    g_ptr_array_unref(s->warnings);
+    g_free(s);
+}
+
+static gboolean
+seed_inputs(HgShapes *s, HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error)
+{
+    for (guint i = 0; i < g->inputs->len; i++) {
+        HgValueDecl *d = g->inputs->pdata[i];
+        if (d->value->init)
+            continue;
+        HgValueShape *vs = vshape_new_unknown();
+        hg_vshape_from_type(vs, d->type);
+        const HgShapePin *pin = find_pin(pins, n_pins, d->value->name);
+        gboolean wildcard = pin && strcmp(pin->name, "*") == 0;
+        if (pin && !(wildcard && (vs->rank != (int)pin->rank || hg_vshape_known(vs)))) {
+            if (vs->rank >= 0 && vs->rank != (int)pin->rank) {
+                g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                            "--shapes: input '%s' has rank %d, the pin gives %u dims", d->value->name,
+                            vs->rank, pin->rank);
+                vshape_free(vs);
+                return FALSE;
+            }
+            for (guint k = 0; k < pin->rank; k++) {
+                if (vs->rank >= 0 && vs->dims[k].v >= 0 && vs->dims[k].v != pin->dims[k]) {
+                    g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                                "--shapes: input '%s' has dim %u = %" G_GINT64_FORMAT
+                                ", the pin says %" G_GINT64_FORMAT, d->value->name, k, vs->dims[k].v,
+                                pin->dims[k]);
+                    vshape_free(vs);
+                    return FALSE;
+                }
+                vs->dims[k].v = pin->dims[k];
+            }
+            vs->rank = (int)pin->rank;
+        }
+        g_hash_table_insert(s->shapes, d->value, vs);
+    }
+    for (guint i = 0; i < g->initializers->len; i++) {
+        HgTensor *t = g->initializers->pdata[i];
+        HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
+        if (!v || v->init != t || t->rank > HG_MAX_RANK)
+            continue;
+        HgValueShape *vs = vshape_new_unknown();
+        hg_vshape_set_known(vs, t->dtype, t->rank, t->dims);
+        if (hg_tensor_numel(t) <= VALUE_LIMIT && t->storage != HG_STORAGE_STRINGS)
+            vs->value = hg_array_from_tensor(t, NULL);
+        g_hash_table_replace(s->shapes, v, vs);
+    }
+    return TRUE;
+}
+
+HgShapes *
+hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error)
+{
+    g_return_val_if_fail(g != NULL, NULL);
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    if (!order)
+        return NULL;
+    HgShapes *s = g_new0(HgShapes, 1);
+    s->graph = g;
+    s->generation = g->generation;
+    s->shapes = g_hash_table_new_full(NULL, NULL, NULL, vshape_free);
+    s->warnings = g_ptr_array_new_with_free_func(g_free);
+    if (!seed_inputs(s, g, pins, n_pins, error)) {
+        hg_shapes_free(s);
+        return NULL;
+    }
+    gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        g_autofree const HgValueShape **ins = g_new0(const HgValueShape *, n->n_inputs + 1);
+        g_autofree HgValueShape **outs = g_new0(HgValueShape *, n->n_outputs + 1);
+        for (guint k = 0; k < n->n_inputs; k++)
+            ins[k] = n->inputs[k] ? hg_shapes_get(s, n->inputs[k]) : NULL;
+        for (guint k = 0; k < n->n_outputs; k++)
+            outs[k] = vshape_new_unknown();
+        const HgOpDef *op = hg_op_for_node(n);
+        if (op) {
+            g_autoptr(GError) err = NULL;
+            HgShapeCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, &err};
+            if (!op->infer(&ctx)) {
+                /* A shape rule that finds the inputs inconsistent: note it, leave the outputs unknown
+                 * and go on, so one odd node does not blind the whole analysis. */
+                g_ptr_array_add(s->warnings, g_strdup(err ? err->message : "shape inference failed"));
+                for (guint k = 0; k < n->n_outputs; k++)
+                    hg_vshape_unknown(outs[k]);
+            }
+        }
+        for (guint k = 0; k < n->n_outputs; k++) {
+            if (n->outputs[k])
+                g_hash_table_replace(s->shapes, n->outputs[k], outs[k]);
+            else
+                vshape_free(outs[k]);
+        }
+    }
+    return s;
+}

@@ -1,0 +1,142 @@
+/* Shape inference against the shapes models record: for every value a model declares (graph outputs
+ * and value_info) with a known element type or dims, the inferred type and dims must agree wherever
+ * both are known. Also measures coverage: how many declared dims inference found on its own.
+ *
+ * Usage: shapes_agree [--verbose] [--min-coverage PCT] PATH...   (model files, or folders searched
+ * for *.onnx) */
+#include "halfguard/halfguard.h"
+#include "shapes.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct {
+    gboolean verbose;
+    guint models, models_bad, load_failed;
+    guint64 dims_declared, dims_inferred, dims_agree, dims_disagree, types_disagree;
+} Stats;
+
+static void
+check_decl(const char *path, const HgShapes *s, const HgValueDecl *d, Stats *st, gboolean *bad)
+{
+    HgValueShape want;
+    hg_vshape_from_type(&want, d->type);
+    const HgValueShape *got = hg_shapes_get(s, d->value);
+    if (want.dtype != HG_DTYPE_UNDEFINED && got->dtype != HG_DTYPE_UNDEFINED && want.dtype != got->dtype) {
+        st->types_disagree++;
+        *bad = TRUE;
+        printf("%s: value '%s': inferred %s, declared %s\n", path, d->value->name,
+               hg_dtype_name(got->dtype), hg_dtype_name(want.dtype));
+    }
+    if (want.rank < 0)
+        return;
+    for (int i = 0; i < want.rank; i++)
+        if (want.dims[i].v >= 0)
+            st->dims_declared++;
+    if (got->rank < 0)
+        return;
+    if (got->rank != want.rank) {
+        st->dims_disagree++;
+        *bad = TRUE;
+        printf("%s: value '%s': inferred rank %d, declared %d\n", path, d->value->name, got->rank,
+               want.rank);
+        return;
+    }
+    for (int i = 0; i < want.rank; i++) {
+        if (want.dims[i].v < 0 || got->dims[i].v < 0)
+            continue;
+        st->dims_inferred++;
+        if (want.dims[i].v == got->dims[i].v) {
+            st->dims_agree++;
+        } else {
+            st->dims_disagree++;
+            *bad = TRUE;
+            printf("%s: value '%s': dim %d inferred %" G_GINT64_FORMAT ", declared %" G_GINT64_FORMAT "\n",
+                   path, d->value->name, i, got->dims[i].v, want.dims[i].v);
+        }
+    }
+}
+
+static void
+check_model(const char *path, Stats *st)
+{
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_load(path, &error);
+    if (!m) {
+        st->load_failed++;
+        printf("%s: %s\n", path, error->message);
+        return;
+    }
+    g_autoptr(HgShapes) s = hg_shapes_infer(m->graph, NULL, 0, &error);
+    st->models++;
+    if (!s) {
+        st->models_bad++;
+        printf("%s: %s\n", path, error->message);
+        return;
+    }
+    gboolean bad = FALSE;
+    for (guint i = 0; i < m->graph->outputs->len; i++)
+        check_decl(path, s, m->graph->outputs->pdata[i], st, &bad);
+    for (guint i = 0; i < m->graph->value_info->len; i++)
+        check_decl(path, s, m->graph->value_info->pdata[i], st, &bad);
+    if (bad)
+        st->models_bad++;
+    if (st->verbose)
+        for (guint i = 0; i < s->warnings->len; i++)
+            printf("%s: note: %s\n", path, (const char *)s->warnings->pdata[i]);
+}
+
+static void
+walk(const char *path, Stats *st)
+{
+    if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
+        if (g_str_has_suffix(path, ".onnx"))
+            check_model(path, st);
+        return;
+    }
+    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
+    if (!d)
+        return;
+    g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
+    const char *e;
+    while ((e = g_dir_read_name(d)))
+        g_ptr_array_add(subs, g_build_filename(path, e, NULL));
+    g_ptr_array_sort(subs, (GCompareFunc)g_strcmp0);
+    for (guint i = 0; i < subs->len; i++)
+        walk(subs->pdata[i], st);
+}
+
+int
+main(int argc, char **argv)
+{
+    gboolean verbose = FALSE;
+    double min_cov = 0;
+    GOptionEntry entries[] = {
+        {"verbose", 'v', 0, G_OPTION_ARG_NONE, &verbose, "Print shape-rule notes", NULL},
+        {"min-coverage", 0, 0, G_OPTION_ARG_DOUBLE, &min_cov,
+         "Fail when fewer declared dims than this (percent) are inferred", "PCT"},
+        {NULL},
+    };
+    g_autoptr(GOptionContext) ctx = g_option_context_new("PATH...");
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc < 2) {
+        fprintf(stderr, "shapes_agree: %s\n", error ? error->message : "no path given");
+        return 2;
+    }
+    Stats st = {0};
+    st.verbose = verbose;
+    for (int i = 1; i < argc; i++)
+        walk(argv[i], &st);
+    double cov = st.dims_declared ? 100.0 * (double)st.dims_inferred / (double)st.dims_declared : 0;
+    printf("models: %u (%u did not load); declared dims: %" G_GUINT64_FORMAT "; inferred: %" G_GUINT64_FORMAT
+           " (%.1f%%); agree: %" G_GUINT64_FORMAT "; disagree: %" G_GUINT64_FORMAT
+           "; element types disagree: %" G_GUINT64_FORMAT "\n",
+           st.models, st.load_failed, st.dims_declared, st.dims_inferred, cov, st.dims_agree,
+           st.dims_disagree, st.types_disagree);
+    gboolean ok = st.models_bad == 0 && st.load_failed == 0 && cov >= min_cov && st.models > 0;
+    if (cov < min_cov)
+        printf("coverage %.1f%% is below the required %.1f%%\n", cov, min_cov);
+    printf("%u passed, %u failed\n", st.models - st.models_bad, st.models_bad + st.load_failed);
+    return ok ? 0 : 1;
+}
