@@ -88,6 +88,7 @@ typedef struct {
     GHashTable *arrays;    /* HgValue -> HgArray (owned) */
     GHashTable *remaining; /* HgValue -> uses left (GPOINTER_TO_UINT) */
     const HgRunOptions *opts;
+    GHashTable *keep;      /* values returned at the end: never freed early */
 } Run;
 
 static gboolean
@@ -106,7 +107,7 @@ release_use(Run *r, HgValue *v)
     guint left = GPOINTER_TO_UINT(g_hash_table_lookup(r->remaining, v));
     if (left == 0)
         return;
-    if (--left == 0 && !v->is_output)
+    if (--left == 0 && !g_hash_table_contains(r->keep, v))
         g_hash_table_remove(r->arrays, v);
     g_hash_table_insert(r->remaining, v, GUINT_TO_POINTER(left));
 }
@@ -143,14 +144,14 @@ run_node(Run *r, HgNode *n, gint64 opset, int threads, GError **error)
             continue;
         }
         if (!outs[i]) {
-            if (v->uses->len || v->is_output) {
+            if (g_hash_table_lookup(r->remaining, v) || g_hash_table_contains(r->keep, v)) {
                 hg_op_error(error, HG_ERROR_INVALID, n, "output %u was not computed", i);
                 ok = FALSE;
             }
             continue;
         }
         ok = observe(r, v, outs[i], error);
-        if (v->uses->len || v->is_output)
+        if (g_hash_table_lookup(r->remaining, v) || g_hash_table_contains(r->keep, v))
             g_hash_table_insert(r->arrays, v, g_steal_pointer(&outs[i]));
     }
     for (guint i = 0; i < n->n_outputs; i++)
@@ -181,8 +182,46 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
                     feeds->len, inputs->len);
         return NULL;
     }
+    /* The values to return, and the nodes they need. */
+    g_autoptr(GPtrArray) wanted = g_ptr_array_new();
+    if (opts && opts->outputs) {
+        for (guint i = 0; opts->outputs[i]; i++) {
+            HgValue *v = g_hash_table_lookup(g->values, opts->outputs[i]);
+            if (!v) {
+                g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model has no value '%s'",
+                            opts->outputs[i]);
+                return NULL;
+            }
+            g_ptr_array_add(wanted, v);
+        }
+    } else {
+        for (guint i = 0; i < g->outputs->len; i++)
+            g_ptr_array_add(wanted, ((HgValueDecl *)g->outputs->pdata[i])->value);
+    }
+    g_autoptr(GHashTable) needed = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    for (guint i = 0; i < wanted->len; i++)
+        g_ptr_array_add(stack, ((HgValue *)wanted->pdata[i])->producer);
+    while (stack->len) {
+        HgNode *n = g_ptr_array_steal_index_fast(stack, stack->len - 1);
+        if (!n || g_hash_table_contains(needed, n))
+            continue;
+        g_hash_table_add(needed, n);
+        for (guint k = 0; k < n->n_inputs; k++)
+            if (n->inputs[k] && n->inputs[k]->producer)
+                g_ptr_array_add(stack, n->inputs[k]->producer);
+    }
+    guint w = 0;
+    for (guint i = 0; i < order->len; i++)
+        if (g_hash_table_contains(needed, order->pdata[i]))
+            order->pdata[w++] = order->pdata[i];
+    g_ptr_array_set_size(order, w);
+
     Run r = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref),
-             g_hash_table_new(NULL, NULL), opts};
+             g_hash_table_new(NULL, NULL), opts, NULL};
+    r.keep = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < wanted->len; i++)
+        g_hash_table_add(r.keep, wanted->pdata[i]);
     GPtrArray *result = NULL;
     int threads = opts && opts->threads > 0 ? opts->threads : (int)g_get_num_processors();
     gint64 opset = hg_model_opset(m, "");
@@ -225,20 +264,20 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
         if (!run_node(&r, order->pdata[i], opset, threads, error))
             goto out;
     result = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
-    for (guint i = 0; i < g->outputs->len; i++) {
-        HgValueDecl *d = g->outputs->pdata[i];
-        HgArray *a = g_hash_table_lookup(r.arrays, d->value);
+    for (guint i = 0; i < wanted->len; i++) {
+        HgValue *v = wanted->pdata[i];
+        HgArray *a = g_hash_table_lookup(r.arrays, v);
         if (!a) {
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "graph output '%s' was not computed",
-                        d->value->name);
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "output '%s' was not computed", v->name);
             g_clear_pointer(&result, g_ptr_array_unref);
             goto out;
         }
-        g_ptr_array_add(result, hg_array_to_tensor(a, d->value->name));
+        g_ptr_array_add(result, hg_array_to_tensor(a, v->name));
     }
 out:
     g_hash_table_unref(r.arrays);
     g_hash_table_unref(r.remaining);
+    g_hash_table_unref(r.keep);
     return result;
 }
 

@@ -188,7 +188,7 @@ static int
 cmd_run(int argc, char **argv)
 {
     const Command *cmd = find_command("run");
-    char *data = NULL, *output = NULL, *format = NULL;
+    char *data = NULL, *output = NULL, *format = NULL, *outputs = NULL;
     gboolean mark_all = FALSE;
     int threads = 0;
     GOptionEntry entries[] = {
@@ -198,12 +198,16 @@ cmd_run(int argc, char **argv)
         {"format", 0, 0, G_OPTION_ARG_STRING, &format, "Output files: pb (default) or npy", "FMT"},
         {"mark-all", 0, 0, G_OPTION_ARG_NONE, &mark_all,
          "Also write every intermediate float tensor, with index.json", NULL},
+        {"outputs", 0, 0, G_OPTION_ARG_STRING, &outputs,
+         "Comma-separated values to write instead of the graph outputs (only what they need runs)",
+         "NAMES"},
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
         {NULL},
     };
     int rc = EXIT_OK;
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = NULL;
+    g_auto(GStrv) wanted = NULL;
     HgTensorFormat fmt = HG_FORMAT_PB;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
@@ -228,7 +232,8 @@ cmd_run(int argc, char **argv)
         goto out;
     }
     report_warnings(argv[1], m);
-    if (!hg_run_to_dir(m, data, output, fmt, mark_all, threads, &error)) {
+    wanted = outputs ? g_strsplit(outputs, ",", -1) : NULL;
+    if (!hg_run_to_dir(m, data, output, (const char *const *)wanted, fmt, mark_all, threads, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;
     }
@@ -236,6 +241,7 @@ out:
     g_free(data);
     g_free(output);
     g_free(format);
+    g_free(outputs);
     return rc;
 }
 

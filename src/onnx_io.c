@@ -40,6 +40,8 @@ typedef struct {
     char *real_dir;           /* its realpath */
     GHashTable *ext_files;    /* location -> HgBlob of the mapped file */
     GError **error;
+    HgBlob *file;             /* the mapped model file, when tensors may view it */
+    GHashTable *views;        /* Onnx__TensorProto* whose raw_data points into file */
 } LoadCtx;
 
 static char *
@@ -487,11 +489,15 @@ tensor_from_pb(LoadCtx *c, Onnx__TensorProto *pb, const char *what)
                         hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds, want);
             goto fail;
         }
-        /* Steal protobuf-c's copy (allocated with malloc, as g_malloc is): the model's bytes exist
-         * once in memory, not twice. */
+        /* Large initializers view the mapped file (see strip_payloads); the others steal
+         * protobuf-c's copy (allocated with malloc, as g_malloc is). Either way the bytes exist once
+         * in memory, not twice. */
         t->storage = HG_STORAGE_RAW;
         t->nbytes = pb->raw_data.len;
-        t->blob = hg_blob_new_take(pb->raw_data.data, pb->raw_data.len);
+        if (c->views && g_hash_table_contains(c->views, pb))
+            t->blob = hg_blob_ref(c->file);
+        else
+            t->blob = hg_blob_new_take(pb->raw_data.data, pb->raw_data.len);
         t->data = pb->raw_data.data;
         pb->raw_data.data = NULL;
         pb->raw_data.len = 0;
@@ -1033,10 +1039,184 @@ model_from_pb(LoadCtx *c, Onnx__ModelProto *pb)
     return m;
 }
 
-HgModel *
-hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error)
+/* ---------------------------------------------------------------- zero-copy weights */
+
+/* protobuf-c copies every bytes field it unpacks. For a model of large embedded weights that doubles
+ * the memory and costs a second per GiB, so the loader first finds the raw_data payloads of the main
+ * graph's large initializers in the mapped file (ModelProto.graph = 7 -> GraphProto.initializer = 5
+ * -> TensorProto.raw_data = 9), unpacks a copy of the model with those payloads cut out, and points
+ * the tensors at the mapping. Anything unusual (a repeated graph field, groups, a malformed prefix)
+ * makes it give up and unpack the file as it is. */
+#define VIEW_MIN_BYTES 4096
+
+typedef struct {
+    gsize off, len;
+} Span;
+
+static gboolean
+wire_varint(const guint8 *d, gsize len, gsize *pos, guint64 *v)
 {
-    g_return_val_if_fail(data != NULL || len == 0, NULL);
+    guint64 r = 0;
+    for (guint shift = 0; shift < 64 && *pos < len; shift += 7) {
+        guint8 b = d[(*pos)++];
+        r |= (guint64)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = r;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static void
+put_varint(GByteArray *out, guint64 v)
+{
+    guint8 b[10];
+    guint n = 0;
+    do {
+        b[n++] = (guint8)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    g_byte_array_append(out, b, n);
+}
+
+/* One field at *pos: its number, wire type and the extent of its value. */
+static gboolean
+wire_field(const guint8 *d, gsize len, gsize *pos, guint32 *field, guint *wt, gsize *vstart,
+           gsize *vlen)
+{
+    guint64 key, v;
+    if (!wire_varint(d, len, pos, &key))
+        return FALSE;
+    *field = (guint32)(key >> 3);
+    *wt = key & 7;
+    *vstart = *pos;
+    switch (*wt) {
+    case 0:
+        if (!wire_varint(d, len, pos, &v))
+            return FALSE;
+        break;
+    case 1:
+        *pos += 8;
+        break;
+    case 5:
+        *pos += 4;
+        break;
+    case 2:
+        if (!wire_varint(d, len, pos, &v) || v > len - *pos)
+            return FALSE;
+        *vstart = *pos;
+        *pos += v;
+        break;
+    default: /* groups: not in ONNX */
+        return FALSE;
+    }
+    if (*pos > len)
+        return FALSE;
+    *vlen = *pos - *vstart;
+    return TRUE;
+}
+
+/* Rewrite one TensorProto: a large raw_data becomes empty and its span (absolute) is recorded. */
+static gboolean
+strip_tensor(const guint8 *base, gsize off, gsize len, GByteArray *out, Span *span)
+{
+    const guint8 *d = base + off;
+    gsize pos = 0;
+    gboolean seen = FALSE;
+    while (pos < len) {
+        gsize fstart = pos, vstart, vlen;
+        guint32 field;
+        guint wt;
+        if (!wire_field(d, len, &pos, &field, &wt, &vstart, &vlen))
+            return FALSE;
+        if (field == 9 && wt == 2) {
+            if (seen)
+                return FALSE; /* protobuf keeps the last one; keep it simple and give up */
+            seen = TRUE;
+            if (vlen >= VIEW_MIN_BYTES) {
+                span->off = off + vstart;
+                span->len = vlen;
+                put_varint(out, (9 << 3) | 2);
+                put_varint(out, 0);
+                continue;
+            }
+        }
+        g_byte_array_append(out, d + fstart, (guint)(pos - fstart));
+    }
+    return TRUE;
+}
+
+static gboolean
+strip_graph(const guint8 *base, gsize off, gsize len, GByteArray *out, GArray *spans)
+{
+    const guint8 *d = base + off;
+    gsize pos = 0;
+    while (pos < len) {
+        gsize fstart = pos, vstart, vlen;
+        guint32 field;
+        guint wt;
+        if (!wire_field(d, len, &pos, &field, &wt, &vstart, &vlen))
+            return FALSE;
+        if (field == 5 && wt == 2) {
+            g_autoptr(GByteArray) t = g_byte_array_new();
+            Span sp = {0, 0};
+            if (!strip_tensor(base, off + vstart, vlen, t, &sp))
+                return FALSE;
+            g_array_append_val(spans, sp);
+            put_varint(out, (5 << 3) | 2);
+            put_varint(out, t->len);
+            g_byte_array_append(out, t->data, t->len);
+            continue;
+        }
+        g_byte_array_append(out, d + fstart, (guint)(pos - fstart));
+    }
+    return TRUE;
+}
+
+/* The model with large initializer payloads cut out (NULL when there is nothing to gain or the
+ * layout is unusual); spans[i] locates initializer i's payload in d (len 0: not cut). */
+static GByteArray *
+strip_payloads(const guint8 *d, gsize len, GArray *spans)
+{
+    GByteArray *out = g_byte_array_new();
+    gsize pos = 0;
+    gboolean seen_graph = FALSE;
+    gsize cut = 0;
+    while (pos < len) {
+        gsize fstart = pos, vstart, vlen;
+        guint32 field;
+        guint wt;
+        if (!wire_field(d, len, &pos, &field, &wt, &vstart, &vlen))
+            goto give_up;
+        if (field == 7 && wt == 2) {
+            if (seen_graph)
+                goto give_up;
+            seen_graph = TRUE;
+            g_autoptr(GByteArray) gr = g_byte_array_new();
+            if (!strip_graph(d, vstart, vlen, gr, spans))
+                goto give_up;
+            put_varint(out, (7 << 3) | 2);
+            put_varint(out, gr->len);
+            g_byte_array_append(out, gr->data, gr->len);
+            continue;
+        }
+        g_byte_array_append(out, d + fstart, (guint)(pos - fstart));
+    }
+    for (guint i = 0; i < spans->len; i++)
+        cut += g_array_index(spans, Span, i).len;
+    if (cut)
+        return out;
+give_up:
+    g_byte_array_unref(out);
+    g_array_set_size(spans, 0);
+    return NULL;
+}
+
+/* Load from bytes; with file set (the mapping of data), large initializers view it. */
+static HgModel *
+load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError **error)
+{
     if (hg_is_lfs_pointer(data, len)) {
         g_set_error(error, HG_ERROR, HG_ERROR_LFS, "Git LFS pointer, not a model: run git lfs pull");
         return NULL;
@@ -1045,7 +1225,10 @@ hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "empty file, not an ONNX model");
         return NULL;
     }
-    Onnx__ModelProto *pb = onnx__model_proto__unpack(NULL, len, data);
+    g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(Span));
+    g_autoptr(GByteArray) stripped = file ? strip_payloads(data, len, spans) : NULL;
+    Onnx__ModelProto *pb = stripped ? onnx__model_proto__unpack(NULL, stripped->len, stripped->data)
+                                    : onnx__model_proto__unpack(NULL, len, data);
     if (!pb) {
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE,
                     "not an ONNX model: the protobuf is truncated or malformed");
@@ -1056,13 +1239,37 @@ hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not an ONNX model: it has no graph");
         return NULL;
     }
+    g_autoptr(GHashTable) views = g_hash_table_new(NULL, NULL);
+    if (stripped) {
+        for (guint i = 0; i < spans->len && i < pb->graph->n_initializer; i++) {
+            Span sp = g_array_index(spans, Span, i);
+            if (!sp.len)
+                continue;
+            Onnx__TensorProto *t = pb->graph->initializer[i];
+            g_free(t->raw_data.data);
+            t->has_raw_data = TRUE;
+            t->raw_data.data = (uint8_t *)data + sp.off;
+            t->raw_data.len = sp.len;
+            g_hash_table_add(views, t);
+        }
+    }
     HgEncoding enc = detect_encoding(pb, len);
     LoadCtx c = {hg_model_new(), dir, NULL,
                  g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)hg_blob_unref),
-                 error};
+                 error, file, views};
     c.model->encoding = enc;
     c.model->dir = g_strdup(dir);
     HgModel *m = model_from_pb(&c, pb);
+    /* The viewed payloads belong to the mapping, not to protobuf-c. */
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, views);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        Onnx__TensorProto *t = key;
+        t->raw_data.data = NULL;
+        t->raw_data.len = 0;
+        t->has_raw_data = FALSE;
+    }
     onnx__model_proto__free_unpacked(pb, NULL);
     g_hash_table_unref(c.ext_files);
     g_free(c.real_dir);
@@ -1071,6 +1278,13 @@ hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error
         return NULL;
     }
     return m;
+}
+
+HgModel *
+hg_model_load_bytes(const void *data, gsize len, const char *dir, GError **error)
+{
+    g_return_val_if_fail(data != NULL || len == 0, NULL);
+    return load_model(data, len, dir, NULL, error);
 }
 
 static gboolean
@@ -1116,6 +1330,8 @@ hg_model_load(const char *path, GError **error)
     }
     close(fd);
     g_autofree char *dir = g_path_get_dirname(path);
+    /* Tensors that view the file keep the mapping alive after this returns. */
+    HgBlob *file = data ? hg_blob_new_mapped(data, len, path) : NULL;
     HgModel *m;
     if (has_suffix_ci(path, ".onnxtxt") && !hg_is_lfs_pointer(data, len)) {
         m = hg_model_parse_text(data ? data : "", len, error);
@@ -1124,10 +1340,9 @@ hg_model_load(const char *path, GError **error)
             m->dir = g_strdup(dir);
         }
     } else {
-        m = hg_model_load_bytes(data ? data : "", len, dir, error);
+        m = load_model(data ? data : (const guint8 *)"", len, dir, file, error);
     }
-    if (data)
-        munmap(data, len);
+    hg_blob_unref(file);
     return m;
 }
 
@@ -1140,7 +1355,7 @@ hg_tensor_load_pb(const void *data, gsize len, GError **error)
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a TensorProto: truncated or malformed");
         return NULL;
     }
-    LoadCtx c = {NULL, NULL, NULL, NULL, error};
+    LoadCtx c = {NULL, NULL, NULL, NULL, error, NULL, NULL};
     HgTensor *t = tensor_from_pb(&c, pb, "tensor");
     onnx__tensor_proto__free_unpacked(pb, NULL);
     if (t && t->storage == HG_STORAGE_EXTERNAL) {
@@ -1810,7 +2025,11 @@ open_temp_beside(const char *path, char **tmp_name, GError **error)
 static gboolean
 finish_temp(int fd, const char *tmp, const char *path, int err, GError **error)
 {
-    if (!err && fsync(fd) != 0 && errno != EINVAL)
+    /* The rename makes the write atomic for every process. Flushing to disk first matters only when
+     * the rename replaces a file, which a crash must not leave empty (ext4's delayed allocation);
+     * GLib's g_file_set_contents follows the same rule, and a new file skips the cost. */
+    struct stat st;
+    if (!err && stat(path, &st) == 0 && fsync(fd) != 0 && errno != EINVAL)
         err = errno;
     if (close(fd) != 0 && !err)
         err = errno;

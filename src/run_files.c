@@ -84,8 +84,8 @@ write_json(JsonBuilder *b, const char *path, GError **error)
 }
 
 gboolean
-hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, HgTensorFormat format,
-              gboolean mark_all, int threads, GError **error)
+hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, const char *const *outputs,
+              HgTensorFormat format, gboolean mark_all, int threads, GError **error)
 {
     g_return_val_if_fail(m != NULL && data_dir != NULL && out_dir != NULL, FALSE);
     g_autoptr(GPtrArray) feeds = hg_load_feeds(m, data_dir, error);
@@ -96,12 +96,13 @@ hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, HgTensorFor
         return FALSE;
     }
     MarkAll ma = {out_dir, format, NULL, NULL};
-    HgRunOptions opts = {threads, NULL, NULL};
+    HgRunOptions opts = {threads, NULL, NULL, outputs};
     if (mark_all) {
         ma.index = json_builder_new();
         ma.used_names = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
         /* Graph outputs keep their output_K names; intermediates must not take them. */
-        for (guint i = 0; i < m->graph->outputs->len; i++)
+        guint n_out = outputs ? g_strv_length((char **)outputs) : m->graph->outputs->len;
+        for (guint i = 0; i < n_out; i++)
             g_hash_table_add(ma.used_names, g_strdup_printf("output_%u.%s", i,
                                                             format == HG_FORMAT_NPY ? "npy" : "pb"));
         g_hash_table_add(ma.used_names, g_strdup("index.json"));
@@ -216,7 +217,7 @@ hg_calibrate(HgModel *m, const char *const *data_dirs, int threads, const char *
 {
     g_return_val_if_fail(m != NULL && data_dirs != NULL && json_path != NULL, FALSE);
     Calib c = {g_hash_table_new(g_str_hash, g_str_equal), g_ptr_array_new_with_free_func(tensor_stats_free)};
-    HgRunOptions opts = {threads, calib_observe, &c};
+    HgRunOptions opts = {threads, calib_observe, &c, NULL};
     guint samples = 0;
     gboolean ok = TRUE;
     for (guint i = 0; ok && data_dirs[i]; i++) {

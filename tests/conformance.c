@@ -15,6 +15,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 typedef struct {
     gboolean verbose;
@@ -129,7 +131,21 @@ run_test(const char *dir, HgModel *m)
         g_autoptr(GPtrArray) want = ins ? load_numbered(sets->pdata[s], "output", &error) : NULL;
         if (!want)
             return g_strdup_printf("test data: %s", error->message);
-        HgRunOptions opts = {1, NULL, NULL};
+        /* ONNX's test data stores bfloat16 tensors as uint16 (NumPy has no bfloat16): same bits. */
+        g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+        for (guint i = 0; i < ins->len && i < feeds->len; i++) {
+            HgTensor *t = ins->pdata[i];
+            const HgType *ty = ((HgValueDecl *)feeds->pdata[i])->type;
+            if (t->dtype == HG_DTYPE_UINT16 && ty && ty->elem_type == HG_DTYPE_BFLOAT16)
+                t->dtype = HG_DTYPE_BFLOAT16;
+        }
+        for (guint i = 0; i < want->len && i < m->graph->outputs->len; i++) {
+            HgTensor *t = want->pdata[i];
+            const HgType *ty = ((HgValueDecl *)m->graph->outputs->pdata[i])->type;
+            if (t->dtype == HG_DTYPE_UINT16 && ty && ty->elem_type == HG_DTYPE_BFLOAT16)
+                t->dtype = HG_DTYPE_BFLOAT16;
+        }
+        HgRunOptions opts = {1, NULL, NULL, NULL};
         g_autoptr(GPtrArray) got = hg_run(m, ins, &opts, &error);
         if (!got)
             return g_strdup(error->message);
@@ -144,33 +160,77 @@ run_test(const char *dir, HgModel *m)
     return NULL;
 }
 
+/* Run one folder in a child process, so that a kernel that crashes fails its test instead of the
+ * whole run. The child writes "P", "S" (out of scope) or "F<reason>" to a pipe. */
+static char *run_isolated(const char *dir);
+
 static void
 run_folder(const char *dir, Stats *st)
 {
-    g_autofree char *model = g_build_filename(dir, "model.onnx", NULL);
     g_autofree char *name = g_path_get_basename(dir);
-    g_autoptr(GError) error = NULL;
-    g_autoptr(HgModel) m = hg_model_load(model, &error);
-    if (!m) {
-        st->in_scope++;
-        g_ptr_array_add(st->failed, g_strdup(name));
-        g_hash_table_insert(st->reasons, g_strdup(name), g_strdup_printf("load: %s", error->message));
-        return;
-    }
-    if (!in_scope(m->graph)) {
+    g_autofree char *res = run_isolated(dir);
+    if (res[0] == 'S') {
         st->out_of_scope++;
         return;
     }
     st->in_scope++;
-    char *why = run_test(dir, m);
-    if (!why) {
+    if (res[0] == 'P') {
         st->passed++;
         if (st->verbose)
             printf("PASS %s\n", name);
         return;
     }
     g_ptr_array_add(st->failed, g_strdup(name));
-    g_hash_table_insert(st->reasons, g_strdup(name), why);
+    g_hash_table_insert(st->reasons, g_strdup(name), g_strdup(res + 1));
+}
+
+static char *
+run_in_child(const char *dir)
+{
+    g_autofree char *model = g_build_filename(dir, "model.onnx", NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_load(model, &error);
+    if (!m)
+        return g_strdup_printf("Fload: %s", error->message);
+    if (!in_scope(m->graph))
+        return g_strdup("S");
+    g_autofree char *why = run_test(dir, m);
+    return why ? g_strdup_printf("F%s", why) : g_strdup("P");
+}
+
+static char *
+run_isolated(const char *dir)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return run_in_child(dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        char *res = run_in_child(dir);
+        gsize len = strlen(res);
+        gboolean ok = write(fds[1], res, len) == (ssize_t)len;
+        g_free(res);
+        close(fds[1]);
+        _exit(ok ? 0 : 3);
+    }
+    close(fds[1]);
+    GString *buf = g_string_new(NULL);
+    char chunk[4096];
+    ssize_t n;
+    while ((n = read(fds[0], chunk, sizeof chunk)) > 0)
+        g_string_append_len(buf, chunk, n);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status) || !buf->len) {
+        g_string_free(buf, TRUE);
+        return WIFSIGNALED(status) ? g_strdup_printf("Fcrashed with signal %d", WTERMSIG(status))
+                                   : g_strdup_printf("Fthe test process exited with status %d",
+                                                     WEXITSTATUS(status));
+    }
+    return g_string_free(buf, FALSE);
 }
 
 static void

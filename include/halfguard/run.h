@@ -22,6 +22,10 @@ typedef struct {
     int threads;           /* threads for BLAS kernels; 0 = all cores */
     HgObserveFunc observe; /* may be NULL */
     gpointer observe_data;
+    /* Names of the values to return instead of the graph outputs (NULL-terminated; NULL = the graph
+     * outputs). Only the nodes they depend on run, so a model whose other outputs need ops without a
+     * kernel (ai.onnx.ml's ZipMap, say) still runs up to these. */
+    const char *const *outputs;
 } HgRunOptions;
 
 /* The graph inputs a caller must feed: those that are not initializers, in graph-input order. Returns
@@ -30,8 +34,9 @@ HG_API GPtrArray *hg_run_feeds(HgModel *m);
 
 /* Run m's main graph. inputs holds one HgTensor per feed (hg_run_feeds order); each must have the
  * declared element type, rank and known dims. Returns a new array of HgTensor (free with
- * g_ptr_array_unref), one per graph output, or NULL with an HG_ERROR naming the node or input at
- * fault (an op without a kernel is HG_ERROR_UNSUPPORTED). */
+ * g_ptr_array_unref), one per graph output (or per opts->outputs name), or NULL with an HG_ERROR naming
+ * the node or input at fault (an op without a kernel is HG_ERROR_UNSUPPORTED; an unknown output name
+ * HG_ERROR_USAGE). */
 HG_API GPtrArray *hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error);
 
 /* A tensor file: a TensorProto (.pb) or a NumPy array (.npy). Returns a new tensor. */
@@ -49,10 +54,12 @@ HG_API GPtrArray *hg_load_feeds(HgModel *m, const char *dir, GError **error);
 typedef enum { HG_FORMAT_PB, HG_FORMAT_NPY } HgTensorFormat;
 
 /* Run m on the feeds in data_dir (hg_load_feeds) and write output_K.pb (or .npy) into out_dir, which
- * is created. With mark_all, also every intermediate float tensor, under a file name made safe from
- * the tensor's name, plus index.json mapping tensor names to files, element types and shapes. */
+ * is created: one file per graph output, or per name of outputs (NULL-terminated, may be NULL). With
+ * mark_all, also every intermediate float tensor, under a file name made safe from the tensor's name,
+ * plus index.json mapping tensor names to files, element types and shapes. */
 HG_API gboolean hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir,
-                              HgTensorFormat format, gboolean mark_all, int threads, GError **error);
+                              const char *const *outputs, HgTensorFormat format, gboolean mark_all,
+                              int threads, GError **error);
 
 /* Run m on every folder of data_dirs and write per-tensor statistics of the float tensors to json_path
  * (format documented in the README: min, max, absmax, smallest nonzero |x|, counts of inf and NaN, the

@@ -1,0 +1,45 @@
+// Runs a model with ONNX Runtime (npm's onnxruntime-node, CPU) for halfguard's cross-checks and
+// benchmarks. Usage: node ort_run.js SPEC.json
+// SPEC: {"model": path, "threads": N, "repeat": R, "outputs": [names] | null, "out_dir": path,
+//        "inputs": [{"name", "dtype": "float32"|"int64"|"int32", "shape": [...], "file": raw .bin}]}
+// Writes OUT_DIR/<k>.bin (raw little-endian) and OUT_DIR/result.json with each output's name, type
+// and dims, and the wall time of each run in milliseconds (session creation excluded).
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const ort = require('onnxruntime-node');
+
+const ctors = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array };
+
+async function main() {
+  const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+  const session = await ort.InferenceSession.create(spec.model, {
+    intraOpNumThreads: spec.threads, interOpNumThreads: 1, executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+  const feeds = {};
+  for (const inp of spec.inputs) {
+    const buf = fs.readFileSync(inp.file);
+    const C = ctors[inp.dtype];
+    const data = new C(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength));
+    feeds[inp.name] = new ort.Tensor(inp.dtype, data, inp.shape);
+  }
+  const fetches = spec.outputs || session.outputNames;
+  const times = [];
+  let result;
+  for (let r = 0; r < (spec.repeat || 1); r++) {
+    const t0 = process.hrtime.bigint();
+    result = await session.run(feeds, fetches);
+    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const meta = { outputs: [], times_ms: times };
+  fetches.forEach((name, k) => {
+    const t = result[name];
+    const data = Buffer.from(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    fs.writeFileSync(path.join(spec.out_dir, `${k}.bin`), data);
+    meta.outputs.push({ name, type: t.type, dims: t.dims });
+  });
+  fs.writeFileSync(path.join(spec.out_dir, 'result.json'), JSON.stringify(meta));
+}
+
+main().catch((e) => { console.error(String(e)); process.exit(1); });
