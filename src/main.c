@@ -190,10 +190,12 @@ cmd_run(int argc, char **argv)
     const Command *cmd = find_command("run");
     char *data = NULL, *output = NULL, *format = NULL, *outputs = NULL;
     gboolean mark_all = FALSE;
-    int threads = 0;
+    int threads = 0, repeat = 0;
     GOptionEntry entries[] = {
         {"data", 'd', 0, G_OPTION_ARG_FILENAME, &data,
          "Folder of inputs: input_K.pb (ONNX test-data layout) or NAME.npy", "DIR"},
+        {"time", 0, 0, G_OPTION_ARG_INT, &repeat,
+         "Time N runs after a warm-up and print each in milliseconds (writes no outputs)", "N"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Folder for output_K.pb files", "DIR"},
         {"format", 0, 0, G_OPTION_ARG_STRING, &format, "Output files: pb (default) or npy", "FMT"},
         {"mark-all", 0, 0, G_OPTION_ARG_NONE, &mark_all,
@@ -218,10 +220,11 @@ cmd_run(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    if (argc != 2 || !data || !output || threads < 0) {
+    if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0) {
         fprintf(stderr, "halfguard run: %s\nTry 'halfguard help run'.\n",
-                argc != 2 ? "give one model" : threads < 0 ? "--threads must be positive"
-                                                           : "give --data DIR and -o OUTDIR");
+                argc != 2                   ? "give one model"
+                : threads < 0 || repeat < 0 ? "--threads and --time take positive numbers"
+                                            : "give --data DIR and -o OUTDIR");
         rc = EXIT_ERROR;
         goto out;
     }
@@ -233,6 +236,17 @@ cmd_run(int argc, char **argv)
     }
     report_warnings(argv[1], m);
     wanted = outputs ? g_strsplit(outputs, ",", -1) : NULL;
+    if (repeat) {
+        g_autofree double *ms = g_new0(double, repeat);
+        if (!hg_run_timed(m, data, (const char *const *)wanted, threads, (guint)repeat, ms, &error)) {
+            report_error(argv[1], error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+        for (int i = 0; i < repeat; i++)
+            printf("run %d: %.3f ms\n", i + 1, ms[i]);
+        goto out;
+    }
     if (!hg_run_to_dir(m, data, output, (const char *const *)wanted, fmt, mark_all, threads, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;

@@ -129,6 +129,26 @@ hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, const char 
     return ok;
 }
 
+gboolean
+hg_run_timed(HgModel *m, const char *data_dir, const char *const *outputs, int threads, guint repeat,
+             double *times_ms, GError **error)
+{
+    g_return_val_if_fail(m != NULL && data_dir != NULL && (times_ms != NULL || !repeat), FALSE);
+    g_autoptr(GPtrArray) feeds = hg_load_feeds(m, data_dir, error);
+    if (!feeds)
+        return FALSE;
+    HgRunOptions opts = {threads, NULL, NULL, outputs};
+    for (guint i = 0; i <= repeat; i++) {
+        gint64 t0 = g_get_monotonic_time();
+        g_autoptr(GPtrArray) outs = hg_run(m, feeds, &opts, error);
+        if (!outs)
+            return FALSE;
+        if (i > 0)
+            times_ms[i - 1] = (double)(g_get_monotonic_time() - t0) / 1000.0;
+    }
+    return TRUE;
+}
+
 /* ---------------------------------------------------------------- calibrate */
 
 typedef struct {

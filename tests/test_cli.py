@@ -142,6 +142,102 @@ def test_convert(tmp):
     check("convert:dump-after", rc == 0 and "Relu" in so and "Neg" not in so, repr(so[:200]))
 
 
+def write_pb(path, array, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def read_pb(path):
+    t = TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def test_run_and_calibrate(tmp):
+    import json
+    path = os.path.join(tmp, "good.onnx")
+    onnx.save(good_model(), path)
+    x = np.array([[-3.0, 1.5], [2.0, -0.25]], np.float32)
+    w = np.arange(4, dtype=np.float32).reshape(2, 2)
+    want = np.maximum(x + w, 0)
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    write_pb(os.path.join(data, "input_0.pb"), x, "x")
+    out = os.path.join(tmp, "out")
+    rc, so, se = run("run", path, "--data", data, "-o", out)
+    check("run:exit0", rc == 0, se)
+    check("run:output", os.path.exists(os.path.join(out, "output_0.pb")) and
+          np.array_equal(read_pb(os.path.join(out, "output_0.pb")), want))
+    # NAME.npy inputs and .npy outputs; --mark-all writes the intermediate y with an index.
+    npy = os.path.join(tmp, "npy")
+    os.mkdir(npy)
+    np.save(os.path.join(npy, "x.npy"), x)
+    out2 = os.path.join(tmp, "out2")
+    rc, so, se = run("run", path, "--data", npy, "-o", out2, "--format", "npy", "--mark-all")
+    check("run:npy-exit0", rc == 0, se)
+    check("run:npy-output", os.path.exists(os.path.join(out2, "output_0.npy")) and
+          np.array_equal(np.load(os.path.join(out2, "output_0.npy")), want))
+    index = json.load(open(os.path.join(out2, "index.json"))) if os.path.exists(os.path.join(out2, "index.json")) else {}
+    check("run:mark-all-index", set(index) == {"x", "y", "z"} and index["y"]["shape"] == [2, 2], str(index))
+    check("run:mark-all-tensor", "y" in index and
+          np.array_equal(np.load(os.path.join(out2, index["y"]["file"])), x + w))
+    # Bad inputs name the input; exit 2.
+    for label, arr, phrase in [("dtype", x.astype(np.float64), "input 'x' is double, the model declares float"),
+                               ("shape", x.reshape(4, 1), "input 'x' has shape [4,1], the model declares [2,2]")]:
+        d = os.path.join(tmp, "bad_" + label)
+        os.mkdir(d)
+        write_pb(os.path.join(d, "input_0.pb"), arr, "x")
+        rc, so, se = run("run", path, "--data", d, "-o", os.path.join(tmp, "o_" + label))
+        check(f"run:bad-{label}", rc == 2 and phrase in se and se.startswith(path + ": "), repr(se))
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    rc, so, se = run("run", path, "--data", empty, "-o", os.path.join(tmp, "o_empty"))
+    check("run:missing-input", rc == 2 and "input 'x' is missing" in se, repr(se))
+    # An op without a kernel is named.
+    m = model([helper.make_node("FancyOp", ["x"], ["z"], name="fancy", domain="com.example")],
+              [vi("x")], [vi("z")])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    fancy = os.path.join(tmp, "fancy.onnx")
+    onnx.save(m, fancy)
+    rc, so, se = run("run", fancy, "--data", data, "-o", os.path.join(tmp, "o_fancy"))
+    check("run:no-kernel", rc == 2 and "node 'fancy' (com.example.FancyOp)" in se, repr(se))
+    # FP16 storage: 60000 + 60000 overflows to inf in the tensor where it happens.
+    h = model([helper.make_node("Add", ["a", "a"], ["s"], name="double"),
+               helper.make_node("Mul", ["s", "zero"], ["t"], name="times_zero")],
+              [helper.make_tensor_value_info("a", TensorProto.FLOAT16, [2])],
+              [helper.make_tensor_value_info("t", TensorProto.FLOAT16, [2])],
+              [numpy_helper.from_array(np.zeros(2, np.float16), "zero")])
+    fp16 = os.path.join(tmp, "fp16.onnx")
+    onnx.save(h, fp16)
+    d16 = os.path.join(tmp, "d16")
+    os.mkdir(d16)
+    write_pb(os.path.join(d16, "input_0.pb"), np.array([60000, 1], np.float16), "a")
+    rc, so, se = run("run", fp16, "--data", d16, "-o", os.path.join(tmp, "o16"))
+    t = read_pb(os.path.join(tmp, "o16", "output_0.pb")) if rc == 0 else None
+    check("run:fp16-overflow", t is not None and t.dtype == np.float16 and np.isnan(t[0]) and t[1] == 0,
+          f"{se} {t}")
+    # calibrate: two samples; statistics per float tensor.
+    data2 = os.path.join(tmp, "data2")
+    os.mkdir(data2)
+    write_pb(os.path.join(data2, "input_0.pb"), -x, "x")
+    stats = os.path.join(tmp, "stats.json")
+    rc, so, se = run("calibrate", path, "--data", data, "--data", data2, "-o", stats)
+    check("calibrate:exit0", rc == 0, se)
+    js = json.load(open(stats)) if rc == 0 else {"tensors": {}}
+    y = js["tensors"].get("y", {})
+    ys = np.concatenate([(x + w).ravel(), (-x + w).ravel()])
+    check("calibrate:samples", js.get("samples") == 2 and y.get("samples") == 2, str(js)[:300])
+    check("calibrate:minmax", y.get("min") == float(ys.min()) and y.get("max") == float(ys.max()) and
+          y.get("absmax") == float(np.abs(ys).max()), str(y))
+    check("calibrate:min-abs-nonzero", y.get("min_abs_nonzero") == float(np.abs(ys[ys != 0]).min()), str(y))
+    rc, so, se = run("calibrate", fp16, "--data", d16, "-o", stats)
+    js = json.load(open(stats)) if rc == 0 else {"tensors": {}}
+    s_ = js["tensors"].get("s", {})
+    check("calibrate:inf-counted", s_.get("inf") == 1 and s_.get("max") == 2.0, str(s_))
+    check("calibrate:nan-counted", js["tensors"].get("t", {}).get("nan") == 1, str(js["tensors"].get("t")))
+
+
 def test_help():
     rc, so, _ = run("--help")
     check("help:exit0", rc == 0 and "convert" in so and "dump" in so, so)
@@ -169,6 +265,9 @@ def main():
         d = os.path.join(tmp, "convert")
         os.mkdir(d)
         test_convert(d)
+        d = os.path.join(tmp, "run")
+        os.mkdir(d)
+        test_run_and_calibrate(d)
     finally:
         shutil.rmtree(tmp)
     failed = [r for r in results if not r[1]]

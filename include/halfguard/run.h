@@ -61,6 +61,11 @@ HG_API gboolean hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_
                               const char *const *outputs, HgTensorFormat format, gboolean mark_all,
                               int threads, GError **error);
 
+/* Time hg_run on the feeds in data_dir: repeat runs (after one untimed warm-up); times_ms receives
+ * each run's wall time in milliseconds (caller-allocated, repeat entries). */
+HG_API gboolean hg_run_timed(HgModel *m, const char *data_dir, const char *const *outputs, int threads,
+                             guint repeat, double *times_ms, GError **error);
+
 /* Run m on every folder of data_dirs and write per-tensor statistics of the float tensors to json_path
  * (format documented in the README: min, max, absmax, smallest nonzero |x|, counts of inf and NaN, the
  * number of samples). */
