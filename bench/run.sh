@@ -173,7 +173,7 @@ if [ -z "$only" ] || [ "$only" = 1 ]; then
   echo
   printf '  %-34s %s MiB (%s bytes)\n' "file size" "$(mib "$size")" "$size"
   printf '  %-34s %s s\n' "cp time" "${best_t[cp]}"
-  printf '  %-34s %s s (for reference: halfguard fsyncs)\n' "cp + fsync time" "${best_t[cp+fsync]}"
+  printf '  %-34s %s s (for reference: halfguard fsyncs only when it replaces a file)\n' "cp + fsync time" "${best_t[cp+fsync]}"
   printf '  %-34s %s s\n' "halfguard time" "${best_t[halfguard]}"
   printf '  %-34s %s   target <= 2.0  %s\n' "time ratio halfguard / cp" "$t_ratio" "$v1"
   printf '  %-34s %s\n' "time ratio halfguard / (cp+fsync)" "$(ratio "${best_t[halfguard]}" "${best_t[cp+fsync]}")"

@@ -4,6 +4,7 @@
 
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(halfguard-error-quark, hg_error)
 
@@ -14,7 +15,8 @@ struct HgBlob {
     void *data;
     gsize len;
     gboolean mapped;
-    char *path; /* the mapped file, for copying it without reading it */
+    char *path; /* the mapped file, for messages */
+    int fd;     /* the mapped file, open: copies read the same inode even after a rename */
 };
 
 HgBlob *
@@ -24,15 +26,17 @@ hg_blob_new_take(void *data, gsize len)
     b->refcount = 1;
     b->data = data;
     b->len = len;
+    b->fd = -1;
     return b;
 }
 
 HgBlob *
-hg_blob_new_mapped(void *addr, gsize len, const char *path)
+hg_blob_new_mapped(void *addr, gsize len, const char *path, int fd)
 {
     HgBlob *b = hg_blob_new_take(addr, len);
     b->mapped = TRUE;
     b->path = g_strdup(path);
+    b->fd = fd;
     return b;
 }
 
@@ -40,6 +44,12 @@ const char *
 hg_blob_path(const HgBlob *b)
 {
     return b && b->mapped ? b->path : NULL;
+}
+
+int
+hg_blob_fd(const HgBlob *b)
+{
+    return b && b->mapped ? b->fd : -1;
 }
 
 const void *
@@ -69,6 +79,8 @@ hg_blob_unref(HgBlob *blob)
     } else {
         g_free(blob->data);
     }
+    if (blob->fd >= 0)
+        close(blob->fd);
     g_free(blob->path);
     g_free(blob);
 }

@@ -251,8 +251,7 @@ map_external(LoadCtx *c, const char *tensor, const char *loc)
             return NULL;
         }
     }
-    close(fd);
-    b = hg_blob_new_mapped(addr, (gsize)st.st_size, path);
+    b = hg_blob_new_mapped(addr, (gsize)st.st_size, path, fd);
     g_hash_table_insert(c->ext_files, g_strdup(loc), b);
     return b;
 }
@@ -1328,10 +1327,11 @@ hg_model_load(const char *path, GError **error)
         }
         madvise(data, len, MADV_SEQUENTIAL);
     }
-    close(fd);
     g_autofree char *dir = g_path_get_dirname(path);
     /* Tensors that view the file keep the mapping alive after this returns. */
-    HgBlob *file = data ? hg_blob_new_mapped(data, len, path) : NULL;
+    HgBlob *file = data ? hg_blob_new_mapped(data, len, path, fd) : NULL;
+    if (!file)
+        close(fd);
     HgModel *m;
     if (has_suffix_ci(path, ".onnxtxt") && !hg_is_lfs_pointer(data, len)) {
         m = hg_model_parse_text(data ? data : "", len, error);
@@ -1955,7 +1955,41 @@ typedef struct {
     gsize used, cap;
     int err;
     guint64 written;
+    GPtrArray *sources; /* HgBlob mappings that large pieces may be copied from by the kernel */
 } FdBuffer;
+
+static gboolean write_all(int fd, const guint8 *p, gsize n, int *err);
+
+/* Copy len bytes at data, which lie inside a mapped file, from that file with copy_file_range: the
+ * kernel moves page-cache pages, nothing is read into this process. FALSE when no source holds them
+ * or the kernel cannot (the caller then writes them). */
+static gboolean
+fd_copy_from_source(FdBuffer *b, size_t len, const uint8_t *data)
+{
+    for (guint i = 0; b->sources && i < b->sources->len; i++) {
+        const HgBlob *src = b->sources->pdata[i];
+        gsize slen;
+        const guint8 *base = hg_blob_data(src, &slen);
+        if (data < base || data + len > base + slen)
+            continue;
+        loff_t in = data - base;
+        size_t left = len;
+        while (left) {
+            ssize_t n = copy_file_range(hg_blob_fd(src), &in, b->fd, NULL, left, 0);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                break;
+            left -= (size_t)n;
+        }
+        if (left == 0)
+            return TRUE;
+        /* Partial copies leave the file position where the data continues: write the rest. */
+        write_all(b->fd, data + (len - left), left, &b->err);
+        return TRUE;
+    }
+    return FALSE;
+}
 
 static gboolean
 write_all(int fd, const guint8 *p, gsize n, int *err)
@@ -1991,7 +2025,8 @@ fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
     b->written += len;
     if (len >= b->cap / 2) {
         fd_flush(b);
-        write_all(b->fd, data, len, &b->err);
+        if (!b->err && !fd_copy_from_source(b, len, data))
+            write_all(b->fd, data, len, &b->err);
         return;
     }
     if (b->used + len > b->cap)
@@ -2139,20 +2174,19 @@ collect_ext_graph(HgGraph *g, gpointer data)
 
 /* TRUE when every tensor of e still views the same bytes of one source file at its recorded
  * offset: then the file is copied whole and stays byte-identical. */
-static const char *
+static const HgBlob *
 ext_unchanged_source(const ExtFile *e)
 {
-    const char *src = NULL;
+    const HgBlob *src = NULL;
     for (guint i = 0; i < e->tensors->len; i++) {
         const HgTensor *t = e->tensors->pdata[i];
-        const char *p = hg_blob_path(t->blob);
         gsize blen;
         const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
-        if (!p || (src && strcmp(src, p) != 0))
+        if (hg_blob_fd(t->blob) < 0 || (src && src != t->blob))
             return NULL;
         if (t->nbytes && (const guint8 *)t->data != base + t->ext_offset)
             return NULL;
-        src = p;
+        src = t->blob;
     }
     return src;
 }
@@ -2193,17 +2227,12 @@ write_ext_file(ExtFile *e, const char *out_dir, GError **error)
     if (fd < 0)
         return FALSE;
     int err = 0;
-    const char *src = ext_unchanged_source(e);
+    const HgBlob *src = ext_unchanged_source(e);
     if (src) {
-        int sfd = open(src, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (sfd < 0 || fstat(sfd, &st) != 0) {
-            err = errno;
-        } else {
-            copy_range(sfd, fd, 0, st.st_size, &err);
-        }
-        if (sfd >= 0)
-            close(sfd);
+        gsize slen;
+        hg_blob_data(src, &slen);
+        if (!copy_range(hg_blob_fd(src), fd, 0, (gint64)slen, &err) && !err)
+            err = EIO;
     } else {
         gint64 off = 0;
         for (guint i = 0; i < e->tensors->len && !err; i++) {
@@ -2221,6 +2250,19 @@ write_ext_file(ExtFile *e, const char *out_dir, GError **error)
         }
     }
     return finish_temp(fd, tmp, dest, err, error);
+}
+
+/* Mapped files that raw initializers view: the saver copies those bytes from them. */
+static void
+collect_sources(HgGraph *g, gpointer data)
+{
+    GPtrArray *sources = data;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        const HgTensor *t = g->initializers->pdata[i];
+        if (t->storage == HG_STORAGE_RAW && hg_blob_fd(t->blob) >= 0 &&
+            !g_ptr_array_find(sources, t->blob, NULL))
+            g_ptr_array_add(sources, t->blob);
+    }
 }
 
 gboolean
@@ -2256,10 +2298,13 @@ hg_model_save(HgModel *m, const char *path, GError **error)
         save_ctx_clear(&s);
         return FALSE;
     }
-    FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0};
+    FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0, g_ptr_array_new()};
+    if (m->graph)
+        hg_graph_foreach(m->graph, collect_sources, b.sources);
     protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
     fd_flush(&b);
     g_free(b.buf);
+    g_ptr_array_unref(b.sources);
     save_ctx_clear(&s);
     return finish_temp(fd, tmp, path, b.err, error);
 }
