@@ -4,9 +4,12 @@
 
 #include <string.h>
 
+gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error);
 
 static const HgPassInfo passes[] = {
+    {"fold_shapes", hg_pass_fold_shapes,
+     "replace shape arithmetic that shape inference computes (Shape, Gather, Concat...) by constants"},
     {"cleanup", hg_pass_cleanup,
      "drop dead default-domain nodes and put the nodes in topological order"},
 };

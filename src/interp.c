@@ -272,7 +272,14 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
             g_clear_pointer(&result, g_ptr_array_unref);
             goto out;
         }
-        g_ptr_array_add(result, hg_array_to_tensor(a, v->name));
+        HgTensor *t = hg_array_to_tensor(a, v->name);
+        if (!t) {
+            g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "output '%s' (%s) cannot be returned",
+                        v->name, hg_dtype_name(a->dtype) ? hg_dtype_name(a->dtype) : "?");
+            g_clear_pointer(&result, g_ptr_array_unref);
+            goto out;
+        }
+        g_ptr_array_add(result, t);
     }
 out:
     g_hash_table_unref(r.arrays);

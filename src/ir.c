@@ -314,6 +314,18 @@ hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims)
     t->dims = g_new0(gint64, rank ? rank : 1);
     if (rank)
         memcpy(t->dims, dims, sizeof(gint64) * rank);
+    if (dtype == HG_DTYPE_STRING) {
+        gint64 n = hg_numel(rank, t->dims);
+        if (n < 0 || n > G_MAXUINT32) {
+            hg_tensor_free(t);
+            return NULL;
+        }
+        t->storage = HG_STORAGE_STRINGS;
+        t->strings = g_ptr_array_new_full((guint)n, (GDestroyNotify)g_bytes_unref);
+        for (gint64 i = 0; i < n; i++)
+            g_ptr_array_add(t->strings, g_bytes_new(NULL, 0));
+        return t;
+    }
     gint64 nbytes = hg_tensor_expected_bytes(t);
     if (nbytes < 0 || (guint64)nbytes > G_MAXSIZE / 2) {
         hg_tensor_free(t);
@@ -970,10 +982,8 @@ hg_node_remove(HgNode *n)
     hg_node_for_each_subgraph(n, foreach_recurse, NULL);
     for (guint i = 0; i < n->n_outputs; i++) {
         HgValue *v = n->outputs[i];
-        if (v) {
-            g_warn_if_fail(v->uses->len == 0);
+        if (v)
             v->producer = NULL;
-        }
     }
     n->flags |= HG_NODE_DEAD;
     hg_graph_touch(n->graph);

@@ -64,7 +64,10 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL;
+    char **shapes = NULL;
     GOptionEntry entries[] = {
+        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
+         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)", "NAME:DIMS"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model to FILE (one input)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
          "Write each model to DIR under its own name (several inputs)", "DIR"},
@@ -114,6 +117,7 @@ cmd_convert(int argc, char **argv)
         report_warnings(in, m);
         HgPassCtx ctx;
         hg_pass_ctx_init(&ctx);
+        ctx.shapes = (const char *const *)shapes;
         g_autoptr(GString) dump = g_string_new(NULL);
         HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
         gboolean ok = hg_pipeline_run(m, &po, &ctx, &error) && hg_model_save(m, out, &error);
@@ -138,6 +142,7 @@ cmd_convert(int argc, char **argv)
         hg_pass_ctx_clear(&ctx);
     }
 out:
+    g_strfreev(shapes);
     g_free(output);
     g_free(output_dir);
     g_free(passes);
@@ -331,7 +336,9 @@ static const Command commands[] = {
      "temporary file beside the output, then a rename. The input is never modified; -o may\n"
      "name the input itself. External data is written beside the output under the same\n"
      "relative names. With --passes none the output is the input, byte for byte.\n\n"
-     "Passes: cleanup (drop dead nodes, sort topologically).\n\n"
+     "Passes: fold_shapes (shape arithmetic that shape inference computes becomes constants;\n"
+     "--shapes pins symbolic input dims so that more of it folds), cleanup (drop dead nodes, sort\n"
+     "topologically).\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx\n"
      "  halfguard convert --passes none a.onnx b.onnx -O out/"},

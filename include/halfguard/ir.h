@@ -191,7 +191,8 @@ typedef struct HgTensor {
     HgUnknown *segment_unknown;
 } HgTensor;
 
-/* A new tensor with owned, zero-filled data of the right size; storage RAW. NULL on overflow. */
+/* A new tensor with owned, zero-filled data of the right size; storage RAW (STRINGS, of empty
+ * strings, for HG_DTYPE_STRING). NULL on overflow or a dtype without a fixed size. */
 HG_API HgTensor *hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims);
 HG_API HgTensor *hg_tensor_copy(const HgTensor *t);
 HG_API void hg_tensor_free(HgTensor *t);
@@ -447,8 +448,9 @@ HG_API HgAttr *hg_attr_new(const char *name, HgAttrType type);
 HG_API void hg_attr_free(HgAttr *a);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgAttr, hg_attr_free)
 
-/* Mark n dead and drop it from the use lists of its inputs. Its outputs must have no uses left
- * (or be graph outputs the caller re-points). hg_graph_compact() removes dead nodes. */
+/* Mark n dead and drop it from the use lists of its inputs. Its outputs lose their producer: the
+ * caller must leave them unused or define them again (as an initializer, say); hg_graph_verify()
+ * reports a value that is read but no longer defined. hg_graph_compact() removes dead nodes. */
 HG_API void hg_node_remove(HgNode *n);
 /* Remove dead nodes and values that nothing defines or uses any more; renumbers node->order. */
 HG_API void hg_graph_compact(HgGraph *g);

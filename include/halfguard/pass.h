@@ -20,6 +20,9 @@ typedef struct {
 typedef struct {
     GPtrArray *notes;   /* of HgPassNote, appended by passes */
     guint n_changed;    /* graph edits, summed over passes */
+    /* Dims for symbolic graph inputs, "NAME:1x3x512x512" each ("*" matches every input of that
+     * rank whose dims are not all known); NULL-terminated, may be NULL. Set by the caller. */
+    const char *const *shapes;
 } HgPassCtx;
 
 typedef gboolean (*HgPassFunc)(HgGraph *g, HgPassCtx *ctx, GError **error);

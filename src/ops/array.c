@@ -287,10 +287,10 @@ hg_array_to_tensor(const HgArray *a, const char *name)
     if (!t)
         return NULL;
     if (a->strings) {
-        t->storage = HG_STORAGE_STRINGS;
-        t->strings = g_ptr_array_new_full(a->strings->len, (GDestroyNotify)g_bytes_unref);
-        for (guint i = 0; i < a->strings->len; i++)
-            g_ptr_array_add(t->strings, g_bytes_ref(a->strings->pdata[i]));
+        for (guint i = 0; i < a->strings->len && i < t->strings->len; i++) {
+            g_bytes_unref(t->strings->pdata[i]);
+            t->strings->pdata[i] = g_bytes_ref(a->strings->pdata[i]);
+        }
     } else if (t->nbytes) {
         memcpy(hg_tensor_data_mut(t), a->data, t->nbytes);
     }

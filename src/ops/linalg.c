@@ -1,191 +1,2717 @@
-/* linalg kernels: STUBS, to be replaced by the real shape rules and kernels. */
+/* The linalg family: Conv, ConvTranspose, AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool,
+ * Gemm, MatMul and Einsum.
+ *
+ * Compute types: FP32 for float, float16 and bfloat16 (rounded once when stored), FP64 for double,
+ * and 64-bit integers with wrapping arithmetic for the integer MatMul, Gemm and Einsum. The typed
+ * kernels are written once, in the last section of this file, which the file includes into itself
+ * once per compute type (C's stand-in for a template): there T is the element type and SFX(name)
+ * names the instance (name_f32, name_f64, name_u64).
+ *
+ * Conv runs one of three ways (conv_compute). A 1x1, stride-1, unpadded Conv is one GEMM on the
+ * input as it lies. With few output channels per group, a direct kernel: vectorized, built for AVX2
+ * as well and picked at run time, since im2col + GEMM would re-read each gathered element only that
+ * few times. Otherwise im2col + GEMM (OpenBLAS): the input windows are gathered into a column
+ * matrix a band of rows at a time, so the buffer stays a few MB whatever the image size, and the
+ * bands are spread over threads, each running a single-threaded GEMM. ConvTranspose multiplies the
+ * transposed weights by the input and scatters the columns back (col2im), its tasks split by blocks
+ * of output channels so that no two write the same output.
+ */
+#ifndef HG_LINALG_T
+
 #include "ops/op.h"
 
-gboolean
-hg_infer_AveragePool(HgShapeCtx *ctx)
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* ================================================================ shared helpers */
+
+/* Spatial rank the window kernels run on: 1-D and 2-D windows are 3-D ones with leading axes of 1. */
+#define WIN_RANK 3
+
+/* Bytes of im2col/col2im buffer one band may use: big enough for GEMM to run at full speed, small
+ * enough to stay in cache. */
+#define COL_BAND_BYTES ((gint64)2 << 20)
+
+/* A sliding window over one image. `img` is the image the window reads (Conv, pools) or writes
+ * (ConvTranspose); `grid` the positions it takes. Position g along axis i covers the image
+ * coordinates g * s[i] - pb[i] + j * d[i] for taps j in [0, k[i]); pe[i] is the padding at the end
+ * (the pools' count_include_pad needs it). */
+typedef struct {
+    gint64 img[WIN_RANK], grid[WIN_RANK], k[WIN_RANK], s[WIN_RANK], d[WIN_RANK], pb[WIN_RANK],
+        pe[WIN_RANK];
+} Win;
+
+/* Shapes of one Conv or ConvTranspose. */
+typedef struct {
+    gint64 n, c, m, group;         /* batch, input channels, output channels, groups */
+    Win win;                       /* Conv: img = input, grid = output; ConvTranspose: the reverse */
+    gint64 img_size, grid_size, kprod;
+} ConvPlan;
+
+/* Per grid position along one axis: taps [lo, hi) land inside the image; `padded` taps (from 0) land
+ * inside the padded extent [-pb, img + pe). */
+typedef struct {
+    gint64 lo, hi, padded;
+} Taps;
+
+/* Elements of a shape (dims checked non-negative and small by hg_array_new). */
+static gint64
+numel_of(guint n, const gint64 *dims)
 {
-    (void)ctx;
+    gint64 p = 1;
+    for (guint i = 0; i < n; i++)
+        p *= dims[i];
+    return p;
+}
+
+/* Versions from v on; 0 (not imported) counts as the newest. */
+static gboolean
+opset_at_least(gint64 opset, gint64 v)
+{
+    return opset <= 0 || opset >= v;
+}
+
+static gint64
+ceil_div(gint64 a, gint64 b)
+{
+    /* b > 0; rounds toward +inf for either sign of a */
+    return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+static gint64
+floor_div(gint64 a, gint64 b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* Grid positions g in [lo, hi) whose coordinate g * s + off falls in [0, len), clipped to [0, n). */
+static void
+win_range(gint64 off, gint64 s, gint64 len, gint64 n, gint64 *lo, gint64 *hi)
+{
+    gint64 l = off >= 0 ? 0 : ceil_div(-off, s);
+    gint64 h = len - off <= 0 ? 0 : ceil_div(len - off, s);
+    h = MIN(h, n);
+    *lo = MIN(l, h);
+    *hi = h;
+}
+
+static Taps *
+win_taps(const Win *w, int axis)
+{
+    gint64 n = w->grid[axis], d = w->d[axis], k = w->k[axis];
+    Taps *t = g_new(Taps, n + 1);
+    for (gint64 g = 0; g < n; g++) {
+        gint64 start = g * w->s[axis] - w->pb[axis];
+        gint64 lo, hi;
+        /* taps j with 0 <= start + j * d < img, and with start + j * d < img + pe */
+        win_range(start, d, w->img[axis], k, &lo, &hi);
+        t[g].lo = lo;
+        t[g].hi = hi;
+        gint64 end = w->img[axis] + w->pe[axis] - start;
+        t[g].padded = end <= 0 ? 0 : MIN(k, ceil_div(end, d));
+    }
+    return t;
+}
+
+/* OpenBLAS's thread count, set only when it changes (setting it is not free). Asked of OpenBLAS each
+ * time rather than cached, since other code may set it too. */
+static void
+blas_threads(int threads)
+{
+    if (threads > 0 && openblas_get_num_threads() != threads)
+        openblas_set_num_threads(threads);
+}
+
+/* Row-major GEMM, C = alpha op(A) op(B) + beta C, one per compute type. Callers keep every size
+ * within int (blas_fits). K = 0 is handled here: cblas rejects a leading dimension of 0 with a
+ * message on stderr. */
+static gboolean
+blas_fits(gint64 a, gint64 b, gint64 c, gint64 d)
+{
+    return a <= G_MAXINT && b <= G_MAXINT && c <= G_MAXINT && d <= G_MAXINT;
+}
+
+#define GEMM_DEGENERATE(T, m, n, k, beta, c, ldc)                                                  \
+    do {                                                                                           \
+        if ((m) <= 0 || (n) <= 0)                                                                  \
+            return;                                                                                \
+        if ((k) <= 0) {                                                                            \
+            for (gint64 i_ = 0; i_ < (m); i_++)                                                    \
+                for (gint64 j_ = 0; j_ < (n); j_++)                                                \
+                    (c)[i_ * (ldc) + j_] = (beta) == 0 ? (T)0 : (T)((beta) * (c)[i_ * (ldc) + j_]); \
+            return;                                                                                \
+        }                                                                                          \
+    } while (0)
+
+static void
+gemm_f32(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, float alpha, const float *a,
+         gint64 lda, const float *b, gint64 ldb, float beta, float *c, gint64 ldc)
+{
+    GEMM_DEGENERATE(float, m, n, k, beta, c, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
+                (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+static void
+gemm_f64(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, double alpha, const double *a,
+         gint64 lda, const double *b, gint64 ldb, double beta, double *c, gint64 ldc)
+{
+    GEMM_DEGENERATE(double, m, n, k, beta, c, ldc);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
+                (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* Integers: unsigned arithmetic wraps without undefined behaviour, and its bits are those of the
+ * two's complement result, so int32/int64 products wrap as they do in NumPy. */
+static void
+gemm_u64(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, guint64 alpha, const guint64 *a,
+         gint64 lda, const guint64 *b, gint64 ldb, guint64 beta, guint64 *c, gint64 ldc)
+{
+    for (gint64 i = 0; i < m; i++) {
+        guint64 *ci = c + i * ldc;
+        for (gint64 j = 0; j < n; j++)
+            ci[j] = beta ? ci[j] * beta : 0;
+        for (gint64 p = 0; p < k; p++) {
+            guint64 av = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);
+            if (tb) {
+                for (gint64 j = 0; j < n; j++)
+                    ci[j] += av * b[j * ldb + p];
+            } else {
+                const guint64 *bp = b + p * ldb;
+                for (gint64 j = 0; j < n; j++)
+                    ci[j] += av * bp[j];
+            }
+        }
+    }
+}
+
+/* Step a multi-index idx over labels [from, to) (the last fastest), moving each of the nops offsets
+ * off[q] by strides[q * pitch + label]. FALSE once it wraps around. */
+static gboolean
+odo_step(gint64 *idx, const gint64 *dims, guint from, guint to, guint nops, const gint64 *strides,
+         guint pitch, gint64 *off)
+{
+    for (guint l = to; l-- > from;) {
+        idx[l]++;
+        for (guint q = 0; q < nops; q++)
+            off[q] += strides[q * pitch + l];
+        if (idx[l] < dims[l])
+            return TRUE;
+        for (guint q = 0; q < nops; q++)
+            off[q] -= strides[q * pitch + l] * dims[l];
+        idx[l] = 0;
+    }
+    return FALSE;
+}
+
+/* ---------------------------------------------------------------- a small parallel loop */
+
+#define PAR_MAX_THREADS 64
+
+/* Work below this many multiply-adds runs on the calling thread: starting threads costs more. */
+#define PAR_MIN_MACS ((gint64)1 << 22)
+
+/* Tasks [0, n) are taken one at a time off a shared counter by up to `threads` threads, the
+ * caller's among them, so a core that other work slows down takes fewer of them. `worker` (below
+ * the thread count) indexes per-thread scratch. */
+typedef void (*ParTask)(gpointer data, gint64 task, int worker);
+
+typedef struct {
+    ParTask fn;
+    gpointer data;
+    gint64 n;
+    gint next;
+} ParJob;
+
+typedef struct {
+    ParJob *job;
+    int worker;
+} ParWorker;
+
+static gpointer
+par_worker(gpointer p)
+{
+    ParWorker *w = p;
+    for (;;) {
+        gint64 i = g_atomic_int_add(&w->job->next, 1);
+        if (i >= w->job->n)
+            break;
+        w->job->fn(w->job->data, i, w->worker);
+    }
+    return NULL;
+}
+
+/* threads <= PAR_MAX_THREADS; n < G_MAXINT. A thread that cannot start leaves its share to the
+ * others. */
+static void
+par_for(int threads, gint64 n, ParTask fn, gpointer data)
+{
+    ParJob job = {fn, data, n, 0};
+    int nt = (int)MIN((gint64)CLAMP(threads, 1, PAR_MAX_THREADS), MAX(n, 1));
+    ParWorker ws[PAR_MAX_THREADS];
+    GThread *th[PAR_MAX_THREADS] = {NULL};
+    for (int t = 0; t < nt; t++)
+        ws[t] = (ParWorker){&job, t};
+    for (int t = 1; t < nt; t++)
+        th[t] = g_thread_try_new("hg-linalg", par_worker, &ws[t], NULL);
+    par_worker(&ws[0]);
+    for (int t = 1; t < nt; t++)
+        if (th[t])
+            g_thread_join(th[t]);
+}
+
+/* One Conv or ConvTranspose run split into tasks (see conv_compute). */
+typedef struct {
+    HgCompute cmp;
+    const ConvPlan *p;
+    const void *x, *w;
+    void *y;
+    void **scratch;    /* one buffer per worker */
+    gint64 band;       /* rows per band */
+    gint64 ntasks_ng;  /* tasks per image and group */
+    gint64 mblock;     /* ConvTranspose: output channels per task */
+} ConvJob;
+
+/* Output channels per group up to which Conv runs the direct kernel rather than im2col + GEMM:
+ * there each gathered element would be used only that many times. */
+#define DIRECT_MAX_M 16
+/* Output channels the direct kernel computes together (held in registers). */
+#define DIRECT_MB 4
+
+static gint64
+round_up(gint64 a, gint64 b)
+{
+    return (a + b - 1) / b * b;
+}
+
+/* ================================================================ typed kernels */
+
+/* Einsum's plan: labels [0, nout) are the output's in its order, then the summed ones; strides
+ * holds each operand's element stride per label (0 where it broadcasts), with a pitch of
+ * EIN_MAX_LABELS. */
+#define EIN_MAX_LABELS (52 + HG_MAX_RANK)
+
+typedef struct {
+    guint nops, nlab, nout;
+    gint64 dims[EIN_MAX_LABELS];
+    gint64 *strides;
+} EinPlan;
+
+#define HG_LINALG_T float
+#define SFX(name) name##_f32
+#define T_GEMM gemm_f32
+#define T_FLOAT 1
+#include "linalg.c"
+#undef HG_LINALG_T
+#undef SFX
+#undef T_GEMM
+#undef T_FLOAT
+
+#define HG_LINALG_T double
+#define SFX(name) name##_f64
+#define T_GEMM gemm_f64
+#define T_FLOAT 1
+#include "linalg.c"
+#undef HG_LINALG_T
+#undef SFX
+#undef T_GEMM
+#undef T_FLOAT
+
+#define HG_LINALG_T guint64
+#define SFX(name) name##_u64
+#define T_GEMM gemm_u64
+#define T_FLOAT 0
+#include "linalg.c"
+#undef HG_LINALG_T
+#undef SFX
+#undef T_GEMM
+#undef T_FLOAT
+
+/* Call the instance of a typed kernel for compute type cmp (I64 runs on guint64). */
+#define TYPED(cmp, name, ...)                                                                      \
+    ((cmp) == HG_COMPUTE_F32   ? name##_f32(__VA_ARGS__)                                           \
+     : (cmp) == HG_COMPUTE_F64 ? name##_f64(__VA_ARGS__)                                           \
+                               : name##_u64(__VA_ARGS__))
+#define TYPED_FLOAT(cmp, name, ...)                                                                \
+    ((cmp) == HG_COMPUTE_F32 ? name##_f32(__VA_ARGS__) : name##_f64(__VA_ARGS__))
+
+/* ================================================================ buffers */
+
+/* An input in its compute type: the array's own data when it already is (*owned FALSE). */
+typedef struct {
+    void *data;
+    gboolean owned;
+} Loaded;
+
+static void
+loaded_clear(Loaded *l)
+{
+    if (l->owned)
+        g_free(l->data);
+    l->data = NULL;
+    l->owned = FALSE;
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Loaded, loaded_clear)
+
+static Loaded
+load_as(const HgArray *a, HgCompute cmp)
+{
+    Loaded l = {NULL, FALSE};
+    if (!a)
+        return l;
+    switch (cmp) {
+    case HG_COMPUTE_F32: l.data = hg_array_load_f32(a, &l.owned); break;
+    case HG_COMPUTE_F64: l.data = hg_array_load_f64(a, &l.owned); break;
+    default: l.data = hg_array_load_i64(a, &l.owned); break;
+    }
+    return l;
+}
+
+static gsize
+compute_size(HgCompute cmp)
+{
+    return cmp == HG_COMPUTE_F32 ? sizeof(float) : 8;
+}
+
+/* Where a kernel writes an output of compute type cmp: straight into out when its dtype is the
+ * compute type, else a zeroed scratch buffer that store_as converts. */
+static Loaded
+out_buffer(HgArray *out, HgCompute cmp)
+{
+    Loaded l = {NULL, FALSE};
+    if ((cmp == HG_COMPUTE_F32 && out->dtype == HG_DTYPE_FLOAT) ||
+        (cmp == HG_COMPUTE_F64 && out->dtype == HG_DTYPE_DOUBLE) ||
+        (cmp == HG_COMPUTE_I64 && out->dtype == HG_DTYPE_INT64)) {
+        l.data = out->data;
+        return l;
+    }
+    l.data = g_try_malloc0((gsize)out->numel * compute_size(cmp) + 8);
+    l.owned = TRUE;
+    return l;
+}
+
+static void
+store_as(HgArray *out, const Loaded *buf, HgCompute cmp)
+{
+    switch (cmp) {
+    case HG_COMPUTE_F32: hg_array_store_f32(out, buf->data); break;
+    case HG_COMPUTE_F64: hg_array_store_f64(out, buf->data); break;
+    default: hg_array_store_i64(out, buf->data); break;
+    }
+}
+
+/* The i-th input, or NULL when omitted. */
+static HgArray *
+in_arr(const HgEvalCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+static gboolean
+out_wanted(const HgEvalCtx *ctx, guint i)
+{
+    return i < ctx->n_outputs && i < ctx->node->n_outputs && ctx->node->outputs[i] != NULL;
+}
+
+static HgArray *
+new_out(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims)
+{
+    GError *err = NULL;
+    HgArray *a = hg_array_new(dtype, rank, dims, &err);
+    if (!a) {
+        hg_op_error(ctx->error, err->code, ctx->node, "%s", err->message);
+        g_error_free(err);
+    }
+    return a;
+}
+
+/* The first n inputs are present and there is an output to fill. */
+static gboolean
+need_inputs(HgEvalCtx *ctx, guint n)
+{
+    if (ctx->n_outputs < 1) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "the node has no output");
+        return FALSE;
+    }
+    for (guint i = 0; i < n; i++)
+        if (!in_arr(ctx, i)) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
+            return FALSE;
+        }
+    return TRUE;
+}
+
+static gboolean
+oom(HgEvalCtx *ctx)
+{
+    hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "out of memory");
+    return FALSE;
+}
+
+/* ================================================================ shape-inference helpers */
+
+static const HgValueShape *
+in_shape(const HgShapeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+static HgValueShape *
+out_shape(const HgShapeCtx *ctx, guint i)
+{
+    return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
+}
+
+static HgSymDim
+dim_known(gint64 v)
+{
+    HgSymDim d = {v, NULL};
+    return d;
+}
+
+static HgSymDim
+dim_unknown(void)
+{
+    HgSymDim d = {-1, NULL};
+    return d;
+}
+
+static void
+set_out(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
+{
+    if (!o)
+        return;
+    o->dtype = dtype;
+    o->rank = rank;
+    for (int i = 0; i < rank; i++)
+        o->dims[i] = dims[i];
+}
+
+/* Outputs up to this many elements are folded by running the kernel during shape inference. */
+#define FOLD_MAX_ELEMS 1024
+
+/* Constant folding for shape inference: when every present input has a known value and the outputs
+ * are small, run the op's own kernel so that shape subgraphs fold. A kernel error leaves the outputs
+ * unknown; the interpreter reports it when it runs the node. */
+static void
+fold_small(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        const HgValueShape *s = ctx->inputs[i];
+        if (s && (!s->value || s->value->numel > 64 * FOLD_MAX_ELEMS))
+            return;
+    }
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        const HgValueShape *o = ctx->outputs[k];
+        if (o && (hg_vshape_numel(o) < 0 || hg_vshape_numel(o) > FOLD_MAX_ELEMS))
+            return;
+    }
+    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
+    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs + 1);
+    for (guint i = 0; i < ctx->n_inputs; i++)
+        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
+    GError *err = NULL;
+    HgEvalCtx e = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &err};
+    gboolean ok = eval(&e);
+    g_clear_error(&err);
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        HgValueShape *o = ctx->outputs[k];
+        if (ok && o && outs[k] && outs[k]->dtype == o->dtype) {
+            if (o->value)
+                hg_array_unref(o->value);
+            o->value = outs[k];
+        } else if (outs[k]) {
+            hg_array_unref(outs[k]);
+        }
+    }
+}
+
+/* ================================================================ window attributes */
+
+typedef enum { AUTO_PAD_NOTSET, AUTO_PAD_SAME_UPPER, AUTO_PAD_SAME_LOWER, AUTO_PAD_VALID } AutoPad;
+
+/* Attributes of Conv, ConvTranspose and the pools for nsp spatial axes, checked, with defaults. */
+typedef struct {
+    guint nsp;
+    AutoPad auto_pad;
+    gboolean has_kernel;
+    gint64 kernel[HG_MAX_RANK];
+    gint64 strides[HG_MAX_RANK];
+    gint64 dilations[HG_MAX_RANK];
+    gint64 pads[2 * HG_MAX_RANK]; /* the begins, then the ends, as ONNX writes them */
+    gint64 group;
+} WinAttrs;
+
+/* An INTS attribute of n values each in [min, G_MAXINT32], or dflt everywhere when absent. */
+static gboolean
+ints_attr(const HgNode *node, const char *name, guint n, gint64 dflt, gint64 min, gint64 *out,
+          gboolean *present, GError **error)
+{
+    guint len;
+    const gint64 *v = hg_attr_ints(node, name, &len);
+    if (present)
+        *present = v != NULL;
+    if (!v) {
+        for (guint i = 0; i < n; i++)
+            out[i] = dflt;
+        return TRUE;
+    }
+    if (len != n) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "%s has %u values, expected %u", name, len, n);
+        return FALSE;
+    }
+    for (guint i = 0; i < n; i++) {
+        if (v[i] < min || v[i] > G_MAXINT32) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "%s[%u] = %" G_GINT64_FORMAT " is out of range",
+                        name, i, v[i]);
+            return FALSE;
+        }
+        out[i] = v[i];
+    }
+    return TRUE;
+}
+
+/* Dilations came to MaxPool at opset 10 and to AveragePool at 19: before, the attribute is not
+ * theirs and is ignored. */
+static gboolean
+dilations_apply(const HgNode *node, gint64 opset)
+{
+    if (!strcmp(node->op_type, "MaxPool"))
+        return opset_at_least(opset, 10);
+    if (!strcmp(node->op_type, "AveragePool"))
+        return opset_at_least(opset, 19);
+    return TRUE;
+}
+
+static gboolean
+win_attrs_parse(const HgNode *node, gint64 opset, guint nsp, WinAttrs *a, GError **error)
+{
+    memset(a, 0, sizeof(*a));
+    a->nsp = nsp;
+    g_autofree char *ap = hg_attr_string(node, "auto_pad", "NOTSET");
+    if (!strcmp(ap, "NOTSET") || !*ap)
+        a->auto_pad = AUTO_PAD_NOTSET;
+    else if (!strcmp(ap, "SAME_UPPER"))
+        a->auto_pad = AUTO_PAD_SAME_UPPER;
+    else if (!strcmp(ap, "SAME_LOWER"))
+        a->auto_pad = AUTO_PAD_SAME_LOWER;
+    else if (!strcmp(ap, "VALID"))
+        a->auto_pad = AUTO_PAD_VALID;
+    else {
+        hg_op_error(error, HG_ERROR_INVALID, node, "unknown auto_pad '%s'", ap);
+        return FALSE;
+    }
+    gboolean dil = dilations_apply(node, opset);
+    if (!ints_attr(node, "kernel_shape", nsp, 1, 1, a->kernel, &a->has_kernel, error) ||
+        !ints_attr(node, "strides", nsp, 1, 1, a->strides, NULL, error) ||
+        (dil && !ints_attr(node, "dilations", nsp, 1, 1, a->dilations, NULL, error)) ||
+        !ints_attr(node, "pads", 2 * nsp, 0, 0, a->pads, NULL, error))
+        return FALSE;
+    for (guint i = 0; !dil && i < nsp; i++)
+        a->dilations[i] = 1;
+    a->group = hg_node_attr_int(node, "group", 1);
+    if (a->group < 1 || a->group > G_MAXINT32) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "group %" G_GINT64_FORMAT " is out of range",
+                    a->group);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* Output length of Conv or a pool along axis i for an input of length in, and the padding (pb, pe)
+ * that auto_pad implies. ceil_mode is the pools' rounding up, where a window that would start in
+ * the end padding is dropped (as PyTorch and the ONNX reference do). FALSE when the kernel does
+ * not fit in the padded input. */
+static gboolean
+win_out_dim(const WinAttrs *a, guint i, gint64 in, gint64 kernel, gboolean ceil_mode, gint64 *pb,
+            gint64 *pe, gint64 *out)
+{
+    gint64 s = a->strides[i], ek = (kernel - 1) * a->dilations[i] + 1;
+    switch (a->auto_pad) {
+    case AUTO_PAD_SAME_UPPER:
+    case AUTO_PAD_SAME_LOWER: {
+        *out = ceil_div(in, s);
+        gint64 total = MAX(0, (*out - 1) * s + ek - in);
+        *pb = a->auto_pad == AUTO_PAD_SAME_UPPER ? total / 2 : total - total / 2;
+        *pe = total - *pb;
+        return TRUE;
+    }
+    case AUTO_PAD_VALID:
+        *pb = *pe = 0;
+        break;
+    default:
+        *pb = a->pads[i];
+        *pe = a->pads[i + a->nsp];
+        break;
+    }
+    gint64 span = in + *pb + *pe - ek;
+    if (span < 0)
+        return FALSE;
+    *out = (ceil_mode ? ceil_div(span, s) : span / s) + 1;
+    if (ceil_mode && (*out - 1) * s >= in + *pb)
+        (*out)--;
+    return TRUE;
+}
+
+/* True when the window leaves the length of axis i unchanged whatever the input length. */
+static gboolean
+win_keeps_dim(const WinAttrs *a, guint i, gint64 kernel)
+{
+    if (a->strides[i] != 1)
+        return FALSE;
+    if (a->auto_pad == AUTO_PAD_SAME_UPPER || a->auto_pad == AUTO_PAD_SAME_LOWER)
+        return TRUE;
+    if (kernel < 0)
+        return FALSE;
+    gint64 pads = a->auto_pad == AUTO_PAD_VALID ? 0 : a->pads[i] + a->pads[i + a->nsp];
+    return (kernel - 1) * a->dilations[i] == pads;
+}
+
+/* ConvTranspose along axis i: output length and begin padding. An explicit output_shape (want >= 0)
+ * or SAME auto_pad fixes the length and the padding follows (the ONNX reference's floor division, so
+ * a negative total puts the extra at the end); otherwise the pads give the length. */
+static gboolean
+convt_out_dim(const WinAttrs *a, guint i, gint64 in, gint64 kernel, gint64 out_pad, gint64 want,
+              gint64 *pb, gint64 *pe, gint64 *out)
+{
+    gint64 s = a->strides[i], ek = (kernel - 1) * a->dilations[i] + 1;
+    gint64 full = s * (in - 1) + out_pad + ek;
+    gint64 target;
+    if (want >= 0)
+        target = want;
+    else if (a->auto_pad == AUTO_PAD_SAME_UPPER || a->auto_pad == AUTO_PAD_SAME_LOWER)
+        target = in * s;
+    else {
+        *pb = a->auto_pad == AUTO_PAD_VALID ? 0 : a->pads[i];
+        *pe = a->auto_pad == AUTO_PAD_VALID ? 0 : a->pads[i + a->nsp];
+        *out = full - *pb - *pe;
+        return *out >= 0;
+    }
+    gint64 total = full - target;
+    *pb = a->auto_pad == AUTO_PAD_SAME_UPPER ? floor_div(total, 2) : total - floor_div(total, 2);
+    *pe = total - *pb;
+    *out = target;
+    return target >= 0;
+}
+
+/* output_padding and output_shape of ConvTranspose; want[i] = -1 where no output_shape is given.
+ * output_shape may also be written with the batch and channel dims in front. */
+static gboolean
+convt_attrs(const HgNode *node, guint nsp, gint64 *out_pad, gint64 *want, GError **error)
+{
+    if (!ints_attr(node, "output_padding", nsp, 0, 0, out_pad, NULL, error))
+        return FALSE;
+    guint len;
+    const gint64 *os = hg_attr_ints(node, "output_shape", &len);
+    for (guint i = 0; i < nsp; i++)
+        want[i] = -1;
+    if (!os)
+        return TRUE;
+    if (len != nsp && len != nsp + 2) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "output_shape has %u values, expected %u", len, nsp);
+        return FALSE;
+    }
+    for (guint i = 0; i < nsp; i++) {
+        gint64 v = os[len - nsp + i];
+        if (v < 0 || v > G_MAXINT32) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "output_shape[%u] = %" G_GINT64_FORMAT
+                        " is out of range", i, v);
+            return FALSE;
+        }
+        want[i] = v;
+    }
+    return TRUE;
+}
+
+static void
+win_fill_axis(Win *w, guint nsp, guint i, gint64 img, gint64 grid, gint64 k, const WinAttrs *a,
+              gint64 pb, gint64 pe)
+{
+    guint j = WIN_RANK - nsp + i;
+    w->img[j] = img;
+    w->grid[j] = grid;
+    w->k[j] = k;
+    w->s[j] = a->strides[i];
+    w->d[j] = a->dilations[i];
+    w->pb[j] = pb;
+    w->pe[j] = pe;
+}
+
+static void
+win_init(Win *w)
+{
+    for (int j = 0; j < WIN_RANK; j++) {
+        w->img[j] = w->grid[j] = w->k[j] = w->s[j] = w->d[j] = 1;
+        w->pb[j] = w->pe[j] = 0;
+    }
+}
+
+static gint64
+win_size(const gint64 *v)
+{
+    return v[0] * v[1] * v[2];
+}
+
+/* ================================================================ Conv, ConvTranspose: shapes */
+
+/* Kernel dims of Conv/ConvTranspose: kernel_shape when given (it must agree with W), else W's
+ * spatial dims; -1 where unknown. */
+static gboolean
+conv_kernel(const HgNode *node, const WinAttrs *a, const HgValueShape *w, gint64 *kernel,
+            GError **error)
+{
+    for (guint i = 0; i < a->nsp; i++) {
+        gint64 wk = w && w->rank == (int)a->nsp + 2 ? w->dims[2 + i].v : -1;
+        if (a->has_kernel && wk >= 0 && wk != a->kernel[i]) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "kernel_shape[%u] = %" G_GINT64_FORMAT
+                        " but W has %" G_GINT64_FORMAT, i, a->kernel[i], wk);
+            return FALSE;
+        }
+        kernel[i] = a->has_kernel ? a->kernel[i] : wk;
+    }
+    return TRUE;
+}
+
+/* Shape rule of Conv and the pools: [N, C_out, spatial...]. */
+static gboolean
+infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eval)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *w = is_pool ? NULL : in_shape(ctx, 1);
+    HgValueShape *y = out_shape(ctx, 0), *ind = is_pool ? out_shape(ctx, 1) : NULL;
+    int dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (ind)
+        ind->dtype = HG_DTYPE_INT64;
+    if ((!x || x->rank < 0) && w && w->rank >= 3 && y) {
+        /* the rank and the output channels follow from W alone */
+        HgSymDim dims[HG_MAX_RANK];
+        for (int i = 0; i < w->rank; i++)
+            dims[i] = dim_unknown();
+        dims[1] = w->dims[0];
+        set_out(y, dtype, w->rank, dims);
+    }
+    if (!x || x->rank < 0)
+        return TRUE;
+    if (x->rank < 3) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
+                    x->rank);
+        return FALSE;
+    }
+    guint nsp = (guint)x->rank - 2;
+    WinAttrs a;
+    if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error))
+        return FALSE;
+    gint64 kernel[HG_MAX_RANK];
+    HgSymDim dims[HG_MAX_RANK];
+    dims[0] = x->dims[0];
+    if (is_pool) {
+        if (!a.has_kernel) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "kernel_shape is required");
+            return FALSE;
+        }
+        memcpy(kernel, a.kernel, sizeof(kernel));
+        dims[1] = x->dims[1];
+    } else {
+        if (w && w->rank >= 0 && w->rank != x->rank) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has rank %d, X has rank %d",
+                        w->rank, x->rank);
+            return FALSE;
+        }
+        if (!conv_kernel(ctx->node, &a, w, kernel, ctx->error))
+            return FALSE;
+        gboolean wk = w && w->rank >= 0;
+        dims[1] = wk ? w->dims[0] : dim_unknown();
+        if (wk && w->dims[1].v >= 0 && x->dims[1].v >= 0 && x->dims[1].v != w->dims[1].v * a.group) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "X has %" G_GINT64_FORMAT " channels, W expects %" G_GINT64_FORMAT " x %"
+                        G_GINT64_FORMAT " groups", x->dims[1].v, w->dims[1].v, a.group);
+            return FALSE;
+        }
+        if (wk && w->dims[0].v >= 0 && w->dims[0].v % a.group) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "%" G_GINT64_FORMAT " output channels do not split into %" G_GINT64_FORMAT
+                        " groups", w->dims[0].v, a.group);
+            return FALSE;
+        }
+    }
+    gboolean ceil_mode = ceil_ok && hg_node_attr_int(ctx->node, "ceil_mode", 0) != 0;
+    for (guint i = 0; i < nsp; i++) {
+        HgSymDim in = x->dims[2 + i];
+        gint64 pb, pe, o;
+        if (in.v >= 0 && kernel[i] >= 0) {
+            if (!win_out_dim(&a, i, in.v, kernel[i], ceil_mode, &pb, &pe, &o)) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "the kernel does not fit in the padded input on spatial axis %u", i);
+                return FALSE;
+            }
+            dims[2 + i] = dim_known(o);
+        } else {
+            dims[2 + i] = win_keeps_dim(&a, i, kernel[i]) ? in : dim_unknown();
+        }
+    }
+    set_out(y, dtype, x->rank, dims);
+    set_out(ind, HG_DTYPE_INT64, x->rank, dims);
+    fold_small(ctx, eval);
     return TRUE;
 }
 
 gboolean
 hg_infer_Conv(HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return TRUE;
+    return infer_window(ctx, FALSE, FALSE, hg_eval_Conv);
 }
 
 gboolean
 hg_infer_ConvTranspose(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *x = in_shape(ctx, 0), *w = in_shape(ctx, 1);
+    HgValueShape *y = out_shape(ctx, 0);
+    int dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (!x || x->rank < 0)
+        return TRUE;
+    if (x->rank < 3) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
+                    x->rank);
+        return FALSE;
+    }
+    guint nsp = (guint)x->rank - 2;
+    WinAttrs a;
+    gint64 kernel[HG_MAX_RANK], out_pad[HG_MAX_RANK], want[HG_MAX_RANK];
+    if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) ||
+        !convt_attrs(ctx->node, nsp, out_pad, want, ctx->error))
+        return FALSE;
+    if (w && w->rank >= 0 && w->rank != x->rank) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has rank %d, X has rank %d", w->rank,
+                    x->rank);
+        return FALSE;
+    }
+    if (!conv_kernel(ctx->node, &a, w, kernel, ctx->error))
+        return FALSE;
+    gboolean wk = w && w->rank >= 0;
+    if (wk && w->dims[0].v >= 0 && x->dims[1].v >= 0 && x->dims[1].v != w->dims[0].v) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "X has %" G_GINT64_FORMAT " channels, W has %" G_GINT64_FORMAT, x->dims[1].v,
+                    w->dims[0].v);
+        return FALSE;
+    }
+    if (x->dims[1].v >= 0 && x->dims[1].v % a.group) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "%" G_GINT64_FORMAT " channels do not split into %" G_GINT64_FORMAT " groups",
+                    x->dims[1].v, a.group);
+        return FALSE;
+    }
+    HgSymDim dims[HG_MAX_RANK];
+    dims[0] = x->dims[0];
+    dims[1] = wk && w->dims[1].v >= 0 ? dim_known(w->dims[1].v * a.group) : dim_unknown();
+    for (guint i = 0; i < nsp; i++) {
+        gint64 in = x->dims[2 + i].v, pb, pe, o;
+        if (want[i] >= 0) {
+            dims[2 + i] = dim_known(want[i]);
+        } else if (in >= 0 && kernel[i] >= 0) {
+            if (!convt_out_dim(&a, i, in, kernel[i], out_pad[i], -1, &pb, &pe, &o)) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "the pads exceed the output on spatial axis %u", i);
+                return FALSE;
+            }
+            dims[2 + i] = dim_known(o);
+        } else {
+            dims[2 + i] = dim_unknown();
+        }
+    }
+    set_out(y, dtype, x->rank, dims);
+    fold_small(ctx, hg_eval_ConvTranspose);
+    return TRUE;
+}
+
+/* ================================================================ Conv, ConvTranspose: kernels */
+
+/* Rows (positions of the two outer grid axes) per im2col band for kdim column rows. */
+static gint64
+band_rows(gint64 kdim, gint64 row_len, gint64 rows, gsize esize)
+{
+    gint64 per_row = MAX(1, kdim * row_len * (gint64)esize);
+    return MAX(1, MIN(rows, COL_BAND_BYTES / per_row));
+}
+
+/* Add the bias per output channel. For a float16 or bfloat16 output the convolution is rounded to
+ * that type first and the bias added after, as cuDNN does (ops.def's accumulation note); the store
+ * then rounds again. */
+static void
+add_bias(HgCompute cmp, void *yv, const void *bv, gint64 planes, gint64 m, gint64 size, int out_dtype)
+{
+    if (cmp == HG_COMPUTE_F64) {
+        double *y = yv;
+        const double *b = bv;
+        for (gint64 p = 0; p < planes; p++)
+            for (gint64 j = 0; j < size; j++)
+                y[p * size + j] += b[p % m];
+        return;
+    }
+    float *y = yv;
+    const float *b = bv;
+    for (gint64 p = 0; p < planes; p++) {
+        float *row = y + p * size, bias = b[p % m];
+        if (out_dtype == HG_DTYPE_FLOAT16) {
+            for (gint64 j = 0; j < size; j++)
+                row[j] = hg_round_half(row[j]) + bias;
+        } else if (out_dtype == HG_DTYPE_BFLOAT16) {
+            for (gint64 j = 0; j < size; j++)
+                row[j] = hg_bf16_to_float(hg_float_to_bf16(row[j])) + bias;
+        } else {
+            for (gint64 j = 0; j < size; j++)
+                row[j] += bias;
+        }
+    }
+}
+
+
+/* Threads a kernel may use: ctx->threads, or every processor when unset (as OpenBLAS does). */
+static int
+eval_threads(const HgEvalCtx *ctx, gint64 macs)
+{
+    int t = ctx->threads > 0 ? ctx->threads : (int)g_get_num_processors();
+    return macs < PAR_MIN_MACS ? 1 : CLAMP(t, 1, PAR_MAX_THREADS);
+}
+
+static gboolean
+is_pointwise(const Win *w)
+{
+    gboolean pw = TRUE;
+    for (int j = 0; j < WIN_RANK; j++)
+        pw &= w->k[j] == 1 && w->s[j] == 1 && w->pb[j] == 0 && w->img[j] == w->grid[j];
+    return pw;
+}
+
+static void
+conv_band_task(gpointer data, gint64 task, int worker)
+{
+    ConvJob *j = data;
+    TYPED_FLOAT(j->cmp, conv_band, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band, j->ntasks_ng);
+}
+
+static void
+conv_direct_task(gpointer data, gint64 task, int worker)
+{
+    ConvJob *j = data;
+    TYPED_FLOAT(j->cmp, conv_direct, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band,
+                j->ntasks_ng);
+}
+
+static void
+convt_task(gpointer data, gint64 task, int worker)
+{
+    ConvJob *j = data;
+    TYPED_FLOAT(j->cmp, convt_task, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band,
+                j->ntasks_ng, j->mblock);
+}
+
+/* Run a job's tasks with a scratch buffer of `bytes` per worker. With fewer tasks than threads the
+ * tasks run one after the other and GEMM gets the threads; otherwise every worker runs
+ * single-threaded GEMMs on its own tasks. FALSE when out of memory. */
+static gboolean
+conv_run_job(ConvJob *job, int threads, gsize bytes, ParTask fn)
+{
+    gint64 ntasks = job->p->n * job->p->group * job->ntasks_ng;
+    int workers = ntasks >= threads ? threads : 1;
+    blas_threads(workers > 1 ? 1 : threads);
+    void *scratch[PAR_MAX_THREADS] = {NULL};
+    gboolean ok = TRUE;
+    for (int t = 0; t < workers && ok; t++)
+        ok = (scratch[t] = g_try_malloc(bytes + 64)) != NULL;
+    job->scratch = scratch;
+    if (ok)
+        par_for(workers, ntasks, fn, job);
+    for (int t = 0; t < workers; t++)
+        g_free(scratch[t]);
+    job->scratch = NULL;
+    return ok;
+}
+
+/* Conv, one of three ways. A pointwise Conv is one GEMM per image and group. With few output
+ * channels per group, unit width stride and 1-D/2-D input, the direct kernel: the im2col matrix
+ * would be re-read only that few times per element, so GEMM would wait on memory. Otherwise bands
+ * of im2col rows, each worker gathering its own bands (the gather runs in parallel too). */
+static gboolean
+conv_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, const void *w, void *y)
+{
+    const Win *win = &p->win;
+    const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
+    const gsize es = compute_size(cmp);
+    int threads = eval_threads(ctx, p->n * p->m * p->grid_size * kdim);
+    if (is_pointwise(win)) {
+        blas_threads(threads);
+        TYPED_FLOAT(cmp, conv_pointwise, p, x, w, y);
+        return TRUE;
+    }
+    ConvJob job = {cmp, p, x, w, y, NULL, 0, 0, 0};
+    if (mg <= DIRECT_MAX_M && win->s[2] == 1 && win->k[0] == 1 && win->img[0] == 1 &&
+        win->grid[0] == 1 && win->grid[2] >= 32 / (gint64)es) {
+        const gint64 rows = win->grid[1];
+        const gint64 nblk = ceil_div(mg, DIRECT_MB), vl = 32 / (gint64)es;
+        g_autofree void *wpack = g_try_malloc((gsize)(p->group * nblk * kdim * DIRECT_MB) * es + 8);
+        if (!wpack)
+            return FALSE;
+        TYPED_FLOAT(cmp, direct_pack, p, w, wpack);
+        /* several chunks per thread, so a slow core hands work over */
+        job.w = wpack;
+        job.band = MAX(1, ceil_div(rows, 8 * threads));
+        job.ntasks_ng = ceil_div(rows, job.band);
+        gint64 nin = (job.band - 1) * win->s[1] + (win->k[1] - 1) * win->d[1] + 1;
+        gint64 iwp = round_up(win->grid[2], 2 * vl) + (win->k[2] - 1) * win->d[2];
+        return conv_run_job(&job, MAX(threads, 1), (gsize)(cg * nin * iwp) * es, conv_direct_task);
+    }
+    const gint64 rows = win->grid[0] * win->grid[1];
+    job.band = band_rows(kdim, win->grid[2], rows, es);
+    /* enough bands to keep every thread busy */
+    if (p->n * p->group * ceil_div(rows, job.band) < 4 * threads)
+        job.band = MAX(1, MIN(job.band, ceil_div(rows * p->n * p->group, 4 * threads)));
+    job.ntasks_ng = ceil_div(rows, job.band);
+    return conv_run_job(&job, threads, (gsize)(kdim * job.band * win->grid[2]) * es, conv_band_task);
+}
+
+/* ConvTranspose: tasks are (image, group, block of output channels), so that the col2im scatters of
+ * different tasks never touch the same output. */
+static gboolean
+convt_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, const void *w, void *y)
+{
+    const Win *win = &p->win;
+    const gint64 mg = p->m / p->group, cg = p->c / p->group;
+    const gsize es = compute_size(cmp);
+    int threads = eval_threads(ctx, p->n * p->c * p->grid_size * mg * p->kprod);
+    if (is_pointwise(win)) {
+        blas_threads(threads);
+        for (gint64 n = 0; n < p->n; n++)
+            for (gint64 g = 0; g < p->group; g++) {
+                const gsize xo = (gsize)((n * p->c + g * cg) * p->grid_size);
+                const gsize wo = (gsize)(g * cg * mg), yo = (gsize)((n * p->m + g * mg) * p->img_size);
+                if (cmp == HG_COMPUTE_F32)
+                    gemm_f32(TRUE, FALSE, mg, p->grid_size, cg, 1, (const float *)w + wo, mg,
+                             (const float *)x + xo, p->grid_size, 0, (float *)y + yo, p->img_size);
+                else
+                    gemm_f64(TRUE, FALSE, mg, p->grid_size, cg, 1, (const double *)w + wo, mg,
+                             (const double *)x + xo, p->grid_size, 0, (double *)y + yo, p->img_size);
+            }
+        return TRUE;
+    }
+    ConvJob job = {cmp, p, x, w, y, NULL, 0, 1, mg};
+    if (p->n * p->group < 2 * threads) {
+        job.ntasks_ng = MIN(mg, ceil_div(2 * threads, p->n * p->group));
+        job.mblock = ceil_div(mg, job.ntasks_ng);
+        job.ntasks_ng = ceil_div(mg, job.mblock);
+    }
+    const gint64 rows = win->grid[0] * win->grid[1], kcol = job.mblock * p->kprod;
+    job.band = band_rows(kcol, win->grid[2], rows, es);
+    return conv_run_job(&job, threads, (gsize)(kcol * job.band * win->grid[2]) * es, convt_task);
+}
+
+/* Checks shared by Conv and ConvTranspose; fills the float compute type. */
+static gboolean
+conv_inputs(HgEvalCtx *ctx, HgCompute *cmp, guint *nsp)
+{
+    if (!need_inputs(ctx, 2))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1];
+    *cmp = hg_dtype_compute(x->dtype);
+    if ((*cmp != HG_COMPUTE_F32 && *cmp != HG_COMPUTE_F64) || !hg_dtype_is_float(x->dtype)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
+                    hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?");
+        return FALSE;
+    }
+    if (x->rank < 3 || w->rank != x->rank) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "X has rank %u and W rank %u; both need the same rank, 3 or more", x->rank, w->rank);
+        return FALSE;
+    }
+    *nsp = x->rank - 2;
+    if (*nsp > WIN_RANK) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "%u spatial axes (at most %d)", *nsp,
+                    WIN_RANK);
+        return FALSE;
+    }
+    for (guint i = 2; i < w->rank; i++)
+        if (w->dims[i] < 1) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has an empty kernel axis");
+            return FALSE;
+        }
+    return TRUE;
+}
+
+static gboolean
+conv_kernel_of(HgEvalCtx *ctx, const WinAttrs *a, const HgArray *w, gint64 *kernel)
+{
+    for (guint i = 0; i < a->nsp; i++) {
+        kernel[i] = w->dims[2 + i];
+        if (a->has_kernel && a->kernel[i] != kernel[i]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "kernel_shape[%u] = %" G_GINT64_FORMAT
+                        " but W has %" G_GINT64_FORMAT, i, a->kernel[i], kernel[i]);
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
 gboolean
-hg_infer_Einsum(HgShapeCtx *ctx)
+hg_eval_Conv(HgEvalCtx *ctx)
 {
-    (void)ctx;
+    HgCompute cmp;
+    guint nsp;
+    if (!conv_inputs(ctx, &cmp, &nsp))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = in_arr(ctx, 2);
+    WinAttrs a;
+    gint64 kernel[HG_MAX_RANK];
+    if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) || !conv_kernel_of(ctx, &a, w, kernel))
+        return FALSE;
+    ConvPlan p = {x->dims[0], x->dims[1], w->dims[0], a.group, {{0}}, 0, 0, 0};
+    if (p.c != w->dims[1] * p.group || p.m % p.group) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "X has %" G_GINT64_FORMAT " channels and W is %" G_GINT64_FORMAT " x %"
+                    G_GINT64_FORMAT " in %" G_GINT64_FORMAT " groups", p.c, p.m, w->dims[1], p.group);
+        return FALSE;
+    }
+    if (b && b->numel != p.m) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "B has %" G_GINT64_FORMAT
+                    " elements for %" G_GINT64_FORMAT " output channels", b->numel, p.m);
+        return FALSE;
+    }
+    gint64 ydims[HG_MAX_RANK] = {p.n, p.m};
+    win_init(&p.win);
+    for (guint i = 0; i < nsp; i++) {
+        gint64 pb, pe, o;
+        if (!win_out_dim(&a, i, x->dims[2 + i], kernel[i], FALSE, &pb, &pe, &o)) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "the kernel does not fit in the padded input on spatial axis %u", i);
+            return FALSE;
+        }
+        ydims[2 + i] = o;
+        win_fill_axis(&p.win, nsp, i, x->dims[2 + i], o, kernel[i], &a, pb, pe);
+    }
+    p.img_size = win_size(p.win.img);
+    p.grid_size = win_size(p.win.grid);
+    p.kprod = win_size(p.win.k);
+    gint64 kdim = p.c / p.group * p.kprod;
+    if (!blas_fits(kdim, p.grid_size, p.img_size, p.m)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(Loaded) xb = load_as(x, cmp);
+    g_auto(Loaded) wb = load_as(w, cmp);
+    g_auto(Loaded) bb = load_as(b, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    if (y->numel) {
+        if (!conv_compute(ctx, cmp, &p, xb.data, wb.data, yb.data))
+            return oom(ctx);
+        if (b)
+            add_bias(cmp, yb.data, bb.data, p.n * p.m, p.m, p.grid_size, y->dtype);
+    }
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
 
 gboolean
-hg_infer_Gemm(HgShapeCtx *ctx)
+hg_eval_ConvTranspose(HgEvalCtx *ctx)
 {
-    (void)ctx;
+    HgCompute cmp;
+    guint nsp;
+    if (!conv_inputs(ctx, &cmp, &nsp))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = in_arr(ctx, 2);
+    WinAttrs a;
+    gint64 kernel[HG_MAX_RANK], out_pad[HG_MAX_RANK], want[HG_MAX_RANK];
+    if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) ||
+        !convt_attrs(ctx->node, nsp, out_pad, want, ctx->error) || !conv_kernel_of(ctx, &a, w, kernel))
+        return FALSE;
+    ConvPlan p = {x->dims[0], x->dims[1], w->dims[1] * a.group, a.group, {{0}}, 0, 0, 0};
+    if (p.c != w->dims[0] || p.c % p.group) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "X has %" G_GINT64_FORMAT " channels, W %" G_GINT64_FORMAT " in %" G_GINT64_FORMAT
+                    " groups", p.c, w->dims[0], p.group);
+        return FALSE;
+    }
+    if (b && b->numel != p.m) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "B has %" G_GINT64_FORMAT
+                    " elements for %" G_GINT64_FORMAT " output channels", b->numel, p.m);
+        return FALSE;
+    }
+    gint64 ydims[HG_MAX_RANK] = {p.n, p.m};
+    win_init(&p.win);
+    for (guint i = 0; i < nsp; i++) {
+        gint64 pb, pe, o;
+        if (!convt_out_dim(&a, i, x->dims[2 + i], kernel[i], out_pad[i], want[i], &pb, &pe, &o)) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "the pads exceed the output on spatial axis %u", i);
+            return FALSE;
+        }
+        ydims[2 + i] = o;
+        /* the output is the image the window writes, the input the grid of positions */
+        win_fill_axis(&p.win, nsp, i, o, x->dims[2 + i], kernel[i], &a, pb, pe);
+    }
+    p.img_size = win_size(p.win.img);
+    p.grid_size = win_size(p.win.grid);
+    p.kprod = win_size(p.win.k);
+    gint64 kcol = p.m / p.group * p.kprod;
+    if (!blas_fits(kcol, p.grid_size, p.img_size, p.c)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(Loaded) xb = load_as(x, cmp);
+    g_auto(Loaded) wb = load_as(w, cmp);
+    g_auto(Loaded) bb = load_as(b, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    if (y->numel) {
+        if (!convt_compute(ctx, cmp, &p, xb.data, wb.data, yb.data))
+            return oom(ctx);
+        if (b)
+            add_bias(cmp, yb.data, bb.data, p.n * p.m, p.m, p.img_size, y->dtype);
+    }
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+/* Kernel dims times the product of W's dims after the first: the MACs per output (Conv) or per input
+ * (ConvTranspose) element. */
+static gint64
+w_tail_numel(const HgValueShape *w)
+{
+    if (!hg_vshape_known(w) || w->rank < 1)
+        return -1;
+    gint64 n = 1;
+    for (int i = 1; i < w->rank; i++)
+        n *= w->dims[i].v;
+    return n;
+}
+
+gint64
+hg_cost_Conv(const HgShapeCtx *ctx)
+{
+    gint64 per = w_tail_numel(in_shape(ctx, 1)), n = hg_vshape_numel(out_shape(ctx, 0));
+    return per < 0 || n < 0 ? -1 : per * n;
+}
+
+gint64
+hg_cost_ConvTranspose(const HgShapeCtx *ctx)
+{
+    gint64 per = w_tail_numel(in_shape(ctx, 1)), n = hg_vshape_numel(in_shape(ctx, 0));
+    return per < 0 || n < 0 ? -1 : per * n;
+}
+
+/* ================================================================ pools */
+
+/* Pools compute in FP32, FP64 for double and the wide integers (exact there). */
+static HgCompute
+pool_compute(int dtype)
+{
+    switch (dtype) {
+    case HG_DTYPE_FLOAT:
+    case HG_DTYPE_FLOAT16:
+    case HG_DTYPE_BFLOAT16:
+    case HG_DTYPE_INT8:
+    case HG_DTYPE_UINT8:
+    case HG_DTYPE_INT16:
+    case HG_DTYPE_UINT16:
+        return HG_COMPUTE_F32;
+    case HG_DTYPE_DOUBLE:
+    case HG_DTYPE_INT32:
+    case HG_DTYPE_UINT32:
+    case HG_DTYPE_INT64:
+    case HG_DTYPE_UINT64:
+        return HG_COMPUTE_F64;
+    default:
+        return HG_COMPUTE_NONE;
+    }
+}
+
+static gboolean
+pool_input(HgEvalCtx *ctx, gboolean ints_ok, HgCompute *cmp, guint *nsp)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0];
+    *cmp = pool_compute(x->dtype);
+    if (*cmp == HG_COMPUTE_NONE || (!ints_ok && !hg_dtype_is_float(x->dtype))) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
+                    hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?");
+        return FALSE;
+    }
+    if (x->rank < 3) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %u, expected 3 or more",
+                    x->rank);
+        return FALSE;
+    }
+    *nsp = x->rank - 2;
+    return TRUE;
+}
+
+/* Window geometry of a pool; ydims gets the output shape. */
+static gboolean
+pool_plan(HgEvalCtx *ctx, const HgArray *x, guint nsp, Win *w, gint64 *ydims)
+{
+    if (nsp > WIN_RANK) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "%u spatial axes (at most %d)", nsp,
+                    WIN_RANK);
+        return FALSE;
+    }
+    WinAttrs a;
+    if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error))
+        return FALSE;
+    if (!a.has_kernel) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "kernel_shape is required");
+        return FALSE;
+    }
+    gboolean ceil_mode =
+        opset_at_least(ctx->opset, 10) && hg_node_attr_int(ctx->node, "ceil_mode", 0) != 0;
+    ydims[0] = x->dims[0];
+    ydims[1] = x->dims[1];
+    win_init(w);
+    for (guint i = 0; i < nsp; i++) {
+        gint64 pb, pe, o;
+        if (!win_out_dim(&a, i, x->dims[2 + i], a.kernel[i], ceil_mode, &pb, &pe, &o)) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "the kernel does not fit in the padded input on spatial axis %u", i);
+            return FALSE;
+        }
+        ydims[2 + i] = o;
+        win_fill_axis(w, nsp, i, x->dims[2 + i], o, a.kernel[i], &a, pb, pe);
+    }
+    return TRUE;
+}
+
+static gboolean
+eval_pool(HgEvalCtx *ctx, gboolean is_max)
+{
+    HgCompute cmp;
+    guint nsp;
+    if (!pool_input(ctx, is_max, &cmp, &nsp))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0];
+    Win w;
+    gint64 ydims[HG_MAX_RANK];
+    if (!pool_plan(ctx, x, nsp, &w, ydims))
+        return FALSE;
+    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    g_autoptr(HgArray) ind = NULL;
+    if (!y)
+        return FALSE;
+    if (is_max && out_wanted(ctx, 1)) {
+        ind = new_out(ctx, HG_DTYPE_INT64, x->rank, ydims);
+        if (!ind)
+            return FALSE;
+    }
+    g_auto(Loaded) xb = load_as(x, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    if (y->numel) {
+        Taps *taps[WIN_RANK];
+        for (int j = 0; j < WIN_RANK; j++)
+            taps[j] = win_taps(&w, j);
+        gint64 planes = x->dims[0] * x->dims[1];
+        if (is_max) {
+            gboolean col_major = hg_node_attr_int(ctx->node, "storage_order", 0) != 0;
+            TYPED_FLOAT(cmp, maxpool, xb.data, yb.data, ind ? ind->data : NULL, planes, &w,
+                        (const Taps *const *)taps, col_major);
+        } else {
+            gboolean incl = hg_node_attr_int(ctx->node, "count_include_pad", 0) != 0;
+            TYPED_FLOAT(cmp, avgpool, xb.data, yb.data, planes, &w, (const Taps *const *)taps, incl);
+        }
+        for (int j = 0; j < WIN_RANK; j++)
+            g_free(taps[j]);
+    }
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    if (ind)
+        ctx->outputs[1] = g_steal_pointer(&ind);
+    return TRUE;
+}
+
+gboolean
+hg_infer_AveragePool(HgShapeCtx *ctx)
+{
+    return infer_window(ctx, TRUE, opset_at_least(ctx->opset, 10), hg_eval_AveragePool);
+}
+
+gboolean
+hg_infer_MaxPool(HgShapeCtx *ctx)
+{
+    return infer_window(ctx, TRUE, opset_at_least(ctx->opset, 10), hg_eval_MaxPool);
+}
+
+gboolean
+hg_eval_AveragePool(HgEvalCtx *ctx)
+{
+    return eval_pool(ctx, FALSE);
+}
+
+gboolean
+hg_eval_MaxPool(HgEvalCtx *ctx)
+{
+    return eval_pool(ctx, TRUE);
+}
+
+static gint64
+pool_cost(const HgShapeCtx *ctx)
+{
+    guint len;
+    const gint64 *k = hg_attr_ints(ctx->node, "kernel_shape", &len);
+    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    if (!k || n < 0)
+        return -1;
+    for (guint i = 0; i < len; i++)
+        n *= MAX(k[i], 0);
+    return n;
+}
+
+gint64
+hg_cost_AveragePool(const HgShapeCtx *ctx)
+{
+    return pool_cost(ctx);
+}
+
+gint64
+hg_cost_MaxPool(const HgShapeCtx *ctx)
+{
+    return pool_cost(ctx);
+}
+
+/* Global pools: [N, C, 1, ...]. */
+static gboolean
+infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    HgValueShape *y = out_shape(ctx, 0);
+    if (y)
+        y->dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
+    if (!x || x->rank < 0)
+        return TRUE;
+    if (x->rank < 3) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
+                    x->rank);
+        return FALSE;
+    }
+    HgSymDim dims[HG_MAX_RANK];
+    dims[0] = x->dims[0];
+    dims[1] = x->dims[1];
+    for (int i = 2; i < x->rank; i++)
+        dims[i] = dim_known(1);
+    set_out(y, x->dtype, x->rank, dims);
+    fold_small(ctx, eval);
+    return TRUE;
+}
+
+static gboolean
+eval_global_pool(HgEvalCtx *ctx, gboolean is_max)
+{
+    HgCompute cmp;
+    guint nsp;
+    if (!pool_input(ctx, FALSE, &cmp, &nsp))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0];
+    gint64 ydims[HG_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (guint i = 0; i < nsp; i++)
+        ydims[2 + i] = 1;
+    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(Loaded) xb = load_as(x, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    gint64 size = y->numel ? x->numel / y->numel : 0;
+    TYPED_FLOAT(cmp, global_pool, xb.data, yb.data, y->numel, size, is_max);
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
 
 gboolean
 hg_infer_GlobalAveragePool(HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return TRUE;
+    return infer_global_pool(ctx, hg_eval_GlobalAveragePool);
 }
 
 gboolean
 hg_infer_GlobalMaxPool(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    return infer_global_pool(ctx, hg_eval_GlobalMaxPool);
+}
+
+gboolean
+hg_eval_GlobalAveragePool(HgEvalCtx *ctx)
+{
+    return eval_global_pool(ctx, FALSE);
+}
+
+gboolean
+hg_eval_GlobalMaxPool(HgEvalCtx *ctx)
+{
+    return eval_global_pool(ctx, TRUE);
+}
+
+gint64
+hg_cost_GlobalAveragePool(const HgShapeCtx *ctx)
+{
+    return hg_vshape_numel(in_shape(ctx, 0));
+}
+
+gint64
+hg_cost_GlobalMaxPool(const HgShapeCtx *ctx)
+{
+    return hg_vshape_numel(in_shape(ctx, 0));
+}
+
+/* ================================================================ MatMul */
+
+/* Broadcast of two batch dims as shape inference knows them. */
+static gboolean
+sym_broadcast(HgSymDim a, HgSymDim b, HgSymDim *out)
+{
+    if (a.v >= 0 && b.v >= 0) {
+        if (a.v != b.v && a.v != 1 && b.v != 1)
+            return FALSE;
+        *out = a.v == 1 ? b : a;
+    } else if (a.v == 1) {
+        *out = b;
+    } else if (b.v == 1) {
+        *out = a;
+    } else if (a.v >= 0) {
+        *out = a; /* b must be 1 or equal */
+    } else if (b.v >= 0) {
+        *out = b;
+    } else {
+        *out = a.sym && a.sym == b.sym ? a : dim_unknown();
+    }
+    return TRUE;
+}
+
+/* Compute type of MatMul, Gemm and Einsum: every numeric type but bool. */
+static HgCompute
+mm_compute(int dtype)
+{
+    return dtype == HG_DTYPE_BOOL ? HG_COMPUTE_NONE : hg_dtype_compute(dtype);
+}
+
+static gboolean
+same_types(HgEvalCtx *ctx, guint n, HgCompute *cmp)
+{
+    int dtype = ctx->inputs[0]->dtype;
+    for (guint i = 1; i < n; i++) {
+        const HgArray *x = in_arr(ctx, i);
+        if (x && x->dtype != dtype) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is %s, input 0 is %s", i,
+                        hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?",
+                        hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
+            return FALSE;
+        }
+    }
+    *cmp = mm_compute(dtype);
+    if (*cmp == HG_COMPUTE_NONE) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
+                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
+        return FALSE;
+    }
     return TRUE;
 }
 
 gboolean
 hg_infer_MatMul(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *a = in_shape(ctx, 0), *b = in_shape(ctx, 1);
+    HgValueShape *y = out_shape(ctx, 0);
+    int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (!a || !b || a->rank < 0 || b->rank < 0)
+        return TRUE;
+    if (a->rank == 0 || b->rank == 0) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "MatMul of a scalar");
+        return FALSE;
+    }
+    /* 1-D operands are promoted to [1, K] and [K, 1] and the added axis dropped afterwards */
+    HgSymDim k_a = a->dims[a->rank - 1], k_b = b->dims[b->rank == 1 ? 0 : b->rank - 2];
+    if (k_a.v >= 0 && k_b.v >= 0 && k_a.v != k_b.v) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k_a.v, k_b.v);
+        return FALSE;
+    }
+    int ba = MAX(a->rank - 2, 0), bb = MAX(b->rank - 2, 0), rb = MAX(ba, bb);
+    HgSymDim dims[HG_MAX_RANK + 2];
+    for (int i = 0; i < rb; i++) {
+        HgSymDim da = i < rb - ba ? dim_known(1) : a->dims[i - (rb - ba)];
+        HgSymDim db = i < rb - bb ? dim_known(1) : b->dims[i - (rb - bb)];
+        if (!sym_broadcast(da, db, &dims[i])) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "batch dims do not broadcast: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, da.v,
+                        db.v);
+            return FALSE;
+        }
+    }
+    int r = rb;
+    if (a->rank > 1)
+        dims[r++] = a->dims[a->rank - 2];
+    if (b->rank > 1)
+        dims[r++] = b->dims[b->rank - 1];
+    if (r > HG_MAX_RANK)
+        return TRUE;
+    set_out(y, dtype, r, dims);
+    fold_small(ctx, hg_eval_MatMul);
     return TRUE;
-}
-
-gboolean
-hg_infer_MaxPool(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_eval_AveragePool(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Conv(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ConvTranspose(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Einsum(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Gemm(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_GlobalAveragePool(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_GlobalMaxPool(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
 }
 
 gboolean
 hg_eval_MatMul(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_MaxPool(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gint64
-hg_cost_AveragePool(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_Conv(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ConvTranspose(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_Einsum(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_Gemm(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_GlobalAveragePool(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_GlobalMaxPool(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
+    HgCompute cmp;
+    if (!need_inputs(ctx, 2) || !same_types(ctx, 2, &cmp))
+        return FALSE;
+    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
+    if (a->rank == 0 || b->rank == 0) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "MatMul of a scalar");
+        return FALSE;
+    }
+    gint64 m = a->rank > 1 ? a->dims[a->rank - 2] : 1, k = a->dims[a->rank - 1];
+    gint64 kb = b->dims[b->rank > 1 ? b->rank - 2 : 0], n = b->rank > 1 ? b->dims[b->rank - 1] : 1;
+    if (k != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k, kb);
+        return FALSE;
+    }
+    guint ba = a->rank > 2 ? a->rank - 2 : 0, bb = b->rank > 2 ? b->rank - 2 : 0, rb;
+    gint64 bdims[HG_MAX_RANK + 2], ast[HG_MAX_RANK], bst[HG_MAX_RANK];
+    GError *err = NULL;
+    if (!hg_broadcast_shape(ba, a->dims, bb, b->dims, &rb, bdims, &err)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "batch %s", err->message);
+        g_error_free(err);
+        return FALSE;
+    }
+    hg_broadcast_strides(ba, a->dims, rb, bdims, ast);
+    hg_broadcast_strides(bb, b->dims, rb, bdims, bst);
+    gint64 nbatch = numel_of(rb, bdims);
+    guint r = rb;
+    gint64 ydims[HG_MAX_RANK + 2];
+    memcpy(ydims, bdims, sizeof(gint64) * rb);
+    if (a->rank > 1)
+        ydims[r++] = m;
+    if (b->rank > 1)
+        ydims[r++] = n;
+    if (!blas_fits(m, n, k, m * nbatch)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = new_out(ctx, a->dtype, r, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(Loaded) ab = load_as(a, cmp);
+    g_auto(Loaded) bbuf = load_as(b, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    if (y->numel) {
+        /* element offsets of each batch's A and B matrices */
+        g_autofree gint64 *offs = g_new0(gint64, 2 * nbatch + 2);
+        gint64 idx[HG_MAX_RANK] = {0}, off[2] = {0, 0}, st[2 * HG_MAX_RANK];
+        for (guint i = 0; i < rb; i++) {
+            st[i] = ast[i] * m * k;
+            st[HG_MAX_RANK + i] = bst[i] * k * n;
+        }
+        gboolean merge = TRUE; /* A's batches back to back, B shared: one tall GEMM */
+        for (gint64 i = 0; i < nbatch; i++) {
+            offs[2 * i] = off[0];
+            offs[2 * i + 1] = off[1];
+            merge &= off[0] == i * m * k && off[1] == 0;
+            odo_step(idx, bdims, 0, rb, 2, st, HG_MAX_RANK, off);
+        }
+        blas_threads(ctx->threads);
+        if (merge)
+            TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, 1, offs, m * nbatch, n, k);
+        else
+            TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, nbatch, offs, m, n, k);
+    }
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
 }
 
 gint64
 hg_cost_MatMul(const HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return -1;
+    const HgValueShape *a = in_shape(ctx, 0);
+    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    if (!a || a->rank < 1 || n < 0 || a->dims[a->rank - 1].v < 0)
+        return -1;
+    return n * a->dims[a->rank - 1].v;
+}
+
+/* ================================================================ Gemm */
+
+gboolean
+hg_infer_Gemm(HgShapeCtx *ctx)
+{
+    const HgValueShape *a = in_shape(ctx, 0), *b = in_shape(ctx, 1), *c = in_shape(ctx, 2);
+    HgValueShape *y = out_shape(ctx, 0);
+    int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if ((a && a->rank >= 0 && a->rank != 2) || (b && b->rank >= 0 && b->rank != 2)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "A and B must be matrices");
+        return FALSE;
+    }
+    if (c && c->rank > 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "C has rank %d, at most 2", c->rank);
+        return FALSE;
+    }
+    if (!a || !b || a->rank < 0 || b->rank < 0)
+        return TRUE;
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    HgSymDim dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]};
+    gint64 ka = a->dims[ta ? 0 : 1].v, kb = b->dims[tb ? 1 : 0].v;
+    if (ka >= 0 && kb >= 0 && ka != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, ka, kb);
+        return FALSE;
+    }
+    for (int i = 0; c && i < c->rank; i++) {
+        gint64 cv = c->dims[i].v, yv = dims[2 - c->rank + i].v;
+        if (cv >= 0 && yv >= 0 && cv != 1 && cv != yv) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "C does not broadcast to the output");
+            return FALSE;
+        }
+    }
+    set_out(y, dtype, 2, dims);
+    fold_small(ctx, hg_eval_Gemm);
+    return TRUE;
+}
+
+gboolean
+hg_eval_Gemm(HgEvalCtx *ctx)
+{
+    HgCompute cmp;
+    if (!need_inputs(ctx, 2) || !same_types(ctx, 3, &cmp))
+        return FALSE;
+    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1], *c = in_arr(ctx, 2);
+    if (a->rank != 2 || b->rank != 2 || (c && c->rank > 2)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "A and B must be matrices and C at most one");
+        return FALSE;
+    }
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    double alpha = hg_node_attr_float(ctx->node, "alpha", 1.0f);
+    double beta = hg_node_attr_float(ctx->node, "beta", 1.0f);
+    gint64 m = a->dims[ta ? 1 : 0], k = a->dims[ta ? 0 : 1];
+    gint64 kb = b->dims[tb ? 1 : 0], n = b->dims[tb ? 0 : 1];
+    if (k != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k, kb);
+        return FALSE;
+    }
+    gint64 ydims[2] = {m, n}, cst[2] = {0, 0};
+    if (c) {
+        for (guint i = 0; i < c->rank; i++) {
+            gint64 cv = c->dims[i], yv = ydims[2 - c->rank + i];
+            if (cv != 1 && cv != yv) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "C does not broadcast to [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", m, n);
+                return FALSE;
+            }
+        }
+        hg_broadcast_strides(c->rank, c->dims, 2, ydims, cst);
+    }
+    if (!blas_fits(m, n, k, 1)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    /* Integers with a fractional (or huge) alpha or beta compute in FP64, as the float scaling
+     * asks; whole ones stay exact. */
+    if (cmp == HG_COMPUTE_I64 && (alpha != floor(alpha) || beta != floor(beta) ||
+                                  fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62))
+        cmp = HG_COMPUTE_F64;
+    g_autoptr(HgArray) y = new_out(ctx, a->dtype, 2, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(Loaded) ab = load_as(a, cmp);
+    g_auto(Loaded) bbuf = load_as(b, cmp);
+    g_auto(Loaded) cb = load_as(c && beta != 0 ? c : NULL, cmp);
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    if (!yb.data)
+        return oom(ctx);
+    blas_threads(ctx->threads);
+    TYPED(cmp, gemm_run, ab.data, bbuf.data, cb.data, cst, yb.data, ta, tb, m, n, k, alpha, beta);
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
 }
 
 gint64
-hg_cost_MaxPool(const HgShapeCtx *ctx)
+hg_cost_Gemm(const HgShapeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *a = in_shape(ctx, 0);
+    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    if (!a || a->rank != 2 || n < 0)
+        return -1;
+    gint64 k = a->dims[hg_node_attr_int(ctx->node, "transA", 0) ? 0 : 1].v;
+    return k < 0 ? -1 : n * k;
+}
+
+/* ================================================================ Einsum */
+
+/* A parsed equation for operands of known ranks. Label ids follow ASCII ('A'-'Z' 0-25, 'a'-'z'
+ * 26-51, as NumPy orders the implicit output); the broadcast dims of "..." are labels 52 + j,
+ * right-aligned across the operands. */
+typedef struct {
+    guint nops;
+    guint rank[HG_MAX_RANK * 4];
+    int axis_label[HG_MAX_RANK * 4][HG_MAX_RANK];
+    guint out_rank;
+    int out_label[EIN_MAX_LABELS];
+} Einsum;
+
+#define EIN_MAX_OPS (HG_MAX_RANK * 4)
+
+static int
+ein_letter(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return 26 + (c - 'a');
     return -1;
 }
+
+/* Parse one term (no spaces) into labels for an operand of the given rank (rank < 0: the output,
+ * whose ellipsis takes ell_rank dims). */
+static gboolean
+ein_term(const char *t, gsize len, int rank, guint ell_rank, int *labels, guint *n_labels,
+         guint max_labels, gboolean *has_ell)
+{
+    guint letters = 0;
+    *has_ell = FALSE;
+    for (gsize i = 0; i < len; i++) {
+        if (t[i] == '.') {
+            if (*has_ell || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.')
+                return FALSE;
+            *has_ell = TRUE;
+            i += 2;
+        } else if (ein_letter(t[i]) >= 0) {
+            letters++;
+        } else {
+            return FALSE;
+        }
+    }
+    guint ne = rank < 0 ? ell_rank : 0;
+    if (rank >= 0) {
+        if ((guint)rank < letters || (!*has_ell && (guint)rank != letters))
+            return FALSE;
+        ne = (guint)rank - letters;
+    }
+    if (letters + ne > max_labels)
+        return FALSE;
+    guint n = 0;
+    for (gsize i = 0; i < len; i++) {
+        if (t[i] == '.') {
+            /* right-aligned: this operand's ellipsis is the last ne of the ell_rank broadcast dims */
+            for (guint j = 0; j < ne; j++)
+                labels[n++] = 52 + (int)(ell_rank - ne + j);
+            i += 2;
+        } else {
+            labels[n++] = ein_letter(t[i]);
+        }
+    }
+    *n_labels = n;
+    return TRUE;
+}
+
+static gboolean
+ein_parse(const HgNode *node, guint nops, const int *ranks, Einsum *e, GError **error)
+{
+    g_autofree char *eq_raw = hg_attr_string(node, "equation", NULL);
+    if (!eq_raw) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "the equation attribute is missing");
+        return FALSE;
+    }
+    if (nops > EIN_MAX_OPS || nops == 0) {
+        hg_op_error(error, HG_ERROR_UNSUPPORTED, node, "%u operands", nops);
+        return FALSE;
+    }
+    /* drop whitespace */
+    GString *eq = g_string_new(NULL);
+    for (const char *p = eq_raw; *p; p++)
+        if (!g_ascii_isspace(*p))
+            g_string_append_c(eq, *p);
+    g_autofree char *s = g_string_free(eq, FALSE);
+    memset(e, 0, sizeof(*e));
+    e->nops = nops;
+    char *arrow = strstr(s, "->");
+    gsize lhs_len = arrow ? (gsize)(arrow - s) : strlen(s);
+    guint ell_rank = 0, count[EIN_MAX_LABELS] = {0};
+    gboolean any_ell = FALSE;
+    /* the ellipsis rank is the largest any operand gives it */
+    const char *t = s;
+    for (guint q = 0; q < nops; q++) {
+        const char *end = memchr(t, ',', lhs_len - (gsize)(t - s));
+        gsize len = end ? (gsize)(end - t) : lhs_len - (gsize)(t - s);
+        if ((q + 1 < nops) != (end != NULL)) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "the equation '%s' has not %u operands", eq_raw,
+                        nops);
+            return FALSE;
+        }
+        guint letters = 0;
+        gboolean ell = FALSE;
+        for (gsize i = 0; i < len; i++) {
+            if (ein_letter(t[i]) >= 0)
+                letters++;
+            else if (t[i] == '.')
+                ell = TRUE;
+        }
+        if (ell && ranks[q] >= (int)letters)
+            ell_rank = MAX(ell_rank, (guint)ranks[q] - letters);
+        t = end ? end + 1 : t + len;
+    }
+    if (ell_rank > HG_MAX_RANK)
+        goto bad;
+    t = s;
+    for (guint q = 0; q < nops; q++) {
+        const char *end = memchr(t, ',', lhs_len - (gsize)(t - s));
+        gsize len = end ? (gsize)(end - t) : lhs_len - (gsize)(t - s);
+        gboolean ell;
+        if (ranks[q] < 0 || ranks[q] > HG_MAX_RANK ||
+            !ein_term(t, len, ranks[q], ell_rank, e->axis_label[q], &e->rank[q], HG_MAX_RANK, &ell))
+            goto bad;
+        any_ell |= ell;
+        for (guint i = 0; i < e->rank[q]; i++)
+            count[e->axis_label[q][i]]++;
+        t = end ? end + 1 : t + len;
+    }
+    if (arrow) {
+        const char *o = arrow + 2;
+        gboolean ell;
+        if (!ein_term(o, strlen(o), -1, ell_rank, e->out_label, &e->out_rank, EIN_MAX_LABELS, &ell))
+            goto bad;
+        gboolean seen[EIN_MAX_LABELS] = {FALSE};
+        for (guint i = 0; i < e->out_rank; i++) {
+            int l = e->out_label[i];
+            if (seen[l] || !count[l]) {
+                hg_op_error(error, HG_ERROR_INVALID, node,
+                            "in the equation '%s', output label %u is repeated or in no input", eq_raw, i);
+                return FALSE;
+            }
+            seen[l] = TRUE;
+        }
+    } else {
+        /* implicit output: the broadcast dims, then the labels seen once, in ASCII order */
+        for (guint j = 0; any_ell && j < ell_rank; j++)
+            e->out_label[e->out_rank++] = 52 + (int)j;
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1)
+                e->out_label[e->out_rank++] = l;
+    }
+    return TRUE;
+bad:
+    hg_op_error(error, HG_ERROR_INVALID, node, "the equation '%s' does not fit the inputs", eq_raw);
+    return FALSE;
+}
+
+/* Dims of each label (known value, or unknown) from the operands' dims, broadcasting 1s. */
+static gboolean
+ein_label_dims(const HgNode *node, const Einsum *e, const HgSymDim *const *opdims, HgSymDim *ldims,
+               GError **error)
+{
+    gboolean used[EIN_MAX_LABELS] = {FALSE};
+    for (int l = 0; l < EIN_MAX_LABELS; l++)
+        ldims[l] = dim_known(1);
+    for (guint q = 0; q < e->nops; q++)
+        for (guint i = 0; i < e->rank[q]; i++) {
+            int l = e->axis_label[q][i];
+            HgSymDim d = opdims[q][i];
+            if (!used[l]) {
+                ldims[l] = d;
+                used[l] = TRUE;
+            } else if (!sym_broadcast(ldims[l], d, &ldims[l])) {
+                hg_op_error(error, HG_ERROR_INVALID, node, "operand %u axis %u has %" G_GINT64_FORMAT
+                            " where the label has another length", q, i, d.v);
+                return FALSE;
+            }
+        }
+    return TRUE;
+}
+
+gboolean
+hg_infer_Einsum(HgShapeCtx *ctx)
+{
+    HgValueShape *y = out_shape(ctx, 0);
+    const HgValueShape *x0 = in_shape(ctx, 0);
+    int dtype = x0 ? x0->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS)
+        return TRUE;
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgValueShape *s = in_shape(ctx, q);
+        if (!s || s->rank < 0)
+            return TRUE;
+        ranks[q] = s->rank;
+        opdims[q] = s->dims;
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, ctx->error) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, ctx->error))
+        return FALSE;
+    if (e.out_rank > HG_MAX_RANK)
+        return TRUE;
+    HgSymDim dims[HG_MAX_RANK];
+    for (guint i = 0; i < e.out_rank; i++)
+        dims[i] = ldims[e.out_label[i]];
+    set_out(y, dtype, (int)e.out_rank, dims);
+    fold_small(ctx, hg_eval_Einsum);
+    return TRUE;
+}
+
+/* Einsum as a batched GEMM when it is one: two operands where every label is batch (both operands
+ * and the output), M (first and output), N (second and output) or K (both operands, summed). The
+ * operands are packed into [batch, M, K] and [batch, K, N] (repeated labels and broadcasts are just
+ * strides), multiplied, and the result scattered into the output's order. Returns FALSE when the
+ * equation is not of that form. */
+static gboolean
+ein_as_gemm(HgCompute cmp, const EinPlan *p, const void *a, const void *b, void *out, gboolean *oom_out)
+{
+    int cls[EIN_MAX_LABELS]; /* 0 batch, 1 M, 2 N, 3 K */
+    guint nl[4] = {0};
+    for (guint l = 0; l < p->nlab; l++) {
+        /* a label an operand broadcasts along (stride 0) is one it does not vary along */
+        gboolean ia = p->strides[l] != 0, ib = p->strides[EIN_MAX_LABELS + l] != 0, io = l < p->nout;
+        if (p->dims[l] == 1)
+            cls[l] = io ? 0 : 3; /* a length-1 label fits any class */
+        else if (ia && ib)
+            cls[l] = io ? 0 : 3;
+        else if (ia && io)
+            cls[l] = 1;
+        else if (ib && io)
+            cls[l] = 2;
+        else
+            return FALSE; /* summed in one operand only, or broadcast in both */
+        nl[cls[l]]++;
+    }
+    /* label lists per class and their products */
+    gint64 size[4] = {1, 1, 1, 1};
+    guint order[4][EIN_MAX_LABELS];
+    guint fill[4] = {0};
+    for (guint l = 0; l < p->nlab; l++) {
+        order[cls[l]][fill[cls[l]]++] = l;
+        size[cls[l]] *= p->dims[l];
+    }
+    if (!blas_fits(size[1], size[2], size[3], 1))
+        return FALSE;
+    /* packed layouts: A [batch, M, K], B [batch, K, N], C [batch, M, N] */
+    static const int a_cls[3] = {0, 1, 3}, b_cls[3] = {0, 3, 2}, c_cls[3] = {0, 1, 2};
+    const int *layouts[3] = {a_cls, b_cls, c_cls};
+    gint64 ldims[3][EIN_MAX_LABELS], src_st[3][EIN_MAX_LABELS], dst_st[3][EIN_MAX_LABELS];
+    guint lcount[3] = {0};
+    for (int t = 0; t < 3; t++) {
+        for (int c = 0; c < 3; c++)
+            for (guint i = 0; i < nl[layouts[t][c]]; i++) {
+                guint l = order[layouts[t][c]][i];
+                ldims[t][lcount[t]] = p->dims[l];
+                /* operand strides for A and B; the output's (contiguous, output order) for C */
+                src_st[t][lcount[t]] = t < 2 ? p->strides[t * EIN_MAX_LABELS + l] : 0;
+                if (t == 2) {
+                    gint64 st = 1;
+                    for (guint o = p->nout; o-- > l + 1;)
+                        st *= p->dims[o];
+                    src_st[t][lcount[t]] = st;
+                }
+                lcount[t]++;
+            }
+        gint64 st = 1;
+        for (guint i = lcount[t]; i-- > 0;) {
+            dst_st[t][i] = st;
+            st *= ldims[t][i];
+        }
+    }
+    gsize es = compute_size(cmp);
+    g_autofree void *pa = g_try_malloc((gsize)(size[0] * size[1] * size[3]) * es + 8);
+    g_autofree void *pb = g_try_malloc((gsize)(size[0] * size[3] * size[2]) * es + 8);
+    g_autofree void *pc = g_try_malloc((gsize)(size[0] * size[1] * size[2]) * es + 8);
+    if (!pa || !pb || !pc) {
+        *oom_out = TRUE;
+        return TRUE;
+    }
+    TYPED(cmp, strided_copy, a, pa, lcount[0], ldims[0], src_st[0], dst_st[0]);
+    TYPED(cmp, strided_copy, b, pb, lcount[1], ldims[1], src_st[1], dst_st[1]);
+    g_autofree gint64 *offs = g_new(gint64, 2 * size[0] + 2);
+    for (gint64 i = 0; i < size[0]; i++) {
+        offs[2 * i] = i * size[1] * size[3];
+        offs[2 * i + 1] = i * size[3] * size[2];
+    }
+    TYPED(cmp, matmul_run, pa, pb, pc, size[0], offs, size[1], size[2], size[3]);
+    /* scatter: C is contiguous in its own order, the output strided */
+    TYPED(cmp, strided_copy, pc, out, lcount[2], ldims[2], dst_st[2], src_st[2]);
+    return TRUE;
+}
+
+gboolean
+hg_eval_Einsum(HgEvalCtx *ctx)
+{
+    HgCompute cmp;
+    if (!need_inputs(ctx, ctx->n_inputs))
+        return FALSE;
+    guint nops = ctx->n_inputs;
+    if (nops == 0 || nops > EIN_MAX_OPS) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "%u operands", nops);
+        return FALSE;
+    }
+    if (!same_types(ctx, nops, &cmp))
+        return FALSE;
+    int ranks[EIN_MAX_OPS];
+    HgSymDim sd[EIN_MAX_OPS][HG_MAX_RANK];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < nops; q++) {
+        ranks[q] = (int)ctx->inputs[q]->rank;
+        for (guint i = 0; i < ctx->inputs[q]->rank; i++)
+            sd[q][i] = dim_known(ctx->inputs[q]->dims[i]);
+        opdims[q] = sd[q];
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, nops, ranks, &e, ctx->error) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, ctx->error))
+        return FALSE;
+    if (e.out_rank > HG_MAX_RANK) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "output rank %u", e.out_rank);
+        return FALSE;
+    }
+    /* the plan's label order: the output's, then every other label used */
+    int lab_of[EIN_MAX_LABELS];
+    gboolean in_plan[EIN_MAX_LABELS] = {FALSE};
+    EinPlan p = {nops, 0, e.out_rank, {0}, NULL};
+    gint64 ydims[HG_MAX_RANK];
+    for (guint i = 0; i < e.out_rank; i++) {
+        lab_of[p.nlab] = e.out_label[i];
+        in_plan[e.out_label[i]] = TRUE;
+        ydims[i] = ldims[e.out_label[i]].v;
+        p.dims[p.nlab++] = ydims[i];
+    }
+    for (guint q = 0; q < nops; q++)
+        for (guint i = 0; i < e.rank[q]; i++) {
+            int l = e.axis_label[q][i];
+            if (!in_plan[l]) {
+                in_plan[l] = TRUE;
+                lab_of[p.nlab] = l;
+                p.dims[p.nlab++] = ldims[l].v;
+            }
+        }
+    /* each operand's stride per plan label: repeated labels (diagonals) add, broadcasts are 0 */
+    g_autofree gint64 *strides = g_new0(gint64, (gsize)nops * EIN_MAX_LABELS);
+    p.strides = strides;
+    for (guint q = 0; q < nops; q++) {
+        const HgArray *x = ctx->inputs[q];
+        gint64 st[HG_MAX_RANK];
+        hg_strides(x->rank, x->dims, st);
+        for (guint i = 0; i < x->rank; i++) {
+            guint pl = 0;
+            while (lab_of[pl] != e.axis_label[q][i])
+                pl++;
+            if (x->dims[i] != p.dims[pl] && x->dims[i] != 1) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "operand %u axis %u: a diagonal over unequal lengths", q, i);
+                return FALSE;
+            }
+            if (x->dims[i] != 1)
+                strides[q * EIN_MAX_LABELS + pl] += st[i];
+        }
+    }
+    g_autoptr(HgArray) y = new_out(ctx, ctx->inputs[0]->dtype, e.out_rank, ydims);
+    if (!y)
+        return FALSE;
+    g_autofree Loaded *bufs = g_new0(Loaded, nops);
+    g_autofree const void **datas = g_new0(const void *, nops);
+    for (guint q = 0; q < nops; q++) {
+        bufs[q] = load_as(ctx->inputs[q], cmp);
+        datas[q] = bufs[q].data;
+    }
+    g_auto(Loaded) yb = out_buffer(y, cmp);
+    gboolean failed = !yb.data, done = FALSE;
+    gint64 total = numel_of(p.nlab, p.dims);
+    if (!failed && y->numel && total > 0) {
+        blas_threads(ctx->threads);
+        if (nops == 2)
+            done = ein_as_gemm(cmp, &p, datas[0], datas[1], yb.data, &failed);
+        if (!done)
+            TYPED(cmp, einsum_naive, datas, &p, yb.data);
+    }
+    for (guint q = 0; q < nops; q++)
+        loaded_clear(&bufs[q]);
+    if (failed)
+        return oom(ctx);
+    if (yb.owned)
+        store_as(y, &yb, cmp);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+gint64
+hg_cost_Einsum(const HgShapeCtx *ctx)
+{
+    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS)
+        return -1;
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgValueShape *s = in_shape(ctx, q);
+        if (!hg_vshape_known(s))
+            return -1;
+        ranks[q] = s->rank;
+        opdims[q] = s->dims;
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, NULL) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, NULL))
+        return -1;
+    gboolean used[EIN_MAX_LABELS] = {FALSE};
+    gint64 n = 1;
+    for (guint q = 0; q < e.nops; q++)
+        for (guint i = 0; i < e.rank[q]; i++)
+            if (!used[e.axis_label[q][i]]) {
+                used[e.axis_label[q][i]] = TRUE;
+                n *= ldims[e.axis_label[q][i]].v;
+            }
+    return n;
+}
+
+#else /* HG_LINALG_T: ====================================================== typed kernels
+       * Included once per compute type from above: T is the element type, SFX(name) the instance
+       * name, T_GEMM its GEMM, T_FLOAT 1 for the float types (the window kernels need them). */
+
+#define T HG_LINALG_T
+#if T_FLOAT
+#define T_FROM_DOUBLE(v) ((T)(v))
+#else
+/* integer scalars arrive whole and within int64 (hg_eval_Gemm checks), negative ones wrap */
+#define T_FROM_DOUBLE(v) ((T)(gint64)(v))
+#endif
+
+#if T_FLOAT
+
+/* Gather the window taps of channels [0, nc) of x (each an image of w->img) for grid rows [r0, r1)
+ * (a row is one position of the two outer grid axes and holds grid[2] positions) into col, a
+ * (nc * kprod) x ((r1 - r0) * grid[2]) row-major matrix; taps in the padding are 0. Along the inner
+ * axis the in-image span of every (row, tap) is computed once, so the copy has no branches. */
+static void
+SFX(im2col)(const T *x, gint64 nc, const Win *w, gint64 r0, gint64 r1, T *col)
+{
+    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
+    const gint64 ncols = (r1 - r0) * GW, sw = w->s[2];
+    T *dst = col;
+    for (gint64 c = 0; c < nc; c++)
+        for (gint64 kd = 0; kd < w->k[0]; kd++)
+            for (gint64 kh = 0; kh < w->k[1]; kh++)
+                for (gint64 kw = 0; kw < w->k[2]; kw++, dst += ncols) {
+                    const gint64 off = kw * w->d[2] - w->pb[2]; /* iw = gw * sw + off */
+                    gint64 lo, hi;
+                    win_range(off, sw, IW, GW, &lo, &hi);
+                    for (gint64 r = r0; r < r1; r++) {
+                        T *drow = dst + (r - r0) * GW;
+                        const gint64 id = (r / GH) * w->s[0] - w->pb[0] + kd * w->d[0];
+                        const gint64 ih = (r % GH) * w->s[1] - w->pb[1] + kh * w->d[1];
+                        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+                            memset(drow, 0, sizeof(T) * (gsize)GW);
+                            continue;
+                        }
+                        const T *srow = x + ((c * ID + id) * IH + ih) * IW;
+                        memset(drow, 0, sizeof(T) * (gsize)lo);
+                        if (sw == 1) {
+                            memcpy(drow + lo, srow + lo + off, sizeof(T) * (gsize)(hi - lo));
+                        } else {
+                            for (gint64 g = lo; g < hi; g++)
+                                drow[g] = srow[g * sw + off];
+                        }
+                        memset(drow + hi, 0, sizeof(T) * (gsize)(GW - hi));
+                    }
+                }
+}
+
+/* The adjoint of im2col: add the columns of col into the image y (channels [0, nc)) at the
+ * coordinates im2col would read them from; taps in the padding are dropped. */
+static void
+SFX(col2im)(const T *col, gint64 nc, const Win *w, gint64 r0, gint64 r1, T *y)
+{
+    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
+    const gint64 ncols = (r1 - r0) * GW, sw = w->s[2];
+    const T *src = col;
+    for (gint64 c = 0; c < nc; c++)
+        for (gint64 kd = 0; kd < w->k[0]; kd++)
+            for (gint64 kh = 0; kh < w->k[1]; kh++)
+                for (gint64 kw = 0; kw < w->k[2]; kw++, src += ncols) {
+                    const gint64 off = kw * w->d[2] - w->pb[2];
+                    gint64 lo, hi;
+                    win_range(off, sw, IW, GW, &lo, &hi);
+                    for (gint64 r = r0; r < r1; r++) {
+                        const gint64 id = (r / GH) * w->s[0] - w->pb[0] + kd * w->d[0];
+                        const gint64 ih = (r % GH) * w->s[1] - w->pb[1] + kh * w->d[1];
+                        if (id < 0 || id >= ID || ih < 0 || ih >= IH)
+                            continue;
+                        const T *srow = src + (r - r0) * GW;
+                        T *drow = y + ((c * ID + id) * IH + ih) * IW + off;
+                        for (gint64 g = lo; g < hi; g++)
+                            drow[g * sw] += srow[g];
+                    }
+                }
+}
+
+/* A pointwise Conv (1x1, stride 1, no padding) multiplies the weights by the input in place. */
+static void
+SFX(conv_pointwise)(const ConvPlan *p, const void *xv, const void *wv, void *yv)
+{
+    const T *x = xv, *w = wv;
+    T *y = yv;
+    const gint64 cg = p->c / p->group, mg = p->m / p->group;
+    for (gint64 n = 0; n < p->n; n++)
+        for (gint64 g = 0; g < p->group; g++)
+            T_GEMM(FALSE, FALSE, mg, p->grid_size, cg, 1, w + g * mg * cg, cg,
+                   x + (n * p->c + g * cg) * p->img_size, p->img_size, 0,
+                   y + (n * p->m + g * mg) * p->grid_size, p->grid_size);
+}
+
+/* One band of an im2col Conv (task = (n * group + g) * ntasks_ng + band): Y_g rows [r0, r1) =
+ * W_g [Mg, Cg*kprod] x im2col(X_g) [Cg*kprod, band columns]. */
+static void
+SFX(conv_band)(const ConvPlan *p, const void *xv, const void *wv, void *yv, void *colv, gint64 task,
+               gint64 band, gint64 ntasks_ng)
+{
+    const T *x = xv, *w = wv;
+    T *y = yv, *col = colv;
+    const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
+    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
+    const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
+    const gint64 r0 = task % ntasks_ng * band, r1 = MIN(rows, r0 + band), ncols = (r1 - r0) * gw;
+    SFX(im2col)(x + (n * p->c + g * cg) * p->img_size, cg, &p->win, r0, r1, col);
+    T_GEMM(FALSE, FALSE, mg, ncols, kdim, 1, w + g * mg * kdim, kdim, col, ncols, 0,
+           y + (n * p->m + g * mg) * p->grid_size + r0 * gw, p->grid_size);
+}
+
+/* One ConvTranspose task (task = (n * group + g) * ntasks_ng + channel block): for output channels
+ * [m0, m1) and each band of input rows, col = W_g[:, m0 * kprod : m1 * kprod]^T x X_g band, added
+ * into Y (zeroed by the caller) by col2im. W is [C, Mg, k...], so W_g is [Cg, Mg * kprod]. */
+static void
+SFX(convt_task)(const ConvPlan *p, const void *xv, const void *wv, void *yv, void *colv, gint64 task,
+                gint64 band, gint64 ntasks_ng, gint64 mblock)
+{
+    const T *x = xv, *w = wv;
+    T *y = yv, *col = colv;
+    const gint64 cg = p->c / p->group, mg = p->m / p->group, kcol = mg * p->kprod;
+    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
+    const gint64 m0 = task % ntasks_ng * mblock, m1 = MIN(mg, m0 + mblock);
+    const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
+    const T *xg = x + (n * p->c + g * cg) * p->grid_size;
+    const T *wg = w + g * cg * kcol + m0 * p->kprod;
+    T *yg = y + (n * p->m + g * mg + m0) * p->img_size;
+    if (m1 <= m0)
+        return;
+    for (gint64 r0 = 0; r0 < rows; r0 += band) {
+        gint64 r1 = MIN(rows, r0 + band), ncols = (r1 - r0) * gw;
+        T_GEMM(TRUE, FALSE, (m1 - m0) * p->kprod, ncols, cg, 1, wg, kcol, xg + r0 * gw, p->grid_size,
+               0, col, ncols);
+        SFX(col2im)(col, m1 - m0, &p->win, r0, r1, yg);
+    }
+}
+
+typedef T SFX(vec) __attribute__((vector_size(32)));
+#define TVL ((gint64)(32 / sizeof(T)))
+
+/* The direct kernel's weights: per group and block of DIRECT_MB output channels, per tap (c, kh,
+ * kw), the DIRECT_MB weights side by side (0 past the last channel). */
+static void
+SFX(direct_pack)(const ConvPlan *p, const void *wv, void *outv)
+{
+    const T *w = wv;
+    T *out = outv;
+    const gint64 mg = p->m / p->group, kk = p->c / p->group * p->kprod, nblk = ceil_div(mg, DIRECT_MB);
+    for (gint64 g = 0; g < p->group; g++)
+        for (gint64 b = 0; b < nblk; b++)
+            for (gint64 t = 0; t < kk; t++)
+                for (gint64 i = 0; i < DIRECT_MB; i++) {
+                    gint64 m = b * DIRECT_MB + i;
+                    out[((g * nblk + b) * kk + t) * DIRECT_MB + i] = m < mg ? w[(g * mg + m) * kk + t] : 0;
+                }
+}
+
+/* One task of the direct Conv (1-D/2-D, unit width stride): output rows [oh0, oh1) of image n,
+ * group g (task = (n * group + g) * ntasks_ng + chunk). The input rows it reads are first copied
+ * into buf, zero-padded in width, so that every output column takes the same path: 2 * TVL columns
+ * of DIRECT_MB channels accumulate in registers over all taps. Built for AVX2 too, picked at run
+ * time. */
+__attribute__((target_clones("avx2", "default"))) static void
+SFX(conv_direct)(const ConvPlan *p, const void *xv, const void *wpv, void *yv, void *bufv, gint64 task,
+                 gint64 band, gint64 ntasks_ng)
+{
+    typedef SFX(vec) V;
+    const Win *w = &p->win;
+    const gint64 cg = p->c / p->group, mg = p->m / p->group, kk = cg * p->kprod;
+    const gint64 nblk = ceil_div(mg, DIRECT_MB);
+    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
+    const gint64 IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
+    const gint64 KH = w->k[1], KW = w->k[2], sh = w->s[1], dh = w->d[1], dw = w->d[2], pw = w->pb[2];
+    const gint64 oh0 = task % ntasks_ng * band, oh1 = MIN(GH, oh0 + band);
+    const gint64 ih0 = oh0 * sh - w->pb[1], nin = (oh1 - 1 - oh0) * sh + (KH - 1) * dh + 1;
+    const gint64 IWp = round_up(GW, 2 * TVL) + (KW - 1) * dw;
+    const T *x = (const T *)xv + (n * p->c + g * cg) * p->img_size;
+    const T *wp = (const T *)wpv + g * nblk * kk * DIRECT_MB;
+    T *y = (T *)yv + (n * p->m + g * mg) * p->grid_size;
+    T *buf = bufv;
+    /* row j of channel c in buf: input row ih0 + j shifted right by pw (rows outside the image are
+     * never read) */
+    for (gint64 c = 0; c < cg; c++)
+        for (gint64 j = 0; j < nin; j++) {
+            const gint64 ih = ih0 + j;
+            T *d = buf + (c * nin + j) * IWp;
+            if (ih < 0 || ih >= IH)
+                continue;
+            memset(d, 0, sizeof(T) * (gsize)pw);
+            memcpy(d + pw, x + (c * IH + ih) * IW, sizeof(T) * (gsize)IW);
+            memset(d + pw + IW, 0, sizeof(T) * (gsize)(IWp - pw - IW));
+        }
+    for (gint64 oh = oh0; oh < oh1; oh++) {
+        /* kernel rows that land inside the image */
+        gint64 kh_lo, kh_hi;
+        win_range(oh * sh - w->pb[1], dh, IH, KH, &kh_lo, &kh_hi);
+        const T *rows = buf + ((oh - oh0) * sh) * IWp;
+        for (gint64 b = 0; b < nblk; b++) {
+            const T *wb = wp + b * kk * DIRECT_MB;
+            for (gint64 ow = 0; ow < GW; ow += 2 * TVL) {
+                V a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
+                for (gint64 c = 0; c < cg; c++)
+                    for (gint64 kh = kh_lo; kh < kh_hi; kh++) {
+                        const T *xr = rows + (c * nin + kh * dh) * IWp + ow;
+                        const T *wt = wb + (c * KH + kh) * KW * DIRECT_MB;
+                        for (gint64 kw = 0; kw < KW; kw++, wt += DIRECT_MB) {
+                            V x0, x1;
+                            memcpy(&x0, xr + kw * dw, sizeof(V));
+                            memcpy(&x1, xr + kw * dw + TVL, sizeof(V));
+                            a00 += x0 * wt[0];
+                            a01 += x1 * wt[0];
+                            a10 += x0 * wt[1];
+                            a11 += x1 * wt[1];
+                            a20 += x0 * wt[2];
+                            a21 += x1 * wt[2];
+                            a30 += x0 * wt[3];
+                            a31 += x1 * wt[3];
+                        }
+                    }
+                const V acc[DIRECT_MB][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
+                const gint64 cols = MIN(2 * TVL, GW - ow);
+                for (gint64 i = 0; i < DIRECT_MB && b * DIRECT_MB + i < mg; i++)
+                    memcpy(y + (b * DIRECT_MB + i) * p->grid_size + oh * GW + ow, acc[i],
+                           sizeof(T) * (gsize)cols);
+            }
+        }
+    }
+}
+
+#undef TVL
+
+/* MaxPool over planes images. NaN wins (as in PyTorch). Indices, when wanted, are flat positions in
+ * X: row-major, or with the spatial part column-major when col_major (storage_order 1). */
+static void
+SFX(maxpool)(const void *xv, void *yv, void *indv, gint64 planes, const Win *w,
+             const Taps *const *taps, gboolean col_major)
+{
+    const T *x = xv;
+    T *y = yv;
+    gint64 *ind = indv;
+    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2];
+    const gint64 isz = ID * IH * IW;
+    gint64 o = 0;
+    for (gint64 pl = 0; pl < planes; pl++) {
+        const T *xp = x + pl * isz;
+        for (gint64 gd = 0; gd < w->grid[0]; gd++)
+            for (gint64 gh = 0; gh < w->grid[1]; gh++)
+                for (gint64 gw = 0; gw < w->grid[2]; gw++, o++) {
+                    const Taps *td = &taps[0][gd], *th = &taps[1][gh], *tw = &taps[2][gw];
+                    const gint64 bd = gd * w->s[0] - w->pb[0], bh = gh * w->s[1] - w->pb[1];
+                    const gint64 bw = gw * w->s[2] - w->pb[2];
+                    T best = -INFINITY;
+                    gint64 at_d = 0, at_h = 0, at_w = 0;
+                    for (gint64 jd = td->lo; jd < td->hi; jd++)
+                        for (gint64 jh = th->lo; jh < th->hi; jh++) {
+                            const gint64 id = bd + jd * w->d[0], ih = bh + jh * w->d[1];
+                            const T *row = xp + (id * IH + ih) * IW;
+                            for (gint64 jw = tw->lo; jw < tw->hi; jw++) {
+                                const T v = row[bw + jw * w->d[2]];
+                                if (v > best || (isnan(v) && !isnan(best))) {
+                                    best = v;
+                                    at_d = id;
+                                    at_h = ih;
+                                    at_w = bw + jw * w->d[2];
+                                }
+                            }
+                        }
+                    y[o] = best;
+                    if (ind)
+                        ind[o] = pl * isz + (col_major ? at_d + at_h * ID + at_w * ID * IH
+                                                       : (at_d * IH + at_h) * IW + at_w);
+                }
+    }
+}
+
+/* AveragePool: the divisor counts the taps inside the image, or with count_include_pad those inside
+ * the padded extent (not those past it that ceil_mode adds). */
+static void
+SFX(avgpool)(const void *xv, void *yv, gint64 planes, const Win *w, const Taps *const *taps,
+             gboolean include_pad)
+{
+    const T *x = xv;
+    T *y = yv;
+    const gint64 IH = w->img[1], IW = w->img[2], isz = w->img[0] * IH * IW;
+    gint64 o = 0;
+    for (gint64 pl = 0; pl < planes; pl++) {
+        const T *xp = x + pl * isz;
+        for (gint64 gd = 0; gd < w->grid[0]; gd++)
+            for (gint64 gh = 0; gh < w->grid[1]; gh++)
+                for (gint64 gw = 0; gw < w->grid[2]; gw++, o++) {
+                    const Taps *td = &taps[0][gd], *th = &taps[1][gh], *tw = &taps[2][gw];
+                    const gint64 bd = gd * w->s[0] - w->pb[0], bh = gh * w->s[1] - w->pb[1];
+                    const gint64 bw = gw * w->s[2] - w->pb[2];
+                    T sum = 0;
+                    for (gint64 jd = td->lo; jd < td->hi; jd++)
+                        for (gint64 jh = th->lo; jh < th->hi; jh++) {
+                            const T *row = xp + ((bd + jd * w->d[0]) * IH + bh + jh * w->d[1]) * IW;
+                            for (gint64 jw = tw->lo; jw < tw->hi; jw++)
+                                sum += row[bw + jw * w->d[2]];
+                        }
+                    gint64 cnt = include_pad ? td->padded * th->padded * tw->padded
+                                             : (td->hi - td->lo) * (th->hi - th->lo) * (tw->hi - tw->lo);
+                    y[o] = sum / (T)cnt;
+                }
+    }
+}
+
+static void
+SFX(global_pool)(const void *xv, void *yv, gint64 planes, gint64 size, gboolean is_max)
+{
+    const T *x = xv;
+    T *y = yv;
+    for (gint64 pl = 0; pl < planes; pl++) {
+        const T *xp = x + pl * size;
+        T acc = is_max ? -INFINITY : 0;
+        if (is_max) {
+            for (gint64 i = 0; i < size; i++)
+                if (xp[i] > acc || (isnan(xp[i]) && !isnan(acc)))
+                    acc = xp[i];
+        } else {
+            for (gint64 i = 0; i < size; i++)
+                acc += xp[i];
+            acc /= (T)size;
+        }
+        y[pl] = acc;
+    }
+}
+
+#endif /* T_FLOAT */
+
+/* Batched C_i [m, n] = A [m, k] (at offs[2i]) x B [k, n] (at offs[2i + 1]), C contiguous. */
+static void
+SFX(matmul_run)(const void *av, const void *bv, void *cv, gint64 nbatch, const gint64 *offs,
+                gint64 m, gint64 n, gint64 k)
+{
+    const T *a = av, *b = bv;
+    T *c = cv;
+    for (gint64 i = 0; i < nbatch; i++)
+        T_GEMM(FALSE, FALSE, m, n, k, 1, a + offs[2 * i], k, b + offs[2 * i + 1], n, 0, c + i * m * n, n);
+}
+
+/* Gemm: Y = alpha op(A) op(B) + beta C, with C broadcast through its strides cst (NULL c: none). */
+static void
+SFX(gemm_run)(const void *av, const void *bv, const void *cv, const gint64 *cst, void *yv, gboolean ta,
+              gboolean tb, gint64 m, gint64 n, gint64 k, double alpha, double beta)
+{
+    const T *a = av, *b = bv, *c = cv;
+    T *y = yv;
+    const T tbeta = T_FROM_DOUBLE(beta);
+    if (c) {
+        for (gint64 i = 0; i < m; i++)
+            for (gint64 j = 0; j < n; j++)
+                y[i * n + j] = tbeta * c[i * cst[0] + j * cst[1]];
+    }
+    T_GEMM(ta, tb, m, n, k, T_FROM_DOUBLE(alpha), a, ta ? m : k, b, tb ? k : n, c ? 1 : 0, y, n);
+}
+
+/* dst[...] = src[...] over an n-label index space with per-label strides on both sides. The last
+ * label runs in a plain loop. */
+static void
+SFX(strided_copy)(const void *srcv, void *dstv, guint n, const gint64 *dims, const gint64 *sst,
+                  const gint64 *dstst)
+{
+    const T *src = srcv;
+    T *dst = dstv;
+    if (n == 0) {
+        dst[0] = src[0];
+        return;
+    }
+    gint64 idx[EIN_MAX_LABELS] = {0}, off[2] = {0, 0}, st[2 * EIN_MAX_LABELS];
+    memcpy(st, sst, sizeof(gint64) * n);
+    memcpy(st + EIN_MAX_LABELS, dstst, sizeof(gint64) * n);
+    const gint64 len = dims[n - 1], si = sst[n - 1], di = dstst[n - 1];
+    if (numel_of(n, dims) == 0)
+        return;
+    do {
+        const T *s = src + off[0];
+        T *d = dst + off[1];
+        for (gint64 i = 0; i < len; i++)
+            d[i * di] = s[i * si];
+    } while (odo_step(idx, dims, 0, n - 1, 2, st, EIN_MAX_LABELS, off));
+}
+
+/* out[o] = sum over the summed labels of the product of the operands: an odometer over the output
+ * labels (outer) and the summed labels (inner), moving each operand's offset by its label stride. */
+static void
+SFX(einsum_naive)(const void **ops, const EinPlan *p, void *outv)
+{
+    T *out = outv;
+    const T *const *op = (const T *const *)ops;
+    gint64 idx[EIN_MAX_LABELS] = {0};
+    g_autofree gint64 *base = g_new0(gint64, p->nops);
+    g_autofree gint64 *off = g_new0(gint64, p->nops);
+    gint64 o = 0;
+    do {
+        T acc = 0;
+        memcpy(off, base, sizeof(gint64) * p->nops);
+        do {
+            T prod = op[0][off[0]];
+            for (guint q = 1; q < p->nops; q++)
+                prod *= op[q][off[q]];
+            acc += prod;
+        } while (odo_step(idx, p->dims, p->nout, p->nlab, p->nops, p->strides, EIN_MAX_LABELS, off));
+        out[o++] = acc;
+    } while (odo_step(idx, p->dims, 0, p->nout, p->nops, p->strides, EIN_MAX_LABELS, base));
+}
+
+#undef T
+#undef T_FROM_DOUBLE
+
+#endif /* HG_LINALG_T */

@@ -1,380 +1,2131 @@
-/* reduce kernels: STUBS, to be replaced by the real shape rules and kernels. */
+/* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum) and normalizations (Softmax,
+ * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization).
+ *
+ * Numerics. Float data of any width is computed in FP32 (FP64 for double, int64 with wrap-around for
+ * the integer types) and rounded once when stored: an FP16 ReduceSum whose total passes 65504 is inf,
+ * one whose partial sums pass it but whose total does not is finite. The one deviation is CumSum on
+ * FP16/BF16 data, which rounds every running sum to the storage type as GPU kernels do (a CumSum of
+ * 4096 FP16 ones stops at 2048).
+ *
+ * Layout. Kernels see a tensor as [outer, axis, inner] (RedLayout generalizes that to several
+ * reduced axes). inner == 1 is the contiguous case that real models hit (Softmax over the last axis,
+ * LayerNormalization, ReduceMean over the hidden size, InstanceNormalization planes). Those loops are
+ * written so that gcc vectorizes them at -O2: fixed blocks of eight lanes, or GCC vector types (the
+ * exp of Softmax, the FP16 conversions). Sums therefore add in a different but fixed order. FP16 and
+ * BF16 rows stream through a row of FP32 scratch rather than a converted copy of the whole tensor.
+ */
 #include "ops/op.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Shape inference folds a node whose inputs are all known when its outputs are this small. */
+#define FOLD_MAX_OUTPUT 1024
+#define FOLD_MAX_INPUT 65536
+
+/* ---------------------------------------------------------------- small helpers */
+
+static const HgValueShape *
+in_shape(const HgShapeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+/* Output k's shape record, or NULL when the node omits that output. */
+static HgValueShape *
+out_shape(HgShapeCtx *ctx, guint k)
+{
+    if (k >= ctx->n_outputs || !ctx->outputs[k])
+        return NULL;
+    if (ctx->node && (k >= ctx->node->n_outputs || !ctx->node->outputs[k]))
+        return NULL;
+    return ctx->outputs[k];
+}
+
+static void
+vshape_like(HgValueShape *dst, const HgValueShape *src, int dtype)
+{
+    dst->dtype = dtype;
+    dst->rank = src->rank;
+    for (int i = 0; i < src->rank && i < HG_MAX_RANK; i++)
+        dst->dims[i] = src->dims[i];
+}
+
+static HgArray *
+in_array(const HgEvalCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+/* Whether the node asks for output k. */
+static gboolean
+want_output(const HgEvalCtx *ctx, guint k)
+{
+    if (k >= ctx->n_outputs)
+        return FALSE;
+    return !ctx->node || (k < ctx->node->n_outputs && ctx->node->outputs[k]);
+}
+
+/* Store a (owned) as output k. */
+static void
+set_output(HgEvalCtx *ctx, guint k, HgArray *a)
+{
+    if (ctx->outputs[k])
+        hg_array_unref(ctx->outputs[k]);
+    ctx->outputs[k] = a;
+}
+
+/* Input i, which must be present and hold numbers of a type the kernels compute in. */
+static HgArray *
+need_input(HgEvalCtx *ctx, guint i, const char *what)
+{
+    HgArray *a = in_array(ctx, i);
+    if (!a) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u (%s) is missing", i, what);
+        return NULL;
+    }
+    if (hg_dtype_compute(a->dtype) == HG_COMPUTE_NONE || (!a->data && a->numel)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input %u (%s) of type %s is not supported",
+                    i, what, hg_dtype_name(a->dtype) ? hg_dtype_name(a->dtype) : "?");
+        return NULL;
+    }
+    return a;
+}
+
+static gboolean
+need_outputs(HgEvalCtx *ctx, guint n)
+{
+    if (ctx->n_outputs >= n)
+        return TRUE;
+    hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "needs %u output slots, has %u", n, ctx->n_outputs);
+    return FALSE;
+}
+
+static gint64
+prod(const gint64 *dims, guint from, guint to)
+{
+    gint64 n = 1;
+    for (guint i = from; i < to; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* The input of a cost function, as a known element count or -1. */
+static gint64
+input_numel(const HgShapeCtx *ctx, guint i)
+{
+    const HgValueShape *s = in_shape(ctx, i);
+    return s ? hg_vshape_numel(s) : -1;
+}
+
+static gint64
+scaled_cost(const HgShapeCtx *ctx, gint64 per_element)
+{
+    gint64 n = input_numel(ctx, 0);
+    return n < 0 ? -1 : n * per_element;
+}
+
+/* Fold the node when every input it has is a known constant and its outputs are small: shape
+ * subgraphs (ReduceProd of a Shape, ArgMax of a constant) then hand constants to the ops after them.
+ * A kernel error here is left for the interpreter to report; the outputs stay unknown. */
+static void
+fold(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    gint64 total = 0;
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        const HgValueShape *s = ctx->inputs[i];
+        if (!s)
+            continue;
+        if (!s->value)
+            return;
+        total += s->value->numel;
+    }
+    if (total > FOLD_MAX_INPUT || !ctx->n_outputs)
+        return;
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        HgValueShape *o = out_shape(ctx, k);
+        if (!o)
+            continue;
+        gint64 n = hg_vshape_numel(o);
+        if (n < 0 || n > FOLD_MAX_OUTPUT || o->value)
+            return;
+    }
+    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
+    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs);
+    for (guint i = 0; i < ctx->n_inputs; i++)
+        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
+    GError *err = NULL;
+    HgEvalCtx e = {
+        .node = ctx->node,
+        .opset = ctx->opset,
+        .n_inputs = ctx->n_inputs,
+        .inputs = ins,
+        .n_outputs = ctx->n_outputs,
+        .outputs = outs,
+        .threads = 1,
+        .error = &err,
+    };
+    gboolean ok = eval(&e);
+    g_clear_error(&err);
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        HgValueShape *o = out_shape(ctx, k);
+        HgArray *a = outs[k];
+        if (ok && o && a && a->dtype == o->dtype && (int)a->rank == o->rank)
+            o->value = a;
+        else if (a)
+            hg_array_unref(a);
+    }
+}
+
+/* Smallest and largest value of an integer dtype, as int64 (UINT64 compares through flip_sign and
+ * takes int64's range). */
+static void
+int_range(int dtype, gint64 *lo, gint64 *hi)
+{
+    switch (dtype) {
+    case HG_DTYPE_BOOL: *lo = 0; *hi = 1; break;
+    case HG_DTYPE_INT8: *lo = G_MININT8; *hi = G_MAXINT8; break;
+    case HG_DTYPE_UINT8: *lo = 0; *hi = G_MAXUINT8; break;
+    case HG_DTYPE_INT16: *lo = G_MININT16; *hi = G_MAXINT16; break;
+    case HG_DTYPE_UINT16: *lo = 0; *hi = G_MAXUINT16; break;
+    case HG_DTYPE_INT32: *lo = G_MININT32; *hi = G_MAXINT32; break;
+    case HG_DTYPE_UINT32: *lo = 0; *hi = G_MAXUINT32; break;
+    default: *lo = G_MININT64; *hi = G_MAXINT64; break;
+    }
+}
+
+/* UINT64 values compare like int64 once the sign bit is flipped; flipping again restores them. The
+ * order-based kernels (ReduceMax/Min, ArgMax/Min, TopK) run on flipped copies. */
+static void
+flip_sign(gint64 *v, gint64 n)
+{
+    for (gint64 i = 0; i < n; i++)
+        v[i] = (gint64)((guint64)v[i] ^ ((guint64)1 << 63));
+}
+
+/* int64 arithmetic that wraps like the narrower C types it stands for (signed overflow is UB). */
+static inline gint64
+wrap_add(gint64 a, gint64 b)
+{
+    return (gint64)((guint64)a + (guint64)b);
+}
+
+static inline gint64
+wrap_mul(gint64 a, gint64 b)
+{
+    return (gint64)((guint64)a * (guint64)b);
+}
+
+static inline gint64
+wrap_abs(gint64 a)
+{
+    return a < 0 ? (gint64)(0 - (guint64)a) : a;
+}
+
+static inline float
+round_bf16(float f)
+{
+    return hg_bf16_to_float(hg_float_to_bf16(f));
+}
+
+/* ---------------------------------------------------------------- four FP32 lanes
+ *
+ * The hot loops use GCC's vector extension (clang has it too): plain C arithmetic on 4-float vectors
+ * that becomes SSE even at -O2, where gcc leaves ordinary loops scalar. Tails go through a padded
+ * block so every element takes the same arithmetic wherever it sits. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef gint32 v4i __attribute__((vector_size(16)));
+typedef guint32 v4u __attribute__((vector_size(16)));
+typedef guint16 v4h __attribute__((vector_size(8)));
+
+static inline v4f
+v4_load(const float *p)
+{
+    v4f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void
+v4_store(float *p, v4f v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline v4f
+v4_splat(float x)
+{
+    return (v4f){x, x, x, x};
+}
+
+/* mask ? a : b, lane by lane (mask lanes are 0 or -1, as vector comparisons give) */
+static inline v4f
+v4_sel(v4i mask, v4f a, v4f b)
+{
+    return (v4f)((mask & (v4i)a) | (~mask & (v4i)b));
+}
+
+/* exp(x) for x <= 0 or NaN, the max-subtracted arguments of Softmax: Cephes' expf reduction and
+ * polynomial (within 1.4 ulp of exp on [-87.3, 0], checked against libm), 0 below -87.3 where expf
+ * would give an FP32 subnormal. x - n ln2 is split into two constants so r stays exact. */
+static inline v4f
+v4_exp_neg(v4f x)
+{
+    const v4i tiny = x < -87.33654f;
+    const v4f v = v4_sel(tiny, v4_splat(-87.33654f), x);
+    const v4f t = v * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer n */
+    const v4f n = t - 12582912.0f;
+    v4f r = v - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * (r * r) + r + 1.0f;
+    const v4i e = ((v4i)t - 0x4B400000 + 127) << 23; /* 2^n, from the integer held in t's mantissa */
+    return v4_sel(tiny, v4_splat(0), p * (v4f)e);
+}
+
+/* FP32 to FP16 bits, round to nearest even, without branches (Maratyszcza's FP16 method: scaling by
+ * 2^112 then 2^-110 sends overflow to inf and lets one FP32 addition do the rounding). Bit-identical
+ * to hg_float_to_half for all 2^32 inputs, NaN payloads included. */
+static inline v4h
+v4_to_half(v4f f)
+{
+    const v4u w = (v4u)f, shl1 = w + w, sign = w & 0x80000000u;
+    v4f base = ((v4f)(w & 0x7fffffffu) * 0x1.0p+112f) * 0x1.0p-110f;
+    v4u bias = shl1 & 0xFF000000u;
+    bias = (v4u)v4_sel((v4i)(bias < 0x71000000u), (v4f)(v4u){0x71000000u, 0x71000000u, 0x71000000u, 0x71000000u},
+                       (v4f)bias);
+    base = (v4f)((bias >> 1) + 0x07800000u) + base;
+    const v4u b = (v4u)base;
+    const v4u nonsign = ((b >> 13) & 0x7C00u) + (b & 0xFFFu);
+    const v4u nan = 0x7E00u | ((w >> 13) & 0x3FFu);
+    const v4u h = (sign >> 16) | (v4u)v4_sel((v4i)(shl1 > 0xFF000000u), (v4f)nan, (v4f)nonsign);
+    return __builtin_convertvector(h, v4h);
+}
+
+/* FP16 bits to FP32, exactly (Maratyszcza's method: normals by rescaling the exponent, subnormals
+ * by an FP32 subtraction). Matches hg_half_to_float except that signalling NaNs come back quiet. */
+static inline v4f
+v4_from_half(v4h h)
+{
+    const v4u w = __builtin_convertvector(h, v4u) << 16;
+    const v4u sign = w & 0x80000000u, two_w = w + w;
+    const v4f normalized = (v4f)((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
+    const v4f denormalized = (v4f)((two_w >> 17) | (126u << 23)) - 0.5f;
+    const v4i is_denorm = (v4i)(two_w < (1u << 27));
+    return (v4f)(sign | (v4u)v4_sel(is_denorm, denormalized, normalized));
+}
+
+/* Elements [off, off + n) of a float array (FLOAT, FLOAT16, BFLOAT16) as FP32 into dst. Kernels
+ * stream FP16 data through a row of scratch this way instead of converting the whole tensor. */
+static void
+load_span_f32(const HgArray *a, gint64 off, gint64 n, float *dst)
+{
+    if (a->dtype == HG_DTYPE_FLOAT) {
+        memcpy(dst, (const float *)a->data + off, sizeof(float) * (gsize)n);
+    } else if (a->dtype == HG_DTYPE_FLOAT16) {
+        const guint16 *s = (const guint16 *)a->data + off;
+        gint64 j = 0;
+        for (; j + 4 <= n; j += 4) {
+            v4h h;
+            memcpy(&h, s + j, sizeof h);
+            v4_store(dst + j, v4_from_half(h));
+        }
+        for (; j < n; j++)
+            dst[j] = hg_half_to_float(s[j]);
+    } else {
+        const guint16 *s = (const guint16 *)a->data + off;
+        for (gint64 j = 0; j < n; j++)
+            dst[j] = hg_bf16_to_float(s[j]);
+    }
+}
+
+/* Store n FP32 values into elements [off, off + n) of a float array with one rounding. The FP16 case
+ * is vectorized: the shared store converts element by element through a branchy function, which
+ * costs more than the kernels themselves. */
+static void
+store_span_f32(HgArray *a, gint64 off, gint64 n, const float *src)
+{
+    if (a->dtype == HG_DTYPE_FLOAT) {
+        float *d = (float *)a->data + off;
+        if (d != src)
+            memmove(d, src, sizeof(float) * (gsize)n);
+    } else if (a->dtype == HG_DTYPE_FLOAT16) {
+        guint16 *d = (guint16 *)a->data + off;
+        gint64 j = 0;
+        for (; j + 4 <= n; j += 4) {
+            v4h h = v4_to_half(v4_load(src + j));
+            memcpy(d + j, &h, sizeof h);
+        }
+        if (j < n) {
+            float pad[4] = {0};
+            memcpy(pad, src + j, sizeof(float) * (gsize)(n - j));
+            v4h h = v4_to_half(v4_load(pad));
+            memcpy(d + j, &h, sizeof(guint16) * (gsize)(n - j));
+        }
+    } else {
+        guint16 *d = (guint16 *)a->data + off;
+        for (gint64 j = 0; j < n; j++)
+            d[j] = hg_float_to_bf16(src[j]);
+    }
+}
+
+/* hg_array_store_f32 of a whole array, through store_span_f32 for the float types. */
+static void
+store_f32(HgArray *y, const float *src)
+{
+    if (hg_dtype_compute(y->dtype) == HG_COMPUTE_F32)
+        store_span_f32(y, 0, y->numel, src);
+    else
+        hg_array_store_f32(y, src);
+}
+
+/* Row streaming for F32 kernels over a float array x and its like-typed output y: FLOAT rows are
+ * used in place; other rows are converted into scratch (n + 1 floats, NULL for FLOAT) and the kernel
+ * writes its result over them, which row_put then stores. */
+static float *
+row_scratch(const HgArray *x, gint64 n)
+{
+    return x->dtype == HG_DTYPE_FLOAT ? NULL : g_new(float, n + 1);
+}
+
+static const float *
+row_get(const HgArray *x, gint64 off, gint64 n, float *scratch)
+{
+    if (!scratch)
+        return (const float *)x->data + off;
+    load_span_f32(x, off, n, scratch);
+    return scratch;
+}
+
+static float *
+row_out(HgArray *y, gint64 off, float *scratch)
+{
+    return scratch ? scratch : (float *)y->data + off;
+}
+
+static void
+row_put(HgArray *y, gint64 off, gint64 n, float *scratch)
+{
+    if (scratch)
+        store_span_f32(y, off, n, scratch);
+}
+
+/* Sum of n floats, and of squared deviations from m: eight FP32 lanes (vectorized by gcc) over blocks
+ * of 4096, the block sums added in double so long rows lose no more than short ones. */
+#define LANE_BLOCK 4096
+
+static double
+sum_f32(const float *x, gint64 n)
+{
+    double total = 0;
+    for (gint64 b = 0; b < n; b += LANE_BLOCK) {
+        gint64 e = MIN(n, b + LANE_BLOCK), j = b;
+        float lane[8] = {0};
+        for (; j + 8 <= e; j += 8)
+            for (int k = 0; k < 8; k++)
+                lane[k] += x[j + k];
+        float s = 0;
+        for (; j < e; j++)
+            s += x[j];
+        for (int k = 0; k < 8; k++)
+            s += lane[k];
+        total += s;
+    }
+    return total;
+}
+
+static double
+sumsq_dev_f32(const float *x, gint64 n, float m)
+{
+    double total = 0;
+    for (gint64 b = 0; b < n; b += LANE_BLOCK) {
+        gint64 e = MIN(n, b + LANE_BLOCK), j = b;
+        float lane[8] = {0};
+        for (; j + 8 <= e; j += 8)
+            for (int k = 0; k < 8; k++) {
+                float d = x[j + k] - m;
+                lane[k] += d * d;
+            }
+        float s = 0;
+        for (; j < e; j++) {
+            float d = x[j] - m;
+            s += d * d;
+        }
+        for (int k = 0; k < 8; k++)
+            s += lane[k];
+        total += s;
+    }
+    return total;
+}
+
+static double
+sum_f64(const double *x, gint64 n)
+{
+    double lane[4] = {0}, s = 0;
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int k = 0; k < 4; k++)
+            lane[k] += x[j + k];
+    for (; j < n; j++)
+        s += x[j];
+    return s + lane[0] + lane[1] + lane[2] + lane[3];
+}
+
+static double
+sumsq_dev_f64(const double *x, gint64 n, double m)
+{
+    double lane[4] = {0}, s = 0;
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        for (int k = 0; k < 4; k++)
+            lane[k] += (x[j + k] - m) * (x[j + k] - m);
+    for (; j < n; j++)
+        s += (x[j] - m) * (x[j] - m);
+    return s + lane[0] + lane[1] + lane[2] + lane[3];
+}
+
+/* Largest of n > 0 floats; NaN wins (as numpy's max). */
+static float
+max_f32(const float *x, gint64 n)
+{
+    float m = x[0];
+    gint64 j = 0;
+    if (n >= 8) {
+        v4f lane = v4_load(x);
+        for (j = 4; j + 4 <= n; j += 4) {
+            v4f v = v4_load(x + j);
+            lane = v4_sel((v > lane) | (v != v), v, lane);
+        }
+        for (int k = 0; k < 4; k++)
+            m = lane[k] > m || isnan(lane[k]) ? lane[k] : m;
+    }
+    for (; j < n; j++)
+        m = x[j] > m || isnan(x[j]) ? x[j] : m;
+    return m;
+}
+
+/* Fill y[j] = exp(x[j] - m) (when y) and return their sum; x - m <= 0 for the max m. */
+static float
+sum_exp_f32(const float *x, float *y, gint64 n, float m)
+{
+    v4f acc = v4_splat(0);
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4f e = v4_exp_neg(v4_load(x + j) - m);
+        acc += e;
+        if (y)
+            v4_store(y + j, e);
+    }
+    float s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    if (j < n) {
+        float pad[4];
+        for (int k = 0; k < 4; k++)
+            pad[k] = j + k < n ? x[j + k] - m : -INFINITY;
+        v4f e = v4_exp_neg(v4_load(pad));
+        for (int k = 0; j + k < n; k++) {
+            s += e[k];
+            if (y)
+                y[j + k] = e[k];
+        }
+    }
+    return s;
+}
+
+/* y[j] = x[j] * a + b (y may be x) */
+static void
+scale_shift_f32(const float *x, float *y, gint64 n, float a, float b)
+{
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        v4_store(y + j, v4_load(x + j) * a + b);
+    for (; j < n; j++)
+        y[j] = x[j] * a + b;
+}
+
+/* y[j] = (x[j] - m) * a + b (y may be x): normalization with known statistics, the mean taken off
+ * first so that a large mean does not cancel the digits of x */
+static void
+center_scale_f32(const float *x, float *y, gint64 n, float m, float a, float b)
+{
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        v4_store(y + j, (v4_load(x + j) - m) * a + b);
+    for (; j < n; j++)
+        y[j] = (x[j] - m) * a + b;
+}
+
+/* ---------------------------------------------------------------- Reduce* */
+
+typedef enum {
+    RED_SUM,
+    RED_MEAN,
+    RED_PROD,
+    RED_MAX,
+    RED_MIN,
+    RED_L1,
+    RED_L2,
+    RED_SUMSQ,
+    RED_LSE,
+} RedKind;
+
+/* A reduction laid out for the walk: the input's dims without the 1s, neighbours merged when both
+ * are reduced or both kept. A reduction over trailing axes becomes [rows, run] with contiguous runs,
+ * one over leading axes [run, cols] with contiguous output rows. */
+typedef struct {
+    int n;
+    gint64 dims[HG_MAX_RANK];
+    gboolean red[HG_MAX_RANK];
+    gint64 out_stride[HG_MAX_RANK]; /* 0 along reduced dims */
+    gint64 in_numel, out_numel, count; /* count: input elements per output element */
+} RedLayout;
+
+static void
+red_layout(guint rank, const gint64 *dims, const gboolean *mask, RedLayout *lay)
+{
+    memset(lay, 0, sizeof(*lay));
+    lay->in_numel = lay->out_numel = lay->count = 1;
+    for (guint i = 0; i < rank; i++) {
+        lay->in_numel *= dims[i];
+        if (mask[i])
+            lay->count *= dims[i];
+        else
+            lay->out_numel *= dims[i];
+        if (dims[i] == 1)
+            continue;
+        if (lay->n > 0 && lay->red[lay->n - 1] == mask[i]) {
+            lay->dims[lay->n - 1] *= dims[i];
+        } else {
+            lay->dims[lay->n] = dims[i];
+            lay->red[lay->n] = mask[i];
+            lay->n++;
+        }
+    }
+    if (lay->n == 0) {
+        lay->dims[0] = 1;
+        lay->n = 1;
+    }
+    gint64 s = 1;
+    for (int i = lay->n - 1; i >= 0; i--) {
+        lay->out_stride[i] = lay->red[i] ? 0 : s;
+        if (!lay->red[i])
+            s *= lay->dims[i];
+    }
+}
+
+/* DEFINE_WALK(name, T, MAP, COMBINE) defines name(lay, x, acc, shift): for every output element o,
+ * acc[o] = COMBINE(acc[o], MAP(x, o)) over the inputs reduced into o. It walks the input in memory
+ * order: an odometer over the outer merged dims, then one contiguous run that is either reduced into
+ * one acc element or combined elementwise into a row of acc, both in blocks of eight lanes so gcc
+ * vectorizes them. shift is the per-output offset of ReduceLogSumExp's MAP. */
+#define DEFINE_WALK(name, T, MAP, COMBINE)                                                         \
+    static void name(const RedLayout *lay, const T *restrict x, T *restrict acc, const T *shift)   \
+    {                                                                                              \
+        const int n = lay->n;                                                                      \
+        const gint64 len = lay->dims[n - 1];                                                       \
+        (void)shift;                                                                               \
+        if (len == 0 || lay->in_numel == 0)                                                        \
+            return;                                                                                \
+        const gint64 runs = lay->in_numel / len;                                                   \
+        gint64 idx[HG_MAX_RANK] = {0}, o = 0;                                                      \
+        for (gint64 r = 0; r < runs; r++) {                                                        \
+            const T *xr = x + r * len;                                                             \
+            if (lay->red[n - 1]) {                                                                 \
+                T a = acc[o];                                                                      \
+                gint64 j = 0;                                                                      \
+                if (len >= 16) {                                                                   \
+                    T lane[8];                                                                     \
+                    for (int k = 0; k < 8; k++)                                                    \
+                        lane[k] = MAP(xr[k], o);                                                   \
+                    for (j = 8; j + 8 <= len; j += 8)                                              \
+                        for (int k = 0; k < 8; k++)                                                \
+                            lane[k] = COMBINE(lane[k], MAP(xr[j + k], o));                         \
+                    for (int k = 0; k < 8; k++)                                                    \
+                        a = COMBINE(a, lane[k]);                                                   \
+                }                                                                                  \
+                for (; j < len; j++)                                                               \
+                    a = COMBINE(a, MAP(xr[j], o));                                                 \
+                acc[o] = a;                                                                        \
+            } else {                                                                               \
+                T *ar = acc + o;                                                                   \
+                gint64 j = 0;                                                                      \
+                for (; j + 8 <= len; j += 8)                                                       \
+                    for (int k = 0; k < 8; k++)                                                    \
+                        ar[j + k] = COMBINE(ar[j + k], MAP(xr[j + k], o + j + k));                 \
+                for (; j < len; j++)                                                               \
+                    ar[j] = COMBINE(ar[j], MAP(xr[j], o + j));                                     \
+            }                                                                                      \
+            for (int d = n - 2; d >= 0; d--) {                                                     \
+                o += lay->out_stride[d];                                                           \
+                if (++idx[d] < lay->dims[d])                                                       \
+                    break;                                                                         \
+                o -= lay->out_stride[d] * lay->dims[d];                                            \
+                idx[d] = 0;                                                                        \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define MAP_ID(v, o) (v)
+#define MAP_ABS(v, o) fabsf(v)
+#define MAP_ABS64(v, o) fabs(v)
+#define MAP_SQ(v, o) ((v) * (v))
+#define MAP_EXPF(v, o) expf((v) - shift[o])
+#define MAP_EXP(v, o) exp((v) - shift[o])
+#define MAP_IABS(v, o) wrap_abs(v)
+#define MAP_ISQ(v, o) wrap_mul((v), (v))
+#define CMB_ADD(a, b) ((a) + (b))
+#define CMB_MUL(a, b) ((a) * (b))
+#define CMB_FMAX(a, b) ((b) > (a) || isnan(b) ? (b) : (a))
+#define CMB_FMIN(a, b) ((b) < (a) || isnan(b) ? (b) : (a))
+#define CMB_IADD(a, b) wrap_add((a), (b))
+#define CMB_IMUL(a, b) wrap_mul((a), (b))
+#define CMB_IMAX(a, b) ((b) > (a) ? (b) : (a))
+#define CMB_IMIN(a, b) ((b) < (a) ? (b) : (a))
+
+DEFINE_WALK(walk_sum_f32, float, MAP_ID, CMB_ADD)
+DEFINE_WALK(walk_l1_f32, float, MAP_ABS, CMB_ADD)
+DEFINE_WALK(walk_sq_f32, float, MAP_SQ, CMB_ADD)
+DEFINE_WALK(walk_prod_f32, float, MAP_ID, CMB_MUL)
+DEFINE_WALK(walk_max_f32, float, MAP_ID, CMB_FMAX)
+DEFINE_WALK(walk_min_f32, float, MAP_ID, CMB_FMIN)
+DEFINE_WALK(walk_exp_f32, float, MAP_EXPF, CMB_ADD)
+DEFINE_WALK(walk_sum_f64, double, MAP_ID, CMB_ADD)
+DEFINE_WALK(walk_l1_f64, double, MAP_ABS64, CMB_ADD)
+DEFINE_WALK(walk_sq_f64, double, MAP_SQ, CMB_ADD)
+DEFINE_WALK(walk_prod_f64, double, MAP_ID, CMB_MUL)
+DEFINE_WALK(walk_max_f64, double, MAP_ID, CMB_FMAX)
+DEFINE_WALK(walk_min_f64, double, MAP_ID, CMB_FMIN)
+DEFINE_WALK(walk_exp_f64, double, MAP_EXP, CMB_ADD)
+DEFINE_WALK(walk_sum_i64, gint64, MAP_ID, CMB_IADD)
+DEFINE_WALK(walk_l1_i64, gint64, MAP_IABS, CMB_IADD)
+DEFINE_WALK(walk_sq_i64, gint64, MAP_ISQ, CMB_IADD)
+DEFINE_WALK(walk_prod_i64, gint64, MAP_ID, CMB_IMUL)
+DEFINE_WALK(walk_max_i64, gint64, MAP_ID, CMB_IMAX)
+DEFINE_WALK(walk_min_i64, gint64, MAP_ID, CMB_IMIN)
+
+/* DEFINE_REDUCE_FLOAT(SUF, T, ...) defines reduce_SUF(kind, lay, x, acc): acc (out_numel elements)
+ * receives the reduction of x. Empty reductions give the identity: 0 for the sums, 1 for the product,
+ * -inf/+inf for max/min and ReduceLogSumExp, NaN (0/0) for the mean. ReduceLogSumExp subtracts the
+ * max first so that exp cannot overflow where the result is finite. */
+#define DEFINE_REDUCE_FLOAT(SUF, T, SQRT, LOG)                                                     \
+    static void reduce_##SUF(RedKind kind, const RedLayout *lay, const T *x, T *acc)              \
+    {                                                                                              \
+        const gint64 no = lay->out_numel;                                                          \
+        /* sums start from -0, the additive identity that keeps the sign of -0 (0 when empty) */     \
+        T init = kind == RED_PROD ? 1 : kind == RED_MAX ? -INFINITY : kind == RED_MIN ? INFINITY : 0; \
+        if (kind == RED_LSE)                                                                       \
+            init = -INFINITY;                                                                      \
+        else if (init == 0 && lay->count > 0)                                                      \
+            init = -(T)0;                                                                          \
+        for (gint64 o = 0; o < no; o++)                                                            \
+            acc[o] = init;                                                                         \
+        switch (kind) {                                                                            \
+        case RED_SUM:                                                                              \
+        case RED_MEAN: walk_sum_##SUF(lay, x, acc, NULL); break;                                   \
+        case RED_PROD: walk_prod_##SUF(lay, x, acc, NULL); break;                                  \
+        case RED_MAX: walk_max_##SUF(lay, x, acc, NULL); break;                                    \
+        case RED_MIN: walk_min_##SUF(lay, x, acc, NULL); break;                                    \
+        case RED_L1: walk_l1_##SUF(lay, x, acc, NULL); break;                                      \
+        case RED_L2:                                                                               \
+        case RED_SUMSQ: walk_sq_##SUF(lay, x, acc, NULL); break;                                   \
+        case RED_LSE: {                                                                            \
+            walk_max_##SUF(lay, x, acc, NULL);                                                     \
+            T *shift = g_new(T, no + 1);                                                           \
+            for (gint64 o = 0; o < no; o++) {                                                      \
+                shift[o] = isfinite(acc[o]) ? acc[o] : 0;                                          \
+                acc[o] = 0;                                                                        \
+            }                                                                                      \
+            walk_exp_##SUF(lay, x, acc, shift);                                                    \
+            for (gint64 o = 0; o < no; o++)                                                        \
+                acc[o] = LOG(acc[o]) + shift[o];                                                   \
+            g_free(shift);                                                                         \
+            break;                                                                                 \
+        }                                                                                          \
+        }                                                                                          \
+        if (kind == RED_MEAN)                                                                      \
+            for (gint64 o = 0; o < no; o++)                                                        \
+                acc[o] = acc[o] / (T)lay->count;                                                   \
+        else if (kind == RED_L2)                                                                   \
+            for (gint64 o = 0; o < no; o++)                                                        \
+                acc[o] = SQRT(acc[o]);                                                             \
+    }
+
+DEFINE_REDUCE_FLOAT(f32, float, sqrtf, logf)
+DEFINE_REDUCE_FLOAT(f64, double, sqrt, log)
+
+/* Integer reductions wrap like the C type (the low bits of the int64 result are those of a narrower
+ * accumulator). ReduceL2 and ReduceLogSumExp of integers go through double instead. */
+static void
+reduce_i64(RedKind kind, const RedLayout *lay, const gint64 *x, gint64 *acc, gint64 lo, gint64 hi)
+{
+    const gint64 no = lay->out_numel;
+    gint64 init = kind == RED_PROD ? 1 : kind == RED_MAX ? lo : kind == RED_MIN ? hi : 0;
+    for (gint64 o = 0; o < no; o++)
+        acc[o] = init;
+    switch (kind) {
+    case RED_SUM:
+    case RED_MEAN: walk_sum_i64(lay, x, acc, NULL); break;
+    case RED_PROD: walk_prod_i64(lay, x, acc, NULL); break;
+    case RED_MAX: walk_max_i64(lay, x, acc, NULL); break;
+    case RED_MIN: walk_min_i64(lay, x, acc, NULL); break;
+    case RED_L1: walk_l1_i64(lay, x, acc, NULL); break;
+    case RED_SUMSQ: walk_sq_i64(lay, x, acc, NULL); break;
+    case RED_L2:
+    case RED_LSE: g_assert_not_reached();
+    }
+    if (kind == RED_MEAN && lay->count > 0)
+        for (gint64 o = 0; o < no; o++)
+            acc[o] /= lay->count;
+}
+
+/* Whether a Reduce* node takes its axes from the second input: ReduceSum from opset 13, the others
+ * from 18. */
+static gboolean
+axes_from_input(RedKind kind, gint64 opset)
+{
+    return opset >= (kind == RED_SUM ? 13 : 18);
+}
+
+/* The axes a Reduce* node reduces, as mask[0..rank). They come from the second input when the node
+ * has one, else from the `axes` attribute (whichever form the node uses is accepted at any opset).
+ * No axes means every axis, except that noop_with_empty_axes=1 in the input form (opset 13/18) means
+ * none. axes is the second input's value; *known turns FALSE when the node has that input and its
+ * value is NULL (shape inference of a computed axes tensor). FALSE with HG_ERROR_INVALID for an
+ * axis out of range or repeated. */
+static gboolean
+reduce_mask(const HgNode *node, RedKind kind, gint64 opset, gboolean has_axes_input,
+            const HgArray *axes, guint rank, gboolean *mask, gboolean *known, GError **error)
+{
+    *known = TRUE;
+    memset(mask, 0, sizeof(gboolean) * HG_MAX_RANK);
+    const gint64 *attr = NULL;
+    guint n_attr = 0;
+    gint64 n;
+    if (has_axes_input) {
+        if (!axes) {
+            *known = FALSE;
+            return TRUE;
+        }
+        if (hg_dtype_compute(axes->dtype) != HG_COMPUTE_I64 || axes->rank > 1 || (!axes->data && axes->numel)) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "axes must be a 1-D integer tensor");
+            return FALSE;
+        }
+        n = axes->numel;
+    } else {
+        attr = hg_attr_ints(node, "axes", &n_attr);
+        n = n_attr;
+    }
+    if (n == 0) {
+        gboolean input_form = has_axes_input || axes_from_input(kind, opset);
+        gboolean noop = input_form && hg_node_attr_int(node, "noop_with_empty_axes", 0) != 0;
+        for (guint i = 0; i < rank; i++)
+            mask[i] = !noop;
+        return TRUE;
+    }
+    for (gint64 k = 0; k < n; k++) {
+        gint64 a = attr ? attr[k] : hg_array_get_i64(axes, k), norm;
+        if (!hg_norm_axis(a, rank, &norm, node, error))
+            return FALSE;
+        if (mask[norm]) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "axis %" G_GINT64_FORMAT " is repeated", a);
+            return FALSE;
+        }
+        mask[norm] = TRUE;
+    }
+    return TRUE;
+}
+
+static gboolean
+reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    HgValueShape *y = out_shape(ctx, 0);
+    if (!x || !y)
+        return TRUE;
+    y->dtype = x->dtype;
+    if (x->rank < 0)
+        return TRUE;
+    gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
+    const HgValueShape *ax = in_shape(ctx, 1);
+    g_autoptr(HgArray) empty = NULL;
+    const HgArray *axes = ax ? ax->value : NULL;
+    if (ax && !axes && ax->rank == 1 && ax->dims[0].v == 0) {
+        /* a computed but empty axes list is as good as a known one */
+        gint64 zero = 0;
+        empty = hg_array_new(HG_DTYPE_INT64, 1, &zero, NULL);
+        axes = empty;
+    }
+    gboolean mask[HG_MAX_RANK], known;
+    if (!reduce_mask(ctx->node, kind, ctx->opset, ax != NULL, axes, (guint)x->rank, mask, &known, ctx->error))
+        return FALSE;
+    if (!known) {
+        /* which axes go is unknown: keepdims keeps the rank, and 1s stay 1 */
+        if (keep) {
+            y->rank = x->rank;
+            for (int i = 0; i < x->rank; i++) {
+                y->dims[i].v = x->dims[i].v == 1 ? 1 : -1;
+                y->dims[i].sym = NULL;
+            }
+        }
+        return TRUE;
+    }
+    int r = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (!mask[i]) {
+            y->dims[r++] = x->dims[i];
+        } else if (keep) {
+            y->dims[r].v = 1;
+            y->dims[r++].sym = NULL;
+        }
+    }
+    y->rank = r;
+    fold(ctx, eval);
+    return TRUE;
+}
+
+static gboolean
+reduce_eval(HgEvalCtx *ctx, RedKind kind)
+{
+    HgArray *x = need_input(ctx, 0, "data");
+    if (!x || !need_outputs(ctx, 1))
+        return FALSE;
+    HgArray *axes = in_array(ctx, 1);
+    gboolean mask[HG_MAX_RANK], known;
+    if (!reduce_mask(ctx->node, kind, ctx->opset, axes != NULL, axes, x->rank, mask, &known, ctx->error))
+        return FALSE;
+    gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
+    gint64 dims[HG_MAX_RANK];
+    guint r = 0;
+    for (guint i = 0; i < x->rank; i++)
+        if (!mask[i])
+            dims[r++] = x->dims[i];
+        else if (keep)
+            dims[r++] = 1;
+    g_autoptr(HgArray) y = hg_array_new(x->dtype, r, dims, ctx->error);
+    if (!y)
+        return FALSE;
+    RedLayout lay;
+    red_layout(x->rank, x->dims, mask, &lay);
+
+    HgCompute c = hg_dtype_compute(x->dtype);
+    if (c == HG_COMPUTE_I64 && (kind == RED_L2 || kind == RED_LSE))
+        c = HG_COMPUTE_F64;
+    gboolean own;
+    if (c == HG_COMPUTE_F32) {
+        float *xf = hg_array_load_f32(x, &own);
+        float *acc = y->dtype == HG_DTYPE_FLOAT ? y->data : g_new(float, y->numel + 1);
+        reduce_f32(kind, &lay, xf, acc);
+        if (acc != y->data) {
+            store_f32(y, acc);
+            g_free(acc);
+        }
+        if (own)
+            g_free(xf);
+    } else if (c == HG_COMPUTE_F64) {
+        double *xd = hg_array_load_f64(x, &own);
+        double *acc = y->dtype == HG_DTYPE_DOUBLE ? y->data : g_new(double, y->numel + 1);
+        reduce_f64(kind, &lay, xd, acc);
+        if (acc != y->data) {
+            hg_array_store_f64(y, acc);
+            g_free(acc);
+        }
+        if (own)
+            g_free(xd);
+    } else {
+        gint64 *xi = hg_array_load_i64(x, &own);
+        gint64 lo, hi;
+        int_range(x->dtype, &lo, &hi);
+        gboolean flip = x->dtype == HG_DTYPE_UINT64 && (kind == RED_MAX || kind == RED_MIN);
+        if (flip) {
+            /* compare unsigned 64-bit values in int64 order */
+            if (!own) {
+                xi = g_memdup2(xi, sizeof(gint64) * (gsize)(x->numel + 1));
+                own = TRUE;
+            }
+            flip_sign(xi, x->numel);
+            lo = G_MININT64;
+            hi = G_MAXINT64;
+        }
+        if (x->dtype == HG_DTYPE_UINT64 && kind == RED_L1)
+            kind = RED_SUM;
+        gint64 *acc = g_new(gint64, y->numel + 1);
+        reduce_i64(kind, &lay, xi, acc, lo, hi);
+        if (flip)
+            flip_sign(acc, y->numel);
+        hg_array_store_i64(y, acc);
+        g_free(acc);
+        if (own)
+            g_free(xi);
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+#define REDUCE_OP(Name, KIND)                                                                      \
+    gboolean hg_infer_##Name(HgShapeCtx *ctx)                                                      \
+    {                                                                                              \
+        return reduce_infer(ctx, KIND, hg_eval_##Name);                                            \
+    }                                                                                              \
+    gboolean hg_eval_##Name(HgEvalCtx *ctx)                                                        \
+    {                                                                                              \
+        return reduce_eval(ctx, KIND);                                                             \
+    }                                                                                              \
+    gint64 hg_cost_##Name(const HgShapeCtx *ctx)                                                   \
+    {                                                                                              \
+        return scaled_cost(ctx, KIND == RED_LSE ? 2 : 1);                                          \
+    }
+
+REDUCE_OP(ReduceL1, RED_L1)
+REDUCE_OP(ReduceL2, RED_L2)
+REDUCE_OP(ReduceLogSumExp, RED_LSE)
+REDUCE_OP(ReduceMax, RED_MAX)
+REDUCE_OP(ReduceMean, RED_MEAN)
+REDUCE_OP(ReduceMin, RED_MIN)
+REDUCE_OP(ReduceProd, RED_PROD)
+REDUCE_OP(ReduceSum, RED_SUM)
+REDUCE_OP(ReduceSumSquare, RED_SUMSQ)
+
+/* ---------------------------------------------------------------- ArgMax, ArgMin */
+
+/* DEFINE_ARG(SUF, T, ISNAN) defines arg_SUF: the index of the largest (smallest) element along the
+ * axis of an [outer, n, inner] tensor; ties go to the first index, or to the last with
+ * select_last_index. A NaN beats every number (as numpy's argmax). */
+#define DEFINE_ARG(SUF, T, ISNAN)                                                                  \
+    static void arg_##SUF(const T *x, gint64 outer, gint64 n, gint64 inner, gboolean is_max,        \
+                          gboolean last, gint64 *out)                                              \
+    {                                                                                              \
+        for (gint64 o = 0; o < outer; o++)                                                         \
+            for (gint64 i = 0; i < inner; i++) {                                                   \
+                const T *p = x + o * n * inner + i;                                                \
+                gint64 best = 0;                                                                   \
+                T bv = p[0];                                                                       \
+                for (gint64 a = 1; a < n; a++) {                                                   \
+                    T v = p[a * inner];                                                            \
+                    gboolean better, tie;                                                          \
+                    if (ISNAN(bv)) {                                                               \
+                        better = FALSE;                                                            \
+                        tie = ISNAN(v);                                                            \
+                    } else if (ISNAN(v)) {                                                         \
+                        better = TRUE;                                                             \
+                        tie = FALSE;                                                               \
+                    } else {                                                                       \
+                        better = is_max ? v > bv : v < bv;                                         \
+                        tie = v == bv;                                                             \
+                    }                                                                              \
+                    if (better || (last && tie)) {                                                 \
+                        best = a;                                                                  \
+                        bv = v;                                                                    \
+                    }                                                                              \
+                }                                                                                  \
+                out[o * inner + i] = best;                                                         \
+            }                                                                                      \
+    }
+
+#define NOT_NAN(v) FALSE
+DEFINE_ARG(f32, float, isnan)
+DEFINE_ARG(f64, double, isnan)
+DEFINE_ARG(i64, gint64, NOT_NAN)
+
+static gboolean
+arg_infer(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    HgValueShape *y = out_shape(ctx, 0);
+    if (!x || !y)
+        return TRUE;
+    y->dtype = HG_DTYPE_INT64;
+    if (x->rank < 0)
+        return TRUE;
+    gint64 axis;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", 0), (guint)x->rank, &axis, ctx->node, ctx->error))
+        return FALSE;
+    gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
+    int r = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (i != axis) {
+            y->dims[r++] = x->dims[i];
+        } else if (keep) {
+            y->dims[r].v = 1;
+            y->dims[r++].sym = NULL;
+        }
+    }
+    y->rank = r;
+    fold(ctx, eval);
+    return TRUE;
+}
+
+static gboolean
+arg_eval(HgEvalCtx *ctx, gboolean is_max)
+{
+    HgArray *x = need_input(ctx, 0, "data");
+    if (!x || !need_outputs(ctx, 1))
+        return FALSE;
+    gint64 axis;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", 0), x->rank, &axis, ctx->node, ctx->error))
+        return FALSE;
+    gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
+    gboolean last = hg_node_attr_int(ctx->node, "select_last_index", 0) != 0;
+    gint64 outer = prod(x->dims, 0, (guint)axis), n = x->dims[axis], inner = prod(x->dims, (guint)axis + 1, x->rank);
+    if (n == 0 && outer * inner > 0) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "cannot take the %s of an empty axis",
+                    is_max ? "argmax" : "argmin");
+        return FALSE;
+    }
+    gint64 dims[HG_MAX_RANK];
+    guint r = 0;
+    for (guint i = 0; i < x->rank; i++)
+        if (i != axis)
+            dims[r++] = x->dims[i];
+        else if (keep)
+            dims[r++] = 1;
+    g_autoptr(HgArray) y = hg_array_new(HG_DTYPE_INT64, r, dims, ctx->error);
+    if (!y)
+        return FALSE;
+    gboolean own;
+    switch (hg_dtype_compute(x->dtype)) {
+    case HG_COMPUTE_F32: {
+        float *xf = hg_array_load_f32(x, &own);
+        arg_f32(xf, outer, n, inner, is_max, last, y->data);
+        if (own)
+            g_free(xf);
+        break;
+    }
+    case HG_COMPUTE_F64: {
+        double *xd = hg_array_load_f64(x, &own);
+        arg_f64(xd, outer, n, inner, is_max, last, y->data);
+        if (own)
+            g_free(xd);
+        break;
+    }
+    default: {
+        gint64 *xi = hg_array_load_i64(x, &own);
+        if (x->dtype == HG_DTYPE_UINT64) {
+            if (!own) {
+                xi = g_memdup2(xi, sizeof(gint64) * (gsize)(x->numel + 1));
+                own = TRUE;
+            }
+            flip_sign(xi, x->numel);
+        }
+        arg_i64(xi, outer, n, inner, is_max, last, y->data);
+        if (own)
+            g_free(xi);
+        break;
+    }
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
 
 gboolean
 hg_infer_ArgMax(HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return TRUE;
+    return arg_infer(ctx, hg_eval_ArgMax);
 }
 
 gboolean
 hg_infer_ArgMin(HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return TRUE;
+    return arg_infer(ctx, hg_eval_ArgMin);
 }
 
 gboolean
-hg_infer_BatchNormalization(HgShapeCtx *ctx)
+hg_eval_ArgMax(HgEvalCtx *ctx)
 {
-    (void)ctx;
-    return TRUE;
+    return arg_eval(ctx, TRUE);
 }
 
 gboolean
-hg_infer_CumSum(HgShapeCtx *ctx)
+hg_eval_ArgMin(HgEvalCtx *ctx)
 {
-    (void)ctx;
+    return arg_eval(ctx, FALSE);
+}
+
+gint64
+hg_cost_ArgMax(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 1);
+}
+
+gint64
+hg_cost_ArgMin(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 1);
+}
+
+/* ---------------------------------------------------------------- Softmax, LogSoftmax */
+
+/* The rows a softmax normalizes, as [outer, n, inner]. Before opset 13 the input is flattened to 2-D
+ * at axis (default 1) and each row of the trailing block is normalized as one; from 13 the softmax
+ * runs along axis alone (default -1). */
+static gboolean
+softmax_layout(const HgNode *node, gint64 opset, guint rank, const gint64 *dims, gint64 *outer,
+               gint64 *n, gint64 *inner, GError **error)
+{
+    gboolean old = opset < 13;
+    gint64 axis;
+    if (!hg_norm_axis(hg_node_attr_int(node, "axis", old ? 1 : -1), rank, &axis, node, error))
+        return FALSE;
+    if (!dims)
+        return TRUE;
+    *outer = prod(dims, 0, (guint)axis);
+    *n = old ? prod(dims, (guint)axis, rank) : dims[axis];
+    *inner = old ? 1 : prod(dims, (guint)axis + 1, rank);
     return TRUE;
 }
 
-gboolean
-hg_infer_InstanceNormalization(HgShapeCtx *ctx)
+/* DEFINE_SOFTMAX(SUF, T, EXP, LOG, MAX) defines softmax_SUF(x, y, outer, n, inner, lg): max-subtracted
+ * softmax (or log-softmax when lg) of each length-n line of [outer, n, inner]; y may be x. Strided
+ * lines (inner > 1) keep a running max and sum per inner position so the loops stay unit-stride. FP32
+ * rows with inner == 1 go to softmax_row_f32 instead. */
+#define DEFINE_SOFTMAX(SUF, T, EXP, LOG, MAX)                                                      \
+    static void softmax_##SUF(const T *x, T *y, gint64 outer, gint64 n, gint64 inner, gboolean lg)  \
+    {                                                                                              \
+        if (n == 0)                                                                                \
+            return;                                                                                \
+        if (inner == 1) {                                                                          \
+            for (gint64 o = 0; o < outer; o++) {                                                   \
+                const T *xr = x + o * n;                                                           \
+                T *yr = y + o * n;                                                                 \
+                T m = MAX(xr, n), s = 0;                                                           \
+                if (lg) {                                                                          \
+                    for (gint64 j = 0; j < n; j++)                                                 \
+                        s += EXP(xr[j] - m);                                                       \
+                    T sub = m + LOG(s);                                                            \
+                    for (gint64 j = 0; j < n; j++)                                                 \
+                        yr[j] = xr[j] - sub;                                                       \
+                } else {                                                                           \
+                    for (gint64 j = 0; j < n; j++) {                                               \
+                        yr[j] = EXP(xr[j] - m);                                                    \
+                        s += yr[j];                                                                \
+                    }                                                                              \
+                    T inv = 1 / s;                                                                 \
+                    for (gint64 j = 0; j < n; j++)                                                 \
+                        yr[j] *= inv;                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        T *m = g_new(T, inner), *s = g_new(T, inner);                                              \
+        for (gint64 o = 0; o < outer; o++) {                                                       \
+            const T *xo = x + o * n * inner;                                                       \
+            T *yo = y + o * n * inner;                                                             \
+            for (gint64 i = 0; i < inner; i++) {                                                   \
+                m[i] = xo[i];                                                                      \
+                s[i] = 0;                                                                          \
+            }                                                                                      \
+            for (gint64 a = 1; a < n; a++)                                                         \
+                for (gint64 i = 0; i < inner; i++) {                                               \
+                    T v = xo[a * inner + i];                                                       \
+                    m[i] = v > m[i] || isnan(v) ? v : m[i];                                        \
+                }                                                                                  \
+            for (gint64 a = 0; a < n; a++)                                                         \
+                for (gint64 i = 0; i < inner; i++) {                                               \
+                    T e = EXP(xo[a * inner + i] - m[i]);                                           \
+                    s[i] += e;                                                                     \
+                    if (!lg)                                                                       \
+                        yo[a * inner + i] = e;                                                     \
+                }                                                                                  \
+            for (gint64 i = 0; i < inner; i++)                                                     \
+                s[i] = lg ? m[i] + LOG(s[i]) : 1 / s[i];                                           \
+            for (gint64 a = 0; a < n; a++)                                                         \
+                for (gint64 i = 0; i < inner; i++) {                                               \
+                    if (lg)                                                                        \
+                        yo[a * inner + i] = xo[a * inner + i] - s[i];                              \
+                    else                                                                           \
+                        yo[a * inner + i] *= s[i];                                                 \
+                }                                                                                  \
+        }                                                                                          \
+        g_free(m);                                                                                 \
+        g_free(s);                                                                                 \
+    }
+
+static double
+max_f64(const double *x, gint64 n)
 {
-    (void)ctx;
+    double m = x[0];
+    for (gint64 j = 1; j < n; j++)
+        m = x[j] > m || isnan(x[j]) ? x[j] : m;
+    return m;
+}
+
+DEFINE_SOFTMAX(f32, float, expf, logf, max_f32)
+DEFINE_SOFTMAX(f64, double, exp, log, max_f64)
+
+/* One contiguous FP32 row (the last axis of attention scores and logits) with the vectorized exp;
+ * y may be x. */
+static void
+softmax_row_f32(const float *x, float *y, gint64 n, gboolean lg)
+{
+    if (n == 0)
+        return;
+    float m = max_f32(x, n);
+    if (lg) {
+        float s = sum_exp_f32(x, NULL, n, m);
+        scale_shift_f32(x, y, n, 1, -(m + logf(s)));
+    } else {
+        float s = sum_exp_f32(x, y, n, m);
+        scale_shift_f32(y, y, n, 1 / s, 0);
+    }
+}
+
+/* Shape inference for ops whose one output has the input's shape and type, checking the axis
+ * attribute where check_axis says so. */
+static gboolean
+same_shape_infer(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    HgValueShape *y = out_shape(ctx, 0);
+    if (!x || !y)
+        return TRUE;
+    vshape_like(y, x, x->dtype);
+    if (x->rank >= 0)
+        fold(ctx, eval);
     return TRUE;
 }
 
-gboolean
-hg_infer_LayerNormalization(HgShapeCtx *ctx)
+static gboolean
+softmax_infer(HgShapeCtx *ctx, HgEvalFunc eval)
 {
-    (void)ctx;
-    return TRUE;
+    const HgValueShape *x = in_shape(ctx, 0);
+    if (x && x->rank >= 0 &&
+        !softmax_layout(ctx->node, ctx->opset, (guint)x->rank, NULL, NULL, NULL, NULL, ctx->error))
+        return FALSE;
+    return same_shape_infer(ctx, eval);
 }
 
-gboolean
-hg_infer_LogSoftmax(HgShapeCtx *ctx)
+static gboolean
+softmax_eval(HgEvalCtx *ctx, gboolean lg)
 {
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceL1(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceL2(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceLogSumExp(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceMax(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceMean(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceMin(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceProd(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceSum(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_ReduceSumSquare(HgShapeCtx *ctx)
-{
-    (void)ctx;
+    HgArray *x = need_input(ctx, 0, "input");
+    if (!x || !need_outputs(ctx, 1))
+        return FALSE;
+    gint64 outer, n, inner;
+    if (!softmax_layout(ctx->node, ctx->opset, x->rank, x->dims, &outer, &n, &inner, ctx->error))
+        return FALSE;
+    HgCompute c = hg_dtype_compute(x->dtype);
+    if (c == HG_COMPUTE_I64) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input of type %s is not supported",
+                    hg_dtype_name(x->dtype));
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    gboolean own;
+    if (c == HG_COMPUTE_F32 && inner == 1) {
+        g_autofree float *scratch = row_scratch(x, n);
+        for (gint64 o = 0; o < outer; o++) {
+            const float *xr = row_get(x, o * n, n, scratch);
+            softmax_row_f32(xr, row_out(y, o * n, scratch), n, lg);
+            row_put(y, o * n, n, scratch);
+        }
+    } else if (c == HG_COMPUTE_F32) {
+        float *xf = hg_array_load_f32(x, &own);
+        float *yf = own ? xf : y->data; /* FP16 runs in place in its FP32 copy */
+        softmax_f32(xf, yf, outer, n, inner, lg);
+        if (own) {
+            store_f32(y, yf);
+            g_free(xf);
+        }
+    } else {
+        double *xd = hg_array_load_f64(x, &own);
+        double *yd = own ? xd : y->data;
+        softmax_f64(xd, yd, outer, n, inner, lg);
+        if (own) {
+            hg_array_store_f64(y, yd);
+            g_free(xd);
+        }
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
     return TRUE;
 }
 
 gboolean
 hg_infer_Softmax(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    return softmax_infer(ctx, hg_eval_Softmax);
+}
+
+gboolean
+hg_infer_LogSoftmax(HgShapeCtx *ctx)
+{
+    return softmax_infer(ctx, hg_eval_LogSoftmax);
+}
+
+gboolean
+hg_eval_Softmax(HgEvalCtx *ctx)
+{
+    return softmax_eval(ctx, FALSE);
+}
+
+gboolean
+hg_eval_LogSoftmax(HgEvalCtx *ctx)
+{
+    return softmax_eval(ctx, TRUE);
+}
+
+gint64
+hg_cost_Softmax(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
+}
+
+gint64
+hg_cost_LogSoftmax(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
+}
+
+/* ---------------------------------------------------------------- CumSum */
+
+/* DEFINE_CUMSUM(SUF, T, ADD) defines cumsum_SUF over [outer, n, inner]: running sums along the axis,
+ * exclusive (each output leaves its own element out) and/or reversed. ADD is where the precision
+ * policy lives: FP16 and BF16 round every partial sum to their own width. y may be x. */
+#define DEFINE_CUMSUM(SUF, T, ADD)                                                                 \
+    static void cumsum_##SUF(const T *x, T *y, gint64 outer, gint64 n, gint64 inner, gboolean excl, \
+                             gboolean rev)                                                         \
+    {                                                                                              \
+        T *s = g_new(T, inner + 1);                                                                \
+        for (gint64 o = 0; o < outer; o++) {                                                       \
+            for (gint64 i = 0; i < inner; i++)                                                     \
+                s[i] = 0;                                                                          \
+            for (gint64 t = 0; t < n; t++) {                                                       \
+                gint64 off = (o * n + (rev ? n - 1 - t : t)) * inner;                              \
+                const T *xa = x + off;                                                             \
+                T *ya = y + off;                                                                   \
+                if (excl)                                                                          \
+                    for (gint64 i = 0; i < inner; i++) {                                           \
+                        T v = xa[i];                                                               \
+                        ya[i] = s[i];                                                              \
+                        s[i] = ADD(s[i], v);                                                       \
+                    }                                                                              \
+                else                                                                               \
+                    for (gint64 i = 0; i < inner; i++)                                             \
+                        ya[i] = s[i] = ADD(s[i], xa[i]);                                           \
+            }                                                                                      \
+        }                                                                                          \
+        g_free(s);                                                                                 \
+    }
+
+#define ADD_F16(a, b) hg_round_half((a) + (b))
+#define ADD_BF16(a, b) round_bf16((a) + (b))
+
+DEFINE_CUMSUM(f32, float, CMB_ADD)
+DEFINE_CUMSUM(f16, float, ADD_F16)
+DEFINE_CUMSUM(bf16, float, ADD_BF16)
+DEFINE_CUMSUM(f64, double, CMB_ADD)
+DEFINE_CUMSUM(i64, gint64, wrap_add)
+
+/* CumSum's axis: a scalar (or one-element) integer tensor. */
+static gboolean
+cumsum_axis(const HgNode *node, const HgArray *a, guint rank, gint64 *axis, GError **error)
+{
+    if (hg_dtype_compute(a->dtype) != HG_COMPUTE_I64 || a->numel != 1 || a->rank > 1 || !a->data) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "axis must be an integer scalar");
+        return FALSE;
+    }
+    return hg_norm_axis(hg_array_get_i64(a, 0), rank, axis, node, error);
+}
+
+gboolean
+hg_infer_CumSum(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = in_shape(ctx, 0), *a = in_shape(ctx, 1);
+    gint64 axis;
+    if (x && x->rank >= 0 && a && a->value &&
+        !cumsum_axis(ctx->node, a->value, (guint)x->rank, &axis, ctx->error))
+        return FALSE;
+    return same_shape_infer(ctx, hg_eval_CumSum);
+}
+
+gboolean
+hg_eval_CumSum(HgEvalCtx *ctx)
+{
+    HgArray *x = need_input(ctx, 0, "x"), *a = x ? need_input(ctx, 1, "axis") : NULL;
+    gint64 axis;
+    if (!a || !need_outputs(ctx, 1) || !cumsum_axis(ctx->node, a, x->rank, &axis, ctx->error))
+        return FALSE;
+    gboolean excl = hg_node_attr_int(ctx->node, "exclusive", 0) != 0;
+    gboolean rev = hg_node_attr_int(ctx->node, "reverse", 0) != 0;
+    gint64 outer = prod(x->dims, 0, (guint)axis), n = x->dims[axis], inner = prod(x->dims, (guint)axis + 1, x->rank);
+    g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    gboolean own;
+    switch (hg_dtype_compute(x->dtype)) {
+    case HG_COMPUTE_F32: {
+        float *xf = hg_array_load_f32(x, &own);
+        float *yf = own ? xf : y->data;
+        if (x->dtype == HG_DTYPE_FLOAT16)
+            cumsum_f16(xf, yf, outer, n, inner, excl, rev);
+        else if (x->dtype == HG_DTYPE_BFLOAT16)
+            cumsum_bf16(xf, yf, outer, n, inner, excl, rev);
+        else
+            cumsum_f32(xf, yf, outer, n, inner, excl, rev);
+        if (own) {
+            store_f32(y, yf);
+            g_free(xf);
+        }
+        break;
+    }
+    case HG_COMPUTE_F64: {
+        double *xd = hg_array_load_f64(x, &own);
+        double *yd = own ? xd : y->data;
+        cumsum_f64(xd, yd, outer, n, inner, excl, rev);
+        if (own) {
+            hg_array_store_f64(y, yd);
+            g_free(xd);
+        }
+        break;
+    }
+    default: {
+        gint64 *xi = hg_array_load_i64(x, &own);
+        gint64 *yi = own ? xi : y->data;
+        cumsum_i64(xi, yi, outer, n, inner, excl, rev);
+        if (own) {
+            hg_array_store_i64(y, yi);
+            g_free(xi);
+        }
+        break;
+    }
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+gint64
+hg_cost_CumSum(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 1);
+}
+
+/* ---------------------------------------------------------------- TopK */
+
+/* Sort keys: the value (double holds every float type exactly; int64 the integers) and its index.
+ * Larger first for largest=1, smaller first otherwise; equal values keep index order; NaN counts as
+ * larger than every number. */
+typedef struct {
+    double v;
+    gint64 i;
+} KeyF;
+
+typedef struct {
+    gint64 v;
+    gint64 i;
+} KeyI;
+
+static int
+cmp_index(gint64 a, gint64 b)
+{
+    return (a > b) - (a < b);
+}
+
+static int
+cmp_f(double a, double b)
+{
+    gboolean na = isnan(a), nb = isnan(b);
+    if (na || nb)
+        return na - nb;
+    return (a > b) - (a < b);
+}
+
+static int
+key_f_desc(const void *pa, const void *pb)
+{
+    const KeyF *a = pa, *b = pb;
+    int c = cmp_f(b->v, a->v);
+    return c ? c : cmp_index(a->i, b->i);
+}
+
+static int
+key_f_asc(const void *pa, const void *pb)
+{
+    const KeyF *a = pa, *b = pb;
+    int c = cmp_f(a->v, b->v);
+    return c ? c : cmp_index(a->i, b->i);
+}
+
+static int
+key_i_desc(const void *pa, const void *pb)
+{
+    const KeyI *a = pa, *b = pb;
+    int c = (b->v > a->v) - (b->v < a->v);
+    return c ? c : cmp_index(a->i, b->i);
+}
+
+static int
+key_i_asc(const void *pa, const void *pb)
+{
+    const KeyI *a = pa, *b = pb;
+    int c = (a->v > b->v) - (a->v < b->v);
+    return c ? c : cmp_index(a->i, b->i);
+}
+
+/* TopK's k: the attribute before opset 10, then the second input (a one-element int64 tensor).
+ * *known is FALSE when that input's value is not known. */
+static gboolean
+topk_k(const HgNode *node, gint64 opset, const HgArray *kin, gboolean has_kin, gint64 *k, gboolean *known,
+       GError **error)
+{
+    *known = TRUE;
+    if (opset < 10 && !has_kin) {
+        HgAttr *a = hg_node_attr(node, "k");
+        if (!a) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "attribute k is missing");
+            return FALSE;
+        }
+        *k = a->i;
+    } else {
+        if (!kin) {
+            *known = FALSE;
+            if (!has_kin) {
+                hg_op_error(error, HG_ERROR_INVALID, node, "input K is missing");
+                return FALSE;
+            }
+            return TRUE;
+        }
+        if (hg_dtype_compute(kin->dtype) != HG_COMPUTE_I64 || kin->numel != 1 || kin->rank > 1 || !kin->data) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "K must be a one-element integer tensor");
+            return FALSE;
+        }
+        *k = hg_array_get_i64(kin, 0);
+    }
+    if (*k < 0) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "k is negative (%" G_GINT64_FORMAT ")", *k);
+        return FALSE;
+    }
     return TRUE;
 }
 
 gboolean
 hg_infer_TopK(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *x = in_shape(ctx, 0), *ks = in_shape(ctx, 1);
+    HgValueShape *vals = out_shape(ctx, 0), *idx = out_shape(ctx, 1);
+    if (!x)
+        return TRUE;
+    if (vals)
+        vals->dtype = x->dtype;
+    if (idx)
+        idx->dtype = HG_DTYPE_INT64;
+    if (x->rank < 0)
+        return TRUE;
+    gint64 axis, k;
+    gboolean known;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)x->rank, &axis, ctx->node, ctx->error) ||
+        !topk_k(ctx->node, ctx->opset, ks ? ks->value : NULL, ks != NULL, &k, &known, ctx->error))
+        return FALSE;
+    if (known && x->dims[axis].v >= 0 && k > x->dims[axis].v) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "k (%" G_GINT64_FORMAT ") is larger than the axis (%" G_GINT64_FORMAT ")", k, x->dims[axis].v);
+        return FALSE;
+    }
+    HgValueShape *outs[2] = {vals, idx};
+    for (int j = 0; j < 2; j++) {
+        if (!outs[j])
+            continue;
+        vshape_like(outs[j], x, outs[j]->dtype);
+        outs[j]->dims[axis].v = known ? k : -1;
+        outs[j]->dims[axis].sym = NULL;
+    }
+    fold(ctx, hg_eval_TopK);
     return TRUE;
-}
-
-gboolean
-hg_eval_ArgMax(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ArgMin(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_BatchNormalization(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_CumSum(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_InstanceNormalization(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_LayerNormalization(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_LogSoftmax(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceL1(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceL2(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceLogSumExp(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceMax(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceMean(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceMin(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceProd(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceSum(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ReduceSumSquare(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Softmax(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
 }
 
 gboolean
 hg_eval_TopK(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gint64
-hg_cost_ArgMax(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ArgMin(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_BatchNormalization(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_CumSum(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_InstanceNormalization(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_LayerNormalization(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_LogSoftmax(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceL1(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceL2(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceLogSumExp(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceMax(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceMean(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceMin(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceProd(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceSum(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_ReduceSumSquare(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
-}
-
-gint64
-hg_cost_Softmax(const HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return -1;
+    HgArray *x = need_input(ctx, 0, "X");
+    if (!x || !need_outputs(ctx, 1))
+        return FALSE;
+    gint64 axis, k;
+    gboolean known;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), x->rank, &axis, ctx->node, ctx->error) ||
+        !topk_k(ctx->node, ctx->opset, in_array(ctx, 1), in_array(ctx, 1) != NULL, &k, &known, ctx->error))
+        return FALSE;
+    gint64 n = x->dims[axis];
+    if (k > n) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "k (%" G_GINT64_FORMAT ") is larger than the axis (%" G_GINT64_FORMAT ")", k, n);
+        return FALSE;
+    }
+    gboolean largest = hg_node_attr_int(ctx->node, "largest", 1) != 0;
+    gint64 outer = prod(x->dims, 0, (guint)axis), inner = prod(x->dims, (guint)axis + 1, x->rank);
+    gint64 dims[HG_MAX_RANK];
+    memcpy(dims, x->dims, sizeof(gint64) * x->rank);
+    dims[axis] = k;
+    g_autoptr(HgArray) vals = hg_array_new(x->dtype, x->rank, dims, ctx->error);
+    g_autoptr(HgArray) idx = vals ? hg_array_new(HG_DTYPE_INT64, x->rank, dims, ctx->error) : NULL;
+    if (!idx)
+        return FALSE;
+    /* Rank each line by sorting (value, index) keys, then copy the first k elements raw. The output
+     * is sorted whatever `sorted` says (sorted=0 leaves the order to the implementation). */
+    gsize esize = hg_dtype_size(x->dtype);
+    gboolean is_int = hg_dtype_compute(x->dtype) == HG_COMPUTE_I64;
+    gint64 *iv = NULL;
+    double *fv = NULL;
+    gboolean own = FALSE;
+    if (!is_int) {
+        fv = hg_array_load_f64(x, &own); /* exact for every float type */
+    } else {
+        iv = hg_array_load_i64(x, &own);
+        if (x->dtype == HG_DTYPE_UINT64) {
+            if (!own) {
+                iv = g_memdup2(iv, sizeof(gint64) * (gsize)(x->numel + 1));
+                own = TRUE;
+            }
+            flip_sign(iv, x->numel);
+        }
+    }
+    KeyF *kf = is_int ? NULL : g_new(KeyF, n + 1);
+    KeyI *ki = is_int ? g_new(KeyI, n + 1) : NULL;
+    gint64 *out_idx = idx->data;
+    for (gint64 o = 0; o < outer; o++)
+        for (gint64 i = 0; i < inner; i++) {
+            gint64 base = o * n * inner + i;
+            for (gint64 a = 0; a < n; a++) {
+                if (is_int) {
+                    ki[a].v = iv[base + a * inner];
+                    ki[a].i = a;
+                } else {
+                    kf[a].v = fv[base + a * inner];
+                    kf[a].i = a;
+                }
+            }
+            if (is_int)
+                qsort(ki, (size_t)n, sizeof(KeyI), largest ? key_i_desc : key_i_asc);
+            else
+                qsort(kf, (size_t)n, sizeof(KeyF), largest ? key_f_desc : key_f_asc);
+            for (gint64 j = 0; j < k; j++) {
+                gint64 a = is_int ? ki[j].i : kf[j].i;
+                gint64 dst = (o * k + j) * inner + i;
+                out_idx[dst] = a;
+                memcpy((char *)vals->data + dst * esize, (const char *)x->data + (base + a * inner) * esize, esize);
+            }
+        }
+    g_free(kf);
+    g_free(ki);
+    if (own) {
+        g_free(iv);
+        g_free(fv);
+    }
+    set_output(ctx, 0, g_steal_pointer(&vals));
+    if (want_output(ctx, 1))
+        set_output(ctx, 1, g_steal_pointer(&idx));
+    return TRUE;
 }
 
 gint64
 hg_cost_TopK(const HgShapeCtx *ctx)
 {
-    (void)ctx;
-    return -1;
+    /* a sort per line: about log2(n) comparisons per element */
+    const HgValueShape *x = in_shape(ctx, 0);
+    gint64 n = input_numel(ctx, 0);
+    if (n < 0)
+        return -1;
+    gint64 axis;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)x->rank, &axis, NULL, NULL))
+        return -1;
+    gint64 len = x->dims[axis].v, lg = 1;
+    while (len > 1) {
+        len >>= 1;
+        lg++;
+    }
+    return n * lg;
+}
+
+/* ---------------------------------------------------------------- normalizations */
+
+/* A parameter input that must hold exactly n numbers. */
+static HgArray *
+need_param(HgEvalCtx *ctx, guint i, const char *what, gint64 n)
+{
+    HgArray *p = need_input(ctx, i, what);
+    if (p && p->numel != n) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "%s has %" G_GINT64_FORMAT " elements, expected %" G_GINT64_FORMAT, what, p->numel, n);
+        return NULL;
+    }
+    return p;
+}
+
+/* The normalizations compute in FP32 for float, FP16 and BF16 and in FP64 for double. */
+static gboolean
+need_float(HgEvalCtx *ctx, const HgArray *x, HgCompute *c)
+{
+    *c = hg_dtype_compute(x->dtype);
+    if (*c == HG_COMPUTE_F32 || *c == HG_COMPUTE_F64)
+        return TRUE;
+    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input of type %s is not supported",
+                hg_dtype_name(x->dtype));
+    return FALSE;
+}
+
+/* Normalize one block of n values with its own statistics: the mean, then the biased variance as the
+ * mean squared deviation (a second pass, so a large mean does not cancel the variance away), then
+ * y = (x - mean) * inv * g + b with inv = 1/sqrt(var + eps). g and b hold n values when per_elem
+ * (LayerNormalization), else one (InstanceNormalization's channel). y may be x. */
+static void
+norm_row_f32(const float *x, float *y, gint64 n, float eps, const float *g, const float *b, gboolean per_elem,
+             float *mean_out, float *inv_out)
+{
+    float mean = n ? (float)(sum_f32(x, n) / (double)n) : 0;
+    float var = n ? (float)(sumsq_dev_f32(x, n, mean) / (double)n) : 0;
+    float inv = 1.0f / sqrtf(var + eps);
+    *mean_out = mean;
+    *inv_out = inv;
+    if (!per_elem) {
+        center_scale_f32(x, y, n, mean, inv * g[0], b[0]);
+        return;
+    }
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        v4_store(y + j, (v4_load(x + j) - mean) * inv * v4_load(g + j) + v4_load(b + j));
+    for (; j < n; j++)
+        y[j] = (x[j] - mean) * inv * g[j] + b[j];
+}
+
+static void
+norm_row_f64(const double *x, double *y, gint64 n, double eps, const double *g, const double *b,
+             gboolean per_elem, double *mean_out, double *inv_out)
+{
+    double mean = n ? sum_f64(x, n) / (double)n : 0;
+    double var = n ? sumsq_dev_f64(x, n, mean) / (double)n : 0;
+    double inv = 1.0 / sqrt(var + eps);
+    *mean_out = mean;
+    *inv_out = inv;
+    for (gint64 j = 0; j < n; j++)
+        y[j] = per_elem ? (x[j] - mean) * inv * g[j] + b[j] : (x[j] - mean) * (inv * g[0]) + b[0];
+}
+
+/* Whether a BatchNormalization node runs in training mode: the training_mode attribute from opset 14;
+ * before, the outputs beyond Y (running and saved statistics) exist only in training, except at
+ * opset 6 with is_test=1. */
+static gboolean
+bn_training(const HgNode *node, gint64 opset)
+{
+    if (opset >= 14)
+        return hg_node_attr_int(node, "training_mode", 0) != 0;
+    if (opset < 7 && hg_node_attr_int(node, "is_test", 0) != 0)
+        return FALSE;
+    for (guint k = 1; k < node->n_outputs; k++)
+        if (node->outputs[k])
+            return TRUE;
+    return FALSE;
+}
+
+/* BatchNormalization's parameter layout: with spatial=1 (the only form from opset 9) one value per
+ * channel; spatial=0 (opset 6 and 7) one per element of a sample, C x D1 x ... */
+static void
+bn_layout(const HgNode *node, gint64 opset, const HgArray *x, gint64 *outer, gint64 *np, gint64 *inner)
+{
+    gboolean spatial = opset >= 9 || hg_node_attr_int(node, "spatial", 1) != 0;
+    *outer = x->rank ? x->dims[0] : 1;
+    gint64 c = x->rank >= 2 ? x->dims[1] : 1; /* a 1-D input is N samples of one channel */
+    gint64 rest = x->rank >= 2 ? prod(x->dims, 2, x->rank) : 1;
+    *np = spatial ? c : c * rest;
+    *inner = spatial ? rest : 1;
+}
+
+gboolean
+hg_infer_BatchNormalization(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = in_shape(ctx, 0), *mean = in_shape(ctx, 3);
+    if (!x)
+        return TRUE;
+    /* the statistics outputs of training mode are per channel */
+    for (guint k = 1; k < 5; k++) {
+        HgValueShape *s = out_shape(ctx, k);
+        if (!s)
+            continue;
+        s->dtype = mean ? mean->dtype : x->dtype;
+        if (x->rank >= 2) {
+            s->rank = 1;
+            s->dims[0] = x->dims[1];
+        }
+    }
+    return same_shape_infer(ctx, hg_eval_BatchNormalization);
+}
+
+/* Inference with the running statistics: y = (x - mean) * a + B with a = scale / sqrt(var + eps) per
+ * parameter, streamed one sample ([np, inner]) at a time. */
+gboolean
+hg_eval_BatchNormalization(HgEvalCtx *ctx)
+{
+    if (ctx->node && bn_training(ctx->node, ctx->opset)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "training mode is not supported");
+        return FALSE;
+    }
+    HgArray *x = need_input(ctx, 0, "X");
+    HgCompute c;
+    if (!x || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
+        return FALSE;
+    gint64 outer, np, inner;
+    bn_layout(ctx->node, ctx->opset, x, &outer, &np, &inner);
+    HgArray *sc = need_param(ctx, 1, "scale", np), *bi = sc ? need_param(ctx, 2, "B", np) : NULL;
+    HgArray *mean = bi ? need_param(ctx, 3, "mean", np) : NULL, *var = mean ? need_param(ctx, 4, "var", np) : NULL;
+    if (!var)
+        return FALSE;
+    double eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    gint64 sample = np * inner;
+    if (c == HG_COMPUTE_F32) {
+        g_autofree float *m = g_new(float, np + 1), *a = g_new(float, np + 1), *b = g_new(float, np + 1);
+        for (gint64 p = 0; p < np; p++) {
+            m[p] = (float)hg_array_get_f64(mean, p);
+            a[p] = (float)hg_array_get_f64(sc, p) / sqrtf((float)hg_array_get_f64(var, p) + (float)eps);
+            b[p] = (float)hg_array_get_f64(bi, p);
+        }
+        g_autofree float *scratch = row_scratch(x, sample);
+        for (gint64 o = 0; o < outer; o++) {
+            const float *xs = row_get(x, o * sample, sample, scratch);
+            float *ys = row_out(y, o * sample, scratch);
+            if (inner == 1) {
+                for (gint64 p = 0; p < np; p++)
+                    ys[p] = (xs[p] - m[p]) * a[p] + b[p];
+            } else {
+                for (gint64 p = 0; p < np; p++)
+                    center_scale_f32(xs + p * inner, ys + p * inner, inner, m[p], a[p], b[p]);
+            }
+            row_put(y, o * sample, sample, scratch);
+        }
+    } else {
+        const double *xd = x->data;
+        double *yd = y->data;
+        for (gint64 p = 0; p < np; p++) {
+            double mp = hg_array_get_f64(mean, p), bp = hg_array_get_f64(bi, p);
+            double ap = hg_array_get_f64(sc, p) / sqrt(hg_array_get_f64(var, p) + eps);
+            for (gint64 o = 0; o < outer; o++)
+                for (gint64 i = 0; i < inner; i++) {
+                    gint64 k = (o * np + p) * inner + i;
+                    yd[k] = (xd[k] - mp) * ap + bp;
+                }
+        }
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    /* opset 6 with is_test=1: the running statistics pass through unchanged */
+    if (want_output(ctx, 1))
+        set_output(ctx, 1, hg_array_copy(mean));
+    if (want_output(ctx, 2))
+        set_output(ctx, 2, hg_array_copy(var));
+    return TRUE;
+}
+
+gint64
+hg_cost_BatchNormalization(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 1);
+}
+
+gboolean
+hg_infer_InstanceNormalization(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    if (x && x->rank >= 0 && x->rank < 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input must have rank 2 or more, has %d", x->rank);
+        return FALSE;
+    }
+    return same_shape_infer(ctx, hg_eval_InstanceNormalization);
+}
+
+/* Each (sample, channel) plane is normalized with its own mean and variance, then scaled and
+ * shifted by the channel's scale and B. */
+gboolean
+hg_eval_InstanceNormalization(HgEvalCtx *ctx)
+{
+    HgArray *x = need_input(ctx, 0, "input");
+    HgCompute c;
+    if (!x || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
+        return FALSE;
+    if (x->rank < 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input must have rank 2 or more, has %u", x->rank);
+        return FALSE;
+    }
+    gint64 ch = x->dims[1], planes = x->dims[0] * ch, n = prod(x->dims, 2, x->rank);
+    HgArray *sc = need_param(ctx, 1, "scale", ch), *bi = sc ? need_param(ctx, 2, "B", ch) : NULL;
+    if (!bi)
+        return FALSE;
+    float eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    if (c == HG_COMPUTE_F32) {
+        g_autofree float *scratch = row_scratch(x, n);
+        for (gint64 r = 0; r < planes; r++) {
+            float g = (float)hg_array_get_f64(sc, r % ch), b = (float)hg_array_get_f64(bi, r % ch), m, inv;
+            const float *xr = row_get(x, r * n, n, scratch);
+            norm_row_f32(xr, row_out(y, r * n, scratch), n, eps, &g, &b, FALSE, &m, &inv);
+            row_put(y, r * n, n, scratch);
+        }
+    } else {
+        for (gint64 r = 0; r < planes; r++) {
+            double g = hg_array_get_f64(sc, r % ch), b = hg_array_get_f64(bi, r % ch), m, inv;
+            norm_row_f64((const double *)x->data + r * n, (double *)y->data + r * n, n, eps, &g, &b, FALSE, &m, &inv);
+        }
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+gint64
+hg_cost_InstanceNormalization(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 3);
+}
+
+gboolean
+hg_infer_LayerNormalization(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = in_shape(ctx, 0);
+    if (!x)
+        return TRUE;
+    int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
+    gint64 axis = 0;
+    if (x->rank >= 0 && !hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)x->rank, &axis, ctx->node, ctx->error))
+        return FALSE;
+    /* Mean and InvStdDev: the leading dims, then 1s; their type is stash_type */
+    for (guint k = 1; k < 3; k++) {
+        HgValueShape *s = out_shape(ctx, k);
+        if (!s)
+            continue;
+        s->dtype = stash;
+        if (x->rank < 0)
+            continue;
+        vshape_like(s, x, stash);
+        for (int i = (int)axis; i < x->rank; i++) {
+            s->dims[i].v = 1;
+            s->dims[i].sym = NULL;
+        }
+    }
+    if (!same_shape_infer(ctx, hg_eval_LayerNormalization))
+        return FALSE;
+    /* Below opset 17 (ONNX Runtime's contrib op) Y takes Scale's type; see the kernel. */
+    const HgValueShape *scale = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    if (ctx->opset < 17 && scale && scale->dtype != HG_DTYPE_UNDEFINED && out_shape(ctx, 0))
+        out_shape(ctx, 0)->dtype = scale->dtype;
+    return TRUE;
+}
+
+/* Scale or B of LayerNormalization as n values of the normalized shape dims[0..rank), broadcasting
+ * it unidirectionally (numpy rules) when it is smaller; p NULL gives n copies of fill. FALSE with
+ * HG_ERROR_INVALID when p does not broadcast. */
+static gboolean
+ln_param(HgEvalCtx *ctx, const HgArray *p, const char *what, guint rank, const gint64 *dims, gint64 n,
+         double fill, double *out)
+{
+    if (!p || p->numel == n) {
+        for (gint64 j = 0; j < n; j++)
+            out[j] = p ? hg_array_get_f64(p, j) : fill;
+        return TRUE;
+    }
+    gboolean ok = p->rank <= rank;
+    for (guint i = 0; ok && i < p->rank; i++) {
+        gint64 d = p->dims[p->rank - 1 - i];
+        ok = d == 1 || d == dims[rank - 1 - i];
+    }
+    if (!ok) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "%s does not broadcast to the normalized shape", what);
+        return FALSE;
+    }
+    gint64 strides[HG_MAX_RANK], idx[HG_MAX_RANK] = {0}, off = 0;
+    hg_broadcast_strides(p->rank, p->dims, rank, dims, strides);
+    for (gint64 j = 0; j < n; j++) {
+        out[j] = hg_array_get_f64(p, off);
+        for (int d = (int)rank - 1; d >= 0; d--) {
+            off += strides[d];
+            if (++idx[d] < dims[d])
+                break;
+            off -= strides[d] * dims[d];
+            idx[d] = 0;
+        }
+    }
+    return TRUE;
+}
+
+/* Each row of the trailing block from axis on is normalized with its own statistics (computed in
+ * FP32, FP64 for double), then scaled by Scale and shifted by B; Mean and InvStdDev are the
+ * statistics, stored as stash_type. */
+gboolean
+hg_eval_LayerNormalization(HgEvalCtx *ctx)
+{
+    HgArray *x = need_input(ctx, 0, "X"), *sc = x ? need_input(ctx, 1, "Scale") : NULL;
+    HgCompute c;
+    if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
+        return FALSE;
+    HgArray *bi = in_array(ctx, 2);
+    if (bi && !need_input(ctx, 2, "B"))
+        return FALSE;
+    gint64 axis;
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), x->rank, &axis, ctx->node, ctx->error))
+        return FALSE;
+    int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
+    if (hg_dtype_compute(stash) != HG_COMPUTE_F32 && hg_dtype_compute(stash) != HG_COMPUTE_F64) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "stash_type %d is not a float type", stash);
+        return FALSE;
+    }
+    guint nr = x->rank - (guint)axis;
+    const gint64 *ndims = x->dims + axis;
+    gint64 rows = prod(x->dims, 0, (guint)axis), n = prod(x->dims, (guint)axis, x->rank);
+    g_autofree double *g = g_new(double, n + 1), *b = g_new(double, n + 1);
+    if (!ln_param(ctx, sc, "Scale", nr, ndims, n, 1, g) || !ln_param(ctx, bi, "B", nr, ndims, n, 0, b))
+        return FALSE;
+    float eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    gint64 sdims[HG_MAX_RANK];
+    for (guint i = 0; i < x->rank; i++)
+        sdims[i] = i < axis ? x->dims[i] : 1;
+    /* Below opset 17 LayerNormalization is ONNX Runtime's contrib op in the default domain, whose Y
+     * has the type of Scale (V), not of X (T): an FP16 X with FP32 Scale gives FP32. */
+    int ytype = ctx->opset < 17 && ctx->n_inputs > 1 && ctx->inputs[1] ? ctx->inputs[1]->dtype : x->dtype;
+    g_autoptr(HgArray) y = hg_array_new_like(ytype, x, ctx->error);
+    g_autoptr(HgArray) mean = NULL;
+    g_autoptr(HgArray) inv = NULL;
+    if (!y)
+        return FALSE;
+    if (want_output(ctx, 1) && !(mean = hg_array_new(stash, x->rank, sdims, ctx->error)))
+        return FALSE;
+    if (want_output(ctx, 2) && !(inv = hg_array_new(stash, x->rank, sdims, ctx->error)))
+        return FALSE;
+    /* the statistics in the compute type, stored to stash_type at the end */
+    g_autofree double *md = g_new(double, rows + 1), *id = g_new(double, rows + 1);
+    if (c == HG_COMPUTE_F32) {
+        g_autofree float *gf = g_new(float, n + 1), *bf = g_new(float, n + 1);
+        for (gint64 j = 0; j < n; j++) {
+            gf[j] = (float)g[j];
+            bf[j] = (float)b[j];
+        }
+        g_autofree float *scratch = row_scratch(x, n);
+        for (gint64 r = 0; r < rows; r++) {
+            float m, iv;
+            const float *xr = row_get(x, r * n, n, scratch);
+            norm_row_f32(xr, row_out(y, r * n, scratch), n, eps, gf, bf, TRUE, &m, &iv);
+            row_put(y, r * n, n, scratch);
+            md[r] = m;
+            id[r] = iv;
+        }
+    } else {
+        for (gint64 r = 0; r < rows; r++)
+            norm_row_f64((const double *)x->data + r * n, (double *)y->data + r * n, n, eps, g, b, TRUE, &md[r], &id[r]);
+    }
+    if (mean)
+        hg_array_store_f64(mean, md);
+    if (inv)
+        hg_array_store_f64(inv, id);
+    set_output(ctx, 0, g_steal_pointer(&y));
+    if (mean)
+        set_output(ctx, 1, g_steal_pointer(&mean));
+    if (inv)
+        set_output(ctx, 2, g_steal_pointer(&inv));
+    return TRUE;
+}
+
+gint64
+hg_cost_LayerNormalization(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 3);
 }

@@ -1,366 +1,3438 @@
-/* tensor kernels: STUBS, to be replaced by the real shape rules and kernels. */
+/* The tensor family: shape arithmetic (Shape, Size, Range, ConstantOfShape, Reshape, Squeeze...), data
+ * movement (Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace...), indexing (Gather*,
+ * Scatter*) and Resize/Upsample.
+ *
+ * Data movement copies raw elements by their size (hg_dtype_size), so an FP16 tensor moves bit for
+ * bit and one kernel serves every dtype; string tensors move their GBytes pointers the same way (8-byte
+ * elements) and take references at the end (out_new / out_done). Arithmetic happens only in Resize's
+ * linear and cubic modes (FP32, or FP64 for double, rounded once on store) and in Scatter reductions.
+ *
+ * Shape rules and kernels share one "plan" per op where parameters come from inputs (Slice, Reshape,
+ * Pad, Split, Resize...): the plan works on symbolic shapes (SymShape) and on parameters that may be
+ * unknown during shape inference, so what the interpreter computes and what inference predicts are one
+ * piece of code. Inference folds an op (evaluates it) when every input value is known and the outputs
+ * are small: that is how Shape -> Gather -> Concat -> Reshape chains become constants.
+ */
 #include "ops/op.h"
 
-gboolean
-hg_infer_Concat(HgShapeCtx *ctx)
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* The library builds at -O2, whose "very cheap" vectorizer skips every loop that needs a remainder
+ * loop: the strided copies, the gathers and Resize's row passes here. Let gcc vectorize them. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize", "vect-cost-model=cheap")
+#endif
+
+/* Outputs up to this many elements are folded to constants during shape inference. */
+#define FOLD_MAX 1024
+/* Boxes for strided copies: Tile doubles the rank (repeat, dim) pairs. */
+#define MAX_BOX (2 * HG_MAX_RANK)
+#define NO_INPUT G_MAXUINT
+
+/* ---------------------------------------------------------------- symbolic shapes */
+
+/* What a plan knows of a shape: rank -1 when unknown, dims with v < 0 when unknown (sym may name it). */
+typedef struct {
+    int rank;
+    HgSymDim d[HG_MAX_RANK];
+} SymShape;
+
+static HgSymDim
+sd_known(gint64 v)
 {
-    (void)ctx;
+    HgSymDim s = {v, NULL};
+    return s;
+}
+
+static HgSymDim
+sd_unknown(void)
+{
+    HgSymDim s = {-1, NULL};
+    return s;
+}
+
+static void
+sym_unknown_dims(SymShape *s, int rank)
+{
+    s->rank = rank;
+    for (int i = 0; i < rank; i++)
+        s->d[i] = sd_unknown();
+}
+
+static void
+sym_from_dims(SymShape *s, guint rank, const gint64 *dims)
+{
+    s->rank = (int)rank;
+    for (guint i = 0; i < rank; i++)
+        s->d[i] = sd_known(dims[i]);
+}
+
+static gboolean
+sym_known(const SymShape *s)
+{
+    if (s->rank < 0)
+        return FALSE;
+    for (int i = 0; i < s->rank; i++)
+        if (s->d[i].v < 0)
+            return FALSE;
     return TRUE;
 }
 
-gboolean
-hg_infer_Constant(HgShapeCtx *ctx)
+static void
+sym_dims(const SymShape *s, gint64 *dims)
 {
-    (void)ctx;
+    for (int i = 0; i < s->rank; i++)
+        dims[i] = s->d[i].v;
+}
+
+/* Product of dims [from, to): known when all are (or one is 0); the dim itself when it is the only
+ * factor other than 1s, so Flatten of [N, C] keeps N's name. */
+static HgSymDim
+sym_prod(const SymShape *s, int from, int to)
+{
+    gint64 p = 1;
+    int unknown = -1, n_unknown = 0;
+    gboolean zero = FALSE;
+    for (int i = from; i < to; i++) {
+        if (s->d[i].v < 0) {
+            unknown = i;
+            n_unknown++;
+        } else if (s->d[i].v == 0) {
+            zero = TRUE;
+        } else if (p > G_MAXINT64 / s->d[i].v) {
+            return sd_unknown();
+        } else {
+            p *= s->d[i].v;
+        }
+    }
+    if (zero)
+        return sd_known(0);
+    if (n_unknown == 0)
+        return sd_known(p);
+    if (n_unknown == 1 && p == 1)
+        return s->d[unknown];
+    return sd_unknown();
+}
+
+/* ---------------------------------------------------------------- inputs of either context */
+
+/* The inputs of a node as both shape inference and evaluation see them, so that one plan function
+ * serves both: during inference an input may be present with an unknown value. */
+typedef struct {
+    const HgNode *node;
+    gint64 opset;
+    guint n_inputs;
+    const HgValueShape *const *shapes; /* inference */
+    HgArray *const *arrays;            /* evaluation */
+    GError **error;
+} Args;
+
+static Args
+args_infer(const HgShapeCtx *c)
+{
+    Args a = {c->node, c->opset, c->n_inputs, c->inputs, NULL, c->error};
+    return a;
+}
+
+static Args
+args_eval(const HgEvalCtx *c)
+{
+    Args a = {c->node, c->opset, c->n_inputs, NULL, c->inputs, c->error};
+    return a;
+}
+
+static gboolean
+arg_present(const Args *a, guint i)
+{
+    if (i >= a->n_inputs)
+        return FALSE;
+    return a->arrays ? a->arrays[i] != NULL : a->shapes[i] != NULL;
+}
+
+/* The value of input i when known (always during evaluation), else NULL. */
+static const HgArray *
+arg_value(const Args *a, guint i)
+{
+    if (!arg_present(a, i))
+        return NULL;
+    return a->arrays ? a->arrays[i] : a->shapes[i]->value;
+}
+
+static int
+arg_dtype(const Args *a, guint i)
+{
+    if (!arg_present(a, i))
+        return HG_DTYPE_UNDEFINED;
+    return a->arrays ? a->arrays[i]->dtype : a->shapes[i]->dtype;
+}
+
+static void
+arg_shape(const Args *a, guint i, SymShape *s)
+{
+    s->rank = -1;
+    if (!arg_present(a, i))
+        return;
+    if (a->arrays) {
+        sym_from_dims(s, a->arrays[i]->rank, a->arrays[i]->dims);
+        return;
+    }
+    const HgValueShape *v = a->shapes[i];
+    if (v->rank < 0 || v->rank > HG_MAX_RANK)
+        return;
+    s->rank = v->rank;
+    for (int k = 0; k < v->rank; k++)
+        s->d[k] = v->dims[k];
+}
+
+static gboolean fail(const Args *a, int code, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+
+/* Record an error for the node and return FALSE. */
+static gboolean
+fail(const Args *a, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    hg_op_error(a->error, code, a->node, "%s", msg);
+    return FALSE;
+}
+
+#define INVALID(a, ...) fail((a), HG_ERROR_INVALID, __VA_ARGS__)
+#define UNSUPPORTED(a, ...) fail((a), HG_ERROR_UNSUPPORTED, __VA_ARGS__)
+
+/* Evaluation reads its first n inputs directly: a node that lacks one is a bad model. */
+static gboolean
+need_inputs(const HgEvalCtx *ctx, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        if (i >= ctx->n_inputs || !ctx->inputs[i]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "needs %u inputs, input %u is missing", n, i);
+            return FALSE;
+        }
+    }
     return TRUE;
 }
 
-gboolean
-hg_infer_ConstantOfShape(HgShapeCtx *ctx)
+typedef enum { P_ABSENT, P_UNKNOWN, P_KNOWN } PState;
+
+/* An int list given by input `index` (newer opsets) or attribute `attr` (older ones). The input wins
+ * when present, so a model that mixes the forms still runs. *vals is g_free'd by the caller. */
+static PState
+int_list(const Args *a, guint index, const char *attr, gint64 **vals, guint *n)
 {
-    (void)ctx;
+    *vals = NULL;
+    *n = 0;
+    if (index != NO_INPUT && arg_present(a, index)) {
+        const HgArray *v = arg_value(a, index);
+        /* parameter lists are short (a rank, a count of outputs); a huge one is not read */
+        if (!v || v->strings || v->numel > (1 << 20))
+            return P_UNKNOWN;
+        *vals = g_new(gint64, v->numel + 1);
+        for (gint64 i = 0; i < v->numel; i++)
+            (*vals)[i] = hg_array_get_i64(v, i);
+        *n = (guint)v->numel;
+        return P_KNOWN;
+    }
+    if (attr && hg_node_attr(a->node, attr)) {
+        guint len;
+        const gint64 *p = hg_attr_ints(a->node, attr, &len);
+        *vals = g_new(gint64, len + 1);
+        if (len)
+            memcpy(*vals, p, sizeof(gint64) * len);
+        *n = len;
+        return P_KNOWN;
+    }
+    return P_ABSENT;
+}
+
+/* Normalize axes against rank (negative count from the end); repeated axes are an error. */
+static gboolean
+norm_axes(const Args *a, gint64 *axes, guint n, guint rank)
+{
+    guint seen = 0;
+    for (guint i = 0; i < n; i++) {
+        gint64 ax;
+        if (!hg_norm_axis(axes[i], rank, &ax, a->node, a->error))
+            return FALSE;
+        if (seen & (1u << ax))
+            return INVALID(a, "axis %" G_GINT64_FORMAT " is repeated", axes[i]);
+        seen |= 1u << ax;
+        axes[i] = ax;
+    }
     return TRUE;
 }
 
-gboolean
-hg_infer_DepthToSpace(HgShapeCtx *ctx)
+/* ---------------------------------------------------------------- inference helpers */
+
+static HgValueShape *
+out_shape(HgShapeCtx *ctx, guint k)
 {
-    (void)ctx;
+    return k < ctx->n_outputs ? ctx->outputs[k] : NULL;
+}
+
+static void
+set_out(HgValueShape *o, int dtype, const SymShape *s)
+{
+    if (!o)
+        return;
+    o->dtype = dtype;
+    o->rank = s->rank;
+    for (int i = 0; i < s->rank; i++)
+        o->dims[i] = s->d[i];
+}
+
+/* Evaluate the node on the known input values when every output is known to be small: the folding
+ * that turns shape subgraphs into constants. Errors of bad inputs (HG_ERROR_INVALID) propagate; an
+ * unsupported case just leaves the values unknown. */
+static gboolean
+fold(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    if (!ctx->n_outputs)
+        return TRUE;
+    for (guint i = 0; i < ctx->n_inputs; i++)
+        if (ctx->inputs[i] && !ctx->inputs[i]->value)
+            return TRUE;
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        if (!ctx->outputs[k])
+            continue;
+        gint64 n = hg_vshape_numel(ctx->outputs[k]);
+        if (n < 0 || n > FOLD_MAX)
+            return TRUE;
+    }
+    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
+    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs + 1);
+    for (guint i = 0; i < ctx->n_inputs; i++)
+        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
+    GError *err = NULL;
+    HgEvalCtx e = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &err};
+    gboolean ok = eval(&e);
+    if (ok) {
+        for (guint k = 0; k < ctx->n_outputs; k++) {
+            HgValueShape *o = ctx->outputs[k];
+            if (!outs[k])
+                continue;
+            if (o && outs[k]->rank == (guint)o->rank) {
+                o->dtype = outs[k]->dtype;
+                for (guint i = 0; i < outs[k]->rank; i++)
+                    o->dims[i].v = outs[k]->dims[i];
+                if (o->value)
+                    hg_array_unref(o->value);
+                o->value = outs[k];
+            } else {
+                hg_array_unref(outs[k]);
+            }
+        }
+        return TRUE;
+    }
+    for (guint k = 0; k < ctx->n_outputs; k++)
+        if (outs[k])
+            hg_array_unref(outs[k]);
+    if (err && err->code == HG_ERROR_INVALID) {
+        g_propagate_error(ctx->error, err);
+        return FALSE;
+    }
+    g_clear_error(&err);
     return TRUE;
 }
 
-gboolean
-hg_infer_Expand(HgShapeCtx *ctx)
+/* ---------------------------------------------------------------- raw elements */
+
+/* Bytes per element as the movers see it: GBytes pointers for strings. */
+static gsize
+elem_size(int dtype)
 {
-    (void)ctx;
-    return TRUE;
+    return dtype == HG_DTYPE_STRING ? sizeof(gpointer) : hg_dtype_size(dtype);
 }
 
-gboolean
-hg_infer_Flatten(HgShapeCtx *ctx)
+static void *
+elem_data(const HgArray *a)
 {
-    (void)ctx;
-    return TRUE;
+    return a->strings ? (void *)a->strings->pdata : a->data;
 }
 
-gboolean
-hg_infer_Gather(HgShapeCtx *ctx)
+/* A new output for a mover. String outputs start with NULL slots that the kernel fills with borrowed
+ * pointers; out_done() then takes a reference on each (and makes NULL slots empty strings). */
+static HgArray *
+out_new(const Args *a, int dtype, guint rank, const gint64 *dims)
 {
-    (void)ctx;
-    return TRUE;
+    GError *err = NULL;
+    HgArray *o = hg_array_new(dtype, rank, dims, &err);
+    if (!o) {
+        fail(a, err->code, "%s", err->message);
+        g_error_free(err);
+        return NULL;
+    }
+    if (o->strings) {
+        for (guint i = 0; i < o->strings->len; i++) {
+            g_bytes_unref(o->strings->pdata[i]);
+            o->strings->pdata[i] = NULL;
+        }
+    }
+    return o;
 }
 
-gboolean
-hg_infer_GatherElements(HgShapeCtx *ctx)
+static HgArray *
+out_done(HgArray *o)
 {
-    (void)ctx;
-    return TRUE;
+    if (o && o->strings)
+        for (guint i = 0; i < o->strings->len; i++)
+            o->strings->pdata[i] = o->strings->pdata[i] ? g_bytes_ref(o->strings->pdata[i])
+                                                        : g_bytes_new(NULL, 0);
+    return o;
 }
 
-gboolean
-hg_infer_GatherND(HgShapeCtx *ctx)
+static void
+out_drop(HgArray *o)
 {
-    (void)ctx;
-    return TRUE;
+    hg_array_unref(out_done(o));
 }
 
-gboolean
-hg_infer_Pad(HgShapeCtx *ctx)
+/* The element type of complex128. */
+typedef struct {
+    guint64 lo, hi;
+} Elem16;
+
+/* Expand macro M(T) with T an element type of es bytes: one kernel body, typed loads and stores. */
+#define DISPATCH_ES(es, M)                                                                         \
+    do {                                                                                           \
+        switch (es) {                                                                              \
+        case 1: M(guint8); break;                                                                  \
+        case 2: M(guint16); break;                                                                 \
+        case 4: M(guint32); break;                                                                 \
+        case 8: M(guint64); break;                                                                 \
+        default: M(Elem16); break;                                                                 \
+        }                                                                                          \
+    } while (0)
+
+/* A strided box copy: dst[i] = src[i] over dims, with per-dim strides in elements for each side (0
+ * broadcasts, negative walks backwards). Transpose, Slice, Expand, Tile and DepthToSpace are boxes. */
+typedef struct {
+    guint rank;
+    gint64 dims[MAX_BOX];
+    gint64 ds[MAX_BOX], ss[MAX_BOX];
+} Box;
+
+/* Drop unit dims and merge neighbours that are contiguous on both sides, so inner loops run long. */
+static void
+box_simplify(Box *b)
 {
-    (void)ctx;
-    return TRUE;
+    guint r = 0;
+    for (guint i = 0; i < b->rank; i++) {
+        if (b->dims[i] == 1)
+            continue;
+        if (r > 0 && b->ds[r - 1] == b->ds[i] * b->dims[i] && b->ss[r - 1] == b->ss[i] * b->dims[i]) {
+            b->dims[r - 1] *= b->dims[i];
+            b->ds[r - 1] = b->ds[i];
+            b->ss[r - 1] = b->ss[i];
+            continue;
+        }
+        b->dims[r] = b->dims[i];
+        b->ds[r] = b->ds[i];
+        b->ss[r] = b->ss[i];
+        r++;
+    }
+    b->rank = r;
 }
 
-gboolean
-hg_infer_Range(HgShapeCtx *ctx)
+#define ROW_COPY(T)                                                                                \
+    do {                                                                                           \
+        T *d_ = (T *)dst + doff;                                                                   \
+        const T *s_ = (const T *)src + soff;                                                       \
+        if (dsi == 1 && ssi == 1) {                                                                \
+            memcpy(d_, s_, sizeof(T) * (gsize)n);                                                  \
+        } else if (dsi == 1 && ssi == 0) {                                                         \
+            T v_ = *s_;                                                                            \
+            for (gint64 i_ = 0; i_ < n; i_++)                                                      \
+                d_[i_] = v_;                                                                       \
+        } else if (dsi == 1) {                                                                     \
+            for (gint64 i_ = 0; i_ < n; i_++)                                                      \
+                d_[i_] = s_[i_ * ssi];                                                             \
+        } else {                                                                                   \
+            for (gint64 i_ = 0; i_ < n; i_++)                                                      \
+                d_[i_ * dsi] = s_[i_ * ssi];                                                       \
+        }                                                                                          \
+    } while (0)
+
+/* Tiles of a transposing copy: both the strided reads and the contiguous writes stay in cache. */
+#define TILE 32
+#define TILE_COPY(T)                                                                               \
+    do {                                                                                           \
+        T *d_ = (T *)dst + doff;                                                                   \
+        const T *s_ = (const T *)src + soff;                                                       \
+        for (gint64 a0 = 0; a0 < na; a0 += TILE)                                                   \
+            for (gint64 b0 = 0; b0 < nb; b0 += TILE) {                                             \
+                gint64 ae = MIN(a0 + TILE, na), be = MIN(b0 + TILE, nb);                           \
+                for (gint64 a_ = a0; a_ < ae; a_++)                                                \
+                    for (gint64 b_ = b0; b_ < be; b_++)                                            \
+                        d_[a_ * dsa + b_] = s_[a_ + b_ * ssb];                                     \
+            }                                                                                      \
+    } while (0)
+
+/* Walk an odometer over dims [0, n): advance idx and the two offsets by one step. */
+static inline void
+odometer_step(guint n, const gint64 *dims, const gint64 *ds, const gint64 *ss, gint64 *idx,
+              gint64 *doff, gint64 *soff)
 {
-    (void)ctx;
-    return TRUE;
+    for (guint k = n; k-- > 0;) {
+        *doff += ds[k];
+        *soff += ss[k];
+        if (++idx[k] < dims[k])
+            return;
+        *doff -= ds[k] * dims[k];
+        *soff -= ss[k] * dims[k];
+        idx[k] = 0;
+    }
 }
 
-gboolean
-hg_infer_Reshape(HgShapeCtx *ctx)
+/* A box whose innermost destination dim reads with a stride while another dim j reads contiguously
+ * (NCHW <-> NHWC and every other transpose): copy 2-D tiles of (j, last) for each index of the rest. */
+static void
+box_transpose(void *dst, const void *src, const Box *b, guint j, gsize es)
 {
-    (void)ctx;
-    return TRUE;
+    guint r = b->rank, no = 0;
+    gint64 od[MAX_BOX], ods[MAX_BOX], oss[MAX_BOX], idx[MAX_BOX] = {0};
+    gint64 outer = 1;
+    for (guint i = 0; i + 1 < r; i++) {
+        if (i == j)
+            continue;
+        od[no] = b->dims[i];
+        ods[no] = b->ds[i];
+        oss[no] = b->ss[i];
+        outer *= b->dims[i];
+        no++;
+    }
+    gint64 na = b->dims[j], dsa = b->ds[j];
+    gint64 nb = b->dims[r - 1], ssb = b->ss[r - 1];
+    gint64 doff = 0, soff = 0;
+    for (gint64 o = 0; o < outer; o++) {
+        DISPATCH_ES(es, TILE_COPY);
+        odometer_step(no, od, ods, oss, idx, &doff, &soff);
+    }
 }
 
-gboolean
-hg_infer_Resize(HgShapeCtx *ctx)
+static void
+box_copy(void *dst, const void *src, const Box *box, gsize es)
 {
-    (void)ctx;
-    return TRUE;
+    Box b = *box;
+    for (guint i = 0; i < b.rank; i++)
+        if (b.dims[i] == 0)
+            return;
+    box_simplify(&b);
+    if (b.rank == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    guint r = b.rank;
+    if (r >= 2 && b.ds[r - 1] == 1 && b.ss[r - 1] != 1 && b.ss[r - 1] != 0) {
+        for (guint j = 0; j + 1 < r; j++) {
+            if (b.ss[j] == 1 && b.ds[j] != 0) {
+                box_transpose(dst, src, &b, j, es);
+                return;
+            }
+        }
+    }
+    gint64 n = b.dims[r - 1], dsi = b.ds[r - 1], ssi = b.ss[r - 1];
+    gint64 outer = 1, idx[MAX_BOX] = {0}, doff = 0, soff = 0;
+    for (guint i = 0; i + 1 < r; i++)
+        outer *= b.dims[i];
+    for (gint64 o = 0; o < outer; o++) {
+        DISPATCH_ES(es, ROW_COPY);
+        odometer_step(r - 1, b.dims, b.ds, b.ss, idx, &doff, &soff);
+    }
 }
 
-gboolean
-hg_infer_ScatterElements(HgShapeCtx *ctx)
+#define GATHER_ROW(T)                                                                              \
+    do {                                                                                           \
+        T *d_ = (T *)dst + row * n;                                                                \
+        const T *s_ = (const T *)src + base;                                                       \
+        T f_;                                                                                      \
+        memcpy(&f_, fill, sizeof(T));                                                              \
+        if (same) {                                                                                \
+            memcpy(d_, d_ - n, sizeof(T) * (gsize)n);                                              \
+        } else if (!valid) {                                                                       \
+            for (gint64 i_ = 0; i_ < n; i_++)                                                      \
+                d_[i_] = f_;                                                                       \
+        } else {                                                                                   \
+            for (gint64 i_ = 0; i_ < n; i_++)                                                      \
+                d_[i_] = last[i_] < 0 ? f_ : s_[last[i_]];                                         \
+        }                                                                                          \
+    } while (0)
+
+/* out[o_0, ..., o_r-1] = in[map_0[o_0], ..., map_r-1[o_r-1]], or *fill where an entry is -1. One loop
+ * for every Pad mode (the maps reflect, clamp or wrap) and for nearest Resize (the maps round). A row
+ * that reads the same source row as the one before is copied from it (nearest upsampling). */
+static void
+table_gather(void *dst, const void *src, guint rank, const gint64 *out_dims, const gint64 *in_dims,
+             gint64 *const *maps, const void *fill, gsize es)
 {
-    (void)ctx;
-    return TRUE;
+    gint64 total = 1;
+    for (guint k = 0; k < rank; k++)
+        total *= out_dims[k];
+    if (total == 0)
+        return;
+    if (rank == 0) {
+        memcpy(dst, src, es);
+        return;
+    }
+    gint64 st[HG_MAX_RANK], idx[HG_MAX_RANK] = {0};
+    hg_strides(rank, in_dims, st);
+    gint64 n = out_dims[rank - 1], rows = total / n;
+    const gint64 *last = maps[rank - 1];
+    gint64 prev_base = -2;
+    gboolean prev_valid = FALSE;
+    for (gint64 row = 0; row < rows; row++) {
+        gint64 base = 0;
+        gboolean valid = TRUE;
+        for (guint k = 0; k + 1 < rank; k++) {
+            gint64 v = maps[k][idx[k]];
+            if (v < 0)
+                valid = FALSE;
+            else
+                base += v * st[k];
+        }
+        if (!valid)
+            base = 0;
+        gboolean same = row > 0 && valid == prev_valid && base == prev_base;
+        DISPATCH_ES(es, GATHER_ROW);
+        prev_base = base;
+        prev_valid = valid;
+        for (guint k = rank - 1; k-- > 0;) {
+            if (++idx[k] < out_dims[k])
+                break;
+            idx[k] = 0;
+        }
+    }
 }
 
-gboolean
-hg_infer_ScatterND(HgShapeCtx *ctx)
+/* One element of a scalar-ish array converted to dtype's raw bytes (buf of 16). Same dtype copies bits;
+ * otherwise integers go through int64 and floats through double. */
+static void
+scalar_bytes(const HgArray *v, double dflt, int dtype, void *buf)
 {
-    (void)ctx;
-    return TRUE;
+    memset(buf, 0, 16);
+    if (dtype == HG_DTYPE_STRING)
+        return;
+    if (v && v->numel > 0 && v->dtype == dtype && !v->strings) {
+        memcpy(buf, v->data, hg_dtype_size(dtype));
+        return;
+    }
+    HgArray *t = hg_array_new(dtype, 0, NULL, NULL);
+    if (!t)
+        return;
+    if (v && v->numel > 0 && !v->strings && hg_dtype_compute(dtype) == HG_COMPUTE_I64 &&
+        hg_dtype_compute(v->dtype) == HG_COMPUTE_I64) {
+        gint64 x = hg_array_get_i64(v, 0);
+        hg_array_store_i64(t, &x);
+    } else {
+        double x = v && v->numel > 0 && !v->strings ? hg_array_get_f64(v, 0) : dflt;
+        hg_array_store_f64(t, &x);
+    }
+    memcpy(buf, t->data, hg_dtype_size(dtype));
+    hg_array_unref(t);
+}
+
+/* A new int64 array of n values. */
+static HgArray *
+i64_array(guint rank, const gint64 *dims, const gint64 *vals)
+{
+    HgArray *a = hg_array_new(HG_DTYPE_INT64, rank, dims, NULL);
+    if (a && a->numel)
+        memcpy(a->data, vals, sizeof(gint64) * (gsize)a->numel);
+    return a;
+}
+
+static gint64
+numel_of(guint rank, const gint64 *dims)
+{
+    gint64 n = 1;
+    for (guint i = 0; i < rank; i++)
+        n *= dims[i];
+    return n;
+}
+
+/* ================================================================ Shape, Size */
+
+/* The [start, end) dims that Shape reports: opset 15 attributes, negative from the end, clamped. */
+static void
+shape_range(const HgNode *n, gint64 rank, gint64 *start, gint64 *end)
+{
+    gint64 s = hg_node_attr_int(n, "start", 0), e = hg_node_attr_int(n, "end", rank);
+    if (s < 0)
+        s += rank;
+    if (e < 0)
+        e += rank;
+    s = CLAMP(s, 0, rank);
+    e = CLAMP(e, 0, rank);
+    *start = s;
+    *end = MAX(e, s);
 }
 
 gboolean
 hg_infer_Shape(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    Args a = args_infer(ctx);
+    HgValueShape *o = out_shape(ctx, 0);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!o)
+        return TRUE;
+    if (x.rank < 0) {
+        sym_unknown_dims(&y, 1);
+        set_out(o, HG_DTYPE_INT64, &y);
+        return TRUE;
+    }
+    gint64 s, e, vals[HG_MAX_RANK];
+    shape_range(ctx->node, x.rank, &s, &e);
+    y.rank = 1;
+    y.d[0] = sd_known(e - s);
+    set_out(o, HG_DTYPE_INT64, &y);
+    for (gint64 i = s; i < e; i++) {
+        if (x.d[i].v < 0)
+            return TRUE;
+        vals[i - s] = x.d[i].v;
+    }
+    gint64 n = e - s;
+    o->value = i64_array(1, &n, vals);
+    return TRUE;
+}
+
+gboolean
+hg_eval_Shape(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0];
+    gint64 s, e;
+    shape_range(ctx->node, x->rank, &s, &e);
+    gint64 n = e - s;
+    ctx->outputs[0] = i64_array(1, &n, x->dims + s);
     return TRUE;
 }
 
 gboolean
 hg_infer_Size(HgShapeCtx *ctx)
 {
-    (void)ctx;
+    Args a = args_infer(ctx);
+    HgValueShape *o = out_shape(ctx, 0);
+    SymShape x, y = {0};
+    arg_shape(&a, 0, &x);
+    if (!o)
+        return TRUE;
+    set_out(o, HG_DTYPE_INT64, &y);
+    HgSymDim n = x.rank >= 0 ? sym_prod(&x, 0, x.rank) : sd_unknown();
+    if (n.v >= 0)
+        o->value = i64_array(0, NULL, &n.v);
     return TRUE;
-}
-
-gboolean
-hg_infer_Slice(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_SpaceToDepth(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Split(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Squeeze(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Tile(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Transpose(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Trilu(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Unsqueeze(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_infer_Upsample(HgShapeCtx *ctx)
-{
-    (void)ctx;
-    return TRUE;
-}
-
-gboolean
-hg_eval_Concat(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Constant(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ConstantOfShape(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_DepthToSpace(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Expand(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Flatten(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Gather(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_GatherElements(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_GatherND(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Pad(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Range(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Reshape(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Resize(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ScatterElements(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_ScatterND(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Shape(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
 }
 
 gboolean
 hg_eval_Size(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    ctx->outputs[0] = i64_array(0, NULL, &ctx->inputs[0]->numel);
+    return TRUE;
+}
+
+/* ================================================================ Constant */
+
+/* The constant a Constant node holds, from whichever value* attribute it has. NULL with an error when
+ * it has none, or only sparse_value (not supported). */
+static HgArray *
+constant_value(const Args *a)
+{
+    const HgNode *n = a->node;
+    HgAttr *at;
+    GError *err = NULL;
+    HgArray *v = NULL;
+    if ((at = hg_node_attr(n, "value")) && at->t) {
+        v = hg_array_from_tensor(at->t, &err);
+        if (!v) {
+            fail(a, err->code, "%s", err->message);
+            g_error_free(err);
+        }
+        return v;
+    }
+    if ((at = hg_node_attr(n, "value_float"))) {
+        float f = at->f;
+        v = hg_array_new(HG_DTYPE_FLOAT, 0, NULL, NULL);
+        memcpy(v->data, &f, sizeof(f));
+        return v;
+    }
+    if ((at = hg_node_attr(n, "value_int"))) {
+        return i64_array(0, NULL, &at->i);
+    }
+    if ((at = hg_node_attr(n, "value_floats"))) {
+        gint64 len = at->floats ? at->floats->len : 0;
+        v = hg_array_new(HG_DTYPE_FLOAT, 1, &len, NULL);
+        if (len)
+            memcpy(v->data, at->floats->data, sizeof(float) * (gsize)len);
+        return v;
+    }
+    if ((at = hg_node_attr(n, "value_ints"))) {
+        gint64 len = at->ints ? at->ints->len : 0;
+        v = hg_array_new(HG_DTYPE_INT64, 1, &len, NULL);
+        if (len)
+            memcpy(v->data, at->ints->data, sizeof(gint64) * (gsize)len);
+        return v;
+    }
+    if ((at = hg_node_attr(n, "value_string"))) {
+        v = hg_array_new(HG_DTYPE_STRING, 0, NULL, NULL);
+        if (at->s) {
+            g_bytes_unref(v->strings->pdata[0]);
+            v->strings->pdata[0] = g_bytes_ref(at->s);
+        }
+        return v;
+    }
+    if ((at = hg_node_attr(n, "value_strings"))) {
+        gint64 len = at->strings ? at->strings->len : 0;
+        v = hg_array_new(HG_DTYPE_STRING, 1, &len, NULL);
+        for (gint64 i = 0; i < len; i++) {
+            g_bytes_unref(v->strings->pdata[i]);
+            v->strings->pdata[i] = g_bytes_ref(at->strings->pdata[i]);
+        }
+        return v;
+    }
+    if (hg_node_attr(n, "sparse_value")) {
+        UNSUPPORTED(a, "sparse_value constants are not supported");
+        return NULL;
+    }
+    INVALID(a, "no value attribute");
+    return NULL;
 }
 
 gboolean
-hg_eval_Slice(HgEvalCtx *ctx)
+hg_infer_Constant(HgShapeCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    Args a = args_infer(ctx);
+    HgValueShape *o = out_shape(ctx, 0);
+    GError *err = NULL;
+    a.error = &err;
+    HgArray *v = constant_value(&a);
+    if (!v) {
+        if (err->code == HG_ERROR_INVALID) {
+            g_propagate_error(ctx->error, err);
+            return FALSE;
+        }
+        g_error_free(err);
+        return TRUE;
+    }
+    if (!o) {
+        hg_array_unref(v);
+        return TRUE;
+    }
+    SymShape s;
+    sym_from_dims(&s, v->rank, v->dims);
+    set_out(o, v->dtype, &s);
+    /* A view of the attribute's tensor: keeping it costs nothing, whatever its size. */
+    if (o->value)
+        hg_array_unref(o->value);
+    o->value = v;
+    return TRUE;
 }
 
 gboolean
-hg_eval_SpaceToDepth(HgEvalCtx *ctx)
+hg_eval_Constant(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    Args a = args_eval(ctx);
+    HgArray *v = constant_value(&a);
+    if (!v)
+        return FALSE;
+    ctx->outputs[0] = v;
+    return TRUE;
+}
+
+/* ================================================================ ConstantOfShape */
+
+/* The fill value: the 'value' attribute (a one-element tensor), float 0 by default. */
+static HgArray *
+cos_value(const Args *a)
+{
+    HgAttr *at = hg_node_attr(a->node, "value");
+    if (!at || !at->t)
+        return hg_array_new(HG_DTYPE_FLOAT, 0, NULL, NULL);
+    GError *err = NULL;
+    HgArray *v = hg_array_from_tensor(at->t, &err);
+    if (!v) {
+        fail(a, err->code, "%s", err->message);
+        g_error_free(err);
+        return NULL;
+    }
+    if (v->numel != 1 || v->strings) {
+        hg_array_unref(v);
+        INVALID(a, "value must hold one number");
+        return NULL;
+    }
+    return v;
+}
+
+/* The output dims from the shape input: 1 known, 0 unknown (rank filled when the input's length is
+ * known), -1 error. */
+static int
+cos_plan(const Args *a, SymShape *out)
+{
+    g_autofree gint64 *dims = NULL;
+    guint n;
+    out->rank = -1;
+    PState ps = int_list(a, 0, NULL, &dims, &n);
+    if (ps != P_KNOWN) {
+        SymShape s;
+        arg_shape(a, 0, &s);
+        if (s.rank == 1 && s.d[0].v >= 0 && s.d[0].v <= HG_MAX_RANK)
+            sym_unknown_dims(out, (int)s.d[0].v);
+        return 0;
+    }
+    if (n > HG_MAX_RANK) {
+        UNSUPPORTED(a, "rank %u is above %d", n, HG_MAX_RANK);
+        return -1;
+    }
+    for (guint i = 0; i < n; i++) {
+        if (dims[i] < 0) {
+            INVALID(a, "negative dim %" G_GINT64_FORMAT, dims[i]);
+            return -1;
+        }
+    }
+    sym_from_dims(out, n, dims);
+    return 1;
 }
 
 gboolean
-hg_eval_Split(HgEvalCtx *ctx)
+hg_infer_ConstantOfShape(HgShapeCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    Args a = args_infer(ctx);
+    GError *err = NULL;
+    a.error = &err;
+    g_autoptr(HgArray) v = cos_value(&a);
+    SymShape y;
+    int st = v ? cos_plan(&a, &y) : -1;
+    if (st < 0) {
+        if (err->code == HG_ERROR_INVALID) {
+            g_propagate_error(ctx->error, err);
+            return FALSE;
+        }
+        g_error_free(err);
+        return TRUE;
+    }
+    set_out(out_shape(ctx, 0), v->dtype, &y);
+    return st > 0 ? fold(ctx, hg_eval_ConstantOfShape) : TRUE;
+}
+
+#define FILL(T)                                                                                    \
+    do {                                                                                           \
+        T *d_ = (T *)out->data, v_;                                                                \
+        memcpy(&v_, v->data, sizeof(T));                                                           \
+        for (gint64 i_ = 0; i_ < out->numel; i_++)                                                 \
+            d_[i_] = v_;                                                                           \
+    } while (0)
+
+gboolean
+hg_eval_ConstantOfShape(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    g_autoptr(HgArray) v = cos_value(&a);
+    SymShape y;
+    int st = v ? cos_plan(&a, &y) : -1;
+    if (st == 0)
+        return INVALID(&a, "the shape input is not readable");
+    if (st < 0)
+        return FALSE;
+    gint64 dims[HG_MAX_RANK];
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, v->dtype, (guint)y.rank, dims);
+    if (!out)
+        return FALSE;
+    DISPATCH_ES(elem_size(v->dtype), FILL);
+    ctx->outputs[0] = out;
+    return TRUE;
+}
+
+/* ================================================================ Range */
+
+/* Elements Range produces: max(ceil((limit - start) / delta), 0), exact for integers. */
+static gboolean
+range_count(const Args *a, const HgArray *start, const HgArray *limit, const HgArray *delta,
+            gint64 *count)
+{
+    if (start->numel != 1 || limit->numel != 1 || delta->numel != 1)
+        return INVALID(a, "start, limit and delta must be scalars");
+    if (hg_dtype_compute(start->dtype) == HG_COMPUTE_I64) {
+        gint64 s = hg_array_get_i64(start, 0), l = hg_array_get_i64(limit, 0);
+        gint64 d = hg_array_get_i64(delta, 0);
+        if (d == 0)
+            return INVALID(a, "delta is 0");
+        /* unsigned differences: limit - start may not fit in int64 */
+        if (d > 0)
+            *count = l > s ? (gint64)(((guint64)l - (guint64)s - 1) / (guint64)d + 1) : 0;
+        else
+            *count = s > l ? (gint64)(((guint64)s - (guint64)l - 1) / (0 - (guint64)d) + 1) : 0;
+        return TRUE;
+    }
+    double s = hg_array_get_f64(start, 0), l = hg_array_get_f64(limit, 0);
+    double d = hg_array_get_f64(delta, 0);
+    double c = ceil((l - s) / d);
+    if (d == 0 || !isfinite(c))
+        return INVALID(a, "start, limit and delta give no finite count");
+    *count = c > 0 ? (c < 9e18 ? (gint64)c : G_MAXINT64) : 0;
+    return TRUE;
+}
+
+gboolean
+hg_infer_Range(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape y;
+    const HgArray *s = arg_value(&a, 0), *l = arg_value(&a, 1), *d = arg_value(&a, 2);
+    sym_unknown_dims(&y, 1);
+    if (s && l && d) {
+        gint64 n;
+        if (!range_count(&a, s, l, d, &n))
+            return FALSE;
+        y.d[0] = sd_known(n);
+    }
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Range);
+}
+
+gboolean
+hg_eval_Range(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 3))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *s = ctx->inputs[0], *l = ctx->inputs[1], *d = ctx->inputs[2];
+    gint64 n;
+    if (!range_count(&a, s, l, d, &n))
+        return FALSE;
+    HgArray *out = out_new(&a, s->dtype, 1, &n);
+    if (!out)
+        return FALSE;
+    switch (hg_dtype_compute(s->dtype)) {
+    case HG_COMPUTE_I64: {
+        g_autofree gint64 *v = g_try_new(gint64, n + 1);
+        if (!v) {
+            out_drop(out);
+            return INVALID(&a, "out of memory for %" G_GINT64_FORMAT " elements", n);
+        }
+        guint64 s0 = (guint64)hg_array_get_i64(s, 0), d0 = (guint64)hg_array_get_i64(d, 0);
+        for (gint64 i = 0; i < n; i++) /* wraps like the narrow type would, without overflow UB */
+            v[i] = (gint64)(s0 + (guint64)i * d0);
+        hg_array_store_i64(out, v);
+        break;
+    }
+    case HG_COMPUTE_F32:
+    case HG_COMPUTE_F64: {
+        g_autofree double *v = g_try_new(double, n + 1);
+        if (!v) {
+            out_drop(out);
+            return INVALID(&a, "out of memory for %" G_GINT64_FORMAT " elements", n);
+        }
+        double s0 = hg_array_get_f64(s, 0), d0 = hg_array_get_f64(d, 0);
+        for (gint64 i = 0; i < n; i++)
+            v[i] = s0 + (double)i * d0;
+        hg_array_store_f64(out, v);
+        break;
+    }
+    default:
+        out_drop(out);
+        return UNSUPPORTED(&a, "Range of %s", hg_dtype_name(s->dtype));
+    }
+    ctx->outputs[0] = out;
+    return TRUE;
+}
+
+/* ================================================================ views: Reshape, Flatten, Squeeze,
+ * Unsqueeze. The output shares the input's data (hg_array_reshape_view). */
+
+/* What a plan found: PLAN_OK means every output dim and every kernel parameter is known. */
+enum { PLAN_ERR = -1, PLAN_UNKNOWN = 0, PLAN_OK = 1 };
+
+/* Whether evaluation may go on with a plan: with every input known a plan is complete, but should one
+ * still miss something, say so rather than fail without an error. */
+static gboolean
+plan_done(const Args *a, int st)
+{
+    if (st == PLAN_UNKNOWN)
+        return INVALID(a, "the inputs do not determine the output shape");
+    return st == PLAN_OK;
+}
+
+/* Fill y with rank taken from the length of a 1-D parameter input when only that is known. */
+static void
+rank_from_param(const Args *a, guint index, int extra, SymShape *y)
+{
+    SymShape s;
+    arg_shape(a, index, &s);
+    y->rank = -1;
+    if (s.rank == 1 && s.d[0].v >= 0 && s.d[0].v + extra >= 0 && s.d[0].v + extra <= HG_MAX_RANK)
+        sym_unknown_dims(y, (int)(s.d[0].v + extra));
+}
+
+static HgArray *
+view_output(const Args *a, HgArray *x, const SymShape *y)
+{
+    gint64 dims[HG_MAX_RANK];
+    sym_dims(y, dims);
+    GError *err = NULL;
+    HgArray *v = hg_array_reshape_view(x, (guint)y->rank, dims, &err);
+    if (!v) {
+        fail(a, HG_ERROR_INVALID, "%s", err->message);
+        g_error_free(err);
+    }
+    return v;
+}
+
+static gboolean
+mul_ok(gint64 *p, gint64 v)
+{
+    if (v && *p > G_MAXINT64 / v)
+        return FALSE;
+    *p *= v;
+    return TRUE;
+}
+
+/* Reshape's output: 0 copies the input dim (unless allowzero, opset 14), -1 takes what is left. The
+ * -1 is found even with unknown input dims when those dims are the copied ones: [B, 12, 64] with
+ * [0, -1] gives [B, 768]. */
+static int
+reshape_plan(const Args *a, const SymShape *x, SymShape *y)
+{
+    g_autofree gint64 *req = NULL;
+    guint n;
+    y->rank = -1;
+    PState ps = int_list(a, 1, "shape", &req, &n);
+    if (ps == P_ABSENT) {
+        INVALID(a, "no shape input");
+        return PLAN_ERR;
+    }
+    if (ps == P_UNKNOWN) {
+        rank_from_param(a, 1, 0, y);
+        return PLAN_UNKNOWN;
+    }
+    if (n > HG_MAX_RANK) {
+        UNSUPPORTED(a, "rank %u is above %d", n, HG_MAX_RANK);
+        return PLAN_ERR;
+    }
+    gboolean allowzero = hg_node_attr_int(a->node, "allowzero", 0) != 0, has_zero = FALSE;
+    gboolean copied[HG_MAX_RANK] = {FALSE};
+    int neg = -1;
+    y->rank = (int)n;
+    for (guint i = 0; i < n; i++) {
+        gint64 v = req[i];
+        if (v == 0 && !allowzero) {
+            if (x->rank >= 0 && (int)i >= x->rank) {
+                INVALID(a, "shape[%u] is 0 (copy) but the input has rank %d", i, x->rank);
+                return PLAN_ERR;
+            }
+            y->d[i] = x->rank >= 0 ? x->d[i] : sd_unknown();
+            copied[i] = TRUE;
+        } else if (v == -1) {
+            if (neg >= 0) {
+                INVALID(a, "shape has more than one -1");
+                return PLAN_ERR;
+            }
+            neg = (int)i;
+            y->d[i] = sd_unknown();
+        } else if (v < 0) {
+            INVALID(a, "shape[%u] is %" G_GINT64_FORMAT, i, v);
+            return PLAN_ERR;
+        } else {
+            has_zero |= v == 0;
+            y->d[i] = sd_known(v);
+        }
+    }
+    if (allowzero && has_zero && neg >= 0) {
+        INVALID(a, "allowzero with both 0 and -1 in shape");
+        return PLAN_ERR;
+    }
+    if (x->rank < 0)
+        return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+    /* Products over the dims that are not copied: the copied ones cancel. */
+    gint64 pin = 1, pout = 1;
+    gboolean in_known = TRUE, out_known = TRUE;
+    for (int i = 0; i < x->rank; i++) {
+        if (i < (int)n && copied[i])
+            continue;
+        if (x->d[i].v < 0 || !mul_ok(&pin, x->d[i].v))
+            in_known = FALSE;
+    }
+    for (guint i = 0; i < n; i++) {
+        if ((int)i == neg || copied[i])
+            continue;
+        if (y->d[i].v < 0 || !mul_ok(&pout, y->d[i].v))
+            out_known = FALSE;
+    }
+    if (in_known && out_known) {
+        if (neg >= 0) {
+            if (pout == 0) {
+                if (pin != 0) {
+                    INVALID(a, "cannot infer -1 of a reshape to zero elements");
+                    return PLAN_ERR;
+                }
+                y->d[neg] = sd_known(0);
+            } else if (pin % pout) {
+                INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into a multiple of %" G_GINT64_FORMAT,
+                        pin, pout);
+                return PLAN_ERR;
+            } else {
+                y->d[neg] = sd_known(pin / pout);
+            }
+        } else if (pin != pout) {
+            INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT, pin, pout);
+            return PLAN_ERR;
+        }
+    }
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Reshape(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (reshape_plan(&a, &x, &y) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Reshape);
+}
+
+gboolean
+hg_eval_Reshape(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!plan_done(&a, reshape_plan(&a, &x, &y)))
+        return FALSE;
+    return (ctx->outputs[0] = view_output(&a, ctx->inputs[0], &y)) != NULL;
+}
+
+static gboolean
+flatten_plan(const Args *a, const SymShape *x, SymShape *y)
+{
+    gint64 axis = hg_node_attr_int(a->node, "axis", 1);
+    sym_unknown_dims(y, 2);
+    if (x->rank < 0)
+        return TRUE;
+    if (axis < 0)
+        axis += x->rank;
+    if (axis < 0 || axis > x->rank)
+        return INVALID(a, "axis %" G_GINT64_FORMAT " is out of range for rank %d",
+                       hg_node_attr_int(a->node, "axis", 1), x->rank);
+    y->d[0] = sym_prod(x, 0, (int)axis);
+    y->d[1] = sym_prod(x, (int)axis, x->rank);
+    return TRUE;
+}
+
+gboolean
+hg_infer_Flatten(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!flatten_plan(&a, &x, &y))
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Flatten);
+}
+
+gboolean
+hg_eval_Flatten(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!flatten_plan(&a, &x, &y))
+        return FALSE;
+    return (ctx->outputs[0] = view_output(&a, ctx->inputs[0], &y)) != NULL;
+}
+
+/* Squeeze: axes from the attribute (before 13) or input 1; without axes every dim of size 1 goes. */
+static int
+squeeze_plan(const Args *a, const SymShape *x, SymShape *y)
+{
+    g_autofree gint64 *axes = NULL;
+    guint n;
+    y->rank = -1;
+    PState ps = int_list(a, 1, "axes", &axes, &n);
+    if (ps == P_UNKNOWN) {
+        SymShape s;
+        arg_shape(a, 1, &s);
+        if (x->rank >= 0 && s.rank == 1 && s.d[0].v >= 0 && s.d[0].v <= x->rank)
+            sym_unknown_dims(y, x->rank - (int)s.d[0].v);
+        return PLAN_UNKNOWN;
+    }
+    if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    gboolean drop[HG_MAX_RANK] = {FALSE};
+    if (ps == P_ABSENT) {
+        for (int i = 0; i < x->rank; i++) {
+            if (x->d[i].v < 0)
+                return PLAN_UNKNOWN;
+            drop[i] = x->d[i].v == 1;
+        }
+    } else {
+        if (!norm_axes(a, axes, n, (guint)x->rank))
+            return PLAN_ERR;
+        for (guint i = 0; i < n; i++) {
+            gint64 d = x->d[axes[i]].v;
+            if (d >= 0 && d != 1) {
+                INVALID(a, "cannot squeeze axis %" G_GINT64_FORMAT " of size %" G_GINT64_FORMAT, axes[i], d);
+                return PLAN_ERR;
+            }
+            drop[axes[i]] = TRUE;
+        }
+    }
+    y->rank = 0;
+    for (int i = 0; i < x->rank; i++)
+        if (!drop[i])
+            y->d[y->rank++] = x->d[i];
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Squeeze(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (squeeze_plan(&a, &x, &y) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Squeeze);
 }
 
 gboolean
 hg_eval_Squeeze(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!plan_done(&a, squeeze_plan(&a, &x, &y)))
+        return FALSE;
+    return (ctx->outputs[0] = view_output(&a, ctx->inputs[0], &y)) != NULL;
+}
+
+/* Unsqueeze: axes (attribute before 13, input from 13) name positions in the output. */
+static int
+unsqueeze_plan(const Args *a, const SymShape *x, SymShape *y)
+{
+    g_autofree gint64 *axes = NULL;
+    guint n;
+    y->rank = -1;
+    PState ps = int_list(a, 1, "axes", &axes, &n);
+    if (ps == P_ABSENT) {
+        INVALID(a, "no axes");
+        return PLAN_ERR;
+    }
+    if (ps == P_UNKNOWN) {
+        if (x->rank >= 0)
+            rank_from_param(a, 1, x->rank, y);
+        return PLAN_UNKNOWN;
+    }
+    if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    guint r = (guint)x->rank + n;
+    if (r > HG_MAX_RANK) {
+        UNSUPPORTED(a, "rank %u is above %d", r, HG_MAX_RANK);
+        return PLAN_ERR;
+    }
+    if (!norm_axes(a, axes, n, r))
+        return PLAN_ERR;
+    gboolean one[HG_MAX_RANK] = {FALSE};
+    for (guint i = 0; i < n; i++)
+        one[axes[i]] = TRUE;
+    y->rank = (int)r;
+    for (guint i = 0, k = 0; i < r; i++)
+        y->d[i] = one[i] ? sd_known(1) : x->d[k++];
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
 
 gboolean
-hg_eval_Tile(HgEvalCtx *ctx)
+hg_infer_Unsqueeze(HgShapeCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Transpose(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
-}
-
-gboolean
-hg_eval_Trilu(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (unsqueeze_plan(&a, &x, &y) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Unsqueeze);
 }
 
 gboolean
 hg_eval_Unsqueeze(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (!plan_done(&a, unsqueeze_plan(&a, &x, &y)))
+        return FALSE;
+    return (ctx->outputs[0] = view_output(&a, ctx->inputs[0], &y)) != NULL;
+}
+
+/* ================================================================ Transpose */
+
+/* perm: the attribute, reversed dims by default; it must be a permutation of the rank. */
+static gboolean
+transpose_perm(const Args *a, int rank, gint64 *perm)
+{
+    guint n;
+    const gint64 *p = hg_attr_ints(a->node, "perm", &n);
+    if (!hg_node_attr(a->node, "perm")) {
+        for (int i = 0; i < rank; i++)
+            perm[i] = rank - 1 - i;
+        return TRUE;
+    }
+    if ((int)n != rank)
+        return INVALID(a, "perm has %u entries for rank %d", n, rank);
+    memcpy(perm, p, sizeof(gint64) * n);
+    return norm_axes(a, perm, n, (guint)rank);
+}
+
+gboolean
+hg_infer_Transpose(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    gint64 perm[HG_MAX_RANK];
+    arg_shape(&a, 0, &x);
+    y.rank = x.rank;
+    if (x.rank >= 0) {
+        if (!transpose_perm(&a, x.rank, perm))
+            return FALSE;
+        for (int i = 0; i < x.rank; i++)
+            y.d[i] = x.d[perm[i]];
+    }
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Transpose);
+}
+
+gboolean
+hg_eval_Transpose(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    gint64 perm[HG_MAX_RANK], st[HG_MAX_RANK], dims[HG_MAX_RANK];
+    if (!transpose_perm(&a, (int)x->rank, perm))
+        return FALSE;
+    hg_strides(x->rank, x->dims, st);
+    for (guint i = 0; i < x->rank; i++)
+        dims[i] = x->dims[perm[i]];
+    HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+    if (!out)
+        return FALSE;
+    Box b = {x->rank, {0}, {0}, {0}};
+    hg_strides(x->rank, dims, b.ds);
+    for (guint i = 0; i < x->rank; i++) {
+        b.dims[i] = dims[i];
+        b.ss[i] = st[perm[i]];
+    }
+    box_copy(elem_data(out), elem_data(x), &b, elem_size(x->dtype));
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ Concat, Split */
+
+gboolean
+hg_infer_Concat(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape y = {-1, {{0, NULL}}};
+    int dtype = HG_DTYPE_UNDEFINED;
+    gint64 axis = hg_node_attr_int(ctx->node, "axis", 0);
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        SymShape x;
+        arg_shape(&a, i, &x);
+        if (dtype == HG_DTYPE_UNDEFINED)
+            dtype = arg_dtype(&a, i);
+        if (x.rank < 0)
+            continue;
+        if (y.rank < 0) {
+            y = x;
+            if (!hg_norm_axis(axis, (guint)x.rank, &axis, ctx->node, ctx->error))
+                return FALSE;
+            continue;
+        }
+        if (x.rank != y.rank)
+            return INVALID(&a, "inputs have ranks %d and %d", y.rank, x.rank);
+        for (int k = 0; k < x.rank; k++) {
+            if (k == axis) {
+                y.d[k] = y.d[k].v >= 0 && x.d[k].v >= 0 ? sd_known(y.d[k].v + x.d[k].v) : sd_unknown();
+            } else if (y.d[k].v < 0 && x.d[k].v >= 0) {
+                y.d[k] = x.d[k];
+            } else if (y.d[k].v >= 0 && x.d[k].v >= 0 && y.d[k].v != x.d[k].v) {
+                return INVALID(&a, "input %u has dim %d = %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
+                               i, k, x.d[k].v, y.d[k].v);
+            }
+        }
+    }
+    /* The concatenated axis is known only if every input's was. */
+    for (guint i = 0; i < ctx->n_inputs && y.rank >= 0; i++) {
+        SymShape x;
+        arg_shape(&a, i, &x);
+        if (x.rank < 0)
+            y.d[axis] = sd_unknown();
+    }
+    set_out(out_shape(ctx, 0), dtype, &y);
+    return fold(ctx, hg_eval_Concat);
+}
+
+gboolean
+hg_eval_Concat(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x0 = ctx->inputs[0];
+    gint64 axis, dims[HG_MAX_RANK];
+    if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", 0), x0->rank, &axis, ctx->node, ctx->error))
+        return FALSE;
+    memcpy(dims, x0->dims, sizeof(gint64) * x0->rank);
+    dims[axis] = 0;
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        const HgArray *x = ctx->inputs[i];
+        if (!x)
+            return INVALID(&a, "input %u is missing", i);
+        if (x->rank != x0->rank || x->dtype != x0->dtype)
+            return INVALID(&a, "input %u differs in rank or type from input 0", i);
+        for (guint k = 0; k < x->rank; k++)
+            if ((gint64)k != axis && x->dims[k] != x0->dims[k])
+                return INVALID(&a, "input %u has dim %u = %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
+                               i, k, x->dims[k], x0->dims[k]);
+        dims[axis] += x->dims[axis];
+    }
+    HgArray *out = out_new(&a, x0->dtype, x0->rank, dims);
+    if (!out)
+        return FALSE;
+    gsize es = elem_size(x0->dtype);
+    gint64 outer = numel_of((guint)axis, dims), inner = numel_of(x0->rank - (guint)axis - 1, dims + axis + 1);
+    gint64 out_row = dims[axis] * inner, off = 0;
+    char *d = elem_data(out);
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        const HgArray *x = ctx->inputs[i];
+        const char *s = elem_data(x);
+        gint64 row = x->dims[axis] * inner;
+        if (row)
+            for (gint64 o = 0; o < outer; o++)
+                memcpy(d + (gsize)(o * out_row + off) * es, s + (gsize)(o * row) * es, (gsize)row * es);
+        off += row;
+    }
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* Split sizes along axis: the split input (13+) or attribute (before 13), else num_outputs (18) chunks
+ * of ceil(D / n) with a smaller last one, else equal parts for the outputs there are. */
+static int
+split_plan(const Args *a, const SymShape *x, guint n_out, gint64 *axis, gint64 *sizes)
+{
+    g_autofree gint64 *split = NULL;
+    guint n;
+    if (n_out == 0) {
+        INVALID(a, "no outputs");
+        return PLAN_ERR;
+    }
+    if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    if (!hg_norm_axis(hg_node_attr_int(a->node, "axis", 0), (guint)x->rank, axis, a->node, a->error))
+        return PLAN_ERR;
+    gint64 dim = x->d[*axis].v;
+    PState ps = int_list(a, 1, "split", &split, &n);
+    if (ps == P_UNKNOWN)
+        return PLAN_UNKNOWN;
+    if (ps == P_KNOWN && n > 0) {
+        gint64 sum = 0;
+        if (n != n_out) {
+            INVALID(a, "split has %u entries for %u outputs", n, n_out);
+            return PLAN_ERR;
+        }
+        for (guint i = 0; i < n; i++) {
+            if (split[i] < 0 || split[i] > G_MAXINT64 - sum) {
+                INVALID(a, "split[%u] is %" G_GINT64_FORMAT, i, split[i]);
+                return PLAN_ERR;
+            }
+            sizes[i] = split[i];
+            sum += split[i];
+        }
+        if (dim >= 0 && sum != dim) {
+            INVALID(a, "split sums to %" G_GINT64_FORMAT ", the axis has %" G_GINT64_FORMAT, sum, dim);
+            return PLAN_ERR;
+        }
+        return PLAN_OK;
+    }
+    gint64 parts = hg_node_attr_int(a->node, "num_outputs", n_out);
+    if (parts != (gint64)n_out) {
+        INVALID(a, "num_outputs is %" G_GINT64_FORMAT " for %u outputs", parts, n_out);
+        return PLAN_ERR;
+    }
+    if (dim < 0)
+        return PLAN_UNKNOWN;
+    gint64 chunk = dim / parts + (dim % parts != 0);
+    for (guint i = 0; i < n_out; i++)
+        sizes[i] = CLAMP(dim - (gint64)i * chunk, 0, chunk);
+    return PLAN_OK;
+}
+
+gboolean
+hg_infer_Split(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x;
+    gint64 axis = 0;
+    g_autofree gint64 *sizes = g_new0(gint64, ctx->n_outputs + 1);
+    arg_shape(&a, 0, &x);
+    int st = split_plan(&a, &x, ctx->n_outputs, &axis, sizes);
+    if (st == PLAN_ERR)
+        return FALSE;
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        SymShape y = x;
+        if (x.rank >= 0)
+            y.d[axis] = st == PLAN_OK ? sd_known(sizes[k]) : sd_unknown();
+        set_out(out_shape(ctx, k), arg_dtype(&a, 0), &y);
+    }
+    return fold(ctx, hg_eval_Split);
+}
+
+gboolean
+hg_eval_Split(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs;
+    gint64 axis = 0;
+    g_autofree gint64 *sizes = g_new0(gint64, ctx->n_outputs + 1);
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, split_plan(&a, &xs, ctx->n_outputs, &axis, sizes)))
+        return FALSE;
+    gsize es = elem_size(x->dtype);
+    gint64 outer = numel_of((guint)axis, x->dims), inner = numel_of(x->rank - (guint)axis - 1, x->dims + axis + 1);
+    gint64 in_row = x->dims[axis] * inner, off = 0;
+    const char *s = elem_data(x);
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        gint64 dims[HG_MAX_RANK];
+        memcpy(dims, x->dims, sizeof(gint64) * x->rank);
+        dims[axis] = sizes[k];
+        HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+        if (!out) {
+            for (guint j = 0; j < k; j++)
+                g_clear_pointer(&ctx->outputs[j], hg_array_unref);
+            return FALSE;
+        }
+        char *d = elem_data(out);
+        gint64 row = sizes[k] * inner;
+        if (row)
+            for (gint64 o = 0; o < outer; o++)
+                memcpy(d + (gsize)(o * row) * es, s + (gsize)(o * in_row + off) * es, (gsize)row * es);
+        off += row;
+        ctx->outputs[k] = out_done(out);
+    }
+    return TRUE;
+}
+
+/* ================================================================ Slice */
+
+/* Slice: starts/ends/axes as attributes before opset 10, inputs (with steps) from 10. Negative
+ * starts/ends count from the end; then starts clamp to [0, d] and ends to [0, d] for positive steps,
+ * to [0, d-1] and [-1, d-1] for negative ones. */
+static int
+slice_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *start, gint64 *step)
+{
+    g_autofree gint64 *starts = NULL, *ends = NULL, *axes = NULL, *steps = NULL;
+    guint ns, ne, na, nt;
+    *y = *x;
+    for (int i = 0; i < HG_MAX_RANK; i++) {
+        start[i] = 0;
+        step[i] = 1;
+    }
+    PState ps = int_list(a, 1, "starts", &starts, &ns);
+    PState pe = int_list(a, 2, "ends", &ends, &ne);
+    PState pa = int_list(a, 3, "axes", &axes, &na);
+    PState pt = int_list(a, 4, NULL, &steps, &nt);
+    if (ps == P_ABSENT || pe == P_ABSENT) {
+        INVALID(a, "starts and ends are required");
+        return PLAN_ERR;
+    }
+    if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    if (ps == P_UNKNOWN || pe == P_UNKNOWN || pa == P_UNKNOWN || pt == P_UNKNOWN) {
+        /* the sliced axes lose their dims when they are known; the others keep theirs */
+        guint n = pa == P_KNOWN ? na : ps == P_KNOWN ? ns : pe == P_KNOWN ? ne : G_MAXUINT;
+        if (pa == P_UNKNOWN || n == G_MAXUINT) {
+            sym_unknown_dims(y, x->rank);
+            return PLAN_UNKNOWN;
+        }
+        for (guint i = 0; i < n; i++) {
+            gint64 ax = pa == P_KNOWN ? axes[i] : (gint64)i;
+            if (ax < 0)
+                ax += x->rank;
+            if (ax >= 0 && ax < x->rank)
+                y->d[ax] = sd_unknown();
+        }
+        return PLAN_UNKNOWN;
+    }
+    if (ne != ns || (pa == P_KNOWN && na != ns) || (pt == P_KNOWN && nt != ns) || ns > (guint)x->rank) {
+        INVALID(a, "starts, ends, axes and steps disagree in length");
+        return PLAN_ERR;
+    }
+    if (pa != P_KNOWN) {
+        axes = g_new(gint64, ns + 1);
+        for (guint i = 0; i < ns; i++)
+            axes[i] = i;
+    }
+    if (!norm_axes(a, axes, ns, (guint)x->rank))
+        return PLAN_ERR;
+    gboolean known = TRUE;
+    for (guint i = 0; i < ns; i++) {
+        gint64 ax = axes[i], d = x->d[ax].v, st = pt == P_KNOWN ? steps[i] : 1;
+        gint64 s = starts[i], e = ends[i];
+        if (st == 0) {
+            INVALID(a, "step is 0");
+            return PLAN_ERR;
+        }
+        step[ax] = st;
+        if (d < 0) {
+            /* x[0:INT_MAX] and x[::-1] keep the (unknown) dim */
+            gboolean whole = (st == 1 && s == 0 && e >= G_MAXINT32) ||
+                             (st == -1 && s == -1 && e <= G_MININT32);
+            y->d[ax] = whole ? x->d[ax] : sd_unknown();
+            known = FALSE;
+            continue;
+        }
+        if (s < 0)
+            s += d;
+        if (e < 0)
+            e += d;
+        gint64 count;
+        if (st > 0) {
+            s = CLAMP(s, 0, d);
+            e = CLAMP(e, 0, d);
+            count = e > s ? (e - s - 1) / st + 1 : 0;
+        } else {
+            s = CLAMP(s, 0, d - 1);
+            e = CLAMP(e, -1, d - 1);
+            gint64 back = st == G_MININT64 ? G_MAXINT64 : -st;
+            count = s > e ? (s - e - 1) / back + 1 : 0;
+        }
+        start[ax] = count ? s : 0;
+        y->d[ax] = sd_known(count);
+    }
+    return known && sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Slice(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    gint64 start[HG_MAX_RANK], step[HG_MAX_RANK];
+    arg_shape(&a, 0, &x);
+    if (slice_plan(&a, &x, &y, start, step) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Slice);
+}
+
+gboolean
+hg_eval_Slice(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    gint64 start[HG_MAX_RANK], step[HG_MAX_RANK], st[HG_MAX_RANK], dims[HG_MAX_RANK];
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, slice_plan(&a, &xs, &y, start, step)))
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+    if (!out)
+        return FALSE;
+    gsize es = elem_size(x->dtype);
+    Box b = {x->rank, {0}, {0}, {0}};
+    gint64 off = 0;
+    hg_strides(x->rank, x->dims, st);
+    hg_strides(x->rank, dims, b.ds);
+    for (guint i = 0; i < x->rank; i++) {
+        b.dims[i] = dims[i];
+        b.ss[i] = st[i] * step[i];
+        off += start[i] * st[i];
+    }
+    if (out->numel)
+        box_copy(elem_data(out), (const char *)elem_data(x) + (gsize)off * es, &b, es);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ Expand, Tile */
+
+/* Expand broadcasts both ways: a 1 in shape keeps the input's dim. */
+static int
+expand_plan(const Args *a, const SymShape *x, SymShape *y)
+{
+    g_autofree gint64 *shape = NULL;
+    guint n;
+    y->rank = -1;
+    PState ps = int_list(a, 1, NULL, &shape, &n);
+    if (ps == P_ABSENT) {
+        INVALID(a, "no shape input");
+        return PLAN_ERR;
+    }
+    if (ps == P_UNKNOWN || x->rank < 0)
+        return PLAN_UNKNOWN;
+    guint r = MAX((guint)x->rank, n);
+    if (r > HG_MAX_RANK) {
+        UNSUPPORTED(a, "rank %u is above %d", r, HG_MAX_RANK);
+        return PLAN_ERR;
+    }
+    y->rank = (int)r;
+    for (guint i = 0; i < r; i++) {
+        HgSymDim xa = i < r - (guint)x->rank ? sd_known(1) : x->d[i - (r - (guint)x->rank)];
+        gint64 b = i < r - n ? 1 : shape[i - (r - n)];
+        if (b < 0) {
+            INVALID(a, "shape has %" G_GINT64_FORMAT, b);
+            return PLAN_ERR;
+        }
+        if (b == 1)
+            y->d[i] = xa;
+        else if (xa.v < 0 || xa.v == 1 || xa.v == b)
+            y->d[i] = sd_known(b);
+        else {
+            INVALID(a, "dim %" G_GINT64_FORMAT " does not broadcast to %" G_GINT64_FORMAT, xa.v, b);
+            return PLAN_ERR;
+        }
+    }
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Expand(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    arg_shape(&a, 0, &x);
+    if (expand_plan(&a, &x, &y) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Expand);
+}
+
+gboolean
+hg_eval_Expand(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    gint64 dims[HG_MAX_RANK];
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, expand_plan(&a, &xs, &y)))
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, (guint)y.rank, dims);
+    if (!out)
+        return FALSE;
+    Box b = {(guint)y.rank, {0}, {0}, {0}};
+    memcpy(b.dims, dims, sizeof(gint64) * (gsize)y.rank);
+    hg_strides((guint)y.rank, dims, b.ds);
+    hg_broadcast_strides(x->rank, x->dims, (guint)y.rank, dims, b.ss);
+    box_copy(elem_data(out), elem_data(x), &b, elem_size(x->dtype));
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+static int
+tile_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *reps)
+{
+    g_autofree gint64 *r = NULL;
+    guint n;
+    PState ps = int_list(a, 1, NULL, &r, &n);
+    *y = *x;
+    if (ps == P_ABSENT) {
+        INVALID(a, "no repeats input");
+        return PLAN_ERR;
+    }
+    if (x->rank < 0) {
+        rank_from_param(a, 1, 0, y);
+        return PLAN_UNKNOWN;
+    }
+    if (ps == P_UNKNOWN) {
+        sym_unknown_dims(y, x->rank);
+        return PLAN_UNKNOWN;
+    }
+    if (n != (guint)x->rank) {
+        INVALID(a, "repeats has %u entries for rank %d", n, x->rank);
+        return PLAN_ERR;
+    }
+    for (guint i = 0; i < n; i++) {
+        gint64 d = x->d[i].v;
+        if (r[i] < 0) {
+            INVALID(a, "repeats[%u] is %" G_GINT64_FORMAT, i, r[i]);
+            return PLAN_ERR;
+        }
+        reps[i] = r[i];
+        if (r[i] == 1)
+            continue;
+        if (r[i] == 0 || d == 0)
+            y->d[i] = sd_known(0);
+        else if (d < 0)
+            y->d[i] = sd_unknown();
+        else if (d > G_MAXINT64 / r[i]) {
+            INVALID(a, "tiled dim overflows");
+            return PLAN_ERR;
+        } else
+            y->d[i] = sd_known(d * r[i]);
+    }
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Tile(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    gint64 reps[HG_MAX_RANK];
+    arg_shape(&a, 0, &x);
+    if (tile_plan(&a, &x, &y, reps) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Tile);
+}
+
+gboolean
+hg_eval_Tile(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    gint64 reps[HG_MAX_RANK], dims[HG_MAX_RANK], ods[HG_MAX_RANK], xst[HG_MAX_RANK];
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, tile_plan(&a, &xs, &y, reps)))
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+    if (!out)
+        return FALSE;
+    /* The output as (repeat, dim) pairs: the repeat reads the same source (stride 0). */
+    Box b = {2 * x->rank, {0}, {0}, {0}};
+    hg_strides(x->rank, dims, ods);
+    hg_strides(x->rank, x->dims, xst);
+    for (guint i = 0; i < x->rank; i++) {
+        b.dims[2 * i] = reps[i];
+        b.dims[2 * i + 1] = x->dims[i];
+        b.ds[2 * i] = x->dims[i] * ods[i];
+        b.ds[2 * i + 1] = ods[i];
+        b.ss[2 * i] = 0;
+        b.ss[2 * i + 1] = xst[i];
+    }
+    box_copy(elem_data(out), elem_data(x), &b, elem_size(x->dtype));
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ Pad */
+
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
+
+typedef struct {
+    int mode;
+    gint64 begin[HG_MAX_RANK], end[HG_MAX_RANK];
+} PadPlan;
+
+/* Pad: pads (and value) as attributes before opset 11, inputs from 11; axes input from 18. pads is
+ * [x1_begin, x2_begin, ..., x1_end, x2_end, ...]; negative pads crop. */
+static int
+pad_plan(const Args *a, const SymShape *x, SymShape *y, PadPlan *p)
+{
+    g_autofree gint64 *pads = NULL, *axes = NULL;
+    g_autofree char *mode = hg_attr_string(a->node, "mode", "constant");
+    guint np, na;
+    *y = *x;
+    memset(p, 0, sizeof(*p));
+    if (!strcmp(mode, "constant"))
+        p->mode = PAD_CONSTANT;
+    else if (!strcmp(mode, "reflect"))
+        p->mode = PAD_REFLECT;
+    else if (!strcmp(mode, "edge"))
+        p->mode = PAD_EDGE;
+    else if (!strcmp(mode, "wrap"))
+        p->mode = PAD_WRAP;
+    else {
+        UNSUPPORTED(a, "mode '%s'", mode);
+        return PLAN_ERR;
+    }
+    PState pp = int_list(a, 1, "pads", &pads, &np);
+    if (pp == P_ABSENT)
+        pp = int_list(a, NO_INPUT, "paddings", &pads, &np); /* Pad-1 */
+    PState pa = int_list(a, 3, NULL, &axes, &na);
+    if (pp == P_ABSENT) {
+        INVALID(a, "no pads");
+        return PLAN_ERR;
+    }
+    if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    if (pp == P_UNKNOWN || pa == P_UNKNOWN) {
+        sym_unknown_dims(y, x->rank);
+        return PLAN_UNKNOWN;
+    }
+    if (pa != P_KNOWN) {
+        na = (guint)x->rank;
+        axes = g_new(gint64, na + 1);
+        for (guint i = 0; i < na; i++)
+            axes[i] = i;
+    }
+    if (np != 2 * na) {
+        INVALID(a, "pads has %u entries for %u axes", np, na);
+        return PLAN_ERR;
+    }
+    if (!norm_axes(a, axes, na, (guint)x->rank))
+        return PLAN_ERR;
+    for (guint j = 0; j < na; j++) {
+        p->begin[axes[j]] = pads[j];
+        p->end[axes[j]] = pads[j + na];
+    }
+    for (int i = 0; i < x->rank; i++) {
+        gint64 d = x->d[i].v, b = p->begin[i], e = p->end[i];
+        if (b == 0 && e == 0)
+            continue;
+        if (d < 0) {
+            y->d[i] = sd_unknown();
+            continue;
+        }
+        if (ABS(b) > G_MAXINT32 * (gint64)64 || ABS(e) > G_MAXINT32 * (gint64)64 || d + b + e < 0) {
+            INVALID(a, "pads %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " do not fit dim %" G_GINT64_FORMAT,
+                    b, e, d);
+            return PLAN_ERR;
+        }
+        if (d == 0 && p->mode != PAD_CONSTANT && (b > 0 || e > 0)) {
+            INVALID(a, "cannot %s-pad an empty axis", mode);
+            return PLAN_ERR;
+        }
+        y->d[i] = sd_known(d + b + e);
+    }
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Pad(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    PadPlan p;
+    arg_shape(&a, 0, &x);
+    if (pad_plan(&a, &x, &y, &p) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Pad);
+}
+
+/* Where output index o of an axis reads from, per mode; -1 for the constant border. */
+static gint64
+pad_source(int mode, gint64 o, gint64 begin, gint64 n)
+{
+    gint64 v = o - begin;
+    if (v >= 0 && v < n)
+        return v;
+    switch (mode) {
+    case PAD_EDGE:
+        return v < 0 ? 0 : n - 1;
+    case PAD_REFLECT: {
+        if (n == 1)
+            return 0;
+        gint64 period = 2 * (n - 1);
+        v %= period;
+        if (v < 0)
+            v += period;
+        return v < n ? v : period - v;
+    }
+    case PAD_WRAP:
+        v %= n;
+        return v < 0 ? v + n : v;
+    default:
+        return -1;
+    }
+}
+
+gboolean
+hg_eval_Pad(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    PadPlan p;
+    gint64 dims[HG_MAX_RANK];
+    gint64 *maps[HG_MAX_RANK] = {NULL};
+    guint8 fill[16];
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, pad_plan(&a, &xs, &y, &p)))
+        return FALSE;
+    sym_dims(&y, dims);
+    const HgArray *cv = arg_present(&a, 2) ? ctx->inputs[2] : NULL;
+    scalar_bytes(cv, hg_node_attr_float(ctx->node, "value", 0.0f), x->dtype, fill);
+    HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+    if (!out)
+        return FALSE;
+    for (guint i = 0; i < x->rank; i++) {
+        maps[i] = g_new(gint64, dims[i] + 1);
+        for (gint64 o = 0; o < dims[i]; o++)
+            maps[i][o] = pad_source(p.mode, o, p.begin[i], x->dims[i]);
+    }
+    table_gather(elem_data(out), elem_data(x), x->rank, dims, x->dims, maps, fill, elem_size(x->dtype));
+    for (guint i = 0; i < x->rank; i++)
+        g_free(maps[i]);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ DepthToSpace, SpaceToDepth */
+
+/* Both are a reshape to 6-D, a transpose and a reshape back: one Box each. */
+static gboolean
+d2s_plan(const Args *a, gboolean to_space, const SymShape *x, SymShape *y, gint64 *bs)
+{
+    *bs = hg_node_attr_int(a->node, "blocksize", 0);
+    y->rank = -1;
+    if (*bs <= 0 || *bs > G_MAXINT32)
+        return INVALID(a, "blocksize %" G_GINT64_FORMAT, *bs);
+    if (x->rank < 0)
+        return TRUE;
+    if (x->rank != 4)
+        return INVALID(a, "input has rank %d, not 4", x->rank);
+    gint64 b = *bs, c = x->d[1].v, h = x->d[2].v, w = x->d[3].v;
+    y->rank = 4;
+    y->d[0] = x->d[0];
+    if (to_space) {
+        if (c >= 0 && c % (b * b))
+            return INVALID(a, "channels %" G_GINT64_FORMAT " are not a multiple of blocksize^2", c);
+        y->d[1] = c >= 0 ? sd_known(c / (b * b)) : sd_unknown();
+        y->d[2] = h >= 0 ? sd_known(h * b) : sd_unknown();
+        y->d[3] = w >= 0 ? sd_known(w * b) : sd_unknown();
+    } else {
+        if ((h >= 0 && h % b) || (w >= 0 && w % b))
+            return INVALID(a, "height and width must be multiples of blocksize");
+        y->d[1] = c >= 0 ? sd_known(c * b * b) : sd_unknown();
+        y->d[2] = h >= 0 ? sd_known(h / b) : sd_unknown();
+        y->d[3] = w >= 0 ? sd_known(w / b) : sd_unknown();
+    }
+    return TRUE;
+}
+
+static gboolean
+d2s_eval(HgEvalCtx *ctx, gboolean to_space)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    gint64 bs, dims[4];
+    arg_shape(&a, 0, &xs);
+    if (!d2s_plan(&a, to_space, &xs, &y, &bs))
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, 4, dims);
+    if (!out)
+        return FALSE;
+    gint64 n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3], b = bs;
+    gint64 sn = c * h * w;
+    Box box = {6, {0}, {0}, {0}};
+    if (to_space) {
+        /* output viewed as [N, C', H, b1, W, b2]; the input as [N, b1, b2, C', H, W] (DCR) or
+         * [N, C', b1, b2, H, W] (CRD) */
+        g_autofree char *mode = hg_attr_string(ctx->node, "mode", "DCR");
+        gint64 cc = c / (b * b), sc, sb1, sb2;
+        if (!strcmp(mode, "CRD")) {
+            sc = b * b * h * w;
+            sb1 = b * h * w;
+            sb2 = h * w;
+        } else if (!strcmp(mode, "DCR")) {
+            sb1 = b * cc * h * w;
+            sb2 = cc * h * w;
+            sc = h * w;
+        } else {
+            out_drop(out);
+            return UNSUPPORTED(&a, "mode '%s'", mode);
+        }
+        gint64 d6[6] = {n, cc, h, b, w, b}, s6[6] = {sn, sc, w, sb1, 1, sb2};
+        memcpy(box.dims, d6, sizeof(d6));
+        memcpy(box.ss, s6, sizeof(s6));
+    } else {
+        /* output viewed as [N, b1, b2, C, H', W']; the input as [N, C, H', b1, W', b2] */
+        gint64 hh = h / b, ww = w / b;
+        gint64 d6[6] = {n, b, b, c, hh, ww}, s6[6] = {sn, w, 1, h * w, b * w, b};
+        memcpy(box.dims, d6, sizeof(d6));
+        memcpy(box.ss, s6, sizeof(s6));
+    }
+    hg_strides(6, box.dims, box.ds);
+    box_copy(elem_data(out), elem_data(x), &box, elem_size(x->dtype));
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+gboolean
+hg_infer_DepthToSpace(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    gint64 bs;
+    arg_shape(&a, 0, &x);
+    if (!d2s_plan(&a, TRUE, &x, &y, &bs))
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_DepthToSpace);
+}
+
+gboolean
+hg_eval_DepthToSpace(HgEvalCtx *ctx)
+{
+    return d2s_eval(ctx, TRUE);
+}
+
+gboolean
+hg_infer_SpaceToDepth(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    gint64 bs;
+    arg_shape(&a, 0, &x);
+    if (!d2s_plan(&a, FALSE, &x, &y, &bs))
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_SpaceToDepth);
+}
+
+gboolean
+hg_eval_SpaceToDepth(HgEvalCtx *ctx)
+{
+    return d2s_eval(ctx, FALSE);
+}
+
+/* ================================================================ Trilu */
+
+gboolean
+hg_infer_Trilu(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x;
+    arg_shape(&a, 0, &x);
+    if (x.rank >= 0 && x.rank < 2)
+        return INVALID(&a, "input has rank %d, needs at least 2", x.rank);
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &x);
+    return fold(ctx, hg_eval_Trilu);
+}
+
+/* Keep the upper (j - i >= k) or lower (j - i <= k) triangle of every matrix; zero the rest. */
+gboolean
+hg_eval_Trilu(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    if (x->rank < 2)
+        return INVALID(&a, "input has rank %u, needs at least 2", x->rank);
+    gint64 k = 0;
+    if (arg_present(&a, 1)) {
+        if (ctx->inputs[1]->numel != 1)
+            return INVALID(&a, "k must be a scalar");
+        k = hg_array_get_i64(ctx->inputs[1], 0);
+    }
+    gboolean upper = hg_node_attr_int(ctx->node, "upper", 1) != 0;
+    HgArray *out = out_new(&a, x->dtype, x->rank, x->dims);
+    if (!out)
+        return FALSE;
+    gsize es = elem_size(x->dtype);
+    gint64 rows = x->dims[x->rank - 2], cols = x->dims[x->rank - 1];
+    gint64 mats = rows > 0 && cols > 0 ? x->numel / (rows * cols) : 0;
+    k = CLAMP(k, -rows - 1, cols + 1);
+    const char *s = elem_data(x);
+    char *d = elem_data(out); /* zero-filled: zero is 0 bits for every numeric type */
+    for (gint64 m = 0; m < mats; m++) {
+        for (gint64 i = 0; i < rows; i++) {
+            gint64 lo = upper ? CLAMP(i + k, 0, cols) : 0, hi = upper ? cols : CLAMP(i + k + 1, 0, cols);
+            gsize off = (gsize)((m * rows + i) * cols + lo) * es;
+            if (hi > lo)
+                memcpy(d + off, s + off, (gsize)(hi - lo) * es);
+        }
+    }
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ Gather, GatherElements, GatherND */
+
+/* Indices as int64 (a view when they already are); *owned says whether to g_free. */
+static gint64 *
+load_indices(const Args *a, const HgArray *ind, gboolean *owned)
+{
+    if (hg_dtype_compute(ind->dtype) != HG_COMPUTE_I64 || ind->dtype == HG_DTYPE_BOOL) {
+        INVALID(a, "indices of type %s", hg_dtype_name(ind->dtype));
+        return NULL;
+    }
+    return hg_array_load_i64(ind, owned);
+}
+
+/* An index along a dim of size n: negative counts from the end; out of range is an error. */
+static inline gboolean
+norm_index(const Args *a, gint64 *v, gint64 n)
+{
+    gint64 i = *v < 0 ? *v + n : *v;
+    if (i < 0 || i >= n)
+        return INVALID(a, "index %" G_GINT64_FORMAT " is out of range for a dim of %" G_GINT64_FORMAT, *v, n);
+    *v = i;
+    return TRUE;
+}
+
+static gboolean
+gather_plan(const Args *a, const SymShape *x, const SymShape *ind, SymShape *y, gint64 *axis)
+{
+    y->rank = -1;
+    if (x->rank < 0)
+        return TRUE;
+    if (!hg_norm_axis(hg_node_attr_int(a->node, "axis", 0), (guint)x->rank, axis, a->node, a->error))
+        return FALSE;
+    if (ind->rank < 0)
+        return TRUE;
+    int r = x->rank + ind->rank - 1;
+    if (r > HG_MAX_RANK)
+        return UNSUPPORTED(a, "rank %d is above %d", r, HG_MAX_RANK);
+    y->rank = 0;
+    for (int i = 0; i < *axis; i++)
+        y->d[y->rank++] = x->d[i];
+    for (int i = 0; i < ind->rank; i++)
+        y->d[y->rank++] = ind->d[i];
+    for (int i = (int)*axis + 1; i < x->rank; i++)
+        y->d[y->rank++] = x->d[i];
+    return TRUE;
+}
+
+gboolean
+hg_infer_Gather(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, ind, y;
+    gint64 axis;
+    arg_shape(&a, 0, &x);
+    arg_shape(&a, 1, &ind);
+    if (!gather_plan(&a, &x, &ind, &y, &axis))
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_Gather);
+}
+
+#define GATHER_COPY(T)                                                                             \
+    do {                                                                                           \
+        T *d_ = (T *)elem_data(out);                                                               \
+        const T *s_ = (const T *)elem_data(x);                                                     \
+        for (gint64 o = 0; o < outer; o++)                                                         \
+            for (gint64 j = 0; j < ni; j++) {                                                      \
+                if (inner == 1)                                                                    \
+                    d_[o * ni + j] = s_[o * n + idx[j]];                                           \
+                else                                                                               \
+                    memcpy(d_ + (o * ni + j) * inner, s_ + (o * n + idx[j]) * inner,               \
+                           sizeof(T) * (gsize)inner);                                              \
+            }                                                                                      \
+    } while (0)
+
+gboolean
+hg_eval_Gather(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 2))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
+    SymShape xs, is, y;
+    gint64 axis, dims[HG_MAX_RANK];
+    gboolean owned;
+    arg_shape(&a, 0, &xs);
+    arg_shape(&a, 1, &is);
+    if (!gather_plan(&a, &xs, &is, &y, &axis))
+        return FALSE;
+    gint64 *raw = load_indices(&a, ind, &owned);
+    if (!raw)
+        return FALSE;
+    gint64 n = x->dims[axis], ni = ind->numel;
+    g_autofree gint64 *idx = g_new(gint64, ni + 1);
+    gboolean ok = TRUE;
+    for (gint64 j = 0; j < ni && ok; j++) {
+        idx[j] = raw[j];
+        ok = norm_index(&a, &idx[j], n);
+    }
+    if (owned)
+        g_free(raw);
+    if (!ok)
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, (guint)y.rank, dims);
+    if (!out)
+        return FALSE;
+    gint64 outer = numel_of((guint)axis, x->dims), inner = numel_of(x->rank - (guint)axis - 1, x->dims + axis + 1);
+    if (out->numel)
+        DISPATCH_ES(elem_size(x->dtype), GATHER_COPY);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* GatherElements and ScatterElements: indices (and updates) have the data's rank; along the other
+ * axes the index coordinates address the data directly, so they must fit. */
+static gboolean
+elements_check(const Args *a, const HgArray *x, const HgArray *ind, gint64 *axis)
+{
+    if (!hg_norm_axis(hg_node_attr_int(a->node, "axis", 0), x->rank, axis, a->node, a->error))
+        return FALSE;
+    if (ind->rank != x->rank)
+        return INVALID(a, "indices have rank %u, data %u", ind->rank, x->rank);
+    for (guint k = 0; k < x->rank; k++)
+        if ((gint64)k != *axis && ind->dims[k] > x->dims[k])
+            return INVALID(a, "indices dim %u is %" G_GINT64_FORMAT ", data has %" G_GINT64_FORMAT, k,
+                           ind->dims[k], x->dims[k]);
+    return TRUE;
+}
+
+/* Flat data offsets addressed by each index of an elements op: its coordinates with axis replaced
+ * by the index value. NULL with an error for an index out of range. */
+static gint64 *
+elements_offsets(const Args *a, const HgArray *x, const HgArray *ind, gint64 axis)
+{
+    gboolean owned;
+    gint64 *raw = load_indices(a, ind, &owned);
+    if (!raw)
+        return NULL;
+    gint64 xs[HG_MAX_RANK], zero[HG_MAX_RANK] = {0}, c[HG_MAX_RANK] = {0}, base = 0, dummy = 0;
+    hg_strides(x->rank, x->dims, xs);
+    gint64 sa = xs[axis], n = x->dims[axis];
+    xs[axis] = 0;
+    gint64 *offs = g_new(gint64, ind->numel + 1);
+    for (gint64 p = 0; p < ind->numel; p++) {
+        gint64 v = raw[p];
+        if (!norm_index(a, &v, n)) {
+            g_free(offs);
+            offs = NULL;
+            break;
+        }
+        offs[p] = base + v * sa;
+        odometer_step(ind->rank, ind->dims, xs, zero, c, &base, &dummy);
+    }
+    if (owned)
+        g_free(raw);
+    return offs;
+}
+
+#define TAKE(T)                                                                                    \
+    do {                                                                                           \
+        T *d_ = (T *)elem_data(out);                                                               \
+        const T *s_ = (const T *)elem_data(x);                                                     \
+        for (gint64 p = 0; p < out->numel; p++)                                                    \
+            d_[p] = s_[offs[p]];                                                                   \
+    } while (0)
+
+gboolean
+hg_infer_GatherElements(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, ind;
+    arg_shape(&a, 0, &x);
+    arg_shape(&a, 1, &ind);
+    if (x.rank >= 0 && ind.rank >= 0 && x.rank != ind.rank)
+        return INVALID(&a, "indices have rank %d, data %d", ind.rank, x.rank);
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &ind);
+    return fold(ctx, hg_eval_GatherElements);
+}
+
+gboolean
+hg_eval_GatherElements(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 2))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
+    gint64 axis;
+    if (!elements_check(&a, x, ind, &axis))
+        return FALSE;
+    g_autofree gint64 *offs = elements_offsets(&a, x, ind, axis);
+    if (!offs)
+        return FALSE;
+    HgArray *out = out_new(&a, x->dtype, ind->rank, ind->dims);
+    if (!out)
+        return FALSE;
+    DISPATCH_ES(elem_size(x->dtype), TAKE);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* GatherND: indices [..., k] address slices data[b..., i1, ..., ik, ...] after b batch dims. */
+static gboolean
+gathernd_plan(const Args *a, const SymShape *x, const SymShape *ind, SymShape *y, gint64 *kp)
+{
+    gint64 b = hg_node_attr_int(a->node, "batch_dims", 0);
+    y->rank = -1;
+    if (x->rank < 0 || ind->rank < 0)
+        return TRUE;
+    if (ind->rank < 1 || b < 0 || b >= MIN(x->rank, ind->rank))
+        return INVALID(a, "batch_dims %" G_GINT64_FORMAT " does not fit ranks %d and %d", b, x->rank,
+                       ind->rank);
+    gint64 k = ind->d[ind->rank - 1].v;
+    if (k < 0)
+        return TRUE;
+    if (k < 1 || k > x->rank - b)
+        return INVALID(a, "index tuples of %" G_GINT64_FORMAT " for data of rank %d", k, x->rank);
+    int r = ind->rank - 1 + x->rank - (int)b - (int)k;
+    if (r > HG_MAX_RANK)
+        return UNSUPPORTED(a, "rank %d is above %d", r, HG_MAX_RANK);
+    for (int i = 0; i < b; i++)
+        if (x->d[i].v >= 0 && ind->d[i].v >= 0 && x->d[i].v != ind->d[i].v)
+            return INVALID(a, "batch dim %d differs between data and indices", i);
+    y->rank = 0;
+    for (int i = 0; i < ind->rank - 1; i++)
+        y->d[y->rank++] = ind->d[i];
+    for (int i = (int)(b + k); i < x->rank; i++)
+        y->d[y->rank++] = x->d[i];
+    *kp = k;
+    return TRUE;
+}
+
+gboolean
+hg_infer_GatherND(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, ind, y;
+    gint64 k;
+    arg_shape(&a, 0, &x);
+    arg_shape(&a, 1, &ind);
+    if (!gathernd_plan(&a, &x, &ind, &y, &k))
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_GatherND);
+}
+
+/* Data offsets (in elements) of the slices that n_tuples index tuples of k coordinates address, in
+ * data of the given dims from dim `first` on (each batch is one block of `block` elements). */
+static gint64 *
+nd_offsets(const Args *a, const gint64 *idx, gint64 n_batches, gint64 per_batch, gint64 k,
+           const gint64 *dims, gint64 slice, gint64 block)
+{
+    gint64 cs[HG_MAX_RANK];
+    gint64 s = slice;
+    for (gint64 j = k; j-- > 0;) {
+        cs[j] = s;
+        s *= dims[j];
+    }
+    gint64 *offs = g_new(gint64, n_batches * per_batch + 1);
+    for (gint64 bi = 0; bi < n_batches; bi++) {
+        for (gint64 t = 0; t < per_batch; t++) {
+            const gint64 *tuple = idx + (bi * per_batch + t) * k;
+            gint64 off = bi * block;
+            for (gint64 j = 0; j < k; j++) {
+                gint64 v = tuple[j];
+                if (!norm_index(a, &v, dims[j])) {
+                    g_free(offs);
+                    return NULL;
+                }
+                off += v * cs[j];
+            }
+            offs[bi * per_batch + t] = off;
+        }
+    }
+    return offs;
+}
+
+gboolean
+hg_eval_GatherND(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 2))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
+    SymShape xs, is, y;
+    gint64 k = 0, dims[HG_MAX_RANK];
+    gboolean owned;
+    arg_shape(&a, 0, &xs);
+    arg_shape(&a, 1, &is);
+    if (!gathernd_plan(&a, &xs, &is, &y, &k))
+        return FALSE;
+    guint b = (guint)hg_node_attr_int(ctx->node, "batch_dims", 0);
+    gint64 *raw = load_indices(&a, ind, &owned);
+    if (!raw)
+        return FALSE;
+    gint64 nb = numel_of(b, x->dims);
+    gint64 per = nb ? ind->numel / k / nb : 0;
+    gint64 slice = numel_of(x->rank - b - (guint)k, x->dims + b + k);
+    gint64 block = numel_of(x->rank - b, x->dims + b);
+    g_autofree gint64 *offs = nd_offsets(&a, raw, nb, per, k, x->dims + b, slice, block);
+    if (owned)
+        g_free(raw);
+    if (!offs)
+        return FALSE;
+    sym_dims(&y, dims);
+    HgArray *out = out_new(&a, x->dtype, (guint)y.rank, dims);
+    if (!out)
+        return FALSE;
+    gsize es = elem_size(x->dtype);
+    char *d = elem_data(out);
+    const char *s = elem_data(x);
+    for (gint64 t = 0; t < nb * per && slice; t++)
+        memcpy(d + (gsize)(t * slice) * es, s + (gsize)offs[t] * es, (gsize)slice * es);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ ScatterElements, ScatterND */
+
+enum { RED_NONE, RED_ADD, RED_MUL, RED_MAX, RED_MIN };
+
+/* The reduction attribute: add/mul from opset 16, max/min from 18. */
+static int
+scatter_reduction(const Args *a)
+{
+    g_autofree char *r = hg_attr_string(a->node, "reduction", "none");
+    static const char *const names[] = {"none", "add", "mul", "max", "min"};
+    for (int i = 0; i < (int)G_N_ELEMENTS(names); i++)
+        if (!strcmp(r, names[i]))
+            return i;
+    UNSUPPORTED(a, "reduction '%s'", r);
+    return -1;
+}
+
+#define SCATTER_LOOP(T, OP)                                                                        \
+    for (gint64 i_ = 0; i_ < n; i_++)                                                              \
+        for (gint64 s_ = 0; s_ < slice; s_++) {                                                    \
+            T *p_ = &o[offs[i_] + s_];                                                             \
+            T v_ = u[i_ * slice + s_];                                                             \
+            OP;                                                                                    \
+        }
+
+#define SCATTER_FLOAT(T)                                                                           \
+    do {                                                                                           \
+        switch (red) {                                                                             \
+        case RED_ADD: SCATTER_LOOP(T, *p_ += v_); break;                                           \
+        case RED_MUL: SCATTER_LOOP(T, *p_ *= v_); break;                                           \
+        case RED_MAX: SCATTER_LOOP(T, *p_ = (v_ > *p_ || isnan(v_)) ? v_ : *p_); break;            \
+        default: SCATTER_LOOP(T, *p_ = (v_ < *p_ || isnan(v_)) ? v_ : *p_); break;                 \
+        }                                                                                          \
+    } while (0)
+
+#define SCATTER_RAW(T)                                                                             \
+    do {                                                                                           \
+        T *o = (T *)elem_data(out);                                                                \
+        const T *u = (const T *)elem_data(upd);                                                    \
+        SCATTER_LOOP(T, *p_ = v_);                                                                 \
+    } while (0)
+
+/* Apply n update slices of `slice` elements at offs into out (a copy of the data). Without a reduction
+ * the elements move raw; reductions compute in FP32/FP64/int64 and round once on store. */
+static gboolean
+scatter_apply(const Args *a, HgArray *out, const HgArray *upd, const gint64 *offs, gint64 n, gint64 slice,
+              int red)
+{
+    if (red == RED_NONE) {
+        DISPATCH_ES(elem_size(out->dtype), SCATTER_RAW);
+        return TRUE;
+    }
+    gboolean oo, uo;
+    switch (hg_dtype_compute(out->dtype)) {
+    case HG_COMPUTE_F32: {
+        float *o = hg_array_load_f32(out, &oo);
+        float *u = hg_array_load_f32(upd, &uo);
+        SCATTER_FLOAT(float);
+        hg_array_store_f32(out, o);
+        if (oo)
+            g_free(o);
+        if (uo)
+            g_free(u);
+        return TRUE;
+    }
+    case HG_COMPUTE_F64: {
+        double *o = hg_array_load_f64(out, &oo);
+        double *u = hg_array_load_f64(upd, &uo);
+        SCATTER_FLOAT(double);
+        hg_array_store_f64(out, o);
+        if (oo)
+            g_free(o);
+        if (uo)
+            g_free(u);
+        return TRUE;
+    }
+    case HG_COMPUTE_I64: {
+        gint64 *o = hg_array_load_i64(out, &oo);
+        gint64 *u = hg_array_load_i64(upd, &uo);
+        /* through unsigned: wraps like the narrow types instead of overflowing */
+        switch (red) {
+        case RED_ADD: SCATTER_LOOP(gint64, *p_ = (gint64)((guint64)*p_ + (guint64)v_)); break;
+        case RED_MUL: SCATTER_LOOP(gint64, *p_ = (gint64)((guint64)*p_ * (guint64)v_)); break;
+        case RED_MAX: SCATTER_LOOP(gint64, *p_ = MAX(*p_, v_)); break;
+        default: SCATTER_LOOP(gint64, *p_ = MIN(*p_, v_)); break;
+        }
+        hg_array_store_i64(out, o);
+        if (oo)
+            g_free(o);
+        if (uo)
+            g_free(u);
+        return TRUE;
+    }
+    default:
+        return UNSUPPORTED(a, "reduction on %s", hg_dtype_name(out->dtype));
+    }
+}
+
+/* The output starts as a copy of the data. */
+static HgArray *
+scatter_output(const Args *a, const HgArray *x, const HgArray *upd)
+{
+    if (upd->dtype != x->dtype) {
+        INVALID(a, "updates are %s, data %s", hg_dtype_name(upd->dtype), hg_dtype_name(x->dtype));
+        return NULL;
+    }
+    HgArray *out = out_new(a, x->dtype, x->rank, x->dims);
+    if (out && out->numel)
+        memcpy(elem_data(out), elem_data(x), (gsize)x->numel * elem_size(x->dtype));
+    return out;
+}
+
+static gboolean
+scatter_infer(HgShapeCtx *ctx, HgEvalFunc eval)
+{
+    Args a = args_infer(ctx);
+    SymShape x;
+    arg_shape(&a, 0, &x);
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &x);
+    return fold(ctx, eval);
+}
+
+gboolean
+hg_infer_ScatterElements(HgShapeCtx *ctx)
+{
+    return scatter_infer(ctx, hg_eval_ScatterElements);
+}
+
+gboolean
+hg_eval_ScatterElements(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 3))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1], *upd = ctx->inputs[2];
+    gint64 axis;
+    int red = scatter_reduction(&a);
+    if (red < 0 || !elements_check(&a, x, ind, &axis))
+        return FALSE;
+    if (upd->rank != ind->rank || memcmp(upd->dims, ind->dims, sizeof(gint64) * ind->rank))
+        return INVALID(&a, "updates and indices differ in shape");
+    g_autofree gint64 *offs = elements_offsets(&a, x, ind, axis);
+    if (!offs)
+        return FALSE;
+    HgArray *out = scatter_output(&a, x, upd);
+    if (!out)
+        return FALSE;
+    if (!scatter_apply(&a, out, upd, offs, ind->numel, 1, red)) {
+        out_drop(out);
+        return FALSE;
+    }
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+gboolean
+hg_infer_ScatterND(HgShapeCtx *ctx)
+{
+    return scatter_infer(ctx, hg_eval_ScatterND);
+}
+
+gboolean
+hg_eval_ScatterND(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 3))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1], *upd = ctx->inputs[2];
+    int red = scatter_reduction(&a);
+    gboolean owned;
+    if (red < 0)
+        return FALSE;
+    if (ind->rank < 1)
+        return INVALID(&a, "indices must have rank >= 1");
+    gint64 k = ind->dims[ind->rank - 1];
+    if (k < 1 || k > (gint64)x->rank)
+        return INVALID(&a, "index tuples of %" G_GINT64_FORMAT " for data of rank %u", k, x->rank);
+    /* updates: indices.shape[:-1] + data.shape[k:] */
+    guint ur = ind->rank - 1 + x->rank - (guint)k;
+    gboolean ok = upd->rank == ur;
+    for (guint i = 0; ok && i < ur; i++)
+        ok = upd->dims[i] == (i < ind->rank - 1 ? ind->dims[i] : x->dims[k + i - (ind->rank - 1)]);
+    if (!ok)
+        return INVALID(&a, "updates do not have shape indices.shape[:-1] + data.shape[k:]");
+    gint64 *raw = load_indices(&a, ind, &owned);
+    if (!raw)
+        return FALSE;
+    gint64 n = numel_of(ind->rank - 1, ind->dims);
+    gint64 slice = numel_of(x->rank - (guint)k, x->dims + k);
+    g_autofree gint64 *offs = nd_offsets(&a, raw, 1, n, k, x->dims, slice, 0);
+    if (owned)
+        g_free(raw);
+    if (!offs)
+        return FALSE;
+    HgArray *out = scatter_output(&a, x, upd);
+    if (!out)
+        return FALSE;
+    if (!scatter_apply(&a, out, upd, offs, n, slice, red)) {
+        out_drop(out);
+        return FALSE;
+    }
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* ================================================================ Resize, Upsample
+ *
+ * Every output index maps to a source coordinate (coordinate_transformation_mode); nearest rounds it
+ * (nearest_mode) and moves raw elements through table_gather; linear and cubic weigh neighbours
+ * floor(x)-n/2+1 ... floor(x)+n/2 (taken as x-1 when x is whole, as the ONNX reference does, and
+ * clamped to the edge), one separable pass per resized axis in FP32 (FP64 for double), rounded once on
+ * store. Opset 10 Resize and Upsample use asymmetric coordinates, and for nearest floor when upsampling
+ * and ceil when downsampling (what ONNX Runtime does for them). */
+
+enum { RS_NEAREST, RS_LINEAR, RS_CUBIC };
+enum {
+    CT_HALF_PIXEL,
+    CT_HALF_PIXEL_SYMMETRIC,
+    CT_PYTORCH_HALF_PIXEL,
+    CT_ALIGN_CORNERS,
+    CT_ASYMMETRIC,
+    CT_TF_HALF_PIXEL_FOR_NN,
+    CT_TF_CROP_AND_RESIZE,
+};
+enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_LEGACY };
+
+typedef struct {
+    int mode, coord, nearest;
+    double cubic_a;
+    gboolean exclude_outside, antialias;
+    double extrapolation;
+    double scale[HG_MAX_RANK];
+    double roi_start[HG_MAX_RANK], roi_end[HG_MAX_RANK];
+} ResizePlan;
+
+/* Index of s among names, or -1. */
+static int
+name_index(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    return -1;
+}
+
+/* A float list from input `index` (an empty tensor counts as absent, as Resize's scales do) or from
+ * attribute attr. *vals: g_free. */
+static PState
+float_list(const Args *a, guint index, const char *attr, double **vals, guint *n)
+{
+    *vals = NULL;
+    *n = 0;
+    if (index != NO_INPUT && arg_present(a, index)) {
+        const HgArray *v = arg_value(a, index);
+        if (!v) {
+            SymShape s;
+            arg_shape(a, index, &s);
+            return s.rank == 1 && s.d[0].v == 0 ? P_ABSENT : P_UNKNOWN;
+        }
+        if (v->numel == 0)
+            return P_ABSENT;
+        if (v->strings || v->numel > (1 << 20))
+            return P_UNKNOWN;
+        *vals = g_new(double, v->numel + 1);
+        for (gint64 i = 0; i < v->numel; i++)
+            (*vals)[i] = hg_array_get_f64(v, i);
+        *n = (guint)v->numel;
+        return P_KNOWN;
+    }
+    guint len;
+    const float *f = attr ? hg_attr_floats(a->node, attr, &len) : NULL;
+    if (!f)
+        return P_ABSENT;
+    *vals = g_new(double, len + 1);
+    for (guint i = 0; i < len; i++)
+        (*vals)[i] = f[i];
+    *n = len;
+    return P_KNOWN;
+}
+
+static int
+resize_plan(const Args *a, gboolean upsample, const SymShape *x, SymShape *y, ResizePlan *p)
+{
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    static const char *const coords[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                         "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                                         "tf_crop_and_resize"};
+    static const char *const nearests[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    static const char *const policies[] = {"stretch", "not_larger", "not_smaller"};
+    const HgNode *node = a->node;
+    gboolean legacy = upsample || a->opset < 11;
+    g_autofree char *mode = hg_attr_string(node, "mode", "nearest");
+    g_autofree char *coord = hg_attr_string(node, "coordinate_transformation_mode", "half_pixel");
+    g_autofree char *nearest = hg_attr_string(node, "nearest_mode", "round_prefer_floor");
+    g_autofree char *policy = hg_attr_string(node, "keep_aspect_ratio_policy", "stretch");
+    g_autofree double *scales = NULL, *roi = NULL;
+    g_autofree gint64 *sizes = NULL, *axes = NULL;
+    guint ns = 0, nz = 0, nr = 0, na = 0;
+    PState pscales, psizes = P_ABSENT, proi = P_ABSENT;
+
+    memset(p, 0, sizeof(*p));
+    *y = *x;
+    p->mode = name_index(mode, modes, 3);
+    if (p->mode < 0 && !strcmp(mode, "bilinear")) /* Upsample-7 spelling */
+        p->mode = RS_LINEAR;
+    p->coord = legacy ? CT_ASYMMETRIC : name_index(coord, coords, G_N_ELEMENTS(coords));
+    p->nearest = legacy ? NM_LEGACY : name_index(nearest, nearests, G_N_ELEMENTS(nearests));
+    int pol = legacy ? 0 : name_index(policy, policies, G_N_ELEMENTS(policies));
+    if (p->mode < 0 || p->coord < 0 || p->nearest < 0 || pol < 0) {
+        UNSUPPORTED(a, "mode '%s', coordinate_transformation_mode '%s', nearest_mode '%s' or "
+                       "keep_aspect_ratio_policy '%s'", mode, coord, nearest, policy);
+        return PLAN_ERR;
+    }
+    p->cubic_a = hg_node_attr_float(node, "cubic_coeff_a", -0.75f);
+    p->exclude_outside = hg_node_attr_int(node, "exclude_outside", 0) != 0;
+    p->antialias = hg_node_attr_int(node, "antialias", 0) != 0 && p->mode != RS_NEAREST;
+    p->extrapolation = hg_node_attr_float(node, "extrapolation_value", 0.0f);
+    for (int i = 0; i < HG_MAX_RANK; i++) {
+        p->scale[i] = 1;
+        p->roi_start[i] = 0;
+        p->roi_end[i] = 1;
+    }
+
+    if (upsample)
+        pscales = float_list(a, 1, "scales", &scales, &ns);
+    else if (legacy)
+        pscales = float_list(a, 1, NULL, &scales, &ns);
+    else {
+        pscales = float_list(a, 2, NULL, &scales, &ns);
+        psizes = int_list(a, 3, NULL, &sizes, &nz);
+        if (psizes == P_KNOWN && nz == 0)
+            psizes = P_ABSENT;
+        if (psizes == P_UNKNOWN) {
+            SymShape s;
+            arg_shape(a, 3, &s);
+            if (s.rank == 1 && s.d[0].v == 0)
+                psizes = P_ABSENT;
+        }
+        if (p->coord == CT_TF_CROP_AND_RESIZE)
+            proi = float_list(a, 1, NULL, &roi, &nr);
+    }
+    if (x->rank < 0) {
+        /* sizes for every axis say the output shape even so */
+        if (psizes == P_KNOWN && pol == 0 && !hg_node_attr(node, "axes") && nz <= HG_MAX_RANK) {
+            sym_from_dims(y, nz, sizes);
+            for (guint i = 0; i < nz; i++)
+                if (sizes[i] < 0)
+                    y->d[i] = sd_unknown();
+        }
+        return PLAN_UNKNOWN;
+    }
+    guint rank = (guint)x->rank;
+    if (!legacy && hg_node_attr(node, "axes")) {
+        const gint64 *ax = hg_attr_ints(node, "axes", &na);
+        axes = g_new(gint64, na + 1);
+        if (na)
+            memcpy(axes, ax, sizeof(gint64) * na);
+        if (!norm_axes(a, axes, na, rank))
+            return PLAN_ERR;
+    } else {
+        na = rank;
+        axes = g_new(gint64, na + 1);
+        for (guint i = 0; i < na; i++)
+            axes[i] = i;
+    }
+
+    if (psizes == P_KNOWN) {
+        if (nz != na) {
+            INVALID(a, "sizes has %u entries for %u axes", nz, na);
+            return PLAN_ERR;
+        }
+        double keep = pol == 1 ? G_MAXDOUBLE : 0;
+        for (guint j = 0; j < na; j++) {
+            gint64 in = x->d[axes[j]].v;
+            if (sizes[j] < 0) {
+                INVALID(a, "sizes[%u] is %" G_GINT64_FORMAT, j, sizes[j]);
+                return PLAN_ERR;
+            }
+            if (pol && in > 0)
+                keep = pol == 1 ? MIN(keep, (double)sizes[j] / (double)in)
+                                : MAX(keep, (double)sizes[j] / (double)in);
+            else if (pol)
+                keep = -1;
+        }
+        for (guint j = 0; j < na; j++) {
+            gint64 ax = axes[j], in = x->d[ax].v;
+            if (pol == 0) {
+                y->d[ax] = sd_known(sizes[j]);
+                p->scale[ax] = in > 0 ? (double)sizes[j] / (double)in : 1;
+            } else if (keep >= 0 && in >= 0) {
+                y->d[ax] = sd_known((gint64)floor(keep * (double)in + 0.5));
+                p->scale[ax] = keep;
+            } else {
+                y->d[ax] = sd_unknown();
+            }
+        }
+    } else if (pscales == P_KNOWN) {
+        if (ns != na) {
+            INVALID(a, "scales has %u entries for %u axes", ns, na);
+            return PLAN_ERR;
+        }
+        for (guint j = 0; j < na; j++) {
+            gint64 ax = axes[j], in = x->d[ax].v;
+            double o = floor((double)in * scales[j]);
+            if (!(scales[j] > 0) || !(o < 4e18)) {
+                INVALID(a, "scale %g", scales[j]);
+                return PLAN_ERR;
+            }
+            p->scale[ax] = scales[j];
+            if (in >= 0)
+                y->d[ax] = sd_known((gint64)o);
+            else if (scales[j] != 1)
+                y->d[ax] = sd_unknown();
+        }
+    } else if (pscales == P_UNKNOWN || psizes == P_UNKNOWN) {
+        for (guint j = 0; j < na; j++)
+            y->d[axes[j]] = sd_unknown();
+        return PLAN_UNKNOWN;
+    } else {
+        INVALID(a, "needs scales or sizes");
+        return PLAN_ERR;
+    }
+
+    if (proi == P_KNOWN) {
+        if (nr != 2 * na) {
+            INVALID(a, "roi has %u entries for %u axes", nr, na);
+            return PLAN_ERR;
+        }
+        for (guint j = 0; j < na; j++) {
+            p->roi_start[axes[j]] = roi[j];
+            p->roi_end[axes[j]] = roi[j + na];
+        }
+    }
+    for (guint i = 0; i < rank; i++) {
+        if (x->d[i].v == 0 && y->d[i].v > 0) {
+            INVALID(a, "cannot resize an empty axis to %" G_GINT64_FORMAT, y->d[i].v);
+            return PLAN_ERR;
+        }
+    }
+    if (p->coord == CT_TF_CROP_AND_RESIZE && proi == P_ABSENT) {
+        INVALID(a, "tf_crop_and_resize needs roi");
+        return PLAN_ERR;
+    }
+    if (proi == P_UNKNOWN)
+        return PLAN_UNKNOWN;
+    return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+/* The source coordinate of output index o along an axis (in: input length, out: output length). */
+static double
+resize_coord(const ResizePlan *p, int ax, double o, gint64 in, gint64 out)
+{
+    double s = p->scale[ax], fin = (double)in;
+    switch (p->coord) {
+    case CT_HALF_PIXEL_SYMMETRIC: {
+        double adjustment = (double)out / (s * fin), center = fin / 2;
+        return center * (1 - adjustment) + (o + 0.5) / s - 0.5;
+    }
+    case CT_PYTORCH_HALF_PIXEL:
+        return out > 1 ? (o + 0.5) / s - 0.5 : 0;
+    case CT_ALIGN_CORNERS: {
+        /* the ONNX reference divides by scale * in - 1, not by the floored output length (its
+         * align_corners test data depends on it); tf_crop_and_resize does the same */
+        double ow = s * fin;
+        return ow == 1 ? 0 : o * (fin - 1) / (ow - 1);
+    }
+    case CT_ASYMMETRIC:
+        return o / s;
+    case CT_TF_HALF_PIXEL_FOR_NN:
+        return (o + 0.5) / s;
+    case CT_TF_CROP_AND_RESIZE: {
+        double rs = p->roi_start[ax], re = p->roi_end[ax], ow = s * fin;
+        if (ow == 1)
+            return (re - rs) * (fin - 1) / 2 + rs * (fin - 1);
+        return o * (re - rs) * (fin - 1) / (ow - 1) + rs * (fin - 1);
+    }
+    default:
+        return (o + 0.5) / s - 0.5;
+    }
+}
+
+static gboolean
+resize_outside(const ResizePlan *p, double x, gint64 in)
+{
+    return p->coord == CT_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+}
+
+/* Nearest source index along axis ax for every output index; -1 where tf_crop_and_resize
+ * extrapolates. g_free. */
+static gint64 *
+nearest_map(const ResizePlan *p, int ax, gint64 in, gint64 out)
+{
+    gint64 *m = g_new(gint64, out + 1);
+    for (gint64 o = 0; o < out; o++) {
+        double x = resize_coord(p, ax, (double)o, in, out), r;
+        if (resize_outside(p, x, in)) {
+            m[o] = -1;
+            continue;
+        }
+        switch (p->nearest) {
+        case NM_ROUND_PREFER_CEIL: r = floor(x + 0.5); break;
+        case NM_FLOOR: r = floor(x); break;
+        case NM_CEIL: r = ceil(x); break;
+        case NM_LEGACY: r = p->scale[ax] < 1 ? ceil(x) : floor(x); break;
+        default: r = ceil(x - 0.5); break;
+        }
+        m[o] = (gint64)CLAMP(r, 0, (double)(in - 1));
+    }
+    return m;
+}
+
+static double
+cubic_kernel(double x, double a)
+{
+    x = fabs(x);
+    if (x <= 1)
+        return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2)
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0;
+}
+
+/* Interpolation taps of one axis: for output index o, source indices idx[o*n ...] (clamped to the
+ * edge) with weights w[o*n ...]; extra[o] marks tf_crop_and_resize extrapolation. */
+typedef struct {
+    gint64 n;
+    gint64 *idx;
+    double *w;
+    gboolean *extra;
+} Taps;
+
+static void
+taps_clear(Taps *t)
+{
+    g_free(t->idx);
+    g_free(t->w);
+    g_free(t->extra);
+}
+
+static gboolean
+taps_build(const Args *a, const ResizePlan *p, int ax, gint64 in, gint64 out, Taps *t)
+{
+    double s = MIN(p->scale[ax], 1.0), support = p->mode == RS_CUBIC ? 2 : 1;
+    /* antialias widens the kernel by 1/scale when downsampling */
+    gint64 start = p->antialias ? (gint64)floor(-support / s) + 1 : 1 - (gint64)support;
+    t->n = 2 - 2 * start;
+    if (t->n > 4096)
+        return UNSUPPORTED(a, "antialiased downsampling by %g", s);
+    t->idx = g_new(gint64, out * t->n + 1);
+    t->w = g_new(double, out * t->n + 1);
+    t->extra = g_new0(gboolean, out + 1);
+    for (gint64 o = 0; o < out; o++) {
+        double x = resize_coord(p, ax, (double)o, in, out);
+        gint64 *idx = t->idx + o * t->n;
+        double *w = t->w + o * t->n, sum = 0;
+        if (resize_outside(p, x, in)) {
+            t->extra[o] = TRUE;
+            for (gint64 j = 0; j < t->n; j++) {
+                idx[j] = 0;
+                w[j] = 0;
+            }
+            continue;
+        }
+        double xf = floor(x), ratio = x - xf;
+        if (ratio == 0) {
+            xf -= 1;
+            ratio = 1;
+        }
+        for (gint64 j = 0; j < t->n; j++) {
+            double d = (double)(start + j) - ratio; /* neighbour minus x */
+            double v;
+            if (p->mode == RS_LINEAR)
+                v = MAX(0.0, 1 - fabs(p->antialias ? d * s : d));
+            else
+                v = cubic_kernel(p->antialias ? d * s : d, p->cubic_a);
+            gint64 src = (gint64)xf + start + j;
+            if (p->exclude_outside && (src < 0 || src >= in))
+                v = 0;
+            w[j] = v;
+            sum += v;
+            idx[j] = CLAMP(src, 0, in - 1);
+        }
+        if ((p->antialias || p->exclude_outside) && sum != 0)
+            for (gint64 j = 0; j < t->n; j++)
+                w[j] /= sum;
+    }
+    return TRUE;
+}
+
+/* Whether the taps copy the input through unchanged (an axis that is not resized). */
+static gboolean
+taps_identity(const Taps *t, gint64 in, gint64 out)
+{
+    if (in != out)
+        return FALSE;
+    for (gint64 o = 0; o < out; o++) {
+        double own = 0;
+        if (t->extra[o])
+            return FALSE;
+        for (gint64 j = 0; j < t->n; j++) {
+            double w = t->w[o * t->n + j];
+            if (t->idx[o * t->n + j] == o)
+                own += w;
+            else if (w != 0)
+                return FALSE;
+        }
+        if (own != 1)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* One separable pass: src [outer, in, inner] -> dst [outer, out, inner], weights w as T. Inner rows
+ * are contiguous so the row loop vectorizes; the last axis (inner == 1) sums its taps directly. */
+#define RESIZE_TAPS(T, N)                                                                          \
+    for (gint64 o = 0; o < out; o++) {                                                             \
+        const gint64 *ix = t->idx + o * (N);                                                       \
+        const T *wo = w + o * (N);                                                                 \
+        T acc = 0;                                                                                 \
+        for (gint64 j = 0; j < (N); j++)                                                           \
+            acc += wo[j] * s[ix[j]];                                                               \
+        d[o] = t->extra[o] ? extra : acc;                                                          \
+    }
+
+#define RESIZE_PASS(T)                                                                             \
+    static void resize_pass_##T(const T *src, T *dst, gint64 outer, gint64 in, gint64 out,         \
+                                gint64 inner, const Taps *t, const T *w, T extra)                  \
+    {                                                                                              \
+        gint64 n = t->n;                                                                           \
+        if (inner == 1) {                                                                          \
+            for (gint64 b = 0; b < outer; b++) {                                                   \
+                const T *s = src + b * in;                                                         \
+                T *d = dst + b * out;                                                              \
+                /* constant tap counts (linear, cubic) unroll */                                   \
+                if (n == 2) {                                                                      \
+                    RESIZE_TAPS(T, 2)                                                              \
+                } else if (n == 4) {                                                               \
+                    RESIZE_TAPS(T, 4)                                                              \
+                } else {                                                                           \
+                    RESIZE_TAPS(T, n)                                                              \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        for (gint64 b = 0; b < outer; b++)                                                         \
+            for (gint64 o = 0; o < out; o++) {                                                     \
+                T *restrict d = dst + (b * out + o) * inner;                                       \
+                T init = t->extra[o] ? extra : 0;                                                  \
+                for (gint64 e = 0; e < inner; e++)                                                 \
+                    d[e] = init;                                                                   \
+                if (t->extra[o])                                                                   \
+                    continue;                                                                      \
+                for (gint64 j = 0; j < n; j++) {                                                   \
+                    T wj = w[o * n + j];                                                           \
+                    const T *restrict s = src + (b * in + t->idx[o * n + j]) * inner;              \
+                    if (wj == 0)                                                                   \
+                        continue;                                                                  \
+                    for (gint64 e = 0; e < inner; e++)                                             \
+                        d[e] += wj * s[e];                                                         \
+                }                                                                                  \
+            }                                                                                      \
+    }
+RESIZE_PASS(float)
+RESIZE_PASS(double)
+
+/* Run the passes of every resized axis, reading src (in dims in, FP32 or FP64 by f64; never written).
+ * The last pass writes into dst when it is given (an output already of the compute type) and the
+ * result is dst; otherwise into a new buffer that is returned (g_free). NULL with an error. */
+static void *
+resize_interpolate(const Args *a, const ResizePlan *p, const void *src, void *dst, gboolean f64,
+                   guint rank, const gint64 *in_dims, const gint64 *out_dims)
+{
+    gsize es = f64 ? sizeof(double) : sizeof(float);
+    Taps taps[HG_MAX_RANK] = {{0}};
+    guint order[HG_MAX_RANK], n_active = 0;
+    int last = -1;
+    gint64 cur[HG_MAX_RANK];
+    void *buf = NULL, *result = NULL; /* buf: what we own, NULL while src is still the input */
+    gboolean active[HG_MAX_RANK] = {FALSE};
+    memcpy(cur, in_dims, sizeof(gint64) * rank);
+    for (guint ax = 0; ax < rank; ax++) {
+        if (!taps_build(a, p, (int)ax, in_dims[ax], out_dims[ax], &taps[ax]))
+            goto done;
+        active[ax] = !taps_identity(&taps[ax], in_dims[ax], out_dims[ax]);
+    }
+    /* The passes commute (up to FP32 rounding): shrink first, then the innermost axis, whose pass
+     * gathers element by element, while the data is smallest, then the row passes that grow it. */
+    for (guint ax = 0; ax < rank; ax++)
+        if (active[ax] && out_dims[ax] < in_dims[ax])
+            order[n_active++] = ax;
+    if (rank && active[rank - 1] && out_dims[rank - 1] >= in_dims[rank - 1])
+        order[n_active++] = rank - 1;
+    for (guint ax = 0; ax + 1 < rank; ax++)
+        if (active[ax] && out_dims[ax] >= in_dims[ax])
+            order[n_active++] = ax;
+    if (n_active)
+        last = (int)order[n_active - 1];
+    for (guint k = 0; k < n_active; k++) {
+        guint ax = order[k];
+        const Taps *t = &taps[ax];
+        gint64 outer = numel_of(ax, cur), inner = numel_of(rank - ax - 1, cur + ax + 1);
+        gint64 total = outer * out_dims[ax] * inner, nw = out_dims[ax] * t->n;
+        void *next = (int)ax == last && dst ? dst : g_try_malloc((gsize)(total + 1) * es);
+        g_autofree void *w = g_try_malloc((gsize)(nw + 1) * es);
+        if (!next || !w) {
+            INVALID(a, "out of memory for %" G_GINT64_FORMAT " elements", total);
+            goto done;
+        }
+        if (f64) {
+            memcpy(w, t->w, sizeof(double) * (gsize)nw);
+            resize_pass_double(src, next, outer, cur[ax], out_dims[ax], inner, t, w, p->extrapolation);
+        } else {
+            for (gint64 i = 0; i < nw; i++)
+                ((float *)w)[i] = (float)t->w[i];
+            resize_pass_float(src, next, outer, cur[ax], out_dims[ax], inner, t, w, (float)p->extrapolation);
+        }
+        g_free(buf);
+        buf = next == dst ? NULL : next;
+        src = next;
+        cur[ax] = out_dims[ax];
+    }
+    if (last < 0) /* nothing to resize: a copy */
+        result = dst ? memcpy(dst, src, (gsize)numel_of(rank, cur) * es)
+                     : g_memdup2(src, (gsize)numel_of(rank, cur) * es);
+    else
+        result = dst ? dst : g_steal_pointer(&buf);
+done:
+    for (guint ax = 0; ax < rank; ax++)
+        taps_clear(&taps[ax]);
+    g_free(buf);
+    return result;
+}
+
+static gboolean
+resize_eval(HgEvalCtx *ctx, gboolean upsample)
+{
+    if (!need_inputs(ctx, 1))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    SymShape xs, y;
+    ResizePlan p;
+    gint64 dims[HG_MAX_RANK];
+    arg_shape(&a, 0, &xs);
+    if (!plan_done(&a, resize_plan(&a, upsample, &xs, &y, &p)))
+        return FALSE;
+    sym_dims(&y, dims);
+    HgCompute ct = hg_dtype_compute(x->dtype);
+    if (p.mode != RS_NEAREST && (ct == HG_COMPUTE_NONE || x->dtype == HG_DTYPE_BOOL))
+        return UNSUPPORTED(&a, "%s interpolation of %s", p.mode == RS_LINEAR ? "linear" : "cubic",
+                           hg_dtype_name(x->dtype));
+    HgArray *out = out_new(&a, x->dtype, x->rank, dims);
+    if (!out)
+        return FALSE;
+    if (out->numel == 0) {
+        ctx->outputs[0] = out_done(out);
+        return TRUE;
+    }
+    if (p.mode == RS_NEAREST) {
+        gint64 *maps[HG_MAX_RANK] = {NULL};
+        guint8 fill[16];
+        HgArray *ev = hg_array_new(HG_DTYPE_DOUBLE, 0, NULL, NULL);
+        memcpy(ev->data, &p.extrapolation, sizeof(double));
+        scalar_bytes(ev, 0, x->dtype, fill);
+        hg_array_unref(ev);
+        for (guint i = 0; i < x->rank; i++)
+            maps[i] = nearest_map(&p, (int)i, x->dims[i], dims[i]);
+        table_gather(elem_data(out), elem_data(x), x->rank, dims, x->dims, maps, fill, elem_size(x->dtype));
+        for (guint i = 0; i < x->rank; i++)
+            g_free(maps[i]);
+        ctx->outputs[0] = out_done(out);
+        return TRUE;
+    }
+    gboolean f64 = ct == HG_COMPUTE_F64, owned;
+    gboolean direct = x->dtype == (f64 ? HG_DTYPE_DOUBLE : HG_DTYPE_FLOAT);
+    void *in = f64 ? (void *)hg_array_load_f64(x, &owned) : (void *)hg_array_load_f32(x, &owned);
+    void *buf = resize_interpolate(&a, &p, in, direct ? out->data : NULL, f64, x->rank, x->dims, dims);
+    if (owned)
+        g_free(in);
+    if (!buf) {
+        out_drop(out);
+        return FALSE;
+    }
+    if (direct) {
+        /* already in place */
+    } else if (f64) {
+        hg_array_store_f64(out, buf);
+    } else {
+        float *v = buf;
+        if (ct == HG_COMPUTE_I64) /* integer images round to nearest, not toward zero */
+            for (gint64 i = 0; i < out->numel; i++)
+                v[i] = rintf(v[i]);
+        hg_array_store_f32(out, v);
+    }
+    if (!direct)
+        g_free(buf);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+static gboolean
+resize_infer(HgShapeCtx *ctx, gboolean upsample, HgEvalFunc eval)
+{
+    Args a = args_infer(ctx);
+    SymShape x, y;
+    ResizePlan p;
+    arg_shape(&a, 0, &x);
+    if (resize_plan(&a, upsample, &x, &y, &p) == PLAN_ERR)
+        return FALSE;
+    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, eval);
+}
+
+gboolean
+hg_infer_Resize(HgShapeCtx *ctx)
+{
+    return resize_infer(ctx, FALSE, hg_eval_Resize);
+}
+
+gboolean
+hg_eval_Resize(HgEvalCtx *ctx)
+{
+    return resize_eval(ctx, FALSE);
+}
+
+gboolean
+hg_infer_Upsample(HgShapeCtx *ctx)
+{
+    return resize_infer(ctx, TRUE, hg_eval_Upsample);
 }
 
 gboolean
 hg_eval_Upsample(HgEvalCtx *ctx)
 {
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "no kernel yet");
-    return FALSE;
+    return resize_eval(ctx, TRUE);
 }
