@@ -84,112 +84,127 @@ check_feed(const HgValueDecl *d, const HgTensor *t, GError **error)
     return TRUE;
 }
 
-typedef struct {
-    GHashTable *arrays;    /* HgValue -> HgArray (owned) */
-    GHashTable *remaining; /* HgValue -> uses left (GPOINTER_TO_UINT) */
-    const HgRunOptions *opts;
-    GHashTable *keep;      /* values returned at the end: never freed early */
-} Run;
+/* ---------------------------------------------------------------- the plan */
 
-static gboolean
-observe(Run *r, const HgValue *v, const HgArray *a, GError **error)
-{
-    if (!r->opts || !r->opts->observe)
-        return TRUE;
-    HgTensor t;
-    tensor_view(&t, v, a);
-    return r->opts->observe(v, &t, r->opts->observe_data, error);
-}
+/* A run compiled once per model (and per list of requested outputs): values get slot numbers, nodes
+ * become steps that read and write slots, and nodes whose inputs are all constants (initializers,
+ * Constant nodes, and what they feed) are evaluated once here, as ONNX Runtime folds them when it
+ * creates a session. Cached on the model until the graph changes. */
+typedef struct {
+    HgNode *node;
+    const HgOpDef *op;
+    guint *in;   /* slot per input, G_MAXUINT when omitted */
+    guint *out;  /* slot per output, G_MAXUINT when omitted */
+} Step;
+
+typedef struct {
+    guint64 generation;
+    char *outputs_key;
+    guint n_slots;
+    HgValue **values;      /* slot -> value */
+    HgArray **constants;   /* slot -> constant (initializer or folded), NULL for run-time values */
+    Step *steps;
+    guint n_steps;
+    guint *feeds;          /* slots of hg_run_feeds(), in order */
+    guint n_feeds;
+    guint *want;           /* slots of the values returned */
+    guint n_want;
+    guint *uses;           /* slot -> reads by run-time steps */
+    GArray *folded;        /* of guint: slots computed while folding, in order (for observers) */
+    gboolean *keep;        /* slot -> returned at the end */
+} Plan;
 
 static void
-release_use(Run *r, HgValue *v)
+plan_free(gpointer p)
 {
-    guint left = GPOINTER_TO_UINT(g_hash_table_lookup(r->remaining, v));
-    if (left == 0)
+    Plan *pl = p;
+    if (!pl)
         return;
-    if (--left == 0 && !g_hash_table_contains(r->keep, v))
-        g_hash_table_remove(r->arrays, v);
-    g_hash_table_insert(r->remaining, v, GUINT_TO_POINTER(left));
+    for (guint i = 0; i < pl->n_slots; i++)
+        hg_array_unref(pl->constants[i]);
+    for (guint i = 0; i < pl->n_steps; i++) {
+        g_free(pl->steps[i].in);
+        g_free(pl->steps[i].out);
+    }
+    g_free(pl->steps);
+    g_free(pl->values);
+    g_free(pl->constants);
+    g_free(pl->feeds);
+    g_free(pl->want);
+    g_free(pl->uses);
+    g_free(pl->keep);
+    g_array_unref(pl->folded);
+    g_free(pl->outputs_key);
+    g_free(pl);
 }
 
-static gboolean
-run_node(Run *r, HgNode *n, gint64 opset, int threads, GError **error)
+static char *
+outputs_key(const char *const *outputs)
 {
-    const HgOpDef *op = hg_op_for_node(n);
-    if (!op) {
-        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
-                    "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
-                    n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
-                    n->op_type);
+    return outputs ? g_strjoinv("\x1f", (char **)outputs) : g_strdup("");
+}
+
+static guint
+slot_of(GHashTable *slots, GPtrArray *values, HgValue *v)
+{
+    gpointer s;
+    if (g_hash_table_lookup_extended(slots, v, NULL, &s))
+        return GPOINTER_TO_UINT(s);
+    guint n = values->len;
+    g_ptr_array_add(values, v);
+    g_hash_table_insert(slots, v, GUINT_TO_POINTER(n));
+    return n;
+}
+
+/* Evaluate a step whose inputs are all constants; FALSE (no error) when it cannot be folded. */
+static gboolean
+fold_step(Plan *pl, Step *st, gint64 opset)
+{
+    if (!st->op || st->node->n_outputs == 0)
         return FALSE;
-    }
-    g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
-    for (guint i = 0; i < n->n_inputs; i++) {
-        if (!n->inputs[i])
-            continue;
-        ins[i] = g_hash_table_lookup(r->arrays, n->inputs[i]);
-        if (!ins[i]) {
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "node '%s' (%s): input '%s' has no value",
-                        n->name ? n->name : "", n->op_type, n->inputs[i]->name);
+    for (guint k = 0; k < st->node->n_inputs; k++)
+        if (st->in[k] != G_MAXUINT && !pl->constants[st->in[k]])
             return FALSE;
-        }
-    }
-    g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
-    HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
-    gboolean ok = op->eval(&ctx);
-    for (guint i = 0; ok && i < n->n_outputs; i++) {
-        HgValue *v = n->outputs[i];
-        if (!v) {
-            hg_array_unref(outs[i]);
-            continue;
-        }
-        if (!outs[i]) {
-            if (g_hash_table_lookup(r->remaining, v) || g_hash_table_contains(r->keep, v)) {
-                hg_op_error(error, HG_ERROR_INVALID, n, "output %u was not computed", i);
-                ok = FALSE;
-            }
-            continue;
-        }
-        ok = observe(r, v, outs[i], error);
-        if (g_hash_table_lookup(r->remaining, v) || g_hash_table_contains(r->keep, v))
-            g_hash_table_insert(r->arrays, v, g_steal_pointer(&outs[i]));
-    }
-    for (guint i = 0; i < n->n_outputs; i++)
-        hg_array_unref(outs[i]);
-    if (!ok)
+    g_autofree HgArray **ins = g_new0(HgArray *, st->node->n_inputs + 1);
+    g_autofree HgArray **outs = g_new0(HgArray *, st->node->n_outputs + 1);
+    for (guint k = 0; k < st->node->n_inputs; k++)
+        ins[k] = st->in[k] != G_MAXUINT ? pl->constants[st->in[k]] : NULL;
+    g_autoptr(GError) err = NULL;
+    HgEvalCtx ctx = {st->node, opset, st->node->n_inputs, ins, st->node->n_outputs, outs, 1, &err};
+    gboolean ok = st->op->eval(&ctx);
+    for (guint k = 0; ok && k < st->node->n_outputs; k++)
+        ok = st->out[k] == G_MAXUINT || outs[k];
+    if (!ok) {
+        /* Left to run time, where the error (if any) is reported with the run. */
+        for (guint k = 0; k < st->node->n_outputs; k++)
+            hg_array_unref(outs[k]);
         return FALSE;
-    for (guint i = 0; i < n->n_inputs; i++)
-        if (n->inputs[i])
-            release_use(r, n->inputs[i]);
+    }
+    for (guint k = 0; k < st->node->n_outputs; k++) {
+        if (st->out[k] == G_MAXUINT) {
+            hg_array_unref(outs[k]);
+            continue;
+        }
+        pl->constants[st->out[k]] = outs[k];
+        g_array_append_val(pl->folded, st->out[k]);
+    }
     return TRUE;
 }
 
-GPtrArray *
-hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
+static Plan *
+plan_build(HgModel *m, const char *const *outputs, GError **error)
 {
-    g_return_val_if_fail(m != NULL && inputs != NULL, NULL);
-    if (!m->graph) {
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the model has no graph");
-        return NULL;
-    }
     HgGraph *g = m->graph;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return NULL;
-    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
-    if (inputs->len != feeds->len) {
-        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model takes %u inputs, %u were given",
-                    feeds->len, inputs->len);
-        return NULL;
-    }
     /* The values to return, and the nodes they need. */
     g_autoptr(GPtrArray) wanted = g_ptr_array_new();
-    if (opts && opts->outputs) {
-        for (guint i = 0; opts->outputs[i]; i++) {
-            HgValue *v = g_hash_table_lookup(g->values, opts->outputs[i]);
+    if (outputs) {
+        for (guint i = 0; outputs[i]; i++) {
+            HgValue *v = g_hash_table_lookup(g->values, outputs[i]);
             if (!v) {
-                g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model has no value '%s'",
-                            opts->outputs[i]);
+                g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model has no value '%s'", outputs[i]);
                 return NULL;
             }
             g_ptr_array_add(wanted, v);
@@ -211,80 +226,241 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
             if (n->inputs[k] && n->inputs[k]->producer)
                 g_ptr_array_add(stack, n->inputs[k]->producer);
     }
-    guint w = 0;
-    for (guint i = 0; i < order->len; i++)
-        if (g_hash_table_contains(needed, order->pdata[i]))
-            order->pdata[w++] = order->pdata[i];
-    g_ptr_array_set_size(order, w);
 
-    Run r = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref),
-             g_hash_table_new(NULL, NULL), opts, NULL};
-    r.keep = g_hash_table_new(NULL, NULL);
-    for (guint i = 0; i < wanted->len; i++)
-        g_hash_table_add(r.keep, wanted->pdata[i]);
-    GPtrArray *result = NULL;
-    int threads = opts && opts->threads > 0 ? opts->threads : (int)g_get_num_processors();
-    gint64 opset = hg_model_opset(m, "");
-
-    /* Uses left per value, counting each node input once per slot. */
+    Plan *pl = g_new0(Plan, 1);
+    pl->generation = g->generation;
+    pl->outputs_key = outputs_key(outputs);
+    pl->folded = g_array_new(FALSE, FALSE, sizeof(guint));
+    g_autoptr(GHashTable) slots = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) values = g_ptr_array_new();
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    pl->n_feeds = feeds->len;
+    pl->feeds = g_new0(guint, feeds->len + 1);
+    for (guint i = 0; i < feeds->len; i++)
+        pl->feeds[i] = slot_of(slots, values, ((HgValueDecl *)feeds->pdata[i])->value);
+    g_autoptr(GPtrArray) steps = g_ptr_array_new();
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
-        for (guint k = 0; k < n->n_inputs; k++) {
-            HgValue *v = n->inputs[k];
-            if (v)
-                g_hash_table_insert(r.remaining, v,
-                                    GUINT_TO_POINTER(GPOINTER_TO_UINT(g_hash_table_lookup(r.remaining, v)) + 1));
+        if (!g_hash_table_contains(needed, n))
+            continue;
+        Step *st = g_new0(Step, 1);
+        st->node = n;
+        st->op = hg_op_for_node(n);
+        st->in = g_new0(guint, n->n_inputs + 1);
+        st->out = g_new0(guint, n->n_outputs + 1);
+        for (guint k = 0; k < n->n_inputs; k++)
+            st->in[k] = n->inputs[k] ? slot_of(slots, values, n->inputs[k]) : G_MAXUINT;
+        for (guint k = 0; k < n->n_outputs; k++)
+            st->out[k] = n->outputs[k] ? slot_of(slots, values, n->outputs[k]) : G_MAXUINT;
+        g_ptr_array_add(steps, st);
+    }
+    pl->n_want = wanted->len;
+    pl->want = g_new0(guint, wanted->len + 1);
+    for (guint i = 0; i < wanted->len; i++)
+        pl->want[i] = slot_of(slots, values, wanted->pdata[i]);
+    pl->n_slots = values->len;
+    pl->values = (HgValue **)g_ptr_array_free(g_steal_pointer(&values), FALSE);
+    pl->constants = g_new0(HgArray *, pl->n_slots + 1);
+    pl->uses = g_new0(guint, pl->n_slots + 1);
+    pl->keep = g_new0(gboolean, pl->n_slots + 1);
+    for (guint i = 0; i < pl->n_want; i++)
+        pl->keep[pl->want[i]] = TRUE;
+    for (guint s = 0; s < pl->n_slots; s++) {
+        HgValue *v = pl->values[s];
+        if (v->init) {
+            pl->constants[s] = hg_array_from_tensor(v->init, error);
+            if (!pl->constants[s]) {
+                g_prefix_error(error, "initializer '%s': ", v->name);
+                for (guint i = 0; i < steps->len; i++) {
+                    Step *st = steps->pdata[i];
+                    g_free(st->in);
+                    g_free(st->out);
+                    g_free(st);
+                }
+                plan_free(pl);
+                return NULL;
+            }
         }
     }
-    for (guint i = 0; i < feeds->len; i++) {
+    /* Fold constant steps; keep the rest as the run-time list. */
+    gint64 opset = hg_model_opset(m, "");
+    pl->steps = g_new0(Step, steps->len + 1);
+    for (guint i = 0; i < steps->len; i++) {
+        Step *st = steps->pdata[i];
+        if (fold_step(pl, st, opset)) {
+            g_free(st->in);
+            g_free(st->out);
+        } else {
+            pl->steps[pl->n_steps++] = *st;
+            for (guint k = 0; k < st->node->n_inputs; k++)
+                if (st->in[k] != G_MAXUINT && !pl->constants[st->in[k]])
+                    pl->uses[st->in[k]]++;
+        }
+        g_free(st);
+    }
+    return pl;
+}
+
+static Plan *
+plan_for(HgModel *m, const char *const *outputs, GError **error)
+{
+    Plan *pl = m->run_plan;
+    g_autofree char *key = outputs_key(outputs);
+    if (pl && pl->generation == m->graph->generation && strcmp(pl->outputs_key, key) == 0)
+        return pl;
+    if (m->run_plan_free)
+        m->run_plan_free(m->run_plan);
+    m->run_plan = NULL;
+    pl = plan_build(m, outputs, error);
+    if (!pl)
+        return NULL;
+    m->run_plan = pl;
+    m->run_plan_free = plan_free;
+    return pl;
+}
+
+/* ---------------------------------------------------------------- running */
+
+static gboolean
+observe(const HgRunOptions *opts, const HgValue *v, const HgArray *a, GError **error)
+{
+    if (!opts || !opts->observe)
+        return TRUE;
+    HgTensor t;
+    tensor_view(&t, v, a);
+    return opts->observe(v, &t, opts->observe_data, error);
+}
+
+static gboolean
+run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const HgRunOptions *opts,
+         gint64 opset, int threads, GError **error)
+{
+    HgNode *n = st->node;
+    if (!st->op) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
+                    "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
+                    n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
+                    n->op_type);
+        return FALSE;
+    }
+    HgArray *ins_buf[16], *outs_buf[16];
+    g_autofree HgArray **ins_heap = n->n_inputs > 16 ? g_new0(HgArray *, n->n_inputs) : NULL;
+    g_autofree HgArray **outs_heap = n->n_outputs > 16 ? g_new0(HgArray *, n->n_outputs) : NULL;
+    HgArray **ins = ins_heap ? ins_heap : ins_buf;
+    HgArray **outs = outs_heap ? outs_heap : outs_buf;
+    for (guint k = 0; k < n->n_inputs; k++) {
+        guint s = st->in[k];
+        ins[k] = s == G_MAXUINT ? NULL : pl->constants[s] ? pl->constants[s] : arrays[s];
+        if (s != G_MAXUINT && !ins[k]) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "node '%s' (%s): input '%s' has no value",
+                        n->name ? n->name : "", n->op_type, n->inputs[k]->name);
+            return FALSE;
+        }
+    }
+    for (guint k = 0; k < n->n_outputs; k++)
+        outs[k] = NULL;
+    HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
+    gboolean ok = st->op->eval(&ctx);
+    for (guint k = 0; k < n->n_outputs; k++) {
+        guint s = st->out[k];
+        if (!ok || s == G_MAXUINT) {
+            hg_array_unref(outs[k]);
+            continue;
+        }
+        if (!outs[k]) {
+            if (pl->uses[s] || pl->keep[s]) {
+                hg_op_error(error, HG_ERROR_INVALID, n, "output %u was not computed", k);
+                ok = FALSE;
+            }
+            continue;
+        }
+        if (ok)
+            ok = observe(opts, pl->values[s], outs[k], error);
+        if (pl->uses[s] || pl->keep[s]) {
+            hg_array_unref(arrays[s]);
+            arrays[s] = outs[k];
+        } else {
+            hg_array_unref(outs[k]);
+        }
+    }
+    if (!ok)
+        return FALSE;
+    for (guint k = 0; k < n->n_inputs; k++) {
+        guint s = st->in[k];
+        if (s == G_MAXUINT || pl->constants[s])
+            continue;
+        if (--left[s] == 0 && !pl->keep[s])
+            g_clear_pointer(&arrays[s], hg_array_unref);
+    }
+    return TRUE;
+}
+
+GPtrArray *
+hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
+{
+    g_return_val_if_fail(m != NULL && inputs != NULL, NULL);
+    if (!m->graph) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the model has no graph");
+        return NULL;
+    }
+    Plan *pl = plan_for(m, opts ? opts->outputs : NULL, error);
+    if (!pl)
+        return NULL;
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    if (inputs->len != pl->n_feeds) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model takes %u inputs, %u were given",
+                    pl->n_feeds, inputs->len);
+        return NULL;
+    }
+    int threads = opts && opts->threads > 0 ? opts->threads : (int)g_get_num_processors();
+    gint64 opset = hg_model_opset(m, "");
+    HgArray **arrays = g_new0(HgArray *, pl->n_slots + 1);
+    guint *left = g_memdup2(pl->uses, sizeof(guint) * (pl->n_slots + 1));
+    GPtrArray *result = NULL;
+    for (guint i = 0; i < pl->n_feeds; i++) {
         HgValueDecl *d = feeds->pdata[i];
         const HgTensor *t = inputs->pdata[i];
         if (!check_feed(d, t, error))
             goto out;
-        HgArray *a = hg_array_from_tensor(t, error);
-        if (!a) {
+        arrays[pl->feeds[i]] = hg_array_from_tensor(t, error);
+        if (!arrays[pl->feeds[i]]) {
             g_prefix_error(error, "input '%s': ", d->value->name);
             goto out;
         }
-        g_hash_table_insert(r.arrays, d->value, a);
-        if (!observe(&r, d->value, a, error))
+        if (!observe(opts, d->value, arrays[pl->feeds[i]], error))
             goto out;
     }
-    for (guint i = 0; i < g->initializers->len; i++) {
-        HgTensor *t = g->initializers->pdata[i];
-        HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
-        if (!v || g_hash_table_contains(r.arrays, v))
-            continue;
-        HgArray *a = hg_array_from_tensor(t, error);
-        if (!a)
+    /* Folded values are computed once, but observers see them on every run like any other. */
+    for (guint i = 0; i < pl->folded->len; i++) {
+        guint s = g_array_index(pl->folded, guint, i);
+        if (!observe(opts, pl->values[s], pl->constants[s], error))
             goto out;
-        g_hash_table_insert(r.arrays, v, a);
     }
-    for (guint i = 0; i < order->len; i++)
-        if (!run_node(&r, order->pdata[i], opset, threads, error))
+    for (guint i = 0; i < pl->n_steps; i++)
+        if (!run_step(pl, &pl->steps[i], arrays, left, opts, opset, threads, error))
             goto out;
     result = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
-    for (guint i = 0; i < wanted->len; i++) {
-        HgValue *v = wanted->pdata[i];
-        HgArray *a = g_hash_table_lookup(r.arrays, v);
-        if (!a) {
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "output '%s' was not computed", v->name);
-            g_clear_pointer(&result, g_ptr_array_unref);
-            goto out;
-        }
-        HgTensor *t = hg_array_to_tensor(a, v->name);
+    for (guint i = 0; i < pl->n_want; i++) {
+        guint s = pl->want[i];
+        HgValue *v = pl->values[s];
+        HgArray *a = pl->constants[s] ? pl->constants[s] : arrays[s];
+        HgTensor *t = a ? hg_array_to_tensor(a, v->name) : NULL;
         if (!t) {
-            g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "output '%s' (%s) cannot be returned",
-                        v->name, hg_dtype_name(a->dtype) ? hg_dtype_name(a->dtype) : "?");
+            if (a)
+                g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "output '%s' (%s) cannot be returned",
+                            v->name, hg_dtype_name(a->dtype) ? hg_dtype_name(a->dtype) : "?");
+            else
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "output '%s' was not computed", v->name);
             g_clear_pointer(&result, g_ptr_array_unref);
             goto out;
         }
         g_ptr_array_add(result, t);
     }
 out:
-    g_hash_table_unref(r.arrays);
-    g_hash_table_unref(r.remaining);
-    g_hash_table_unref(r.keep);
+    for (guint i = 0; i < pl->n_slots; i++)
+        hg_array_unref(arrays[i]);
+    g_free(arrays);
+    g_free(left);
     return result;
 }
 

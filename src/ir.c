@@ -513,6 +513,8 @@ hg_model_free(HgModel *m)
     hg_unknown_free(m->unknown);
     g_free(m->dir);
     g_ptr_array_unref(m->warnings);
+    if (m->run_plan && m->run_plan_free)
+        m->run_plan_free(m->run_plan);
     if (m->names)
         g_hash_table_unref(m->names);
     g_free(m);

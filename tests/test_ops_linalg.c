@@ -516,6 +516,31 @@ test_conv_fp16_bias_rounds_twice(void **state)
     y = run1(&nd, 11, 3, ins);
     assert_values(y, 0, 2050, 70001);
     hg_array_unref(y);
+    /* the same through the direct kernel (1 output channel) and im2col + GEMM (20): a 3x3 conv
+     * whose center and left taps read 1 and 2048 at (1, 5) */
+    for (gint64 m = 1; m <= 20; m += 19) {
+        Node nd3 = node_new("Conv", 3, 1);
+        SET_INTS(&nd3, "pads", 1, 1, 1, 1);
+        HgArray *x = arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 1, 3, 10), NULL);
+        HgArray *w = arr(HG_DTYPE_FLOAT16, 4, DIMS(m, 1, 3, 3), NULL);
+        HgArray *b = arr(HG_DTYPE_FLOAT16, 1, DIMS(m), NULL);
+        ((guint16 *)x->data)[14] = hg_float_to_half(2048);
+        ((guint16 *)x->data)[15] = hg_float_to_half(1);
+        for (gint64 i = 0; i < m; i++) {
+            ((guint16 *)w->data)[i * 9 + 4] = hg_float_to_half(1);
+            ((guint16 *)w->data)[i * 9 + 3] = hg_float_to_half(1);
+            ((guint16 *)b->data)[i] = hg_float_to_half(1);
+        }
+        HgArray *in3[3] = {x, w, b};
+        HgArray *y3 = run1(&nd3, 11, 3, in3);
+        for (gint64 i = 0; i < m; i++) {
+            assert_true(hg_array_get_f64(y3, i * 30 + 15) == 2048);
+            assert_true(hg_array_get_f64(y3, i * 30 + 16) == 2);
+            assert_true(hg_array_get_f64(y3, i * 30) == 1);
+        }
+        hg_array_unref(y3);
+        node_free(&nd3);
+    }
     /* double computes in double */
     ins[0] = arr(HG_DTYPE_DOUBLE, 4, DIMS(1, 1, 1, 1), VALS(0.1f));
     ins[1] = arr(HG_DTYPE_DOUBLE, 4, DIMS(1, 1, 1, 1), VALS(3));

@@ -261,21 +261,24 @@ par_for(int threads, gint64 n, ParTask fn, gpointer data)
             g_thread_join(th[t]);
 }
 
-/* One Conv or ConvTranspose run split into tasks (see conv_compute). */
+/* One Conv or ConvTranspose run split into tasks (see conv_compute). Data pointers are in the
+ * compute type; each task adds the bias to what it wrote while that is still in cache. */
 typedef struct {
     HgCompute cmp;
     const ConvPlan *p;
-    const void *x, *w;
+    const void *x, *w, *b; /* b: the bias, or NULL */
     void *y;
-    void **scratch;    /* one buffer per worker */
-    gint64 band;       /* rows per band */
-    gint64 ntasks_ng;  /* tasks per image and group */
-    gint64 mblock;     /* ConvTranspose: output channels per task */
+    int out_dtype;         /* the output's element type: float16 and bfloat16 round before the bias */
+    void **scratch;        /* one buffer per worker */
+    gint64 band;           /* rows per band */
+    gint64 ntasks_ng;      /* tasks per image and group */
+    gint64 mblock;         /* ConvTranspose: output channels per task */
 } ConvJob;
 
 /* Output channels per group up to which Conv runs the direct kernel rather than im2col + GEMM:
- * there each gathered element would be used only that many times. */
-#define DIRECT_MAX_M 16
+ * there each gathered element would be used only that many times. Measured on the 2-core Zen
+ * machines: the direct kernel is up to 3x faster at 3 to 4 channels, level at 8 to 12, slower at 16. */
+#define DIRECT_MAX_M 8
 /* Output channels the direct kernel computes together (held in registers). */
 #define DIRECT_MB 4
 
@@ -938,38 +941,6 @@ band_rows(gint64 kdim, gint64 row_len, gint64 rows, gsize esize)
     return MAX(1, MIN(rows, COL_BAND_BYTES / per_row));
 }
 
-/* Add the bias per output channel. For a float16 or bfloat16 output the convolution is rounded to
- * that type first and the bias added after, as cuDNN does (ops.def's accumulation note); the store
- * then rounds again. */
-static void
-add_bias(HgCompute cmp, void *yv, const void *bv, gint64 planes, gint64 m, gint64 size, int out_dtype)
-{
-    if (cmp == HG_COMPUTE_F64) {
-        double *y = yv;
-        const double *b = bv;
-        for (gint64 p = 0; p < planes; p++)
-            for (gint64 j = 0; j < size; j++)
-                y[p * size + j] += b[p % m];
-        return;
-    }
-    float *y = yv;
-    const float *b = bv;
-    for (gint64 p = 0; p < planes; p++) {
-        float *row = y + p * size, bias = b[p % m];
-        if (out_dtype == HG_DTYPE_FLOAT16) {
-            for (gint64 j = 0; j < size; j++)
-                row[j] = hg_round_half(row[j]) + bias;
-        } else if (out_dtype == HG_DTYPE_BFLOAT16) {
-            for (gint64 j = 0; j < size; j++)
-                row[j] = hg_bf16_to_float(hg_float_to_bf16(row[j])) + bias;
-        } else {
-            for (gint64 j = 0; j < size; j++)
-                row[j] += bias;
-        }
-    }
-}
-
-
 /* Threads a kernel may use: ctx->threads, or every processor when unset (as OpenBLAS does). */
 static int
 eval_threads(const HgEvalCtx *ctx, gint64 macs)
@@ -991,23 +962,21 @@ static void
 conv_band_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, conv_band, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band, j->ntasks_ng);
+    TYPED_FLOAT(j->cmp, conv_band, j, j->scratch[worker], task);
 }
 
 static void
 conv_direct_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, conv_direct, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band,
-                j->ntasks_ng);
+    TYPED_FLOAT(j->cmp, conv_direct, j, j->scratch[worker], task);
 }
 
 static void
 convt_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, convt_task, j->p, j->x, j->w, j->y, j->scratch[worker], task, j->band,
-                j->ntasks_ng, j->mblock);
+    TYPED_FLOAT(j->cmp, convt_task, j, j->scratch[worker], task);
 }
 
 /* Run a job's tasks with a scratch buffer of `bytes` per worker. With fewer tasks than threads the
@@ -1037,18 +1006,19 @@ conv_run_job(ConvJob *job, int threads, gsize bytes, ParTask fn)
  * would be re-read only that few times per element, so GEMM would wait on memory. Otherwise bands
  * of im2col rows, each worker gathering its own bands (the gather runs in parallel too). */
 static gboolean
-conv_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, const void *w, void *y)
+conv_compute(HgEvalCtx *ctx, ConvJob job)
 {
+    const ConvPlan *p = job.p;
     const Win *win = &p->win;
     const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
+    const HgCompute cmp = job.cmp;
     const gsize es = compute_size(cmp);
     int threads = eval_threads(ctx, p->n * p->m * p->grid_size * kdim);
     if (is_pointwise(win)) {
         blas_threads(threads);
-        TYPED_FLOAT(cmp, conv_pointwise, p, x, w, y);
+        TYPED_FLOAT(cmp, conv_pointwise, &job);
         return TRUE;
     }
-    ConvJob job = {cmp, p, x, w, y, NULL, 0, 0, 0};
     if (mg <= DIRECT_MAX_M && win->s[2] == 1 && win->k[0] == 1 && win->img[0] == 1 &&
         win->grid[0] == 1 && win->grid[2] >= 32 / (gint64)es) {
         const gint64 rows = win->grid[1];
@@ -1056,7 +1026,7 @@ conv_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, co
         g_autofree void *wpack = g_try_malloc((gsize)(p->group * nblk * kdim * DIRECT_MB) * es + 8);
         if (!wpack)
             return FALSE;
-        TYPED_FLOAT(cmp, direct_pack, p, w, wpack);
+        TYPED_FLOAT(cmp, direct_pack, p, job.w, wpack);
         /* several chunks per thread, so a slow core hands work over */
         job.w = wpack;
         job.band = MAX(1, ceil_div(rows, 8 * threads));
@@ -1077,28 +1047,16 @@ conv_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, co
 /* ConvTranspose: tasks are (image, group, block of output channels), so that the col2im scatters of
  * different tasks never touch the same output. */
 static gboolean
-convt_compute(HgEvalCtx *ctx, HgCompute cmp, const ConvPlan *p, const void *x, const void *w, void *y)
+convt_compute(HgEvalCtx *ctx, ConvJob job)
 {
+    const ConvPlan *p = job.p;
     const Win *win = &p->win;
-    const gint64 mg = p->m / p->group, cg = p->c / p->group;
-    const gsize es = compute_size(cmp);
+    const gint64 mg = p->m / p->group;
+    const gsize es = compute_size(job.cmp);
     int threads = eval_threads(ctx, p->n * p->c * p->grid_size * mg * p->kprod);
-    if (is_pointwise(win)) {
-        blas_threads(threads);
-        for (gint64 n = 0; n < p->n; n++)
-            for (gint64 g = 0; g < p->group; g++) {
-                const gsize xo = (gsize)((n * p->c + g * cg) * p->grid_size);
-                const gsize wo = (gsize)(g * cg * mg), yo = (gsize)((n * p->m + g * mg) * p->img_size);
-                if (cmp == HG_COMPUTE_F32)
-                    gemm_f32(TRUE, FALSE, mg, p->grid_size, cg, 1, (const float *)w + wo, mg,
-                             (const float *)x + xo, p->grid_size, 0, (float *)y + yo, p->img_size);
-                else
-                    gemm_f64(TRUE, FALSE, mg, p->grid_size, cg, 1, (const double *)w + wo, mg,
-                             (const double *)x + xo, p->grid_size, 0, (double *)y + yo, p->img_size);
-            }
-        return TRUE;
-    }
-    ConvJob job = {cmp, p, x, w, y, NULL, 0, 1, mg};
+    /* a 1x1 ConvTranspose takes the same path: its one band is the whole image, and col2im copies */
+    job.ntasks_ng = 1;
+    job.mblock = mg;
     if (p->n * p->group < 2 * threads) {
         job.ntasks_ng = MIN(mg, ceil_div(2 * threads, p->n * p->group));
         job.mblock = ceil_div(mg, job.ntasks_ng);
@@ -1208,12 +1166,9 @@ hg_eval_Conv(HgEvalCtx *ctx)
     g_auto(Loaded) yb = out_buffer(y, cmp);
     if (!yb.data)
         return oom(ctx);
-    if (y->numel) {
-        if (!conv_compute(ctx, cmp, &p, xb.data, wb.data, yb.data))
-            return oom(ctx);
-        if (b)
-            add_bias(cmp, yb.data, bb.data, p.n * p.m, p.m, p.grid_size, y->dtype);
-    }
+    ConvJob job = {cmp, &p, xb.data, wb.data, bb.data, yb.data, y->dtype, NULL, 0, 0, 0};
+    if (y->numel && !conv_compute(ctx, job))
+        return oom(ctx);
     if (yb.owned)
         store_as(y, &yb, cmp);
     ctx->outputs[0] = g_steal_pointer(&y);
@@ -1275,12 +1230,9 @@ hg_eval_ConvTranspose(HgEvalCtx *ctx)
     g_auto(Loaded) yb = out_buffer(y, cmp);
     if (!yb.data)
         return oom(ctx);
-    if (y->numel) {
-        if (!convt_compute(ctx, cmp, &p, xb.data, wb.data, yb.data))
-            return oom(ctx);
-        if (b)
-            add_bias(cmp, yb.data, bb.data, p.n * p.m, p.m, p.img_size, y->dtype);
-    }
+    ConvJob job = {cmp, &p, xb.data, wb.data, bb.data, yb.data, y->dtype, NULL, 0, 0, 0};
+    if (y->numel && !convt_compute(ctx, job))
+        return oom(ctx);
     if (yb.owned)
         store_as(y, &yb, cmp);
     ctx->outputs[0] = g_steal_pointer(&y);
@@ -2384,61 +2336,90 @@ SFX(col2im)(const T *col, gint64 nc, const Win *w, gint64 r0, gint64 r1, T *y)
                 }
 }
 
-/* A pointwise Conv (1x1, stride 1, no padding) multiplies the weights by the input in place. */
+/* y[0, len) += bias, for output channel m of the job. A float16 or bfloat16 output takes the
+ * convolution rounded to its type first, as cuDNN does (ops.def's accumulation note); the store
+ * then rounds again. */
 static void
-SFX(conv_pointwise)(const ConvPlan *p, const void *xv, const void *wv, void *yv)
+SFX(conv_bias)(const ConvJob *j, T *y, gint64 m, gint64 len)
 {
-    const T *x = xv, *w = wv;
-    T *y = yv;
+    if (!j->b)
+        return;
+    const T bias = ((const T *)j->b)[m];
+    if (j->out_dtype == HG_DTYPE_FLOAT16) {
+        for (gint64 i = 0; i < len; i++)
+            y[i] = (T)hg_round_half((float)y[i]) + bias;
+    } else if (j->out_dtype == HG_DTYPE_BFLOAT16) {
+        for (gint64 i = 0; i < len; i++)
+            y[i] = (T)hg_bf16_to_float(hg_float_to_bf16((float)y[i])) + bias;
+    } else {
+        for (gint64 i = 0; i < len; i++)
+            y[i] += bias;
+    }
+}
+
+/* A pointwise Conv (1x1, stride 1, no padding) multiplies the weights by the input as it lies. */
+static void
+SFX(conv_pointwise)(const ConvJob *j)
+{
+    const ConvPlan *p = j->p;
+    const T *x = j->x, *w = j->w;
+    T *y = j->y;
     const gint64 cg = p->c / p->group, mg = p->m / p->group;
     for (gint64 n = 0; n < p->n; n++)
-        for (gint64 g = 0; g < p->group; g++)
+        for (gint64 g = 0; g < p->group; g++) {
+            T *yg = y + (n * p->m + g * mg) * p->grid_size;
             T_GEMM(FALSE, FALSE, mg, p->grid_size, cg, 1, w + g * mg * cg, cg,
-                   x + (n * p->c + g * cg) * p->img_size, p->img_size, 0,
-                   y + (n * p->m + g * mg) * p->grid_size, p->grid_size);
+                   x + (n * p->c + g * cg) * p->img_size, p->img_size, 0, yg, p->grid_size);
+            for (gint64 i = 0; i < mg; i++)
+                SFX(conv_bias)(j, yg + i * p->grid_size, g * mg + i, p->grid_size);
+        }
 }
 
 /* One band of an im2col Conv (task = (n * group + g) * ntasks_ng + band): Y_g rows [r0, r1) =
  * W_g [Mg, Cg*kprod] x im2col(X_g) [Cg*kprod, band columns]. */
 static void
-SFX(conv_band)(const ConvPlan *p, const void *xv, const void *wv, void *yv, void *colv, gint64 task,
-               gint64 band, gint64 ntasks_ng)
+SFX(conv_band)(const ConvJob *j, void *colv, gint64 task)
 {
-    const T *x = xv, *w = wv;
-    T *y = yv, *col = colv;
+    const ConvPlan *p = j->p;
+    const T *x = j->x, *w = j->w;
+    T *y = j->y, *col = colv;
     const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
-    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
+    const gint64 ng = task / j->ntasks_ng, n = ng / p->group, g = ng % p->group;
     const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
-    const gint64 r0 = task % ntasks_ng * band, r1 = MIN(rows, r0 + band), ncols = (r1 - r0) * gw;
+    const gint64 r0 = task % j->ntasks_ng * j->band, r1 = MIN(rows, r0 + j->band), ncols = (r1 - r0) * gw;
+    T *yb = y + (n * p->m + g * mg) * p->grid_size + r0 * gw;
     SFX(im2col)(x + (n * p->c + g * cg) * p->img_size, cg, &p->win, r0, r1, col);
-    T_GEMM(FALSE, FALSE, mg, ncols, kdim, 1, w + g * mg * kdim, kdim, col, ncols, 0,
-           y + (n * p->m + g * mg) * p->grid_size + r0 * gw, p->grid_size);
+    T_GEMM(FALSE, FALSE, mg, ncols, kdim, 1, w + g * mg * kdim, kdim, col, ncols, 0, yb, p->grid_size);
+    for (gint64 i = 0; i < mg; i++)
+        SFX(conv_bias)(j, yb + i * p->grid_size, g * mg + i, ncols);
 }
 
 /* One ConvTranspose task (task = (n * group + g) * ntasks_ng + channel block): for output channels
  * [m0, m1) and each band of input rows, col = W_g[:, m0 * kprod : m1 * kprod]^T x X_g band, added
  * into Y (zeroed by the caller) by col2im. W is [C, Mg, k...], so W_g is [Cg, Mg * kprod]. */
 static void
-SFX(convt_task)(const ConvPlan *p, const void *xv, const void *wv, void *yv, void *colv, gint64 task,
-                gint64 band, gint64 ntasks_ng, gint64 mblock)
+SFX(convt_task)(const ConvJob *j, void *colv, gint64 task)
 {
-    const T *x = xv, *w = wv;
-    T *y = yv, *col = colv;
+    const ConvPlan *p = j->p;
+    const T *x = j->x, *w = j->w;
+    T *y = j->y, *col = colv;
     const gint64 cg = p->c / p->group, mg = p->m / p->group, kcol = mg * p->kprod;
-    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
-    const gint64 m0 = task % ntasks_ng * mblock, m1 = MIN(mg, m0 + mblock);
+    const gint64 ng = task / j->ntasks_ng, n = ng / p->group, g = ng % p->group;
+    const gint64 m0 = task % j->ntasks_ng * j->mblock, m1 = MIN(mg, m0 + j->mblock);
     const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
     const T *xg = x + (n * p->c + g * cg) * p->grid_size;
     const T *wg = w + g * cg * kcol + m0 * p->kprod;
     T *yg = y + (n * p->m + g * mg + m0) * p->img_size;
     if (m1 <= m0)
         return;
-    for (gint64 r0 = 0; r0 < rows; r0 += band) {
-        gint64 r1 = MIN(rows, r0 + band), ncols = (r1 - r0) * gw;
-        T_GEMM(TRUE, FALSE, (m1 - m0) * p->kprod, ncols, cg, 1, wg, kcol, xg + r0 * gw, p->grid_size,
-               0, col, ncols);
+    for (gint64 r0 = 0; r0 < rows; r0 += j->band) {
+        gint64 r1 = MIN(rows, r0 + j->band), ncols = (r1 - r0) * gw;
+        T_GEMM(TRUE, FALSE, (m1 - m0) * p->kprod, ncols, cg, 1, wg, kcol, xg + r0 * gw, p->grid_size, 0,
+               col, ncols);
         SFX(col2im)(col, m1 - m0, &p->win, r0, r1, yg);
     }
+    for (gint64 i = 0; i < m1 - m0; i++)
+        SFX(conv_bias)(j, yg + i * p->img_size, g * mg + m0 + i, p->img_size);
 }
 
 typedef T SFX(vec) __attribute__((vector_size(32)));
@@ -2467,10 +2448,11 @@ SFX(direct_pack)(const ConvPlan *p, const void *wv, void *outv)
  * of DIRECT_MB channels accumulate in registers over all taps. Built for AVX2 too, picked at run
  * time. */
 __attribute__((target_clones("avx2", "default"))) static void
-SFX(conv_direct)(const ConvPlan *p, const void *xv, const void *wpv, void *yv, void *bufv, gint64 task,
-                 gint64 band, gint64 ntasks_ng)
+SFX(conv_direct)(const ConvJob *j, void *bufv, gint64 task)
 {
     typedef SFX(vec) V;
+    const ConvPlan *p = j->p;
+    const gint64 band = j->band, ntasks_ng = j->ntasks_ng;
     const Win *w = &p->win;
     const gint64 cg = p->c / p->group, mg = p->m / p->group, kk = cg * p->kprod;
     const gint64 nblk = ceil_div(mg, DIRECT_MB);
@@ -2480,16 +2462,16 @@ SFX(conv_direct)(const ConvPlan *p, const void *xv, const void *wpv, void *yv, v
     const gint64 oh0 = task % ntasks_ng * band, oh1 = MIN(GH, oh0 + band);
     const gint64 ih0 = oh0 * sh - w->pb[1], nin = (oh1 - 1 - oh0) * sh + (KH - 1) * dh + 1;
     const gint64 IWp = round_up(GW, 2 * TVL) + (KW - 1) * dw;
-    const T *x = (const T *)xv + (n * p->c + g * cg) * p->img_size;
-    const T *wp = (const T *)wpv + g * nblk * kk * DIRECT_MB;
-    T *y = (T *)yv + (n * p->m + g * mg) * p->grid_size;
+    const T *x = (const T *)j->x + (n * p->c + g * cg) * p->img_size;
+    const T *wp = (const T *)j->w + g * nblk * kk * DIRECT_MB;
+    T *y = (T *)j->y + (n * p->m + g * mg) * p->grid_size;
     T *buf = bufv;
-    /* row j of channel c in buf: input row ih0 + j shifted right by pw (rows outside the image are
+    /* row r of channel c in buf: input row ih0 + r shifted right by pw (rows outside the image are
      * never read) */
     for (gint64 c = 0; c < cg; c++)
-        for (gint64 j = 0; j < nin; j++) {
-            const gint64 ih = ih0 + j;
-            T *d = buf + (c * nin + j) * IWp;
+        for (gint64 r = 0; r < nin; r++) {
+            const gint64 ih = ih0 + r;
+            T *d = buf + (c * nin + r) * IWp;
             if (ih < 0 || ih >= IH)
                 continue;
             memset(d, 0, sizeof(T) * (gsize)pw);
@@ -2530,6 +2512,8 @@ SFX(conv_direct)(const ConvPlan *p, const void *xv, const void *wpv, void *yv, v
                            sizeof(T) * (gsize)cols);
             }
         }
+        for (gint64 i = 0; i < mg; i++)
+            SFX(conv_bias)(j, y + i * p->grid_size + oh * GW, g * mg + i, GW);
     }
 }
 
