@@ -1630,6 +1630,26 @@ hg_infer_MatMul(HgShapeCtx *ctx)
     return TRUE;
 }
 
+/* Batches of MatMul up to this many multiply-adds each run one per thread: OpenBLAS would run them
+ * on one thread anyway. */
+#define MATMUL_SMALL_MACS ((gint64)1 << 24)
+
+typedef struct {
+    HgCompute cmp;
+    const void *a, *b;
+    void *c;
+    const gint64 *offs; /* per batch: A's and B's element offsets */
+    gint64 m, n, k;
+} MatJob;
+
+static void
+matmul_task(gpointer data, gint64 i, int worker)
+{
+    const MatJob *j = data;
+    const gsize c_off = (gsize)(i * j->m * j->n) * compute_size(j->cmp);
+    TYPED(j->cmp, matmul_run, j->a, j->b, (char *)j->c + c_off, 1, j->offs + 2 * i, j->m, j->n, j->k);
+}
+
 gboolean
 hg_eval_MatMul(HgEvalCtx *ctx)
 {
@@ -1693,11 +1713,19 @@ hg_eval_MatMul(HgEvalCtx *ctx)
             merge &= off[0] == i * m * k && off[1] == 0;
             odo_step(idx, bdims, 0, rb, 2, st, HG_MAX_RANK, off);
         }
-        blas_threads(ctx->threads);
-        if (merge)
+        int threads = eval_threads(ctx, nbatch * m * n * k);
+        if (merge) {
+            blas_threads(threads);
             TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, 1, offs, m * nbatch, n, k);
-        else
+        } else if (threads > 1 && nbatch >= 2 * threads && m * n * k < MATMUL_SMALL_MACS) {
+            /* many small products (attention heads): one per task, each GEMM single-threaded */
+            MatJob job = {cmp, ab.data, bbuf.data, yb.data, offs, m, n, k};
+            blas_threads(1);
+            par_for(threads, nbatch, matmul_task, &job);
+        } else {
+            blas_threads(threads);
             TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, nbatch, offs, m, n, k);
+        }
     }
     if (yb.owned)
         store_as(y, &yb, cmp);
