@@ -3,6 +3,8 @@
  *     x -> A -> y (no uses, not a graph output)      =>   (A removed; then A's inputs may die too)
  *     nodes listed B, A where B reads A's output      =>   A, B
  *
+ *     initializer w that nothing reads              =>   (w removed)
+ *
  * Only default-domain nodes are removed: a node of another domain may have effects that ONNX does not
  * describe, so it stays. The topological sort keeps the file's order wherever it already is one, so a
  * sorted graph with nothing dead comes out unchanged. Runs on subgraphs too.
@@ -31,7 +33,7 @@ is_dead(const HgNode *n)
 
 typedef struct {
     HgPassCtx *ctx;
-    guint removed;
+    guint removed, removed_inits;
     GError **error;
     gboolean ok;
 } CleanupCtx;
@@ -56,6 +58,16 @@ cleanup_graph(HgGraph *g, gpointer data)
             }
         }
     } while (changed);
+    /* Initializers nothing reads (and that are not graph inputs or outputs) go too. */
+    for (guint i = g->initializers->len; i-- > 0;) {
+        HgTensor *t = g->initializers->pdata[i];
+        HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
+        if (!v || v->init != t || v->uses->len || v->is_input || v->is_output || v->nested_outputs)
+            continue;
+        v->init = NULL;
+        g_ptr_array_remove_index(g->initializers, i);
+        c->removed_inits++;
+    }
     hg_graph_compact(g);
     c->ok = hg_graph_sort(g, c->error);
 }
@@ -69,7 +81,7 @@ collect_graph(HgGraph *g, gpointer data)
 gboolean
 hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
-    CleanupCtx c = {ctx, 0, error, TRUE};
+    CleanupCtx c = {ctx, 0, 0, error, TRUE};
     /* Collect graphs first: removing nodes frees subgraphs that a live walk would visit. */
     g_autoptr(GPtrArray) graphs = g_ptr_array_new();
     hg_graph_foreach(g, collect_graph, graphs);
@@ -78,6 +90,11 @@ hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error)
     if (c.removed) {
         hg_pass_note(ctx, "cleanup", "removed %u dead node%s", c.removed, c.removed == 1 ? "" : "s");
         ctx->n_changed += c.removed;
+    }
+    if (c.removed_inits) {
+        hg_pass_note(ctx, "cleanup", "removed %u unused initializer%s", c.removed_inits,
+                     c.removed_inits == 1 ? "" : "s");
+        ctx->n_changed += c.removed_inits;
     }
     return c.ok;
 }

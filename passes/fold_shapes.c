@@ -55,10 +55,29 @@ hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
         g_free(pins[i].name);
     if (!s)
         return FALSE;
-    g_autoptr(GPtrArray) fold = g_ptr_array_new();
+    g_autoptr(GHashTable) can = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < g->nodes->len; i++)
         if (foldable(g->nodes->pdata[i], s))
-            g_ptr_array_add(fold, g->nodes->pdata[i]);
+            g_hash_table_add(can, g->nodes->pdata[i]);
+    /* Only the frontier becomes constants: folded nodes whose values something else reads. The
+     * chain behind them is left dead, for cleanup. */
+    g_autoptr(GPtrArray) fold = g_ptr_array_new();
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (!g_hash_table_contains(can, n))
+            continue;
+        gboolean frontier = FALSE;
+        for (guint k = 0; k < n->n_outputs && !frontier; k++) {
+            const HgValue *v = n->outputs[k];
+            if (!v)
+                continue;
+            frontier = v->is_output || v->nested_outputs;
+            for (guint j = 0; j < v->uses->len && !frontier; j++)
+                frontier = !g_hash_table_contains(can, g_array_index(v->uses, HgUse, j).node);
+        }
+        if (frontier)
+            g_ptr_array_add(fold, n);
+    }
     guint folded = 0;
     for (guint i = 0; i < fold->len; i++) {
         HgNode *n = fold->pdata[i];

@@ -1240,26 +1240,30 @@ test_matmul(void **state)
     node_free(&nd);
 }
 
-/* A batched MatMul big enough for the threads, against a plain loop. */
+/* Batched MatMuls big enough for the threads, against a plain loop: B shared (one tall GEMM), both
+ * batched and A shared (one small GEMM per thread task). */
 static void
 test_matmul_batched_vs_loop(void **state)
 {
     (void)state;
     Node nd = node_new("MatMul", 2, 1);
-    for (int shared_b = 0; shared_b < 2; shared_b++) {
-        HgArray *ins[2] = {arr_rand(3, DIMS(3, 33, 70)),
-                           shared_b ? arr_rand(2, DIMS(70, 41)) : arr_rand(3, DIMS(3, 70, 41))};
+    const int B = 8, M = 64, K = 128, N = 70;
+    for (int variant = 0; variant < 3; variant++) {
+        HgArray *ins[2] = {variant == 2 ? arr_rand(2, DIMS(M, K)) : arr_rand(3, DIMS(B, M, K)),
+                           variant == 0 ? arr_rand(2, DIMS(K, N)) : arr_rand(3, DIMS(B, K, N))};
         GError *error = NULL;
         HgArray *outs[1];
         assert_true(run(&nd, 13, 2, 2, ins, 1, outs, &error));
+        assert_shape(outs[0], B, M, N);
         const float *a = ins[0]->data, *b = ins[1]->data, *y = outs[0]->data;
-        for (int bt = 0; bt < 3; bt++)
-            for (int i = 0; i < 33; i++)
-                for (int j = 0; j < 41; j++) {
+        for (int bt = 0; bt < B; bt++)
+            for (int i = 0; i < M; i++)
+                for (int j = 0; j < N; j++) {
                     double acc = 0;
-                    for (int k = 0; k < 70; k++)
-                        acc += (double)a[(bt * 33 + i) * 70 + k] * b[(shared_b ? 0 : bt * 70 * 41) + k * 41 + j];
-                    assert_true(fabs(y[(bt * 33 + i) * 41 + j] - acc) < 1e-4);
+                    for (int k = 0; k < K; k++)
+                        acc += (double)a[(variant == 2 ? 0 : bt * M * K) + i * K + k] *
+                               b[(variant == 0 ? 0 : bt * K * N) + k * N + j];
+                    assert_true(fabs(y[(bt * M + i) * N + j] - acc) < 1e-4);
                 }
         hg_array_unref(outs[0]);
         hg_array_unref(ins[0]);
