@@ -7,7 +7,8 @@
  * inference computed, or the output of Shape or Size: the integer math that describes shapes. Float
  * arithmetic on constants is left as the model wrote it. The nodes that fed the folded ones are left
  * for cleanup to remove once nothing reads them. --shapes pins symbolic input dims, which is what
- * lets shapes that depend on a batch size fold.
+ * lets shapes that depend on a batch size fold; when anything folds, the pinned inputs are declared
+ * with those dims, since the model now only works for them.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
@@ -42,6 +43,22 @@ foldable(const HgNode *n, const HgShapes *s)
     return TRUE;
 }
 
+static void
+pin_declaration(HgValueDecl *d, const HgShapes *s)
+{
+    const HgValueShape *vs = hg_shapes_get(s, d->value);
+    if (!d->type || !d->type->shape || vs->rank != (int)d->type->shape->rank)
+        return;
+    for (guint k = 0; k < d->type->shape->rank; k++) {
+        HgDim *dim = &d->type->shape->dims[k];
+        if (!dim->has_value && vs->dims[k].v >= 0) {
+            dim->has_value = TRUE;
+            dim->value = vs->dims[k].v;
+            g_clear_pointer(&dim->param, g_free);
+        }
+    }
+}
+
 gboolean
 hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -51,10 +68,11 @@ hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
     for (guint i = 0; i < n_pins && ok; i++)
         ok = hg_shape_pin_parse(ctx->shapes[i], &pins[i], error);
     g_autoptr(HgShapes) s = ok ? hg_shapes_infer(g, pins, n_pins, error) : NULL;
-    for (guint i = 0; i < n_pins; i++)
-        g_free(pins[i].name);
-    if (!s)
+    if (!s) {
+        for (guint i = 0; i < n_pins; i++)
+            g_free(pins[i].name);
         return FALSE;
+    }
     g_autoptr(GHashTable) can = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < g->nodes->len; i++)
         if (foldable(g->nodes->pdata[i], s))
@@ -95,6 +113,16 @@ hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
         folded++;
     }
     hg_graph_compact(g);
+    /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
+     * outputs, value_info) has a symbolic dim that inference now knows. */
+    if (folded && n_pins) {
+        GPtrArray *lists[] = {g->inputs, g->outputs, g->value_info};
+        for (guint l = 0; l < G_N_ELEMENTS(lists); l++)
+            for (guint i = 0; i < lists[l]->len; i++)
+                pin_declaration(lists[l]->pdata[i], s);
+    }
+    for (guint i = 0; i < n_pins; i++)
+        g_free(pins[i].name);
     if (folded) {
         hg_pass_note(ctx, "fold_shapes", "folded %u shape node%s to constants", folded,
                      folded == 1 ? "" : "s");
