@@ -431,11 +431,11 @@ test_conv_random_vs_reference(void **state)
         int nsp;
         gint64 n, c, m, group, in, k, s, d, p;
     } cfg[] = {
-        {2, 1, 3, 4, 1, 9, 3, 1, 1, 1},     {2, 2, 4, 40, 1, 8, 3, 1, 1, 1},  {2, 1, 6, 6, 6, 7, 3, 1, 1, 1},
-        {2, 1, 4, 8, 4, 9, 3, 2, 1, 0},     {2, 1, 3, 5, 1, 11, 5, 1, 2, 2},  {2, 1, 8, 24, 2, 10, 3, 2, 2, 1},
-        {1, 2, 3, 5, 1, 20, 4, 3, 1, 2},    {1, 1, 4, 20, 2, 17, 3, 1, 3, 0}, {3, 1, 2, 3, 1, 5, 3, 1, 1, 1},
-        {3, 1, 4, 20, 2, 6, 2, 2, 1, 1},    {2, 1, 16, 32, 1, 6, 1, 1, 1, 0}, {2, 1, 5, 7, 1, 6, 1, 2, 1, 0},
-        {2, 1, 16, 3, 1, 90, 9, 1, 1, 4},   {2, 1, 32, 48, 1, 40, 3, 1, 1, 1}, {2, 1, 8, 8, 8, 64, 3, 1, 1, 1},
+        {2, 1, 3, 4, 1, 9, 3, 1, 1, 1}, {2, 2, 4, 40, 1, 8, 3, 1, 1, 1}, {2, 1, 6, 6, 6, 7, 3, 1, 1, 1},
+        {2, 1, 4, 8, 4, 9, 3, 2, 1, 0}, {2, 1, 3, 5, 1, 11, 5, 1, 2, 2}, {2, 1, 8, 24, 2, 10, 3, 2, 2, 1},
+        {1, 2, 3, 5, 1, 20, 4, 3, 1, 2}, {1, 1, 4, 20, 2, 17, 3, 1, 3, 0}, {3, 1, 2, 3, 1, 5, 3, 1, 1, 1},
+        {3, 1, 4, 20, 2, 6, 2, 2, 1, 1}, {2, 1, 16, 32, 1, 6, 1, 1, 1, 0}, {2, 1, 5, 7, 1, 6, 1, 2, 1, 0},
+        {2, 1, 16, 3, 1, 90, 9, 1, 1, 4}, {2, 1, 32, 48, 1, 40, 3, 1, 1, 1}, {2, 1, 8, 8, 8, 64, 3, 1, 1, 1},
         {2, 1, 3, 17, 1, 13, 4, 1, 1, 3},
     };
     for (guint t = 0; t < G_N_ELEMENTS(cfg); t++) {
@@ -559,8 +559,8 @@ test_conv_errors(void **state)
     Node nd = node_new("Conv", 3, 1);
     set_int(&nd, "group", 2);
     /* 3 channels do not split into 2 groups of 2 */
-    HgArray *ins[3] = {arr(HG_DTYPE_FLOAT, 4, DIMS(1, 3, 3, 3), NULL), arr(HG_DTYPE_FLOAT, 4, DIMS(2, 2, 1, 1), NULL),
-                       NULL};
+    HgArray *ins[3] = {arr(HG_DTYPE_FLOAT, 4, DIMS(1, 3, 3, 3), NULL),
+                       arr(HG_DTYPE_FLOAT, 4, DIMS(2, 2, 1, 1), NULL), NULL};
     run_fails(&nd, 11, 3, ins, HG_ERROR_INVALID, "channels");
     /* a bias of the wrong length */
     ins[0] = arr(HG_DTYPE_FLOAT, 4, DIMS(1, 4, 3, 3), NULL);
@@ -761,9 +761,13 @@ test_convtranspose_random_vs_reference(void **state)
         int nsp;
         gint64 n, c, m, group, in, k, s, d, p, opad;
     } cfg[] = {
-        {2, 1, 3, 4, 1, 5, 3, 2, 1, 1, 1},  {2, 2, 4, 6, 2, 6, 3, 1, 2, 0, 0}, {1, 1, 4, 8, 4, 9, 4, 3, 1, 2, 2},
-        {3, 1, 2, 3, 1, 4, 2, 2, 1, 0, 1},  {2, 1, 8, 4, 1, 7, 1, 1, 1, 0, 0}, {2, 1, 64, 32, 1, 30, 3, 2, 1, 0, 1},
+        {2, 1, 3, 4, 1, 5, 3, 2, 1, 1, 1},
+        {2, 2, 4, 6, 2, 6, 3, 1, 2, 0, 0},
+        {1, 1, 4, 8, 4, 9, 4, 3, 1, 2, 2},
+        {3, 1, 2, 3, 1, 4, 2, 2, 1, 0, 1},
+        {2, 1, 8, 4, 1, 7, 1, 1, 1, 0, 0},
         {2, 1, 6, 6, 3, 20, 5, 2, 2, 3, 1},
+        {2, 1, 64, 32, 1, 30, 3, 2, 1, 0, 1},
     };
     for (guint t = 0; t < G_N_ELEMENTS(cfg); t++) {
         int nsp = cfg[t].nsp;
@@ -836,7 +840,8 @@ test_convtranspose_infer_cost_errors(void **state)
     vs_free(cins[1]);
     vs_free(outs[0]);
     /* W's first dim must be the input channels */
-    HgArray *a[2] = {arr(HG_DTYPE_FLOAT, 4, DIMS(1, 4, 3, 3), NULL), arr(HG_DTYPE_FLOAT, 4, DIMS(2, 3, 3, 3), NULL)};
+    HgArray *a[2] = {arr(HG_DTYPE_FLOAT, 4, DIMS(1, 4, 3, 3), NULL),
+                     arr(HG_DTYPE_FLOAT, 4, DIMS(2, 3, 3, 3), NULL)};
     run_fails(&nd, 11, 2, a, HG_ERROR_INVALID, "channels");
     node_free(&nd);
 }
@@ -968,8 +973,8 @@ test_averagepool(void **state)
         HgArray *ins[1] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 5, 5), 1, 1)};
         HgArray *y = run1(&nd, 11, 1, ins);
         if (!incl)
-            assert_values(y, 1e-6, 7, 7.5, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14, 14.5, 15,
-                          15.5, 16, 16.5, 17, 17.5, 18, 18.5, 19);
+            assert_values(y, 1e-6, 7, 7.5, 8, 8.5, 9, 9.5, 10, 10.5, 11, 11.5, 12, 12.5, 13, 13.5, 14, 14.5,
+                          15, 15.5, 16, 16.5, 17, 17.5, 18, 18.5, 19);
         else
             assert_values(y, 1e-6, 2.52, 3.6, 4.8, 4.08, 3.24, 4.56, 6.4, 8.4, 7.04, 5.52, 7.2, 10, 13, 10.8,
                           8.4, 6.96, 9.6, 12.4, 10.24, 7.92, 6.12, 8.4, 10.8, 8.88, 6.84);
@@ -1034,7 +1039,8 @@ test_global_pools(void **state)
 {
     (void)state;
     Node nd = node_new("GlobalAveragePool", 1, 1);
-    HgArray *ins[1] = {arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 2, 2, 2), VALS(60000, 60000, 60000, 60000, 1, 2, 3, 4))};
+    HgArray *ins[1] = {
+        arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 2, 2, 2), VALS(60000, 60000, 60000, 60000, 1, 2, 3, 4))};
     HgArray *y = run1(&nd, 11, 1, ins);
     assert_shape(y, 1, 2, 1, 1);
     assert_values(y, 0, 60000, 2.5);
@@ -1057,6 +1063,14 @@ test_global_pools(void **state)
     HgValueShape *cin[1] = {vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 4, 10))};
     assert_int_equal(cost_of(&nd, 1, cin, NULL), 80);
     vs_free(cin[0]);
+    /* rank 2 has no spatial axes: the values pass through; rank 1 is an error */
+    ins[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(1, 3), VALS(4, -5, 6));
+    y = run1(&nd, 11, 1, ins);
+    assert_shape(y, 1, 3);
+    assert_values(y, 0, 4, -5, 6);
+    hg_array_unref(y);
+    ins[0] = arr(HG_DTYPE_FLOAT, 1, DIMS(3), NULL);
+    run_fails(&nd, 11, 1, ins, HG_ERROR_INVALID, "rank");
     node_free(&nd);
 }
 
@@ -1073,7 +1087,8 @@ test_gemm(void **state)
     set_float(&nd, "alpha", 0.5f);
     set_float(&nd, "beta", 2.0f);
     HgArray *ins[3] = {arr(HG_DTYPE_FLOAT, 2, DIMS(3, 2), VALS(1, 4, 2, 5, 3, 6)),
-                       arr_seq(HG_DTYPE_FLOAT, 2, DIMS(4, 3), 1, 1), arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(1, 2, 3, 4))};
+                       arr_seq(HG_DTYPE_FLOAT, 2, DIMS(4, 3), 1, 1),
+                       arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(1, 2, 3, 4))};
     HgArray *y = run1(&nd, 13, 3, ins);
     /* A' = [[1,2,3],[4,5,6]], B' = B^T: A'B' = [[14,32,50,68],[32,77,122,167]] */
     assert_shape(y, 2, 4);
@@ -1170,7 +1185,8 @@ test_gemm_infer_errors(void **state)
     assert_int_equal(cost_of(&nd, 1, cin, cout), 3 * 5 * 7);
     vs_free(cin[0]);
     vs_free(cout);
-    HgArray *a[3] = {arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), NULL), arr(HG_DTYPE_FLOAT, 2, DIMS(3, 2), NULL), NULL};
+    HgArray *a[3] = {arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), NULL), arr(HG_DTYPE_FLOAT, 2, DIMS(3, 2), NULL),
+                     NULL};
     run_fails(&nd, 13, 3, a, HG_ERROR_INVALID, "inner dims");
     node_free(&nd);
 }
@@ -1183,7 +1199,8 @@ test_matmul(void **state)
     (void)state;
     Node nd = node_new("MatMul", 2, 1);
     /* batch broadcast: [2, 1, 2, 3] x [3, 3, 1] -> [2, 3, 2, 1] */
-    HgArray *ins[2] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(2, 1, 2, 3), 0, 1), arr_seq(HG_DTYPE_FLOAT, 3, DIMS(3, 3, 1), 1, 1)};
+    HgArray *ins[2] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(2, 1, 2, 3), 0, 1),
+                       arr_seq(HG_DTYPE_FLOAT, 3, DIMS(3, 3, 1), 1, 1)};
     HgArray *y = run1(&nd, 13, 2, ins);
     assert_shape(y, 2, 3, 2, 1);
     /* A0 = [[0,1,2],[3,4,5]], A1 = [[6,7,8],[9,10,11]]; B_j = [3j+1, 3j+2, 3j+3] */
@@ -1278,7 +1295,8 @@ test_matmul_infer_fold_cost(void **state)
     (void)state;
     Node nd = node_new("MatMul", 2, 1);
     /* symbolic batch from one side, 1 against a symbol, and equal symbols */
-    HgValueShape *ins[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(-1, 1, -1, 8)), vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, -1, 8, 16))};
+    HgValueShape *ins[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(-1, 1, -1, 8)),
+                            vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, -1, 8, 16))};
     ins[0]->dims[0].sym = g_intern_string("B");
     ins[0]->dims[2].sym = g_intern_string("S");
     ins[1]->dims[1].sym = g_intern_string("H");
@@ -1435,7 +1453,8 @@ test_einsum_infer_errors(void **state)
     (void)state;
     Node nd = node_new("Einsum", 2, 1);
     set_str(&nd, "equation", "...ij,...jk");
-    HgValueShape *ins[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(-1, 1, 5, 6)), vs_new(HG_DTYPE_FLOAT, 3, DIMS(3, 6, 7))};
+    HgValueShape *ins[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(-1, 1, 5, 6)),
+                            vs_new(HG_DTYPE_FLOAT, 3, DIMS(3, 6, 7))};
     ins[0]->dims[0].sym = g_intern_string("B");
     HgValueShape *outs[1];
     GError *error = NULL;
@@ -1444,7 +1463,8 @@ test_einsum_infer_errors(void **state)
     assert_vshape(outs[0], HG_DTYPE_FLOAT, -1, 3, 5, 7);
     assert_string_equal(outs[0]->dims[0].sym, "B");
     vs_free(outs[0]);
-    HgValueShape *cin[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(2, 1, 5, 6)), vs_new(HG_DTYPE_FLOAT, 3, DIMS(3, 6, 7))};
+    HgValueShape *cin[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(2, 1, 5, 6)),
+                            vs_new(HG_DTYPE_FLOAT, 3, DIMS(3, 6, 7))};
     assert_int_equal(cost_of(&nd, 2, cin, NULL), 2 * 3 * 5 * 6 * 7);
     vs_free(cin[0]);
     vs_free(cin[1]);

@@ -261,6 +261,56 @@ par_for(int threads, gint64 n, ParTask fn, gpointer data)
             g_thread_join(th[t]);
 }
 
+/* Scratch buffers kept from one call to the next, one per slot: buffers this big come from mmap, and
+ * unmapping them on every call costs page faults and a TLB shootdown on every core. A slot in use
+ * by another caller is skipped; past SCRATCH_KEEP_BYTES a buffer is not kept. */
+#define SCRATCH_KEEP_BYTES ((gsize)64 << 20)
+
+static GMutex scratch_lock;
+static struct {
+    void *p;
+    gsize size;
+    gboolean busy;
+} scratch_pool[PAR_MAX_THREADS];
+
+/* A buffer of at least bytes; *slot is the pool slot to give it back to, or -1 for a buffer of its
+ * own. NULL when out of memory. */
+static void *
+scratch_get(gsize bytes, int *slot)
+{
+    g_mutex_lock(&scratch_lock);
+    for (int i = 0; i < PAR_MAX_THREADS && bytes <= SCRATCH_KEEP_BYTES; i++) {
+        if (scratch_pool[i].busy)
+            continue;
+        if (scratch_pool[i].size < bytes) {
+            g_free(scratch_pool[i].p);
+            scratch_pool[i].p = g_try_malloc(bytes);
+            scratch_pool[i].size = scratch_pool[i].p ? bytes : 0;
+            if (!scratch_pool[i].p)
+                break;
+        }
+        scratch_pool[i].busy = TRUE;
+        *slot = i;
+        g_mutex_unlock(&scratch_lock);
+        return scratch_pool[i].p;
+    }
+    g_mutex_unlock(&scratch_lock);
+    *slot = -1;
+    return g_try_malloc(bytes);
+}
+
+static void
+scratch_put(void *p, int slot)
+{
+    if (slot < 0) {
+        g_free(p);
+        return;
+    }
+    g_mutex_lock(&scratch_lock);
+    scratch_pool[slot].busy = FALSE;
+    g_mutex_unlock(&scratch_lock);
+}
+
 /* One Conv or ConvTranspose run split into tasks (see conv_compute). Data pointers are in the
  * compute type; each task adds the bias to what it wrote while that is still in cache. */
 typedef struct {
@@ -989,14 +1039,16 @@ conv_run_job(ConvJob *job, int threads, gsize bytes, ParTask fn)
     int workers = ntasks >= threads ? threads : 1;
     blas_threads(workers > 1 ? 1 : threads);
     void *scratch[PAR_MAX_THREADS] = {NULL};
+    int slots[PAR_MAX_THREADS];
     gboolean ok = TRUE;
     for (int t = 0; t < workers && ok; t++)
-        ok = (scratch[t] = g_try_malloc(bytes + 64)) != NULL;
+        ok = (scratch[t] = scratch_get(bytes + 64, &slots[t])) != NULL;
     job->scratch = scratch;
     if (ok)
         par_for(workers, ntasks, fn, job);
     for (int t = 0; t < workers; t++)
-        g_free(scratch[t]);
+        if (scratch[t])
+            scratch_put(scratch[t], slots[t]);
     job->scratch = NULL;
     return ok;
 }
@@ -1293,7 +1345,7 @@ pool_compute(int dtype)
 }
 
 static gboolean
-pool_input(HgEvalCtx *ctx, gboolean ints_ok, HgCompute *cmp, guint *nsp)
+pool_input(HgEvalCtx *ctx, gboolean ints_ok, guint min_rank, HgCompute *cmp, guint *nsp)
 {
     if (!need_inputs(ctx, 1))
         return FALSE;
@@ -1304,9 +1356,9 @@ pool_input(HgEvalCtx *ctx, gboolean ints_ok, HgCompute *cmp, guint *nsp)
                     hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?");
         return FALSE;
     }
-    if (x->rank < 3) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %u, expected 3 or more",
-                    x->rank);
+    if (x->rank < min_rank) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %u, expected %u or more",
+                    x->rank, min_rank);
         return FALSE;
     }
     *nsp = x->rank - 2;
@@ -1352,7 +1404,7 @@ eval_pool(HgEvalCtx *ctx, gboolean is_max)
 {
     HgCompute cmp;
     guint nsp;
-    if (!pool_input(ctx, is_max, &cmp, &nsp))
+    if (!pool_input(ctx, is_max, 3, &cmp, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     Win w;
@@ -1445,7 +1497,7 @@ hg_cost_MaxPool(const HgShapeCtx *ctx)
     return pool_cost(ctx);
 }
 
-/* Global pools: [N, C, 1, ...]. */
+/* Global pools: [N, C, 1, ...] (an input of rank 2 has no spatial axes and passes through). */
 static gboolean
 infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
 {
@@ -1455,8 +1507,8 @@ infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
         y->dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
     if (!x || x->rank < 0)
         return TRUE;
-    if (x->rank < 3) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
+    if (x->rank < 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 2 or more",
                     x->rank);
         return FALSE;
     }
@@ -1475,7 +1527,7 @@ eval_global_pool(HgEvalCtx *ctx, gboolean is_max)
 {
     HgCompute cmp;
     guint nsp;
-    if (!pool_input(ctx, FALSE, &cmp, &nsp))
+    if (!pool_input(ctx, FALSE, 2, &cmp, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     gint64 ydims[HG_MAX_RANK] = {x->dims[0], x->dims[1]};
