@@ -60,6 +60,8 @@
 #endif
 
 #include "halfguard/text.h"
+#include "elem.h"
+#include "ops/array.h"
 
 #include <locale.h>
 #include <math.h>
@@ -79,208 +81,15 @@ static void dump_graph(Dump *d, GString *o, const HgGraph *g, guint indent);
 
 /* ---------------------------------------------------------------- numbers */
 
-/* Numbers are read and written in the C locale whatever the process has set. */
-static locale_t
-c_locale(void)
-{
-    static gsize once;
-    static locale_t loc;
-    if (g_once_init_enter(&once)) {
-        loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-        g_once_init_leave(&once, 1);
-    }
-    return loc;
-}
-
-static guint32
-f32_bits(float f)
-{
-    guint32 b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-static float
-f32_from_bits(guint32 b)
-{
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-/* IEEE binary16, round to nearest even (after numpy's npy_floatbits_to_halfbits). */
-static guint16
-f32_to_f16(float value)
-{
-    guint32 f = f32_bits(value);
-    guint16 sign = (guint16)((f & 0x80000000u) >> 16);
-    guint32 exp = f & 0x7f800000u;
-    if (exp >= 0x47800000u) {
-        guint32 man = f & 0x007fffffu;
-        if (exp == 0x7f800000u && man) {
-            guint16 h = (guint16)(0x7c00u + (man >> 13));
-            return (guint16)(sign | (h == 0x7c00u ? 0x7e00u : h));
-        }
-        return (guint16)(sign | 0x7c00u);
-    }
-    if (exp <= 0x38000000u) {
-        if (exp < 0x33000000u)
-            return sign;
-        guint32 e = exp >> 23;
-        guint32 man = 0x00800000u + (f & 0x007fffffu);
-        guint32 shifted = man >> (113 - e);
-        /* Round half to even, counting the bits the shift dropped. */
-        if ((shifted & 0x3fffu) != 0x1000u || (f & 0x7ffu))
-            shifted += 0x1000u;
-        return (guint16)(sign | (shifted >> 13));
-    }
-    guint32 man = f & 0x007fffffu;
-    if ((man & 0x3fffu) != 0x1000u)
-        man += 0x1000u;
-    /* A carry out of the mantissa bumps the exponent, up to inf: that is the right answer. */
-    return (guint16)(sign + ((exp - 0x38000000u) >> 13) + (man >> 13));
-}
-
-static float
-f16_to_f32(guint16 h)
-{
-    guint32 sign = (guint32)(h & 0x8000u) << 16;
-    guint32 exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    if (exp == 0) {
-        if (man == 0)
-            return f32_from_bits(sign);
-        guint32 e = 113;
-        while (!(man & 0x400u)) {
-            man <<= 1;
-            e--;
-        }
-        return f32_from_bits(sign | (e << 23) | ((man & 0x3ffu) << 13));
-    }
-    if (exp == 31)
-        return f32_from_bits(sign | 0x7f800000u | (man << 13));
-    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-static guint16
-f32_to_bf16(float value)
-{
-    guint32 f = f32_bits(value);
-    if (isnan(value))
-        return (guint16)((f >> 16) | 0x40u);
-    return (guint16)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-}
-
-static float
-bf16_to_f32(guint16 b)
-{
-    return f32_from_bits((guint32)b << 16);
-}
-
-typedef struct {
-    int exp_bits, man_bits, bias;
-    gboolean fnuz; /* no infinities, no negative zero, NaN is 0x80 */
-    gboolean ieee; /* infinities and NaNs in the top exponent (E5M2) */
-} F8Format;
-
-static const F8Format *
-f8_format(int dtype)
-{
-    static const F8Format e4m3fn = {4, 3, 7, FALSE, FALSE}, e4m3fnuz = {4, 3, 8, TRUE, FALSE},
-                          e5m2 = {5, 2, 15, FALSE, TRUE}, e5m2fnuz = {5, 2, 16, TRUE, FALSE};
-    switch (dtype) {
-    case HG_DTYPE_FLOAT8E4M3FN:
-        return &e4m3fn;
-    case HG_DTYPE_FLOAT8E4M3FNUZ:
-        return &e4m3fnuz;
-    case HG_DTYPE_FLOAT8E5M2:
-        return &e5m2;
-    case HG_DTYPE_FLOAT8E5M2FNUZ:
-        return &e5m2fnuz;
-    default:
-        return NULL;
-    }
-}
-
-/* 2^k for k in float's normal range, exactly (and without libm). */
-static float
-pow2f(int k)
-{
-    guint32 b = (guint32)(127 + k) << 23;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static float
-f8_to_f32(guint8 b, const F8Format *fmt)
-{
-    if (fmt->fnuz && b == 0x80)
-        return NAN;
-    guint emask = (1u << fmt->exp_bits) - 1, mmask = (1u << fmt->man_bits) - 1;
-    guint e = (b >> fmt->man_bits) & emask, m = b & mmask;
-    gboolean neg = (b & 0x80) != 0;
-    if (!fmt->ieee && !fmt->fnuz && (b & 0x7f) == 0x7f)
-        return neg ? -NAN : NAN;
-    if (fmt->ieee && e == emask)
-        return m ? (neg ? -NAN : NAN) : (neg ? -INFINITY : INFINITY);
-    float v = e == 0 ? (float)m * pow2f(1 - fmt->bias - fmt->man_bits)
-                     : (float)((1u << fmt->man_bits) + m) * pow2f((int)e - fmt->bias - fmt->man_bits);
-    return neg ? -v : v;
-}
-
-/* The code whose value is nearest to f (ties to the even code); out-of-range values saturate. */
-static guint8
-f32_to_f8(float f, const F8Format *fmt)
-{
-    if (isnan(f))
-        return fmt->fnuz ? 0x80 : (guint8)((signbit(f) ? 0x80 : 0) | (fmt->ieee ? 0x7e : 0x7f));
-    if (fmt->ieee && isinf(f))
-        return signbit(f) ? 0xfc : 0x7c;
-    int best = -1;
-    float best_d = INFINITY;
-    for (int c = 0; c < 256; c++) {
-        float v = f8_to_f32((guint8)c, fmt);
-        if (isnan(v) || isinf(v) || (signbit(v) != signbit(f) && !(v == 0 && fmt->fnuz)))
-            continue;
-        float dist = fabsf(v - f);
-        if (dist < best_d || (dist == best_d && best >= 0 && (c & 1) == 0 && (best & 1))) {
-            best_d = dist;
-            best = c;
-        }
-    }
-    return (guint8)(best < 0 ? 0 : best);
-}
-
-/* Bits of the canonical quiet NaN of a float type (negative: with the sign bit). */
-static guint64
-canonical_nan(int dtype, gboolean negative)
-{
-    switch (dtype) {
-    case HG_DTYPE_DOUBLE:
-    case HG_DTYPE_COMPLEX128:
-        return 0x7ff8000000000000ull | (negative ? 0x8000000000000000ull : 0);
-    case HG_DTYPE_FLOAT16:
-        return 0x7e00u | (negative ? 0x8000u : 0);
-    case HG_DTYPE_BFLOAT16:
-        return 0x7fc0u | (negative ? 0x8000u : 0);
-    case HG_DTYPE_FLOAT8E4M3FN:
-        return 0x7fu | (negative ? 0x80u : 0);
-    case HG_DTYPE_FLOAT8E5M2:
-        return 0x7eu | (negative ? 0x80u : 0);
-    case HG_DTYPE_FLOAT8E4M3FNUZ:
-    case HG_DTYPE_FLOAT8E5M2FNUZ:
-        return 0x80u;
-    default:
-        return 0x7fc00000u | (negative ? 0x80000000u : 0);
-    }
-}
+/* The conversions are shared with text_parse.c (elem.h, and ops/array.h for float16 and bfloat16):
+ * the dump checks that what it writes reads back through the very same code. */
 
 static void
 append_nan(GString *o, guint64 bits, int dtype, guint width_bits)
 {
-    if (bits == canonical_nan(dtype, FALSE))
+    if (bits == hg_canonical_nan(dtype, FALSE))
         g_string_append(o, "nan");
-    else if (bits == canonical_nan(dtype, TRUE))
+    else if (bits == hg_canonical_nan(dtype, TRUE))
         g_string_append(o, "-nan");
     else
         g_string_append_printf(o, "nan0x%0*" G_GINT64_MODIFIER "x", (int)(width_bits / 4), bits);
@@ -304,14 +113,14 @@ encode_small(float f, int dtype)
 {
     switch (dtype) {
     case HG_DTYPE_FLOAT16:
-        return f32_to_f16(f);
+        return hg_float_to_half(f);
     case HG_DTYPE_BFLOAT16:
-        return f32_to_bf16(f);
+        return hg_float_to_bf16(f);
     case HG_DTYPE_FLOAT:
     case HG_DTYPE_COMPLEX64:
-        return f32_bits(f);
+        return hg_float_bits(f);
     default:
-        return f32_to_f8(f, f8_format(dtype));
+        return hg_float_to_f8(f, hg_f8_format(dtype));
     }
 }
 
@@ -333,7 +142,7 @@ append_small_float(GString *o, guint32 bits, int dtype, float value)
         char fmt[8];
         g_snprintf(fmt, sizeof fmt, "%%.%dg", p);
         g_ascii_formatd(buf, sizeof buf, fmt, (double)value);
-        float back = strtof_l(buf, NULL, c_locale());
+        float back = strtof_l(buf, NULL, hg_c_locale());
         if (encode_small(back, dtype) == bits)
             break;
     }
@@ -344,7 +153,7 @@ append_small_float(GString *o, guint32 bits, int dtype, float value)
 static void
 append_f32(GString *o, float f)
 {
-    append_small_float(o, f32_bits(f), HG_DTYPE_FLOAT, f);
+    append_small_float(o, hg_float_bits(f), HG_DTYPE_FLOAT, f);
 }
 
 static void
@@ -365,7 +174,7 @@ append_f64(GString *o, double v)
         char fmt[8];
         g_snprintf(fmt, sizeof fmt, "%%.%dg", p);
         g_ascii_formatd(buf, sizeof buf, fmt, v);
-        double back = strtod_l(buf, NULL, c_locale());
+        double back = strtod_l(buf, NULL, hg_c_locale());
         if (memcmp(&back, &v, sizeof v) == 0)
             break;
     }
@@ -594,13 +403,13 @@ tensor_element(const HgTensor *t, gint64 i)
     case HG_DTYPE_BFLOAT16: {
         guint16 v;
         memcpy(&v, p + 2 * i, 2);
-        return t->dtype == HG_DTYPE_FLOAT16 ? f16_to_f32(v) : bf16_to_f32(v);
+        return t->dtype == HG_DTYPE_FLOAT16 ? hg_half_to_float(v) : hg_bf16_to_float(v);
     }
     case HG_DTYPE_FLOAT8E4M3FN:
     case HG_DTYPE_FLOAT8E4M3FNUZ:
     case HG_DTYPE_FLOAT8E5M2:
     case HG_DTYPE_FLOAT8E5M2FNUZ:
-        return f8_to_f32(p[i], f8_format(t->dtype));
+        return hg_f8_to_float(p[i], hg_f8_format(t->dtype));
     case HG_DTYPE_INT8:
         return (gint8)p[i];
     case HG_DTYPE_UINT8:

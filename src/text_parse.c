@@ -26,204 +26,14 @@
 
 #include "halfguard/io.h"
 #include "halfguard/text.h"
+#include "elem.h"
 #include "ir_private.h"
+#include "ops/array.h"
 
 #include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------- numbers (as text_dump.c) */
-
-static locale_t
-c_locale(void)
-{
-    static gsize once;
-    static locale_t loc;
-    if (g_once_init_enter(&once)) {
-        loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
-        g_once_init_leave(&once, 1);
-    }
-    return loc;
-}
-
-static guint32
-f32_bits(float f)
-{
-    guint32 b;
-    memcpy(&b, &f, sizeof b);
-    return b;
-}
-
-/* IEEE binary16, round to nearest even. Must match text_dump.c, which checks that what it writes
- * reads back through this. */
-static guint16
-f32_to_f16(float value)
-{
-    guint32 f = f32_bits(value);
-    guint16 sign = (guint16)((f & 0x80000000u) >> 16);
-    guint32 exp = f & 0x7f800000u;
-    if (exp >= 0x47800000u) {
-        guint32 man = f & 0x007fffffu;
-        if (exp == 0x7f800000u && man) {
-            guint16 h = (guint16)(0x7c00u + (man >> 13));
-            return (guint16)(sign | (h == 0x7c00u ? 0x7e00u : h));
-        }
-        return (guint16)(sign | 0x7c00u);
-    }
-    if (exp <= 0x38000000u) {
-        if (exp < 0x33000000u)
-            return sign;
-        guint32 e = exp >> 23;
-        guint32 man = 0x00800000u + (f & 0x007fffffu);
-        guint32 shifted = man >> (113 - e);
-        if ((shifted & 0x3fffu) != 0x1000u || (f & 0x7ffu))
-            shifted += 0x1000u;
-        return (guint16)(sign | (shifted >> 13));
-    }
-    guint32 man = f & 0x007fffffu;
-    if ((man & 0x3fffu) != 0x1000u)
-        man += 0x1000u;
-    return (guint16)(sign + ((exp - 0x38000000u) >> 13) + (man >> 13));
-}
-
-static guint16
-f32_to_bf16(float value)
-{
-    guint32 f = f32_bits(value);
-    if (isnan(value))
-        return (guint16)((f >> 16) | 0x40u);
-    return (guint16)((f + 0x7fffu + ((f >> 16) & 1u)) >> 16);
-}
-
-typedef struct {
-    int exp_bits, man_bits, bias;
-    gboolean fnuz, ieee;
-} F8Format;
-
-static const F8Format *
-f8_format(int dtype)
-{
-    static const F8Format e4m3fn = {4, 3, 7, FALSE, FALSE}, e4m3fnuz = {4, 3, 8, TRUE, FALSE},
-                          e5m2 = {5, 2, 15, FALSE, TRUE}, e5m2fnuz = {5, 2, 16, TRUE, FALSE};
-    switch (dtype) {
-    case HG_DTYPE_FLOAT8E4M3FN:
-        return &e4m3fn;
-    case HG_DTYPE_FLOAT8E4M3FNUZ:
-        return &e4m3fnuz;
-    case HG_DTYPE_FLOAT8E5M2:
-        return &e5m2;
-    case HG_DTYPE_FLOAT8E5M2FNUZ:
-        return &e5m2fnuz;
-    default:
-        return NULL;
-    }
-}
-
-/* 2^k for k in float's normal range, exactly (and without libm). */
-static float
-pow2f(int k)
-{
-    guint32 b = (guint32)(127 + k) << 23;
-    float f;
-    memcpy(&f, &b, sizeof f);
-    return f;
-}
-
-static float
-f8_to_f32(guint8 b, const F8Format *fmt)
-{
-    if (fmt->fnuz && b == 0x80)
-        return NAN;
-    guint emask = (1u << fmt->exp_bits) - 1, mmask = (1u << fmt->man_bits) - 1;
-    guint e = (b >> fmt->man_bits) & emask, m = b & mmask;
-    gboolean neg = (b & 0x80) != 0;
-    if (!fmt->ieee && !fmt->fnuz && (b & 0x7f) == 0x7f)
-        return neg ? -NAN : NAN;
-    if (fmt->ieee && e == emask)
-        return m ? (neg ? -NAN : NAN) : (neg ? -INFINITY : INFINITY);
-    float v = e == 0 ? (float)m * pow2f(1 - fmt->bias - fmt->man_bits)
-                     : (float)((1u << fmt->man_bits) + m) * pow2f((int)e - fmt->bias - fmt->man_bits);
-    return neg ? -v : v;
-}
-
-static guint8
-f32_to_f8(float f, const F8Format *fmt)
-{
-    if (isnan(f))
-        return fmt->fnuz ? 0x80 : (guint8)((signbit(f) ? 0x80 : 0) | (fmt->ieee ? 0x7e : 0x7f));
-    if (fmt->ieee && isinf(f))
-        return signbit(f) ? 0xfc : 0x7c;
-    int best = -1;
-    float best_d = INFINITY;
-    for (int c = 0; c < 256; c++) {
-        float v = f8_to_f32((guint8)c, fmt);
-        if (isnan(v) || isinf(v) || (signbit(v) != signbit(f) && !(v == 0 && fmt->fnuz)))
-            continue;
-        float dist = fabsf(v - f);
-        if (dist < best_d || (dist == best_d && best >= 0 && (c & 1) == 0 && (best & 1))) {
-            best_d = dist;
-            best = c;
-        }
-    }
-    return (guint8)(best < 0 ? 0 : best);
-}
-
-/* The largest finite value of an f8 format. */
-static float
-f8_max(const F8Format *fmt)
-{
-    float best = 0;
-    for (int c = 0; c < 0x80; c++) {
-        float v = f8_to_f32((guint8)c, fmt);
-        if (isfinite(v))
-            best = MAX(best, v);
-    }
-    return best;
-}
-
-static guint64
-canonical_nan(int dtype, gboolean negative)
-{
-    switch (dtype) {
-    case HG_DTYPE_DOUBLE:
-    case HG_DTYPE_COMPLEX128:
-        return 0x7ff8000000000000ull | (negative ? 0x8000000000000000ull : 0);
-    case HG_DTYPE_FLOAT16:
-        return 0x7e00u | (negative ? 0x8000u : 0);
-    case HG_DTYPE_BFLOAT16:
-        return 0x7fc0u | (negative ? 0x8000u : 0);
-    case HG_DTYPE_FLOAT8E4M3FN:
-        return 0x7fu | (negative ? 0x80u : 0);
-    case HG_DTYPE_FLOAT8E5M2:
-        return 0x7eu | (negative ? 0x80u : 0);
-    case HG_DTYPE_FLOAT8E4M3FNUZ:
-    case HG_DTYPE_FLOAT8E5M2FNUZ:
-        return 0x80u;
-    default:
-        return 0x7fc00000u | (negative ? 0x80000000u : 0);
-    }
-}
-
-/* Whether bits (of a float type) is a NaN. */
-static gboolean
-bits_are_nan(guint64 bits, int dtype)
-{
-    switch (dtype) {
-    case HG_DTYPE_DOUBLE:
-    case HG_DTYPE_COMPLEX128:
-        return (bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (bits & 0xfffffffffffffull);
-    case HG_DTYPE_FLOAT16:
-        return (bits & 0x7c00u) == 0x7c00u && (bits & 0x3ffu);
-    case HG_DTYPE_BFLOAT16:
-        return (bits & 0x7f80u) == 0x7f80u && (bits & 0x7fu);
-    case HG_DTYPE_FLOAT:
-    case HG_DTYPE_COMPLEX64:
-        return (bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu);
-    default:
-        return isnan(f8_to_f32((guint8)bits, f8_format(dtype)));
-    }
-}
 
 /* ---------------------------------------------------------------- tokens */
 
@@ -765,50 +575,52 @@ float_bits(Parser *p, const Tok *t, int dtype, guint64 *bits)
     const char *s = t->text;
     guint width = dtype == HG_DTYPE_COMPLEX64 ? 32 : dtype == HG_DTYPE_COMPLEX128 ? 64 : hg_dtype_bits(dtype);
     if (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0) {
-        *bits = canonical_nan(dtype, s[0] == '-');
+        *bits = hg_canonical_nan(dtype, s[0] == '-');
         return TRUE;
     }
     if (g_str_has_prefix(s, "nan0x")) {
         guint64 v;
         if (strlen(s + 5) > width / 4 || !g_ascii_string_to_unsigned(s + 5, 16, 0, G_MAXUINT64, &v, NULL) ||
-            !bits_are_nan(v, dtype))
+            !hg_bits_are_nan(v, dtype))
             return fail_at(p, loc_of(t), "'%s' is not a NaN of %s", s, hg_dtype_name(dtype));
         *bits = v;
         return TRUE;
     }
     gboolean inf_literal = strstr(s, "inf") != NULL;
     if (width == 64) {
-        double v = strtod_l(s, NULL, c_locale());
+        double v = strtod_l(s, NULL, hg_c_locale());
         if (isinf(v) && !inf_literal)
             return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
         memcpy(bits, &v, sizeof v);
         return TRUE;
     }
-    /* Straight to float, then rounded once more to a narrower type: text_dump.c checks that what it
-     * writes comes back exactly through this path. */
-    float f = strtof_l(s, NULL, c_locale());
+    /* Straight to float, then rounded once more to a narrower type (not from the decimal straight to
+     * the type, which can differ by one code): text_dump.c checks that what it writes comes back
+     * exactly through this path and these conversions. No NaN gets here (they are read above), so
+     * hg_float_to_half quieting a signalling NaN does not matter. */
+    float f = strtof_l(s, NULL, hg_c_locale());
     if (isinf(f) && !inf_literal)
         return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
     gboolean overflow = FALSE;
     switch (dtype) {
     case HG_DTYPE_FLOAT16:
-        *bits = f32_to_f16(f);
+        *bits = hg_float_to_half(f);
         overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7c00u;
         break;
     case HG_DTYPE_BFLOAT16:
-        *bits = f32_to_bf16(f);
+        *bits = hg_float_to_bf16(f);
         overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7f80u;
         break;
     case HG_DTYPE_FLOAT:
     case HG_DTYPE_COMPLEX64:
-        *bits = f32_bits(f);
+        *bits = hg_float_bits(f);
         break;
     default: {
-        const F8Format *fmt = f8_format(dtype);
+        const HgF8Format *fmt = hg_f8_format(dtype);
         if (isinf(f) && !fmt->ieee)
             return fail_at(p, loc_of(t), "%s has no infinity", hg_dtype_name(dtype));
-        overflow = isfinite(f) && fabsf(f) > f8_max(fmt);
-        *bits = f32_to_f8(f, fmt);
+        overflow = isfinite(f) && fabsf(f) > hg_f8_max(fmt);
+        *bits = hg_float_to_f8(f, fmt);
         break;
     }
     }
@@ -1149,7 +961,7 @@ static gboolean
 store_value(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 k)
 {
     int dtype = tensor->dtype;
-    if (!hg_dtype_is_float(dtype) && !f8_format(dtype) && dtype != HG_DTYPE_COMPLEX64 &&
+    if (!hg_dtype_is_float(dtype) && !hg_f8_format(dtype) && dtype != HG_DTYPE_COMPLEX64 &&
         dtype != HG_DTYPE_COMPLEX128)
         return store_int(p, t, tensor, data, k);
     if (!is_float_token(t))

@@ -2,6 +2,9 @@
  * errors with their positions, and summaries of large tensors. */
 #include "testutil.h"
 
+#include "elem.h"
+#include "ops/array.h"
+
 #include <float.h>
 #include <math.h>
 #include <string.h>
@@ -982,6 +985,136 @@ test_large_initializer_summarised(void **state)
     assert_null(why);
 }
 
+/* ---------------------------------------------------------------- element types (elem.c) */
+
+static const int f8_types[] = {HG_DTYPE_FLOAT8E4M3FN, HG_DTYPE_FLOAT8E4M3FNUZ, HG_DTYPE_FLOAT8E5M2,
+                               HG_DTYPE_FLOAT8E5M2FNUZ};
+
+/* Known codes, the range, and every code back to itself through its value. */
+static void
+test_f8_codes(void **state)
+{
+    (void)state;
+    assert_null(hg_f8_format(HG_DTYPE_FLOAT));
+    assert_null(hg_f8_format(HG_DTYPE_FLOAT16));
+    const HgF8Format *e4m3 = hg_f8_format(HG_DTYPE_FLOAT8E4M3FN);
+    const HgF8Format *e4m3z = hg_f8_format(HG_DTYPE_FLOAT8E4M3FNUZ);
+    const HgF8Format *e5m2 = hg_f8_format(HG_DTYPE_FLOAT8E5M2);
+    const HgF8Format *e5m2z = hg_f8_format(HG_DTYPE_FLOAT8E5M2FNUZ);
+    assert_true(hg_f8_max(e4m3) == 448.0f);
+    assert_true(hg_f8_max(e4m3z) == 240.0f);
+    assert_true(hg_f8_max(e5m2) == 57344.0f);
+    assert_true(hg_f8_max(e5m2z) == 57344.0f);
+    assert_true(hg_f8_to_float(0x38, e4m3) == 1.0f);
+    assert_true(hg_f8_to_float(0xb0, e4m3) == -0.5f);
+    assert_true(hg_f8_to_float(0x01, e4m3) == 0x1p-9f);  /* the smallest subnormal */
+    assert_true(hg_f8_to_float(0x01, e4m3z) == 0x1p-10f);
+    assert_true(hg_f8_to_float(0x7c, e5m2) == INFINITY);
+    assert_true(hg_f8_to_float(0xfc, e5m2) == -INFINITY);
+    assert_true(isnan(hg_f8_to_float(0x7f, e4m3)) && signbit(hg_f8_to_float(0xff, e4m3)));
+    assert_true(isnan(hg_f8_to_float(0x80, e4m3z)) && isnan(hg_f8_to_float(0x80, e5m2z)));
+    assert_true(signbit(hg_f8_to_float(0x80, e4m3)) && hg_f8_to_float(0x80, e4m3) == 0);
+
+    for (guint k = 0; k < G_N_ELEMENTS(f8_types); k++) {
+        int dtype = f8_types[k];
+        const HgF8Format *fmt = hg_f8_format(dtype);
+        guint nans = 0;
+        for (guint c = 0; c < 256; c++) {
+            float v = hg_f8_to_float((guint8)c, fmt);
+            assert_int_equal(hg_bits_are_nan(c, dtype), isnan(v));
+            if (isnan(v)) {
+                nans++;
+                /* Every NaN reads back as the canonical NaN of its sign. */
+                assert_int_equal(hg_float_to_f8(v, fmt), hg_canonical_nan(dtype, signbit(v) != 0));
+            } else {
+                assert_int_equal(hg_float_to_f8(v, fmt), c);
+            }
+        }
+        assert_int_equal(nans, fmt->fnuz ? 1 : fmt->ieee ? 6 : 2);
+        assert_true(hg_bits_are_nan(hg_canonical_nan(dtype, FALSE), dtype));
+        assert_true(hg_bits_are_nan(hg_canonical_nan(dtype, TRUE), dtype));
+    }
+}
+
+/* Rounding to nearest, ties to the even code, checked at and beside every midpoint; saturation,
+ * signed zeros and infinities. */
+static void
+test_f8_rounding(void **state)
+{
+    (void)state;
+    for (guint k = 0; k < G_N_ELEMENTS(f8_types); k++) {
+        const HgF8Format *fmt = hg_f8_format(f8_types[k]);
+        for (guint sign = 0; sign < 2; sign++) {
+            for (guint c = 0; c < 0x7f; c++) {
+                guint8 lo = (guint8)(c | (sign << 7)), hi = (guint8)(lo + 1);
+                float a = hg_f8_to_float(lo, fmt), b = hg_f8_to_float(hi, fmt);
+                if (!isfinite(a) || !isfinite(b) || (fmt->fnuz && sign && c == 0))
+                    continue;
+                float mid = (a + b) / 2; /* exact: these values have a few significant bits */
+                assert_int_equal(hg_float_to_f8(mid, fmt), lo & 1 ? hi : lo);
+                assert_int_equal(hg_float_to_f8(nextafterf(mid, a), fmt), lo);
+                assert_int_equal(hg_float_to_f8(nextafterf(mid, b), fmt), hi);
+            }
+        }
+        /* Just past the range: the largest finite code of the sign. */
+        float max = hg_f8_max(fmt);
+        guint8 top = hg_float_to_f8(max, fmt);
+        assert_true(hg_f8_to_float(top, fmt) == max && !(top & 0x80));
+        assert_int_equal(hg_float_to_f8(max * 1.5f, fmt), top);
+        assert_int_equal(hg_float_to_f8(-max * 1e4f, fmt), top | 0x80);
+        /* Tiny values round to a zero of their sign, except where there is no -0. */
+        assert_int_equal(hg_float_to_f8(-1e-30f, fmt), fmt->fnuz ? 0x00 : 0x80);
+        assert_int_equal(hg_float_to_f8(-0.0f, fmt), fmt->fnuz ? 0x00 : 0x80);
+        /* Far past the range too (3e38 once compared equal distances to every code). Infinities:
+         * E5M2's own; formats without one saturate like far values. */
+        assert_int_equal(hg_float_to_f8(3e38f, fmt), top);
+        assert_int_equal(hg_float_to_f8(-3e38f, fmt), top | 0x80);
+        assert_int_equal(hg_float_to_f8(INFINITY, fmt), fmt->ieee ? 0x7c : top);
+        assert_int_equal(hg_float_to_f8(-INFINITY, fmt), fmt->ieee ? 0xfc : top | 0x80);
+    }
+}
+
+/* Canonical NaNs are the quiet NaNs with no payload; infinities and numbers are not NaNs. */
+static void
+test_canonical_nan(void **state)
+{
+    (void)state;
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_FLOAT, FALSE), 0x7fc00000u);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_COMPLEX64, TRUE), 0xffc00000u);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_DOUBLE, TRUE), 0xfff8000000000000ull);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_FLOAT16, FALSE), 0x7e00u);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_BFLOAT16, TRUE), 0xffc0u);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_FLOAT8E4M3FN, TRUE), 0xffu);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_FLOAT8E5M2, FALSE), 0x7eu);
+    assert_int_equal(hg_canonical_nan(HG_DTYPE_FLOAT8E5M2FNUZ, TRUE), 0x80u);
+    /* They are what the rest of the library makes of a quiet NaN. */
+    assert_int_equal(hg_float_to_half(NAN), hg_canonical_nan(HG_DTYPE_FLOAT16, FALSE));
+    assert_int_equal(hg_float_to_bf16(-NAN), hg_canonical_nan(HG_DTYPE_BFLOAT16, TRUE));
+    assert_int_equal(hg_float_bits(NAN), hg_canonical_nan(HG_DTYPE_FLOAT, FALSE));
+
+    const struct {
+        int dtype;
+        guint64 inf, nan_min;
+    } edges[] = {
+        {HG_DTYPE_DOUBLE, 0x7ff0000000000000ull, 0x7ff0000000000001ull},
+        {HG_DTYPE_COMPLEX128, 0x7ff0000000000000ull, 0x7ff0000000000001ull},
+        {HG_DTYPE_FLOAT, 0x7f800000u, 0x7f800001u},
+        {HG_DTYPE_COMPLEX64, 0x7f800000u, 0x7f800001u},
+        {HG_DTYPE_FLOAT16, 0x7c00u, 0x7c01u},
+        {HG_DTYPE_BFLOAT16, 0x7f80u, 0x7f81u},
+        {HG_DTYPE_FLOAT8E5M2, 0x7cu, 0x7du},
+    };
+    for (guint i = 0; i < G_N_ELEMENTS(edges); i++) {
+        assert_false(hg_bits_are_nan(edges[i].inf, edges[i].dtype));
+        assert_false(hg_bits_are_nan(edges[i].inf - 1, edges[i].dtype));
+        assert_true(hg_bits_are_nan(edges[i].nan_min, edges[i].dtype));
+        assert_false(hg_bits_are_nan(0, edges[i].dtype));
+    }
+    assert_true(hg_bits_are_nan(0xffffu, HG_DTYPE_FLOAT16));
+    assert_false(hg_bits_are_nan(0x7bffu, HG_DTYPE_FLOAT16)); /* 65504 */
+    assert_true(hg_bits_are_nan(0x7f80u, HG_DTYPE_FLOAT16)); /* bfloat16's inf */
+}
+
 int
 main(void)
 {
@@ -999,6 +1132,9 @@ main(void)
         cmocka_unit_test(test_truncated_input_never_crashes),
         cmocka_unit_test(test_large_initializer_summarised),
         cmocka_unit_test(test_node_models_round_trip),
+        cmocka_unit_test(test_f8_codes),
+        cmocka_unit_test(test_f8_rounding),
+        cmocka_unit_test(test_canonical_nan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
