@@ -33,6 +33,9 @@ gsize hg_dtype_size(int dtype);
 /* A new zero-filled array, or NULL with HG_ERROR_UNSUPPORTED/INVALID when the dtype has no fixed size,
  * the rank exceeds HG_MAX_RANK, a dim is negative, or the size overflows. */
 HgArray *hg_array_new(int dtype, guint rank, const gint64 *dims, GError **error);
+/* Like hg_array_new, but numeric data is left uninitialized (string arrays still hold empty strings):
+ * for kernels that write every element of the output. */
+HgArray *hg_array_new_uninit(int dtype, guint rank, const gint64 *dims, GError **error);
 /* Like hg_array_new, dims taken from another array. */
 HgArray *hg_array_new_like(int dtype, const HgArray *shape_of, GError **error);
 HgArray *hg_array_new_scalar_f32(int dtype, float v);
@@ -55,6 +58,11 @@ float hg_half_to_float(guint16 h);
 guint16 hg_float_to_half(float f);
 float hg_bf16_to_float(guint16 h);
 guint16 hg_float_to_bf16(float f);
+/* n values converted between FP32 and FP16 bits, four lanes at a time: the same bits as
+ * hg_float_to_half / hg_half_to_float element by element, for every input (NaN payloads included).
+ * src and dst must not overlap. */
+void hg_float_to_half_n(const float *src, guint16 *dst, gsize n);
+void hg_half_to_float_n(const guint16 *src, float *dst, gsize n);
 /* Round an FP32 value to the nearest FP16 value (as FP32): what storing it in FP16 does. */
 float hg_round_half(float f);
 
@@ -72,6 +80,11 @@ gint64 *hg_array_load_i64(const HgArray *a, gboolean *owned);
 void hg_array_store_f32(HgArray *out, const float *src);
 void hg_array_store_f64(HgArray *out, const double *src);
 void hg_array_store_i64(HgArray *out, const gint64 *src);
+/* Elements [off, off + n) of a float array (FLOAT, FLOAT16 or BFLOAT16) as FP32 into dst, and the
+ * reverse with one rounding: for kernels that stream FP16 data through a row of FP32 scratch instead
+ * of converting the whole tensor. The store may take src == the FLOAT row it replaces. */
+void hg_array_load_span_f32(const HgArray *a, gint64 off, gint64 n, float *dst);
+void hg_array_store_span_f32(HgArray *a, gint64 off, gint64 n, const float *src);
 /* One element, converted: handy for scalars and small index tensors. */
 double hg_array_get_f64(const HgArray *a, gint64 i);
 gint64 hg_array_get_i64(const HgArray *a, gint64 i);

@@ -13,16 +13,11 @@
  * serves both kinds.
  */
 #include "ops/op.h"
+#include "ir_private.h"
 
 #include <float.h>
 #include <string.h>
 #include <tgmath.h>
-
-/* The library builds at -O2, whose "very cheap" vectorizer skips any loop that needs a remainder loop
- * or an overlap check: every kernel here. Let gcc vectorize them. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=cheap")
-#endif
 
 /* ================================================================ compute kinds */
 
@@ -147,26 +142,6 @@ store_buf(HgArray *out, Buf *b, Kind k)
 
 /* ================================================================ small helpers */
 
-static gint64
-numel_of(guint rank, const gint64 *dims)
-{
-    gint64 n = 1;
-    for (guint i = 0; i < rank; i++)
-        n *= dims[i];
-    return n;
-}
-
-static HgArray *
-new_out(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims)
-{
-    GError *e = NULL;
-    HgArray *a = hg_array_new(dtype, rank, dims, &e);
-    if (!a) {
-        hg_op_error(ctx->error, e->code, ctx->node, "%s", e->message);
-        g_error_free(e);
-    }
-    return a;
-}
 
 /* TRUE when inputs 0..n-1 are present; else an HG_ERROR_INVALID error. */
 static gboolean
@@ -557,7 +532,7 @@ op_convert_whole(Operand *op, Kind k, Buf *full)
 {
     if (k == K_COUNT || op->dtype == kind_dtype[k])
         return;
-    HgArray v = view_of(op->dtype, op->data, 0, numel_of(op->rank, op->dims));
+    HgArray v = view_of(op->dtype, op->data, 0, hg_numel(op->rank, op->dims));
     *full = load_as(&v, k);
     op->dtype = kind_dtype[k];
     op->data = full->p;
@@ -570,7 +545,7 @@ static void
 bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, guint rout,
           const gint64 *dout)
 {
-    gint64 numel = numel_of(rout, dout);
+    gint64 numel = hg_numel(rout, dout);
     if (numel <= 0)
         return;
     Walk w;
@@ -629,7 +604,8 @@ binary_run(HgEvalCtx *ctx, BinRow row, Kind k, int out_dtype, gboolean unidirect
                     "input 1 does not broadcast to the shape of input 0");
         return FALSE;
     }
-    HgArray *out = new_out(ctx, out_dtype, r, d);
+    /* bin_apply writes every element */
+    HgArray *out = hg_eval_new_output_uninit(ctx, out_dtype, r, d);
     if (!out)
         return FALSE;
     bin_apply(row, k, out_dtype == HG_DTYPE_BOOL, operand_of(out), operand_of(a), operand_of(b), r, d);
@@ -664,7 +640,7 @@ logic_eval(HgEvalCtx *ctx, BinRow row)
     gint64 d[HG_MAX_RANK];
     if (!broadcast(ctx, a->rank, a->dims, b->rank, b->dims, &r, d))
         return FALSE;
-    HgArray *out = new_out(ctx, HG_DTYPE_BOOL, r, d);
+    HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, r, d);
     if (!out)
         return FALSE;
     bin_apply(row, K_COUNT, TRUE, operand_of(out), operand_of(a), operand_of(b), r, d);
@@ -683,7 +659,8 @@ unary_eval(HgEvalCtx *ctx, const UnRow rows[K_COUNT], const Params *p, gboolean 
     Kind k = kind_of(x->dtype);
     if (k == K_COUNT || !rows[k])
         return unsupported_type(ctx, x->dtype);
-    HgArray *out = new_out(ctx, predicate ? HG_DTYPE_BOOL : x->dtype, x->rank, x->dims);
+    /* the chunks below cover every element */
+    HgArray *out = hg_eval_new_output_uninit(ctx, predicate ? HG_DTYPE_BOOL : x->dtype, x->rank, x->dims);
     if (!out)
         return FALSE;
     Operand ox = operand_of(x);
@@ -730,7 +707,7 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
         ctx->outputs[0] = hg_array_ref(ctx->inputs[0]);
         return TRUE;
     }
-    HgArray *out = new_out(ctx, dtype, r, d);
+    HgArray *out = hg_eval_new_output(ctx, dtype, r, d);
     if (!out)
         return FALSE;
     /* acc: input 0, then each partial result in a compute buffer (the last one in out, unless Mean
@@ -746,7 +723,7 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
         Buf next = {NULL, FALSE};
         Operand dst = operand_of(out);
         if (!last) {
-            next = (Buf){g_malloc((gsize)numel_of(nr, nd) * kind_size[k] + 8), TRUE};
+            next = (Buf){g_malloc((gsize)hg_numel(nr, nd) * kind_size[k] + 8), TRUE};
             dst = (Operand){kind_dtype[k], next.p, nr, nd};
         }
         bin_apply(rows[k], k, FALSE, dst, acc, operand_of(in), nr, nd);
@@ -818,18 +795,6 @@ fold(HgShapeCtx *ctx)
 
 /* ================================================================ shape rules */
 
-static const HgValueShape *
-in_shape(const HgShapeCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
-}
-
-static HgValueShape *
-out_shape(const HgShapeCtx *ctx, guint i)
-{
-    return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
-}
-
 /* out takes dtype and in's rank and dims (symbolic names included); an absent in leaves them unknown. */
 static void
 copy_shape(HgValueShape *out, const HgValueShape *in, int dtype)
@@ -897,13 +862,13 @@ infer_broadcast(HgShapeCtx *ctx, const HgValueShape *const *ins, guint n, HgValu
 static gboolean
 infer_nary(HgShapeCtx *ctx, guint n, int dtype)
 {
-    HgValueShape *out = out_shape(ctx, 0);
+    HgValueShape *out = hg_shape_output(ctx, 0);
     if (!out)
         return TRUE;
     const HgValueShape *ins[16];
     n = MIN(n, 16);
     for (guint k = 0; k < n; k++)
-        ins[k] = in_shape(ctx, k);
+        ins[k] = hg_shape_input(ctx, k);
     if (!infer_broadcast(ctx, ins, n, out))
         return FALSE;
     out->dtype = dtype;
@@ -914,7 +879,7 @@ infer_nary(HgShapeCtx *ctx, guint n, int dtype)
 static int
 dtype_of(const HgShapeCtx *ctx, guint i)
 {
-    const HgValueShape *s = in_shape(ctx, i);
+    const HgValueShape *s = hg_shape_input(ctx, i);
     return s ? s->dtype : HG_DTYPE_UNDEFINED;
 }
 
@@ -922,7 +887,7 @@ dtype_of(const HgShapeCtx *ctx, guint i)
 static gboolean
 infer_like0(HgShapeCtx *ctx, int dtype)
 {
-    copy_shape(out_shape(ctx, 0), in_shape(ctx, 0), dtype);
+    copy_shape(hg_shape_output(ctx, 0), hg_shape_input(ctx, 0), dtype);
     fold(ctx);
     return TRUE;
 }
@@ -937,7 +902,7 @@ hg_infer_unary(HgShapeCtx *ctx)
 static gboolean
 infer_prelu(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0), *s = in_shape(ctx, 1);
+    const HgValueShape *x = hg_shape_input(ctx, 0), *s = hg_shape_input(ctx, 1);
     if (x && s && x->rank >= 0 && s->rank >= 0) {
         gint64 xd[HG_MAX_RANK], sd[HG_MAX_RANK];
         for (int i = 0; i < x->rank; i++)
@@ -1032,9 +997,9 @@ dropout_mask_dtype(gint64 opset, int x_dtype)
 gboolean
 hg_infer_Dropout(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
-    copy_shape(out_shape(ctx, 0), x, dtype_of(ctx, 0));
-    copy_shape(out_shape(ctx, 1), x, dropout_mask_dtype(ctx->opset, dtype_of(ctx, 0)));
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    copy_shape(hg_shape_output(ctx, 0), x, dtype_of(ctx, 0));
+    copy_shape(hg_shape_output(ctx, 1), x, dropout_mask_dtype(ctx->opset, dtype_of(ctx, 0)));
     fold(ctx);
     return TRUE;
 }
@@ -1142,7 +1107,7 @@ hg_eval_Not(HgEvalCtx *ctx)
     const HgArray *x = ctx->inputs[0];
     if (x->dtype != HG_DTYPE_BOOL)
         return unsupported_type(ctx, x->dtype);
-    HgArray *out = new_out(ctx, HG_DTYPE_BOOL, x->rank, x->dims);
+    HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, x->rank, x->dims);
     if (!out)
         return FALSE;
     const guint8 *s = x->data;
@@ -1232,7 +1197,7 @@ hg_eval_Dropout(HgEvalCtx *ctx)
         int mt = dropout_mask_dtype(ctx->opset, x->dtype);
         if (mt != HG_DTYPE_BOOL && kind_of(mt) == K_COUNT)
             return unsupported_type(ctx, mt);
-        HgArray *mask = new_out(ctx, mt, x->rank, x->dims);
+        HgArray *mask = hg_eval_new_output(ctx, mt, x->rank, x->dims);
         if (!mask)
             return FALSE;
         if (mt == HG_DTYPE_BOOL) {
@@ -1271,7 +1236,7 @@ equal_strings(HgEvalCtx *ctx)
     gint64 d[HG_MAX_RANK];
     if (!broadcast(ctx, a->rank, a->dims, b->rank, b->dims, &r, d))
         return FALSE;
-    HgArray *out = new_out(ctx, HG_DTYPE_BOOL, r, d);
+    HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, r, d);
     if (!out)
         return FALSE;
     ctx->outputs[0] = out;
@@ -1434,7 +1399,7 @@ hg_eval_Where(HgEvalCtx *ctx)
     if (!broadcast(ctx, c->rank, c->dims, x->rank, x->dims, &r1, d1) ||
         !broadcast(ctx, r1, d1, y->rank, y->dims, &r, d))
         return FALSE;
-    HgArray *out = new_out(ctx, x->dtype, r, d);
+    HgArray *out = hg_eval_new_output(ctx, x->dtype, r, d);
     if (!out)
         return FALSE;
     ctx->outputs[0] = out;
@@ -1553,7 +1518,7 @@ cast_eval(HgEvalCtx *ctx, int to)
         return unsupported_type(ctx, x->dtype);
     if (!castable(to))
         return unsupported_type(ctx, to);
-    HgArray *out = new_out(ctx, to, x->rank, x->dims);
+    HgArray *out = hg_eval_new_output(ctx, to, x->rank, x->dims);
     if (!out)
         return FALSE;
     gboolean ok = TRUE;

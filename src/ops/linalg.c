@@ -19,6 +19,7 @@
 #ifndef HG_LINALG_T
 
 #include "ops/op.h"
+#include "ir_private.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -55,15 +56,6 @@ typedef struct {
     gint64 lo, hi, padded;
 } Taps;
 
-/* Elements of a shape (dims checked non-negative and small by hg_array_new). */
-static gint64
-numel_of(guint n, const gint64 *dims)
-{
-    gint64 p = 1;
-    for (guint i = 0; i < n; i++)
-        p *= dims[i];
-    return p;
-}
 
 /* Versions from v on; 0 (not imported) counts as the newest. */
 static gboolean
@@ -454,29 +446,10 @@ store_as(HgArray *out, const Loaded *buf, HgCompute cmp)
     }
 }
 
-/* The i-th input, or NULL when omitted. */
-static HgArray *
-in_arr(const HgEvalCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
-}
-
 static gboolean
 out_wanted(const HgEvalCtx *ctx, guint i)
 {
     return i < ctx->n_outputs && i < ctx->node->n_outputs && ctx->node->outputs[i] != NULL;
-}
-
-static HgArray *
-new_out(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims)
-{
-    GError *err = NULL;
-    HgArray *a = hg_array_new(dtype, rank, dims, &err);
-    if (!a) {
-        hg_op_error(ctx->error, err->code, ctx->node, "%s", err->message);
-        g_error_free(err);
-    }
-    return a;
 }
 
 /* The first n inputs are present and there is an output to fill. */
@@ -488,7 +461,7 @@ need_inputs(HgEvalCtx *ctx, guint n)
         return FALSE;
     }
     for (guint i = 0; i < n; i++)
-        if (!in_arr(ctx, i)) {
+        if (!hg_eval_input(ctx, i)) {
             hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
             return FALSE;
         }
@@ -503,18 +476,6 @@ oom(HgEvalCtx *ctx)
 }
 
 /* ================================================================ shape-inference helpers */
-
-static const HgValueShape *
-in_shape(const HgShapeCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
-}
-
-static HgValueShape *
-out_shape(const HgShapeCtx *ctx, guint i)
-{
-    return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
-}
 
 static HgSymDim
 dim_known(gint64 v)
@@ -830,9 +791,9 @@ conv_kernel(const HgNode *node, const WinAttrs *a, const HgValueShape *w, gint64
 static gboolean
 infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
-    const HgValueShape *w = is_pool ? NULL : in_shape(ctx, 1);
-    HgValueShape *y = out_shape(ctx, 0), *ind = is_pool ? out_shape(ctx, 1) : NULL;
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    const HgValueShape *w = is_pool ? NULL : hg_shape_input(ctx, 1);
+    HgValueShape *y = hg_shape_output(ctx, 0), *ind = is_pool ? hg_shape_output(ctx, 1) : NULL;
     int dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
@@ -920,8 +881,8 @@ hg_infer_Conv(HgShapeCtx *ctx)
 gboolean
 hg_infer_ConvTranspose(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0), *w = in_shape(ctx, 1);
-    HgValueShape *y = out_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0), *w = hg_shape_input(ctx, 1);
+    HgValueShape *y = hg_shape_output(ctx, 0);
     int dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
@@ -1172,7 +1133,7 @@ hg_eval_Conv(HgEvalCtx *ctx)
     guint nsp;
     if (!conv_inputs(ctx, &cmp, &nsp))
         return FALSE;
-    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = in_arr(ctx, 2);
+    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = hg_eval_input(ctx, 2);
     WinAttrs a;
     gint64 kernel[HG_MAX_RANK];
     if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) || !conv_kernel_of(ctx, &a, w, kernel))
@@ -1209,7 +1170,7 @@ hg_eval_Conv(HgEvalCtx *ctx)
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
         return FALSE;
     }
-    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
     g_auto(Loaded) xb = load_as(x, cmp);
@@ -1234,7 +1195,7 @@ hg_eval_ConvTranspose(HgEvalCtx *ctx)
     guint nsp;
     if (!conv_inputs(ctx, &cmp, &nsp))
         return FALSE;
-    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = in_arr(ctx, 2);
+    const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = hg_eval_input(ctx, 2);
     WinAttrs a;
     gint64 kernel[HG_MAX_RANK], out_pad[HG_MAX_RANK], want[HG_MAX_RANK];
     if (!win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) ||
@@ -1273,7 +1234,7 @@ hg_eval_ConvTranspose(HgEvalCtx *ctx)
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
         return FALSE;
     }
-    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
     g_auto(Loaded) xb = load_as(x, cmp);
@@ -1307,14 +1268,14 @@ w_tail_numel(const HgValueShape *w)
 gint64
 hg_cost_Conv(const HgShapeCtx *ctx)
 {
-    gint64 per = w_tail_numel(in_shape(ctx, 1)), n = hg_vshape_numel(out_shape(ctx, 0));
+    gint64 per = w_tail_numel(hg_shape_input(ctx, 1)), n = hg_vshape_numel(hg_shape_output(ctx, 0));
     return per < 0 || n < 0 ? -1 : per * n;
 }
 
 gint64
 hg_cost_ConvTranspose(const HgShapeCtx *ctx)
 {
-    gint64 per = w_tail_numel(in_shape(ctx, 1)), n = hg_vshape_numel(in_shape(ctx, 0));
+    gint64 per = w_tail_numel(hg_shape_input(ctx, 1)), n = hg_vshape_numel(hg_shape_input(ctx, 0));
     return per < 0 || n < 0 ? -1 : per * n;
 }
 
@@ -1411,12 +1372,12 @@ eval_pool(HgEvalCtx *ctx, gboolean is_max)
     gint64 ydims[HG_MAX_RANK];
     if (!pool_plan(ctx, x, nsp, &w, ydims))
         return FALSE;
-    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     g_autoptr(HgArray) ind = NULL;
     if (!y)
         return FALSE;
     if (is_max && out_wanted(ctx, 1)) {
-        ind = new_out(ctx, HG_DTYPE_INT64, x->rank, ydims);
+        ind = hg_eval_new_output(ctx, HG_DTYPE_INT64, x->rank, ydims);
         if (!ind)
             return FALSE;
     }
@@ -1477,7 +1438,7 @@ pool_cost(const HgShapeCtx *ctx)
 {
     guint len;
     const gint64 *k = hg_attr_ints(ctx->node, "kernel_shape", &len);
-    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    gint64 n = hg_vshape_numel(hg_shape_output(ctx, 0));
     if (!k || n < 0)
         return -1;
     for (guint i = 0; i < len; i++)
@@ -1501,8 +1462,8 @@ hg_cost_MaxPool(const HgShapeCtx *ctx)
 static gboolean
 infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
-    HgValueShape *y = out_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    HgValueShape *y = hg_shape_output(ctx, 0);
     if (y)
         y->dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
     if (!x || x->rank < 0)
@@ -1533,7 +1494,7 @@ eval_global_pool(HgEvalCtx *ctx, gboolean is_max)
     gint64 ydims[HG_MAX_RANK] = {x->dims[0], x->dims[1]};
     for (guint i = 0; i < nsp; i++)
         ydims[2 + i] = 1;
-    g_autoptr(HgArray) y = new_out(ctx, x->dtype, x->rank, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
     g_auto(Loaded) xb = load_as(x, cmp);
@@ -1575,13 +1536,13 @@ hg_eval_GlobalMaxPool(HgEvalCtx *ctx)
 gint64
 hg_cost_GlobalAveragePool(const HgShapeCtx *ctx)
 {
-    return hg_vshape_numel(in_shape(ctx, 0));
+    return hg_vshape_numel(hg_shape_input(ctx, 0));
 }
 
 gint64
 hg_cost_GlobalMaxPool(const HgShapeCtx *ctx)
 {
-    return hg_vshape_numel(in_shape(ctx, 0));
+    return hg_vshape_numel(hg_shape_input(ctx, 0));
 }
 
 /* ================================================================ MatMul */
@@ -1620,7 +1581,7 @@ same_types(HgEvalCtx *ctx, guint n, HgCompute *cmp)
 {
     int dtype = ctx->inputs[0]->dtype;
     for (guint i = 1; i < n; i++) {
-        const HgArray *x = in_arr(ctx, i);
+        const HgArray *x = hg_eval_input(ctx, i);
         if (x && x->dtype != dtype) {
             hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is %s, input 0 is %s", i,
                         hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?",
@@ -1640,8 +1601,8 @@ same_types(HgEvalCtx *ctx, guint n, HgCompute *cmp)
 gboolean
 hg_infer_MatMul(HgShapeCtx *ctx)
 {
-    const HgValueShape *a = in_shape(ctx, 0), *b = in_shape(ctx, 1);
-    HgValueShape *y = out_shape(ctx, 0);
+    const HgValueShape *a = hg_shape_input(ctx, 0), *b = hg_shape_input(ctx, 1);
+    HgValueShape *y = hg_shape_output(ctx, 0);
     int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
@@ -1730,7 +1691,7 @@ hg_eval_MatMul(HgEvalCtx *ctx)
     }
     hg_broadcast_strides(ba, a->dims, rb, bdims, ast);
     hg_broadcast_strides(bb, b->dims, rb, bdims, bst);
-    gint64 nbatch = numel_of(rb, bdims);
+    gint64 nbatch = hg_numel(rb, bdims);
     guint r = rb;
     gint64 ydims[HG_MAX_RANK + 2];
     memcpy(ydims, bdims, sizeof(gint64) * rb);
@@ -1742,7 +1703,7 @@ hg_eval_MatMul(HgEvalCtx *ctx)
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
         return FALSE;
     }
-    g_autoptr(HgArray) y = new_out(ctx, a->dtype, r, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, r, ydims);
     if (!y)
         return FALSE;
     g_auto(Loaded) ab = load_as(a, cmp);
@@ -1788,8 +1749,8 @@ hg_eval_MatMul(HgEvalCtx *ctx)
 gint64
 hg_cost_MatMul(const HgShapeCtx *ctx)
 {
-    const HgValueShape *a = in_shape(ctx, 0);
-    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    const HgValueShape *a = hg_shape_input(ctx, 0);
+    gint64 n = hg_vshape_numel(hg_shape_output(ctx, 0));
     if (!a || a->rank < 1 || n < 0 || a->dims[a->rank - 1].v < 0)
         return -1;
     return n * a->dims[a->rank - 1].v;
@@ -1800,8 +1761,8 @@ hg_cost_MatMul(const HgShapeCtx *ctx)
 gboolean
 hg_infer_Gemm(HgShapeCtx *ctx)
 {
-    const HgValueShape *a = in_shape(ctx, 0), *b = in_shape(ctx, 1), *c = in_shape(ctx, 2);
-    HgValueShape *y = out_shape(ctx, 0);
+    const HgValueShape *a = hg_shape_input(ctx, 0), *b = hg_shape_input(ctx, 1), *c = hg_shape_input(ctx, 2);
+    HgValueShape *y = hg_shape_output(ctx, 0);
     int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
@@ -1842,7 +1803,7 @@ hg_eval_Gemm(HgEvalCtx *ctx)
     HgCompute cmp;
     if (!need_inputs(ctx, 2) || !same_types(ctx, 3, &cmp))
         return FALSE;
-    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1], *c = in_arr(ctx, 2);
+    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1], *c = hg_eval_input(ctx, 2);
     if (a->rank != 2 || b->rank != 2 || (c && c->rank > 2)) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
                     "A and B must be matrices and C at most one");
@@ -1880,7 +1841,7 @@ hg_eval_Gemm(HgEvalCtx *ctx)
     if (cmp == HG_COMPUTE_I64 && (alpha != floor(alpha) || beta != floor(beta) ||
                                   fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62))
         cmp = HG_COMPUTE_F64;
-    g_autoptr(HgArray) y = new_out(ctx, a->dtype, 2, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, 2, ydims);
     if (!y)
         return FALSE;
     g_auto(Loaded) ab = load_as(a, cmp);
@@ -1900,8 +1861,8 @@ hg_eval_Gemm(HgEvalCtx *ctx)
 gint64
 hg_cost_Gemm(const HgShapeCtx *ctx)
 {
-    const HgValueShape *a = in_shape(ctx, 0);
-    gint64 n = hg_vshape_numel(out_shape(ctx, 0));
+    const HgValueShape *a = hg_shape_input(ctx, 0);
+    gint64 n = hg_vshape_numel(hg_shape_output(ctx, 0));
     if (!a || a->rank != 2 || n < 0)
         return -1;
     gint64 k = a->dims[hg_node_attr_int(ctx->node, "transA", 0) ? 0 : 1].v;
@@ -2093,8 +2054,8 @@ ein_label_dims(const HgNode *node, const Einsum *e, const HgSymDim *const *opdim
 gboolean
 hg_infer_Einsum(HgShapeCtx *ctx)
 {
-    HgValueShape *y = out_shape(ctx, 0);
-    const HgValueShape *x0 = in_shape(ctx, 0);
+    HgValueShape *y = hg_shape_output(ctx, 0);
+    const HgValueShape *x0 = hg_shape_input(ctx, 0);
     int dtype = x0 ? x0->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
@@ -2103,7 +2064,7 @@ hg_infer_Einsum(HgShapeCtx *ctx)
     int ranks[EIN_MAX_OPS];
     const HgSymDim *opdims[EIN_MAX_OPS];
     for (guint q = 0; q < ctx->n_inputs; q++) {
-        const HgValueShape *s = in_shape(ctx, q);
+        const HgValueShape *s = hg_shape_input(ctx, q);
         if (!s || s->rank < 0)
             return TRUE;
         ranks[q] = s->rank;
@@ -2277,7 +2238,7 @@ hg_eval_Einsum(HgEvalCtx *ctx)
                 strides[q * EIN_MAX_LABELS + pl] += st[i];
         }
     }
-    g_autoptr(HgArray) y = new_out(ctx, ctx->inputs[0]->dtype, e.out_rank, ydims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, ctx->inputs[0]->dtype, e.out_rank, ydims);
     if (!y)
         return FALSE;
     g_autofree Loaded *bufs = g_new0(Loaded, nops);
@@ -2288,7 +2249,7 @@ hg_eval_Einsum(HgEvalCtx *ctx)
     }
     g_auto(Loaded) yb = out_buffer(y, cmp);
     gboolean failed = !yb.data, done = FALSE;
-    gint64 total = numel_of(p.nlab, p.dims);
+    gint64 total = hg_numel(p.nlab, p.dims);
     if (!failed && y->numel && total > 0) {
         blas_threads(ctx->threads);
         if (nops == 2)
@@ -2314,7 +2275,7 @@ hg_cost_Einsum(const HgShapeCtx *ctx)
     int ranks[EIN_MAX_OPS];
     const HgSymDim *opdims[EIN_MAX_OPS];
     for (guint q = 0; q < ctx->n_inputs; q++) {
-        const HgValueShape *s = in_shape(ctx, q);
+        const HgValueShape *s = hg_shape_input(ctx, q);
         if (!hg_vshape_known(s))
             return -1;
         ranks[q] = s->rank;
@@ -2741,7 +2702,7 @@ SFX(strided_copy)(const void *srcv, void *dstv, guint n, const gint64 *dims, con
     memcpy(st, sst, sizeof(gint64) * n);
     memcpy(st + EIN_MAX_LABELS, dstst, sizeof(gint64) * n);
     const gint64 len = dims[n - 1], si = sst[n - 1], di = dstst[n - 1];
-    if (numel_of(n, dims) == 0)
+    if (hg_numel(n, dims) == 0)
         return;
     do {
         const T *s = src + off[0];

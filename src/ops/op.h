@@ -129,6 +129,18 @@ gboolean hg_norm_axis(gint64 axis, guint rank, gint64 *out, const HgNode *n, GEr
 /* Set an error for ctx's node: "node 'name' (Op): message". */
 void hg_op_error(GError **error, int code, const HgNode *n, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
 
+/* Input i's shape record, or NULL when i is past the node's inputs or the input is omitted. */
+const HgValueShape *hg_shape_input(const HgShapeCtx *ctx, guint i);
+/* Output i's shape record to fill, or NULL when i is past ctx->n_outputs (or the slot is NULL). */
+HgValueShape *hg_shape_output(const HgShapeCtx *ctx, guint i);
+/* Input i's array, or NULL when i is past the node's inputs or the input is omitted. */
+HgArray *hg_eval_input(const HgEvalCtx *ctx, guint i);
+/* A new array for an output of ctx's node, as hg_array_new (zero-filled); NULL with the error set on
+ * ctx->error and prefixed with the node ("node 'name' (Op): ..."). */
+HgArray *hg_eval_new_output(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims);
+/* The same through hg_array_new_uninit, for a kernel that writes every element. */
+HgArray *hg_eval_new_output_uninit(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims);
+
 /* Shape-inference helpers. */
 void hg_vshape_unknown(HgValueShape *s);
 void hg_vshape_set_known(HgValueShape *s, int dtype, guint rank, const gint64 *dims);

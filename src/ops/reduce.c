@@ -11,10 +11,12 @@
  * reduced axes). inner == 1 is the contiguous case that real models hit (Softmax over the last axis,
  * LayerNormalization, ReduceMean over the hidden size, InstanceNormalization planes). Those loops are
  * written so that gcc vectorizes them at -O2: fixed blocks of eight lanes, or GCC vector types (the
- * exp of Softmax, the FP16 conversions). Sums therefore add in a different but fixed order. FP16 and
- * BF16 rows stream through a row of FP32 scratch rather than a converted copy of the whole tensor.
+ * exp of Softmax; array.c's bulk FP16 conversions). Sums therefore add in a different but fixed
+ * order. FP16 and BF16 rows stream through a row of FP32 scratch (hg_array_load_span_f32) rather than
+ * a converted copy of the whole tensor.
  */
 #include "ops/op.h"
+#include "ir_private.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -25,12 +27,6 @@
 #define FOLD_MAX_INPUT 65536
 
 /* ---------------------------------------------------------------- small helpers */
-
-static const HgValueShape *
-in_shape(const HgShapeCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
-}
 
 /* Output k's shape record, or NULL when the node omits that output. */
 static HgValueShape *
@@ -50,12 +46,6 @@ vshape_like(HgValueShape *dst, const HgValueShape *src, int dtype)
     dst->rank = src->rank;
     for (int i = 0; i < src->rank && i < HG_MAX_RANK; i++)
         dst->dims[i] = src->dims[i];
-}
-
-static HgArray *
-in_array(const HgEvalCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
 }
 
 /* Whether the node asks for output k. */
@@ -80,7 +70,7 @@ set_output(HgEvalCtx *ctx, guint k, HgArray *a)
 static HgArray *
 need_input(HgEvalCtx *ctx, guint i, const char *what)
 {
-    HgArray *a = in_array(ctx, i);
+    HgArray *a = hg_eval_input(ctx, i);
     if (!a) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u (%s) is missing", i, what);
         return NULL;
@@ -102,20 +92,18 @@ need_outputs(HgEvalCtx *ctx, guint n)
     return FALSE;
 }
 
+/* Product of dims [from, to); 1 when the range is empty. */
 static gint64
 prod(const gint64 *dims, guint from, guint to)
 {
-    gint64 n = 1;
-    for (guint i = from; i < to; i++)
-        n *= dims[i];
-    return n;
+    return to > from ? hg_numel(to - from, dims + from) : 1;
 }
 
 /* The input of a cost function, as a known element count or -1. */
 static gint64
 input_numel(const HgShapeCtx *ctx, guint i)
 {
-    const HgValueShape *s = in_shape(ctx, i);
+    const HgValueShape *s = hg_shape_input(ctx, i);
     return s ? hg_vshape_numel(s) : -1;
 }
 
@@ -237,7 +225,6 @@ round_bf16(float f)
 typedef float v4f __attribute__((vector_size(16)));
 typedef gint32 v4i __attribute__((vector_size(16)));
 typedef guint32 v4u __attribute__((vector_size(16)));
-typedef guint16 v4h __attribute__((vector_size(8)));
 
 static inline v4f
 v4_load(const float *p)
@@ -288,102 +275,6 @@ v4_exp_neg(v4f x)
     return v4_sel(tiny, v4_splat(0), p * (v4f)e);
 }
 
-/* FP32 to FP16 bits, round to nearest even, without branches (Maratyszcza's FP16 method: scaling by
- * 2^112 then 2^-110 sends overflow to inf and lets one FP32 addition do the rounding). Bit-identical
- * to hg_float_to_half for all 2^32 inputs, NaN payloads included. */
-static inline v4h
-v4_to_half(v4f f)
-{
-    const v4u w = (v4u)f, shl1 = w + w, sign = w & 0x80000000u;
-    v4f base = ((v4f)(w & 0x7fffffffu) * 0x1.0p+112f) * 0x1.0p-110f;
-    v4u bias = shl1 & 0xFF000000u;
-    bias = (v4u)v4_sel((v4i)(bias < 0x71000000u), (v4f)(v4u){0x71000000u, 0x71000000u, 0x71000000u, 0x71000000u},
-                       (v4f)bias);
-    base = (v4f)((bias >> 1) + 0x07800000u) + base;
-    const v4u b = (v4u)base;
-    const v4u nonsign = ((b >> 13) & 0x7C00u) + (b & 0xFFFu);
-    const v4u nan = 0x7E00u | ((w >> 13) & 0x3FFu);
-    const v4u h = (sign >> 16) | (v4u)v4_sel((v4i)(shl1 > 0xFF000000u), (v4f)nan, (v4f)nonsign);
-    return __builtin_convertvector(h, v4h);
-}
-
-/* FP16 bits to FP32, exactly (Maratyszcza's method: normals by rescaling the exponent, subnormals
- * by an FP32 subtraction). Matches hg_half_to_float except that signalling NaNs come back quiet. */
-static inline v4f
-v4_from_half(v4h h)
-{
-    const v4u w = __builtin_convertvector(h, v4u) << 16;
-    const v4u sign = w & 0x80000000u, two_w = w + w;
-    const v4f normalized = (v4f)((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
-    const v4f denormalized = (v4f)((two_w >> 17) | (126u << 23)) - 0.5f;
-    const v4i is_denorm = (v4i)(two_w < (1u << 27));
-    return (v4f)(sign | (v4u)v4_sel(is_denorm, denormalized, normalized));
-}
-
-/* Elements [off, off + n) of a float array (FLOAT, FLOAT16, BFLOAT16) as FP32 into dst. Kernels
- * stream FP16 data through a row of scratch this way instead of converting the whole tensor. */
-static void
-load_span_f32(const HgArray *a, gint64 off, gint64 n, float *dst)
-{
-    if (a->dtype == HG_DTYPE_FLOAT) {
-        memcpy(dst, (const float *)a->data + off, sizeof(float) * (gsize)n);
-    } else if (a->dtype == HG_DTYPE_FLOAT16) {
-        const guint16 *s = (const guint16 *)a->data + off;
-        gint64 j = 0;
-        for (; j + 4 <= n; j += 4) {
-            v4h h;
-            memcpy(&h, s + j, sizeof h);
-            v4_store(dst + j, v4_from_half(h));
-        }
-        for (; j < n; j++)
-            dst[j] = hg_half_to_float(s[j]);
-    } else {
-        const guint16 *s = (const guint16 *)a->data + off;
-        for (gint64 j = 0; j < n; j++)
-            dst[j] = hg_bf16_to_float(s[j]);
-    }
-}
-
-/* Store n FP32 values into elements [off, off + n) of a float array with one rounding. The FP16 case
- * is vectorized: the shared store converts element by element through a branchy function, which
- * costs more than the kernels themselves. */
-static void
-store_span_f32(HgArray *a, gint64 off, gint64 n, const float *src)
-{
-    if (a->dtype == HG_DTYPE_FLOAT) {
-        float *d = (float *)a->data + off;
-        if (d != src)
-            memmove(d, src, sizeof(float) * (gsize)n);
-    } else if (a->dtype == HG_DTYPE_FLOAT16) {
-        guint16 *d = (guint16 *)a->data + off;
-        gint64 j = 0;
-        for (; j + 4 <= n; j += 4) {
-            v4h h = v4_to_half(v4_load(src + j));
-            memcpy(d + j, &h, sizeof h);
-        }
-        if (j < n) {
-            float pad[4] = {0};
-            memcpy(pad, src + j, sizeof(float) * (gsize)(n - j));
-            v4h h = v4_to_half(v4_load(pad));
-            memcpy(d + j, &h, sizeof(guint16) * (gsize)(n - j));
-        }
-    } else {
-        guint16 *d = (guint16 *)a->data + off;
-        for (gint64 j = 0; j < n; j++)
-            d[j] = hg_float_to_bf16(src[j]);
-    }
-}
-
-/* hg_array_store_f32 of a whole array, through store_span_f32 for the float types. */
-static void
-store_f32(HgArray *y, const float *src)
-{
-    if (hg_dtype_compute(y->dtype) == HG_COMPUTE_F32)
-        store_span_f32(y, 0, y->numel, src);
-    else
-        hg_array_store_f32(y, src);
-}
-
 /* Row streaming for F32 kernels over a float array x and its like-typed output y: FLOAT rows are
  * used in place; other rows are converted into scratch (n + 1 floats, NULL for FLOAT) and the kernel
  * writes its result over them, which row_put then stores. */
@@ -398,7 +289,7 @@ row_get(const HgArray *x, gint64 off, gint64 n, float *scratch)
 {
     if (!scratch)
         return (const float *)x->data + off;
-    load_span_f32(x, off, n, scratch);
+    hg_array_load_span_f32(x, off, n, scratch);
     return scratch;
 }
 
@@ -412,7 +303,7 @@ static void
 row_put(HgArray *y, gint64 off, gint64 n, float *scratch)
 {
     if (scratch)
-        store_span_f32(y, off, n, scratch);
+        hg_array_store_span_f32(y, off, n, scratch);
 }
 
 /* Sum of n floats, and of squared deviations from m: eight FP32 lanes (vectorized by gcc) over blocks
@@ -842,7 +733,7 @@ reduce_mask(const HgNode *node, RedKind kind, gint64 opset, gboolean has_axes_in
 static gboolean
 reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     HgValueShape *y = out_shape(ctx, 0);
     if (!x || !y)
         return TRUE;
@@ -850,7 +741,7 @@ reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
     if (x->rank < 0)
         return TRUE;
     gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
-    const HgValueShape *ax = in_shape(ctx, 1);
+    const HgValueShape *ax = hg_shape_input(ctx, 1);
     g_autoptr(HgArray) empty = NULL;
     const HgArray *axes = ax ? ax->value : NULL;
     if (ax && !axes && ax->rank == 1 && ax->dims[0].v == 0) {
@@ -893,7 +784,7 @@ reduce_eval(HgEvalCtx *ctx, RedKind kind)
     HgArray *x = need_input(ctx, 0, "data");
     if (!x || !need_outputs(ctx, 1))
         return FALSE;
-    HgArray *axes = in_array(ctx, 1);
+    HgArray *axes = hg_eval_input(ctx, 1);
     gboolean mask[HG_MAX_RANK], known;
     if (!reduce_mask(ctx->node, kind, ctx->opset, axes != NULL, axes, x->rank, mask, &known, ctx->error))
         return FALSE;
@@ -920,7 +811,7 @@ reduce_eval(HgEvalCtx *ctx, RedKind kind)
         float *acc = y->dtype == HG_DTYPE_FLOAT ? y->data : g_new(float, y->numel + 1);
         reduce_f32(kind, &lay, xf, acc);
         if (acc != y->data) {
-            store_f32(y, acc);
+            hg_array_store_f32(y, acc);
             g_free(acc);
         }
         if (own)
@@ -1033,7 +924,7 @@ DEFINE_ARG(i64, gint64, NOT_NAN)
 static gboolean
 arg_infer(HgShapeCtx *ctx, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     HgValueShape *y = out_shape(ctx, 0);
     if (!x || !y)
         return TRUE;
@@ -1277,7 +1168,7 @@ softmax_row_f32(const float *x, float *y, gint64 n, gboolean lg)
 static gboolean
 same_shape_infer(HgShapeCtx *ctx, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     HgValueShape *y = out_shape(ctx, 0);
     if (!x || !y)
         return TRUE;
@@ -1290,7 +1181,7 @@ same_shape_infer(HgShapeCtx *ctx, HgEvalFunc eval)
 static gboolean
 softmax_infer(HgShapeCtx *ctx, HgEvalFunc eval)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     if (x && x->rank >= 0 &&
         !softmax_layout(ctx->node, ctx->opset, (guint)x->rank, NULL, NULL, NULL, NULL, ctx->error))
         return FALSE;
@@ -1328,7 +1219,7 @@ softmax_eval(HgEvalCtx *ctx, gboolean lg)
         float *yf = own ? xf : y->data; /* FP16 runs in place in its FP32 copy */
         softmax_f32(xf, yf, outer, n, inner, lg);
         if (own) {
-            store_f32(y, yf);
+            hg_array_store_f32(y, yf);
             g_free(xf);
         }
     } else {
@@ -1434,7 +1325,7 @@ cumsum_axis(const HgNode *node, const HgArray *a, guint rank, gint64 *axis, GErr
 gboolean
 hg_infer_CumSum(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0), *a = in_shape(ctx, 1);
+    const HgValueShape *x = hg_shape_input(ctx, 0), *a = hg_shape_input(ctx, 1);
     gint64 axis;
     if (x && x->rank >= 0 && a && a->value &&
         !cumsum_axis(ctx->node, a->value, (guint)x->rank, &axis, ctx->error))
@@ -1467,7 +1358,7 @@ hg_eval_CumSum(HgEvalCtx *ctx)
         else
             cumsum_f32(xf, yf, outer, n, inner, excl, rev);
         if (own) {
-            store_f32(y, yf);
+            hg_array_store_f32(y, yf);
             g_free(xf);
         }
         break;
@@ -1604,7 +1495,7 @@ topk_k(const HgNode *node, gint64 opset, const HgArray *kin, gboolean has_kin, g
 gboolean
 hg_infer_TopK(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0), *ks = in_shape(ctx, 1);
+    const HgValueShape *x = hg_shape_input(ctx, 0), *ks = hg_shape_input(ctx, 1);
     HgValueShape *vals = out_shape(ctx, 0), *idx = out_shape(ctx, 1);
     if (!x)
         return TRUE;
@@ -1645,7 +1536,7 @@ hg_eval_TopK(HgEvalCtx *ctx)
     gint64 axis, k;
     gboolean known;
     if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), x->rank, &axis, ctx->node, ctx->error) ||
-        !topk_k(ctx->node, ctx->opset, in_array(ctx, 1), in_array(ctx, 1) != NULL, &k, &known, ctx->error))
+        !topk_k(ctx->node, ctx->opset, hg_eval_input(ctx, 1), hg_eval_input(ctx, 1) != NULL, &k, &known, ctx->error))
         return FALSE;
     gint64 n = x->dims[axis];
     if (k > n) {
@@ -1723,7 +1614,7 @@ gint64
 hg_cost_TopK(const HgShapeCtx *ctx)
 {
     /* a sort per line: about log2(n) comparisons per element */
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     gint64 n = input_numel(ctx, 0);
     if (n < 0)
         return -1;
@@ -1834,7 +1725,7 @@ bn_layout(const HgNode *node, gint64 opset, const HgArray *x, gint64 *outer, gin
 gboolean
 hg_infer_BatchNormalization(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0), *mean = in_shape(ctx, 3);
+    const HgValueShape *x = hg_shape_input(ctx, 0), *mean = hg_shape_input(ctx, 3);
     if (!x)
         return TRUE;
     /* the statistics outputs of training mode are per channel */
@@ -1926,7 +1817,7 @@ hg_cost_BatchNormalization(const HgShapeCtx *ctx)
 gboolean
 hg_infer_InstanceNormalization(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     if (x && x->rank >= 0 && x->rank < 2) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input must have rank 2 or more, has %d", x->rank);
         return FALSE;
@@ -1982,7 +1873,7 @@ hg_cost_InstanceNormalization(const HgShapeCtx *ctx)
 gboolean
 hg_infer_LayerNormalization(HgShapeCtx *ctx)
 {
-    const HgValueShape *x = in_shape(ctx, 0);
+    const HgValueShape *x = hg_shape_input(ctx, 0);
     if (!x)
         return TRUE;
     int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
@@ -2058,7 +1949,7 @@ hg_eval_LayerNormalization(HgEvalCtx *ctx)
     HgCompute c;
     if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
         return FALSE;
-    HgArray *bi = in_array(ctx, 2);
+    HgArray *bi = hg_eval_input(ctx, 2);
     if (bi && !need_input(ctx, 2, "B"))
         return FALSE;
     gint64 axis;

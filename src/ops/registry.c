@@ -134,6 +134,50 @@ hg_norm_axis(gint64 axis, guint rank, gint64 *out, const HgNode *n, GError **err
     return TRUE;
 }
 
+/* ---------------------------------------------------------------- inputs and outputs */
+
+const HgValueShape *
+hg_shape_input(const HgShapeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+HgValueShape *
+hg_shape_output(const HgShapeCtx *ctx, guint i)
+{
+    return i < ctx->n_outputs ? ctx->outputs[i] : NULL;
+}
+
+HgArray *
+hg_eval_input(const HgEvalCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+static HgArray *
+eval_new_output(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims, gboolean zero)
+{
+    GError *err = NULL;
+    HgArray *a = zero ? hg_array_new(dtype, rank, dims, &err) : hg_array_new_uninit(dtype, rank, dims, &err);
+    if (!a) {
+        hg_op_error(ctx->error, err->code, ctx->node, "%s", err->message);
+        g_error_free(err);
+    }
+    return a;
+}
+
+HgArray *
+hg_eval_new_output(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims)
+{
+    return eval_new_output(ctx, dtype, rank, dims, TRUE);
+}
+
+HgArray *
+hg_eval_new_output_uninit(HgEvalCtx *ctx, int dtype, guint rank, const gint64 *dims)
+{
+    return eval_new_output(ctx, dtype, rank, dims, FALSE);
+}
+
 /* ---------------------------------------------------------------- shapes */
 
 void

@@ -14,16 +14,11 @@
  * are small: that is how Shape -> Gather -> Concat -> Reshape chains become constants.
  */
 #include "ops/op.h"
+#include "ir_private.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
-
-/* The library builds at -O2, whose "very cheap" vectorizer skips every loop that needs a remainder
- * loop: the strided copies, the gathers and Resize's row passes here. Let gcc vectorize them. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize("tree-vectorize", "vect-cost-model=cheap")
-#endif
 
 /* Outputs up to this many elements are folded to constants during shape inference. */
 #define FOLD_MAX 1024
@@ -266,12 +261,6 @@ norm_axes(const Args *a, gint64 *axes, guint n, guint rank)
 }
 
 /* ---------------------------------------------------------------- inference helpers */
-
-static HgValueShape *
-out_shape(HgShapeCtx *ctx, guint k)
-{
-    return k < ctx->n_outputs ? ctx->outputs[k] : NULL;
-}
 
 static void
 set_out(HgValueShape *o, int dtype, const SymShape *s)
@@ -644,14 +633,6 @@ i64_array(guint rank, const gint64 *dims, const gint64 *vals)
     return a;
 }
 
-static gint64
-numel_of(guint rank, const gint64 *dims)
-{
-    gint64 n = 1;
-    for (guint i = 0; i < rank; i++)
-        n *= dims[i];
-    return n;
-}
 
 /* ================================================================ Shape, Size */
 
@@ -674,7 +655,7 @@ gboolean
 hg_infer_Shape(HgShapeCtx *ctx)
 {
     Args a = args_infer(ctx);
-    HgValueShape *o = out_shape(ctx, 0);
+    HgValueShape *o = hg_shape_output(ctx, 0);
     SymShape x, y;
     arg_shape(&a, 0, &x);
     if (!o)
@@ -716,7 +697,7 @@ gboolean
 hg_infer_Size(HgShapeCtx *ctx)
 {
     Args a = args_infer(ctx);
-    HgValueShape *o = out_shape(ctx, 0);
+    HgValueShape *o = hg_shape_output(ctx, 0);
     SymShape x, y = {0};
     arg_shape(&a, 0, &x);
     if (!o)
@@ -808,7 +789,7 @@ gboolean
 hg_infer_Constant(HgShapeCtx *ctx)
 {
     Args a = args_infer(ctx);
-    HgValueShape *o = out_shape(ctx, 0);
+    HgValueShape *o = hg_shape_output(ctx, 0);
     GError *err = NULL;
     a.error = &err;
     HgArray *v = constant_value(&a);
@@ -916,7 +897,7 @@ hg_infer_ConstantOfShape(HgShapeCtx *ctx)
         g_error_free(err);
         return TRUE;
     }
-    set_out(out_shape(ctx, 0), v->dtype, &y);
+    set_out(hg_shape_output(ctx, 0), v->dtype, &y);
     return st > 0 ? fold(ctx, hg_eval_ConstantOfShape) : TRUE;
 }
 
@@ -994,7 +975,7 @@ hg_infer_Range(HgShapeCtx *ctx)
             return FALSE;
         y.d[0] = sd_known(n);
     }
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Range);
 }
 
@@ -1197,7 +1178,7 @@ hg_infer_Reshape(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (reshape_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Reshape);
 }
 
@@ -1239,7 +1220,7 @@ hg_infer_Flatten(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (!flatten_plan(&a, &x, &y))
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Flatten);
 }
 
@@ -1307,7 +1288,7 @@ hg_infer_Squeeze(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (squeeze_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Squeeze);
 }
 
@@ -1367,7 +1348,7 @@ hg_infer_Unsqueeze(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (unsqueeze_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Unsqueeze);
 }
 
@@ -1417,7 +1398,7 @@ hg_infer_Transpose(HgShapeCtx *ctx)
         for (int i = 0; i < x.rank; i++)
             y.d[i] = x.d[perm[i]];
     }
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Transpose);
 }
 
@@ -1490,7 +1471,7 @@ hg_infer_Concat(HgShapeCtx *ctx)
         if (x.rank < 0)
             y.d[axis] = sd_unknown();
     }
-    set_out(out_shape(ctx, 0), dtype, &y);
+    set_out(hg_shape_output(ctx, 0), dtype, &y);
     return fold(ctx, hg_eval_Concat);
 }
 
@@ -1522,7 +1503,7 @@ hg_eval_Concat(HgEvalCtx *ctx)
     if (!out)
         return FALSE;
     gsize es = elem_size(x0->dtype);
-    gint64 outer = numel_of((guint)axis, dims), inner = numel_of(x0->rank - (guint)axis - 1, dims + axis + 1);
+    gint64 outer = hg_numel((guint)axis, dims), inner = hg_numel(x0->rank - (guint)axis - 1, dims + axis + 1);
     gint64 out_row = dims[axis] * inner, off = 0;
     char *d = elem_data(out);
     for (guint i = 0; i < ctx->n_inputs; i++) {
@@ -1605,7 +1586,7 @@ hg_infer_Split(HgShapeCtx *ctx)
         SymShape y = x;
         if (x.rank >= 0)
             y.d[axis] = st == PLAN_OK ? sd_known(sizes[k]) : sd_unknown();
-        set_out(out_shape(ctx, k), arg_dtype(&a, 0), &y);
+        set_out(hg_shape_output(ctx, k), arg_dtype(&a, 0), &y);
     }
     return fold(ctx, hg_eval_Split);
 }
@@ -1624,7 +1605,7 @@ hg_eval_Split(HgEvalCtx *ctx)
     if (!plan_done(&a, split_plan(&a, &xs, ctx->n_outputs, &axis, sizes)))
         return FALSE;
     gsize es = elem_size(x->dtype);
-    gint64 outer = numel_of((guint)axis, x->dims), inner = numel_of(x->rank - (guint)axis - 1, x->dims + axis + 1);
+    gint64 outer = hg_numel((guint)axis, x->dims), inner = hg_numel(x->rank - (guint)axis - 1, x->dims + axis + 1);
     gint64 in_row = x->dims[axis] * inner, off = 0;
     const char *s = elem_data(x);
     for (guint k = 0; k < ctx->n_outputs; k++) {
@@ -1747,7 +1728,7 @@ hg_infer_Slice(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (slice_plan(&a, &x, &y, start, step) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Slice);
 }
 
@@ -1832,7 +1813,7 @@ hg_infer_Expand(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (expand_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Expand);
 }
 
@@ -1915,7 +1896,7 @@ hg_infer_Tile(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (tile_plan(&a, &x, &y, reps) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Tile);
 }
 
@@ -2044,7 +2025,7 @@ hg_infer_Pad(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (pad_plan(&a, &x, &y, &p) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Pad);
 }
 
@@ -2202,7 +2183,7 @@ hg_infer_DepthToSpace(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (!d2s_plan(&a, TRUE, &x, &y, &bs))
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_DepthToSpace);
 }
 
@@ -2221,7 +2202,7 @@ hg_infer_SpaceToDepth(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (!d2s_plan(&a, FALSE, &x, &y, &bs))
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_SpaceToDepth);
 }
 
@@ -2241,7 +2222,7 @@ hg_infer_Trilu(HgShapeCtx *ctx)
     arg_shape(&a, 0, &x);
     if (x.rank >= 0 && x.rank < 2)
         return INVALID(&a, "input has rank %d, needs at least 2", x.rank);
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &x);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &x);
     return fold(ctx, hg_eval_Trilu);
 }
 
@@ -2340,7 +2321,7 @@ hg_infer_Gather(HgShapeCtx *ctx)
     arg_shape(&a, 1, &ind);
     if (!gather_plan(&a, &x, &ind, &y, &axis))
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_Gather);
 }
 
@@ -2390,7 +2371,7 @@ hg_eval_Gather(HgEvalCtx *ctx)
     HgArray *out = out_new(&a, x->dtype, (guint)y.rank, dims);
     if (!out)
         return FALSE;
-    gint64 outer = numel_of((guint)axis, x->dims), inner = numel_of(x->rank - (guint)axis - 1, x->dims + axis + 1);
+    gint64 outer = hg_numel((guint)axis, x->dims), inner = hg_numel(x->rank - (guint)axis - 1, x->dims + axis + 1);
     if (out->numel)
         DISPATCH_ES(elem_size(x->dtype), GATHER_COPY);
     ctx->outputs[0] = out_done(out);
@@ -2459,7 +2440,7 @@ hg_infer_GatherElements(HgShapeCtx *ctx)
     arg_shape(&a, 1, &ind);
     if (x.rank >= 0 && ind.rank >= 0 && x.rank != ind.rank)
         return INVALID(&a, "indices have rank %d, data %d", ind.rank, x.rank);
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &ind);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &ind);
     return fold(ctx, hg_eval_GatherElements);
 }
 
@@ -2525,7 +2506,7 @@ hg_infer_GatherND(HgShapeCtx *ctx)
     arg_shape(&a, 1, &ind);
     if (!gathernd_plan(&a, &x, &ind, &y, &k))
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, hg_eval_GatherND);
 }
 
@@ -2578,10 +2559,10 @@ hg_eval_GatherND(HgEvalCtx *ctx)
     gint64 *raw = load_indices(&a, ind, &owned);
     if (!raw)
         return FALSE;
-    gint64 nb = numel_of(b, x->dims);
+    gint64 nb = hg_numel(b, x->dims);
     gint64 per = nb ? ind->numel / k / nb : 0;
-    gint64 slice = numel_of(x->rank - b - (guint)k, x->dims + b + k);
-    gint64 block = numel_of(x->rank - b, x->dims + b);
+    gint64 slice = hg_numel(x->rank - b - (guint)k, x->dims + b + k);
+    gint64 block = hg_numel(x->rank - b, x->dims + b);
     g_autofree gint64 *offs = nd_offsets(&a, raw, nb, per, k, x->dims + b, slice, block);
     if (owned)
         g_free(raw);
@@ -2718,7 +2699,7 @@ scatter_infer(HgShapeCtx *ctx, HgEvalFunc eval)
     Args a = args_infer(ctx);
     SymShape x;
     arg_shape(&a, 0, &x);
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &x);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &x);
     return fold(ctx, eval);
 }
 
@@ -2787,8 +2768,8 @@ hg_eval_ScatterND(HgEvalCtx *ctx)
     gint64 *raw = load_indices(&a, ind, &owned);
     if (!raw)
         return FALSE;
-    gint64 n = numel_of(ind->rank - 1, ind->dims);
-    gint64 slice = numel_of(x->rank - (guint)k, x->dims + k);
+    gint64 n = hg_numel(ind->rank - 1, ind->dims);
+    gint64 slice = hg_numel(x->rank - (guint)k, x->dims + k);
     g_autofree gint64 *offs = nd_offsets(&a, raw, 1, n, k, x->dims, slice, 0);
     if (owned)
         g_free(raw);
@@ -3300,7 +3281,7 @@ resize_interpolate(const Args *a, const ResizePlan *p, const void *src, void *ds
     for (guint k = 0; k < n_active; k++) {
         guint ax = order[k];
         const Taps *t = &taps[ax];
-        gint64 outer = numel_of(ax, cur), inner = numel_of(rank - ax - 1, cur + ax + 1);
+        gint64 outer = hg_numel(ax, cur), inner = hg_numel(rank - ax - 1, cur + ax + 1);
         gint64 total = outer * out_dims[ax] * inner, nw = out_dims[ax] * t->n;
         void *next = (int)ax == last && dst ? dst : g_try_malloc((gsize)(total + 1) * es);
         g_autofree void *w = g_try_malloc((gsize)(nw + 1) * es);
@@ -3322,8 +3303,8 @@ resize_interpolate(const Args *a, const ResizePlan *p, const void *src, void *ds
         cur[ax] = out_dims[ax];
     }
     if (last < 0) /* nothing to resize: a copy */
-        result = dst ? memcpy(dst, src, (gsize)numel_of(rank, cur) * es)
-                     : g_memdup2(src, (gsize)numel_of(rank, cur) * es);
+        result = dst ? memcpy(dst, src, (gsize)hg_numel(rank, cur) * es)
+                     : g_memdup2(src, (gsize)hg_numel(rank, cur) * es);
     else
         result = dst ? dst : g_steal_pointer(&buf);
 done:
@@ -3409,7 +3390,7 @@ resize_infer(HgShapeCtx *ctx, gboolean upsample, HgEvalFunc eval)
     arg_shape(&a, 0, &x);
     if (resize_plan(&a, upsample, &x, &y, &p) == PLAN_ERR)
         return FALSE;
-    set_out(out_shape(ctx, 0), arg_dtype(&a, 0), &y);
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return fold(ctx, eval);
 }
 
