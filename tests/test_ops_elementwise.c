@@ -1,82 +1,20 @@
 /* Kernels and shape rules of the elementwise family (src/ops/elementwise.c), checked against values worked out by
  * hand (and, for the transcendental ones, by numpy in float32). */
-#include "testutil.h"
-
-#include "ops/op.h"
+#include "opstest.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
 
-#define DIMS(...) ((const gint64[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-#define INTS(...) ((const gint64[]){__VA_ARGS__})
 #define ARRS(...) ((HgArray *[]){__VA_ARGS__})
-
-/* A model holding one node op with n_in inputs and n_out outputs (values in0.., out0..). */
-static HgNode *
-node_new(HgModel **mp, const char *op, guint n_in, guint n_out)
-{
-    HgModel *m = hg_model_new();
-    HgGraph *g = m->graph = hg_graph_new(m, NULL);
-    HgValue *ins[8], *outs[4];
-    for (guint i = 0; i < n_in; i++) {
-        g_autofree char *name = g_strdup_printf("in%u", i);
-        ins[i] = hg_graph_new_value(g, name, NULL);
-    }
-    for (guint i = 0; i < n_out; i++) {
-        g_autofree char *name = g_strdup_printf("out%u", i);
-        outs[i] = hg_graph_new_value(g, name, NULL);
-    }
-    *mp = m;
-    return hg_graph_add_node(g, op, NULL, "n", n_in, ins, n_out, outs);
-}
-
-static void
-set_int(HgNode *n, const char *name, gint64 v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_INT);
-    a->i = v;
-    hg_node_add_attr(n, a);
-}
-
-static void
-set_float(HgNode *n, const char *name, float v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_FLOAT);
-    a->f = v;
-    hg_node_add_attr(n, a);
-}
-
-/* Arrays from double or int64 values, converted by array.h's stores. */
-static HgArray *
-mk_f(int dtype, guint rank, const gint64 *dims, const double *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    hg_array_store_f64(a, v);
-    return a;
-}
-
-static HgArray *
-mk_i(int dtype, guint rank, const gint64 *dims, const gint64 *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    hg_array_store_i64(a, v);
-    return a;
-}
 
 /* Run n's kernel at opset on ins (references taken over; NULL entries are omitted inputs). outs gets
  * n_out results; returns the kernel's verdict. */
 static gboolean
 run_n(HgNode *n, gint64 opset, guint n_in, HgArray **ins, guint n_out, HgArray **outs, GError **error)
 {
-    const HgOpDef *d = hg_op_for_node(n);
-    assert_non_null(d);
-    for (guint i = 0; i < n_out; i++)
-        outs[i] = NULL;
-    HgEvalCtx ctx = {n, opset, n_in, ins, n_out, outs, 1, error};
-    gboolean ok = d->eval(&ctx);
+    gboolean ok = eval_node(n, opset, 1, n_in, ins, n_out, outs, error);
     for (guint i = 0; i < n_in; i++)
         hg_array_unref(ins[i]);
     return ok;
@@ -95,6 +33,7 @@ run1(HgNode *n, gint64 opset, guint n_in, HgArray **ins, GError **error)
     return out;
 }
 
+/* Within tol, relative, absolute below 1; NaN matches NaN, an infinity only itself. */
 static gboolean
 same_value(double got, double want, double tol)
 {
@@ -105,35 +44,13 @@ same_value(double got, double want, double tol)
     return fabs(got - want) <= tol * fmax(1.0, fabs(want));
 }
 
-static void
-expect_shape_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const char *file, int line)
-{
-    if (!a) {
-        print_error("%s:%d: no array\n", file, line);
-        _fail(file, line);
-        return;
-    }
-    if (a->dtype != dtype || a->rank != rank || (rank && memcmp(a->dims, dims, sizeof(gint64) * rank))) {
-        print_error("%s:%d: got %s rank %u, expected %s rank %u (or other dims)\n", file, line,
-                    hg_dtype_name(a->dtype), a->rank, hg_dtype_name(dtype), rank);
-        _fail(file, line);
-    }
-}
-
-/* a has the dtype and shape given and values within tol (relative, absolute below 1) of want. */
+/* a has the dtype and shape given and values within tol (same_value) of want. */
 static void
 expect_f_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const double *want, double tol,
             const char *file, int line)
 {
-    expect_shape_at(a, dtype, rank, dims, file, line);
-    for (gint64 i = 0; a && i < a->numel; i++) {
-        double got = hg_array_get_f64(a, i);
-        if (!same_value(got, want[i], tol)) {
-            print_error("%s:%d: element %" G_GINT64_FORMAT " is %.9g, expected %.9g\n", file, line, i, got,
-                        want[i]);
-            _fail(file, line);
-        }
-    }
+    hg_assert_shape_at(a, dtype, rank, dims, file, line);
+    hg_assert_values_at(a, want, a ? a->numel : 0, tol, same_value, file, line);
 }
 #define expect_f(a, dtype, rank, dims, want, tol) expect_f_at(a, dtype, rank, dims, want, tol, __FILE__, __LINE__)
 
@@ -141,15 +58,8 @@ static void
 expect_i_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const gint64 *want, const char *file,
             int line)
 {
-    expect_shape_at(a, dtype, rank, dims, file, line);
-    for (gint64 i = 0; a && i < a->numel; i++) {
-        gint64 got = hg_array_get_i64(a, i);
-        if (got != want[i]) {
-            print_error("%s:%d: element %" G_GINT64_FORMAT " is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT
-                        "\n", file, line, i, got, want[i]);
-            _fail(file, line);
-        }
-    }
+    hg_assert_shape_at(a, dtype, rank, dims, file, line);
+    hg_assert_ints_at(a, want, a ? a->numel : 0, file, line);
 }
 #define expect_i(a, dtype, rank, dims, want) expect_i_at(a, dtype, rank, dims, want, __FILE__, __LINE__)
 
@@ -159,8 +69,8 @@ unary_f32_at(const char *op, guint n_vals, const double *x, const double *want, 
              int line)
 {
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, op, 1, 1);
-    g_autoptr(HgArray) y = run1(n, 18, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(n_vals), x)), NULL);
+    HgNode *n = node_in_model(&m, op, 1, 1);
+    g_autoptr(HgArray) y = run1(n, 18, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(n_vals), x)), NULL);
     expect_f_at(y, HG_DTYPE_FLOAT, 1, DIMS(n_vals), want, tol, file, line);
 }
 #define unary_f32(op, n, x, want, tol) unary_f32_at(op, n, x, want, tol, __FILE__, __LINE__)
@@ -172,20 +82,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    guint n = 0;
-    for (int id = 1; id < HG_OP_COUNT; id++) {
-        const HgOpDef *d = hg_op_by_id((HgOpId)id);
-        if (strcmp(d->family, "elementwise") != 0)
-            continue;
-        assert_ptr_equal(hg_op_lookup("", d->name), d);
-        assert_ptr_equal(hg_op_lookup("ai.onnx", d->name), d);
-        assert_null(hg_op_lookup("com.microsoft", d->name));
-        assert_non_null(d->infer);
-        assert_non_null(d->eval);
-        assert_non_null(d->cost);
-        n++;
-    }
-    assert_int_equal(n, 53);
+    assert_family_rows("elementwise", 53);
 }
 
 /* ---------------------------------------------------------------- binary arithmetic */
@@ -195,35 +92,35 @@ test_add_broadcast(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Add", 2, 1);
+    HgNode *n = node_in_model(&m, "Add", 2, 1);
     /* [2,3] + [3] */
     g_autoptr(HgArray) y = run1(n, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(1, 2, 3, 4, 5, 6)),
-                                     mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(10, 20, 30))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(1, 2, 3, 4, 5, 6)),
+                                     arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(10, 20, 30))),
                                 NULL);
     expect_f(y, HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(11, 22, 33, 14, 25, 36), 0);
     /* scalar on the left, [2,1] + [1,3] (outer product shape) */
     g_autoptr(HgArray) s = run1(n, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(0.5)),
-                                     mk_f(HG_DTYPE_FLOAT, 2, DIMS(1, 2), VALS(1, 2))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(0.5)),
+                                     arr(HG_DTYPE_FLOAT, 2, DIMS(1, 2), VALS(1, 2))),
                                 NULL);
     expect_f(s, HG_DTYPE_FLOAT, 2, DIMS(1, 2), VALS(1.5, 2.5), 0);
     g_autoptr(HgArray) o = run1(n, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_DOUBLE, 2, DIMS(2, 1), VALS(1, 2)),
-                                     mk_f(HG_DTYPE_DOUBLE, 2, DIMS(1, 3), VALS(10, 20, 30))),
+                                ARRS(arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 1), VALS(1, 2)),
+                                     arr(HG_DTYPE_DOUBLE, 2, DIMS(1, 3), VALS(10, 20, 30))),
                                 NULL);
     expect_f(o, HG_DTYPE_DOUBLE, 2, DIMS(2, 3), VALS(11, 21, 31, 12, 22, 32), 0);
     /* uint8 wraps like the type: 200 + 100 = 44 */
     g_autoptr(HgArray) u = run1(n, 14, 2,
-                                ARRS(mk_i(HG_DTYPE_UINT8, 1, DIMS(2), INTS(200, 1)),
-                                     mk_i(HG_DTYPE_UINT8, 1, DIMS(2), INTS(100, 2))),
+                                ARRS(arr_i(HG_DTYPE_UINT8, 1, DIMS(2), INTS(200, 1)),
+                                     arr_i(HG_DTYPE_UINT8, 1, DIMS(2), INTS(100, 2))),
                                 NULL);
     expect_i(u, HG_DTYPE_UINT8, 1, DIMS(2), INTS(44, 3));
     /* shapes that do not broadcast */
     GError *error = NULL;
     assert_null(run1(n, 14, 2,
-                     ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)),
-                          mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3))),
+                     ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)),
+                          arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3))),
                      &error));
     assert_hg_error(error, HG_ERROR_INVALID, "broadcast");
     g_clear_error(&error);
@@ -235,7 +132,7 @@ test_add_broadcast(void **state)
     assert_hg_error(error, HG_ERROR_UNSUPPORTED, "string");
     g_clear_error(&error);
     /* a missing input */
-    assert_null(run1(n, 14, 2, ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), NULL), &error));
+    assert_null(run1(n, 14, 2, ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), NULL), &error));
     assert_hg_error(error, HG_ERROR_INVALID, "input 1 is missing");
     g_clear_error(&error);
 }
@@ -245,32 +142,32 @@ test_sub_mul_div_integers(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL;
-    HgNode *sub = node_new(&m1, "Sub", 2, 1), *mul = node_new(&m2, "Mul", 2, 1), *div = node_new(&m3, "Div", 2, 1);
+    HgNode *sub = node_in_model(&m1, "Sub", 2, 1), *mul = node_in_model(&m2, "Mul", 2, 1), *div = node_in_model(&m3, "Div", 2, 1);
     g_autoptr(HgArray) s = run1(sub, 14, 2,
-                                ARRS(mk_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(G_MININT64, 5)),
-                                     mk_i(HG_DTYPE_INT64, 0, NULL, INTS(1))),
+                                ARRS(arr_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(G_MININT64, 5)),
+                                     arr_i(HG_DTYPE_INT64, 0, NULL, INTS(1))),
                                 NULL);
     expect_i(s, HG_DTYPE_INT64, 1, DIMS(2), INTS(G_MAXINT64, 4)); /* wraps, no UB */
     g_autoptr(HgArray) p = run1(mul, 14, 2,
-                                ARRS(mk_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(100, -3)),
-                                     mk_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(2, 7))),
+                                ARRS(arr_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(100, -3)),
+                                     arr_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(2, 7))),
                                 NULL);
     expect_i(p, HG_DTYPE_INT8, 1, DIMS(2), INTS(-56, -21)); /* 200 wraps to -56 */
     /* integer division truncates toward zero; by zero gives 0 */
     g_autoptr(HgArray) q = run1(div, 14, 2,
-                                ARRS(mk_i(HG_DTYPE_INT32, 1, DIMS(4), INTS(-7, 7, 9, 5)),
-                                     mk_i(HG_DTYPE_INT32, 1, DIMS(4), INTS(2, -2, 0, 5))),
+                                ARRS(arr_i(HG_DTYPE_INT32, 1, DIMS(4), INTS(-7, 7, 9, 5)),
+                                     arr_i(HG_DTYPE_INT32, 1, DIMS(4), INTS(2, -2, 0, 5))),
                                 NULL);
     expect_i(q, HG_DTYPE_INT32, 1, DIMS(4), INTS(-3, -3, 0, 1));
     g_autoptr(HgArray) f = run1(div, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, -1, 0)),
-                                     mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(0))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, -1, 0)),
+                                     arr(HG_DTYPE_FLOAT, 0, NULL, VALS(0))),
                                 NULL);
     expect_f(f, HG_DTYPE_FLOAT, 1, DIMS(3), VALS(INFINITY, -INFINITY, NAN), 0);
     /* uint64 past 2^63 divides as unsigned */
     g_autoptr(HgArray) u = run1(div, 14, 2,
-                                ARRS(mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0xfffffffffffffffeULL)),
-                                     mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(2))),
+                                ARRS(arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0xfffffffffffffffeULL)),
+                                     arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(2))),
                                 NULL);
     assert_true(((guint64 *)u->data)[0] == 0x7fffffffffffffffULL);
 }
@@ -280,34 +177,34 @@ test_mod(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL, mf = NULL;
-    HgNode *n = node_new(&m, "Mod", 2, 1), *nf = node_new(&mf, "Mod", 2, 1);
-    set_int(nf, "fmod", 1);
+    HgNode *n = node_in_model(&m, "Mod", 2, 1), *nf = node_in_model(&mf, "Mod", 2, 1);
+    attr_i(nf, "fmod", 1);
     /* fmod=0: Python's %, the sign of the divisor */
     g_autoptr(HgArray) a = run1(n, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(-4, 4, 5, -5, 3)),
-                                     mk_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(3, -3, -2, 2, 0))),
+                                ARRS(arr_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(-4, 4, 5, -5, 3)),
+                                     arr_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(3, -3, -2, 2, 0))),
                                 NULL);
     expect_i(a, HG_DTYPE_INT64, 1, DIMS(5), INTS(2, -2, -1, 1, 0));
     /* fmod=1: C's fmod, the sign of the dividend */
     g_autoptr(HgArray) b = run1(nf, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-4, 4)),
-                                     mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(3, -3))),
+                                ARRS(arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-4, 4)),
+                                     arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(3, -3))),
                                 NULL);
     expect_i(b, HG_DTYPE_INT32, 1, DIMS(2), INTS(-1, 1));
     g_autoptr(HgArray) c = run1(nf, 13, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-4.5, 4.5)),
-                                     mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-4.5, 4.5)),
+                                     arr(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
                                 NULL);
     expect_f(c, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, 0.5), 0);
     g_autoptr(HgArray) d = run1(n, 13, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-4.5, 4.5)),
-                                     mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-4.5, 4.5)),
+                                     arr(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
                                 NULL);
     expect_f(d, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1.5, 0.5), 0);
     /* uint64 beyond int64's range */
     g_autoptr(HgArray) u = run1(n, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0xffffffffffffffffULL)),
-                                     mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(10))),
+                                ARRS(arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0xffffffffffffffffULL)),
+                                     arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(10))),
                                 NULL);
     assert_true(((guint64 *)u->data)[0] == 5); /* 18446744073709551615 % 10 */
 }
@@ -317,29 +214,29 @@ test_pow_types(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Pow", 2, 1);
+    HgNode *n = node_in_model(&m, "Pow", 2, 1);
     /* float base, int64 exponent: the base's type */
     g_autoptr(HgArray) a = run1(n, 15, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(2, -2, 9)),
-                                     mk_i(HG_DTYPE_INT64, 1, DIMS(3), INTS(3, 3, 0))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(2, -2, 9)),
+                                     arr_i(HG_DTYPE_INT64, 1, DIMS(3), INTS(3, 3, 0))),
                                 NULL);
     expect_f(a, HG_DTYPE_FLOAT, 1, DIMS(3), VALS(8, -8, 1), 0);
     /* int base, float exponent: computed in double, result int32 */
     g_autoptr(HgArray) b = run1(n, 15, 2,
-                                ARRS(mk_i(HG_DTYPE_INT32, 1, DIMS(3), INTS(1, 2, 3)),
-                                     mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(4, 5, 6))),
+                                ARRS(arr_i(HG_DTYPE_INT32, 1, DIMS(3), INTS(1, 2, 3)),
+                                     arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(4, 5, 6))),
                                 NULL);
     expect_i(b, HG_DTYPE_INT32, 1, DIMS(3), INTS(1, 32, 729));
     /* integer power, exact past 2^53, negative exponents truncate */
     g_autoptr(HgArray) c = run1(n, 15, 2,
-                                ARRS(mk_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(3, 2, -1, 1, 7)),
-                                     mk_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(39, 10, -3, -5, -1))),
+                                ARRS(arr_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(3, 2, -1, 1, 7)),
+                                     arr_i(HG_DTYPE_INT64, 1, DIMS(5), INTS(39, 10, -3, -5, -1))),
                                 NULL);
     expect_i(c, HG_DTYPE_INT64, 1, DIMS(5), INTS(4052555153018976267LL, 1024, -1, 1, 0));
     /* FP16: 2^16 = 65536 overflows to inf; 2^15 fits */
     g_autoptr(HgArray) h = run1(n, 15, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(2, 2)),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(16, 15))),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(2, 2)),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(16, 15))),
                                 NULL);
     expect_f(h, HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(INFINITY, 32768), 0);
 }
@@ -349,31 +246,31 @@ test_prelu(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "PRelu", 2, 1);
+    HgNode *n = node_in_model(&m, "PRelu", 2, 1);
     /* x [1,2,2], slope [2,1]: one slope per channel */
     g_autoptr(HgArray) y = run1(n, 16, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2), VALS(-1, 2, -3, 4)),
-                                     mk_f(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(0.5, 0.25))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2), VALS(-1, 2, -3, 4)),
+                                     arr(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(0.5, 0.25))),
                                 NULL);
     expect_f(y, HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2), VALS(-0.5, 2, -0.75, 4), 0);
     /* the slope may not widen x */
     GError *error = NULL;
     assert_null(run1(n, 16, 2,
-                     ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(-1)),
-                          mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2))),
+                     ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(-1)),
+                          arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2))),
                      &error));
     assert_hg_error(error, HG_ERROR_INVALID, "does not broadcast to the shape of input 0");
     g_clear_error(&error);
     /* before opset 7 a [C] slope applies along axis 1 */
     g_autoptr(HgArray) old = run1(n, 6, 2,
-                                  ARRS(mk_f(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 3), VALS(-1, -1, -1, -1, -1, 1)),
-                                       mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0.5, 0.25))),
+                                  ARRS(arr(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 3), VALS(-1, -1, -1, -1, -1, 1)),
+                                       arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0.5, 0.25))),
                                   NULL);
     expect_f(old, HG_DTYPE_FLOAT, 3, DIMS(1, 2, 3), VALS(-0.5, -0.5, -0.5, -0.25, -0.25, 1), 0);
     /* int32 */
     g_autoptr(HgArray) i = run1(n, 16, 2,
-                                ARRS(mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-3, 3)),
-                                     mk_i(HG_DTYPE_INT32, 0, NULL, INTS(2))),
+                                ARRS(arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-3, 3)),
+                                     arr_i(HG_DTYPE_INT32, 0, NULL, INTS(2))),
                                 NULL);
     expect_i(i, HG_DTYPE_INT32, 1, DIMS(2), INTS(-6, 3));
 }
@@ -389,24 +286,24 @@ test_compare(void **state)
     const gint64 want[][4] = {{0, 1, 0, 0}, {0, 0, 1, 0}, {0, 1, 1, 0}, {1, 0, 0, 0}, {1, 1, 0, 0}};
     for (guint k = 0; k < G_N_ELEMENTS(ops); k++) {
         g_autoptr(HgModel) m = NULL;
-        HgNode *n = node_new(&m, ops[k], 2, 1);
+        HgNode *n = node_in_model(&m, ops[k], 2, 1);
         g_autoptr(HgArray) y = run1(n, 16, 2,
-                                    ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(4), VALS(1, 2, 3, NAN)),
-                                         mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(2))),
+                                    ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(4), VALS(1, 2, 3, NAN)),
+                                         arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(2))),
                                     NULL);
         expect_i(y, HG_DTYPE_BOOL, 1, DIMS(4), want[k]);
     }
     /* uint64 past 2^63 compares as unsigned; int32 broadcasts [2,1] against [2] */
     g_autoptr(HgModel) m = NULL;
-    HgNode *gt = node_new(&m, "Greater", 2, 1);
+    HgNode *gt = node_in_model(&m, "Greater", 2, 1);
     g_autoptr(HgArray) u = run1(gt, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0x8000000000000001ULL)),
-                                     mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(1))),
+                                ARRS(arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS((gint64)0x8000000000000001ULL)),
+                                     arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(1))),
                                 NULL);
     expect_i(u, HG_DTYPE_BOOL, 1, DIMS(1), INTS(1));
     g_autoptr(HgArray) b = run1(gt, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_INT32, 2, DIMS(2, 1), INTS(1, 5)),
-                                     mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(0, 3))),
+                                ARRS(arr_i(HG_DTYPE_INT32, 2, DIMS(2, 1), INTS(1, 5)),
+                                     arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(0, 3))),
                                 NULL);
     expect_i(b, HG_DTYPE_BOOL, 2, DIMS(2, 2), INTS(1, 0, 1, 1));
 }
@@ -417,7 +314,7 @@ test_equal_strings(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Equal", 2, 1);
+    HgNode *n = node_in_model(&m, "Equal", 2, 1);
     HgArray *a = hg_array_new(HG_DTYPE_STRING, 1, DIMS(3), NULL), *b = hg_array_new(HG_DTYPE_STRING, 0, NULL, NULL);
     const char *txt[] = {"cat", "ca", ""};
     for (guint i = 0; i < 3; i++) {
@@ -438,23 +335,23 @@ test_logic(void **state)
     const gint64 want[][4] = {{0, 0, 0, 1}, {0, 1, 1, 1}, {0, 1, 1, 0}};
     for (guint k = 0; k < G_N_ELEMENTS(ops); k++) {
         g_autoptr(HgModel) m = NULL;
-        HgNode *n = node_new(&m, ops[k], 2, 1);
+        HgNode *n = node_in_model(&m, ops[k], 2, 1);
         /* [2,1] x [2]: the truth table */
         g_autoptr(HgArray) y = run1(n, 7, 2,
-                                    ARRS(mk_i(HG_DTYPE_BOOL, 2, DIMS(2, 1), INTS(0, 1)),
-                                         mk_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(0, 1))),
+                                    ARRS(arr_i(HG_DTYPE_BOOL, 2, DIMS(2, 1), INTS(0, 1)),
+                                         arr_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(0, 1))),
                                     NULL);
         expect_i(y, HG_DTYPE_BOOL, 2, DIMS(2, 2), want[k]);
         GError *error = NULL;
         assert_null(run1(n, 7, 2,
-                         ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), mk_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
+                         ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), arr_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
                          &error));
         assert_hg_error(error, HG_ERROR_UNSUPPORTED, "float");
         g_clear_error(&error);
     }
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Not", 1, 1);
-    g_autoptr(HgArray) y = run1(n, 7, 1, ARRS(mk_i(HG_DTYPE_BOOL, 1, DIMS(3), INTS(0, 1, 0))), NULL);
+    HgNode *n = node_in_model(&m, "Not", 1, 1);
+    g_autoptr(HgArray) y = run1(n, 7, 1, ARRS(arr_i(HG_DTYPE_BOOL, 1, DIMS(3), INTS(0, 1, 0))), NULL);
     expect_i(y, HG_DTYPE_BOOL, 1, DIMS(3), INTS(1, 0, 1));
 }
 
@@ -501,27 +398,27 @@ test_activations(void **state)
     unary_f32("ThresholdedRelu", 3, VALS(1, 1.5, -3), VALS(0, 1.5, 0), 0);
 
     g_autoptr(HgModel) m = NULL;
-    HgNode *sp = node_new(&m, "Softplus", 1, 1);
-    g_autoptr(HgArray) tiny = run1(sp, 18, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(-100))), NULL);
+    HgNode *sp = node_in_model(&m, "Softplus", 1, 1);
+    g_autoptr(HgArray) tiny = run1(sp, 18, 1, ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(-100))), NULL);
     double v = hg_array_get_f64(tiny, 0);
     assert_true(v > 3.5e-44 && v < 4e-44); /* e^-100, a float subnormal */
 
     /* attributes */
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL, m4 = NULL;
-    HgNode *elu = node_new(&m1, "Elu", 1, 1), *hs = node_new(&m2, "HardSigmoid", 1, 1);
-    HgNode *lr = node_new(&m3, "LeakyRelu", 1, 1), *tr = node_new(&m4, "ThresholdedRelu", 1, 1);
-    set_float(elu, "alpha", 2);
-    set_float(hs, "alpha", 0.5f);
-    set_float(hs, "beta", 0.25f);
-    set_float(lr, "alpha", 0.5f);
-    set_float(tr, "alpha", -1);
-    g_autoptr(HgArray) a = run1(elu, 6, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(-1))), NULL);
+    HgNode *elu = node_in_model(&m1, "Elu", 1, 1), *hs = node_in_model(&m2, "HardSigmoid", 1, 1);
+    HgNode *lr = node_in_model(&m3, "LeakyRelu", 1, 1), *tr = node_in_model(&m4, "ThresholdedRelu", 1, 1);
+    attr_f(elu, "alpha", 2);
+    attr_f(hs, "alpha", 0.5f);
+    attr_f(hs, "beta", 0.25f);
+    attr_f(lr, "alpha", 0.5f);
+    attr_f(tr, "alpha", -1);
+    g_autoptr(HgArray) a = run1(elu, 6, 1, ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(-1))), NULL);
     expect_f(a, HG_DTYPE_FLOAT, 0, NULL, VALS(-1.2642411), 1e-7);
-    g_autoptr(HgArray) b = run1(hs, 6, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, -2))), NULL);
+    g_autoptr(HgArray) b = run1(hs, 6, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, -2))), NULL);
     expect_f(b, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0.75, 0), 0);
-    g_autoptr(HgArray) c = run1(lr, 6, 1, ARRS(mk_f(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(-4, 4))), NULL);
+    g_autoptr(HgArray) c = run1(lr, 6, 1, ARRS(arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(-4, 4))), NULL);
     expect_f(c, HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(-2, 4), 0);
-    g_autoptr(HgArray) d = run1(tr, 10, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, -2))), NULL);
+    g_autoptr(HgArray) d = run1(tr, 10, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, -2))), NULL);
     expect_f(d, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, 0), 0);
 }
 
@@ -530,17 +427,17 @@ test_unary_integers(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL, m4 = NULL;
-    HgNode *abs_ = node_new(&m1, "Abs", 1, 1), *relu = node_new(&m2, "Relu", 1, 1);
-    HgNode *sign = node_new(&m3, "Sign", 1, 1), *sqrt_ = node_new(&m4, "Sqrt", 1, 1);
+    HgNode *abs_ = node_in_model(&m1, "Abs", 1, 1), *relu = node_in_model(&m2, "Relu", 1, 1);
+    HgNode *sign = node_in_model(&m3, "Sign", 1, 1), *sqrt_ = node_in_model(&m4, "Sqrt", 1, 1);
     /* int8 -128 has no positive: it wraps back, as numpy's abs */
-    g_autoptr(HgArray) a = run1(abs_, 13, 1, ARRS(mk_i(HG_DTYPE_INT8, 1, DIMS(3), INTS(-128, -5, 7))), NULL);
+    g_autoptr(HgArray) a = run1(abs_, 13, 1, ARRS(arr_i(HG_DTYPE_INT8, 1, DIMS(3), INTS(-128, -5, 7))), NULL);
     expect_i(a, HG_DTYPE_INT8, 1, DIMS(3), INTS(-128, 5, 7));
-    g_autoptr(HgArray) r = run1(relu, 14, 1, ARRS(mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-5, 7))), NULL);
+    g_autoptr(HgArray) r = run1(relu, 14, 1, ARRS(arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(-5, 7))), NULL);
     expect_i(r, HG_DTYPE_INT32, 1, DIMS(2), INTS(0, 7));
-    g_autoptr(HgArray) s = run1(sign, 13, 1, ARRS(mk_i(HG_DTYPE_INT64, 1, DIMS(3), INTS(-9, 0, 4))), NULL);
+    g_autoptr(HgArray) s = run1(sign, 13, 1, ARRS(arr_i(HG_DTYPE_INT64, 1, DIMS(3), INTS(-9, 0, 4))), NULL);
     expect_i(s, HG_DTYPE_INT64, 1, DIMS(3), INTS(-1, 0, 1));
     GError *error = NULL;
-    assert_null(run1(sqrt_, 13, 1, ARRS(mk_i(HG_DTYPE_INT32, 0, NULL, INTS(4))), &error));
+    assert_null(run1(sqrt_, 13, 1, ARRS(arr_i(HG_DTYPE_INT32, 0, NULL, INTS(4))), &error));
     assert_hg_error(error, HG_ERROR_UNSUPPORTED, "int32");
     g_clear_error(&error);
 }
@@ -550,15 +447,15 @@ test_isinf_isnan(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL;
-    HgNode *isinf_ = node_new(&m1, "IsInf", 1, 1), *neg = node_new(&m2, "IsInf", 1, 1);
-    HgNode *isnan_ = node_new(&m3, "IsNaN", 1, 1);
-    set_int(neg, "detect_positive", 0);
+    HgNode *isinf_ = node_in_model(&m1, "IsInf", 1, 1), *neg = node_in_model(&m2, "IsInf", 1, 1);
+    HgNode *isnan_ = node_in_model(&m3, "IsNaN", 1, 1);
+    attr_i(neg, "detect_positive", 0);
     const double x[] = {INFINITY, -INFINITY, NAN, 1};
-    g_autoptr(HgArray) a = run1(isinf_, 10, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(4), x)), NULL);
+    g_autoptr(HgArray) a = run1(isinf_, 10, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(4), x)), NULL);
     expect_i(a, HG_DTYPE_BOOL, 1, DIMS(4), INTS(1, 1, 0, 0));
-    g_autoptr(HgArray) b = run1(neg, 10, 1, ARRS(mk_f(HG_DTYPE_DOUBLE, 1, DIMS(4), x)), NULL);
+    g_autoptr(HgArray) b = run1(neg, 10, 1, ARRS(arr(HG_DTYPE_DOUBLE, 1, DIMS(4), x)), NULL);
     expect_i(b, HG_DTYPE_BOOL, 1, DIMS(4), INTS(0, 1, 0, 0));
-    g_autoptr(HgArray) c = run1(isnan_, 13, 1, ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(4), x)), NULL);
+    g_autoptr(HgArray) c = run1(isnan_, 13, 1, ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(4), x)), NULL);
     expect_i(c, HG_DTYPE_BOOL, 1, DIMS(4), INTS(0, 0, 1, 0));
 }
 
@@ -567,8 +464,8 @@ test_identity(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Identity", 1, 1);
-    HgArray *x = mk_i(HG_DTYPE_INT16, 1, DIMS(2), INTS(3, -4));
+    HgNode *n = node_in_model(&m, "Identity", 1, 1);
+    HgArray *x = arr_i(HG_DTYPE_INT16, 1, DIMS(2), INTS(3, -4));
     g_autoptr(HgArray) y = run1(n, 16, 1, ARRS(hg_array_ref(x)), NULL);
     assert_ptr_equal(y, x); /* arrays are immutable: the same one is passed on */
     expect_i(y, HG_DTYPE_INT16, 1, DIMS(2), INTS(3, -4));
@@ -582,37 +479,37 @@ test_fp16_rounds_once(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL, m4 = NULL;
-    HgNode *add = node_new(&m1, "Add", 2, 1), *sum = node_new(&m2, "Sum", 3, 1);
-    HgNode *mean = node_new(&m3, "Mean", 2, 1), *mul = node_new(&m4, "Mul", 2, 1);
+    HgNode *add = node_in_model(&m1, "Add", 2, 1), *sum = node_in_model(&m2, "Sum", 3, 1);
+    HgNode *mean = node_in_model(&m3, "Mean", 2, 1), *mul = node_in_model(&m4, "Mul", 2, 1);
     /* 65504 + 16 = 65520 rounds past the largest half: inf where it happens */
     g_autoptr(HgArray) a = run1(add, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(65504, 65504)),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(16, 15))),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(65504, 65504)),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(16, 15))),
                                 NULL);
     expect_f(a, HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(INFINITY, 65504), 0);
     /* 2048 + 1 + 1: rounding each partial sum would stick at 2048 (2049 ties to even); once gives 2050 */
     g_autoptr(HgArray) s = run1(sum, 13, 3,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(2048)),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(1)),
-                                     mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(1))),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(2048)),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(1)),
+                                     arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(1))),
                                 NULL);
     expect_f(s, HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(2050), 0);
     /* the FP32 sum 131008 does not fit FP16, the mean does */
     g_autoptr(HgArray) mn = run1(mean, 13, 2,
-                                 ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(65504)),
-                                      mk_f(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(65504))),
+                                 ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(65504)),
+                                      arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(65504))),
                                  NULL);
     expect_f(mn, HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(65504), 0);
     /* (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20 rounds to 1 + 2^-9 */
     g_autoptr(HgArray) p = run1(mul, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(1.0009765625)),
-                                     mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(1.0009765625))),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(1.0009765625)),
+                                     arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(1.0009765625))),
                                 NULL);
     expect_f(p, HG_DTYPE_FLOAT16, 0, NULL, VALS(1.001953125), 0);
     /* BF16 keeps FP32's range */
     g_autoptr(HgArray) b = run1(mul, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_BFLOAT16, 0, NULL, VALS(1e30)),
-                                     mk_f(HG_DTYPE_BFLOAT16, 0, NULL, VALS(1e4))),
+                                ARRS(arr(HG_DTYPE_BFLOAT16, 0, NULL, VALS(1e30)),
+                                     arr(HG_DTYPE_BFLOAT16, 0, NULL, VALS(1e4))),
                                 NULL);
     assert_int_equal(b->dtype, HG_DTYPE_BFLOAT16);
     assert_true(fabs(hg_array_get_f64(b, 0) / 1e34 - 1) < 1e-2);
@@ -626,7 +523,7 @@ test_fp16_broadcast_paths(void **state)
     (void)state;
     const gint64 cols = 5000;
     g_autoptr(HgModel) m = NULL;
-    HgNode *add = node_new(&m, "Add", 2, 1);
+    HgNode *add = node_in_model(&m, "Add", 2, 1);
     /* [2, 5000] + [5000] */
     g_autofree double *x = g_new(double, 2 * cols), *b = g_new(double, cols), *want = g_new(double, 2 * cols);
     for (gint64 i = 0; i < 2 * cols; i++)
@@ -636,8 +533,8 @@ test_fp16_broadcast_paths(void **state)
     for (gint64 i = 0; i < 2 * cols; i++)
         want[i] = x[i] + b[i % cols];
     g_autoptr(HgArray) y = run1(add, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 2, DIMS(2, cols), x),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(cols), b)),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 2, DIMS(2, cols), x),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(cols), b)),
                                 NULL);
     expect_f(y, HG_DTYPE_FLOAT16, 2, DIMS(2, cols), want, 0);
     /* [3, 1] + [1, 5000]: the left operand is a stride-0 run in every row */
@@ -646,8 +543,8 @@ test_fp16_broadcast_paths(void **state)
         for (gint64 j = 0; j < cols; j++)
             w2[r * cols + j] = (double)r * 1000 + b[j];
     g_autoptr(HgArray) z = run1(add, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 2, DIMS(3, 1), VALS(0, 1000, 2000)),
-                                     mk_f(HG_DTYPE_FLOAT16, 2, DIMS(1, cols), b)),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 2, DIMS(3, 1), VALS(0, 1000, 2000)),
+                                     arr(HG_DTYPE_FLOAT16, 2, DIMS(1, cols), b)),
                                 NULL);
     expect_f(z, HG_DTYPE_FLOAT16, 2, DIMS(3, cols), w2, 0);
     /* [100, 3] + [3]: short rows, converted whole. FP16 spacing at 2048 is 2: 2048 + 3 and 2048 + 5 are
@@ -658,8 +555,8 @@ test_fp16_broadcast_paths(void **state)
         ws[i] = i % 3 == 0 ? 2048 : 2052;
     }
     g_autoptr(HgArray) t = run1(add, 14, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 2, DIMS(100, 3), s),
-                                     mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0, 3, 5))),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 2, DIMS(100, 3), s),
+                                     arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0, 3, 5))),
                                 NULL);
     expect_f(t, HG_DTYPE_FLOAT16, 2, DIMS(100, 3), ws, 0);
 }
@@ -671,32 +568,32 @@ test_variadic(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL, m3 = NULL, m4 = NULL;
-    HgNode *max = node_new(&m1, "Max", 3, 1), *min = node_new(&m2, "Min", 2, 1);
-    HgNode *mean = node_new(&m3, "Mean", 3, 1), *one = node_new(&m4, "Max", 1, 1);
+    HgNode *max = node_in_model(&m1, "Max", 3, 1), *min = node_in_model(&m2, "Min", 2, 1);
+    HgNode *mean = node_in_model(&m3, "Mean", 3, 1), *one = node_in_model(&m4, "Max", 1, 1);
     /* three inputs broadcasting to [2,2]; NaN wins */
     g_autoptr(HgArray) a = run1(max, 13, 3,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 5)),
-                                     mk_f(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(3, NAN)),
-                                     mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 5)),
+                                     arr(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(3, NAN)),
+                                     arr(HG_DTYPE_FLOAT, 0, NULL, VALS(2))),
                                 NULL);
     expect_f(a, HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(3, 5, NAN, NAN), 0);
     g_autoptr(HgArray) b = run1(min, 13, 2,
-                                ARRS(mk_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS((gint64)0x8000000000000000ULL, 7)),
-                                     mk_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS(1, 9))),
+                                ARRS(arr_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS((gint64)0x8000000000000000ULL, 7)),
+                                     arr_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS(1, 9))),
                                 NULL);
     assert_true(((guint64 *)b->data)[0] == 1 && ((guint64 *)b->data)[1] == 7);
     g_autoptr(HgArray) c = run1(mean, 13, 3,
-                                ARRS(mk_f(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(1, 2)),
-                                     mk_f(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(2, 4)),
-                                     mk_f(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(6))),
+                                ARRS(arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(1, 2)),
+                                     arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(2, 4)),
+                                     arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(6))),
                                 NULL);
     expect_f(c, HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(3, 4), 0);
-    g_autoptr(HgArray) d = run1(one, 13, 1, ARRS(mk_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(-3, 4))), NULL);
+    g_autoptr(HgArray) d = run1(one, 13, 1, ARRS(arr_i(HG_DTYPE_INT8, 1, DIMS(2), INTS(-3, 4))), NULL);
     expect_i(d, HG_DTYPE_INT8, 1, DIMS(2), INTS(-3, 4));
     GError *error = NULL;
     assert_null(run1(mean, 13, 3,
-                     ARRS(mk_i(HG_DTYPE_INT32, 0, NULL, INTS(1)), mk_i(HG_DTYPE_INT32, 0, NULL, INTS(1)),
-                          mk_i(HG_DTYPE_INT32, 0, NULL, INTS(1))),
+                     ARRS(arr_i(HG_DTYPE_INT32, 0, NULL, INTS(1)), arr_i(HG_DTYPE_INT32, 0, NULL, INTS(1)),
+                          arr_i(HG_DTYPE_INT32, 0, NULL, INTS(1))),
                      &error));
     assert_hg_error(error, HG_ERROR_UNSUPPORTED, "int32");
     g_clear_error(&error);
@@ -709,18 +606,18 @@ test_where(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Where", 3, 1);
+    HgNode *n = node_in_model(&m, "Where", 3, 1);
     /* cond [2,1], x [1,3], y scalar */
     g_autoptr(HgArray) a = run1(n, 16, 3,
-                                ARRS(mk_i(HG_DTYPE_BOOL, 2, DIMS(2, 1), INTS(1, 0)),
-                                     mk_i(HG_DTYPE_INT64, 2, DIMS(1, 3), INTS(1, 2, 3)),
-                                     mk_i(HG_DTYPE_INT64, 0, NULL, INTS(-1))),
+                                ARRS(arr_i(HG_DTYPE_BOOL, 2, DIMS(2, 1), INTS(1, 0)),
+                                     arr_i(HG_DTYPE_INT64, 2, DIMS(1, 3), INTS(1, 2, 3)),
+                                     arr_i(HG_DTYPE_INT64, 0, NULL, INTS(-1))),
                                 NULL);
     expect_i(a, HG_DTYPE_INT64, 2, DIMS(2, 3), INTS(1, 2, 3, -1, -1, -1));
     g_autoptr(HgArray) b = run1(n, 16, 3,
-                                ARRS(mk_i(HG_DTYPE_BOOL, 1, DIMS(3), INTS(1, 0, 1)),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(1, 2, 3)),
-                                     mk_f(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(-1, -2, -3))),
+                                ARRS(arr_i(HG_DTYPE_BOOL, 1, DIMS(3), INTS(1, 0, 1)),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(1, 2, 3)),
+                                     arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(-1, -2, -3))),
                                 NULL);
     expect_f(b, HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(1, -2, 3), 0);
     /* strings */
@@ -729,14 +626,14 @@ test_where(void **state)
     xs->strings->pdata[0] = g_bytes_new("ab", 2);
     g_bytes_unref(ys->strings->pdata[0]);
     ys->strings->pdata[0] = g_bytes_new("z", 1);
-    g_autoptr(HgArray) s = run1(n, 16, 3, ARRS(mk_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(1, 0)), xs, ys), NULL);
+    g_autoptr(HgArray) s = run1(n, 16, 3, ARRS(arr_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(1, 0)), xs, ys), NULL);
     assert_int_equal(s->dtype, HG_DTYPE_STRING);
     assert_int_equal(g_bytes_get_size(s->strings->pdata[0]), 2);
     assert_memory_equal(g_bytes_get_data(s->strings->pdata[1], NULL), "z", 1);
     GError *error = NULL;
     assert_null(run1(n, 16, 3,
-                     ARRS(mk_i(HG_DTYPE_BOOL, 0, NULL, INTS(1)), mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1)),
-                          mk_f(HG_DTYPE_DOUBLE, 0, NULL, VALS(1))),
+                     ARRS(arr_i(HG_DTYPE_BOOL, 0, NULL, INTS(1)), arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1)),
+                          arr(HG_DTYPE_DOUBLE, 0, NULL, VALS(1))),
                      &error));
     assert_hg_error(error, HG_ERROR_INVALID, "X is float and Y is double");
     g_clear_error(&error);
@@ -748,8 +645,8 @@ static HgArray *
 cast(HgArray *x, int to, GError **error)
 {
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Cast", 1, 1);
-    set_int(n, "to", to);
+    HgNode *n = node_in_model(&m, "Cast", 1, 1);
+    attr_i(n, "to", to);
     return run1(n, 13, 1, ARRS(x), error);
 }
 
@@ -758,48 +655,48 @@ test_cast_numbers(void **state)
 {
     (void)state;
     /* float -> FP16: one rounding, overflow to inf */
-    g_autoptr(HgArray) a = cast(mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.1, 1e5, -65519)), HG_DTYPE_FLOAT16, NULL);
+    g_autoptr(HgArray) a = cast(arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.1, 1e5, -65519)), HG_DTYPE_FLOAT16, NULL);
     expect_f(a, HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(0.0999755859375, INFINITY, -65504), 0);
     /* double -> FP16 rounds once: 1 + 2^-11 + 2^-40 is just above the midpoint between 1 and 1 + 2^-10;
      * through a nearest float it would land on the midpoint and tie down to 1 */
     double d = 1.0 + ldexp(1, -11) + ldexp(1, -40);
-    g_autoptr(HgArray) b = cast(mk_f(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(d, -d)), HG_DTYPE_FLOAT16, NULL);
+    g_autoptr(HgArray) b = cast(arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(d, -d)), HG_DTYPE_FLOAT16, NULL);
     expect_f(b, HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(1.0009765625, -1.0009765625), 0);
-    g_autoptr(HgArray) bb = cast(mk_f(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(1.0 + ldexp(1, -8) + ldexp(1, -40))),
+    g_autoptr(HgArray) bb = cast(arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(1.0 + ldexp(1, -8) + ldexp(1, -40))),
                                  HG_DTYPE_BFLOAT16, NULL);
     expect_f(bb, HG_DTYPE_BFLOAT16, 1, DIMS(1), VALS(1.0078125), 0);
     /* float -> int truncates toward zero; int64 -> uint8 wraps; -> bool is != 0 */
-    g_autoptr(HgArray) c = cast(mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(-2.7, 2.7, 0)), HG_DTYPE_INT32, NULL);
+    g_autoptr(HgArray) c = cast(arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(-2.7, 2.7, 0)), HG_DTYPE_INT32, NULL);
     expect_i(c, HG_DTYPE_INT32, 1, DIMS(3), INTS(-2, 2, 0));
-    g_autoptr(HgArray) e = cast(mk_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(300, -1)), HG_DTYPE_UINT8, NULL);
+    g_autoptr(HgArray) e = cast(arr_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(300, -1)), HG_DTYPE_UINT8, NULL);
     expect_i(e, HG_DTYPE_UINT8, 1, DIMS(2), INTS(44, 255));
-    g_autoptr(HgArray) f = cast(mk_f(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0, -0.5, NAN)), HG_DTYPE_BOOL, NULL);
+    g_autoptr(HgArray) f = cast(arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0, -0.5, NAN)), HG_DTYPE_BOOL, NULL);
     expect_i(f, HG_DTYPE_BOOL, 1, DIMS(3), INTS(0, 1, 1));
-    g_autoptr(HgArray) g = cast(mk_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(1, 0)), HG_DTYPE_FLOAT, NULL);
+    g_autoptr(HgArray) g = cast(arr_i(HG_DTYPE_BOOL, 1, DIMS(2), INTS(1, 0)), HG_DTYPE_FLOAT, NULL);
     expect_f(g, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 0), 0);
     /* uint64 max -> double, unsigned; int64 -> float rounds once (2^24 + 1 ties to 2^24) */
-    g_autoptr(HgArray) h = cast(mk_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(-1)), HG_DTYPE_DOUBLE, NULL);
+    g_autoptr(HgArray) h = cast(arr_i(HG_DTYPE_UINT64, 1, DIMS(1), INTS(-1)), HG_DTYPE_DOUBLE, NULL);
     expect_f(h, HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(18446744073709551615.0), 0);
-    g_autoptr(HgArray) i = cast(mk_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(16777217, 16777219)), HG_DTYPE_FLOAT, NULL);
+    g_autoptr(HgArray) i = cast(arr_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(16777217, 16777219)), HG_DTYPE_FLOAT, NULL);
     expect_f(i, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(16777216, 16777220), 0);
-    g_autoptr(HgArray) j = cast(mk_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(2049, 70000)), HG_DTYPE_FLOAT16, NULL);
+    g_autoptr(HgArray) j = cast(arr_i(HG_DTYPE_INT32, 1, DIMS(2), INTS(2049, 70000)), HG_DTYPE_FLOAT16, NULL);
     expect_f(j, HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(2048, INFINITY), 0);
     /* FP16 -> double is exact */
-    g_autoptr(HgArray) k = cast(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(0.1)), HG_DTYPE_DOUBLE, NULL);
+    g_autoptr(HgArray) k = cast(arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(0.1)), HG_DTYPE_DOUBLE, NULL);
     expect_f(k, HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(0.0999755859375), 0);
     /* same type: the array itself */
-    HgArray *x = mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1));
+    HgArray *x = arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1));
     g_autoptr(HgArray) same = cast(hg_array_ref(x), HG_DTYPE_FLOAT, NULL);
     assert_ptr_equal(same, x);
     hg_array_unref(x);
     /* float8 targets are not supported; a missing 'to' is invalid */
     GError *error = NULL;
-    assert_null(cast(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), HG_DTYPE_FLOAT8E4M3FN, &error));
+    assert_null(cast(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1)), HG_DTYPE_FLOAT8E4M3FN, &error));
     assert_hg_error(error, HG_ERROR_UNSUPPORTED, "float8");
     g_clear_error(&error);
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Cast", 1, 1);
-    assert_null(run1(n, 13, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1))), &error));
+    HgNode *n = node_in_model(&m, "Cast", 1, 1);
+    assert_null(run1(n, 13, 1, ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1))), &error));
     assert_hg_error(error, HG_ERROR_INVALID, "'to'");
     g_clear_error(&error);
 }
@@ -808,7 +705,7 @@ static void
 test_cast_strings(void **state)
 {
     (void)state;
-    g_autoptr(HgArray) s = cast(mk_f(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(0.1, 0.039187793, -INFINITY, 3)),
+    g_autoptr(HgArray) s = cast(arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(0.1, 0.039187793, -INFINITY, 3)),
                                 HG_DTYPE_STRING, NULL);
     assert_int_equal(s->dtype, HG_DTYPE_STRING);
     const char *want[] = {"0.1", "0.039187793", "-inf", "3"};
@@ -818,7 +715,7 @@ test_cast_strings(void **state)
         assert_int_equal(len, strlen(want[i]));
         assert_memory_equal(p, want[i], len);
     }
-    g_autoptr(HgArray) t = cast(mk_i(HG_DTYPE_INT64, 1, DIMS(1), INTS(-42)), HG_DTYPE_STRING, NULL);
+    g_autoptr(HgArray) t = cast(arr_i(HG_DTYPE_INT64, 1, DIMS(1), INTS(-42)), HG_DTYPE_STRING, NULL);
     assert_memory_equal(g_bytes_get_data(t->strings->pdata[0], NULL), "-42", 3);
     HgArray *in = hg_array_new(HG_DTYPE_STRING, 1, DIMS(4), NULL);
     const char *txt[] = {"-1.5", "INF", "NaN", "12"};
@@ -841,10 +738,10 @@ test_castlike(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "CastLike", 2, 1);
+    HgNode *n = node_in_model(&m, "CastLike", 2, 1);
     g_autoptr(HgArray) y = run1(n, 15, 2,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1.5, 70000)),
-                                     mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(0))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1.5, 70000)),
+                                     arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(0))),
                                 NULL);
     expect_f(y, HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(1.5, INFINITY), 0);
 }
@@ -857,42 +754,42 @@ test_clip_versions(void **state)
     (void)state;
     /* opset 6: attributes */
     g_autoptr(HgModel) m1 = NULL;
-    HgNode *old = node_new(&m1, "Clip", 1, 1);
-    set_float(old, "min", -1);
-    set_float(old, "max", 1);
-    g_autoptr(HgArray) a = run1(old, 6, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(-3, 0.5, 3, NAN))), NULL);
+    HgNode *old = node_in_model(&m1, "Clip", 1, 1);
+    attr_f(old, "min", -1);
+    attr_f(old, "max", 1);
+    g_autoptr(HgArray) a = run1(old, 6, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(-3, 0.5, 3, NAN))), NULL);
     expect_f(a, HG_DTYPE_FLOAT, 1, DIMS(4), VALS(-1, 0.5, 1, NAN), 0);
     /* the same node at opset 11 reads inputs instead: without them nothing is clipped */
-    g_autoptr(HgArray) b = run1(old, 11, 1, ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-3, 3))), NULL);
+    g_autoptr(HgArray) b = run1(old, 11, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-3, 3))), NULL);
     expect_f(b, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-3, 3), 0);
     /* opset 11: min only, max omitted */
     g_autoptr(HgModel) m2 = NULL;
-    HgNode *n = node_new(&m2, "Clip", 3, 1);
+    HgNode *n = node_in_model(&m2, "Clip", 3, 1);
     g_autoptr(HgArray) c = run1(n, 11, 3,
-                                ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(-3, 0, 70000)),
-                                     mk_f(HG_DTYPE_FLOAT16, 0, NULL, VALS(-1)), NULL),
+                                ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(-3, 0, 70000)),
+                                     arr(HG_DTYPE_FLOAT16, 0, NULL, VALS(-1)), NULL),
                                 NULL);
     expect_f(c, HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(-1, 0, INFINITY), 0);
     /* opset 12: integers; min > max gives max everywhere */
     g_autoptr(HgArray) d = run1(n, 12, 3,
-                                ARRS(mk_i(HG_DTYPE_INT8, 1, DIMS(3), INTS(-128, 5, 127)),
-                                     mk_i(HG_DTYPE_INT8, 0, NULL, INTS(-10)), mk_i(HG_DTYPE_INT8, 0, NULL, INTS(10))),
+                                ARRS(arr_i(HG_DTYPE_INT8, 1, DIMS(3), INTS(-128, 5, 127)),
+                                     arr_i(HG_DTYPE_INT8, 0, NULL, INTS(-10)), arr_i(HG_DTYPE_INT8, 0, NULL, INTS(10))),
                                 NULL);
     expect_i(d, HG_DTYPE_INT8, 1, DIMS(3), INTS(-10, 5, 10));
     g_autoptr(HgArray) e = run1(n, 13, 3,
-                                ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-5, 5)),
-                                     mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(2)), mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(1))),
+                                ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-5, 5)),
+                                     arr(HG_DTYPE_FLOAT, 0, NULL, VALS(2)), arr(HG_DTYPE_FLOAT, 0, NULL, VALS(1))),
                                 NULL);
     expect_f(e, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 1), 0);
     g_autoptr(HgArray) u = run1(n, 13, 3,
-                                ARRS(mk_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS((gint64)0xf000000000000000ULL, 3)),
-                                     mk_i(HG_DTYPE_UINT64, 0, NULL, INTS(5)), NULL),
+                                ARRS(arr_i(HG_DTYPE_UINT64, 1, DIMS(2), INTS((gint64)0xf000000000000000ULL, 3)),
+                                     arr_i(HG_DTYPE_UINT64, 0, NULL, INTS(5)), NULL),
                                 NULL);
     assert_true(((guint64 *)u->data)[0] == 0xf000000000000000ULL && ((guint64 *)u->data)[1] == 5);
     GError *error = NULL;
     assert_null(run1(n, 13, 3,
-                     ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-5, 5)),
-                          mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)), NULL),
+                     ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-5, 5)),
+                          arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)), NULL),
                      &error));
     assert_hg_error(error, HG_ERROR_INVALID, "scalar");
     g_clear_error(&error);
@@ -903,18 +800,18 @@ test_dropout_versions(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Dropout", 3, 2);
+    HgNode *n = node_in_model(&m, "Dropout", 3, 2);
     HgArray *outs[2];
     /* opset 7: the mask has x's type, all ones */
-    assert_true(run_n(n, 7, 1, ARRS(mk_f(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(3, -4))), 2, outs, NULL));
+    assert_true(run_n(n, 7, 1, ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(3, -4))), 2, outs, NULL));
     expect_f(outs[0], HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(3, -4), 0);
     expect_f(outs[1], HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(1, 1), 0);
     hg_array_unref(outs[0]);
     hg_array_unref(outs[1]);
     /* opset 13: bool mask; training with ratio 0 is still the identity */
     assert_true(run_n(n, 13, 3,
-                      ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(3, -4)), mk_f(HG_DTYPE_FLOAT, 0, NULL, VALS(0)),
-                           mk_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
+                      ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(3, -4)), arr(HG_DTYPE_FLOAT, 0, NULL, VALS(0)),
+                           arr_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
                       2, outs, NULL));
     expect_f(outs[0], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(3, -4), 0);
     expect_i(outs[1], HG_DTYPE_BOOL, 1, DIMS(2), INTS(1, 1));
@@ -923,7 +820,7 @@ test_dropout_versions(void **state)
     /* training with the default ratio 0.5 would be random */
     GError *error = NULL;
     assert_false(run_n(n, 13, 3,
-                       ARRS(mk_f(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(3, -4)), NULL, mk_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
+                       ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(3, -4)), NULL, arr_i(HG_DTYPE_BOOL, 0, NULL, INTS(1))),
                        2, outs, &error));
     assert_hg_error(error, HG_ERROR_UNSUPPORTED, "training_mode");
     g_clear_error(&error);
@@ -932,46 +829,17 @@ test_dropout_versions(void **state)
 /* ---------------------------------------------------------------- shape inference */
 
 static void
-vs_init(HgValueShape *s)
-{
-    memset(s, 0, sizeof(*s));
-    s->dtype = HG_DTYPE_UNDEFINED;
-    s->rank = -1;
-}
-
-/* A value shape with dims; a negative dim is unknown, named by syms[i] (may be NULL). */
-static void
-vs_set(HgValueShape *s, int dtype, guint rank, const gint64 *dims, const char *const *syms)
-{
-    vs_init(s);
-    s->dtype = dtype;
-    s->rank = (int)rank;
-    for (guint i = 0; i < rank; i++) {
-        s->dims[i].v = dims[i];
-        s->dims[i].sym = syms && syms[i] ? g_intern_string(syms[i]) : NULL;
-    }
-}
-
-static gboolean
-infer(HgNode *n, gint64 opset, guint n_in, const HgValueShape *const *ins, guint n_out, HgValueShape **outs,
-      GError **error)
-{
-    HgShapeCtx ctx = {n, opset, n_in, ins, n_out, outs, error};
-    return hg_op_for_node(n)->infer(&ctx);
-}
-
-static void
 test_infer_broadcast(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Add", 2, 1);
+    HgNode *n = node_in_model(&m, "Add", 2, 1);
     HgValueShape a, b, out;
     /* [N, 3] + [1, 3] -> [N, 3] */
     vs_set(&a, HG_DTYPE_FLOAT16, 2, DIMS(-1, 3), (const char *[]){"N", NULL});
     vs_set(&b, HG_DTYPE_FLOAT16, 2, DIMS(1, 3), NULL);
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_FLOAT16);
     assert_int_equal(out.rank, 2);
     assert_true(out.dims[0].v < 0 && out.dims[0].sym == g_intern_string("N"));
@@ -980,22 +848,22 @@ test_infer_broadcast(void **state)
     vs_set(&a, HG_DTYPE_FLOAT, 2, DIMS(-1, 1), (const char *[]){"N", NULL});
     vs_set(&b, HG_DTYPE_FLOAT, 1, DIMS(-1), (const char *[]){"M"});
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.rank, 2);
     assert_true(out.dims[0].sym == g_intern_string("N") && out.dims[1].sym == g_intern_string("M"));
     vs_set(&a, HG_DTYPE_FLOAT, 1, DIMS(-1), (const char *[]){"N"});
     vs_set(&b, HG_DTYPE_FLOAT, 1, DIMS(-1), (const char *[]){"N"});
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_true(out.dims[0].v < 0 && out.dims[0].sym == g_intern_string("N"));
     vs_set(&b, HG_DTYPE_FLOAT, 1, DIMS(-1), (const char *[]){"M"});
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_true(out.dims[0].v < 0 && out.dims[0].sym == NULL);
     /* an unknown dim against a known 5 is 5 */
     vs_set(&b, HG_DTYPE_FLOAT, 2, DIMS(4, 5), NULL);
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.rank, 2);
     assert_int_equal(out.dims[0].v, 4);
     assert_int_equal(out.dims[1].v, 5);
@@ -1003,7 +871,7 @@ test_infer_broadcast(void **state)
     vs_init(&a);
     a.dtype = HG_DTYPE_INT32;
     vs_init(&out);
-    assert_true(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.rank, -1);
     assert_int_equal(out.dtype, HG_DTYPE_INT32);
     /* conflicting known dims */
@@ -1011,22 +879,22 @@ test_infer_broadcast(void **state)
     vs_set(&b, HG_DTYPE_FLOAT, 2, DIMS(4, 3), NULL);
     vs_init(&out);
     GError *error = NULL;
-    assert_false(infer(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, &error));
+    assert_false(infer_node(n, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "do not broadcast");
     g_clear_error(&error);
     /* comparisons are bool; Where takes X's type over three shapes */
     g_autoptr(HgModel) m2 = NULL, m3 = NULL;
-    HgNode *less = node_new(&m2, "Less", 2, 1), *where = node_new(&m3, "Where", 3, 1);
+    HgNode *less = node_in_model(&m2, "Less", 2, 1), *where = node_in_model(&m3, "Where", 3, 1);
     vs_set(&a, HG_DTYPE_FLOAT, 1, DIMS(3), NULL);
     vs_set(&b, HG_DTYPE_FLOAT, 2, DIMS(2, 1), NULL);
     vs_init(&out);
-    assert_true(infer(less, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(less, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_BOOL);
     assert_int_equal(out.rank, 2);
     HgValueShape c;
     vs_set(&c, HG_DTYPE_BOOL, 3, DIMS(5, 1, 1), NULL);
     vs_init(&out);
-    assert_true(infer(where, 16, 3, (const HgValueShape *[]){&c, &a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(where, 16, 3, (const HgValueShape *[]){&c, &a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_FLOAT);
     assert_int_equal(out.rank, 3);
     assert_true(out.dims[0].v == 5 && out.dims[1].v == 2 && out.dims[2].v == 3);
@@ -1040,70 +908,70 @@ test_infer_per_op(void **state)
     vs_set(&x, HG_DTYPE_FLOAT, 2, DIMS(-1, 4), (const char *[]){"batch", NULL});
     /* Cast: 'to', the input's shape with its names */
     g_autoptr(HgModel) m1 = NULL;
-    HgNode *c = node_new(&m1, "Cast", 1, 1);
-    set_int(c, "to", HG_DTYPE_FLOAT16);
+    HgNode *c = node_in_model(&m1, "Cast", 1, 1);
+    attr_i(c, "to", HG_DTYPE_FLOAT16);
     vs_init(&out);
-    assert_true(infer(c, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(c, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_FLOAT16);
     assert_true(out.rank == 2 && out.dims[0].sym == g_intern_string("batch") && out.dims[1].v == 4);
     /* CastLike: the type of input 1 */
     g_autoptr(HgModel) m2 = NULL;
-    HgNode *cl = node_new(&m2, "CastLike", 2, 1);
+    HgNode *cl = node_in_model(&m2, "CastLike", 2, 1);
     vs_set(&y, HG_DTYPE_BFLOAT16, 0, NULL, NULL);
     vs_init(&out);
-    assert_true(infer(cl, 15, 2, (const HgValueShape *[]){&x, &y}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(cl, 15, 2, (const HgValueShape *[]){&x, &y}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_BFLOAT16);
     assert_int_equal(out.rank, 2);
     /* Dropout's mask: x's type before opset 10, bool from 10 */
     g_autoptr(HgModel) m3 = NULL;
-    HgNode *d = node_new(&m3, "Dropout", 1, 2);
+    HgNode *d = node_in_model(&m3, "Dropout", 1, 2);
     vs_init(&out);
     vs_init(&mask);
-    assert_true(infer(d, 7, 1, (const HgValueShape *[]){&x}, 2, (HgValueShape *[]){&out, &mask}, NULL));
+    assert_true(infer_node(d, 7, 1, (const HgValueShape *[]){&x}, 2, (HgValueShape *[]){&out, &mask}, NULL));
     assert_int_equal(out.dtype, HG_DTYPE_FLOAT);
     assert_int_equal(mask.dtype, HG_DTYPE_FLOAT);
     assert_int_equal(mask.rank, 2);
     vs_init(&out);
     vs_init(&mask);
-    assert_true(infer(d, 12, 1, (const HgValueShape *[]){&x}, 2, (HgValueShape *[]){&out, &mask}, NULL));
+    assert_true(infer_node(d, 12, 1, (const HgValueShape *[]){&x}, 2, (HgValueShape *[]){&out, &mask}, NULL));
     assert_int_equal(mask.dtype, HG_DTYPE_BOOL);
     /* predicates are bool, Clip keeps its type, variadic broadcasts every input */
     const char *bool_ops[] = {"IsNaN", "IsInf", "Not"};
     for (guint i = 0; i < G_N_ELEMENTS(bool_ops); i++) {
         g_autoptr(HgModel) m = NULL;
-        HgNode *n = node_new(&m, bool_ops[i], 1, 1);
+        HgNode *n = node_in_model(&m, bool_ops[i], 1, 1);
         vs_init(&out);
-        assert_true(infer(n, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, NULL));
+        assert_true(infer_node(n, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, NULL));
         assert_int_equal(out.dtype, HG_DTYPE_BOOL);
         assert_int_equal(out.rank, 2);
     }
     g_autoptr(HgModel) m4 = NULL;
-    HgNode *sum = node_new(&m4, "Sum", 3, 1);
+    HgNode *sum = node_in_model(&m4, "Sum", 3, 1);
     HgValueShape s1, s2;
     vs_set(&s1, HG_DTYPE_FLOAT, 3, DIMS(7, 1, 1), NULL);
     vs_set(&s2, HG_DTYPE_FLOAT, 1, DIMS(1), NULL);
     vs_init(&out);
-    assert_true(infer(sum, 13, 3, (const HgValueShape *[]){&x, &s1, &s2}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(sum, 13, 3, (const HgValueShape *[]){&x, &s1, &s2}, 1, (HgValueShape *[]){&out}, NULL));
     assert_int_equal(out.rank, 3);
     assert_true(out.dims[0].v == 7 && out.dims[1].sym == g_intern_string("batch") && out.dims[2].v == 4);
     /* a Cast without 'to' is an inconsistent model */
     g_autoptr(HgModel) m5 = NULL;
-    HgNode *bad = node_new(&m5, "Cast", 1, 1);
+    HgNode *bad = node_in_model(&m5, "Cast", 1, 1);
     vs_init(&out);
     GError *error = NULL;
-    assert_false(infer(bad, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, &error));
+    assert_false(infer_node(bad, 13, 1, (const HgValueShape *[]){&x}, 1, (HgValueShape *[]){&out}, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "'to'");
     g_clear_error(&error);
     /* PRelu before opset 7: [C] slope along the channels */
     g_autoptr(HgModel) m6 = NULL;
-    HgNode *pr = node_new(&m6, "PRelu", 2, 1);
+    HgNode *pr = node_in_model(&m6, "PRelu", 2, 1);
     vs_set(&s1, HG_DTYPE_FLOAT, 3, DIMS(2, 3, 4), NULL);
     vs_set(&s2, HG_DTYPE_FLOAT, 1, DIMS(3), NULL);
     vs_init(&out);
-    assert_true(infer(pr, 6, 2, (const HgValueShape *[]){&s1, &s2}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(pr, 6, 2, (const HgValueShape *[]){&s1, &s2}, 1, (HgValueShape *[]){&out}, NULL));
     assert_true(out.rank == 3 && out.dims[2].v == 4);
     vs_init(&out);
-    assert_false(infer(pr, 9, 2, (const HgValueShape *[]){&s1, &s2}, 1, (HgValueShape *[]){&out}, &error));
+    assert_false(infer_node(pr, 9, 2, (const HgValueShape *[]){&s1, &s2}, 1, (HgValueShape *[]){&out}, &error));
     g_clear_error(&error);
 }
 
@@ -1113,18 +981,18 @@ test_infer_folds(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m1 = NULL, m2 = NULL;
-    HgNode *mul = node_new(&m1, "Mul", 2, 1), *cast_ = node_new(&m2, "Cast", 1, 1);
-    set_int(cast_, "to", HG_DTYPE_FLOAT);
+    HgNode *mul = node_in_model(&m1, "Mul", 2, 1), *cast_ = node_in_model(&m2, "Cast", 1, 1);
+    attr_i(cast_, "to", HG_DTYPE_FLOAT);
     HgValueShape a, b, out, out2;
     vs_set(&a, HG_DTYPE_INT64, 1, DIMS(2), NULL);
-    a.value = mk_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(3, 4));
+    a.value = arr_i(HG_DTYPE_INT64, 1, DIMS(2), INTS(3, 4));
     vs_set(&b, HG_DTYPE_INT64, 0, NULL, NULL);
-    b.value = mk_i(HG_DTYPE_INT64, 0, NULL, INTS(2));
+    b.value = arr_i(HG_DTYPE_INT64, 0, NULL, INTS(2));
     vs_init(&out);
-    assert_true(infer(mul, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(mul, 14, 2, (const HgValueShape *[]){&a, &b}, 1, (HgValueShape *[]){&out}, NULL));
     expect_i(out.value, HG_DTYPE_INT64, 1, DIMS(2), INTS(6, 8));
     vs_init(&out2);
-    assert_true(infer(cast_, 13, 1, (const HgValueShape *[]){&out}, 1, (HgValueShape *[]){&out2}, NULL));
+    assert_true(infer_node(cast_, 13, 1, (const HgValueShape *[]){&out}, 1, (HgValueShape *[]){&out2}, NULL));
     expect_f(out2.value, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(6, 8), 0);
     hg_vshape_unknown(&out);
     hg_vshape_unknown(&out2);
@@ -1132,7 +1000,7 @@ test_infer_folds(void **state)
     HgValueShape c;
     vs_set(&c, HG_DTYPE_INT64, 1, DIMS(2), NULL);
     vs_init(&out);
-    assert_true(infer(mul, 14, 2, (const HgValueShape *[]){&a, &c}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(mul, 14, 2, (const HgValueShape *[]){&a, &c}, 1, (HgValueShape *[]){&out}, NULL));
     assert_null(out.value);
     assert_int_equal(out.rank, 1);
     /* too big to fold: [2] x [1000, 1] is 2000 elements */
@@ -1140,7 +1008,7 @@ test_infer_folds(void **state)
     vs_set(&c, HG_DTYPE_INT64, 2, DIMS(1000, 1), NULL);
     c.value = hg_array_new(HG_DTYPE_INT64, 2, DIMS(1000, 1), NULL);
     vs_init(&out);
-    assert_true(infer(mul, 14, 2, (const HgValueShape *[]){&a, &c}, 1, (HgValueShape *[]){&out}, NULL));
+    assert_true(infer_node(mul, 14, 2, (const HgValueShape *[]){&a, &c}, 1, (HgValueShape *[]){&out}, NULL));
     assert_null(out.value);
     assert_int_equal(out.dims[0].v, 1000);
     hg_vshape_unknown(&a);
@@ -1153,7 +1021,7 @@ test_cost(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = NULL;
-    HgNode *n = node_new(&m, "Add", 2, 1);
+    HgNode *n = node_in_model(&m, "Add", 2, 1);
     HgValueShape a, b, out;
     vs_set(&a, HG_DTYPE_FLOAT, 2, DIMS(8, 3), NULL);
     vs_set(&b, HG_DTYPE_FLOAT, 1, DIMS(3), NULL);

@@ -1,226 +1,31 @@
 /* Kernels and shape rules of the reduce family (src/ops/reduce.c), checked against values worked out by
  * hand or with numpy (the numbers are written here). Each test builds one node with the IR API, runs the
  * op's eval or infer at a chosen opset, and checks values, shapes, types and errors. */
-#include "testutil.h"
-
-#include "ops/op.h"
+#include "opstest.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
 
-#define DIMS(...) ((const gint64[]){__VA_ARGS__})
-#define VALS(...) ((const double[]){__VA_ARGS__})
-#define MAX_IO 6
-
-/* One node in its own model; inputs i0, i1, ... and outputs o0, o1, ... An empty name in the
- * comma-separated lists leaves that slot omitted (NULL). */
-typedef struct {
-    HgModel *model;
-    HgNode *node;
-} Node;
-
-static Node
-node_new(const char *op, const char *inputs, const char *outputs)
+/* Within tol, relative, plus 1e-6 absolute; NaN matches NaN, an infinity only itself. */
+static gboolean
+within_rel(double got, double want, double tol)
 {
-    Node n = {hg_model_new(), NULL};
-    HgGraph *g = hg_graph_new(n.model, NULL);
-    n.model->graph = g;
-    g_auto(GStrv) in = g_strsplit(inputs, ",", -1), out = g_strsplit(outputs, ",", -1);
-    HgValue *iv[MAX_IO] = {0}, *ov[MAX_IO] = {0};
-    guint ni = g_strv_length(in), no = g_strv_length(out);
-    for (guint i = 0; i < ni; i++) {
-        if (!*in[i])
-            continue;
-        iv[i] = hg_graph_new_value(g, in[i], NULL);
-        hg_graph_add_input(g, iv[i], NULL);
-    }
-    for (guint i = 0; i < no; i++)
-        if (*out[i])
-            ov[i] = hg_graph_new_value(g, out[i], NULL);
-    n.node = hg_graph_add_node(g, op, "", "n", ni, iv, no, ov);
-    return n;
+    return (isnan(got) && isnan(want)) || (isinf(want) && got == want) ||
+           (isfinite(want) && isfinite(got) && fabs(got - want) <= tol * fabs(want) + 1e-6);
 }
 
-static void
-node_free(Node *n)
-{
-    assert_verified(n->model->graph);
-    hg_model_free(n->model);
-}
-
-static void
-attr_i(Node *n, const char *name, gint64 v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_INT);
-    a->i = v;
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_f(Node *n, const char *name, float v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_FLOAT);
-    a->f = v;
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_ints(Node *n, const char *name, guint len, const gint64 *v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_INTS);
-    a->ints = g_array_new(FALSE, FALSE, sizeof(gint64));
-    g_array_append_vals(a->ints, v, len);
-    hg_node_add_attr(n->node, a);
-}
-
-/* A new array of dtype holding v (converted as a store would: FP16 rounds, integers truncate). */
-static HgArray *
-arr(int dtype, guint rank, const gint64 *dims, const double *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    assert_non_null(a);
-    if (v && a->numel)
-        hg_array_store_f64(a, v);
-    return a;
-}
-
-/* An int64 array with exact values (doubles cannot hold every int64). */
-static HgArray *
-arr_i64(guint rank, const gint64 *dims, const gint64 *v)
-{
-    HgArray *a = hg_array_new(HG_DTYPE_INT64, rank, dims, NULL);
-    assert_non_null(a);
-    if (a->numel)
-        memcpy(a->data, v, sizeof(gint64) * (gsize)a->numel);
-    return a;
-}
-
-/* The outputs of one eval, and its error. */
-typedef struct {
-    gboolean ok;
-    HgArray *out[MAX_IO];
-    GError *error;
-} Result;
-
-/* Run n's op at opset on inputs (taken: unref'd here; NULL for an omitted input). */
-static Result
-run(Node *n, gint64 opset, guint n_in, HgArray *const *ins)
-{
-    Result r = {0};
-    const HgOpDef *d = hg_op_lookup("", n->node->op_type);
-    assert_non_null(d);
-    HgEvalCtx ctx = {
-        .node = n->node,
-        .opset = opset,
-        .n_inputs = n_in,
-        .inputs = ins,
-        .n_outputs = n->node->n_outputs,
-        .outputs = r.out,
-        .threads = 1,
-        .error = &r.error,
-    };
-    r.ok = d->eval(&ctx);
-    assert_true(r.ok == (r.error == NULL));
-    for (guint i = 0; i < n_in; i++)
-        if (ins[i])
-            hg_array_unref(ins[i]);
-    return r;
-}
-
-#define RUN(n, opset, ...)                                                                         \
-    run((n), (opset), sizeof((HgArray *[]){__VA_ARGS__}) / sizeof(HgArray *), (HgArray *[]){__VA_ARGS__})
-
-static void
-result_free(Result *r)
-{
-    for (int i = 0; i < MAX_IO; i++)
-        if (r->out[i])
-            hg_array_unref(r->out[i]);
-    g_clear_error(&r->error);
-}
-
-/* Assert a has dtype, the given dims, and values within rel. tolerance tol of want (NaN matches NaN,
- * infinities must be equal). */
+/* Assert a has dtype, the given dims, and values within rel. tolerance tol of want (within_rel). */
 static void
 check_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const double *want, double tol,
          const char *file, int line)
 {
-    if (!a) {
-        print_error("%s:%d: output is missing\n", file, line);
-        _fail(file, line);
-        return;
-    }
-    if (a->dtype != dtype || a->rank != rank) {
-        print_error("%s:%d: dtype %d rank %u, expected dtype %d rank %u\n", file, line, a->dtype, a->rank,
-                    dtype, rank);
-        _fail(file, line);
-    }
-    for (guint i = 0; i < rank; i++)
-        if (a->dims[i] != dims[i]) {
-            print_error("%s:%d: dim %u is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT "\n", file, line, i,
-                        a->dims[i], dims[i]);
-            _fail(file, line);
-        }
-    for (gint64 i = 0; i < a->numel; i++) {
-        double got = hg_array_get_f64(a, i), w = want[i];
-        gboolean same = (isnan(got) && isnan(w)) || (isinf(w) && got == w) ||
-                        (isfinite(w) && isfinite(got) && fabs(got - w) <= tol * fabs(w) + 1e-6);
-        if (!same) {
-            print_error("%s:%d: element %" G_GINT64_FORMAT " is %.9g, expected %.9g\n", file, line, i, got, w);
-            _fail(file, line);
-        }
-    }
+    hg_assert_shape_at(a, dtype, rank, dims, file, line);
+    hg_assert_values_at(a, want, a ? a->numel : 0, tol, within_rel, file, line);
 }
 
 #define check(a, dtype, rank, dims, want, tol) check_at((a), (dtype), (rank), (dims), (want), (tol), __FILE__, __LINE__)
-
-/* Shape inference: each input's known shape (rank -1: unknown) and optional value. */
-static HgValueShape *
-vs_new(int dtype, int rank, const gint64 *dims)
-{
-    HgValueShape *s = g_new0(HgValueShape, 1);
-    hg_vshape_unknown(s);
-    s->dtype = dtype;
-    s->rank = rank;
-    for (int i = 0; i < rank; i++)
-        s->dims[i].v = dims[i];
-    return s;
-}
-
-static void
-vs_free(HgValueShape *s)
-{
-    if (s) {
-        hg_vshape_unknown(s);
-        g_free(s);
-    }
-}
-
-/* Run n's shape rule; outs receive new records (vs_free them). Inputs are freed here. */
-static gboolean
-infer(Node *n, gint64 opset, guint n_in, HgValueShape **ins, HgValueShape **outs, GError **error)
-{
-    const HgOpDef *d = hg_op_lookup("", n->node->op_type);
-    for (guint k = 0; k < n->node->n_outputs; k++) {
-        outs[k] = g_new0(HgValueShape, 1);
-        hg_vshape_unknown(outs[k]);
-    }
-    HgShapeCtx ctx = {
-        .node = n->node,
-        .opset = opset,
-        .n_inputs = n_in,
-        .inputs = (const HgValueShape *const *)ins,
-        .n_outputs = n->node->n_outputs,
-        .outputs = outs,
-        .error = error,
-    };
-    gboolean ok = d->infer(&ctx);
-    for (guint i = 0; i < n_in; i++)
-        vs_free(ins[i]);
-    return ok;
-}
 
 /* ---------------------------------------------------------------- the table */
 
@@ -229,20 +34,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    guint n = 0;
-    for (int id = 1; id < HG_OP_COUNT; id++) {
-        const HgOpDef *d = hg_op_by_id((HgOpId)id);
-        if (strcmp(d->family, "reduce") != 0)
-            continue;
-        assert_ptr_equal(hg_op_lookup("", d->name), d);
-        assert_ptr_equal(hg_op_lookup("ai.onnx", d->name), d);
-        assert_null(hg_op_lookup("com.microsoft", d->name));
-        assert_non_null(d->infer);
-        assert_non_null(d->eval);
-        assert_non_null(d->cost);
-        n++;
-    }
-    assert_int_equal(n, 18);
+    assert_family_rows("reduce", 18);
 }
 
 /* ---------------------------------------------------------------- Reduce* */
@@ -255,14 +47,14 @@ test_reduce_sum_attr_and_input(void **state)
     (void)state;
     /* opset 11: axes attribute (the spec's example) */
     Node n = node_new("ReduceSum", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(1));
+    attr_ints(n.node, "axes", 1, DIMS(1));
     Result r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2));
     check(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(3, 1, 2), VALS(4, 6, 12, 14, 20, 22), 0);
     result_free(&r);
     /* no axes attribute: every axis */
     node_free(&n);
     n = node_new("ReduceSum", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2));
     check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS(78), 0);
     result_free(&r);
@@ -270,7 +62,7 @@ test_reduce_sum_attr_and_input(void **state)
 
     /* opset 13: axes is an input; a negative axis counts from the back */
     n = node_new("ReduceSum", "x,axes", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2), arr_i64(1, DIMS(1), (gint64[]){-2}));
     check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(3, 2), VALS(4, 6, 12, 14, 20, 22), 0);
     result_free(&r);
@@ -281,7 +73,7 @@ test_reduce_sum_attr_and_input(void **state)
     node_free(&n);
     /* ...unless noop_with_empty_axes, which passes the input through */
     n = node_new("ReduceSum", "x,axes", "y");
-    attr_i(&n, "noop_with_empty_axes", 1);
+    attr_i(n.node, "noop_with_empty_axes", 1);
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2), arr_i64(1, DIMS(0), NULL));
     check(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2, 0);
     result_free(&r);
@@ -297,13 +89,13 @@ test_reduce_axes_errors(void **state)
 {
     (void)state;
     Node n = node_new("ReduceMean", "x", "y");
-    attr_ints(&n, "axes", 2, DIMS(1, -2));
+    attr_ints(n.node, "axes", 2, DIMS(1, -2));
     Result r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2));
     assert_hg_error(r.error, HG_ERROR_INVALID, "repeated");
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceMean", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(3));
+    attr_ints(n.node, "axes", 1, DIMS(3));
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(3, 2, 2), x3x2x2));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
@@ -336,7 +128,7 @@ test_reduce_mean_opset18(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceMean", "x", "y");
-    attr_i(&n, "noop_with_empty_axes", 1);
+    attr_i(n.node, "noop_with_empty_axes", 1);
     r = RUN(&n, 18, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 2, 3, 4)));
     check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 2, 3, 4), 0);
     result_free(&r);
@@ -350,8 +142,8 @@ test_reduce_mean_opset18(void **state)
     for (int i = 0; i < 40; i++)
         row[i] = i * 0.25 - 4;
     n = node_new("ReduceMean", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(-1));
-    attr_i(&n, "keepdims", 0);
+    attr_ints(n.node, "axes", 1, DIMS(-1));
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 20), row));
     check(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-1.625, 3.375), 1e-6);
     result_free(&r);
@@ -374,8 +166,8 @@ reduce_y(const char *op, guint n_axes, const gint64 *axes, int dtype)
 {
     fill_y();
     Node n = node_new(op, "x", "y");
-    attr_ints(&n, "axes", n_axes, axes);
-    attr_i(&n, "keepdims", 0);
+    attr_ints(n.node, "axes", n_axes, axes);
+    attr_i(n.node, "keepdims", 0);
     Result r = RUN(&n, 13, arr(dtype, 3, DIMS(2, 3, 4), y2x3x4));
     node_free(&n);
     return r;
@@ -411,7 +203,7 @@ test_reduce_kinds(void **state)
     result_free(&r);
 
     Node n = node_new("ReduceProd", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(0));
+    attr_ints(n.node, "axes", 1, DIMS(0));
     r = RUN(&n, 11, arr(HG_DTYPE_DOUBLE, 3, DIMS(3, 2, 2), x3x2x2));
     check(r.out[0], HG_DTYPE_DOUBLE, 3, DIMS(1, 2, 2), VALS(45, 120, 231, 384), 0);
     result_free(&r);
@@ -424,7 +216,7 @@ test_reduce_special_values(void **state)
     (void)state;
     /* NaN propagates through max and min */
     Node n = node_new("ReduceMax", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     Result r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, NAN, 3)));
     check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS(NAN), 0);
     result_free(&r);
@@ -434,7 +226,7 @@ test_reduce_special_values(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceMax", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(1));
+    attr_ints(n.node, "axes", 1, DIMS(1));
     r = RUN(&n, 13, arr(HG_DTYPE_INT32, 2, DIMS(2, 0), NULL));
     check(r.out[0], HG_DTYPE_INT32, 2, DIMS(2, 1), VALS(G_MININT32, G_MININT32), 0);
     result_free(&r);
@@ -443,7 +235,7 @@ test_reduce_special_values(void **state)
     const double ids[] = {0, 1, INFINITY, NAN, -INFINITY, 0};
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++) {
         n = node_new(ops[i], "x", "y");
-        attr_ints(&n, "axes", 1, DIMS(0));
+        attr_ints(n.node, "axes", 1, DIMS(0));
         r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(0, 2), NULL));
         check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 2), ((double[]){ids[i], ids[i]}), 0);
         result_free(&r);
@@ -451,7 +243,7 @@ test_reduce_special_values(void **state)
     }
     /* ReduceLogSumExp subtracts the max first: exp(1000) would overflow */
     n = node_new("ReduceLogSumExp", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1000, 1000)));
     check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS(1000.6931472), 1e-7);
     result_free(&r);
@@ -463,7 +255,7 @@ test_reduce_fp16(void **state)
 {
     (void)state;
     Node n = node_new("ReduceSum", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     /* FP32 accumulation: the partial sum 120000 would be inf in FP16, the total is not */
     Result r = RUN(&n, 11, arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(60000, 60000, -60000)));
     check(r.out[0], HG_DTYPE_FLOAT16, 0, NULL, VALS(60000), 0);
@@ -478,21 +270,21 @@ test_reduce_fp16(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceSumSquare", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(300)));
     check(r.out[0], HG_DTYPE_FLOAT16, 0, NULL, VALS(INFINITY), 0);
     result_free(&r);
     node_free(&n);
     /* ReduceL2 of values whose squares overflow FP16 is finite: only the result is stored */
     n = node_new("ReduceL2", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(300, 400)));
     check(r.out[0], HG_DTYPE_FLOAT16, 0, NULL, VALS(500), 0);
     result_free(&r);
     node_free(&n);
     /* BF16 goes through FP32 as well */
     n = node_new("ReduceMean", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr(HG_DTYPE_BFLOAT16, 1, DIMS(4), VALS(1, 2, 3, 6)));
     check(r.out[0], HG_DTYPE_BFLOAT16, 0, NULL, VALS(3), 0);
     result_free(&r);
@@ -509,7 +301,7 @@ test_reduce_fp16_bits(void **state)
     for (guint i = 0; i < 65536; i++)
         ((guint16 *)all->data)[i] = (guint16)i;
     Node n = node_new("ReduceSum", "x,axes", "y");
-    attr_i(&n, "noop_with_empty_axes", 1);
+    attr_i(n.node, "noop_with_empty_axes", 1);
     Result r = RUN(&n, 13, hg_array_ref(all), arr_i64(1, DIMS(0), NULL));
     assert_non_null(r.out[0]);
     assert_int_equal(r.out[0]->numel, 65536);
@@ -535,8 +327,8 @@ test_reduce_fp16_bits(void **state)
         ((guint16 *)x->data)[i] = i % 2 ? (guint16)((((guint16 *)x->data)[i - 1] & 0xfc00) | (h & 0x3ff)) : h;
     }
     n = node_new("ReduceMean", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(1));
-    attr_i(&n, "keepdims", 0);
+    attr_ints(n.node, "axes", 1, DIMS(1));
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, hg_array_ref(x));
     for (gint64 i = 0; i < pairs; i++) {
         float a = hg_half_to_float(((guint16 *)x->data)[2 * i]), b = hg_half_to_float(((guint16 *)x->data)[2 * i + 1]);
@@ -548,8 +340,8 @@ test_reduce_fp16_bits(void **state)
     hg_array_unref(all);
     /* -0 is kept by sums (numpy's and ONNX Runtime's answer), an empty sum is +0 */
     n = node_new("ReduceSum", "x", "y");
-    attr_ints(&n, "axes", 1, DIMS(0));
-    attr_i(&n, "keepdims", 0);
+    attr_ints(n.node, "axes", 1, DIMS(0));
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(-0.0, 1, -0.0, -1)));
     assert_true(signbit(hg_array_get_f64(r.out[0], 0)));
     check(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 0), 0);
@@ -566,21 +358,21 @@ test_reduce_integers(void **state)
     (void)state;
     /* int32 sums wrap as an int32 accumulator would */
     Node n = node_new("ReduceSum", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     Result r = RUN(&n, 11, arr(HG_DTYPE_INT32, 1, DIMS(2), VALS(2147483647, 1)));
     check(r.out[0], HG_DTYPE_INT32, 0, NULL, VALS(-2147483648.0), 0);
     result_free(&r);
     node_free(&n);
     /* integer mean truncates */
     n = node_new("ReduceMean", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_INT64, 1, DIMS(2), VALS(1, 2)));
     check(r.out[0], HG_DTYPE_INT64, 0, NULL, VALS(1), 0);
     result_free(&r);
     node_free(&n);
     /* uint8 max and min by value, uint64 above 2^63 compared as unsigned */
     n = node_new("ReduceMax", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr(HG_DTYPE_UINT8, 1, DIMS(3), VALS(7, 255, 3)));
     check(r.out[0], HG_DTYPE_UINT8, 0, NULL, VALS(255), 0);
     result_free(&r);
@@ -592,7 +384,7 @@ test_reduce_integers(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceMin", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     u = hg_array_new(HG_DTYPE_UINT64, 1, DIMS(2), NULL);
     ((guint64 *)u->data)[0] = G_GUINT64_CONSTANT(0x8000000000000001);
     ((guint64 *)u->data)[1] = 5;
@@ -606,20 +398,20 @@ test_reduce_integers(void **state)
     node_free(&n);
     /* L1 of int64 and L2 of int32 (computed in double, truncated) */
     n = node_new("ReduceL1", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 18, arr(HG_DTYPE_INT64, 1, DIMS(3), VALS(-3, 4, -5)));
     check(r.out[0], HG_DTYPE_INT64, 0, NULL, VALS(12), 0);
     result_free(&r);
     node_free(&n);
     n = node_new("ReduceL2", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 18, arr(HG_DTYPE_INT32, 1, DIMS(2), VALS(3, 5)));
     check(r.out[0], HG_DTYPE_INT32, 0, NULL, VALS(5), 0); /* sqrt(34) = 5.83 */
     result_free(&r);
     node_free(&n);
     /* ReduceProd over a shape, the shape-subgraph case */
     n = node_new("ReduceProd", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 13, arr_i64(1, DIMS(3), (gint64[]){2, 3, 4}));
     check(r.out[0], HG_DTYPE_INT64, 0, NULL, VALS(24), 0);
     result_free(&r);
@@ -638,7 +430,7 @@ test_reduce_infer(void **state)
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
     in[1]->value = arr_i64(1, DIMS(1), (gint64[]){-1});
     GError *error = NULL;
-    assert_true(infer(&n, 13, 2, in, out, &error));
+    assert_true(infer_vs(&n, 13, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT16);
     assert_int_equal(out[0]->rank, 3);
     assert_true(out[0]->dims[0].v < 0);
@@ -650,7 +442,7 @@ test_reduce_infer(void **state)
     /* axes computed at run time: keepdims keeps the rank, and only 1s stay known */
     in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 4, 5));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
-    assert_true(infer(&n, 13, 2, in, out, &error));
+    assert_true(infer_vs(&n, 13, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->rank, 3);
     assert_int_equal(out[0]->dims[0].v, 1);
     assert_true(out[0]->dims[1].v < 0 && out[0]->dims[2].v < 0);
@@ -658,7 +450,7 @@ test_reduce_infer(void **state)
     /* an axes tensor known to be empty reduces everything */
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(4, 5));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(0));
-    assert_true(infer(&n, 13, 2, in, out, &error));
+    assert_true(infer_vs(&n, 13, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->rank, 2);
     assert_int_equal(out[0]->dims[0].v, 1);
     assert_int_equal(out[0]->dims[1].v, 1);
@@ -667,17 +459,17 @@ test_reduce_infer(void **state)
 
     /* without keepdims and with unknown axes the rank is unknown; bad axes are an error */
     n = node_new("ReduceMax", "x,axes", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(4, 5));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
-    assert_true(infer(&n, 18, 2, in, out, &error));
+    assert_true(infer_vs(&n, 18, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT);
     assert_int_equal(out[0]->rank, -1);
     vs_free(out[0]);
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(4, 5));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
     in[1]->value = arr_i64(1, DIMS(1), (gint64[]){2});
-    assert_false(infer(&n, 18, 2, in, out, &error));
+    assert_false(infer_vs(&n, 18, 2, in, n.node->n_outputs, out, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "out of range");
     g_clear_error(&error);
     vs_free(out[0]);
@@ -685,17 +477,17 @@ test_reduce_infer(void **state)
 
     /* folding: ReduceProd of a known shape is a known scalar */
     n = node_new("ReduceProd", "x", "y");
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "keepdims", 0);
     in[0] = vs_new(HG_DTYPE_INT64, 1, DIMS(3));
     in[0]->value = arr_i64(1, DIMS(3), (gint64[]){2, 3, 4});
-    assert_true(infer(&n, 13, 1, in, out, &error));
+    assert_true(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->rank, 0);
     assert_non_null(out[0]->value);
     assert_int_equal(hg_array_get_i64(out[0]->value, 0), 24);
     vs_free(out[0]);
     /* unknown rank: the type is still known */
     in[0] = vs_new(HG_DTYPE_INT32, -1, NULL);
-    assert_true(infer(&n, 13, 1, in, out, &error));
+    assert_true(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_INT32);
     assert_int_equal(out[0]->rank, -1);
     vs_free(out[0]);
@@ -735,16 +527,16 @@ test_argmax(void **state)
     node_free(&n);
     /* ties: first index, or last with select_last_index (opset 12) */
     n = node_new("ArgMax", "x", "y");
-    attr_i(&n, "axis", -1);
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "axis", -1);
+    attr_i(n.node, "keepdims", 0);
     r = RUN(&n, 12, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(2, 5, 5, 7, 7, 1)));
     check(r.out[0], HG_DTYPE_INT64, 1, DIMS(2), VALS(1, 0), 0);
     result_free(&r);
     node_free(&n);
     n = node_new("ArgMax", "x", "y");
-    attr_i(&n, "axis", -1);
-    attr_i(&n, "keepdims", 0);
-    attr_i(&n, "select_last_index", 1);
+    attr_i(n.node, "axis", -1);
+    attr_i(n.node, "keepdims", 0);
+    attr_i(n.node, "select_last_index", 1);
     r = RUN(&n, 12, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(2, 5, 5, 7, 7, 1)));
     check(r.out[0], HG_DTYPE_INT64, 1, DIMS(2), VALS(2, 1), 0);
     result_free(&r);
@@ -755,7 +547,7 @@ test_argmax(void **state)
     node_free(&n);
     /* ArgMin on integers along a middle axis */
     n = node_new("ArgMin", "x", "y");
-    attr_i(&n, "axis", 1);
+    attr_i(n.node, "axis", 1);
     r = RUN(&n, 11, arr(HG_DTYPE_INT32, 3, DIMS(2, 2, 2), VALS(5, -1, 4, 8, 0, 0, -7, 1)));
     check(r.out[0], HG_DTYPE_INT64, 3, DIMS(2, 1, 2), VALS(1, 0, 1, 0), 0);
     result_free(&r);
@@ -777,12 +569,12 @@ test_argmax(void **state)
 
     /* shape rule: int64 output, the axis dropped without keepdims */
     n = node_new("ArgMax", "x", "y");
-    attr_i(&n, "axis", 1);
-    attr_i(&n, "keepdims", 0);
+    attr_i(n.node, "axis", 1);
+    attr_i(n.node, "keepdims", 0);
     HgValueShape *in[1] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 7, 3))}, *out[1];
     in[0]->dims[0].sym = g_intern_string("N");
     GError *error = NULL;
-    assert_true(infer(&n, 13, 1, in, out, &error));
+    assert_true(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_INT64);
     assert_int_equal(out[0]->rank, 2);
     assert_string_equal(out[0]->dims[0].sym, "N");
@@ -791,7 +583,7 @@ test_argmax(void **state)
     /* folded when the input is known */
     in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 1));
     in[0]->value = arr(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 1), VALS(0, 9, 2));
-    assert_true(infer(&n, 13, 1, in, out, &error));
+    assert_true(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_non_null(out[0]->value);
     assert_int_equal(hg_array_get_i64(out[0]->value, 0), 1);
     vs_free(out[0]);
@@ -808,7 +600,7 @@ test_softmax_versions(void **state)
     (void)state;
     /* axis=1 on [2,2,2]: before opset 13 the trailing [2,2] block is one row of 4... */
     Node n = node_new("Softmax", "x", "y");
-    attr_i(&n, "axis", 1);
+    attr_i(n.node, "axis", 1);
     Result r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2), z8));
     check(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2),
           VALS(0.032058603, 0.087144319, 0.236882818, 0.64391426, 0.032058603, 0.087144319, 0.236882818,
@@ -840,7 +632,7 @@ test_softmax_versions(void **state)
     node_free(&n);
 
     n = node_new("LogSoftmax", "x", "y");
-    attr_i(&n, "axis", 1);
+    attr_i(n.node, "axis", 1);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2), z8));
     check(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2),
           VALS(-3.440189699, -2.440189699, -1.440189699, -0.440189699, -3.440189699, -2.440189699,
@@ -856,7 +648,7 @@ test_softmax_versions(void **state)
     /* the axis range is checked, and integers are not a softmax type */
     node_free(&n);
     n = node_new("LogSoftmax", "x", "y");
-    attr_i(&n, "axis", 3);
+    attr_i(n.node, "axis", 3);
     r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2), z8));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
@@ -901,18 +693,18 @@ test_softmax_numerics(void **state)
 
     /* shape rule: same shape and type, symbolic dims kept; axis checked */
     n = node_new("Softmax", "x", "y");
-    attr_i(&n, "axis", 2);
+    attr_i(n.node, "axis", 2);
     HgValueShape *in[1] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 12, 64))}, *out[1];
     in[0]->dims[0].sym = g_intern_string("seq");
     GError *error = NULL;
-    assert_true(infer(&n, 13, 1, in, out, &error));
+    assert_true(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT16);
     assert_int_equal(out[0]->rank, 3);
     assert_string_equal(out[0]->dims[0].sym, "seq");
     assert_int_equal(out[0]->dims[2].v, 64);
     vs_free(out[0]);
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(3, 4));
-    assert_false(infer(&n, 13, 1, in, out, &error));
+    assert_false(infer_vs(&n, 13, 1, in, n.node->n_outputs, out, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "out of range");
     g_clear_error(&error);
     vs_free(out[0]);
@@ -965,8 +757,8 @@ test_cumsum(void **state)
     };
     for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
         n = node_new("CumSum", "x,axis", "y");
-        attr_i(&n, "exclusive", cases[i].excl);
-        attr_i(&n, "reverse", cases[i].rev);
+        attr_i(n.node, "exclusive", cases[i].excl);
+        attr_i(n.node, "reverse", cases[i].rev);
         r = RUN(&n, 14, arr(HG_DTYPE_FLOAT, 1, DIMS(5), VALS(1, 2, 3, 4, 5)), arr_i64(0, NULL, (gint64[]){0}));
         check(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(5), cases[i].want, 0);
         result_free(&r);
@@ -1017,7 +809,7 @@ test_cumsum_fp16_sequential(void **state)
     HgValueShape *in[2] = {vs_new(HG_DTYPE_FLOAT16, 2, DIMS(-1, 8)), vs_new(HG_DTYPE_INT64, 0, NULL)}, *out[1];
     in[1]->value = arr_i64(0, NULL, (gint64[]){2});
     GError *error = NULL;
-    assert_false(infer(&n, 14, 2, in, out, &error));
+    assert_false(infer_vs(&n, 14, 2, in, n.node->n_outputs, out, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "out of range");
     g_clear_error(&error);
     vs_free(out[0]);
@@ -1025,7 +817,7 @@ test_cumsum_fp16_sequential(void **state)
     in[0]->value = arr(HG_DTYPE_INT32, 1, DIMS(3), VALS(1, 2, 3));
     in[1] = vs_new(HG_DTYPE_INT64, 0, NULL);
     in[1]->value = arr_i64(0, NULL, (gint64[]){0});
-    assert_true(infer(&n, 14, 2, in, out, &error));
+    assert_true(infer_vs(&n, 14, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_INT32);
     assert_non_null(out[0]->value);
     check(out[0]->value, HG_DTYPE_INT32, 1, DIMS(3), VALS(1, 3, 6), 0);
@@ -1041,7 +833,7 @@ test_topk(void **state)
     (void)state;
     /* opset 1-9: k is an attribute */
     Node n = node_new("TopK", "x", "v,i");
-    attr_i(&n, "k", 2);
+    attr_i(n.node, "k", 2);
     Result r = RUN(&n, 9, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 4), VALS(0, 1, 2, 3, 7, 6, 5, 4)));
     check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(3, 2, 7, 6), 0);
     check(r.out[1], HG_DTYPE_INT64, 2, DIMS(2, 2), VALS(3, 2, 0, 1), 0);
@@ -1069,8 +861,8 @@ test_topk(void **state)
     node_free(&n);
     /* opset 11: largest=0 along axis 0; FP16 values are copied, not recomputed */
     n = node_new("TopK", "x,k", "v,i");
-    attr_i(&n, "axis", 0);
-    attr_i(&n, "largest", 0);
+    attr_i(n.node, "axis", 0);
+    attr_i(n.node, "largest", 0);
     r = RUN(&n, 11, arr(HG_DTYPE_FLOAT16, 2, DIMS(3, 2), VALS(0.1, 9, -2, 9, 0.3, -9)),
             arr_i64(1, DIMS(1), (gint64[]){2}));
     check(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(2, 2), VALS(-2, -9, hg_round_half(0.1f), 9), 0);
@@ -1093,7 +885,7 @@ test_topk(void **state)
     HgValueShape *in[2] = {vs_new(HG_DTYPE_FLOAT16, 2, DIMS(-1, 50)), vs_new(HG_DTYPE_INT64, 1, DIMS(1))}, *out[2];
     in[0]->dims[0].sym = g_intern_string("B");
     GError *error = NULL;
-    assert_true(infer(&n, 11, 2, in, out, &error));
+    assert_true(infer_vs(&n, 11, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT16);
     assert_int_equal(out[1]->dtype, HG_DTYPE_INT64);
     assert_int_equal(out[1]->rank, 2);
@@ -1104,7 +896,7 @@ test_topk(void **state)
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(4, 50));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
     in[1]->value = arr_i64(1, DIMS(1), (gint64[]){5});
-    assert_true(infer(&n, 11, 2, in, out, &error));
+    assert_true(infer_vs(&n, 11, 2, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dims[1].v, 5);
     assert_int_equal(out[1]->dims[0].v, 4);
     vs_free(out[0]);
@@ -1112,7 +904,7 @@ test_topk(void **state)
     in[0] = vs_new(HG_DTYPE_FLOAT, 2, DIMS(4, 3));
     in[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
     in[1]->value = arr_i64(1, DIMS(1), (gint64[]){5});
-    assert_false(infer(&n, 11, 2, in, out, &error));
+    assert_false(infer_vs(&n, 11, 2, in, n.node->n_outputs, out, &error));
     assert_hg_error(error, HG_ERROR_INVALID, "larger than the axis");
     g_clear_error(&error);
     vs_free(out[0]);
@@ -1139,7 +931,7 @@ test_batchnorm(void **state)
     /* epsilon is read; a parameter of the wrong length is an error */
     node_free(&n);
     n = node_new("BatchNormalization", "x,s,b,m,v", "y");
-    attr_f(&n, "epsilon", 3.0f);
+    attr_f(n.node, "epsilon", 3.0f);
     r = RUN(&n, 9, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 1), VALS(1, 3)), arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(1)),
             arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(0)), arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(1)),
             arr(HG_DTYPE_DOUBLE, 1, DIMS(1), VALS(1)));
@@ -1154,7 +946,7 @@ test_batchnorm(void **state)
 
     /* opset 7 spatial=0: one parameter per element of a sample (C x D) */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y");
-    attr_i(&n, "spatial", 0);
+    attr_i(n.node, "spatial", 0);
     r = RUN(&n, 7, arr(HG_DTYPE_FLOAT, 3, DIMS(2, 2, 2), z8), arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 2, 3, 4)),
             arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 1, 0, 1)), arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 1, 2, 2)),
             arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 4, 1, 4)));
@@ -1171,7 +963,7 @@ test_batchnorm(void **state)
 
     /* training: training_mode=1 from 14, extra outputs before */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y,rm,rv");
-    attr_i(&n, "training_mode", 1);
+    attr_i(n.node, "training_mode", 1);
     r = RUN(&n, 15, arr(HG_DTYPE_FLOAT, 2, DIMS(1, 1), VALS(1)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)),
             arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)),
             arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)));
@@ -1187,7 +979,7 @@ test_batchnorm(void **state)
     node_free(&n);
     /* opset 6 with is_test=1: inference, and the running statistics pass through */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y,m1,v1");
-    attr_i(&n, "is_test", 1);
+    attr_i(n.node, "is_test", 1);
     r = RUN(&n, 6, arr(HG_DTYPE_FLOAT, 2, DIMS(1, 1), VALS(3)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)),
             arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)),
             arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(4)));
@@ -1256,7 +1048,7 @@ test_layernorm(void **state)
     node_free(&n);
     /* axis 0 normalizes everything; B omitted; Scale [3] broadcasts over the [2,3] block */
     n = node_new("LayerNormalization", "x,s", "y");
-    attr_i(&n, "axis", 0);
+    attr_i(n.node, "axis", 0);
     r = RUN(&n, 17, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)));
     check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-1.260251, -1.6803347, -1.260251, 0, 1.6803347, 5.041004), 1e-6);
     result_free(&r);
@@ -1266,14 +1058,14 @@ test_layernorm(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("LayerNormalization", "x,s", "y");
-    attr_i(&n, "axis", -3);
+    attr_i(n.node, "axis", -3);
     r = RUN(&n, 17, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
     node_free(&n);
     /* epsilon is read: a constant row has variance 0, so y = B exactly and inv = 1/sqrt(eps) */
     n = node_new("LayerNormalization", "x,s,b", "y,,inv");
-    attr_f(&n, "epsilon", 0.25f);
+    attr_f(n.node, "epsilon", 0.25f);
     r = RUN(&n, 17, arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(7, 7)), arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(1, 1)),
             arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(3, 4)));
     check(r.out[0], HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(3, 4), 0);
@@ -1284,13 +1076,13 @@ test_layernorm(void **state)
 
     /* shape rule: Mean and InvStdDev keep the leading dims, 1s after; type from stash_type */
     n = node_new("LayerNormalization", "x,s,b", "y,mean,inv");
-    attr_i(&n, "axis", -2);
+    attr_i(n.node, "axis", -2);
     HgValueShape *in[3] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 128, 768)), vs_new(HG_DTYPE_FLOAT16, 1, DIMS(768)),
                            vs_new(HG_DTYPE_FLOAT16, 1, DIMS(768))},
                  *out[3];
     in[0]->dims[0].sym = g_intern_string("batch");
     GError *error = NULL;
-    assert_true(infer(&n, 17, 3, in, out, &error));
+    assert_true(infer_vs(&n, 17, 3, in, n.node->n_outputs, out, &error));
     assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT16);
     assert_int_equal(out[0]->dims[2].v, 768);
     assert_int_equal(out[1]->dtype, HG_DTYPE_FLOAT);

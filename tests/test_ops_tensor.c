@@ -3,137 +3,18 @@
  * op's eval or infer at a chosen opset, and checks values, shapes, types and errors: the opset-version
  * differences (attributes that became inputs), FP16 behaviour (raw moves, one rounding, overflow to
  * inf) and bounds checks on indices taken from data. */
-#include "testutil.h"
-
-#include "ops/op.h"
+#include "opstest.h"
 
 #include <math.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
 
-#define DIMS(...) ((const gint64[]){__VA_ARGS__})
-#define F32S(...) ((const float[]){__VA_ARGS__})
-#define I64S(...) ((const gint64[]){__VA_ARGS__})
-#define MAX_IO 6
-
-/* One node in its own model; inputs and outputs named in comma-separated lists, where an empty name
- * leaves that slot omitted (NULL). */
-typedef struct {
-    HgModel *model;
-    HgNode *node;
-} Node;
-
-static Node
-node_new(const char *op, const char *inputs, const char *outputs)
-{
-    Node n = {hg_model_new(), NULL};
-    HgGraph *g = hg_graph_new(n.model, NULL);
-    n.model->graph = g;
-    g_auto(GStrv) in = g_strsplit(inputs, ",", -1), out = g_strsplit(outputs, ",", -1);
-    HgValue *iv[MAX_IO] = {0}, *ov[MAX_IO] = {0};
-    guint ni = g_strv_length(in), no = g_strv_length(out);
-    for (guint i = 0; i < ni; i++) {
-        if (!*in[i])
-            continue;
-        iv[i] = hg_graph_new_value(g, in[i], NULL);
-        hg_graph_add_input(g, iv[i], NULL);
-    }
-    for (guint i = 0; i < no; i++)
-        if (*out[i])
-            ov[i] = hg_graph_new_value(g, out[i], NULL);
-    n.node = hg_graph_add_node(g, op, "", "n", ni, iv, no, ov);
-    return n;
-}
-
-static void
-node_free(Node *n)
-{
-    assert_verified(n->model->graph);
-    hg_model_free(n->model);
-}
-
-static void
-attr_i(Node *n, const char *name, gint64 v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_INT);
-    a->i = v;
-    a->has |= HG_ATTR_HAS_I;
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_f(Node *n, const char *name, float v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_FLOAT);
-    a->f = v;
-    a->has |= HG_ATTR_HAS_F;
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_ints(Node *n, const char *name, guint len, const gint64 *v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_INTS);
-    a->ints = g_array_new(FALSE, FALSE, sizeof(gint64));
-    g_array_append_vals(a->ints, v, len);
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_floats(Node *n, const char *name, guint len, const float *v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_FLOATS);
-    a->floats = g_array_new(FALSE, FALSE, sizeof(float));
-    g_array_append_vals(a->floats, v, len);
-    hg_node_add_attr(n->node, a);
-}
-
-static void
-attr_s(Node *n, const char *name, const char *v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_STRING);
-    a->s = g_bytes_new(v, strlen(v));
-    a->has |= HG_ATTR_HAS_S;
-    hg_node_add_attr(n->node, a);
-}
-
-/* A tensor attribute holding a (copied). */
-static void
-attr_t(Node *n, const char *name, const HgArray *v)
-{
-    HgAttr *a = hg_attr_new(name, HG_ATTR_TENSOR);
-    a->t = hg_array_to_tensor(v, name);
-    hg_node_add_attr(n->node, a);
-}
-
-/* A new array of dtype holding v converted as a store does (FP16 rounds, integers truncate). */
-static HgArray *
-arr(int dtype, guint rank, const gint64 *dims, const float *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    assert_non_null(a);
-    if (v && a->numel)
-        hg_array_store_f32(a, v);
-    return a;
-}
-
-#define F32(rank, dims, ...) arr(HG_DTYPE_FLOAT, (rank), (dims), F32S(__VA_ARGS__))
-
-/* An int64 array with exact values. */
-static HgArray *
-arr_i64(guint rank, const gint64 *dims, const gint64 *v)
-{
-    HgArray *a = hg_array_new(HG_DTYPE_INT64, rank, dims, NULL);
-    assert_non_null(a);
-    if (a->numel)
-        memcpy(a->data, v, sizeof(gint64) * (gsize)a->numel);
-    return a;
-}
+#define F32(rank, dims, ...) arr_f32(HG_DTYPE_FLOAT, (rank), (dims), F32S(__VA_ARGS__))
 
 /* A 1-D int64 array. */
-#define VEC(...) arr_i64(1, DIMS(sizeof(I64S(__VA_ARGS__)) / sizeof(gint64)), I64S(__VA_ARGS__))
-#define SCALAR_I64(v) arr_i64(0, NULL, I64S(v))
+#define VEC(...) arr_i64(1, DIMS(sizeof(INTS(__VA_ARGS__)) / sizeof(gint64)), INTS(__VA_ARGS__))
+#define SCALAR_I64(v) arr_i64(0, NULL, INTS(v))
 
 /* A float array 0, 1, 2, ... of the given shape. */
 static HgArray *
@@ -148,49 +29,6 @@ iota(int dtype, guint rank, const gint64 *dims)
     return a;
 }
 
-typedef struct {
-    gboolean ok;
-    HgArray *out[MAX_IO];
-    GError *error;
-} Result;
-
-/* Run n's op at opset on inputs (taken: unref'd here; NULL for an omitted input). */
-static Result
-run(Node *n, gint64 opset, guint n_in, HgArray *const *ins)
-{
-    Result r = {0};
-    const HgOpDef *d = hg_op_lookup("", n->node->op_type);
-    assert_non_null(d);
-    HgEvalCtx ctx = {
-        .node = n->node,
-        .opset = opset,
-        .n_inputs = n_in,
-        .inputs = ins,
-        .n_outputs = n->node->n_outputs,
-        .outputs = r.out,
-        .threads = 1,
-        .error = &r.error,
-    };
-    r.ok = d->eval(&ctx);
-    assert_true(r.ok == (r.error == NULL));
-    for (guint i = 0; i < n_in; i++)
-        if (ins[i])
-            hg_array_unref(ins[i]);
-    return r;
-}
-
-#define RUN(n, opset, ...)                                                                         \
-    run((n), (opset), sizeof((HgArray *[]){__VA_ARGS__}) / sizeof(HgArray *), (HgArray *[]){__VA_ARGS__})
-
-static void
-result_free(Result *r)
-{
-    for (int i = 0; i < MAX_IO; i++)
-        if (r->out[i])
-            hg_array_unref(r->out[i]);
-    g_clear_error(&r->error);
-}
-
 static void
 assert_ok_at(const Result *r, const char *file, int line)
 {
@@ -201,67 +39,24 @@ assert_ok_at(const Result *r, const char *file, int line)
 }
 #define assert_ok(r) assert_ok_at(&(r), __FILE__, __LINE__)
 
-static void
-assert_shape_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const char *file, int line)
+#define assert_shape(a, dtype, rank, dims) hg_assert_shape_at((a), (dtype), (rank), (dims), __FILE__, __LINE__)
+
+/* Within tol, absolute; an infinity matches only itself, NaN nothing. */
+static gboolean
+within_abs(double got, double want, double tol)
 {
-    if (!a) {
-        print_error("%s:%d: no output\n", file, line);
-        _fail(file, line);
-        return;
-    }
-    gboolean same = a->dtype == dtype && a->rank == rank;
-    for (guint i = 0; same && i < rank; i++)
-        same = a->dims[i] == dims[i];
-    if (!same) {
-        print_error("%s:%d: output is %s of rank %u (dims", file, line, hg_dtype_name(a->dtype), a->rank);
-        for (guint i = 0; i < a->rank; i++)
-            print_error(" %" G_GINT64_FORMAT, a->dims[i]);
-        print_error("), expected %s rank %u\n", hg_dtype_name(dtype), rank);
-        _fail(file, line);
-    }
+    return fabs(got - want) <= tol || (isinf(got) && got == want);
 }
-#define assert_shape(a, dtype, rank, dims) assert_shape_at((a), (dtype), (rank), (dims), __FILE__, __LINE__)
 
 /* Every element of a (read as double) within tol of want. */
-static void
-assert_values_at(const HgArray *a, const double *want, gint64 n, double tol, const char *file, int line)
-{
-    if (a->numel != n) {
-        print_error("%s:%d: %" G_GINT64_FORMAT " values, expected %" G_GINT64_FORMAT "\n", file, line, a->numel, n);
-        _fail(file, line);
-        return;
-    }
-    for (gint64 i = 0; i < n; i++) {
-        double v = hg_array_get_f64(a, i);
-        if (!(fabs(v - want[i]) <= tol) && !(isinf(v) && v == want[i])) {
-            print_error("%s:%d: value %" G_GINT64_FORMAT " is %.9g, expected %.9g\n", file, line, i, v, want[i]);
-            _fail(file, line);
-        }
-    }
-}
 #define VALUES(...) ((const double[]){__VA_ARGS__}), (sizeof((const double[]){__VA_ARGS__}) / sizeof(double))
-#define assert_values(a, ...) assert_values_at((a), VALUES(__VA_ARGS__), 1e-5, __FILE__, __LINE__)
-#define assert_values_tol(a, tol, ...) assert_values_at((a), VALUES(__VA_ARGS__), (tol), __FILE__, __LINE__)
+#define assert_values(a, ...) hg_assert_values_at((a), VALUES(__VA_ARGS__), 1e-5, within_abs, __FILE__, __LINE__)
+#define assert_values_tol(a, tol, ...)                                                             \
+    hg_assert_values_at((a), VALUES(__VA_ARGS__), (tol), within_abs, __FILE__, __LINE__)
 
 /* Exact int64 comparison. */
-static void
-assert_ints_at(const HgArray *a, const gint64 *want, gint64 n, const char *file, int line)
-{
-    if (a->numel != n) {
-        print_error("%s:%d: %" G_GINT64_FORMAT " values, expected %" G_GINT64_FORMAT "\n", file, line, a->numel, n);
-        _fail(file, line);
-        return;
-    }
-    for (gint64 i = 0; i < n; i++) {
-        if (hg_array_get_i64(a, i) != want[i]) {
-            print_error("%s:%d: value %" G_GINT64_FORMAT " is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT "\n",
-                        file, line, i, hg_array_get_i64(a, i), want[i]);
-            _fail(file, line);
-        }
-    }
-}
 #define assert_ints(a, ...)                                                                        \
-    assert_ints_at((a), I64S(__VA_ARGS__), sizeof(I64S(__VA_ARGS__)) / sizeof(gint64), __FILE__, __LINE__)
+    hg_assert_ints_at((a), INTS(__VA_ARGS__), sizeof(INTS(__VA_ARGS__)) / sizeof(gint64), __FILE__, __LINE__)
 
 /* ---------------------------------------------------------------- inference helpers */
 
@@ -272,21 +67,11 @@ typedef struct {
     GError *error;
 } Infer;
 
-static void
-vs_set(HgValueShape *s, int dtype, int rank, const gint64 *dims)
-{
-    memset(s, 0, sizeof(*s));
-    s->dtype = dtype;
-    s->rank = rank;
-    for (int i = 0; i < rank; i++)
-        s->dims[i].v = dims[i];
-}
-
 /* An input whose value is known (v is taken). */
 static void
 vs_value(HgValueShape *s, HgArray *v)
 {
-    vs_set(s, v->dtype, (int)v->rank, v->dims);
+    vs_set(s, v->dtype, (int)v->rank, v->dims, NULL);
     s->value = v;
 }
 
@@ -302,7 +87,6 @@ vs_sym(HgValueShape *s, int i, const char *name)
 static void
 infer(Node *n, gint64 opset, Infer *f, guint n_in)
 {
-    const HgOpDef *d = hg_op_lookup("", n->node->op_type);
     const HgValueShape *ins[MAX_IO];
     HgValueShape *outs[MAX_IO];
     for (guint i = 0; i < n_in; i++)
@@ -311,8 +95,7 @@ infer(Node *n, gint64 opset, Infer *f, guint n_in)
         hg_vshape_unknown(&f->out[k]);
         outs[k] = &f->out[k];
     }
-    HgShapeCtx ctx = {n->node, opset, n_in, ins, n->node->n_outputs, outs, &f->error};
-    f->ok = d->infer(&ctx);
+    f->ok = infer_node(n->node, opset, n_in, ins, n->node->n_outputs, outs, &f->error);
     assert_true(f->ok == (f->error == NULL));
 }
 
@@ -327,21 +110,7 @@ infer_free(Infer *f)
     g_clear_error(&f->error);
 }
 
-static void
-assert_vshape_at(const HgValueShape *s, int dtype, int rank, const gint64 *dims, const char *file, int line)
-{
-    gboolean same = s->dtype == dtype && s->rank == rank;
-    for (int i = 0; same && i < rank; i++)
-        same = s->dims[i].v == dims[i];
-    if (!same) {
-        print_error("%s:%d: inferred %s rank %d (dims", file, line, hg_dtype_name(s->dtype), s->rank);
-        for (int i = 0; i < s->rank; i++)
-            print_error(" %" G_GINT64_FORMAT, s->dims[i].v);
-        print_error("), expected %s rank %d\n", hg_dtype_name(dtype), rank);
-        _fail(file, line);
-    }
-}
-#define assert_vshape(s, dtype, rank, dims) assert_vshape_at((s), (dtype), (rank), (dims), __FILE__, __LINE__)
+#define assert_vshape(s, dtype, rank, dims) hg_assert_vshape_at((s), (dtype), (rank), (dims), __FILE__, __LINE__)
 
 /* ---------------------------------------------------------------- the table */
 
@@ -350,20 +119,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    guint n = 0;
-    for (int id = 1; id < HG_OP_COUNT; id++) {
-        const HgOpDef *d = hg_op_by_id((HgOpId)id);
-        if (strcmp(d->family, "tensor") != 0)
-            continue;
-        assert_ptr_equal(hg_op_lookup("", d->name), d);
-        assert_ptr_equal(hg_op_lookup("ai.onnx", d->name), d);
-        assert_null(hg_op_lookup("com.microsoft", d->name));
-        assert_non_null(d->infer);
-        assert_non_null(d->eval);
-        assert_non_null(d->cost);
-        n++;
-    }
-    assert_int_equal(n, 26);
+    assert_family_rows("tensor", 26);
 }
 
 /* ---------------------------------------------------------------- Shape, Size, Constant */
@@ -382,8 +138,8 @@ test_shape(void **state)
 
     /* opset 15: start/end, negative from the end, clamped */
     n = node_new("Shape", "x", "y");
-    attr_i(&n, "start", 1);
-    attr_i(&n, "end", -1);
+    attr_i(n.node, "start", 1);
+    attr_i(n.node, "end", -1);
     r = RUN(&n, 15, hg_array_new(HG_DTYPE_FLOAT, 4, DIMS(2, 3, 4, 5), NULL));
     assert_ok(r);
     assert_ints(r.out[0], 3, 4);
@@ -391,8 +147,8 @@ test_shape(void **state)
     node_free(&n);
 
     n = node_new("Shape", "x", "y");
-    attr_i(&n, "start", -10);
-    attr_i(&n, "end", 10);
+    attr_i(n.node, "start", -10);
+    attr_i(n.node, "end", 10);
     r = RUN(&n, 15, hg_array_new(HG_DTYPE_FLOAT, 2, DIMS(7, 9), NULL));
     assert_ok(r);
     assert_ints(r.out[0], 7, 9);
@@ -407,7 +163,7 @@ test_shape_infer_value(void **state)
     /* [N, 3, 4]: the whole shape is not a constant, but Shape(start=1) is [3, 4]. */
     Node n = node_new("Shape", "x", "y");
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 3, DIMS(-1, 3, 4));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 3, DIMS(-1, 3, 4), NULL);
     vs_sym(&f.in[0], 0, "N");
     infer(&n, 15, &f, 1);
     assert_true(f.ok);
@@ -417,8 +173,8 @@ test_shape_infer_value(void **state)
     node_free(&n);
 
     n = node_new("Shape", "x", "y");
-    attr_i(&n, "start", 1);
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 3, DIMS(-1, 3, 4));
+    attr_i(n.node, "start", 1);
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 3, DIMS(-1, 3, 4), NULL);
     infer(&n, 15, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_INT64, 1, DIMS(2));
     assert_non_null(f.out[0].value);
@@ -428,13 +184,13 @@ test_shape_infer_value(void **state)
 
     /* Size folds when every dim is known; stays unknown otherwise. */
     n = node_new("Size", "x", "y");
-    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 2, DIMS(5, 6));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 2, DIMS(5, 6), NULL);
     infer(&n, 13, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_INT64, 0, NULL);
     assert_non_null(f.out[0].value);
     assert_ints(f.out[0].value, 30);
     infer_free(&f);
-    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 2, DIMS(-1, 6));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 2, DIMS(-1, 6), NULL);
     infer(&n, 13, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_INT64, 0, NULL);
     assert_null(f.out[0].value);
@@ -460,7 +216,7 @@ test_constant(void **state)
 {
     (void)state;
     Node n = node_new("Constant", "", "y");
-    attr_floats(&n, "value_floats", 3, F32S(1.5f, -2, 3));
+    attr_floats(n.node, "value_floats", 3, F32S(1.5f, -2, 3));
     Result r = RUN(&n, 12, NULL);
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(3));
@@ -469,7 +225,7 @@ test_constant(void **state)
     node_free(&n);
 
     n = node_new("Constant", "", "y");
-    attr_i(&n, "value_int", -7);
+    attr_i(n.node, "value_int", -7);
     r = RUN(&n, 12, NULL);
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_INT64, 0, NULL);
@@ -479,8 +235,8 @@ test_constant(void **state)
 
     /* A tensor attribute keeps its type (FP16 here) and shape; inference knows its value. */
     n = node_new("Constant", "", "y");
-    HgArray *t16 = arr(HG_DTYPE_FLOAT16, 2, DIMS(2, 1), F32S(0.1f, 70000));
-    attr_t(&n, "value", t16);
+    HgArray *t16 = arr_f32(HG_DTYPE_FLOAT16, 2, DIMS(2, 1), F32S(0.1f, 70000));
+    attr_t(n.node, "value", t16);
     hg_array_unref(t16);
     r = RUN(&n, 13, NULL);
     assert_ok(r);
@@ -516,8 +272,8 @@ test_constant_of_shape(void **state)
     node_free(&n);
 
     n = node_new("ConstantOfShape", "s", "y");
-    HgArray *v32 = arr(HG_DTYPE_INT32, 1, DIMS(1), F32S(-5));
-    attr_t(&n, "value", v32);
+    HgArray *v32 = arr_f32(HG_DTYPE_INT32, 1, DIMS(1), F32S(-5));
+    attr_t(n.node, "value", v32);
     hg_array_unref(v32);
     r = RUN(&n, 9, VEC(3));
     assert_ok(r);
@@ -543,7 +299,7 @@ test_constant_of_shape(void **state)
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2));
     assert_non_null(f.out[0].value);
     infer_free(&f);
-    vs_set(&f.in[0], HG_DTYPE_INT64, 1, DIMS(3));
+    vs_set(&f.in[0], HG_DTYPE_INT64, 1, DIMS(3), NULL);
     infer(&n, 9, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 3, DIMS(-1, -1, -1));
     infer_free(&f);
@@ -556,8 +312,8 @@ test_range(void **state)
     (void)state;
     Node n = node_new("Range", "s,l,d", "y");
     /* int32, negative delta: ceil((4 - 10) / -3) = 2 */
-    Result r = RUN(&n, 11, arr(HG_DTYPE_INT32, 0, NULL, F32S(10)), arr(HG_DTYPE_INT32, 0, NULL, F32S(4)),
-                   arr(HG_DTYPE_INT32, 0, NULL, F32S(-3)));
+    Result r = RUN(&n, 11, arr_f32(HG_DTYPE_INT32, 0, NULL, F32S(10)), arr_f32(HG_DTYPE_INT32, 0, NULL, F32S(4)),
+                   arr_f32(HG_DTYPE_INT32, 0, NULL, F32S(-3)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_INT32, 1, DIMS(2));
     assert_ints(r.out[0], 10, 7);
@@ -617,7 +373,7 @@ test_reshape(void **state)
 
     /* allowzero (opset 14): 0 is a real zero dim */
     n = node_new("Reshape", "x,s", "y");
-    attr_i(&n, "allowzero", 1);
+    attr_i(n.node, "allowzero", 1);
     r = RUN(&n, 14, hg_array_new(HG_DTYPE_FLOAT, 2, DIMS(0, 3), NULL), VEC(3, 0));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(3, 0));
@@ -632,7 +388,7 @@ test_reshape_infer(void **state)
     Node n = node_new("Reshape", "x,s", "y");
     Infer f = {0};
     /* [B, 12, 64] with [0, -1]: B is copied (by name) and cancels out of the -1 */
-    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 3, DIMS(-1, 12, 64));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 3, DIMS(-1, 12, 64), NULL);
     vs_sym(&f.in[0], 0, "B");
     vs_value(&f.in[1], VEC(0, -1));
     infer(&n, 13, &f, 2);
@@ -641,14 +397,14 @@ test_reshape_infer(void **state)
     infer_free(&f);
 
     /* unknown shape value of known length: rank only */
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(4, 4));
-    vs_set(&f.in[1], HG_DTYPE_INT64, 1, DIMS(3));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(4, 4), NULL);
+    vs_set(&f.in[1], HG_DTYPE_INT64, 1, DIMS(3), NULL);
     infer(&n, 13, &f, 2);
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 3, DIMS(-1, -1, -1));
     infer_free(&f);
 
     /* inconsistent: 16 elements into 3 x 5 */
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(4, 4));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(4, 4), NULL);
     vs_value(&f.in[1], VEC(3, 5));
     infer(&n, 13, &f, 2);
     assert_hg_error(f.error, HG_ERROR_INVALID, "reshape");
@@ -661,7 +417,7 @@ test_flatten(void **state)
 {
     (void)state;
     Node n = node_new("Flatten", "x", "y");
-    attr_i(&n, "axis", -1);
+    attr_i(n.node, "axis", -1);
     Result r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(6, 4));
@@ -669,7 +425,7 @@ test_flatten(void **state)
     node_free(&n);
 
     n = node_new("Flatten", "x", "y");
-    attr_i(&n, "axis", 0);
+    attr_i(n.node, "axis", 0);
     r = RUN(&n, 9, iota(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 24));
@@ -679,7 +435,7 @@ test_flatten(void **state)
     /* default axis 1 keeps a symbolic batch by name */
     n = node_new("Flatten", "x", "y");
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 4, DIMS(-1, 3, 4, 5));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 4, DIMS(-1, 3, 4, 5), NULL);
     vs_sym(&f.in[0], 0, "N");
     infer(&n, 13, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 60));
@@ -694,7 +450,7 @@ test_squeeze_unsqueeze(void **state)
     (void)state;
     /* opset 11: axes attribute */
     Node n = node_new("Squeeze", "x", "y");
-    attr_ints(&n, "axes", 1, I64S(-1));
+    attr_ints(n.node, "axes", 1, INTS(-1));
     Result r = RUN(&n, 11, iota(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 1)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 3));
@@ -721,7 +477,7 @@ test_squeeze_unsqueeze(void **state)
     node_free(&n);
 
     n = node_new("Unsqueeze", "x", "y");
-    attr_ints(&n, "axes", 2, I64S(0, 3));
+    attr_ints(n.node, "axes", 2, INTS(0, 3));
     r = RUN(&n, 11, iota(HG_DTYPE_FLOAT, 2, DIMS(3, 4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 3, 4, 1));
@@ -743,7 +499,7 @@ test_squeeze_unsqueeze(void **state)
 
     /* inference keeps symbolic dims and folds shape vectors */
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 4));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 4), NULL);
     vs_sym(&f.in[0], 0, "S");
     vs_value(&f.in[1], VEC(0));
     infer(&n, 13, &f, 2);
@@ -777,7 +533,7 @@ test_transpose(void **state)
 
     /* NCHW -> NHWC on sizes that cross the tile edges; FP16 bits move unchanged (a NaN payload too) */
     n = node_new("Transpose", "x", "y");
-    attr_ints(&n, "perm", 4, I64S(0, 2, 3, 1));
+    attr_ints(n.node, "perm", 4, INTS(0, 2, 3, 1));
     const gint64 N = 2, C = 37, H = 5, W = 41;
     HgArray *x = hg_array_new(HG_DTYPE_FLOAT16, 4, DIMS(N, C, H, W), NULL);
     guint16 *xd = x->data;
@@ -810,7 +566,7 @@ test_concat(void **state)
 {
     (void)state;
     Node n = node_new("Concat", "a,b", "y");
-    attr_i(&n, "axis", -1);
+    attr_i(n.node, "axis", -1);
     Result r = RUN(&n, 13, F32(2, DIMS(2, 1), 1, 2), F32(2, DIMS(2, 2), 3, 4, 5, 6));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3));
@@ -836,8 +592,8 @@ test_concat(void **state)
 
     /* inference: the axis adds up, other dims take the known value */
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 2));
-    vs_set(&f.in[1], HG_DTYPE_FLOAT, 2, DIMS(5, 3));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 2), NULL);
+    vs_set(&f.in[1], HG_DTYPE_FLOAT, 2, DIMS(5, 3), NULL);
     infer(&n, 13, &f, 2);
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 2, DIMS(5, 5));
     infer_free(&f);
@@ -850,7 +606,7 @@ test_split(void **state)
     (void)state;
     /* opset 11: split attribute */
     Node n = node_new("Split", "x", "a,b");
-    attr_ints(&n, "split", 2, I64S(1, 3));
+    attr_ints(n.node, "split", 2, INTS(1, 3));
     Result r = RUN(&n, 11, F32(1, DIMS(4), 1, 2, 3, 4));
     assert_ok(r);
     assert_values(r.out[0], 1);
@@ -860,7 +616,7 @@ test_split(void **state)
 
     /* opset 13: split input, along axis 1 */
     n = node_new("Split", "x,s", "a,b");
-    attr_i(&n, "axis", 1);
+    attr_i(n.node, "axis", 1);
     r = RUN(&n, 13, F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6), VEC(2, 1));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2));
@@ -874,7 +630,7 @@ test_split(void **state)
 
     /* opset 18: num_outputs, the last chunk smaller (7 = 3 + 3 + 1) */
     n = node_new("Split", "x", "a,b,c");
-    attr_i(&n, "num_outputs", 3);
+    attr_i(n.node, "num_outputs", 3);
     r = RUN(&n, 18, F32(1, DIMS(7), 1, 2, 3, 4, 5, 6, 7));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 3);
@@ -886,7 +642,7 @@ test_split(void **state)
     /* no split: equal parts for the outputs there are */
     n = node_new("Split", "x", "a,b");
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(6, -1));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(6, -1), NULL);
     vs_sym(&f.in[0], 1, "T");
     infer(&n, 13, &f, 1);
     assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 2, DIMS(3, -1));
@@ -902,8 +658,8 @@ test_slice(void **state)
     (void)state;
     /* opset 9: attributes; ends past the dim clamp */
     Node n = node_new("Slice", "x", "y");
-    attr_ints(&n, "starts", 2, I64S(1, 0));
-    attr_ints(&n, "ends", 2, I64S(2, 1000));
+    attr_ints(n.node, "starts", 2, INTS(1, 0));
+    attr_ints(n.node, "ends", 2, INTS(2, 1000));
     Result r = RUN(&n, 9, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 4));
@@ -932,7 +688,7 @@ test_slice(void **state)
 
     /* inference: x[1:INT_MAX] of a symbolic dim is unknown, x[0:INT_MAX] keeps it */
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 8));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 8), NULL);
     vs_sym(&f.in[0], 0, "L");
     vs_value(&f.in[1], VEC(0, 2));
     vs_value(&f.in[2], VEC(G_MAXINT64, -2));
@@ -963,7 +719,7 @@ test_slice_fold_chain(void **state)
     node_free(&n);
 
     n = node_new("Concat", "a,b", "y");
-    attr_i(&n, "axis", 0);
+    attr_i(n.node, "axis", 0);
     vs_value(&f.in[0], VEC(-1));
     vs_value(&f.in[1], sliced);
     infer(&n, 13, &f, 2);
@@ -1008,8 +764,8 @@ test_pad(void **state)
     (void)state;
     /* opset 2: pads and value attributes; negative pads crop */
     Node n = node_new("Pad", "x", "y");
-    attr_ints(&n, "pads", 4, I64S(1, -1, 0, 1));
-    attr_f(&n, "value", 9);
+    attr_ints(n.node, "pads", 4, INTS(1, -1, 0, 1));
+    attr_f(n.node, "value", 9);
     Result r = RUN(&n, 7, F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(3, 3));
@@ -1019,8 +775,8 @@ test_pad(void **state)
 
     /* opset 11: pads and constant value inputs */
     n = node_new("Pad", "x,p,v", "y");
-    r = RUN(&n, 11, arr(HG_DTYPE_INT32, 2, DIMS(1, 2), F32S(1, 2)), VEC(0, 1, 0, 2),
-            arr(HG_DTYPE_INT32, 0, NULL, F32S(-4)));
+    r = RUN(&n, 11, arr_f32(HG_DTYPE_INT32, 2, DIMS(1, 2), F32S(1, 2)), VEC(0, 1, 0, 2),
+            arr_f32(HG_DTYPE_INT32, 0, NULL, F32S(-4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_INT32, 2, DIMS(1, 5));
     assert_ints(r.out[0], -4, 1, 2, -4, -4);
@@ -1029,7 +785,7 @@ test_pad(void **state)
 
     /* reflect (beyond one period), edge, and wrap (opset 19) */
     n = node_new("Pad", "x,p", "y");
-    attr_s(&n, "mode", "reflect");
+    attr_s(n.node, "mode", "reflect");
     r = RUN(&n, 13, F32(1, DIMS(3), 1, 2, 3), VEC(5, 5));
     assert_ok(r);
     assert_values(r.out[0], 2, 1, 2, 3, 2, 1, 2, 3, 2, 1, 2, 3, 2);
@@ -1037,7 +793,7 @@ test_pad(void **state)
     node_free(&n);
 
     n = node_new("Pad", "x,p", "y");
-    attr_s(&n, "mode", "edge");
+    attr_s(n.node, "mode", "edge");
     r = RUN(&n, 13, F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6), VEC(1, 0, 0, 2));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 3, 3, 3, 1, 2, 3, 3, 3, 4, 5, 6, 6, 6);
@@ -1047,7 +803,7 @@ test_pad(void **state)
     /* wrap: the data as a torus, also for a pad wider than the axis (numpy's iterative padding gives
      * 1 where the torus gives 3 at the left edge) */
     n = node_new("Pad", "x,p", "y");
-    attr_s(&n, "mode", "wrap");
+    attr_s(n.node, "mode", "wrap");
     r = RUN(&n, 19, F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6), VEC(0, 4, 1, 1));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(3, 8));
@@ -1069,7 +825,7 @@ test_pad(void **state)
 
     /* edge padding of an empty axis has nothing to copy */
     n = node_new("Pad", "x,p", "y");
-    attr_s(&n, "mode", "edge");
+    attr_s(n.node, "mode", "edge");
     r = RUN(&n, 13, hg_array_new(HG_DTYPE_FLOAT, 1, DIMS(0), NULL), VEC(1, 1));
     assert_hg_error(r.error, HG_ERROR_INVALID, "empty");
     result_free(&r);
@@ -1081,7 +837,7 @@ test_depth_space(void **state)
 {
     (void)state;
     Node n = node_new("DepthToSpace", "x", "y");
-    attr_i(&n, "blocksize", 2);
+    attr_i(n.node, "blocksize", 2);
     Result r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 4, DIMS(1, 8, 2, 2)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 2, 4, 4));
@@ -1091,8 +847,8 @@ test_depth_space(void **state)
     node_free(&n);
 
     n = node_new("DepthToSpace", "x", "y");
-    attr_i(&n, "blocksize", 2);
-    attr_s(&n, "mode", "CRD");
+    attr_i(n.node, "blocksize", 2);
+    attr_s(n.node, "mode", "CRD");
     r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 4, DIMS(1, 8, 2, 2)));
     assert_ok(r);
     assert_values(r.out[0], 0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15, 16, 20, 17, 21, 24, 28, 25, 29,
@@ -1104,7 +860,7 @@ test_depth_space(void **state)
     node_free(&n);
 
     n = node_new("SpaceToDepth", "x", "y");
-    attr_i(&n, "blocksize", 2);
+    attr_i(n.node, "blocksize", 2);
     r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 4, 4)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 4, 2, 2));
@@ -1118,20 +874,20 @@ test_trilu(void **state)
 {
     (void)state;
     Node n = node_new("Trilu", "x,k", "y");
-    Result r = RUN(&n, 14, arr_i64(2, DIMS(3, 3), I64S(1, 2, 3, 4, 5, 6, 7, 8, 9)), SCALAR_I64(1));
+    Result r = RUN(&n, 14, arr_i64(2, DIMS(3, 3), INTS(1, 2, 3, 4, 5, 6, 7, 8, 9)), SCALAR_I64(1));
     assert_ok(r);
     assert_ints(r.out[0], 0, 2, 3, 0, 0, 6, 0, 0, 0);
     result_free(&r);
     /* k far outside the matrix keeps everything */
-    r = RUN(&n, 14, arr_i64(2, DIMS(2, 2), I64S(1, 2, 3, 4)), SCALAR_I64(G_MININT64));
+    r = RUN(&n, 14, arr_i64(2, DIMS(2, 2), INTS(1, 2, 3, 4)), SCALAR_I64(G_MININT64));
     assert_ok(r);
     assert_ints(r.out[0], 1, 2, 3, 4);
     result_free(&r);
     node_free(&n);
 
     n = node_new("Trilu", "x,k", "y");
-    attr_i(&n, "upper", 0);
-    r = RUN(&n, 14, arr_i64(3, DIMS(1, 3, 3), I64S(1, 2, 3, 4, 5, 6, 7, 8, 9)), SCALAR_I64(-1));
+    attr_i(n.node, "upper", 0);
+    r = RUN(&n, 14, arr_i64(3, DIMS(1, 3, 3), INTS(1, 2, 3, 4, 5, 6, 7, 8, 9)), SCALAR_I64(-1));
     assert_ok(r);
     assert_ints(r.out[0], 0, 0, 0, 4, 0, 0, 7, 8, 0);
     result_free(&r);
@@ -1145,8 +901,8 @@ test_gather(void **state)
 {
     (void)state;
     Node n = node_new("Gather", "x,i", "y");
-    attr_i(&n, "axis", 1);
-    Result r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), arr_i64(2, DIMS(1, 2), I64S(-1, 0)));
+    attr_i(n.node, "axis", 1);
+    Result r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), arr_i64(2, DIMS(1, 2), INTS(-1, 0)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 1, 2));
     assert_values(r.out[0], 2, 0, 5, 3);
@@ -1183,24 +939,24 @@ test_gather_elements_nd(void **state)
 {
     (void)state;
     Node n = node_new("GatherElements", "x,i", "y");
-    attr_i(&n, "axis", 1);
-    Result r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(2, 2), I64S(0, 0, -1, 0)));
+    attr_i(n.node, "axis", 1);
+    Result r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(2, 2), INTS(0, 0, -1, 0)));
     assert_ok(r);
     assert_values(r.out[0], 1, 1, 4, 3);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(2, 2), I64S(0, 0, 2, 0)));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(2, 2), INTS(0, 0, 2, 0)));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
     /* indices larger than the data along another axis would read out of bounds */
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(3, 1), I64S(0, 0, 0)));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(3, 1), INTS(0, 0, 0)));
     assert_hg_error(r.error, HG_ERROR_INVALID, "indices dim");
     result_free(&r);
     node_free(&n);
 
     n = node_new("GatherND", "x,i", "y");
-    attr_i(&n, "batch_dims", 1);
-    r = RUN(&n, 13, arr(HG_DTYPE_INT32, 3, DIMS(2, 2, 2), F32S(0, 1, 2, 3, 4, 5, 6, 7)),
-            arr_i64(2, DIMS(2, 1), I64S(1, 0)));
+    attr_i(n.node, "batch_dims", 1);
+    r = RUN(&n, 13, arr_f32(HG_DTYPE_INT32, 3, DIMS(2, 2, 2), F32S(0, 1, 2, 3, 4, 5, 6, 7)),
+            arr_i64(2, DIMS(2, 1), INTS(1, 0)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_INT32, 2, DIMS(2, 2));
     assert_ints(r.out[0], 2, 3, 4, 5);
@@ -1208,12 +964,12 @@ test_gather_elements_nd(void **state)
     node_free(&n);
 
     n = node_new("GatherND", "x,i", "y");
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 0, 1, 2, 3), arr_i64(2, DIMS(2, 2), I64S(0, 0, 1, -1)));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 0, 1, 2, 3), arr_i64(2, DIMS(2, 2), INTS(0, 0, 1, -1)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(2));
     assert_values(r.out[0], 0, 3);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 0, 1, 2, 3), arr_i64(2, DIMS(1, 2), I64S(2, 0)));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 0, 1, 2, 3), arr_i64(2, DIMS(1, 2), INTS(2, 0)));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
     node_free(&n);
@@ -1225,9 +981,9 @@ test_scatter_elements(void **state)
     (void)state;
     /* opset 16: add with duplicate indices */
     Node n = node_new("ScatterElements", "x,i,u", "y");
-    attr_i(&n, "axis", 1);
-    attr_s(&n, "reduction", "add");
-    Result r = RUN(&n, 16, F32(2, DIMS(1, 5), 1, 2, 3, 4, 5), arr_i64(2, DIMS(1, 2), I64S(1, 1)),
+    attr_i(n.node, "axis", 1);
+    attr_s(n.node, "reduction", "add");
+    Result r = RUN(&n, 16, F32(2, DIMS(1, 5), 1, 2, 3, 4, 5), arr_i64(2, DIMS(1, 2), INTS(1, 1)),
                    F32(2, DIMS(1, 2), 1.1f, 2.1f));
     assert_ok(r);
     assert_values(r.out[0], 1, 5.2, 3, 4, 5);
@@ -1235,8 +991,8 @@ test_scatter_elements(void **state)
 
     /* FP16: the sum is computed in FP32 and rounded once. 2048 + 1 + 1 is 2050 (exact in FP16); rounding
      * each partial sum would give 2048 twice over. */
-    r = RUN(&n, 16, arr(HG_DTYPE_FLOAT16, 2, DIMS(1, 2), F32S(2048, 0)), arr_i64(2, DIMS(1, 2), I64S(0, 0)),
-            arr(HG_DTYPE_FLOAT16, 2, DIMS(1, 2), F32S(1, 1)));
+    r = RUN(&n, 16, arr_f32(HG_DTYPE_FLOAT16, 2, DIMS(1, 2), F32S(2048, 0)), arr_i64(2, DIMS(1, 2), INTS(0, 0)),
+            arr_f32(HG_DTYPE_FLOAT16, 2, DIMS(1, 2), F32S(1, 1)));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(1, 2));
     assert_values(r.out[0], 2050, 0);
@@ -1245,15 +1001,15 @@ test_scatter_elements(void **state)
 
     /* opset 18: max and min */
     n = node_new("ScatterElements", "x,i,u", "y");
-    attr_s(&n, "reduction", "max");
+    attr_s(n.node, "reduction", "max");
     r = RUN(&n, 18, F32(1, DIMS(3), 1, 5, 3), VEC(1, 2, 2), F32(1, DIMS(3), 4, 2, 7));
     assert_ok(r);
     assert_values(r.out[0], 1, 5, 7);
     result_free(&r);
     node_free(&n);
     n = node_new("ScatterElements", "x,i,u", "y");
-    attr_s(&n, "reduction", "min");
-    r = RUN(&n, 18, arr_i64(1, DIMS(3), I64S(1, 5, 3)), VEC(1, -1), arr_i64(1, DIMS(2), I64S(4, -9)));
+    attr_s(n.node, "reduction", "min");
+    r = RUN(&n, 18, arr_i64(1, DIMS(3), INTS(1, 5, 3)), VEC(1, -1), arr_i64(1, DIMS(2), INTS(4, -9)));
     assert_ok(r);
     assert_ints(r.out[0], 1, 4, -9);
     result_free(&r);
@@ -1261,11 +1017,11 @@ test_scatter_elements(void **state)
 
     /* no reduction: the data's elements move raw; a bad index is an error */
     n = node_new("ScatterElements", "x,i,u", "y");
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 2), I64S(1, 0)), F32(2, DIMS(1, 2), 8, 9));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 2), INTS(1, 0)), F32(2, DIMS(1, 2), 8, 9));
     assert_ok(r);
     assert_values(r.out[0], 1, 9, 8, 4);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 2), I64S(2, 0)), F32(2, DIMS(1, 2), 8, 9));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 2), INTS(2, 0)), F32(2, DIMS(1, 2), 8, 9));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
     node_free(&n);
@@ -1276,27 +1032,27 @@ test_scatter_nd(void **state)
 {
     (void)state;
     Node n = node_new("ScatterND", "x,i,u", "y");
-    Result r = RUN(&n, 13, F32(1, DIMS(8), 1, 2, 3, 4, 5, 6, 7, 8), arr_i64(2, DIMS(4, 1), I64S(4, 3, 1, 7)),
+    Result r = RUN(&n, 13, F32(1, DIMS(8), 1, 2, 3, 4, 5, 6, 7, 8), arr_i64(2, DIMS(4, 1), INTS(4, 3, 1, 7)),
                    F32(1, DIMS(4), 9, 10, 11, 12));
     assert_ok(r);
     assert_values(r.out[0], 1, 11, 3, 10, 9, 6, 7, 12);
     result_free(&r);
     /* slices: indices [[1]] replace row 1 */
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), I64S(-1)), F32(2, DIMS(1, 2), 7, 8));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(-1)), F32(2, DIMS(1, 2), 7, 8));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 7, 8);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), I64S(2)), F32(2, DIMS(1, 2), 7, 8));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(2)), F32(2, DIMS(1, 2), 7, 8));
     assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), I64S(0)), F32(2, DIMS(1, 3), 7, 8, 9));
+    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(0)), F32(2, DIMS(1, 3), 7, 8, 9));
     assert_hg_error(r.error, HG_ERROR_INVALID, "updates");
     result_free(&r);
     node_free(&n);
 
     n = node_new("ScatterND", "x,i,u", "y");
-    attr_s(&n, "reduction", "mul");
-    r = RUN(&n, 16, F32(1, DIMS(3), 1, 2, 3), arr_i64(2, DIMS(2, 1), I64S(2, 2)), F32(1, DIMS(2), 2, 5));
+    attr_s(n.node, "reduction", "mul");
+    r = RUN(&n, 16, F32(1, DIMS(3), 1, 2, 3), arr_i64(2, DIMS(2, 1), INTS(2, 2)), F32(1, DIMS(2), 2, 5));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 30);
     result_free(&r);
@@ -1320,8 +1076,8 @@ test_resize_nearest(void **state)
     node_free(&n);
 
     n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "coordinate_transformation_mode", "asymmetric");
-    attr_s(&n, "nearest_mode", "floor");
+    attr_s(n.node, "coordinate_transformation_mode", "asymmetric");
+    attr_s(n.node, "nearest_mode", "floor");
     r = RUN(&n, 11, F32(1, DIMS(5), 1, 2, 3, 4, 5), F32(1, DIMS(0)), F32(1, DIMS(1), 0.6f));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 4);
@@ -1330,7 +1086,7 @@ test_resize_nearest(void **state)
 
     /* opset 13 sizes, half_pixel, round_prefer_ceil: x = -0.17, 0.5, 1.17, 1.83, 2.5, 3.17 */
     n = node_new("Resize", "x,roi,s,z", "y");
-    attr_s(&n, "nearest_mode", "round_prefer_ceil");
+    attr_s(n.node, "nearest_mode", "round_prefer_ceil");
     r = RUN(&n, 13, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, NULL, VEC(1, 6));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 6));
@@ -1343,14 +1099,14 @@ test_resize_nearest(void **state)
 
     /* Upsample opset 7 (scales attribute) and 9 (input): floor of x / scale */
     n = node_new("Upsample", "x", "y");
-    attr_floats(&n, "scales", 2, F32S(1, 2));
+    attr_floats(n.node, "scales", 2, F32S(1, 2));
     r = RUN(&n, 7, F32(2, DIMS(1, 2), 1, 2));
     assert_ok(r);
     assert_values(r.out[0], 1, 1, 2, 2);
     result_free(&r);
     node_free(&n);
     n = node_new("Upsample", "x,s", "y");
-    attr_s(&n, "mode", "linear");
+    attr_s(n.node, "mode", "linear");
     r = RUN(&n, 9, F32(2, DIMS(1, 2), 1, 3), F32(1, DIMS(2), 1, 2));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 3, 3);
@@ -1364,14 +1120,14 @@ test_resize_linear_cubic(void **state)
     (void)state;
     /* linear: half_pixel (opset 11 default) vs asymmetric (opset 10) */
     Node n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "linear");
+    attr_s(n.node, "mode", "linear");
     Result r = RUN(&n, 11, F32(2, DIMS(1, 2), 1, 3), F32(1, DIMS(0)), F32(1, DIMS(2), 1, 2));
     assert_ok(r);
     assert_values(r.out[0], 1, 1.5, 2.5, 3);
     result_free(&r);
     node_free(&n);
     n = node_new("Resize", "x,s", "y");
-    attr_s(&n, "mode", "linear");
+    attr_s(n.node, "mode", "linear");
     r = RUN(&n, 10, F32(2, DIMS(1, 2), 1, 3), F32(1, DIMS(2), 1, 2));
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 3, 3);
@@ -1380,8 +1136,8 @@ test_resize_linear_cubic(void **state)
 
     /* align_corners: 4 -> 3 */
     n = node_new("Resize", "x,roi,s,z", "y");
-    attr_s(&n, "mode", "linear");
-    attr_s(&n, "coordinate_transformation_mode", "align_corners");
+    attr_s(n.node, "mode", "linear");
+    attr_s(n.node, "coordinate_transformation_mode", "align_corners");
     r = RUN(&n, 13, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, NULL, VEC(1, 3));
     assert_ok(r);
     assert_values(r.out[0], 1, 2.5, 4);
@@ -1390,7 +1146,7 @@ test_resize_linear_cubic(void **state)
 
     /* cubic, half_pixel, A = -0.75, x2 (the ONNX reference's numbers) */
     n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "cubic");
+    attr_s(n.node, "mode", "cubic");
     r = RUN(&n, 13, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, F32(1, DIMS(2), 1, 2));
     assert_ok(r);
     assert_values(r.out[0], 0.89453125, 1.19140625, 1.66796875, 2.296875, 2.703125, 3.33203125, 3.80859375,
@@ -1410,8 +1166,8 @@ test_resize_opset18_19(void **state)
 
     /* antialias linear and cubic downsampling by 0.6 (opset 18) */
     Node n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "linear");
-    attr_i(&n, "antialias", 1);
+    attr_s(n.node, "mode", "linear");
+    attr_i(n.node, "antialias", 1);
     Result r = RUN(&n, 18, hg_array_copy(x16), NULL, F32(1, DIMS(4), 1, 1, 0.6f, 0.6f));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 1, 2, 2));
@@ -1419,8 +1175,8 @@ test_resize_opset18_19(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "cubic");
-    attr_i(&n, "antialias", 1);
+    attr_s(n.node, "mode", "cubic");
+    attr_i(n.node, "antialias", 1);
     r = RUN(&n, 18, hg_array_copy(x16), NULL, F32(1, DIMS(4), 1, 1, 0.6f, 0.6f));
     assert_ok(r);
     assert_values_tol(r.out[0], 1e-5, 2.518072135, 4.285886181, 9.589328318, 11.357142364);
@@ -1429,9 +1185,9 @@ test_resize_opset18_19(void **state)
 
     /* axes (18) with tf_crop_and_resize: roi and sizes name axes 3 and 2 */
     n = node_new("Resize", "x,roi,s,z", "y");
-    attr_s(&n, "mode", "linear");
-    attr_s(&n, "coordinate_transformation_mode", "tf_crop_and_resize");
-    attr_ints(&n, "axes", 2, I64S(3, 2));
+    attr_s(n.node, "mode", "linear");
+    attr_s(n.node, "coordinate_transformation_mode", "tf_crop_and_resize");
+    attr_ints(n.node, "axes", 2, INTS(3, 2));
     r = RUN(&n, 18, hg_array_copy(x16), F32(1, DIMS(4), 0.6f, 0.4f, 0.8f, 0.6f), NULL, VEC(3, 3));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 1, 3, 3));
@@ -1441,9 +1197,9 @@ test_resize_opset18_19(void **state)
 
     /* extrapolation outside the roi */
     n = node_new("Resize", "x,roi,s,z", "y");
-    attr_s(&n, "mode", "linear");
-    attr_s(&n, "coordinate_transformation_mode", "tf_crop_and_resize");
-    attr_f(&n, "extrapolation_value", 10);
+    attr_s(n.node, "mode", "linear");
+    attr_s(n.node, "coordinate_transformation_mode", "tf_crop_and_resize");
+    attr_f(n.node, "extrapolation_value", 10);
     r = RUN(&n, 13, hg_array_copy(x16), F32(1, DIMS(8), 0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f), NULL,
             VEC(1, 1, 3, 3));
     assert_ok(r);
@@ -1453,10 +1209,10 @@ test_resize_opset18_19(void **state)
 
     /* keep_aspect_ratio_policy not_larger: sizes 7x8 of 2x2 keep the 3.5 ratio -> 7x7 */
     n = node_new("Resize", "x,roi,s,z", "y");
-    attr_ints(&n, "axes", 2, I64S(2, 3));
-    attr_s(&n, "keep_aspect_ratio_policy", "not_larger");
+    attr_ints(n.node, "axes", 2, INTS(2, 3));
+    attr_s(n.node, "keep_aspect_ratio_policy", "not_larger");
     Infer f = {0};
-    vs_set(&f.in[0], HG_DTYPE_FLOAT, 4, DIMS(-1, 3, 2, 2));
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 4, DIMS(-1, 3, 2, 2), NULL);
     vs_sym(&f.in[0], 0, "N");
     vs_value(&f.in[3], VEC(7, 8));
     infer(&n, 18, &f, 4);
@@ -1468,8 +1224,8 @@ test_resize_opset18_19(void **state)
 
     /* half_pixel_symmetric (19) on a 1.7 upscale of the width: 4 -> 6 */
     n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "linear");
-    attr_s(&n, "coordinate_transformation_mode", "half_pixel_symmetric");
+    attr_s(n.node, "mode", "linear");
+    attr_s(n.node, "coordinate_transformation_mode", "half_pixel_symmetric");
     r = RUN(&n, 19, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, F32(1, DIMS(2), 1, 1.7f));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 6));
@@ -1486,8 +1242,8 @@ test_resize_fp16(void **state)
     /* Bilinear 2x2 -> 3x3 of FP16 data: computed in FP32 across both axes and rounded once. The centre
      * is 1377.25 -> 1377 in FP16; rounding after the first pass would give 1378. */
     Node n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "linear");
-    Result r = RUN(&n, 13, arr(HG_DTYPE_FLOAT16, 2, DIMS(2, 2), F32S(969, 1048, 1546, 1946)), NULL,
+    attr_s(n.node, "mode", "linear");
+    Result r = RUN(&n, 13, arr_f32(HG_DTYPE_FLOAT16, 2, DIMS(2, 2), F32S(969, 1048, 1546, 1946)), NULL,
                    F32(1, DIMS(2), 1.5f, 1.5f));
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(3, 3));
@@ -1497,8 +1253,8 @@ test_resize_fp16(void **state)
 
     /* cubic overshoot past 65504 is inf in FP16 */
     n = node_new("Resize", "x,roi,s", "y");
-    attr_s(&n, "mode", "cubic");
-    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT16, 1, DIMS(4), F32S(0, 0, 65504, 65504)), NULL, F32(1, DIMS(1), 2));
+    attr_s(n.node, "mode", "cubic");
+    r = RUN(&n, 13, arr_f32(HG_DTYPE_FLOAT16, 1, DIMS(4), F32S(0, 0, 65504, 65504)), NULL, F32(1, DIMS(1), 2));
     assert_ok(r);
     gboolean saw_inf = FALSE;
     for (gint64 i = 0; i < r.out[0]->numel; i++)
@@ -1556,7 +1312,7 @@ test_unknown_and_odd_inputs(void **state)
                 F32(0, NULL, 1),
                 hg_array_new(HG_DTYPE_FLOAT, 2, DIMS(0, 3), NULL),
                 VEC(2, -1),
-                arr_i64(2, DIMS(2, 1), I64S(7, -9)),
+                arr_i64(2, DIMS(2, 1), INTS(7, -9)),
             };
             for (guint k = 0; k < 4; k++) {
                 for (guint n_in = 1; n_in <= 5; n_in++) {
