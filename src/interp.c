@@ -138,10 +138,16 @@ plan_free(gpointer p)
     g_free(pl);
 }
 
+/* A key that tells "the graph outputs" (NULL), an empty list and every list of names apart. */
 static char *
 outputs_key(const char *const *outputs)
 {
-    return outputs ? g_strjoinv("\x1f", (char **)outputs) : g_strdup("");
+    if (!outputs)
+        return g_strdup("*");
+    GString *k = g_string_new(NULL);
+    for (guint i = 0; outputs[i]; i++)
+        g_string_append_printf(k, "%zu:%s", strlen(outputs[i]), outputs[i]);
+    return g_string_free(k, FALSE);
 }
 
 static guint

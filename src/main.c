@@ -241,6 +241,13 @@ cmd_run(int argc, char **argv)
     }
     report_warnings(argv[1], m);
     wanted = outputs ? g_strsplit(outputs, ",", -1) : NULL;
+    for (guint i = 0; wanted && (!wanted[0] || wanted[i]); i++) {
+        if (!wanted[i] || !*wanted[i]) {
+            fprintf(stderr, "halfguard run: --outputs takes a comma-separated list of value names\n");
+            rc = EXIT_ERROR;
+            goto out;
+        }
+    }
     if (repeat) {
         g_autofree double *ms = g_new0(double, repeat);
         if (!hg_run_timed(m, data, (const char *const *)wanted, threads, (guint)repeat, ms, &error)) {

@@ -50,11 +50,19 @@ dup0(const char *s)
     return s ? g_strdup(s) : NULL;
 }
 
+/* Set when an unknown field has field number 0, which protobuf forbids: protobuf-c accepts it when
+ * the key is written in more than one byte, but would refuse the model it saves. Per thread, reset
+ * by each load. */
+static _Thread_local gboolean saw_field_zero;
+
 static HgUnknown *
 unknown_from_pb(const ProtobufCMessage *msg)
 {
     if (!msg->n_unknown_fields)
         return NULL;
+    for (unsigned i = 0; i < msg->n_unknown_fields; i++)
+        if (msg->unknown_fields[i].tag == 0)
+            saw_field_zero = TRUE;
     HgUnknown *u = g_new0(HgUnknown, 1);
     u->n = msg->n_unknown_fields;
     u->fields = g_new0(HgUnknownField, u->n);
@@ -232,13 +240,20 @@ map_external(LoadCtx *c, const char *tensor, const char *loc)
     g_autofree char *path = resolve_location(c, tensor, loc);
     if (!path)
         return NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO planted in the folder must not hang the load; only regular files map. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         g_set_error(c->error, HG_ERROR, HG_ERROR_IO, "tensor '%s': external data '%s': %s", tensor,
                     loc, g_strerror(errno));
         if (fd >= 0)
             close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
+                    "tensor '%s': external data '%s' is not a regular file", tensor, loc);
+        close(fd);
         return NULL;
     }
     void *addr = NULL;
@@ -539,9 +554,9 @@ sparse_from_pb(LoadCtx *c, Onnx__SparseTensorProto *pb)
 {
     HgSparseTensor *s = g_new0(HgSparseTensor, 1);
     s->rank = (guint)pb->n_dims;
-    s->dims = g_memdup2(pb->dims, sizeof(gint64) * (pb->n_dims ? pb->n_dims : 1));
-    if (!pb->n_dims)
-        s->dims[0] = 0;
+    s->dims = g_new0(gint64, pb->n_dims ? pb->n_dims : 1);
+    if (pb->n_dims)
+        memcpy(s->dims, pb->dims, sizeof(gint64) * pb->n_dims);
     s->unknown = unknown_from_pb(&pb->base);
     if (pb->values && !(s->values = tensor_from_pb(c, pb->values, "sparse values")))
         goto fail;
@@ -1258,7 +1273,13 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
                  error, file, views};
     c.model->encoding = enc;
     c.model->dir = g_strdup(dir);
+    saw_field_zero = FALSE;
     HgModel *m = model_from_pb(&c, pb);
+    if (m && saw_field_zero) {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE,
+                    "not an ONNX model: the protobuf is malformed (a field numbered 0)");
+        m = NULL;
+    }
     /* The viewed payloads belong to the mapping, not to protobuf-c. */
     GHashTableIter it;
     gpointer key;
@@ -1297,7 +1318,7 @@ HgModel *
 hg_model_load(const char *path, GError **error)
 {
     g_return_val_if_fail(path != NULL, NULL);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not hang us */
     if (fd < 0) {
         g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s", g_strerror(errno));
         return NULL;
@@ -2057,8 +2078,24 @@ open_temp_beside(const char *path, char **tmp_name, GError **error)
     return fd;
 }
 
+/* A written temporary file waiting to be renamed over its destination. */
+typedef struct {
+    char *tmp, *dest;
+} Staged;
+
+static void
+staged_free(gpointer p)
+{
+    Staged *st = p;
+    g_free(st->tmp);
+    g_free(st->dest);
+    g_free(st);
+}
+
+/* Flush and close a finished temporary file; on success add it to staged for commit_staged().
+ * On failure (err set, or flushing fails) the temporary is removed. */
 static gboolean
-finish_temp(int fd, const char *tmp, const char *path, int err, GError **error)
+stage_temp(int fd, char *tmp, const char *path, int err, GPtrArray *staged, GError **error)
 {
     /* The rename makes the write atomic for every process. Flushing to disk first matters only when
      * the rename replaces a file, which a crash must not leave empty (ext4's delayed allocation);
@@ -2068,12 +2105,40 @@ finish_temp(int fd, const char *tmp, const char *path, int err, GError **error)
         err = errno;
     if (close(fd) != 0 && !err)
         err = errno;
-    if (!err && rename(tmp, path) != 0)
-        err = errno;
     if (err) {
         unlink(tmp);
+        g_free(tmp);
         g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", path, g_strerror(err));
         return FALSE;
+    }
+    Staged *s = g_new0(Staged, 1);
+    s->tmp = tmp;
+    s->dest = g_strdup(path);
+    g_ptr_array_add(staged, s);
+    return TRUE;
+}
+
+static void
+discard_staged(GPtrArray *staged)
+{
+    for (guint i = 0; i < staged->len; i++)
+        unlink(((Staged *)staged->pdata[i])->tmp);
+    g_ptr_array_set_size(staged, 0);
+}
+
+/* Rename every staged file into place, in order (data files before the model that names them). */
+static gboolean
+commit_staged(GPtrArray *staged, GError **error)
+{
+    for (guint i = 0; i < staged->len; i++) {
+        Staged *s = staged->pdata[i];
+        if (rename(s->tmp, s->dest) != 0) {
+            int e = errno;
+            g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", s->dest, g_strerror(e));
+            for (guint k = i; k < staged->len; k++)
+                unlink(((Staged *)staged->pdata[k])->tmp);
+            return FALSE;
+        }
     }
     return TRUE;
 }
@@ -2214,7 +2279,7 @@ set_external_entry(HgTensor *t, const char *key, gint64 v)
 /* Write one external data file beside out_path. Unchanged files are copied whole; otherwise the
  * tensors are laid out again in order, each at a 64-byte boundary, and their offsets updated. */
 static gboolean
-write_ext_file(ExtFile *e, const char *out_dir, GError **error)
+write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **error)
 {
     g_autofree char *dest = g_build_filename(out_dir, e->location, NULL);
     g_autofree char *dest_dir = g_path_get_dirname(dest);
@@ -2222,7 +2287,7 @@ write_ext_file(ExtFile *e, const char *out_dir, GError **error)
         g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create %s: %s", dest_dir, g_strerror(errno));
         return FALSE;
     }
-    g_autofree char *tmp = NULL;
+    char *tmp = NULL;
     int fd = open_temp_beside(dest, &tmp, error);
     if (fd < 0)
         return FALSE;
@@ -2249,7 +2314,7 @@ write_ext_file(ExtFile *e, const char *out_dir, GError **error)
             off += (gint64)t->nbytes;
         }
     }
-    return finish_temp(fd, tmp, dest, err, error);
+    return stage_temp(fd, tmp, dest, err, staged, error);
 }
 
 /* Mapped files that raw initializers view: the saver copies those bytes from them. */
@@ -2270,19 +2335,28 @@ hg_model_save(HgModel *m, const char *path, GError **error)
 {
     g_return_val_if_fail(m != NULL && path != NULL, FALSE);
     g_autofree char *out_dir = g_path_get_dirname(path);
-
-    /* External data first: the model must never point at data that is not there yet. */
+    /* Every file is written to a temporary first; only when all of them are complete are they
+     * renamed into place, data files before the model. A failure anywhere leaves the destination
+     * folder as it was. */
+    g_autoptr(GPtrArray) staged = g_ptr_array_new_with_free_func(staged_free);
+    /* What would make the last rename fail is best found before anything is written. */
+    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: Is a directory", path);
+        return FALSE;
+    }
     if (m->graph) {
         ExtPlan plan = {g_ptr_array_new_with_free_func(ext_file_free),
                         g_hash_table_new(g_str_hash, g_str_equal)};
         hg_graph_foreach(m->graph, collect_ext_graph, &plan);
         gboolean ok = TRUE;
         for (guint i = 0; i < plan.files->len && ok; i++)
-            ok = write_ext_file(plan.files->pdata[i], out_dir, error);
+            ok = write_ext_file(plan.files->pdata[i], out_dir, staged, error);
         g_ptr_array_unref(plan.files);
         g_hash_table_unref(plan.by_location);
-        if (!ok)
+        if (!ok) {
+            discard_staged(staged);
             return FALSE;
+        }
     }
 
     SaveCtx s;
@@ -2290,12 +2364,14 @@ hg_model_save(HgModel *m, const char *path, GError **error)
     Onnx__ModelProto pb;
     if (!model_to_pb(&s, m, &pb, error)) {
         save_ctx_clear(&s);
+        discard_staged(staged);
         return FALSE;
     }
-    g_autofree char *tmp = NULL;
+    char *tmp = NULL;
     int fd = open_temp_beside(path, &tmp, error);
     if (fd < 0) {
         save_ctx_clear(&s);
+        discard_staged(staged);
         return FALSE;
     }
     FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0, g_ptr_array_new()};
@@ -2306,5 +2382,9 @@ hg_model_save(HgModel *m, const char *path, GError **error)
     g_free(b.buf);
     g_ptr_array_unref(b.sources);
     save_ctx_clear(&s);
-    return finish_temp(fd, tmp, path, b.err, error);
+    if (!stage_temp(fd, tmp, path, b.err, staged, error)) {
+        discard_staged(staged);
+        return FALSE;
+    }
+    return commit_staged(staged, error);
 }

@@ -1032,7 +1032,9 @@ parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name,
         t->has_dtype = TRUE;
         t->dtype = dtype;
         t->rank = rank;
-        t->dims = g_memdup2(dims, sizeof(gint64) * (rank ? rank : 1));
+        t->dims = g_new0(gint64, rank ? rank : 1);
+        if (rank)
+            memcpy(t->dims, dims, sizeof(gint64) * rank);
         t->storage = HG_STORAGE_STRINGS;
         t->strings = g_ptr_array_new_full(vals->len, (GDestroyNotify)g_bytes_unref);
         for (guint i = 0; i < vals->len; i++) {

@@ -190,6 +190,8 @@ def test_run_and_calibrate(tmp):
         write_pb(os.path.join(d, "input_0.pb"), arr, "x")
         rc, so, se = run("run", path, "--data", d, "-o", os.path.join(tmp, "o_" + label))
         check(f"run:bad-{label}", rc == 2 and phrase in se and se.startswith(path + ": "), repr(se))
+    rc, so, se = run("run", path, "--data", data, "-o", os.path.join(tmp, "o_none"), "--outputs", "")
+    check("run:empty-outputs", rc == 2 and "--outputs takes" in se, repr(se))
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)
     rc, so, se = run("run", path, "--data", empty, "-o", os.path.join(tmp, "o_empty"))

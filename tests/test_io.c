@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glib/gstdio.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -465,6 +466,25 @@ test_garbage_and_truncation(void **state)
 }
 
 static void
+test_field_number_zero(void **state)
+{
+    (void)state;
+    /* Protobuf forbids field number 0. Written as a two-byte key (0x81 0x00: field 0, fixed64)
+     * protobuf-c keeps it as an unknown field, and the model we would save from it would not load:
+     * found by the fuzz target. */
+    PbModel pm;
+    pb_basic(&pm);
+    g_autoptr(GBytes) good = pb_pack(&pm);
+    GByteArray *bad = g_byte_array_new();
+    g_byte_array_append(bad, g_bytes_get_data(good, NULL), (guint)g_bytes_get_size(good));
+    static const guint8 field0[] = {0x81, 0x00, 1, 2, 3, 4, 5, 6, 7, 8};
+    g_byte_array_append(bad, field0, sizeof field0);
+    g_autoptr(GBytes) b = g_byte_array_free_to_bytes(bad);
+    expect_load_error(b, HG_ERROR_PARSE, "a field numbered 0");
+    pb_model_clear(&pm);
+}
+
+static void
 test_undefined_value(void **state)
 {
     (void)state;
@@ -727,6 +747,86 @@ test_external_data_escapes_refused(void **state)
 }
 
 static void
+test_external_data_fifo_refused(void **state)
+{
+    (void)state;
+    /* A FIFO where the weights should be would block open() forever. */
+    g_autofree char *dir = make_tmpdir();
+    g_autofree char *fifo = g_build_filename(dir, "weights.bin", NULL);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    PbModel pm;
+    g_autoptr(GBytes) b = pb_external(&pm, "weights.bin", 8, 16);
+    expect_file_error(dir, b, HG_ERROR_INVALID, "is not a regular file");
+    pb_model_clear(&pm);
+    rm_rf(dir);
+}
+
+static void
+test_failed_save_changes_nothing(void **state)
+{
+    (void)state;
+    /* The model cannot be written (its path is a folder): the data file beside it, which belongs to
+     * someone else, must not be replaced either. */
+    g_autofree char *in_dir = make_tmpdir();
+    g_autofree char *out_dir = make_tmpdir();
+    PbModel pm;
+    g_autoptr(GBytes) bytes = pb_external(&pm, "weights.bin", 8, 16);
+    g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
+    write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    write_weights(in_dir);
+    g_autofree char *theirs = g_build_filename(out_dir, "weights.bin", NULL);
+    write_file(theirs, "OTHER", 5);
+    g_autofree char *out = g_build_filename(out_dir, "model.onnx", NULL);
+    g_mkdir(out, 0755);
+    GError *error = NULL;
+    HgModel *m = hg_model_load(in, &error);
+    assert_non_null(m);
+    assert_false(hg_model_save(m, out, &error));
+    assert_hg_error(error, HG_ERROR_IO, "Is a directory");
+    g_clear_error(&error);
+    g_autoptr(GBytes) after = read_file(theirs);
+    assert_int_equal(g_bytes_get_size(after), 5);
+    assert_memory_equal(g_bytes_get_data(after, NULL), "OTHER", 5);
+    assert_int_equal(count_entries(out_dir), 2); /* no temporary left */
+    hg_model_free(m);
+    pb_model_clear(&pm);
+    rm_rf(in_dir);
+    rm_rf(out_dir);
+}
+
+static void
+test_run_output_lists(void **state)
+{
+    (void)state;
+    /* The interpreter caches a plan per list of requested outputs: "no outputs" and "the graph
+     * outputs" must not share one. */
+    PbModel pm;
+    pb_basic(&pm);
+    g_autoptr(GBytes) bytes = pb_pack(&pm);
+    HgModel *m = load_ok(bytes);
+    g_autoptr(GPtrArray) feeds = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    const gint64 dims[] = {2, 2};
+    g_ptr_array_add(feeds, hg_tensor_new("x", HG_DTYPE_FLOAT, 2, dims));
+    const char *none[] = {NULL};
+    const char *mid[] = {"r", NULL};
+    HgRunOptions o1 = {1, NULL, NULL, none}, o2 = {1, NULL, NULL, NULL}, o3 = {1, NULL, NULL, mid};
+    GError *error = NULL;
+    g_autoptr(GPtrArray) r1 = hg_run(m, feeds, &o1, &error);
+    g_autoptr(GPtrArray) r2 = hg_run(m, feeds, &o2, &error);
+    g_autoptr(GPtrArray) r3 = hg_run(m, feeds, &o3, &error);
+    assert_non_null(r1);
+    assert_non_null(r2);
+    assert_non_null(r3);
+    assert_int_equal(r1->len, 0);
+    assert_int_equal(r2->len, 1);
+    assert_string_equal(((HgTensor *)r2->pdata[0])->name, "z");
+    assert_int_equal(r3->len, 1);
+    assert_string_equal(((HgTensor *)r3->pdata[0])->name, "r");
+    hg_model_free(m);
+    pb_model_clear(&pm);
+}
+
+static void
 test_atomic_save(void **state)
 {
     (void)state;
@@ -765,12 +865,16 @@ main(void)
         cmocka_unit_test(test_duplicate_constants_later_wins),
         cmocka_unit_test(test_subgraph_reads_outer_scope),
         cmocka_unit_test(test_garbage_and_truncation),
+        cmocka_unit_test(test_field_number_zero),
         cmocka_unit_test(test_undefined_value),
         cmocka_unit_test(test_cycle),
         cmocka_unit_test(test_duplicate_definitions),
         cmocka_unit_test(test_bad_tensor_sizes),
         cmocka_unit_test(test_external_data_round_trip),
         cmocka_unit_test(test_external_data_escapes_refused),
+        cmocka_unit_test(test_external_data_fifo_refused),
+        cmocka_unit_test(test_failed_save_changes_nothing),
+        cmocka_unit_test(test_run_output_lists),
         cmocka_unit_test(test_atomic_save),
     };
     return cmocka_run_group_tests_name("io", tests, NULL, NULL);

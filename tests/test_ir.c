@@ -260,6 +260,66 @@ test_subgraph_outer_reference_orders_parent(void **state)
 }
 
 static void
+test_compact_keeps_values_nested_graphs_declare(void **state)
+{
+    (void)state;
+    /* A branch's value_info names t, a value of the main graph that nothing reads: compacting the
+     * main graph must not free t while the declaration points at it. */
+    HgModel *m = hg_model_new();
+    HgGraph *g = m->graph = hg_graph_new(m, NULL);
+    HgValue *x = hg_graph_new_value(g, "x", NULL), *cond = hg_graph_new_value(g, "cond", NULL);
+    hg_graph_add_input(g, x, NULL);
+    hg_graph_add_input(g, cond, NULL);
+    HgValue *t = hg_graph_new_value(g, "t", NULL), *out = hg_graph_new_value(g, "out", NULL);
+    HgNode *relu = hg_graph_add_node(g, "Relu", NULL, "relu", 1, &x, 1, &t);
+    HgNode *nif = hg_graph_add_node(g, "If", NULL, "if", 1, &cond, 1, &out);
+    HgGraph *branch = hg_graph_new(m, g);
+    HgValue *bo = hg_graph_new_value(branch, "bo", NULL);
+    hg_graph_add_node(branch, "Identity", NULL, "inner", 1, &x, 1, &bo);
+    hg_graph_add_output(branch, bo, NULL);
+    hg_graph_add_value_info(branch, t, NULL);
+    HgAttr *a = hg_attr_new("then_branch", HG_ATTR_GRAPH);
+    a->g = branch;
+    hg_node_add_attr(nif, a);
+    hg_graph_add_output(g, out, NULL);
+    hg_node_remove(relu);
+    hg_graph_compact(g);
+    assert_ptr_equal(hg_graph_lookup(g, "t"), t);
+    assert_string_equal(((HgValueDecl *)branch->value_info->pdata[0])->value->name, "t");
+    assert_verified(g);
+    hg_model_free(m);
+}
+
+static void
+test_many_uses_stay_linear(void **state)
+{
+    (void)state;
+    /* 20000 nodes read one value: verifying and removing them all must not scan the use list once
+     * per use (it took seconds at 10^5 before). The check here is the bookkeeping, exactly. */
+    HgModel *m = hg_model_new();
+    HgGraph *g = m->graph = hg_graph_new(m, NULL);
+    HgValue *x = hg_graph_new_value(g, "x", NULL);
+    hg_graph_add_input(g, x, NULL);
+    enum { N = 20000 };
+    for (guint i = 0; i < N; i++) {
+        g_autofree char *name = g_strdup_printf("y%u", i);
+        HgValue *y = hg_graph_new_value(g, name, NULL);
+        hg_graph_add_node(g, "Relu", NULL, NULL, 1, &x, 1, &y);
+        if (i == 0)
+            hg_graph_add_output(g, y, NULL);
+    }
+    assert_int_equal(x->uses->len, N);
+    assert_verified(g);
+    for (guint i = N; i-- > 1;)
+        hg_node_remove(g->nodes->pdata[i]);
+    hg_graph_compact(g);
+    assert_int_equal(x->uses->len, 1);
+    assert_int_equal(g->nodes->len, 1);
+    assert_verified(g);
+    hg_model_free(m);
+}
+
+static void
 test_set_elem_type_updates_declarations(void **state)
 {
     (void)state;
@@ -348,6 +408,8 @@ main(void)
         cmocka_unit_test(test_unique_names),
         cmocka_unit_test(test_verify_catches_broken_invariants),
         cmocka_unit_test(test_subgraph_outer_reference_orders_parent),
+        cmocka_unit_test(test_compact_keeps_values_nested_graphs_declare),
+        cmocka_unit_test(test_many_uses_stay_linear),
         cmocka_unit_test(test_set_elem_type_updates_declarations),
         cmocka_unit_test(test_tensor_sizes),
         cmocka_unit_test(test_dtype_names),
