@@ -1583,3 +1583,325 @@ hg_eval_CastLike(HgEvalCtx *ctx)
         return FALSE;
     return cast_eval(ctx, ctx->inputs[1]->dtype);
 }
+
+/* ---------------------------------------------------------------- interval rules
+ * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+
+void
+hg_range_Abs(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Add(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_And(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Cast(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_CastLike(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Ceil(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Clip(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Cos(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Div(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Dropout(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Elu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Equal(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Erf(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Exp(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Floor(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Greater(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_GreaterOrEqual(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_HardSigmoid(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_HardSwish(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Identity(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_IsInf(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_IsNaN(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_LeakyRelu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Less(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_LessOrEqual(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Log(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Max(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Mean(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Min(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Mish(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Mod(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Mul(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Neg(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Not(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Or(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_PRelu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Pow(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Reciprocal(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Relu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Round(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Selu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sigmoid(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sign(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sin(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Softplus(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Softsign(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sqrt(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sub(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Sum(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Tanh(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ThresholdedRelu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Where(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Xor(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+

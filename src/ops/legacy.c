@@ -133,3 +133,25 @@ hg_eval_Crop(HgEvalCtx *ctx)
     ctx->outputs[0] = y;
     return TRUE;
 }
+
+/* ---------------------------------------------------------------- interval rules
+ * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+
+void
+hg_range_Affine(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Crop(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ImageScaler(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+

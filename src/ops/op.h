@@ -68,6 +68,44 @@ typedef struct {
  * is not implemented, naming it). */
 typedef gboolean (*HgEvalFunc)(HgEvalCtx *ctx);
 
+/* ---------------------------------------------------------------- value ranges */
+
+/* A sound enclosure of the values a tensor can hold, over every input allowed by the input ranges:
+ * every non-NaN element x has lo <= x <= hi (an infinite bound means unbounded, and then x may be
+ * that infinity); every nonzero |x| >= tiny (0 when no bound is known: what underflow analysis
+ * needs); nan says whether NaN can appear. Integer tensors use the same form. */
+typedef struct {
+    double lo, hi;
+    double tiny;
+    gboolean nan;
+} HgRange;
+
+typedef struct {
+    const HgNode *node;
+    gint64 opset;
+    guint n_inputs;
+    const HgRange *const *inputs;           /* NULL for omitted inputs */
+    const HgValueShape *const *shapes;      /* shape inference's view of each input (NULL: omitted) */
+    const HgArray *const *values;           /* the values of constant inputs (initializers, folded
+                                               shape math, Constant outputs), NULL when not constant */
+    guint n_outputs;
+    const HgValueShape *const *out_shapes;  /* what shape inference knows of the outputs */
+    HgRange **outputs;                      /* start as "anything" (unbounded, NaN possible): narrow */
+} HgRangeCtx;
+
+/* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound
+ * that a real input inside the input ranges can cross is a bug (tests/ranges_sound.c checks the
+ * rules against the interpreter). Leaving an output untouched is always sound. The driver widens
+ * every finite bound outward by a relative 2^-20 afterwards, for FP32 rounding inside kernels. Each
+ * op's rule is hg_range_<Op> in its family file. */
+typedef void (*HgRangeFunc)(HgRangeCtx *ctx);
+
+/* Range helpers for rules. */
+HgRange hg_range_any(void);                                  /* unbounded, NaN possible */
+HgRange hg_range_exact(double lo, double hi);                /* [lo, hi], no NaN, tiny 0 */
+HgRange hg_range_of_array(const HgArray *a);                 /* exact, from the values */
+gboolean hg_range_bounded(const HgRange *r);                 /* both bounds finite */
+
 /* ---------------------------------------------------------------- traits */
 
 enum {
@@ -99,6 +137,7 @@ typedef struct {
     guint traits;
     guint32 fp32_inputs;           /* bit i: input i must stay FP32 (scales, shapes, indices) */
     const char *accumulation;      /* how FP16 is computed, for docs and the report */
+    HgRangeFunc range;             /* the interval rule, hg_range_<Op> */
 } HgOpDef;
 
 /* The row for (domain, op_type), or NULL when the op is opaque (other domains, ops not in the table). */
@@ -110,7 +149,8 @@ const HgOpDef *hg_op_for_node(const HgNode *node);
 #define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum)                          \
     gboolean infer(HgShapeCtx *ctx);                                                               \
     gboolean eval(HgEvalCtx *ctx);                                                                 \
-    gint64 cost(const HgShapeCtx *ctx);
+    gint64 cost(const HgShapeCtx *ctx);                                                            \
+    void hg_range_##name(HgRangeCtx *ctx);
 #include "ops/ops.def"
 #undef HG_OP
 

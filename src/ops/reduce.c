@@ -2020,3 +2020,115 @@ hg_cost_LayerNormalization(const HgShapeCtx *ctx)
 {
     return scaled_cost(ctx, 3);
 }
+
+/* ---------------------------------------------------------------- interval rules
+ * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+
+void
+hg_range_ArgMax(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ArgMin(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_BatchNormalization(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_CumSum(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_InstanceNormalization(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_LayerNormalization(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_LogSoftmax(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceL1(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceL2(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceLogSumExp(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceMax(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceMean(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceMin(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceProd(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceSum(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ReduceSumSquare(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Softmax(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_TopK(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+

@@ -1,13 +1,14 @@
 /* The op table built from ops.def, lookups, and helpers shared by the kernel families. */
 #include "ops/op.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
 static const HgOpDef op_table[] = {
-    {HG_OP_OPAQUE, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL},
+    {HG_OP_OPAQUE, NULL, NULL, NULL, NULL, NULL, 0, 0, NULL, NULL},
 #define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum)                          \
-    {HG_OP_##name, #name, family, infer, eval, cost, traits, fp32_inputs, accum},
+    {HG_OP_##name, #name, family, infer, eval, cost, traits, fp32_inputs, accum, hg_range_##name},
 #include "ops/ops.def"
 #undef HG_OP
 };
@@ -67,6 +68,52 @@ hg_cost_none(const HgShapeCtx *ctx)
 {
     (void)ctx;
     return 0;
+}
+
+/* ---------------------------------------------------------------- ranges */
+
+HgRange
+hg_range_any(void)
+{
+    HgRange r = {-INFINITY, INFINITY, 0, TRUE};
+    return r;
+}
+
+HgRange
+hg_range_exact(double lo, double hi)
+{
+    HgRange r = {lo, hi, 0, FALSE};
+    return r;
+}
+
+gboolean
+hg_range_bounded(const HgRange *r)
+{
+    return r && isfinite(r->lo) && isfinite(r->hi);
+}
+
+HgRange
+hg_range_of_array(const HgArray *a)
+{
+    HgRange r = {INFINITY, -INFINITY, INFINITY, FALSE};
+    if (!a || a->strings || hg_dtype_compute(a->dtype) == HG_COMPUTE_NONE)
+        return hg_range_any();
+    for (gint64 i = 0; i < a->numel; i++) {
+        double v = hg_array_get_f64(a, i);
+        if (isnan(v)) {
+            r.nan = TRUE;
+            continue;
+        }
+        r.lo = MIN(r.lo, v);
+        r.hi = MAX(r.hi, v);
+        if (v != 0)
+            r.tiny = MIN(r.tiny, fabs(v));
+    }
+    if (r.lo > r.hi) /* empty, or only NaN */
+        r.lo = r.hi = 0;
+    if (!isfinite(r.tiny))
+        r.tiny = 0;
+    return r;
 }
 
 /* ---------------------------------------------------------------- attributes */

@@ -3417,3 +3417,163 @@ hg_eval_Upsample(HgEvalCtx *ctx)
 {
     return resize_eval(ctx, TRUE);
 }
+
+/* ---------------------------------------------------------------- interval rules
+ * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+
+void
+hg_range_Concat(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Constant(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ConstantOfShape(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_DepthToSpace(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Expand(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Flatten(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Gather(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_GatherElements(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_GatherND(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Pad(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Range(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Reshape(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Resize(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ScatterElements(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_ScatterND(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Shape(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Size(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Slice(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_SpaceToDepth(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Split(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Squeeze(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Tile(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Transpose(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Trilu(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Unsqueeze(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
+void
+hg_range_Upsample(HgRangeCtx *ctx)
+{
+    (void)ctx;
+}
+
