@@ -1038,6 +1038,193 @@ test_cost(void **state)
     assert_int_equal(d->cost(&ctx), -1);
 }
 
+/* ---------------------------------------------------------------- interval rules */
+
+/* r is [lo, hi] exactly (within 1e-12 relative), with the NaN flag given. */
+static void
+expect_range_at(HgRange r, double lo, double hi, gboolean nan, const char *file, int line)
+{
+    if (same_value(r.lo, lo, 1e-12) && same_value(r.hi, hi, 1e-12) && r.nan == nan)
+        return;
+    print_error("range [%.17g, %.17g] nan %d, wanted [%.17g, %.17g] nan %d\n", r.lo, r.hi, r.nan, lo, hi,
+                nan);
+    _fail(file, line);
+}
+#define expect_range(r, lo, hi, nan) expect_range_at((r), (lo), (hi), (nan), __FILE__, __LINE__)
+
+static HgRange
+rg(double lo, double hi)
+{
+    return hg_range_exact(lo, hi);
+}
+
+/* Output 0's range from n's interval rule at opset, its inputs of dtype in (NULL ranges: omitted) and
+ * its output of dtype out. */
+static HgRange
+rule_at(HgNode *n, gint64 opset, int in, int out, guint n_in, const HgRange *ranges, const HgArray *const *vals)
+{
+    HgValueShape shp[MAX_IO], oshp;
+    const HgValueShape *ishapes[MAX_IO];
+    const HgRange *ins[MAX_IO];
+    for (guint i = 0; i < n_in; i++) {
+        vs_set(&shp[i], in, 1, DIMS(4), NULL);
+        ishapes[i] = &shp[i];
+        ins[i] = &ranges[i];
+    }
+    vs_set(&oshp, out, 1, DIMS(4), NULL);
+    const HgValueShape *oshapes[1] = {&oshp};
+    HgRange r = hg_range_any();
+    HgRange *outs[1] = {&r};
+    const HgArray *nov[MAX_IO] = {NULL};
+    HgRangeCtx ctx = {n, opset, n_in, ins, ishapes, vals ? vals : nov, 1, oshapes, outs};
+    hg_op_for_node(n)->range(&ctx);
+    return r;
+}
+
+static HgRange
+rule(const char *op, int in, int out, guint n_in, const HgRange *ranges)
+{
+    g_autoptr(HgModel) m = NULL;
+    HgNode *n = node_in_model(&m, op, n_in, 1);
+    return rule_at(n, 18, in, out, n_in, ranges, NULL);
+}
+#define F HG_DTYPE_FLOAT
+#define RANGES(...) ((const HgRange[]){__VA_ARGS__})
+
+static void
+test_range_helpers(void **state)
+{
+    (void)state;
+    expect_range(hg_range_add(rg(1, 2), rg(-INFINITY, 3)), -INFINITY, 5, FALSE);
+    /* inf + -inf is NaN, and the bounds stay unbounded rather than NaN */
+    expect_range(hg_range_add(rg(-INFINITY, 1), rg(0, INFINITY)), -INFINITY, INFINITY, TRUE);
+    expect_range(hg_range_sub(rg(1, 2), rg(-1, 3)), -2, 3, FALSE);
+    expect_range(hg_range_mul(rg(-2, 3), rg(4, 5)), -10, 15, FALSE);
+    /* 0 * inf: the bound counts it as 0, the flag as NaN */
+    expect_range(hg_range_mul(rg(0, 1), rg(1, INFINITY)), 0, INFINITY, TRUE);
+    HgRange a = {1, 2, 0.5, FALSE}, b = {-3, -1, 0.25, FALSE};
+    assert_true(hg_range_mul(a, b).tiny == 0.125);
+    HgRange r = hg_range_recip(rg(2, 4));
+    expect_range(r, 0.25, 0.5, FALSE);
+    assert_true(r.tiny == 0.25);
+    expect_range(hg_range_recip(rg(0, 4)), -INFINITY, INFINITY, FALSE);
+    expect_range(hg_range_div(rg(1, 2), rg(-4, -2)), -1, -0.25, FALSE);
+    expect_range(hg_range_div(rg(0, 2), rg(-1, 1)), -INFINITY, INFINITY, TRUE); /* 0 / 0 */
+    expect_range(hg_range_div(rg(1, INFINITY), rg(1, INFINITY)), 0, INFINITY, TRUE); /* inf / inf */
+    expect_range(hg_range_union(rg(1, 2), rg(-1, 0)), -1, 2, FALSE);
+    expect_range(hg_range_monotone(rg(-INFINITY, 0), exp, TRUE), 0, 1, FALSE);
+    expect_range(hg_range_monotone(rg(1, 2), exp, FALSE), exp(2), exp(1), FALSE);
+    /* storage: FP16 overflows to inf past 65504, FP32 past FLT_MAX; integers wrap to the whole type */
+    assert_true(isinf(hg_range_fit(rg(0, 70000), HG_DTYPE_FLOAT16).hi));
+    assert_true(hg_range_fit(rg(0, 60000), HG_DTYPE_FLOAT16).hi < 60100);
+    assert_true(isinf(hg_range_fit(rg(-1e39, 0), HG_DTYPE_FLOAT).lo));
+    expect_range(hg_range_fit(rg(-200, 100), HG_DTYPE_INT8), -128, 127, FALSE);
+    expect_range(hg_range_fit(rg(-2.5, 100.5), HG_DTYPE_INT8), -2, 100, FALSE);
+    expect_range(hg_range_fit(rg(2, 3), HG_DTYPE_BOOL), 1, 1, FALSE);
+    HgRange nan_in = {1, 2, 0, TRUE};
+    assert_false(hg_range_fit(nan_in, HG_DTYPE_INT32).nan);
+}
+
+static void
+test_range_rules(void **state)
+{
+    (void)state;
+    expect_range(rule("Exp", F, F, 1, RANGES(rg(0, 1))), 1, exp(1), FALSE);
+    expect_range(rule("Sigmoid", F, F, 1, RANGES(rg(-INFINITY, 0))), 0, 0.5, FALSE);
+    expect_range(rule("Tanh", F, F, 1, RANGES(rg(-1, INFINITY))), tanh(-1), 1, FALSE);
+    expect_range(rule("Sqrt", F, F, 1, RANGES(rg(-1, 4))), 0, 2, TRUE);
+    expect_range(rule("Log", F, F, 1, RANGES(rg(0, exp(1)))), -INFINITY, 1, FALSE);
+    expect_range(rule("Reciprocal", F, F, 1, RANGES(rg(-4, -0.5))), -2, -0.25, FALSE);
+    expect_range(rule("Abs", F, F, 1, RANGES(rg(-3, 2))), 0, 3, FALSE);
+    expect_range(rule("Neg", F, F, 1, RANGES(rg(-3, 2))), -2, 3, FALSE);
+    expect_range(rule("Floor", F, F, 1, RANGES(rg(-2.5, 2.5))), -3, 2, FALSE);
+    expect_range(rule("Sign", F, F, 1, RANGES(rg(0, 2))), 0, 1, FALSE);
+    HgRange relu_in = {-3, 2, 0.5, FALSE};
+    HgRange relu = rule("Relu", F, F, 1, RANGES(relu_in));
+    expect_range(relu, 0, 2, FALSE);
+    assert_true(relu.tiny == 0.5);
+    expect_range(rule("HardSwish", F, F, 1, RANGES(rg(-4, 4))), -0.375 - 5e-6, 4 + 5e-6, FALSE);
+    /* alpha is the float 0.2f; the rule pads by the rounding of alpha * x + beta */
+    const double a02 = (double)0.2f, pad_hs = (a02 + 0.5) * 1e-6;
+    expect_range(rule("HardSigmoid", F, F, 1, RANGES(rg(-1, 1))), 0.5 - a02 - pad_hs, 0.5 + a02 + pad_hs, FALSE);
+    expect_range(rule("Elu", F, F, 1, RANGES(rg(-INFINITY, 2))), -1, 2, FALSE);
+    /* Add, Mul, Div and Pow */
+    expect_range(rule("Add", F, F, 2, RANGES(rg(1, 2), rg(-5, 1))), -4, 3, FALSE);
+    expect_range(rule("Mul", F, F, 2, RANGES(rg(-1, 2), rg(-5, 1))), -10, 5, FALSE);
+    /* 1 / 0 is inf, not NaN: a stays away from 0 */
+    expect_range(rule("Div", F, F, 2, RANGES(rg(1, 2), rg(-1, 1))), -INFINITY, INFINITY, FALSE);
+    expect_range(rule("Div", F, F, 2, RANGES(rg(0, 2), rg(-1, 1))), -INFINITY, INFINITY, TRUE);
+    expect_range(rule("Div", HG_DTYPE_INT64, HG_DTYPE_INT64, 2, RANGES(rg(7, 9), rg(2, 3))), 2, 4, FALSE);
+    expect_range(rule("Pow", F, F, 2, RANGES(rg(-3, 2), rg(2, 2))), 0, 9, FALSE);
+    expect_range(rule("Pow", F, F, 2, RANGES(rg(-2, 3), rg(3, 3))), -8, 27, FALSE);
+    expect_range(rule("Pow", F, F, 2, RANGES(rg(-1, 4), rg(0.5, 0.5))), 0, 2, TRUE);
+    expect_range(rule("Pow", F, F, 2, RANGES(rg(1, 2), rg(-1, 2))), 0.5, 4, FALSE);
+    /* FP32 overflow: 1e38 * 10 is inf in float */
+    expect_range(rule("Mul", F, F, 2, RANGES(rg(0, 1e38), rg(0, 10))), 0, INFINITY, FALSE);
+    /* variadic, Where, Clip */
+    expect_range(rule("Max", F, F, 3, RANGES(rg(1, 2), rg(-5, 1), rg(0, 3))), 1, 3, FALSE);
+    expect_range(rule("Min", F, F, 3, RANGES(rg(1, 2), rg(-5, 1), rg(0, 3))), -5, 1, FALSE);
+    expect_range(rule("Sum", F, F, 3, RANGES(rg(1, 2), rg(-5, 1), rg(0, 3))), -4, 6, FALSE);
+    expect_range(rule("Mean", F, F, 2, RANGES(rg(1, 2), rg(-5, 1))), -2, 1.5, FALSE);
+    expect_range(rule("Where", F, F, 3, RANGES(rg(0, 1), rg(-5, 1), rg(0, 3))), -5, 3, FALSE);
+    expect_range(rule("Clip", F, F, 3, RANGES(rg(-10, 10), rg(-1, -1), rg(2, 2))), -1, 2, FALSE);
+    {
+        g_autoptr(HgModel) m = NULL;
+        HgNode *n = node_in_model(&m, "Clip", 1, 1);
+        attr_f(n, "min", -1);
+        attr_f(n, "max", 1);
+        expect_range(rule_at(n, 6, F, F, 1, RANGES(rg(-5, 0.5)), NULL), -1, 0.5, FALSE);
+        HgNode *l = node_in_model(&m, "LeakyRelu", 1, 1);
+        attr_f(l, "alpha", 0.25f);
+        expect_range(rule_at(l, 16, F, F, 1, RANGES(rg(-8, 5)), NULL), -2, 5, FALSE);
+        HgNode *c = node_in_model(&m, "Cast", 1, 1);
+        attr_i(c, "to", HG_DTYPE_FLOAT16);
+        assert_true(isinf(rule_at(c, 18, F, HG_DTYPE_FLOAT16, 1, RANGES(rg(0, 1e5)), NULL).hi));
+        HgNode *ci = node_in_model(&m, "Cast", 1, 1);
+        attr_i(ci, "to", HG_DTYPE_INT32);
+        expect_range(rule_at(ci, 18, F, HG_DTYPE_INT32, 1, RANGES(rg(-2.7, 3.9)), NULL), -2, 3, FALSE);
+        HgNode *c8 = node_in_model(&m, "Cast", 1, 1);
+        attr_i(c8, "to", HG_DTYPE_INT8);
+        expect_range(rule_at(c8, 18, F, HG_DTYPE_INT8, 1, RANGES(rg(-1000, 1000)), NULL), -128, 127, FALSE);
+    }
+    /* comparisons decided by the ranges */
+    expect_range(rule("Greater", F, HG_DTYPE_BOOL, 2, RANGES(rg(3, 4), rg(1, 2))), 1, 1, FALSE);
+    expect_range(rule("Less", F, HG_DTYPE_BOOL, 2, RANGES(rg(3, 4), rg(1, 2))), 0, 0, FALSE);
+    expect_range(rule("Equal", F, HG_DTYPE_BOOL, 2, RANGES(rg(0, 4), rg(1, 2))), 0, 1, FALSE);
+    expect_range(rule("IsNaN", F, HG_DTYPE_BOOL, 1, RANGES(rg(0, 4))), 0, 0, FALSE);
+}
+
+/* Kernel outputs on a grid over [-6, 6] lie inside the rule's range for that interval. */
+static void
+test_range_contains_kernel(void **state)
+{
+    (void)state;
+    static const char *const ops[] = {"Abs", "Neg", "Relu", "Exp", "Sigmoid", "Tanh", "Erf", "Softplus",
+                                      "Softsign", "Elu", "Selu", "HardSigmoid", "HardSwish", "Mish",
+                                      "LeakyRelu", "ThresholdedRelu", "Floor", "Ceil", "Round", "Sign",
+                                      "Sin", "Cos", "Sqrt", "Log", "Reciprocal"};
+    enum { N = 241 };
+    double x[N];
+    for (int i = 0; i < N; i++)
+        x[i] = -6 + 12.0 * i / (N - 1);
+    for (gsize k = 0; k < G_N_ELEMENTS(ops); k++) {
+        g_autoptr(HgModel) m = NULL;
+        HgNode *n = node_in_model(&m, ops[k], 1, 1);
+        HgRange r = rule_at(n, 18, F, F, 1, RANGES(rg(-6, 6)), NULL);
+        g_autoptr(HgArray) y = run1(n, 18, 1, ARRS(arr(F, 1, DIMS(N), x)), NULL);
+        assert_non_null(y);
+        for (int i = 0; i < N; i++) {
+            double v = hg_array_get_f64(y, i);
+            gboolean ok = isnan(v) ? r.nan
+                                   : v >= r.lo - fabs(r.lo) * 1e-6 && v <= r.hi + fabs(r.hi) * 1e-6 &&
+                                         (v == 0 || fabs(v) >= r.tiny * (1 - 1e-6));
+            if (!ok)
+                fail_msg("%s(%g) = %g outside [%g, %g] (tiny %g, nan %d)", ops[k], x[i], v, r.lo, r.hi,
+                         r.tiny, r.nan);
+        }
+    }
+}
+
 int
 main(void)
 {
@@ -1069,6 +1256,9 @@ main(void)
         cmocka_unit_test(test_infer_per_op),
         cmocka_unit_test(test_infer_folds),
         cmocka_unit_test(test_cost),
+        cmocka_unit_test(test_range_helpers),
+        cmocka_unit_test(test_range_rules),
+        cmocka_unit_test(test_range_contains_kernel),
     };
     return cmocka_run_group_tests_name("ops_elementwise", tests, NULL, NULL);
 }

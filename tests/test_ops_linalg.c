@@ -1324,6 +1324,194 @@ test_einsum_infer_errors(void **state)
     hg_model_free(nd.model);
 }
 
+/* ---------------------------------------------------------------- interval rules */
+
+/* Run nd's interval rule with input ranges rin (inputs in constmask also constant, with ins' values)
+ * and the shapes of ins, check that the kernel's output on ins lies inside it, and return it.
+ * ins stay the caller's. */
+static HgRange
+range_rule_at(Node *nd, gint64 opset, guint nin, HgArray **ins, const HgRange *rin, guint constmask,
+              const char *file, int line)
+{
+    GError *error = NULL;
+    HgArray *outs[2] = {NULL, NULL};
+    if (!eval_checked(nd->node, opset, 1, nin, ins, 2, outs, &error)) {
+        print_error("%s:%d: eval failed: %s\n", file, line, error->message);
+        g_error_free(error);
+        _fail(file, line);
+    }
+    HgValueShape *vs[MAX_IO] = {NULL}, *os[2] = {NULL, NULL};
+    const HgRange *ri[MAX_IO] = {NULL};
+    const HgArray *vals[MAX_IO] = {NULL};
+    for (guint i = 0; i < nin; i++) {
+        vs[i] = vs_new(ins[i]->dtype, (int)ins[i]->rank, ins[i]->dims);
+        ri[i] = &rin[i];
+        vals[i] = (constmask & (1u << i)) ? ins[i] : NULL;
+    }
+    HgRange r[2] = {hg_range_any(), hg_range_any()}, *rout[2] = {&r[0], &r[1]};
+    guint nout = outs[1] ? 2 : 1;
+    for (guint i = 0; i < nout; i++)
+        os[i] = vs_new(outs[i]->dtype, (int)outs[i]->rank, outs[i]->dims);
+    HgRangeCtx ctx = {nd->node, opset, nin, ri, (const HgValueShape *const *)vs, vals, nout,
+                      (const HgValueShape *const *)os, rout};
+    hg_op_for_node(nd->node)->range(&ctx);
+    for (guint k = 0; k < nout; k++) {
+        for (gint64 i = 0; i < outs[k]->numel; i++) {
+            double x = hg_array_get_f64(outs[k], i);
+            if (isnan(x) ? !r[k].nan : (x < r[k].lo || x > r[k].hi)) {
+                print_error("%s:%d: output %u element %" G_GINT64_FORMAT " = %.9g outside [%.9g, %.9g]\n",
+                            file, line, k, i, x, r[k].lo, r[k].hi);
+                _fail(file, line);
+            }
+        }
+        hg_array_unref(outs[k]);
+        vs_free(os[k]);
+    }
+    for (guint i = 0; i < nin; i++)
+        vs_free(vs[i]);
+    return r[0];
+}
+#define range_rule(nd, opset, nin, ins, rin, mask) range_rule_at(nd, opset, nin, ins, rin, mask, __FILE__, __LINE__)
+
+/* [lo, hi] up to the rounding slack the rule adds (relative 1e-5). */
+static void
+assert_range_at(HgRange r, double lo, double hi, gboolean nan, const char *file, int line)
+{
+    double tl = 1e-5 * (1 + fabs(lo)), th = 1e-5 * (1 + fabs(hi));
+    gboolean ok = r.nan == nan && (isinf(lo) ? r.lo == lo : (r.lo <= lo && r.lo >= lo - tl)) &&
+                  (isinf(hi) ? r.hi == hi : (r.hi >= hi && r.hi <= hi + th));
+    if (!ok) {
+        print_error("%s:%d: range [%.9g, %.9g] nan %d, expected [%.9g, %.9g] nan %d\n", file, line, r.lo,
+                    r.hi, r.nan, lo, hi, nan);
+        _fail(file, line);
+    }
+}
+#define assert_range(r, lo, hi, nan) assert_range_at((r), (lo), (hi), (nan), __FILE__, __LINE__)
+
+/* uniform values in [lo, hi] */
+static HgArray *
+arr_in(guint rank, const gint64 *dims, double lo, double hi)
+{
+    HgArray *a = arr_rand(rank, dims);
+    for (gint64 i = 0; i < a->numel; i++)
+        ((float *)a->data)[i] = (float)(lo + (hi - lo) * (((float *)a->data)[i] + 0.5));
+    return a;
+}
+
+static void
+unref_all(HgArray **a, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        hg_array_unref(a[i]);
+}
+
+static void
+test_range_conv(void **state)
+{
+    (void)state;
+    /* channel 0: weights {1, -2, 3, 0.5} (sp 4.5, sn -2), bias 0.5; channel 1: all -1, bias -3 */
+    Node nd = node_new_n("Conv", 3, 1);
+    HgArray *ins[3] = {arr_in(4, DIMS(1, 1, 4, 4), 1, 2),
+                       arr_f32(HG_DTYPE_FLOAT, 4, DIMS(2, 1, 2, 2), F32S(1, -2, 3, 0.5f, -1, -1, -1, -1)),
+                       arr_f32(HG_DTYPE_FLOAT, 1, DIMS(2), F32S(0.5f, -3))};
+    HgRange rin[3] = {hg_range_exact(1, 2), hg_range_of_array(ins[1]), hg_range_of_array(ins[2])};
+    /* unpadded, x in [1, 2]: [4.5 - 4 + 0.5, 9 - 2 + 0.5] and [-8 - 3, -4 - 3] */
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 7.5, FALSE);
+    /* padding brings zeros in: x in [0, 2] */
+    SET_INTS(nd.node, "pads", 1, 1, 1, 1);
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 9.5, FALSE);
+    /* weights not constant: 4 taps of [0, 2] x [-2, 3] = [-4, 6] each, plus a bias in [-3, 0.5] */
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 0), -16 - 3, 24 + 0.5, FALSE);
+    /* an unbounded input: unbounded out, NaN possible (0 * inf, inf - inf) */
+    rin[0] = hg_range_any();
+    rin[0].nan = FALSE;
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -INFINITY, INFINITY, TRUE);
+    unref_all(ins, 3);
+    hg_model_free(nd.model);
+
+    /* ConvTranspose, W [C=1, M=2, 2, 2]: any subset of taps reaches an output, so x takes 0 in */
+    nd = node_new_n("ConvTranspose", 2, 1);
+    SET_INTS(nd.node, "strides", 2, 2);
+    HgArray *t[2] = {arr_in(4, DIMS(1, 1, 3, 3), 1, 2),
+                     arr_f32(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 2), F32S(1, -2, 3, 0.5f, 2, 2, 2, 2))};
+    HgRange tr[2] = {hg_range_exact(1, 2), hg_range_of_array(t[1])};
+    assert_range(range_rule(&nd, 11, 2, t, tr, 2), -4, 16, FALSE);
+    /* W not constant: up to C * 2 * 2 = 4 taps of [0, 2] x [-2, 3] reach an output */
+    assert_range(range_rule(&nd, 11, 2, t, tr, 0), -16, 24, FALSE);
+    unref_all(t, 2);
+    hg_model_free(nd.model);
+}
+
+static void
+test_range_matmul_gemm(void **state)
+{
+    (void)state;
+    /* B columns {1, -1, 3} and {2, 0, -4}; A in [0, 1]: [-1, 4] and [-4, 2] */
+    Node nd = node_new_n("MatMul", 2, 1);
+    HgArray *ins[2] = {arr_in(2, DIMS(2, 3), 0, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), F32S(1, 2, -1, 0, 3, -4))};
+    HgRange rin[2] = {hg_range_exact(0, 1), hg_range_of_array(ins[1])};
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -4, 4, FALSE);
+    /* not constant: 3 products of [0, 1] x [-4, 3] */
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 0), -12, 9, FALSE);
+    unref_all(ins, 2);
+    /* constant A (rows {1, -2} and {0.5, 0.5}), B in [-1, 3]: [-7, 5] and [-1, 3] */
+    HgArray *a2[2] = {arr_f32(HG_DTYPE_FLOAT, 2, DIMS(2, 2), F32S(1, -2, 0.5f, 0.5f)), arr_in(1, DIMS(2), -1, 3)};
+    HgRange r2[2] = {hg_range_of_array(a2[0]), hg_range_exact(-1, 3)};
+    assert_range(range_rule(&nd, 13, 2, a2, r2, 1), -7, 5, FALSE);
+    unref_all(a2, 2);
+    hg_model_free(nd.model);
+
+    /* Gemm, transB, alpha 2, beta -1, C in [0, 1]: 2 * [-4, 4] - [0, 1] */
+    nd = node_new_n("Gemm", 3, 1);
+    attr_i(nd.node, "transB", 1);
+    attr_f(nd.node, "alpha", 2);
+    attr_f(nd.node, "beta", -1);
+    HgArray *g[3] = {arr_in(2, DIMS(1, 3), 0, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(2, 3), F32S(1, -1, 3, 2, 0, -4)),
+                     arr_in(1, DIMS(2), 0, 1)};
+    HgRange gr[3] = {hg_range_exact(0, 1), hg_range_of_array(g[1]), hg_range_exact(0, 1)};
+    assert_range(range_rule(&nd, 13, 3, g, gr, 2), -9, 8, FALSE);
+    /* a NaN in C reaches the output */
+    gr[2].nan = TRUE;
+    assert_true(range_rule(&nd, 13, 3, g, gr, 2).nan);
+    unref_all(g, 3);
+    hg_model_free(nd.model);
+
+    /* Einsum ij,jk->ik: 3 products of [-1, 2] x [0, 3] = [-3, 6] */
+    nd = node_new_n("Einsum", 2, 1);
+    attr_s(nd.node, "equation", "ij,jk->ik");
+    HgArray *e[2] = {arr_in(2, DIMS(2, 3), -1, 2), arr_in(2, DIMS(3, 4), 0, 3)};
+    HgRange er[2] = {hg_range_exact(-1, 2), hg_range_exact(0, 3)};
+    assert_range(range_rule(&nd, 12, 2, e, er, 0), -9, 18, FALSE);
+    unref_all(e, 2);
+    hg_model_free(nd.model);
+}
+
+static void
+test_range_pools(void **state)
+{
+    (void)state;
+    Node nd = node_new_n("AveragePool", 1, 1);
+    SET_INTS(nd.node, "kernel_shape", 2, 2);
+    SET_INTS(nd.node, "pads", 1, 1, 1, 1);
+    HgArray *x[1] = {arr_in(4, DIMS(1, 2, 4, 4), 1, 2)};
+    HgRange rx[1] = {hg_range_exact(1, 2)};
+    /* pads not counted: the input's range; counted: 0 joins it */
+    assert_range(range_rule(&nd, 11, 1, x, rx, 0), 1, 2, FALSE);
+    attr_i(nd.node, "count_include_pad", 1);
+    assert_range(range_rule(&nd, 11, 1, x, rx, 0), 0, 2, FALSE);
+    hg_model_free(nd.model);
+
+    nd = node_new("MaxPool", "x", "y,i");
+    SET_INTS(nd.node, "kernel_shape", 2, 2);
+    assert_range(range_rule(&nd, 12, 1, x, rx, 0), 1, 2, FALSE);
+    hg_model_free(nd.model);
+
+    nd = node_new_n("GlobalAveragePool", 1, 1);
+    assert_range(range_rule(&nd, 12, 1, x, rx, 0), 1, 2, FALSE);
+    hg_model_free(nd.model);
+    unref_all(x, 1);
+}
+
 int
 main(void)
 {
@@ -1349,6 +1537,9 @@ main(void)
         cmocka_unit_test(test_matmul_infer_fold_cost),
         cmocka_unit_test(test_einsum),
         cmocka_unit_test(test_einsum_infer_errors),
+        cmocka_unit_test(test_range_conv),
+        cmocka_unit_test(test_range_matmul_gemm),
+        cmocka_unit_test(test_range_pools),
     };
     return cmocka_run_group_tests_name("ops_linalg", tests, NULL, NULL);
 }

@@ -1095,6 +1095,263 @@ test_layernorm(void **state)
     node_free(&n);
 }
 
+/* ---------------------------------------------------------------- interval rules */
+
+/* Call node's interval rule at opset. Input i is present when sh[i] is non-NULL, with range in[i],
+ * that shape, and constant value vals[i] (vals may be NULL). Every output has dtype odt and unknown
+ * dims. out[0..n_out) receive the ranges (without the driver's widening). */
+static void
+range_rule(const HgNode *node, gint64 opset, guint n_in, const HgRange *in, HgValueShape *const *sh,
+           const HgArray *const *vals, int odt, guint n_out, HgRange *out)
+{
+    const HgOpDef *d = hg_op_for_node(node);
+    assert_non_null(d);
+    const HgRange *ip[MAX_IO] = {0};
+    const HgValueShape *sp[MAX_IO] = {0}, *op[MAX_IO];
+    const HgArray *vp[MAX_IO] = {0};
+    HgRange *outp[MAX_IO];
+    HgValueShape os;
+    vs_set(&os, odt, -1, NULL, NULL);
+    for (guint i = 0; i < n_in; i++) {
+        ip[i] = sh[i] ? &in[i] : NULL;
+        sp[i] = sh[i];
+        vp[i] = vals ? vals[i] : NULL;
+    }
+    for (guint k = 0; k < n_out; k++) {
+        out[k] = hg_range_any();
+        outp[k] = &out[k];
+        op[k] = &os;
+    }
+    HgRangeCtx ctx = {node, opset, n_in, ip, sp, vp, n_out, op, outp};
+    d->range(&ctx);
+}
+
+static void
+assert_range_at(const HgRange *r, double lo, double hi, double tol, const char *file, int line)
+{
+    gboolean ok = (lo == r->lo || fabs(r->lo - lo) <= tol * MAX(1, fabs(lo))) &&
+                  (hi == r->hi || fabs(r->hi - hi) <= tol * MAX(1, fabs(hi)));
+    if (!ok)
+        fail_msg("%s:%d: range [%.9g, %.9g], expected [%.9g, %.9g]", file, line, r->lo, r->hi, lo, hi);
+}
+
+#define assert_range(r, lo, hi, tol) assert_range_at((r), (lo), (hi), (tol), __FILE__, __LINE__)
+
+/* Every value of a lies in r (NaN only when r allows it; nonzero magnitudes at least tiny). */
+static void
+assert_inside_at(const HgArray *a, const HgRange *r, const char *file, int line)
+{
+    for (gint64 i = 0; a && i < a->numel; i++) {
+        double v = hg_array_get_f64(a, i);
+        gboolean ok = isnan(v) ? r->nan : v >= r->lo && v <= r->hi && (v == 0 || fabs(v) >= r->tiny);
+        if (!ok)
+            fail_msg("%s:%d: value %.9g at %" G_GINT64_FORMAT " outside [%.9g, %.9g] (tiny %g)", file, line, v, i,
+                     r->lo, r->hi, r->tiny);
+    }
+}
+
+#define assert_inside(a, r) assert_inside_at((a), (r), __FILE__, __LINE__)
+
+static void
+test_range_reduce(void **state)
+{
+    (void)state;
+    HgRange out[2];
+    HgValueShape *x34 = vs_new(HG_DTYPE_FLOAT, 2, DIMS(3, 4)), *xq = vs_new(HG_DTYPE_FLOAT, 2, DIMS(3, -1));
+    HgValueShape *i8 = vs_new(HG_DTYPE_INT8, 2, DIMS(3, 4));
+    HgRange x = hg_range_exact(-1, 2);
+    /* ReduceSum over 4 elements: [4 lo, 4 hi]; the straddling input gives no tiny */
+    Node n = node_new("ReduceSum", "x", "y");
+    attr_ints(n.node, "axes", 1, DIMS(1));
+    range_rule(n.node, 11, 1, &x, &x34, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -4, 8, 0);
+    assert_false(out[0].nan);
+    /* an unknown count: a nonnegative input sums to [0, inf) with its tiny */
+    HgRange pos = {0.5, 2, 0.5, FALSE};
+    range_rule(n.node, 11, 1, &pos, &xq, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0, INFINITY, 0);
+    assert_true(out[0].tiny == 0.5);
+    /* a straddling input with an unknown count: unbounded */
+    range_rule(n.node, 11, 1, &x, &xq, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -INFINITY, INFINITY, 0);
+    /* int8 sums that may wrap are unbounded; FP16 overflows to inf */
+    HgRange big = hg_range_exact(-100, 100);
+    range_rule(n.node, 11, 1, &big, &i8, NULL, HG_DTYPE_INT8, 1, out);
+    assert_range(&out[0], -INFINITY, INFINITY, 0);
+    HgRange huge = hg_range_exact(0, 30000);
+    HgValueShape *h34 = vs_new(HG_DTYPE_FLOAT16, 2, DIMS(3, 4));
+    range_rule(n.node, 11, 1, &huge, &h34, NULL, HG_DTYPE_FLOAT16, 1, out);
+    vs_free(h34);
+    assert_true(out[0].hi == INFINITY && out[0].lo == 0);
+    node_free(&n);
+    /* opset 13: the axes come from the constant second input; noop with no axes */
+    n = node_new("ReduceSum", "x,axes", "y");
+    g_autoptr(HgArray) ax = arr_i64(1, DIMS(1), INTS(0));
+    HgValueShape *axs = vs_new(HG_DTYPE_INT64, 1, DIMS(1));
+    HgRange xr[2] = {x, hg_range_exact(0, 0)};
+    HgValueShape *sh[2] = {x34, axs};
+    const HgArray *vals[2] = {NULL, ax};
+    range_rule(n.node, 13, 2, xr, sh, vals, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -3, 6, 0);
+    node_free(&n);
+
+    /* Mean, Max, Min: the input range; Max keeps tiny; L1, L2, SumSquare, LogSumExp, Prod */
+    struct {
+        const char *op;
+        double lo, hi;
+    } cases[] = {
+        {"ReduceMean", -1, 2},          {"ReduceMax", -1, 2},         {"ReduceMin", -1, 2},
+        {"ReduceL1", 0, 8},             {"ReduceL2", 0, 4},           {"ReduceSumSquare", 0, 16},
+        {"ReduceProd", -16, 16},
+    };
+    for (guint c = 0; c < G_N_ELEMENTS(cases); c++) {
+        n = node_new(cases[c].op, "x", "y");
+        attr_ints(n.node, "axes", 1, DIMS(1));
+        range_rule(n.node, 11, 1, &x, &x34, NULL, HG_DTYPE_FLOAT, 1, out);
+        assert_range(&out[0], cases[c].lo, cases[c].hi, 1e-5);
+        node_free(&n);
+    }
+    /* a positive input: L2 of 4 values in [0.5, 2] is in [1, 4]; LogSumExp in [0.5 + log 4, 2 + log 4] */
+    n = node_new("ReduceL2", "x", "y");
+    attr_ints(n.node, "axes", 1, DIMS(1));
+    range_rule(n.node, 11, 1, &pos, &x34, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 1, 4, 0);
+    node_free(&n);
+    n = node_new("ReduceLogSumExp", "x", "y");
+    attr_ints(n.node, "axes", 1, DIMS(1));
+    range_rule(n.node, 11, 1, &pos, &x34, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0.5 + log(4), 2 + log(4), 1e-5);
+    node_free(&n);
+
+    /* ArgMax along a 4-long axis: [0, 3], integers (tiny 1); TopK's indices likewise */
+    n = node_new("ArgMax", "x", "y");
+    attr_i(n.node, "axis", 1);
+    range_rule(n.node, 13, 1, &x, &x34, NULL, HG_DTYPE_INT64, 1, out);
+    assert_range(&out[0], 0, 3, 0);
+    assert_true(out[0].tiny == 1 && !out[0].nan);
+    node_free(&n);
+    n = node_new("TopK", "x,k", "v,i");
+    g_autoptr(HgArray) k = arr_i64(1, DIMS(1), INTS(2));
+    HgRange kr[2] = {pos, hg_range_exact(2, 2)};
+    HgValueShape *tsh[2] = {x34, axs};
+    const HgArray *tv[2] = {NULL, k};
+    range_rule(n.node, 11, 2, kr, tsh, tv, HG_DTYPE_FLOAT, 2, out);
+    assert_range(&out[0], 0.5, 2, 0);
+    assert_range(&out[1], 0, 3, 0);
+    node_free(&n);
+    /* CumSum along 4: inclusive [4 lo, 4 hi] for a straddling input, exclusive (-1 .. 3 terms) */
+    n = node_new("CumSum", "x,axis", "y");
+    g_autoptr(HgArray) ca = arr_i64(0, NULL, INTS(1));
+    HgValueShape *cas = vs_new(HG_DTYPE_INT64, 0, NULL);
+    HgValueShape *csh[2] = {x34, cas};
+    const HgArray *cv[2] = {NULL, ca};
+    range_rule(n.node, 14, 2, xr, csh, cv, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -4, 8, 1e-5);
+    attr_i(n.node, "exclusive", 1);
+    range_rule(n.node, 14, 2, kr, csh, cv, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0, 6, 1e-5);
+    node_free(&n);
+    vs_free(x34);
+    vs_free(xq);
+    vs_free(i8);
+    vs_free(axs);
+    vs_free(cas);
+}
+
+static void
+test_range_softmax_norms(void **state)
+{
+    (void)state;
+    HgRange out[3];
+    HgValueShape *x23 = vs_new(HG_DTYPE_FLOAT, 2, DIMS(2, 3));
+    /* rows of 3 in [0, ln 3]: p in [1/(1 + 2*3), 1/(1 + 2/3)] = [1/7, 0.6] */
+    HgRange x = hg_range_exact(0, log(3));
+    Node n = node_new("Softmax", "x", "y");
+    range_rule(n.node, 13, 1, &x, &x23, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 1.0 / 7, 0.6, 1e-5);
+    assert_true(out[0].tiny > 0.14 && !out[0].nan);
+    /* unbounded input: [0, 1] and NaN possible (inf - inf) */
+    HgRange any = hg_range_any();
+    range_rule(n.node, 13, 1, &any, &x23, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0, 1, 0);
+    assert_true(out[0].nan);
+    node_free(&n);
+    n = node_new("LogSoftmax", "x", "y");
+    range_rule(n.node, 13, 1, &x, &x23, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -log(7), -log(5.0 / 3), 1e-5);
+    node_free(&n);
+
+    /* LayerNormalization over 4 values: |z| <= sqrt(4) = 2, then times Scale plus B per element */
+    n = node_new("LayerNormalization", "x,s,b", "y,mean,inv");
+    attr_f(n.node, "epsilon", 0.25f);
+    HgValueShape *x24 = vs_new(HG_DTYPE_FLOAT, 2, DIMS(2, 4)), *p4 = vs_new(HG_DTYPE_FLOAT, 1, DIMS(4));
+    g_autoptr(HgArray) s = arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(1, 2, -1, 0.5));
+    g_autoptr(HgArray) b = arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(0, 10, 0, -1));
+    HgRange lr[3] = {hg_range_exact(-100, 100), hg_range_of_array(s), hg_range_of_array(b)};
+    HgValueShape *lsh[3] = {x24, p4, p4};
+    const HgArray *lv[3] = {NULL, s, b};
+    range_rule(n.node, 17, 3, lr, lsh, lv, HG_DTYPE_FLOAT, 3, out);
+    assert_range(&out[0], -2, 14, 1e-4); /* element 1: 10 +- 2*2 */
+    assert_range(&out[1], -100, 100, 0);
+    assert_range(&out[2], 1 / sqrt(100.0 * 100 + 0.25), 2, 1e-4);
+    /* a narrow input: |z| <= w / sqrt(eps) = 0.2 / 0.5 (element 3: 0.5 z - 1 down to -1.2) */
+    lr[0] = hg_range_exact(1, 1.2);
+    range_rule(n.node, 17, 3, lr, lsh, lv, HG_DTYPE_FLOAT, 3, out);
+    assert_range(&out[0], -1.2, 10.8, 1e-4);
+    /* and the kernel's outputs lie inside */
+    HgArray *xv = arr(HG_DTYPE_FLOAT, 2, DIMS(2, 4), VALS(1, 1.2, 1.1, 1.05, 1.2, 1.2, 1.2, 1));
+    Result r = RUN(&n, 17, xv, hg_array_ref(s), hg_array_ref(b));
+    for (int kk = 0; kk < 3; kk++)
+        assert_inside(r.out[kk], &out[kk]);
+    result_free(&r);
+    node_free(&n);
+
+    /* BatchNormalization with constant statistics (epsilon 0): channel 0 maps [0, 1] to itself,
+     * channel 1 (scale 2, var 4, mean 1, B 10) to [9, 10] */
+    n = node_new("BatchNormalization", "x,s,b,m,v", "y");
+    attr_f(n.node, "epsilon", 0);
+    HgValueShape *x2 = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 3)), *p2 = vs_new(HG_DTYPE_FLOAT, 1, DIMS(2));
+    g_autoptr(HgArray) bs = arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2));
+    g_autoptr(HgArray) bb = arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 10));
+    g_autoptr(HgArray) bm = arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1));
+    g_autoptr(HgArray) bv = arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 4));
+    HgRange br[5] = {hg_range_exact(0, 1), hg_range_of_array(bs), hg_range_of_array(bb), hg_range_of_array(bm),
+                     hg_range_of_array(bv)};
+    HgValueShape *bsh[5] = {x2, p2, p2, p2, p2};
+    const HgArray *bvals[5] = {NULL, bs, bb, bm, bv};
+    range_rule(n.node, 15, 5, br, bsh, bvals, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0, 10, 1e-5);
+    r = RUN(&n, 15, arr(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 3), VALS(0, 0.5, 1, 0, 0.5, 1)), hg_array_ref(bs),
+            hg_array_ref(bb), hg_array_ref(bm), hg_array_ref(bv));
+    assert_inside(r.out[0], &out[0]);
+    result_free(&r);
+    /* without constants the ranges combine: scale [1, 2] / sqrt([1, 4]) in [0.5, 2] */
+    range_rule(n.node, 15, 5, br, bsh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -2, 12, 1e-5);
+    node_free(&n);
+
+    /* the legacy Affine and ImageScaler: y = 2x + 1 over [-1, 3]; 0.5 x + bias[c] over [0, 2] */
+    n = node_new("Affine", "x", "y");
+    attr_f(n.node, "alpha", 2);
+    attr_f(n.node, "beta", 1);
+    HgRange ar = hg_range_exact(-1, 3);
+    range_rule(n.node, 9, 1, &ar, &x23, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -1, 7, 1e-5);
+    node_free(&n);
+    n = node_new("ImageScaler", "x", "y");
+    attr_f(n.node, "scale", 0.5f);
+    attr_floats(n.node, "bias", 2, F32S(1, -1));
+    HgRange ir = hg_range_exact(0, 2);
+    range_rule(n.node, 9, 1, &ir, &x2, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -1, 2, 1e-5);
+    node_free(&n);
+    vs_free(x23);
+    vs_free(x24);
+    vs_free(p4);
+    vs_free(x2);
+    vs_free(p2);
+}
+
 int
 main(void)
 {
@@ -1119,6 +1376,8 @@ main(void)
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_instancenorm),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_range_reduce),
+        cmocka_unit_test(test_range_softmax_norms),
     };
     return cmocka_run_group_tests_name("ops_reduce", tests, NULL, NULL);
 }

@@ -1330,6 +1330,206 @@ test_unknown_and_odd_inputs(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- interval rules */
+
+/* Run n's interval rule at opset on input ranges ins (NULL: omitted), with the input shapes and
+ * constant values given (either may be NULL); the output ranges land in outs. */
+static void
+range_rule(Node *n, gint64 opset, guint n_in, const HgRange *ins, HgValueShape *const *shapes,
+           const HgArray *const *values, HgRange *outs)
+{
+    const HgOpDef *op = hg_op_for_node(n->node);
+    assert_non_null(op);
+    assert_non_null(op->range);
+    const HgRange *ip[MAX_IO] = {0};
+    const HgValueShape *sp[MAX_IO] = {0};
+    const HgArray *vp[MAX_IO] = {0};
+    const HgValueShape *op_shapes[MAX_IO] = {0};
+    HgRange *opp[MAX_IO] = {0};
+    HgValueShape unknown[MAX_IO];
+    for (guint i = 0; i < n_in; i++) {
+        vs_init(&unknown[i]);
+        ip[i] = isnan(ins[i].lo) ? NULL : &ins[i];
+        sp[i] = ip[i] ? (shapes && shapes[i] ? shapes[i] : &unknown[i]) : NULL;
+        vp[i] = values ? values[i] : NULL;
+    }
+    for (guint k = 0; k < n->node->n_outputs; k++) {
+        vs_init(&unknown[MAX_IO - 1]);
+        op_shapes[k] = &unknown[MAX_IO - 1];
+        outs[k] = hg_range_any();
+        opp[k] = &outs[k];
+    }
+    HgRangeCtx ctx = {n->node, opset, n_in, ip, sp, vp, n->node->n_outputs, op_shapes, opp};
+    op->range(&ctx);
+}
+
+#define RANGE(lo, hi) hg_range_exact((lo), (hi))
+#define OMITTED ((HgRange){NAN, NAN, 0, FALSE})
+
+static void
+assert_range_at(const HgRange *r, double lo, double hi, double tol, const char *file, int line)
+{
+    if (fabs(r->lo - lo) > tol || fabs(r->hi - hi) > tol || (isinf(lo) && r->lo != lo) ||
+        (isinf(hi) && r->hi != hi))
+    {
+        print_error("%s:%d: range [%.9g, %.9g], want [%.9g, %.9g]\n", file, line, r->lo, r->hi, lo, hi);
+        _fail(file, line);
+    }
+}
+#define assert_range(r, lo, hi) assert_range_at(&(r), (lo), (hi), 1e-5, __FILE__, __LINE__)
+
+static void
+test_range_rules_movement(void **state)
+{
+    (void)state;
+    HgRange out[MAX_IO];
+    /* data movement keeps the range, NaN flag and tiny; every Split output gets it */
+    Node n = node_new("Split", "x", "a,b,c");
+    HgRange x = {-2, 3, 0.5, TRUE};
+    range_rule(&n, 13, 1, &x, NULL, NULL, out);
+    for (int k = 0; k < 3; k++) {
+        assert_range(out[k], -2, 3);
+        assert_true(out[k].nan);
+        assert_true(out[k].tiny == 0.5);
+    }
+    node_free(&n);
+    /* Concat: the union; an unbounded input stays unbounded on its side */
+    n = node_new("Concat", "a,b", "y");
+    range_rule(&n, 13, 2, (HgRange[]){RANGE(-1, 2), RANGE(5, INFINITY)}, NULL, NULL, out);
+    assert_range(out[0], -1, INFINITY);
+    assert_false(out[0].nan);
+    node_free(&n);
+    /* Trilu: the other triangle is 0 */
+    n = node_new("Trilu", "x", "y");
+    range_rule(&n, 14, 1, (HgRange[]){RANGE(2, 5)}, NULL, NULL, out);
+    assert_range(out[0], 0, 5);
+    node_free(&n);
+    /* Pad: constant mode adds its value, reflect does not; before opset 11 the value is an attr */
+    n = node_new("Pad", "x,p,v", "y");
+    range_rule(&n, 13, 3, (HgRange[]){RANGE(-1, 1), RANGE(0, 4), RANGE(5, 6)}, NULL, NULL, out);
+    assert_range(out[0], -1, 6);
+    node_free(&n);
+    n = node_new("Pad", "x,p", "y");
+    range_rule(&n, 13, 2, (HgRange[]){RANGE(1, 2), RANGE(0, 4)}, NULL, NULL, out);
+    assert_range(out[0], 0, 2);
+    node_free(&n);
+    n = node_new("Pad", "x,p", "y");
+    attr_s(n.node, "mode", "reflect");
+    range_rule(&n, 13, 2, (HgRange[]){RANGE(1, 2), RANGE(0, 4)}, NULL, NULL, out);
+    assert_range(out[0], 1, 2);
+    node_free(&n);
+    n = node_new("Pad", "x", "y");
+    attr_f(n.node, "value", -7);
+    range_rule(&n, 2, 1, (HgRange[]){RANGE(1, 2)}, NULL, NULL, out);
+    assert_range(out[0], -7, 2);
+    node_free(&n);
+    /* Shape and Size from the dims */
+    HgValueShape *xs = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 7, 3));
+    n = node_new("Shape", "x", "y");
+    range_rule(&n, 13, 1, (HgRange[]){RANGE(0, 1)}, &xs, NULL, out);
+    assert_range(out[0], 0, 7);
+    node_free(&n);
+    n = node_new("Size", "x", "y");
+    range_rule(&n, 13, 1, (HgRange[]){RANGE(0, 1)}, &xs, NULL, out);
+    assert_range(out[0], 0, 42);
+    node_free(&n);
+    vs_free(xs);
+    /* Range: between start and limit, whatever delta */
+    n = node_new("Range", "s,l,d", "y");
+    range_rule(&n, 11, 3, (HgRange[]){RANGE(-3, -2), RANGE(10, 20), RANGE(1, 2)}, NULL, NULL, out);
+    assert_range_at(&out[0], -3, 20, 1e-3, __FILE__, __LINE__);
+    node_free(&n);
+}
+
+static void
+test_range_rules_scatter(void **state)
+{
+    (void)state;
+    HgRange out[MAX_IO];
+    HgValueShape *shapes[3] = {vs_new(HG_DTYPE_FLOAT, 1, DIMS(4)), vs_new(HG_DTYPE_INT64, 2, DIMS(3, 1)),
+                               vs_new(HG_DTYPE_FLOAT, 1, DIMS(3))};
+    HgRange ins[3] = {RANGE(0, 1), RANGE(0, 3), RANGE(-1, 2)};
+    /* no reduction: the union */
+    Node n = node_new("ScatterND", "x,i,u", "y");
+    range_rule(&n, 16, 3, ins, shapes, NULL, out);
+    assert_range(out[0], -1, 2);
+    node_free(&n);
+    /* add: up to 3 updates on one element */
+    n = node_new("ScatterND", "x,i,u", "y");
+    attr_s(n.node, "reduction", "add");
+    range_rule(&n, 16, 3, ins, shapes, NULL, out);
+    assert_range(out[0], -3, 7);
+    assert_false(out[0].nan);
+    node_free(&n);
+    /* add with updates of unknown count: unbounded */
+    n = node_new("ScatterND", "x,i,u", "y");
+    attr_s(n.node, "reduction", "add");
+    range_rule(&n, 16, 3, ins, NULL, NULL, out);
+    assert_range(out[0], -INFINITY, INFINITY);
+    node_free(&n);
+    /* mul: |x| * max(1, |u|)^3 */
+    n = node_new("ScatterND", "x,i,u", "y");
+    attr_s(n.node, "reduction", "mul");
+    range_rule(&n, 16, 3, ins, shapes, NULL, out);
+    assert_range(out[0], -8, 8);
+    node_free(&n);
+    for (int i = 0; i < 3; i++)
+        vs_free(shapes[i]);
+}
+
+static void
+test_range_rules_resize(void **state)
+{
+    (void)state;
+    HgRange out[MAX_IO];
+    /* cubic x2, half_pixel, A = -0.75: every output mixes its taps with fraction 1/4 or 3/4, where
+     * the negative lobes sum to 0.75 * r (1 - r) = 0.140625, so [1, 4] -> [1 - 0.140625 * 3,
+     * 4 + 0.140625 * 3]; the kernel's own outputs (test_resize_linear_cubic) lie inside */
+    HgArray *scales = F32(1, DIMS(2), 1, 2);
+    HgValueShape *shapes[3] = {vs_new(HG_DTYPE_FLOAT, 2, DIMS(1, 4)), NULL, vs_new(HG_DTYPE_FLOAT, 1, DIMS(2))};
+    const HgArray *values[3] = {NULL, NULL, scales};
+    HgRange ins[3] = {RANGE(1, 4), OMITTED, RANGE(1, 2)};
+    Node n = node_new("Resize", "x,,s", "y");
+    attr_s(n.node, "mode", "cubic");
+    range_rule(&n, 13, 3, ins, shapes, values, out);
+    assert_range(out[0], 0.578125, 4.421875);
+    Result r = RUN(&n, 13, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, F32(1, DIMS(2), 1, 2));
+    assert_ok(r);
+    for (gint64 i = 0; i < r.out[0]->numel; i++) {
+        double v = hg_array_get_f64(r.out[0], i);
+        assert_true(v >= out[0].lo && v <= out[0].hi);
+    }
+    result_free(&r);
+    node_free(&n);
+    /* linear: a convex combination */
+    n = node_new("Resize", "x,,s", "y");
+    attr_s(n.node, "mode", "linear");
+    range_rule(&n, 13, 3, ins, shapes, values, out);
+    assert_range(out[0], 1, 4);
+    node_free(&n);
+    /* cubic with unknown scales: each of the 2 axes may overshoot by 0.75/4 of the width:
+     * [1, 4] -> [0.4375, 4.5625] -> [-0.3359375, 5.3359375]; with exclude_outside, unbounded */
+    n = node_new("Resize", "x,,s", "y");
+    attr_s(n.node, "mode", "cubic");
+    range_rule(&n, 13, 3, ins, shapes, NULL, out);
+    assert_range(out[0], -0.3359375, 5.3359375);
+    node_free(&n);
+    n = node_new("Resize", "x,,s", "y");
+    attr_s(n.node, "mode", "cubic");
+    attr_i(n.node, "exclude_outside", 1);
+    range_rule(&n, 13, 3, ins, shapes, NULL, out);
+    assert_range(out[0], -INFINITY, INFINITY);
+    node_free(&n);
+    n = node_new("Resize", "x,,s", "y");
+    attr_s(n.node, "mode", "nearest");
+    range_rule(&n, 13, 3, ins, shapes, NULL, out);
+    assert_range(out[0], 1, 4);
+    node_free(&n);
+    hg_array_unref(scales);
+    vs_free(shapes[0]);
+    vs_free(shapes[2]);
+}
+
 int
 main(void)
 {
@@ -1363,6 +1563,9 @@ main(void)
         cmocka_unit_test(test_resize_opset18_19),
         cmocka_unit_test(test_resize_fp16),
         cmocka_unit_test(test_unknown_and_odd_inputs),
+        cmocka_unit_test(test_range_rules_movement),
+        cmocka_unit_test(test_range_rules_scatter),
+        cmocka_unit_test(test_range_rules_resize),
     };
     return cmocka_run_group_tests_name("ops_tensor", tests, NULL, NULL);
 }

@@ -2,6 +2,8 @@
  * opset 10, still found in real exported models (fns-candy), and run by ONNX Runtime. */
 #include "ops/op.h"
 
+#include <float.h>
+#include <math.h>
 #include <string.h>
 
 gboolean
@@ -134,24 +136,94 @@ hg_eval_Crop(HgEvalCtx *ctx)
     return TRUE;
 }
 
-/* ---------------------------------------------------------------- interval rules
- * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+/* ---------------------------------------------------------------- interval rules */
+
+/* y = a * x + b over x's range, with 0 * inf = 0 at the bounds (the nan flag says whether an actual
+ * 0 * inf can occur) and an absolute allowance for the FP32 rounding of the sum. */
+static HgRange
+affine_range(const HgRange *x, double a, double b)
+{
+    double p = a == 0 ? 0 : a * x->lo, q = a == 0 ? 0 : a * x->hi;
+    HgRange r = {MIN(p, q) + b, MAX(p, q) + b, 0, x->nan || (a == 0 && (isinf(x->lo) || isinf(x->hi)))};
+    double slack = (fabs(a) * MAX(fabs(x->lo), fabs(x->hi)) + fabs(b)) / 4194304.0; /* 2^-22 */
+    if (isfinite(slack)) {
+        r.lo -= slack;
+        r.hi += slack;
+    }
+    if (b == 0)
+        r.tiny = fabs(a) * x->tiny;
+    return r;
+}
+
+/* The output type's overflow (FP16: 65504) and store rounding, as the families' rules do. */
+static void
+legacy_finish(HgRange *r, const HgRangeCtx *ctx)
+{
+    int dt = ctx->n_outputs && ctx->out_shapes[0] ? ctx->out_shapes[0]->dtype : HG_DTYPE_UNDEFINED;
+    double max = dt == HG_DTYPE_FLOAT ? FLT_MAX : dt == HG_DTYPE_DOUBLE ? DBL_MAX : 65504;
+    if (dt != HG_DTYPE_FLOAT && dt != HG_DTYPE_DOUBLE) {
+        double rel = dt == HG_DTYPE_BFLOAT16 ? 1.0 / 128 : 1.0 / 1024;
+        if (dt == HG_DTYPE_BFLOAT16)
+            max = 3.3895313892515355e38;
+        if (isfinite(r->lo))
+            r->lo -= fabs(r->lo) * rel;
+        if (isfinite(r->hi))
+            r->hi += fabs(r->hi) * rel;
+        r->tiny = 0;
+    }
+    if (r->lo < -max)
+        r->lo = -INFINITY;
+    if (r->hi > max)
+        r->hi = INFINITY;
+    if (r->tiny < FLT_MIN)
+        r->tiny = 0;
+}
+
+static const HgRange *
+legacy_input(const HgRangeCtx *ctx)
+{
+    const HgRange *x = ctx->n_inputs ? ctx->inputs[0] : NULL;
+    return x && x->lo <= x->hi && ctx->n_outputs && ctx->outputs[0] ? x : NULL;
+}
 
 void
 hg_range_Affine(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = legacy_input(ctx);
+    if (!x)
+        return;
+    HgRange r = affine_range(x, hg_node_attr_float(ctx->node, "alpha", 1.0f),
+                             hg_node_attr_float(ctx->node, "beta", 0.0f));
+    legacy_finish(&r, ctx);
+    *ctx->outputs[0] = r;
 }
 
+/* Crop selects elements. */
 void
 hg_range_Crop(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = legacy_input(ctx);
+    if (x)
+        *ctx->outputs[0] = *x;
 }
 
+/* y = scale * x + bias[c]: the union over channels. */
 void
 hg_range_ImageScaler(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = legacy_input(ctx);
+    if (!x)
+        return;
+    guint nb;
+    const float *bias = hg_attr_floats(ctx->node, "bias", &nb);
+    double scale = hg_node_attr_float(ctx->node, "scale", 1.0f);
+    HgRange r = affine_range(x, scale, bias && nb ? bias[0] : 0);
+    for (guint c = 1; bias && c < nb; c++) {
+        HgRange t = affine_range(x, scale, bias[c]);
+        r.lo = MIN(r.lo, t.lo);
+        r.hi = MAX(r.hi, t.hi);
+        r.tiny = MIN(r.tiny, t.tiny);
+    }
+    legacy_finish(&r, ctx);
+    *ctx->outputs[0] = r;
 }
-

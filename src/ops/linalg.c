@@ -22,6 +22,7 @@
 #include "ir_private.h"
 
 #include <cblas.h>
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -2298,60 +2299,549 @@ hg_cost_Einsum(const HgShapeCtx *ctx)
 }
 
 /* ---------------------------------------------------------------- interval rules
- * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+ * Linear ops bound each output as a sum of products. With constant weights the bound is exact per
+ * output channel (or column): split the channel's weights into their positive sum sp and negative
+ * sum sn, then out is in [sp*lo + sn*hi, sp*hi + sn*lo] + bias. Without, each of K terms lies in the
+ * product interval. Accumulation rounds: the bounds are widened by an absolute K-term rounding error
+ * of the sum of magnitudes (the driver's relative widening cannot cover cancellation). */
 
-void
-hg_range_AveragePool(HgRangeCtx *ctx)
+/* x*y where 0 times anything is 0: bounds, not values (a NaN from 0*inf is the nan flag's job). */
+static double
+rmul(double x, double y)
 {
-    (void)ctx;
+    return x == 0 || y == 0 ? 0 : x * y;
+}
+
+/* Lower (upper) bound sums: an undefined inf-inf widens to the unbounded side. */
+static double
+radd_lo(double x, double y)
+{
+    double s = x + y;
+    return isnan(s) ? -INFINITY : s;
+}
+
+static double
+radd_hi(double x, double y)
+{
+    double s = x + y;
+    return isnan(s) ? INFINITY : s;
+}
+
+/* The product of two intervals. */
+static void
+rprod(double alo, double ahi, double blo, double bhi, double *lo, double *hi)
+{
+    double p[4] = {rmul(alo, blo), rmul(alo, bhi), rmul(ahi, blo), rmul(ahi, bhi)};
+    *lo = *hi = p[0];
+    for (int i = 1; i < 4; i++) {
+        *lo = MIN(*lo, p[i]);
+        *hi = MAX(*hi, p[i]);
+    }
+}
+
+static double
+rmag(double lo, double hi)
+{
+    return MAX(fabs(lo), fabs(hi));
+}
+
+static int
+range_dtype(const HgRangeCtx *ctx)
+{
+    const HgValueShape *o = ctx->n_outputs ? ctx->out_shapes[0] : NULL;
+    if (o && o->dtype != HG_DTYPE_UNDEFINED)
+        return o->dtype;
+    return ctx->n_inputs && ctx->shapes[0] ? ctx->shapes[0]->dtype : HG_DTYPE_UNDEFINED;
+}
+
+/* Largest value the integer dtype holds exactly (wrapping beyond), or 0 for others. */
+static double
+int_max(int dtype)
+{
+    switch (dtype) {
+    case HG_DTYPE_INT8: return 127;
+    case HG_DTYPE_UINT8: return 255;
+    case HG_DTYPE_INT16: return 32767;
+    case HG_DTYPE_UINT16: return 65535;
+    case HG_DTYPE_INT32: return 2147483647.0;
+    case HG_DTYPE_UINT32: return 4294967295.0;
+    case HG_DTYPE_INT64: return 9007199254740992.0; /* what a double bound still tells apart */
+    case HG_DTYPE_UINT64: return 9007199254740992.0;
+    default: return 0;
+    }
+}
+
+/* Store the bound [lo, hi] of output 0 of dtype `dtype`. mag bounds the magnitude of every partial
+ * sum of the k terms the kernel accumulates (FP32 for the float types but double); nan says whether
+ * an input can bring NaN or infinity in. Integers wrap: a bound that may not fit stays unbounded. */
+static void
+range_set_linear(HgRangeCtx *ctx, double lo, double hi, double mag, gint64 k, gboolean nan)
+{
+    int dtype = range_dtype(ctx);
+    HgRange *o = ctx->outputs[0];
+    if (!o)
+        return;
+    double imax = int_max(dtype);
+    if (imax > 0) {
+        if (isfinite(mag) && mag <= imax && lo >= -imax - 1 && hi <= imax && !nan) {
+            if (dtype == HG_DTYPE_UINT8 || dtype == HG_DTYPE_UINT16 || dtype == HG_DTYPE_UINT32 ||
+                dtype == HG_DTYPE_UINT64)
+                lo = MAX(lo, 0);
+            *o = hg_range_exact(ceil(lo - 1e-9), floor(hi + 1e-9));
+        }
+        return;
+    }
+    if (!hg_dtype_is_float(dtype))
+        return;
+    const gboolean dbl = dtype == HG_DTYPE_DOUBLE;
+    const double fmax = dbl ? DBL_MAX : FLT_MAX;
+    if (nan || !isfinite(mag) || mag * 1.01 >= fmax || !isfinite(lo) || !isfinite(hi)) {
+        /* an overflowing partial sum becomes inf, and inf - inf NaN */
+        o->lo = nan || !(mag * 1.01 < fmax) ? -INFINITY : lo;
+        o->hi = nan || !(mag * 1.01 < fmax) ? INFINITY : hi;
+        o->tiny = 0;
+        o->nan = TRUE;
+        return;
+    }
+    const double u = dbl ? 0x1p-53 : 0x1p-24;
+    double err = (double)(MAX(k, 0) + 2) * 2 * u * mag;
+    lo -= err;
+    hi += err;
+    /* the stored element rounds once more: FP16 and BF16 by far more than the driver widens */
+    double rel = 0, step = 0, big = fmax;
+    if (dtype == HG_DTYPE_FLOAT16) {
+        rel = 0x1p-10, step = 0x1p-24, big = 65504;
+    } else if (dtype == HG_DTYPE_BFLOAT16) {
+        rel = 0x1p-7, step = 0x1p-133, big = 3.38e38;
+    } else if (dtype != HG_DTYPE_FLOAT && !dbl) {
+        return; /* float8 and others: leave unbounded */
+    }
+    /* and a kernel may round a partial result to the storage type before adding the bias */
+    lo -= fabs(lo) * rel + step + mag * rel;
+    hi += fabs(hi) * rel + step + mag * rel;
+    *o = hg_range_exact(lo > -big ? lo : -INFINITY, hi < big ? hi : INFINITY);
+}
+
+/* Per-vector positive and negative sums of a constant weight array: element i belongs to vector
+ * id(i). Returns FALSE when a weight is not finite. */
+typedef gint64 (*VecId)(gint64 i, const gint64 *p);
+
+static gboolean
+weight_sums(const HgArray *w, gint64 nvec, VecId id, const gint64 *p, double *sp, double *sn)
+{
+    for (gint64 v = 0; v < nvec; v++)
+        sp[v] = sn[v] = 0;
+    for (gint64 i = 0; i < w->numel; i++) {
+        double x = hg_array_get_f64(w, i);
+        if (!isfinite(x))
+            return FALSE;
+        gint64 v = id(i, p);
+        if (v < 0 || v >= nvec)
+            return FALSE;
+        if (x > 0)
+            sp[v] += x;
+        else
+            sn[v] += x;
+    }
+    return TRUE;
+}
+
+/* out_v = sum of w*x with x in [xlo, xhi] over vector v's weights, plus a bias in [blo_v, bhi_v]
+ * (bias NULL: the range [blo0, bhi0] for every vector); the union over vectors, and the largest
+ * partial-sum magnitude. */
+static void
+weight_bound(gint64 nvec, const double *sp, const double *sn, double xlo, double xhi,
+             const HgArray *bias, double blo0, double bhi0, double *lo, double *hi, double *mag)
+{
+    *lo = INFINITY, *hi = -INFINITY, *mag = 0;
+    const double xm = rmag(xlo, xhi);
+    for (gint64 v = 0; v < nvec; v++) {
+        double blo = blo0, bhi = bhi0;
+        if (bias) {
+            blo = bhi = hg_array_get_f64(bias, v % bias->numel);
+        }
+        double l = radd_lo(radd_lo(rmul(sp[v], xlo), rmul(sn[v], xhi)), blo);
+        double h = radd_hi(radd_hi(rmul(sp[v], xhi), rmul(sn[v], xlo)), bhi);
+        *lo = MIN(*lo, l);
+        *hi = MAX(*hi, h);
+        *mag = MAX(*mag, rmul(sp[v] - sn[v], xm) + rmag(blo, bhi));
+    }
+    if (nvec == 0)
+        *lo = *hi = 0;
+}
+
+static gboolean
+range_bad(const HgRange *r)
+{
+    return !r || r->nan || !hg_range_bounded(r);
+}
+
+/* Whether a Conv or pool pads: explicit pads or a SAME auto_pad. */
+static gboolean
+win_pads(const HgNode *node, gint64 *max_pad)
+{
+    g_autofree char *ap = hg_attr_string(node, "auto_pad", "NOTSET");
+    guint len = 0;
+    const gint64 *pads = hg_attr_ints(node, "pads", &len);
+    gboolean any = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER");
+    *max_pad = 0;
+    if (!strcmp(ap, "VALID"))
+        return FALSE;
+    for (guint i = 0; pads && i < len; i++) {
+        any = any || pads[i] != 0;
+        *max_pad = MAX(*max_pad, pads[i]);
+    }
+    return any;
+}
+
+static gint64
+conv_id(gint64 i, const gint64 *p)
+{
+    return i / p[0];
+}
+
+/* ConvTranspose W [C, M/g, k...]: p = {kprod, M/g, C/g}. */
+static gint64
+convt_id(gint64 i, const gint64 *p)
+{
+    gint64 ic = i / (p[1] * p[0]);
+    return (ic / p[2]) * p[1] + (i / p[0]) % p[1];
+}
+
+/* Conv (transpose FALSE) and ConvTranspose: every output is a sum over some of the taps of w*x plus
+ * the channel's bias; taps in padding (or, for ConvTranspose, taps that do not reach the position)
+ * contribute 0, so x's range takes 0 in when they can happen. */
+static void
+range_conv(HgRangeCtx *ctx, gboolean transpose)
+{
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *w = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgRange *b = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+    const HgValueShape *ws = ctx->n_inputs > 1 ? ctx->shapes[1] : NULL;
+    if (!x || !w || !ws || !hg_vshape_known(ws) || ws->rank < 2)
+        return;
+    gint64 max_pad;
+    double xlo = x->lo, xhi = x->hi;
+    if (transpose || win_pads(ctx->node, &max_pad)) {
+        xlo = MIN(xlo, 0);
+        xhi = MAX(xhi, 0);
+    }
+    gint64 group = hg_node_attr_int(ctx->node, "group", 1);
+    gint64 k = w_tail_numel(ws); /* taps per output (Conv) or per input (ConvTranspose) */
+    if (group < 1 || k < 0)
+        return;
+    gboolean nan = x->nan || range_bad(w) || (b && range_bad(b)) || !hg_range_bounded(x);
+    const HgArray *wv = ctx->values[1];
+    const HgArray *bv = ctx->n_inputs > 2 ? ctx->values[2] : NULL;
+    double lo, hi, mag;
+    if (transpose) {
+        /* up to C/group input channels times the kernel's taps reach one output */
+        gint64 c = ws->dims[0].v, mg = ws->dims[1].v;
+        if (c % group || mg <= 0)
+            return;
+        k = (c / group) * (k / mg);
+    }
+    if (wv) {
+        gint64 nvec, p[3];
+        VecId id;
+        if (!transpose) {
+            nvec = ws->dims[0].v;
+            p[0] = nvec ? wv->numel / nvec : 1;
+            id = conv_id;
+        } else {
+            gint64 c = ws->dims[0].v, mg = ws->dims[1].v;
+            if (c % group)
+                return;
+            nvec = mg * group;
+            p[1] = mg, p[2] = c / group;
+            p[0] = c * mg != 0 ? wv->numel / (c * mg) : 1;
+            if (p[2] == 0)
+                return;
+            id = convt_id;
+        }
+        if (bv && bv->numel != nvec)
+            return;
+        g_autofree double *sp = g_new(double, nvec + 1);
+        g_autofree double *sn = g_new(double, nvec + 1);
+        if (!weight_sums(wv, nvec, id, p, sp, sn))
+            return;
+        weight_bound(nvec, sp, sn, xlo, xhi, bv, b ? b->lo : 0, b ? b->hi : 0, &lo, &hi, &mag);
+    } else {
+        double plo, phi;
+        rprod(xlo, xhi, w->lo, w->hi, &plo, &phi);
+        /* k terms, any of which may be missing (0) for ConvTranspose */
+        if (transpose)
+            plo = MIN(plo, 0), phi = MAX(phi, 0);
+        double blo = b ? b->lo : 0, bhi = b ? b->hi : 0;
+        lo = radd_lo(rmul((double)k, plo), blo);
+        hi = radd_hi(rmul((double)k, phi), bhi);
+        mag = rmul((double)k, rmag(plo, phi)) + rmag(blo, bhi);
+    }
+    range_set_linear(ctx, lo, hi, mag, k, nan);
 }
 
 void
 hg_range_Conv(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_conv(ctx, FALSE);
 }
 
 void
 hg_range_ConvTranspose(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_conv(ctx, TRUE);
 }
 
-void
-hg_range_Einsum(HgRangeCtx *ctx)
+/* MatMul with constant B: p = {K, N}, vector = batch * N + column. Constant A: vector = row. */
+static gint64
+matmul_b_id(gint64 i, const gint64 *p)
 {
-    (void)ctx;
+    return (i / (p[0] * p[1])) * p[1] + i % p[1];
 }
 
-void
-hg_range_Gemm(HgRangeCtx *ctx)
+static gint64
+row_id(gint64 i, const gint64 *p)
 {
-    (void)ctx;
+    return i / p[0];
 }
 
-void
-hg_range_GlobalAveragePool(HgRangeCtx *ctx)
+static gint64
+col_id(gint64 i, const gint64 *p)
 {
-    (void)ctx;
+    return i % p[1];
 }
 
-void
-hg_range_GlobalMaxPool(HgRangeCtx *ctx)
+/* out = alpha * (sum of k products of a and b) + cterm; a linear bound through the constant side
+ * when one is constant (cv, its vectors by id; x the range of the other side). */
+static void
+range_matmul_core(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgRange *x,
+                  const HgArray *cv, VecId id,
+                  const gint64 *p, gint64 nvec, gint64 k, double alpha, double clo, double chi,
+                  gboolean nan)
 {
-    (void)ctx;
+    double lo, hi, mag;
+    if (cv && id) {
+        g_autofree double *sp = g_new(double, nvec + 1);
+        g_autofree double *sn = g_new(double, nvec + 1);
+        if (!weight_sums(cv, nvec, id, p, sp, sn))
+            return;
+        weight_bound(nvec, sp, sn, x->lo, x->hi, NULL, 0, 0, &lo, &hi, &mag);
+    } else {
+        double plo, phi;
+        rprod(a->lo, a->hi, b->lo, b->hi, &plo, &phi);
+        lo = rmul((double)k, plo);
+        hi = rmul((double)k, phi);
+        mag = rmul((double)k, rmag(plo, phi));
+    }
+    if (k == 0)
+        lo = hi = mag = 0;
+    double l2, h2;
+    rprod(lo, hi, alpha, alpha, &l2, &h2);
+    mag = rmul(mag, fabs(alpha)) + rmag(clo, chi);
+    range_set_linear(ctx, radd_lo(l2, clo), radd_hi(h2, chi), mag, k, nan);
 }
 
 void
 hg_range_MatMul(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *a = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *b = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgValueShape *as = a ? ctx->shapes[0] : NULL, *bs = b ? ctx->shapes[1] : NULL;
+    if (!a || !b || !as || !bs || as->rank < 1 || bs->rank < 1)
+        return;
+    gint64 k = as->dims[as->rank - 1].v;
+    if (k < 0)
+        k = bs->dims[bs->rank == 1 ? 0 : bs->rank - 2].v;
+    if (k < 0)
+        return;
+    gboolean nan = a->nan || b->nan || !hg_range_bounded(a) || !hg_range_bounded(b);
+    const HgArray *av = ctx->values[0], *bv = ctx->values[1];
+    gint64 p[2], nvec = 0;
+    VecId id = NULL;
+    const HgArray *cv = NULL;
+    if (bv && hg_vshape_known(bs) && bv->numel == hg_vshape_numel(bs)) {
+        p[0] = k;
+        p[1] = bs->rank == 1 ? 1 : bs->dims[bs->rank - 1].v;
+        cv = bv, id = matmul_b_id;
+        nvec = p[0] * p[1] != 0 ? bv->numel / p[0] : 0;
+    } else if (av && hg_vshape_known(as) && av->numel == hg_vshape_numel(as)) {
+        p[0] = k;
+        cv = av, id = row_id;
+        nvec = k ? av->numel / k : 0;
+    }
+    range_matmul_core(ctx, a, b, cv == bv ? a : b, cv, id, p, nvec, k, 1, 0, 0, nan);
+}
+
+void
+hg_range_Gemm(HgRangeCtx *ctx)
+{
+    const HgRange *a = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *b = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgRange *c = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+    const HgValueShape *as = a ? ctx->shapes[0] : NULL, *bs = b ? ctx->shapes[1] : NULL;
+    if (!a || !b || !as || !bs || as->rank != 2 || bs->rank != 2)
+        return;
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    double alpha = hg_node_attr_float(ctx->node, "alpha", 1.0f);
+    double beta = hg_node_attr_float(ctx->node, "beta", 1.0f);
+    if (int_max(range_dtype(ctx)) > 0 && (alpha != trunc(alpha) || beta != trunc(beta)))
+        return; /* integer Gemm truncates alpha and beta */
+    gint64 k = as->dims[ta ? 0 : 1].v;
+    if (k < 0)
+        k = bs->dims[tb ? 1 : 0].v;
+    if (k < 0)
+        return;
+    gboolean nan = a->nan || b->nan || !hg_range_bounded(a) || !hg_range_bounded(b) || !isfinite(alpha);
+    double clo = 0, chi = 0;
+    if (c) {
+        nan = nan || range_bad(c) || !isfinite(beta);
+        rprod(c->lo, c->hi, beta, beta, &clo, &chi);
+    }
+    const HgArray *bv = ctx->values[1];
+    gint64 p[2] = {k, 0}, nvec = 0;
+    VecId id = NULL;
+    if (bv && hg_vshape_known(bs) && bv->numel == hg_vshape_numel(bs)) {
+        nvec = bs->dims[tb ? 0 : 1].v;
+        p[1] = nvec;
+        id = tb ? row_id : col_id;
+    }
+    range_matmul_core(ctx, a, b, a, id ? bv : NULL, id, p, nvec, k, alpha, clo, chi, nan);
+}
+
+/* Einsum: each output element sums `terms` products of one element of each operand. */
+void
+hg_range_Einsum(HgRangeCtx *ctx)
+{
+    if (ctx->n_inputs == 0 || ctx->n_outputs == 0 || !ctx->out_shapes[0])
+        return;
+    HgShapeCtx sc = {ctx->node, ctx->opset, ctx->n_inputs, ctx->shapes, 0, NULL, NULL};
+    gint64 all = hg_cost_Einsum(&sc), nout = hg_vshape_numel(ctx->out_shapes[0]);
+    if (all < 0 || nout < 0)
+        return;
+    gint64 terms = nout ? all / nout : 0;
+    double lo = 1, hi = 1, mag = 1;
+    gboolean nan = FALSE;
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgRange *r = ctx->inputs[q];
+        if (!r)
+            return;
+        nan = nan || r->nan || !hg_range_bounded(r);
+        rprod(lo, hi, r->lo, r->hi, &lo, &hi);
+        mag = rmul(mag, rmag(r->lo, r->hi));
+    }
+    /* the product of several operands also rounds: fold that into the k of the error bound */
+    if (terms == 0)
+        lo = hi = mag = 0;
+    range_set_linear(ctx, rmul((double)terms, lo), rmul((double)terms, hi), rmul((double)terms, mag),
+                     terms + ctx->n_inputs, nan);
+}
+
+/* ---------------------------------------------------------------- pools */
+
+static void
+range_copy_input(HgRangeCtx *ctx, double lo, double hi, gboolean nan)
+{
+    if (!ctx->n_outputs || !ctx->outputs[0])
+        return;
+    *ctx->outputs[0] = hg_range_exact(lo, hi);
+    ctx->outputs[0]->nan = nan;
+}
+
+/* The largest window extent along any axis, from kernel_shape and dilations. */
+static gint64
+win_extent_min(const HgNode *node)
+{
+    guint nk = 0, nd = 0;
+    const gint64 *ks = hg_attr_ints(node, "kernel_shape", &nk);
+    const gint64 *ds = hg_attr_ints(node, "dilations", &nd);
+    gint64 m = G_MAXINT64;
+    for (guint i = 0; ks && i < nk; i++)
+        m = MIN(m, (ks[i] - 1) * (ds && i < nd ? MAX(ds[i], 1) : 1) + 1);
+    return ks ? m : 0;
 }
 
 void
 hg_range_MaxPool(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    if (!x)
+        return;
+    gint64 max_pad;
+    gboolean pads = win_pads(ctx->node, &max_pad);
+    /* a window wholly in the padding (pads at least the window) yields the -inf the padding holds */
+    double lo = pads && max_pad >= win_extent_min(ctx->node) ? -INFINITY : x->lo;
+    range_copy_input(ctx, lo, x->hi, x->nan);
+    if (ctx->n_outputs > 1 && ctx->outputs[1] && ctx->shapes[0]) {
+        gint64 n = hg_vshape_numel(ctx->shapes[0]);
+        if (n > 0)
+            *ctx->outputs[1] = hg_range_exact(0, (double)(n - 1));
+    }
+}
+
+void
+hg_range_GlobalMaxPool(HgRangeCtx *ctx)
+{
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    if (x)
+        range_copy_input(ctx, x->lo, x->hi, x->nan);
+}
+
+/* Averages of n values in [lo, hi]: in [lo, hi] up to the FP32 sum's rounding. */
+static void
+range_average(HgRangeCtx *ctx, double lo, double hi, gboolean nan, gint64 n)
+{
+    if (!isfinite(lo) || !isfinite(hi))
+        nan = TRUE; /* inf - inf */
+    range_set_linear(ctx, lo, hi, rmag(lo, hi), n + 1, nan);
+    if (ctx->outputs[0] && nan)
+        ctx->outputs[0]->nan = TRUE;
+    if (ctx->outputs[0] && !isfinite(lo))
+        ctx->outputs[0]->lo = -INFINITY;
+    if (ctx->outputs[0] && !isfinite(hi))
+        ctx->outputs[0]->hi = INFINITY;
+}
+
+void
+hg_range_AveragePool(HgRangeCtx *ctx)
+{
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    if (!x)
+        return;
+    gint64 max_pad;
+    gboolean pads = win_pads(ctx->node, &max_pad);
+    gboolean ceil_mode = opset_at_least(ctx->opset, 10) && hg_node_attr_int(ctx->node, "ceil_mode", 0);
+    gboolean incl = hg_node_attr_int(ctx->node, "count_include_pad", 0) != 0;
+    double lo = x->lo, hi = x->hi;
+    gboolean nan = x->nan;
+    gint64 ext = win_extent_min(ctx->node);
+    if ((pads || ceil_mode) && (incl || max_pad >= ext)) {
+        lo = MIN(lo, 0);
+        hi = MAX(hi, 0);
+    }
+    if (max_pad >= ext && ext > 0)
+        nan = TRUE; /* a window of padding only: 0/0 when the pads are not counted */
+    guint nk = 0;
+    const gint64 *ks = hg_attr_ints(ctx->node, "kernel_shape", &nk);
+    gint64 n = 1;
+    for (guint i = 0; ks && i < nk; i++)
+        n *= MAX(ks[i], 1);
+    if (!ks)
+        return;
+    range_average(ctx, lo, hi, nan, n);
+}
+
+void
+hg_range_GlobalAveragePool(HgRangeCtx *ctx)
+{
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgValueShape *s = x ? ctx->shapes[0] : NULL;
+    if (!x || !s || !hg_vshape_known(s))
+        return;
+    gint64 n = 1;
+    for (int i = 2; i < s->rank; i++)
+        n *= s->dims[i].v;
+    range_average(ctx, x->lo, x->hi, x->nan, n);
 }
 
 

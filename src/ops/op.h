@@ -106,6 +106,33 @@ HgRange hg_range_exact(double lo, double hi);                /* [lo, hi], no NaN
 HgRange hg_range_of_array(const HgArray *a);                 /* exact, from the values */
 gboolean hg_range_bounded(const HgRange *r);                 /* both bounds finite */
 
+/* Interval arithmetic on the extended reals, for rules. Each takes ranges by value and returns the
+ * range of the exact (real) result over every pair of values inside them, infinite values included:
+ * a bound never comes out NaN (0 * inf counts as 0 and inf - inf as unbounded there), and `nan` is set
+ * where the operation itself can make NaN from non-NaN operands (inf - inf, 0 * inf, 0 / 0, inf / inf)
+ * or an operand can be NaN. Results are exact real bounds: rounding to the output's element type is
+ * hg_range_fit's job (and the driver's FP32 widening). */
+HgRange hg_range_neg(HgRange a);
+HgRange hg_range_add(HgRange a, HgRange b);
+HgRange hg_range_sub(HgRange a, HgRange b);
+HgRange hg_range_mul(HgRange a, HgRange b);
+/* 1 / b: unbounded both ways when b reaches 0 (1 / -0 is -inf). */
+HgRange hg_range_recip(HgRange b);
+/* a / b, as a * (1 / b). */
+HgRange hg_range_div(HgRange a, HgRange b);
+/* The hull of two ranges: every value of either (tiny the smaller, nan either). */
+HgRange hg_range_union(HgRange a, HgRange b);
+/* f applied to the endpoints of x, for f monotone on [x.lo, x.hi] (increasing or decreasing) and
+ * defined at the endpoints, infinities included (exp(-inf) = 0). An endpoint where f gives NaN leaves
+ * that side unbounded and sets nan. tiny comes out 0; nan is x's. */
+HgRange hg_range_monotone(HgRange x, double (*f)(double), gboolean increasing);
+/* r as values stored in dtype come out: floats past the type's largest finite value become infinite
+ * (FP32 and narrower overflow), 16-bit floats widen by their rounding and lose tiny below their normal
+ * range; integer types wrap, so a range past the type's limits becomes the whole type; integers hold
+ * no NaN, and their nonzero values have magnitude >= 1. An unknown or non-numeric dtype gives
+ * hg_range_any(). */
+HgRange hg_range_fit(HgRange r, int dtype);
+
 /* ---------------------------------------------------------------- traits */
 
 enum {

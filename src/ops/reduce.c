@@ -18,6 +18,7 @@
 #include "ops/op.h"
 #include "ir_private.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2022,113 +2023,733 @@ hg_cost_LayerNormalization(const HgShapeCtx *ctx)
 }
 
 /* ---------------------------------------------------------------- interval rules
- * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+ *
+ * Each rule encloses its op's outputs from the input ranges, the shapes shape inference knows and
+ * the constant inputs (weights). Conventions shared by the helpers below:
+ * - an input range with lo > hi (no number: empty, or only NaN) leaves the outputs unbounded;
+ * - bounds multiply with 0 * inf = 0 (a bound of 0 times an unbounded side stays 0); whether an
+ *   actual 0 * inf or inf - inf can occur is the nan flag's business;
+ * - FP32 arithmetic inside kernels is covered by the driver's 2^-20 widening where the error is
+ *   relative to the bound; where it is absolute (cancellation: x - mean, x - max) or grows with the
+ *   element count, the rule adds its own slack;
+ * - finish() maps a bound to what the output type can hold (overflow to inf, FP16/BF16 rounding
+ *   once on store, denormal tinies). */
+
+#define ULP32 (1.0 / 8388608.0) /* 2^-23 */
+
+static const HgRange *
+rin(const HgRangeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+static const HgValueShape *
+rshape(const HgRangeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs && ctx->inputs[i] ? ctx->shapes[i] : NULL;
+}
+
+static const HgArray *
+rvalue(const HgRangeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs && ctx->inputs[i] ? ctx->values[i] : NULL;
+}
+
+static HgRange *
+rout(const HgRangeCtx *ctx, guint k)
+{
+    return k < ctx->n_outputs ? ctx->outputs[k] : NULL;
+}
+
+static int
+rout_dtype(const HgRangeCtx *ctx, guint k)
+{
+    return k < ctx->n_outputs && ctx->out_shapes[k] ? ctx->out_shapes[k]->dtype : HG_DTYPE_UNDEFINED;
+}
+
+/* Whether r holds at least one number. */
+static gboolean
+rnonempty(const HgRange *r)
+{
+    return r && r->lo <= r->hi;
+}
+
+static double
+rmag(const HgRange *r)
+{
+    return MAX(fabs(r->lo), fabs(r->hi));
+}
+
+/* Smallest |x| over r (0 when r straddles 0). */
+static double
+rmag_lo(const HgRange *r)
+{
+    return r->lo > 0 ? r->lo : r->hi < 0 ? -r->hi : 0;
+}
+
+static HgRange
+rmake(double lo, double hi, double tiny, gboolean nan)
+{
+    HgRange r = {lo, hi, tiny, nan};
+    return r;
+}
+
+/* a * b for bounds: 0 times an infinite bound is 0. */
+static double
+bmul(double a, double b)
+{
+    return a == 0 || b == 0 ? 0 : a * b;
+}
+
+static gboolean
+rhas_inf(const HgRange *r)
+{
+    return isinf(r->lo) || isinf(r->hi);
+}
+
+static gboolean
+rhas_zero(const HgRange *r)
+{
+    return r->lo <= 0 && r->hi >= 0;
+}
+
+static HgRange
+iv_add(HgRange a, HgRange b)
+{
+    double lo = a.lo + b.lo, hi = a.hi + b.hi;
+    gboolean nan = a.nan || b.nan || (a.hi == INFINITY && b.lo == -INFINITY) ||
+                   (a.lo == -INFINITY && b.hi == INFINITY);
+    return rmake(isnan(lo) ? -INFINITY : lo, isnan(hi) ? INFINITY : hi, 0, nan);
+}
+
+static HgRange
+iv_mul(HgRange a, HgRange b)
+{
+    double p[4] = {bmul(a.lo, b.lo), bmul(a.lo, b.hi), bmul(a.hi, b.lo), bmul(a.hi, b.hi)};
+    HgRange r = rmake(p[0], p[0], a.tiny * b.tiny, a.nan || b.nan);
+    for (int i = 1; i < 4; i++) {
+        r.lo = MIN(r.lo, p[i]);
+        r.hi = MAX(r.hi, p[i]);
+    }
+    if ((rhas_zero(&a) && rhas_inf(&b)) || (rhas_zero(&b) && rhas_inf(&a)))
+        r.nan = TRUE;
+    return r;
+}
+
+static HgRange
+iv_const(double c)
+{
+    return rmake(c, c, fabs(c), FALSE);
+}
+
+static void
+iv_union(HgRange *acc, const HgRange *r)
+{
+    acc->lo = MIN(acc->lo, r->lo);
+    acc->hi = MAX(acc->hi, r->hi);
+    acc->tiny = MIN(acc->tiny, r->tiny);
+    acc->nan = acc->nan || r->nan;
+}
+
+/* Widen finite bounds outward by slack (an absolute rounding allowance). */
+static void
+iv_slack(HgRange *r, double slack)
+{
+    if (!isfinite(slack))
+        return;
+    r->lo -= slack;
+    r->hi += slack;
+}
+
+/* Fit r to the output type: values past the type's largest finite value overflow to inf; FP16 and
+ * BF16 outputs are rounded once on store (half an ulp, relative); a tiny below the smallest normal
+ * is dropped, since rounding to a denormal loses relative precision. An unknown type is taken as
+ * FP16, the narrowest. Integer types are left alone (the rules check wrapping themselves). */
+static void
+finish(HgRange *r, int dtype)
+{
+    double max, rel, tiny_min;
+    switch (dtype) {
+    case HG_DTYPE_FLOAT: max = FLT_MAX; rel = 0; tiny_min = FLT_MIN; break;
+    case HG_DTYPE_DOUBLE: max = DBL_MAX; rel = 0; tiny_min = DBL_MIN; break;
+    case HG_DTYPE_BFLOAT16: max = 3.3895313892515355e38; rel = 1.0 / 128; tiny_min = FLT_MIN; break;
+    case HG_DTYPE_FLOAT16:
+    case HG_DTYPE_UNDEFINED: max = 65504; rel = 1.0 / 1024; tiny_min = 6.2e-5; break;
+    default: return;
+    }
+    if (rel > 0) {
+        if (isfinite(r->lo))
+            r->lo -= fabs(r->lo) * rel;
+        if (isfinite(r->hi))
+            r->hi += fabs(r->hi) * rel;
+        r->tiny *= 1 - rel;
+    }
+    if (r->lo < -max)
+        r->lo = -INFINITY;
+    if (r->hi > max)
+        r->hi = INFINITY;
+    if (r->tiny < tiny_min)
+        r->tiny = 0;
+}
+
+static gboolean
+is_int_dtype(int dtype)
+{
+    return dtype != HG_DTYPE_UNDEFINED && hg_dtype_compute(dtype) == HG_COMPUTE_I64;
+}
+
+/* Whether [lo, hi] fits an integer type without wrapping. */
+static gboolean
+int_fits(int dtype, double lo, double hi)
+{
+    if (dtype == HG_DTYPE_UINT64)
+        return lo >= 0 && hi < 1.8e19;
+    gint64 a, b;
+    int_range(dtype, &a, &b);
+    return lo >= (double)a && hi <= (double)b;
+}
+
+/* A known dim of an input's shape, -1 when unknown. */
+static gint64
+rdim(const HgValueShape *s, gint64 axis)
+{
+    return s && axis >= 0 && axis < s->rank ? s->dims[axis].v : -1;
+}
+
+/* Input elements per output element of a Reduce* node; FALSE when unknown. */
+static gboolean
+red_count(const HgRangeCtx *ctx, RedKind kind, gint64 *n)
+{
+    const HgValueShape *x = rshape(ctx, 0);
+    if (!x || x->rank < 0)
+        return FALSE;
+    gboolean has_axes = rin(ctx, 1) != NULL;
+    const HgArray *axes = rvalue(ctx, 1);
+    const HgValueShape *as = rshape(ctx, 1);
+    g_autoptr(HgArray) empty = NULL;
+    if (has_axes && !axes && as && as->rank == 1 && as->dims[0].v == 0) {
+        /* a computed but empty axes list is as good as a known one (as reduce_infer) */
+        gint64 zero = 0;
+        empty = hg_array_new(HG_DTYPE_INT64, 1, &zero, NULL);
+        axes = empty;
+    }
+    gboolean mask[HG_MAX_RANK], known;
+    if (!reduce_mask(ctx->node, kind, ctx->opset, has_axes, axes, (guint)x->rank, mask, &known, NULL) || !known)
+        return FALSE;
+    *n = 1;
+    for (int i = 0; i < x->rank; i++) {
+        if (!mask[i])
+            continue;
+        if (x->dims[i].v < 0)
+            return FALSE;
+        *n *= x->dims[i].v;
+    }
+    return TRUE;
+}
+
+static void
+reduce_range(HgRangeCtx *ctx, RedKind kind)
+{
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    const HgValueShape *xs = rshape(ctx, 0);
+    if (!y || !rnonempty(x) || !xs || xs->dtype == HG_DTYPE_UNDEFINED)
+        return;
+    int dt = xs->dtype;
+    gboolean is_int = is_int_dtype(dt);
+    gint64 cnt = 0;
+    gboolean known = red_count(ctx, kind, &cnt);
+    double n = known ? (double)cnt : 0;
+    gboolean wild = x->lo == -INFINITY && x->hi == INFINITY; /* inf + -inf can happen */
+    gboolean same_sign = x->lo >= 0 || x->hi <= 0;
+    double alo = rmag_lo(x), ahi = rmag(x);
+    HgRange r;
+    switch (kind) {
+    case RED_MAX:
+    case RED_MIN:
+        r = *x;
+        if (!known || cnt == 0) { /* the empty reduction's identity */
+            if (kind == RED_MAX)
+                r.lo = -INFINITY;
+            else
+                r.hi = INFINITY;
+        }
+        break;
+    case RED_SUM:
+        if (known && cnt == 0)
+            r = rmake(0, 0, 0, FALSE);
+        else if (known)
+            r = rmake(bmul(n, x->lo), bmul(n, x->hi), same_sign ? x->tiny : 0, x->nan || (wild && cnt >= 2));
+        else if (x->lo >= 0)
+            r = rmake(0, x->hi > 0 ? INFINITY : 0, x->tiny, x->nan);
+        else if (x->hi <= 0)
+            r = rmake(x->lo < 0 ? -INFINITY : 0, 0, x->tiny, x->nan);
+        else
+            return;
+        break;
+    case RED_MEAN:
+        if (is_int && (!known || !int_fits(dt, -n * ahi, n * ahi)))
+            return; /* the sum may wrap */
+        r = *x;
+        if (!known || cnt != 1)
+            r.tiny = 0;
+        if (!known || cnt == 0 || (wild && cnt >= 2))
+            r.nan = TRUE; /* 0/0, or inf - inf */
+        break;
+    case RED_L1:
+        if (known)
+            r = rmake(bmul(n, alo), bmul(n, ahi), x->tiny, x->nan);
+        else
+            r = rmake(0, ahi > 0 ? INFINITY : 0, x->tiny, x->nan);
+        break;
+    case RED_SUMSQ:
+    case RED_L2: {
+        /* FP32 squares underflow below 2^-63 and overflow above 2^64 */
+        gboolean f64 = dt == HG_DTYPE_DOUBLE || is_int;
+        double slo = alo * alo, shi = ahi * ahi, tiny = x->tiny * x->tiny;
+        if (!f64 && alo < 1.1e-19)
+            slo = 0;
+        if (!f64 && x->tiny < 1.1e-19)
+            tiny = 0;
+        if (known)
+            r = rmake(bmul(n, slo), bmul(n, shi), tiny, x->nan);
+        else
+            r = rmake(0, shi > 0 ? INFINITY : 0, tiny, x->nan);
+        if (!f64 && r.hi > FLT_MAX)
+            r.hi = INFINITY;
+        if (kind == RED_L2) {
+            r.lo = sqrt(r.lo);
+            r.hi = sqrt(r.hi);
+            r.tiny = sqrt(r.tiny);
+            if (is_int) { /* computed in FP64, stored truncated */
+                r.lo = floor(r.lo);
+                r.hi = ceil(r.hi);
+                r.tiny = 0;
+            }
+        }
+        break;
+    }
+    case RED_LSE: {
+        if (!known)
+            return;
+        if (cnt == 0) {
+            r = rmake(-INFINITY, -INFINITY, 0, FALSE);
+            break;
+        }
+        double lg = log(n);
+        r = rmake(x->lo + lg, x->hi + lg, 0, x->nan || x->hi == INFINITY);
+        /* log(sum) + max: absolute rounding of the size of the max */
+        iv_slack(&r, 4 * ULP32 * (ahi + lg + 1));
+        if (is_int) {
+            r.lo = floor(r.lo);
+            r.hi = ceil(r.hi);
+        }
+        break;
+    }
+    case RED_PROD: {
+        if (!known) {
+            if (x->lo >= 0 && x->hi <= 1)
+                r = rmake(0, 1, 0, x->nan);
+            else if (x->lo >= 1)
+                r = rmake(1, x->hi > 1 ? INFINITY : 1, 1, x->nan);
+            else
+                return;
+            break;
+        }
+        if (cnt == 0) {
+            r = rmake(1, 1, 1, FALSE);
+            break;
+        }
+        double plo = pow(alo, n), phi = pow(ahi, n);
+        if (x->lo >= 0)
+            r = rmake(plo, phi, 0, FALSE);
+        else if (x->hi <= 0)
+            r = cnt % 2 ? rmake(-phi, -plo, 0, FALSE) : rmake(plo, phi, 0, FALSE);
+        else if (cnt == 1)
+            r = rmake(x->lo, x->hi, 0, FALSE);
+        else
+            r = rmake(-phi, phi, 0, FALSE);
+        r.tiny = pow(x->tiny, n);
+        r.nan = x->nan || (cnt >= 2 && alo == 0 && ahi == INFINITY);
+        /* n roundings, each relative */
+        if (!is_int) {
+            double rel = (n + 1) * ULP32;
+            r.lo -= fabs(r.lo) * rel;
+            r.hi += fabs(r.hi) * rel;
+            r.tiny *= MAX(0, 1 - rel);
+        }
+        break;
+    }
+    default:
+        return;
+    }
+    if (is_int && !int_fits(dt, r.lo, r.hi))
+        return;
+    finish(&r, dt);
+    *y = r;
+}
+
+/* The index output k of an op over axis (attribute name, default) of input 0: [0, dim - 1]. */
+static void
+index_range(HgRangeCtx *ctx, guint k, gint64 dflt_axis)
+{
+    HgRange *y = rout(ctx, k);
+    if (!y)
+        return;
+    const HgValueShape *xs = rshape(ctx, 0);
+    gint64 dim = -1, axis;
+    if (xs && xs->rank >= 0 &&
+        hg_norm_axis(hg_node_attr_int(ctx->node, "axis", dflt_axis), (guint)xs->rank, &axis, NULL, NULL))
+        dim = rdim(xs, axis);
+    *y = rmake(0, dim > 0 ? (double)(dim - 1) : INFINITY, 1, FALSE);
+}
+
+/* Length of the lines a (Log)Softmax normalizes, -1 when unknown (see softmax_layout). */
+static gint64
+softmax_len(const HgRangeCtx *ctx)
+{
+    const HgValueShape *xs = rshape(ctx, 0);
+    gboolean old = ctx->opset < 13;
+    gint64 axis;
+    if (!xs || xs->rank < 0 ||
+        !hg_norm_axis(hg_node_attr_int(ctx->node, "axis", old ? 1 : -1), (guint)xs->rank, &axis, NULL, NULL))
+        return -1;
+    gint64 n = 1;
+    for (int i = (int)axis; i < (old ? xs->rank : axis + 1); i++) {
+        if (xs->dims[i].v < 0)
+            return -1;
+        n *= xs->dims[i].v;
+    }
+    return n;
+}
+
+/* p_j = 1 / (1 + sum_{k != j} e^(x_k - x_j)) and every x_k - x_j lies in [-w, w], so p_j lies in
+ * [1/(1 + (n-1)e^w), 1/(1 + (n-1)e^-w)]; log-softmax is the log of that. */
+static void
+softmax_range(HgRangeCtx *ctx, gboolean lg)
+{
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    if (!y || !rnonempty(x))
+        return;
+    int dt = rout_dtype(ctx, 0);
+    gboolean bounded = hg_range_bounded(x);
+    gboolean nan = x->nan || !bounded; /* an infinite max gives inf - inf */
+    gint64 n = softmax_len(ctx);
+    HgRange r = lg ? rmake(-INFINITY, 0, 0, nan) : rmake(0, 1, 0, nan);
+    if (bounded && n >= 1) {
+        /* x - max is rounded to the ulp of |x|; the sum of n exps adds n roundings */
+        double w = x->hi - x->lo + 4 * ULP32 * rmag(x);
+        double m1 = (double)(n - 1), rel = ((double)n + 8) * ULP32;
+        if (lg) {
+            /* log(1 + m1 e^w) = w + log(m1 + e^-w), which does not overflow */
+            double ylo = m1 > 0 ? -(w + log(m1 + exp(-w))) : 0, yhi = -log1p(m1 * exp(-w));
+            r.lo = ylo - rel - 4 * ULP32 * (rmag(x) - ylo);
+            r.hi = MIN(0, yhi + rel + 4 * ULP32 * (rmag(x) - ylo));
+        } else {
+            double plo = 1 / (1 + m1 * exp(w)), phi = 1 / (1 + m1 * exp(-w));
+            plo *= 1 - rel;
+            r.lo = plo < 1e-30 ? 0 : plo; /* exps that underflow give 0 */
+            r.tiny = r.lo;
+            r.hi = MIN(1, phi * (1 + rel));
+        }
+    }
+    finish(&r, dt);
+    *y = r;
+}
+
+/* A bound on |z| for z = (x - mean) / sqrt(var + eps) over a row of n values in x (n < 0: unknown).
+ * |x_i - m|^2 <= sum (x_j - m)^2 = n var for any m, the rounded mean included, so |z| <= sqrt(n);
+ * and |x_i - m| <= w for a mean inside the range, so |z| <= w / sqrt(eps). */
+static double
+norm_zbound(const HgRange *x, gint64 n, double eps)
+{
+    double zb = INFINITY;
+    if (n >= 0)
+        zb = sqrt((double)n) * (1 + 1.0 / 65536);
+    if (hg_range_bounded(x) && eps > 0)
+        zb = MIN(zb, ((x->hi - x->lo) * (1 + 1.0 / 262144) + 4 * ULP32 * rmag(x)) / (sqrt(eps) * (1 - ULP32)));
+    return zb;
+}
+
+/* y = z * g + b with |z| <= zb, g and b from inputs gi and bi (bi may be absent: 0). When both are
+ * constants of the same size they are paired element by element (per_channel: one pair per
+ * channel, as InstanceNormalization); else their ranges are combined. */
+static gboolean
+norm_affine(const HgRangeCtx *ctx, double zb, guint gi, guint bi, HgRange *out)
+{
+    const HgRange *g = rin(ctx, gi), *b = rin(ctx, bi);
+    const HgArray *gv = rvalue(ctx, gi), *bv = rvalue(ctx, bi);
+    if (!isfinite(zb) || !rnonempty(g) || (b && !rnonempty(b)))
+        return FALSE;
+    HgRange z = rmake(-zb, zb, 0, FALSE);
+    if (gv && (!b || (bv && bv->numel == gv->numel)) && gv->numel > 0) {
+        HgRange acc = rmake(INFINITY, -INFINITY, 0, FALSE);
+        for (gint64 j = 0; j < gv->numel; j++) {
+            double gj = hg_array_get_f64(gv, j), bj = bv ? hg_array_get_f64(bv, j) : 0;
+            if (isnan(gj) || isnan(bj))
+                return FALSE;
+            HgRange t = iv_add(iv_mul(z, iv_const(gj)), iv_const(bj));
+            iv_slack(&t, 2 * ULP32 * (zb * fabs(gj) + fabs(bj)));
+            iv_union(&acc, &t);
+        }
+        *out = acc;
+        out->tiny = 0;
+        return TRUE;
+    }
+    HgRange t = iv_mul(z, *g);
+    if (b)
+        t = iv_add(t, *b);
+    iv_slack(&t, 2 * ULP32 * (zb * rmag(g) + (b ? rmag(b) : 0)));
+    t.tiny = 0;
+    *out = t;
+    return TRUE;
+}
+
+/* Elements of input 0 from dim `from` on, -1 when unknown. */
+static gint64
+rnumel_from(const HgValueShape *s, int from)
+{
+    if (!s || s->rank < 0 || from > s->rank)
+        return -1;
+    gint64 n = 1;
+    for (int i = from; i < s->rank; i++) {
+        if (s->dims[i].v < 0)
+            return -1;
+        n *= s->dims[i].v;
+    }
+    return n;
+}
+
+static void
+norm_range(HgRangeCtx *ctx, gint64 n, gboolean layer)
+{
+    const HgRange *x = rin(ctx, 0);
+    if (!rnonempty(x))
+        return;
+    double eps = (double)hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    if (!(eps > 0))
+        return; /* a constant row gives 0/0 */
+    gboolean nan = x->nan || !hg_range_bounded(x);
+    HgRange *y = rout(ctx, 0);
+    HgRange r;
+    if (y && norm_affine(ctx, norm_zbound(x, n, eps), 1, 2, &r)) {
+        r.nan = r.nan || nan;
+        finish(&r, rout_dtype(ctx, 0));
+        *y = r;
+    }
+    if (!layer)
+        return;
+    HgRange *mean = rout(ctx, 1), *inv = rout(ctx, 2);
+    if (mean) {
+        r = rmake(x->lo, x->hi, 0, x->nan || (x->lo == -INFINITY && x->hi == INFINITY));
+        if (n <= 0) { /* empty rows have mean 0 */
+            r.lo = MIN(r.lo, 0);
+            r.hi = MAX(r.hi, 0);
+        }
+        finish(&r, rout_dtype(ctx, 1));
+        *mean = r;
+    }
+    if (inv) {
+        double hw = hg_range_bounded(x) ? (x->hi - x->lo) / 2 + 4 * ULP32 * rmag(x) : INFINITY;
+        double lo = 1 / sqrt(hw * hw + eps) * (1 - 4 * ULP32), hi = 1 / sqrt(eps) * (1 + 4 * ULP32);
+        r = rmake(lo, hi, lo, nan);
+        finish(&r, rout_dtype(ctx, 2));
+        *inv = r;
+    }
+}
 
 void
 hg_range_ArgMax(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    index_range(ctx, 0, 0);
 }
 
 void
 hg_range_ArgMin(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    index_range(ctx, 0, 0);
 }
 
+/* Inference: y = (x - mean) * a + B per channel with a = scale / sqrt(var + eps). Constant
+ * statistics (the usual case) give each channel's exact affine map, and y the union over channels;
+ * otherwise the parameters' ranges are combined. */
 void
 hg_range_BatchNormalization(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    if (!y || !rnonempty(x) || bn_training(ctx->node, ctx->opset))
+        return;
+    for (guint i = 1; i < 5; i++)
+        if (!rnonempty(rin(ctx, i)))
+            return;
+    double eps = (double)hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    const HgArray *sv = rvalue(ctx, 1), *bv = rvalue(ctx, 2), *mv = rvalue(ctx, 3), *vv = rvalue(ctx, 4);
+    HgRange r;
+    if (sv && bv && mv && vv && sv->numel > 0 && bv->numel == sv->numel && mv->numel == sv->numel &&
+        vv->numel == sv->numel) {
+        r = rmake(INFINITY, -INFINITY, 0, FALSE);
+        for (gint64 p = 0; p < sv->numel; p++) {
+            double s = hg_array_get_f64(sv, p), b = hg_array_get_f64(bv, p), m = hg_array_get_f64(mv, p);
+            double v = hg_array_get_f64(vv, p) + eps;
+            if (!(v > 0) || isnan(s) || isnan(b) || isnan(m))
+                return;
+            double a = s / sqrt(v);
+            HgRange t = iv_add(iv_mul(iv_add(*x, iv_const(-m)), iv_const(a)), iv_const(b));
+            iv_slack(&t, 4 * ULP32 * ((rmag(x) + fabs(m)) * fabs(a) + fabs(b)));
+            iv_union(&r, &t);
+        }
+    } else {
+        const HgRange *s = rin(ctx, 1), *b = rin(ctx, 2), *m = rin(ctx, 3), *v = rin(ctx, 4);
+        if (!(v->lo + eps > 0))
+            return;
+        HgRange inv = rmake(1 / sqrt(v->hi + eps), 1 / sqrt(v->lo + eps), 0, v->nan);
+        inv.lo *= 1 - 4 * ULP32;
+        inv.hi *= 1 + 4 * ULP32;
+        HgRange a = iv_mul(*s, inv);
+        HgRange negm = rmake(-m->hi, -m->lo, 0, m->nan);
+        r = iv_add(iv_mul(iv_add(*x, negm), a), *b);
+        iv_slack(&r, 4 * ULP32 * ((rmag(x) + rmag(m)) * rmag(&a) + rmag(b)));
+    }
+    r.tiny = 0;
+    finish(&r, rout_dtype(ctx, 0));
+    *y = r;
 }
 
+/* Each output is a sum of k input elements along the axis, k in [1, n] (exclusive: [0, n - 1]). */
 void
 hg_range_CumSum(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    const HgValueShape *xs = rshape(ctx, 0);
+    const HgArray *av = rvalue(ctx, 1);
+    if (!y || !rnonempty(x) || !xs || xs->dtype == HG_DTYPE_UNDEFINED)
+        return;
+    int dt = xs->dtype;
+    gboolean excl = hg_node_attr_int(ctx->node, "exclusive", 0) != 0;
+    gint64 axis, n = -1;
+    if (av && xs->rank >= 0 && cumsum_axis(ctx->node, av, (guint)xs->rank, &axis, NULL)) {
+        n = rdim(xs, axis);
+    } else if (xs->rank > 0) {
+        /* a computed axis: the longest dim bounds the terms of every partial sum */
+        for (int i = 0; i < xs->rank && (i == 0 || n >= 0); i++)
+            n = xs->dims[i].v < 0 ? -1 : MAX(n, xs->dims[i].v);
+    }
+    gboolean same_sign = x->lo >= 0 || x->hi <= 0;
+    HgRange r;
+    if (n > 0) {
+        double klo = excl ? 0 : 1, khi = excl ? (double)(n - 1) : (double)n;
+        r = rmake(x->lo < 0 ? bmul(khi, x->lo) : bmul(klo, x->lo), x->hi > 0 ? bmul(khi, x->hi) : bmul(klo, x->hi),
+                  same_sign ? x->tiny : 0, x->nan || (x->lo == -INFINITY && x->hi == INFINITY && khi >= 2));
+        /* every partial sum is rounded (FP16/BF16 to their own width) */
+        double u = dt == HG_DTYPE_FLOAT16 ? 1.0 / 2048 : dt == HG_DTYPE_BFLOAT16 ? 1.0 / 256 : ULP32;
+        if (!is_int_dtype(dt))
+            iv_slack(&r, khi * u * MAX(fabs(r.lo), fabs(r.hi)));
+    } else if (x->lo >= 0) {
+        r = rmake(excl ? 0 : x->lo, x->hi > 0 ? INFINITY : 0, x->tiny, x->nan);
+    } else if (x->hi <= 0) {
+        r = rmake(x->lo < 0 ? -INFINITY : 0, excl ? 0 : x->hi, x->tiny, x->nan);
+    } else {
+        return;
+    }
+    if (is_int_dtype(dt) && !int_fits(dt, r.lo, r.hi))
+        return;
+    finish(&r, dt);
+    *y = r;
 }
 
 void
 hg_range_InstanceNormalization(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    norm_range(ctx, rnumel_from(rshape(ctx, 0), 2), FALSE);
 }
 
 void
 hg_range_LayerNormalization(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *xs = rshape(ctx, 0);
+    gint64 axis, n = -1;
+    if (xs && xs->rank >= 0 &&
+        hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL))
+        n = rnumel_from(xs, (int)axis);
+    norm_range(ctx, n, TRUE);
 }
 
 void
 hg_range_LogSoftmax(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    softmax_range(ctx, TRUE);
 }
 
 void
 hg_range_ReduceL1(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_L1);
 }
 
 void
 hg_range_ReduceL2(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_L2);
 }
 
 void
 hg_range_ReduceLogSumExp(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_LSE);
 }
 
 void
 hg_range_ReduceMax(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_MAX);
 }
 
 void
 hg_range_ReduceMean(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_MEAN);
 }
 
 void
 hg_range_ReduceMin(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_MIN);
 }
 
 void
 hg_range_ReduceProd(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_PROD);
 }
 
 void
 hg_range_ReduceSum(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_SUM);
 }
 
 void
 hg_range_ReduceSumSquare(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    reduce_range(ctx, RED_SUMSQ);
 }
 
 void
 hg_range_Softmax(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    softmax_range(ctx, FALSE);
 }
 
+/* Values are elements of the input; indices lie along the axis. */
 void
 hg_range_TopK(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = rin(ctx, 0);
+    HgRange *vals = rout(ctx, 0);
+    if (vals && rnonempty(x))
+        *vals = *x;
+    index_range(ctx, 1, -1);
 }
-

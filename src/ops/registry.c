@@ -1,6 +1,7 @@
 /* The op table built from ops.def, lookups, and helpers shared by the kernel families. */
 #include "ops/op.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -113,6 +114,178 @@ hg_range_of_array(const HgArray *a)
         r.lo = r.hi = 0;
     if (!isfinite(r.tiny))
         r.tiny = 0;
+    return r;
+}
+
+/* x + y where inf - inf gives the bound `dflt` (the side stays unbounded). */
+static double
+bound_add(double x, double y, double dflt)
+{
+    double r = x + y;
+    return isnan(r) ? dflt : r;
+}
+
+/* x * y where 0 * inf counts as 0: a bound of a product set, whose NaN cases the nan flag carries. */
+static double
+bound_mul(double x, double y)
+{
+    return x == 0 || y == 0 ? 0 : x * y;
+}
+
+static gboolean
+has_inf(const HgRange *r)
+{
+    return isinf(r->lo) || isinf(r->hi);
+}
+
+static gboolean
+has_zero(const HgRange *r)
+{
+    return r->lo <= 0 && r->hi >= 0;
+}
+
+HgRange
+hg_range_neg(HgRange a)
+{
+    HgRange r = {-a.hi, -a.lo, a.tiny, a.nan};
+    return r;
+}
+
+HgRange
+hg_range_add(HgRange a, HgRange b)
+{
+    HgRange r;
+    r.lo = bound_add(a.lo, b.lo, -INFINITY);
+    r.hi = bound_add(a.hi, b.hi, INFINITY);
+    r.tiny = 0;
+    r.nan = a.nan || b.nan || (a.hi == INFINITY && b.lo == -INFINITY) ||
+            (a.lo == -INFINITY && b.hi == INFINITY);
+    return r;
+}
+
+HgRange
+hg_range_sub(HgRange a, HgRange b)
+{
+    return hg_range_add(a, hg_range_neg(b));
+}
+
+HgRange
+hg_range_mul(HgRange a, HgRange b)
+{
+    double c[4] = {bound_mul(a.lo, b.lo), bound_mul(a.lo, b.hi), bound_mul(a.hi, b.lo),
+                   bound_mul(a.hi, b.hi)};
+    HgRange r = {c[0], c[0], a.tiny * b.tiny, FALSE};
+    for (int i = 1; i < 4; i++) {
+        r.lo = MIN(r.lo, c[i]);
+        r.hi = MAX(r.hi, c[i]);
+    }
+    if (isnan(r.tiny))
+        r.tiny = 0;
+    r.nan = a.nan || b.nan || (has_zero(&a) && has_inf(&b)) || (has_zero(&b) && has_inf(&a));
+    return r;
+}
+
+HgRange
+hg_range_recip(HgRange b)
+{
+    HgRange r = {-INFINITY, INFINITY, 0, b.nan};
+    double m = MAX(fabs(b.lo), fabs(b.hi));
+    if (isfinite(m) && m > 0)
+        r.tiny = 1 / m;
+    if (b.lo > 0 || b.hi < 0) {
+        r.lo = 1 / b.hi; /* 1 / inf = 0 */
+        r.hi = 1 / b.lo;
+    }
+    return r;
+}
+
+HgRange
+hg_range_div(HgRange a, HgRange b)
+{
+    return hg_range_mul(a, hg_range_recip(b));
+}
+
+HgRange
+hg_range_union(HgRange a, HgRange b)
+{
+    HgRange r = {MIN(a.lo, b.lo), MAX(a.hi, b.hi), MIN(a.tiny, b.tiny), a.nan || b.nan};
+    return r;
+}
+
+HgRange
+hg_range_monotone(HgRange x, double (*f)(double), gboolean increasing)
+{
+    double fl = f(x.lo), fh = f(x.hi);
+    HgRange r = {increasing ? fl : fh, increasing ? fh : fl, 0, x.nan};
+    if (isnan(r.lo)) {
+        r.lo = -INFINITY;
+        r.nan = TRUE;
+    }
+    if (isnan(r.hi)) {
+        r.hi = INFINITY;
+        r.nan = TRUE;
+    }
+    return r;
+}
+
+HgRange
+hg_range_fit(HgRange r, int dtype)
+{
+    double max = 0, min = 0, rel = 0, sub = 0;
+    switch (dtype) {
+    case HG_DTYPE_DOUBLE: return r;
+    case HG_DTYPE_FLOAT: max = FLT_MAX; sub = FLT_MIN; break;
+    case HG_DTYPE_FLOAT16: max = 65504.0; rel = 1.0 / 1024; sub = 6.103515625e-05; break;
+    case HG_DTYPE_BFLOAT16: max = 3.3895313892515355e38; rel = 1.0 / 128; sub = FLT_MIN; break;
+    case HG_DTYPE_BOOL: min = 0; max = 1; break;
+    case HG_DTYPE_INT8: min = G_MININT8; max = G_MAXINT8; break;
+    case HG_DTYPE_UINT8: min = 0; max = G_MAXUINT8; break;
+    case HG_DTYPE_INT16: min = G_MININT16; max = G_MAXINT16; break;
+    case HG_DTYPE_UINT16: min = 0; max = G_MAXUINT16; break;
+    case HG_DTYPE_INT32: min = G_MININT32; max = G_MAXINT32; break;
+    case HG_DTYPE_UINT32: min = 0; max = G_MAXUINT32; break;
+    /* past 2^53 a double bound may have rounded inward: give up there */
+    case HG_DTYPE_INT64: min = -9007199254740992.0; max = 9007199254740992.0; break;
+    case HG_DTYPE_UINT64: min = 0; max = 9007199254740992.0; break;
+    default: return hg_range_any();
+    }
+    if (hg_dtype_is_float(dtype)) {
+        /* rounding to nearest is monotone: a value inside [lo, hi] rounds inside [round(lo),
+         * round(hi)], which is within half an ulp (relative rel / 2) of the bounds */
+        if (isfinite(r.lo))
+            r.lo -= fabs(r.lo) * rel;
+        if (isfinite(r.hi))
+            r.hi += fabs(r.hi) * rel;
+        if (r.lo < -max)
+            r.lo = -INFINITY;
+        if (r.hi > max)
+            r.hi = INFINITY;
+        /* below the normal range rounding is absolute, not relative */
+        r.tiny = r.tiny < sub ? 0 : r.tiny * (1 - rel);
+        return r;
+    }
+    if (dtype == HG_DTYPE_BOOL) {
+        /* x != 0: NaN is true */
+        HgRange b = {r.lo > 0 || r.hi < 0 ? 1 : 0, (r.lo == 0 && r.hi == 0 && !r.nan) ? 0 : 1, 1, FALSE};
+        if (r.nan)
+            b.hi = 1;
+        return b;
+    }
+    /* integer storage: bounds are integers, and a value past the type's limits wraps */
+    r.nan = FALSE;
+    r.lo = ceil(r.lo);
+    r.hi = floor(r.hi);
+    if (!(r.lo >= min && r.hi <= max) || r.lo > r.hi) {
+        r.lo = min;
+        r.hi = max;
+        if (dtype == HG_DTYPE_INT64) {
+            r.lo = (double)G_MININT64;
+            r.hi = (double)G_MAXINT64;
+        } else if (dtype == HG_DTYPE_UINT64) {
+            r.hi = (double)G_MAXUINT64;
+        }
+    }
+    r.tiny = 1;
     return r;
 }
 

@@ -3419,161 +3419,529 @@ hg_eval_Upsample(HgEvalCtx *ctx)
 }
 
 /* ---------------------------------------------------------------- interval rules
- * STUBS: every output stays unbounded (sound, useless) until each op has its rule. */
+ * Data movement keeps its input's range; ops that add values (pads, fills, extrapolation) take the
+ * union with them; Resize bounds its interpolation with the actual kernel weights. */
+
+/* Input i's range, or NULL when omitted. */
+static const HgRange *
+rin(const HgRangeCtx *c, guint i)
+{
+    return i < c->n_inputs ? c->inputs[i] : NULL;
+}
+
+static HgRange
+runion(HgRange a, HgRange b)
+{
+    HgRange r = {MIN(a.lo, b.lo), MAX(a.hi, b.hi), MIN(a.tiny, b.tiny), a.nan || b.nan};
+    return r;
+}
+
+/* The union of r with the single value v. */
+static HgRange
+runion_point(HgRange r, double v)
+{
+    if (isnan(v)) {
+        r.nan = TRUE;
+        return r;
+    }
+    r.lo = MIN(r.lo, v);
+    r.hi = MAX(r.hi, v);
+    if (v != 0)
+        r.tiny = MIN(r.tiny, fabs(v));
+    return r;
+}
+
+/* Every output takes input 0's range exactly. */
+static void
+range_move(HgRangeCtx *c)
+{
+    const HgRange *x = rin(c, 0);
+    if (!x)
+        return;
+    for (guint k = 0; k < c->n_outputs; k++)
+        *c->outputs[k] = *x;
+}
+
+/* Args over the range context, with constant inputs as values. shapes: g_free. */
+static Args
+args_range(const HgRangeCtx *c, HgValueShape **shapes)
+{
+    *shapes = g_new0(HgValueShape, c->n_inputs + 1);
+    const HgValueShape **ptrs = g_new0(const HgValueShape *, c->n_inputs + 1);
+    for (guint i = 0; i < c->n_inputs; i++) {
+        if (!c->shapes[i])
+            continue;
+        (*shapes)[i] = *c->shapes[i];
+        if (c->values[i])
+            (*shapes)[i].value = (HgArray *)c->values[i];
+        ptrs[i] = &(*shapes)[i];
+    }
+    /* ptrs lives after the shapes: one block to free */
+    Args a = {c->node, c->opset, c->n_inputs, ptrs, NULL, NULL};
+    return a;
+}
+
+static void
+args_range_free(Args *a, HgValueShape *shapes)
+{
+    g_free((gpointer)a->shapes);
+    g_free(shapes);
+}
 
 void
 hg_range_Concat(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    gboolean any = FALSE;
+    HgRange r = {INFINITY, -INFINITY, INFINITY, FALSE};
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        if (!ctx->inputs[i])
+            continue;
+        r = runion(r, *ctx->inputs[i]);
+        any = TRUE;
+    }
+    if (any && ctx->n_outputs)
+        *ctx->outputs[0] = r;
 }
 
 void
 hg_range_Constant(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    Args a = {ctx->node, ctx->opset, 0, NULL, NULL, NULL};
+    HgArray *v = constant_value(&a);
+    if (!v)
+        return;
+    if (ctx->n_outputs)
+        *ctx->outputs[0] = hg_range_of_array(v);
+    hg_array_unref(v);
 }
 
 void
 hg_range_ConstantOfShape(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    Args a = {ctx->node, ctx->opset, 0, NULL, NULL, NULL};
+    HgArray *v = cos_value(&a);
+    if (!v)
+        return;
+    if (ctx->n_outputs)
+        *ctx->outputs[0] = hg_range_of_array(v);
+    hg_array_unref(v);
 }
 
 void
 hg_range_DepthToSpace(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Expand(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Flatten(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Gather(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_GatherElements(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_GatherND(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
+/* Constant mode adds the pad value (input 2 from opset 11, else the 'value' attribute, 0 by
+ * default); reflect, edge and wrap only copy input elements. */
 void
 hg_range_Pad(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = rin(ctx, 0);
+    if (!x || !ctx->n_outputs)
+        return;
+    g_autofree char *mode = hg_attr_string(ctx->node, "mode", "constant");
+    HgRange r = *x;
+    if (!strcmp(mode, "constant")) {
+        const HgRange *v = rin(ctx, 2);
+        HgAttr *value = hg_node_attr(ctx->node, "value"); /* Pad before opset 11 */
+        if (v)
+            r = runion(r, *v);
+        else
+            r = runion_point(r, 0);
+        if (value)
+            r = runion_point(r, value->f);
+    } else if (strcmp(mode, "reflect") && strcmp(mode, "edge") && strcmp(mode, "wrap")) {
+        return;
+    }
+    *ctx->outputs[0] = r;
 }
 
+/* Range's elements lie between start and limit: [start, limit) counting up, (limit, start] down. */
 void
 hg_range_Range(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *s = rin(ctx, 0), *l = rin(ctx, 1), *d = rin(ctx, 2);
+    if (!s || !l || !d || !ctx->n_outputs)
+        return;
+    HgRange r = runion(*s, *l);
+    /* a count rounded up by floating point can add one element a rounding error past limit */
+    double slack = (MAX(fabs(r.lo), fabs(r.hi)) + MAX(fabs(d->lo), fabs(d->hi))) * 1e-6;
+    r.lo -= slack;
+    r.hi += slack;
+    r.tiny = 0;
+    r.nan = s->nan || l->nan || d->nan;
+    *ctx->outputs[0] = r;
 }
 
 void
 hg_range_Reshape(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
+}
+
+/* Pass [lo, hi] through one axis's taps: out = sum w_j x_j, so out >= sum(w+) lo - sum(|w-|) hi
+ * and symmetrically. Extrapolated outputs take the extrapolation value. */
+static void
+taps_bound(const Taps *t, gint64 out, double extra, double *lo, double *hi)
+{
+    double nlo = INFINITY, nhi = -INFINITY;
+    for (gint64 o = 0; o < out; o++) {
+        if (t->extra[o]) {
+            nlo = MIN(nlo, extra);
+            nhi = MAX(nhi, extra);
+            continue;
+        }
+        double sp = 0, sn = 0;
+        for (gint64 j = 0; j < t->n; j++) {
+            double w = t->w[o * t->n + j];
+            if (w > 0)
+                sp += w;
+            else
+                sn -= w;
+        }
+        /* 0 * inf counts as 0 here: the NaN it makes in the kernel is flagged by the caller */
+        double l = (sp > 0 ? sp * *lo : 0) - (sn > 0 ? sn * *hi : 0);
+        double h = (sp > 0 ? sp * *hi : 0) - (sn > 0 ? sn * *lo : 0);
+        if (isnan(l))
+            l = -INFINITY;
+        if (isnan(h))
+            h = INFINITY;
+        nlo = MIN(nlo, l);
+        nhi = MAX(nhi, h);
+    }
+    if (nlo <= nhi) {
+        *lo = nlo;
+        *hi = nhi;
+    }
+}
+
+static void
+resize_range(HgRangeCtx *ctx, gboolean upsample)
+{
+    const HgRange *x = rin(ctx, 0);
+    if (!x || !ctx->n_outputs)
+        return;
+    HgValueShape *shapes;
+    Args a = args_range(ctx, &shapes);
+    SymShape xs, ys;
+    ResizePlan p;
+    arg_shape(&a, 0, &xs);
+    int st = resize_plan(&a, upsample, &xs, &ys, &p);
+    HgRange r = *x;
+    gboolean done = FALSE, interpolates = FALSE;
+    if (st == PLAN_OK && sym_known(&xs)) {
+        gint64 in_dims[HG_MAX_RANK], out_dims[HG_MAX_RANK];
+        sym_dims(&xs, in_dims);
+        sym_dims(&ys, out_dims);
+        if (p.mode == RS_NEAREST) {
+            gboolean extra = FALSE;
+            for (int ax = 0; ax < xs.rank && p.coord == CT_TF_CROP_AND_RESIZE; ax++) {
+                g_autofree gint64 *m = nearest_map(&p, ax, in_dims[ax], out_dims[ax]);
+                for (gint64 o = 0; o < out_dims[ax]; o++)
+                    extra |= m[o] < 0;
+            }
+            if (extra)
+                r = runion_point(r, p.extrapolation);
+            done = TRUE;
+        } else {
+            double lo = x->lo, hi = x->hi;
+            gboolean extra = FALSE;
+            done = interpolates = TRUE;
+            for (int ax = 0; ax < xs.rank; ax++) {
+                Taps t = {0};
+                if (out_dims[ax] == 0 || in_dims[ax] == 0 || out_dims[ax] > (1 << 24) ||
+                    !taps_build(&a, &p, ax, in_dims[ax], out_dims[ax], &t)) {
+                    taps_clear(&t);
+                    done = FALSE;
+                    break;
+                }
+                if (!taps_identity(&t, in_dims[ax], out_dims[ax])) {
+                    for (gint64 o = 0; o < out_dims[ax]; o++)
+                        extra |= t.extra[o];
+                    taps_bound(&t, out_dims[ax], p.extrapolation, &lo, &hi);
+                }
+                taps_clear(&t);
+            }
+            if (done) {
+                r.lo = lo;
+                r.hi = hi;
+                r.tiny = 0;
+                /* inf * 0 and inf - inf inside the weighted sums */
+                r.nan = x->nan || !hg_range_bounded(x);
+                if (extra && isnan(p.extrapolation))
+                    r.nan = TRUE;
+            }
+        }
+    } else if (st != PLAN_ERR) {
+        /* without the plan: nearest copies (or extrapolates), linear averages with weights >= 0
+         * (which may all be 0 when renormalized, giving 0); cubic overshoots by a bounded amount */
+        g_autofree char *mode = hg_attr_string(ctx->node, "mode", "nearest");
+        g_autofree char *coord = hg_attr_string(ctx->node, "coordinate_transformation_mode", "half_pixel");
+        HgAttr *ev = hg_node_attr(ctx->node, "extrapolation_value");
+        double extra = ev ? ev->f : 0;
+        if (!strcmp(mode, "nearest") || !strcmp(mode, "linear") || !strcmp(mode, "bilinear") ||
+            !strcmp(mode, "trilinear")) {
+            if (!strcmp(coord, "tf_crop_and_resize") && !upsample && ctx->opset >= 11)
+                r = runion_point(r, extra);
+            if (strcmp(mode, "nearest")) {
+                interpolates = TRUE;
+                /* weights sum to 1 unless renormalized, where they may all be 0 */
+                if (hg_node_attr_int(ctx->node, "antialias", 0) ||
+                    hg_node_attr_int(ctx->node, "exclude_outside", 0))
+                    r = runion_point(r, 0);
+                r.tiny = 0;
+                r.nan = x->nan || !hg_range_bounded(x);
+            }
+            done = TRUE;
+        } else if (!strcmp(mode, "cubic") && ctx->shapes[0] && ctx->shapes[0]->rank >= 0 &&
+                   !hg_node_attr_int(ctx->node, "exclude_outside", 0) &&
+                   !hg_node_attr_int(ctx->node, "antialias", 0)) {
+            /* Keys' cubic kernel sums to 1 over the 4 taps at distances 1+r, r, 1-r, 2-r (r in
+             * (0, 1]); for a <= 0 the inner taps are >= 0 and the outer ones a (d-1)(d-2)^2 <= 0,
+             * summing to a r (1-r) >= a/4. So one axis maps [lo, hi] into lo - s (hi-lo) ..
+             * hi + s (hi-lo) with s = -a/4 (0.1875 for a = -0.75); apply it once per axis. */
+            double ka = hg_node_attr_float(ctx->node, "cubic_coeff_a", -0.75f), sn = -ka / 4;
+            if (ka <= 0) {
+                interpolates = done = TRUE;
+                for (int ax = 0; ax < ctx->shapes[0]->rank && sn > 0; ax++) {
+                    double w = r.hi - r.lo;
+                    r.lo -= sn * w;
+                    r.hi += sn * w;
+                }
+                if (!strcmp(coord, "tf_crop_and_resize"))
+                    r = runion_point(r, extra);
+                r.tiny = 0;
+                r.nan = x->nan || !hg_range_bounded(x);
+            }
+        }
+    }
+    args_range_free(&a, shapes);
+    if (!done)
+        return;
+    if (!hg_dtype_is_float(ctx->shapes[0] ? ctx->shapes[0]->dtype : HG_DTYPE_UNDEFINED) && interpolates) {
+        /* integer results round */
+        r.lo = floor(r.lo);
+        r.hi = ceil(r.hi);
+    }
+    *ctx->outputs[0] = r;
 }
 
 void
 hg_range_Resize(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    resize_range(ctx, FALSE);
+}
+
+/* How many update elements can land on one output element: at most the number of updates (for
+ * ScatterElements, the updates' extent along the axis). -1 when unknown. */
+static double
+scatter_hits(const HgRangeCtx *ctx, gboolean elements)
+{
+    const HgValueShape *u = ctx->n_inputs > 2 ? ctx->shapes[2] : NULL;
+    if (!u || u->rank < 0)
+        return -1;
+    if (elements) {
+        gint64 axis = hg_node_attr_int(ctx->node, "axis", 0);
+        if (axis < 0)
+            axis += u->rank;
+        if (axis >= 0 && axis < u->rank && u->dims[axis].v >= 0)
+            return (double)u->dims[axis].v;
+    }
+    double n = 1;
+    for (int i = 0; i < u->rank; i++) {
+        if (u->dims[i].v < 0)
+            return -1;
+        n *= (double)u->dims[i].v;
+    }
+    return n;
+}
+
+static void
+scatter_range(HgRangeCtx *ctx, gboolean elements)
+{
+    const HgRange *x = rin(ctx, 0), *u = rin(ctx, 2);
+    if (!x || !u || !ctx->n_outputs)
+        return;
+    Args a = {ctx->node, ctx->opset, 0, NULL, NULL, NULL};
+    int red = scatter_reduction(&a);
+    int dtype = ctx->shapes[0] ? ctx->shapes[0]->dtype : HG_DTYPE_UNDEFINED;
+    gboolean is_float = hg_dtype_is_float(dtype);
+    HgRange r = runion(*x, *u);
+    double n = scatter_hits(ctx, elements);
+    switch (red) {
+    case RED_NONE:
+    case RED_MAX:
+    case RED_MIN:
+        /* max(data, updates...) and min(...) stay inside the union */
+        break;
+    case RED_ADD: {
+        if (n < 0)
+            return;
+        r.lo = x->lo + (u->lo < 0 ? n * u->lo : 0);
+        r.hi = x->hi + (u->hi > 0 ? n * u->hi : 0);
+        /* n roundings of FP32 partial sums */
+        double slack = (MAX(fabs(x->lo), fabs(x->hi)) + n * MAX(fabs(u->lo), fabs(u->hi))) * n * 1.2e-7;
+        r.lo -= slack;
+        r.hi += slack;
+        r.tiny = 0;
+        r.nan = x->nan || u->nan || !hg_range_bounded(x) || !hg_range_bounded(u);
+        break;
+    }
+    case RED_MUL: {
+        if (n < 0)
+            return;
+        double m = MAX(fabs(u->lo), fabs(u->hi)), b = MAX(fabs(x->lo), fabs(x->hi)) * pow(MAX(1.0, m), n);
+        b *= 1 + n * 1.2e-7; /* n roundings of the product */
+        if (isnan(b))
+            b = INFINITY;
+        gboolean keep_sign = u->lo >= 0;
+        r.lo = keep_sign && x->lo >= 0 ? 0 : -b;
+        r.hi = keep_sign && x->hi <= 0 ? 0 : b;
+        r.tiny = 0;
+        r.nan = x->nan || u->nan || !isfinite(b) || b > 3e38;
+        break;
+    }
+    default:
+        return;
+    }
+    /* integer reductions wrap: keep the bound only where no sum or product can leave int32 */
+    if (!is_float && red != RED_NONE && red != RED_MAX && red != RED_MIN &&
+        !(fabs(r.lo) < 2147483647.0 && fabs(r.hi) < 2147483647.0 &&
+          (dtype == HG_DTYPE_INT32 || dtype == HG_DTYPE_INT64)))
+        return;
+    *ctx->outputs[0] = r;
 }
 
 void
 hg_range_ScatterElements(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    scatter_range(ctx, TRUE);
 }
 
 void
 hg_range_ScatterND(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    scatter_range(ctx, FALSE);
 }
 
+/* Shape's elements are dims (a slice of them from opset 15): each within the largest known dim. */
 void
 hg_range_Shape(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *x = ctx->n_inputs ? ctx->shapes[0] : NULL;
+    HgRange r = hg_range_exact(0, INFINITY);
+    r.tiny = 1;
+    if (x && x->rank >= 0) {
+        double m = 0;
+        for (int i = 0; i < x->rank; i++)
+            m = x->dims[i].v < 0 ? INFINITY : MAX(m, (double)x->dims[i].v);
+        r.hi = m;
+    }
+    if (ctx->n_outputs)
+        *ctx->outputs[0] = r;
 }
 
 void
 hg_range_Size(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgValueShape *x = ctx->n_inputs ? ctx->shapes[0] : NULL;
+    HgRange r = hg_range_exact(0, INFINITY);
+    r.tiny = 1;
+    if (x && x->rank >= 0) {
+        double n = 1;
+        for (int i = 0; i < x->rank; i++)
+            n *= x->dims[i].v < 0 ? INFINITY : (double)x->dims[i].v;
+        r.hi = isnan(n) ? INFINITY : n;
+    }
+    if (ctx->n_outputs)
+        *ctx->outputs[0] = r;
 }
 
 void
 hg_range_Slice(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_SpaceToDepth(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Split(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Squeeze(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Tile(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Transpose(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
+/* Trilu zeroes the other triangle. */
 void
 hg_range_Trilu(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    const HgRange *x = rin(ctx, 0);
+    if (x && ctx->n_outputs)
+        *ctx->outputs[0] = runion_point(*x, 0);
 }
 
 void
 hg_range_Unsqueeze(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    range_move(ctx);
 }
 
 void
 hg_range_Upsample(HgRangeCtx *ctx)
 {
-    (void)ctx;
+    resize_range(ctx, TRUE);
 }
-
