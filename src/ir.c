@@ -391,7 +391,7 @@ hg_tensor_data_mut(HgTensor *t)
     g_return_val_if_fail(t != NULL, NULL);
     /* A view (mapped file, shared blob) is copied once; afterwards the tensor owns its bytes and is
      * written back embedded unless the caller keeps it external. */
-    if (!t->blob || t->blob->mapped || g_atomic_int_get(&t->blob->refcount) > 1 ||
+    if (!t->blob || !t->data || t->blob->mapped || g_atomic_int_get(&t->blob->refcount) > 1 ||
         t->data != t->blob->data) {
         void *copy = g_malloc(t->nbytes ? t->nbytes : 1);
         if (t->nbytes)

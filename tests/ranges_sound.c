@@ -103,7 +103,8 @@ spread(HgTensor *t, guint64 *seed)
         v[i] = lo + (hi - lo) * ((double)(rng_next(seed) >> 11) / 9007199254740992.0);
     hg_array_store_f64(b, v);
     g_free(v);
-    memcpy(hg_tensor_data_mut(t), b->data, t->nbytes);
+    if (t->nbytes)
+        memcpy(hg_tensor_data_mut(t), b->data, t->nbytes);
     HgRange out = {lo, hi, 0, FALSE};
     return out;
 }

@@ -198,7 +198,8 @@ HG_API HgTensor *hg_tensor_copy(const HgTensor *t);
 HG_API void hg_tensor_free(HgTensor *t);
 /* Number of elements (1 for a scalar), or -1 when it overflows. */
 HG_API gint64 hg_tensor_numel(const HgTensor *t);
-/* Writable data: copies viewed data into an owned buffer first (copy on write). */
+/* Writable data, never NULL: copies viewed (or absent) data into an owned buffer first (copy on
+ * write). */
 HG_API void *hg_tensor_data_mut(HgTensor *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgTensor, hg_tensor_free)
 
