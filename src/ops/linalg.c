@@ -2305,33 +2305,11 @@ hg_cost_Einsum(const HgShapeCtx *ctx)
  * product interval. Accumulation rounds: the bounds are widened by an absolute K-term rounding error
  * of the sum of magnitudes (the driver's relative widening cannot cover cancellation). */
 
-/* x*y where 0 times anything is 0: bounds, not values (a NaN from 0*inf is the nan flag's job). */
-static double
-rmul(double x, double y)
-{
-    return x == 0 || y == 0 ? 0 : x * y;
-}
-
-/* Lower (upper) bound sums: an undefined inf-inf widens to the unbounded side. */
-static double
-radd_lo(double x, double y)
-{
-    double s = x + y;
-    return isnan(s) ? -INFINITY : s;
-}
-
-static double
-radd_hi(double x, double y)
-{
-    double s = x + y;
-    return isnan(s) ? INFINITY : s;
-}
-
 /* The product of two intervals. */
 static void
 rprod(double alo, double ahi, double blo, double bhi, double *lo, double *hi)
 {
-    double p[4] = {rmul(alo, blo), rmul(alo, bhi), rmul(ahi, blo), rmul(ahi, bhi)};
+    double p[4] = {hg_bound_mul(alo, blo), hg_bound_mul(alo, bhi), hg_bound_mul(ahi, blo), hg_bound_mul(ahi, bhi)};
     *lo = *hi = p[0];
     for (int i = 1; i < 4; i++) {
         *lo = MIN(*lo, p[i]);
@@ -2460,11 +2438,11 @@ weight_bound(gint64 nvec, const double *sp, const double *sn, double xlo, double
         if (bias) {
             blo = bhi = hg_array_get_f64(bias, v % bias->numel);
         }
-        double l = radd_lo(radd_lo(rmul(sp[v], xlo), rmul(sn[v], xhi)), blo);
-        double h = radd_hi(radd_hi(rmul(sp[v], xhi), rmul(sn[v], xlo)), bhi);
+        double l = hg_bound_add(hg_bound_add(hg_bound_mul(sp[v], xlo), hg_bound_mul(sn[v], xhi), -INFINITY), blo, -INFINITY);
+        double h = hg_bound_add(hg_bound_add(hg_bound_mul(sp[v], xhi), hg_bound_mul(sn[v], xlo), INFINITY), bhi, INFINITY);
         *lo = MIN(*lo, l);
         *hi = MAX(*hi, h);
-        *mag = MAX(*mag, rmul(sp[v] - sn[v], xm) + rmag(blo, bhi));
+        *mag = MAX(*mag, hg_bound_mul(sp[v] - sn[v], xm) + rmag(blo, bhi));
     }
     if (nvec == 0)
         *lo = *hi = 0;
@@ -2573,9 +2551,9 @@ range_conv(HgRangeCtx *ctx, gboolean transpose)
         if (transpose)
             plo = MIN(plo, 0), phi = MAX(phi, 0);
         double blo = b ? b->lo : 0, bhi = b ? b->hi : 0;
-        lo = radd_lo(rmul((double)k, plo), blo);
-        hi = radd_hi(rmul((double)k, phi), bhi);
-        mag = rmul((double)k, rmag(plo, phi)) + rmag(blo, bhi);
+        lo = hg_bound_add(hg_bound_mul((double)k, plo), blo, -INFINITY);
+        hi = hg_bound_add(hg_bound_mul((double)k, phi), bhi, INFINITY);
+        mag = hg_bound_mul((double)k, rmag(plo, phi)) + rmag(blo, bhi);
     }
     range_set_linear(ctx, lo, hi, mag, k, nan);
 }
@@ -2629,16 +2607,16 @@ range_matmul_core(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgR
     } else {
         double plo, phi;
         rprod(a->lo, a->hi, b->lo, b->hi, &plo, &phi);
-        lo = rmul((double)k, plo);
-        hi = rmul((double)k, phi);
-        mag = rmul((double)k, rmag(plo, phi));
+        lo = hg_bound_mul((double)k, plo);
+        hi = hg_bound_mul((double)k, phi);
+        mag = hg_bound_mul((double)k, rmag(plo, phi));
     }
     if (k == 0)
         lo = hi = mag = 0;
     double l2, h2;
     rprod(lo, hi, alpha, alpha, &l2, &h2);
-    mag = rmul(mag, fabs(alpha)) + rmag(clo, chi);
-    range_set_linear(ctx, radd_lo(l2, clo), radd_hi(h2, chi), mag, k, nan);
+    mag = hg_bound_mul(mag, fabs(alpha)) + rmag(clo, chi);
+    range_set_linear(ctx, hg_bound_add(l2, clo, -INFINITY), hg_bound_add(h2, chi, INFINITY), mag, k, nan);
 }
 
 void
@@ -2728,12 +2706,12 @@ hg_range_Einsum(HgRangeCtx *ctx)
             return;
         nan = nan || r->nan || !hg_range_bounded(r);
         rprod(lo, hi, r->lo, r->hi, &lo, &hi);
-        mag = rmul(mag, rmag(r->lo, r->hi));
+        mag = hg_bound_mul(mag, rmag(r->lo, r->hi));
     }
     /* the product of several operands also rounds: fold that into the k of the error bound */
     if (terms == 0)
         lo = hi = mag = 0;
-    range_set_linear(ctx, rmul((double)terms, lo), rmul((double)terms, hi), rmul((double)terms, mag),
+    range_set_linear(ctx, hg_bound_mul((double)terms, lo), hg_bound_mul((double)terms, hi), hg_bound_mul((double)terms, mag),
                      terms + ctx->n_inputs, nan);
 }
 

@@ -101,6 +101,10 @@ typedef struct {
 typedef void (*HgRangeFunc)(HgRangeCtx *ctx);
 
 /* Range helpers for rules. */
+/* Bound arithmetic: x + y where inf - inf gives dflt (that side stays unbounded); x * y where 0
+ * times an infinite bound counts as 0 (the NaN cases are the nan flag's job). */
+double hg_bound_add(double x, double y, double dflt);
+double hg_bound_mul(double x, double y);
 HgRange hg_range_any(void);                                  /* unbounded, NaN possible */
 HgRange hg_range_exact(double lo, double hi);                /* [lo, hi], no NaN, tiny 0 */
 HgRange hg_range_of_array(const HgArray *a);                 /* exact, from the values */

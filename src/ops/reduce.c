@@ -2094,61 +2094,10 @@ rmake(double lo, double hi, double tiny, gboolean nan)
     return r;
 }
 
-/* a * b for bounds: 0 times an infinite bound is 0. */
-static double
-bmul(double a, double b)
-{
-    return a == 0 || b == 0 ? 0 : a * b;
-}
-
-static gboolean
-rhas_inf(const HgRange *r)
-{
-    return isinf(r->lo) || isinf(r->hi);
-}
-
-static gboolean
-rhas_zero(const HgRange *r)
-{
-    return r->lo <= 0 && r->hi >= 0;
-}
-
-static HgRange
-iv_add(HgRange a, HgRange b)
-{
-    double lo = a.lo + b.lo, hi = a.hi + b.hi;
-    gboolean nan = a.nan || b.nan || (a.hi == INFINITY && b.lo == -INFINITY) ||
-                   (a.lo == -INFINITY && b.hi == INFINITY);
-    return rmake(isnan(lo) ? -INFINITY : lo, isnan(hi) ? INFINITY : hi, 0, nan);
-}
-
-static HgRange
-iv_mul(HgRange a, HgRange b)
-{
-    double p[4] = {bmul(a.lo, b.lo), bmul(a.lo, b.hi), bmul(a.hi, b.lo), bmul(a.hi, b.hi)};
-    HgRange r = rmake(p[0], p[0], a.tiny * b.tiny, a.nan || b.nan);
-    for (int i = 1; i < 4; i++) {
-        r.lo = MIN(r.lo, p[i]);
-        r.hi = MAX(r.hi, p[i]);
-    }
-    if ((rhas_zero(&a) && rhas_inf(&b)) || (rhas_zero(&b) && rhas_inf(&a)))
-        r.nan = TRUE;
-    return r;
-}
-
 static HgRange
 iv_const(double c)
 {
     return rmake(c, c, fabs(c), FALSE);
-}
-
-static void
-iv_union(HgRange *acc, const HgRange *r)
-{
-    acc->lo = MIN(acc->lo, r->lo);
-    acc->hi = MAX(acc->hi, r->hi);
-    acc->tiny = MIN(acc->tiny, r->tiny);
-    acc->nan = acc->nan || r->nan;
 }
 
 /* Widen finite bounds outward by slack (an absolute rounding allowance). */
@@ -2279,7 +2228,7 @@ reduce_range(HgRangeCtx *ctx, RedKind kind)
         if (known && cnt == 0)
             r = rmake(0, 0, 0, FALSE);
         else if (known)
-            r = rmake(bmul(n, x->lo), bmul(n, x->hi), same_sign ? x->tiny : 0, x->nan || (wild && cnt >= 2));
+            r = rmake(hg_bound_mul(n, x->lo), hg_bound_mul(n, x->hi), same_sign ? x->tiny : 0, x->nan || (wild && cnt >= 2));
         else if (x->lo >= 0)
             r = rmake(0, x->hi > 0 ? INFINITY : 0, x->tiny, x->nan);
         else if (x->hi <= 0)
@@ -2298,7 +2247,7 @@ reduce_range(HgRangeCtx *ctx, RedKind kind)
         break;
     case RED_L1:
         if (known)
-            r = rmake(bmul(n, alo), bmul(n, ahi), x->tiny, x->nan);
+            r = rmake(hg_bound_mul(n, alo), hg_bound_mul(n, ahi), x->tiny, x->nan);
         else
             r = rmake(0, ahi > 0 ? INFINITY : 0, x->tiny, x->nan);
         break;
@@ -2312,7 +2261,7 @@ reduce_range(HgRangeCtx *ctx, RedKind kind)
         if (!f64 && x->tiny < 1.1e-19)
             tiny = 0;
         if (known)
-            r = rmake(bmul(n, slo), bmul(n, shi), tiny, x->nan);
+            r = rmake(hg_bound_mul(n, slo), hg_bound_mul(n, shi), tiny, x->nan);
         else
             r = rmake(0, shi > 0 ? INFINITY : 0, tiny, x->nan);
         if (!f64 && r.hi > FLT_MAX)
@@ -2489,17 +2438,17 @@ norm_affine(const HgRangeCtx *ctx, double zb, guint gi, guint bi, HgRange *out)
             double gj = hg_array_get_f64(gv, j), bj = bv ? hg_array_get_f64(bv, j) : 0;
             if (isnan(gj) || isnan(bj))
                 return FALSE;
-            HgRange t = iv_add(iv_mul(z, iv_const(gj)), iv_const(bj));
+            HgRange t = hg_range_add(hg_range_mul(z, iv_const(gj)), iv_const(bj));
             iv_slack(&t, 2 * ULP32 * (zb * fabs(gj) + fabs(bj)));
-            iv_union(&acc, &t);
+            acc = hg_range_union(acc, t);
         }
         *out = acc;
         out->tiny = 0;
         return TRUE;
     }
-    HgRange t = iv_mul(z, *g);
+    HgRange t = hg_range_mul(z, *g);
     if (b)
-        t = iv_add(t, *b);
+        t = hg_range_add(t, *b);
     iv_slack(&t, 2 * ULP32 * (zb * rmag(g) + (b ? rmag(b) : 0)));
     t.tiny = 0;
     *out = t;
@@ -2596,9 +2545,9 @@ hg_range_BatchNormalization(HgRangeCtx *ctx)
             if (!(v > 0) || isnan(s) || isnan(b) || isnan(m))
                 return;
             double a = s / sqrt(v);
-            HgRange t = iv_add(iv_mul(iv_add(*x, iv_const(-m)), iv_const(a)), iv_const(b));
+            HgRange t = hg_range_add(hg_range_mul(hg_range_add(*x, iv_const(-m)), iv_const(a)), iv_const(b));
             iv_slack(&t, 4 * ULP32 * ((rmag(x) + fabs(m)) * fabs(a) + fabs(b)));
-            iv_union(&r, &t);
+            r = hg_range_union(r, t);
         }
     } else {
         const HgRange *s = rin(ctx, 1), *b = rin(ctx, 2), *m = rin(ctx, 3), *v = rin(ctx, 4);
@@ -2607,9 +2556,9 @@ hg_range_BatchNormalization(HgRangeCtx *ctx)
         HgRange inv = rmake(1 / sqrt(v->hi + eps), 1 / sqrt(v->lo + eps), 0, v->nan);
         inv.lo *= 1 - 4 * ULP32;
         inv.hi *= 1 + 4 * ULP32;
-        HgRange a = iv_mul(*s, inv);
+        HgRange a = hg_range_mul(*s, inv);
         HgRange negm = rmake(-m->hi, -m->lo, 0, m->nan);
-        r = iv_add(iv_mul(iv_add(*x, negm), a), *b);
+        r = hg_range_add(hg_range_mul(hg_range_add(*x, negm), a), *b);
         iv_slack(&r, 4 * ULP32 * ((rmag(x) + rmag(m)) * rmag(&a) + rmag(b)));
     }
     r.tiny = 0;
@@ -2641,7 +2590,7 @@ hg_range_CumSum(HgRangeCtx *ctx)
     HgRange r;
     if (n > 0) {
         double klo = excl ? 0 : 1, khi = excl ? (double)(n - 1) : (double)n;
-        r = rmake(x->lo < 0 ? bmul(khi, x->lo) : bmul(klo, x->lo), x->hi > 0 ? bmul(khi, x->hi) : bmul(klo, x->hi),
+        r = rmake(x->lo < 0 ? hg_bound_mul(khi, x->lo) : hg_bound_mul(klo, x->lo), x->hi > 0 ? hg_bound_mul(khi, x->hi) : hg_bound_mul(klo, x->hi),
                   same_sign ? x->tiny : 0, x->nan || (x->lo == -INFINITY && x->hi == INFINITY && khi >= 2));
         /* every partial sum is rounded (FP16/BF16 to their own width) */
         double u = dt == HG_DTYPE_FLOAT16 ? 1.0 / 2048 : dt == HG_DTYPE_BFLOAT16 ? 1.0 / 256 : ULP32;

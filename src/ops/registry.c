@@ -117,17 +117,15 @@ hg_range_of_array(const HgArray *a)
     return r;
 }
 
-/* x + y where inf - inf gives the bound `dflt` (the side stays unbounded). */
-static double
-bound_add(double x, double y, double dflt)
+double
+hg_bound_add(double x, double y, double dflt)
 {
     double r = x + y;
     return isnan(r) ? dflt : r;
 }
 
-/* x * y where 0 * inf counts as 0: a bound of a product set, whose NaN cases the nan flag carries. */
-static double
-bound_mul(double x, double y)
+double
+hg_bound_mul(double x, double y)
 {
     return x == 0 || y == 0 ? 0 : x * y;
 }
@@ -155,8 +153,8 @@ HgRange
 hg_range_add(HgRange a, HgRange b)
 {
     HgRange r;
-    r.lo = bound_add(a.lo, b.lo, -INFINITY);
-    r.hi = bound_add(a.hi, b.hi, INFINITY);
+    r.lo = hg_bound_add(a.lo, b.lo, -INFINITY);
+    r.hi = hg_bound_add(a.hi, b.hi, INFINITY);
     r.tiny = 0;
     r.nan = a.nan || b.nan || (a.hi == INFINITY && b.lo == -INFINITY) ||
             (a.lo == -INFINITY && b.hi == INFINITY);
@@ -172,8 +170,8 @@ hg_range_sub(HgRange a, HgRange b)
 HgRange
 hg_range_mul(HgRange a, HgRange b)
 {
-    double c[4] = {bound_mul(a.lo, b.lo), bound_mul(a.lo, b.hi), bound_mul(a.hi, b.lo),
-                   bound_mul(a.hi, b.hi)};
+    double c[4] = {hg_bound_mul(a.lo, b.lo), hg_bound_mul(a.lo, b.hi), hg_bound_mul(a.hi, b.lo),
+                   hg_bound_mul(a.hi, b.hi)};
     HgRange r = {c[0], c[0], a.tiny * b.tiny, FALSE};
     for (int i = 1; i < 4; i++) {
         r.lo = MIN(r.lo, c[i]);
