@@ -15,7 +15,6 @@ struct HgBlob {
     void *data;
     gsize len;
     gboolean mapped;
-    char *path; /* the mapped file, for messages */
     int fd;     /* the mapped file, open: copies read the same inode even after a rename */
 };
 
@@ -31,19 +30,12 @@ hg_blob_new_take(void *data, gsize len)
 }
 
 HgBlob *
-hg_blob_new_mapped(void *addr, gsize len, const char *path, int fd)
+hg_blob_new_mapped(void *addr, gsize len, int fd)
 {
     HgBlob *b = hg_blob_new_take(addr, len);
     b->mapped = TRUE;
-    b->path = g_strdup(path);
     b->fd = fd;
     return b;
-}
-
-const char *
-hg_blob_path(const HgBlob *b)
-{
-    return b && b->mapped ? b->path : NULL;
 }
 
 int
@@ -81,7 +73,6 @@ hg_blob_unref(HgBlob *blob)
     }
     if (blob->fd >= 0)
         close(blob->fd);
-    g_free(blob->path);
     g_free(blob);
 }
 

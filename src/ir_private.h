@@ -8,12 +8,10 @@ G_BEGIN_DECLS
 
 /* A blob owning data (g_free'd at the last unref), or a read-only mapping (munmap'ed). */
 HgBlob *hg_blob_new_take(void *data, gsize len);
-/* A read-only mapping of the file at path, open as fd (owned: closed at the last unref). */
-HgBlob *hg_blob_new_mapped(void *addr, gsize len, const char *path, int fd);
+/* A read-only mapping of the file open as fd (owned: closed at the last unref). */
+HgBlob *hg_blob_new_mapped(void *addr, gsize len, int fd);
 /* The open file of a mapped blob, or -1. */
 int hg_blob_fd(const HgBlob *b);
-/* The file a mapped blob maps, or NULL for heap blobs. */
-const char *hg_blob_path(const HgBlob *b);
 const void *hg_blob_data(const HgBlob *b, gsize *len);
 
 void hg_unknown_free(HgUnknown *u);

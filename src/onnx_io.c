@@ -266,7 +266,7 @@ map_external(LoadCtx *c, const char *tensor, const char *loc)
             return NULL;
         }
     }
-    b = hg_blob_new_mapped(addr, (gsize)st.st_size, path, fd);
+    b = hg_blob_new_mapped(addr, (gsize)st.st_size, fd);
     g_hash_table_insert(c->ext_files, g_strdup(loc), b);
     return b;
 }
@@ -1350,7 +1350,7 @@ hg_model_load(const char *path, GError **error)
     }
     g_autofree char *dir = g_path_get_dirname(path);
     /* Tensors that view the file keep the mapping alive after this returns. */
-    HgBlob *file = data ? hg_blob_new_mapped(data, len, path, fd) : NULL;
+    HgBlob *file = data ? hg_blob_new_mapped(data, len, fd) : NULL;
     if (!file)
         close(fd);
     HgModel *m;
