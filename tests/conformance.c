@@ -8,6 +8,7 @@
  *   per line) are expected to fail; any other failure, or a listed test that passes, fails the run.
  */
 #include "halfguard/halfguard.h"
+#include "testwalk.h"
 #include "halfguard/run.h"
 #include "ops/array.h"
 #include "ops/op.h"
@@ -234,24 +235,9 @@ run_isolated(const char *dir)
 }
 
 static void
-walk(const char *dir, Stats *st)
+walk_folder(const char *dir, gpointer data)
 {
-    g_autofree char *model = g_build_filename(dir, "model.onnx", NULL);
-    if (g_file_test(model, G_FILE_TEST_EXISTS)) {
-        run_folder(dir, st);
-        return;
-    }
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    if (!d)
-        return;
-    g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
-    const char *e;
-    while ((e = g_dir_read_name(d)))
-        g_ptr_array_add(subs, g_build_filename(dir, e, NULL));
-    g_ptr_array_sort(subs, (GCompareFunc)g_strcmp0);
-    for (guint i = 0; i < subs->len; i++)
-        if (g_file_test(subs->pdata[i], G_FILE_TEST_IS_DIR))
-            walk(subs->pdata[i], st);
+    run_folder(dir, data);
 }
 
 static int
@@ -282,7 +268,7 @@ main(int argc, char **argv)
     Stats st = {verbose, 0, 0, 0, g_ptr_array_new_with_free_func(g_free),
                 g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free)};
     for (int i = 1; i < argc; i++)
-        walk(argv[i], &st);
+        hg_test_walk(argv[i], walk_folder, &st);
 
     g_autoptr(GHashTable) expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     if (xfail) {

@@ -7,6 +7,7 @@
  *
  * Usage: ranges_sound [--verbose] DIR...   (test folders, or folders of them) */
 #include "halfguard/halfguard.h"
+#include "testwalk.h"
 #include "ops/array.h"
 #include "ops/op.h"
 #include "ranges.h"
@@ -180,24 +181,9 @@ run_folder(const char *dir, Stats *st)
 }
 
 static void
-walk(const char *dir, Stats *st)
+walk_folder(const char *dir, gpointer data)
 {
-    g_autofree char *model = g_build_filename(dir, "model.onnx", NULL);
-    if (g_file_test(model, G_FILE_TEST_EXISTS)) {
-        run_folder(dir, st);
-        return;
-    }
-    g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
-    if (!d)
-        return;
-    g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
-    const char *e;
-    while ((e = g_dir_read_name(d)))
-        g_ptr_array_add(subs, g_build_filename(dir, e, NULL));
-    g_ptr_array_sort(subs, (GCompareFunc)g_strcmp0);
-    for (guint i = 0; i < subs->len; i++)
-        if (g_file_test(subs->pdata[i], G_FILE_TEST_IS_DIR))
-            walk(subs->pdata[i], st);
+    run_folder(dir, data);
 }
 
 int
@@ -215,7 +201,7 @@ main(int argc, char **argv)
         return 2;
     }
     for (int i = first; i < argc; i++)
-        walk(argv[i], &st);
+        hg_test_walk(argv[i], walk_folder, &st);
     GHashTableIter it;
     gpointer k, v;
     g_hash_table_iter_init(&it, st.by_op);
