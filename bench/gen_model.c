@@ -1,12 +1,24 @@
-/* gen_model: write a large, realistic FP32 model for the round-trip benchmark (bench/run.sh).
+/* gen_model: write a large, realistic FP32 model for the benchmarks (bench/run.sh, bench/check.sh).
  *
- *   gen_model OUT.onnx SIZE_MIB [--external DATA_NAME] [--dim N] [--seed S]
+ *   gen_model OUT.onnx SIZE_MIB [--arch mlp|cnn] [--external DATA_NAME] [--dim N] [--seed S]
  *
- * The model is an MLP: x[1,dim] -> (MatMul W_i[dim,dim] -> Add b_i[dim] -> Relu) ... -> y. Its
- * initializers add up to SIZE_MIB MiB (to within one column of the last layer): full dim x dim layers
- * while the budget lasts, then one narrower last layer [dim, c] that takes what is left. Weights are
- * deterministic pseudo-random floats in [-1/sqrt(dim), 1/sqrt(dim)) (xorshift64*), so two runs with
- * the same arguments give the same bytes.
+ * --arch mlp (default): x[1,dim] -> (MatMul W_i[dim,dim] -> Add b_i[dim] -> Relu) ... -> y, dim 4096
+ * by default. Its initializers add up to SIZE_MIB MiB (to within one column of the last layer): full
+ * dim x dim layers while the budget lasts, then one narrower last layer [dim, c] that takes what is
+ * left.
+ *
+ * --arch cnn: a VGG-like network whose weights are almost all Conv kernels, dim channels wide (1024 by
+ * default; 28 body convs for 1 GiB):
+ *
+ *   x[1,3,224,224] -> Conv 3x3 (3 -> dim) -> Relu
+ *     -> (Conv 3x3 (dim -> dim) -> Relu [-> MaxPool 2x2, five times spread over the body]) ...
+ *     -> GlobalAveragePool -> Flatten -> Gemm (dim -> H) -> Relu -> Gemm (H -> 1000) -> y[1,1000]
+ *
+ * Convs pad by 1 and carry a bias; the Gemms hold PyTorch Linear weights ([out, in], transB=1). As
+ * many body convs as fit, then the hidden width H takes what is left (to within one hidden unit).
+ *
+ * Weights are deterministic pseudo-random floats in [-1/sqrt(fan_in), 1/sqrt(fan_in)) (xorshift64*),
+ * so two runs with the same arguments give the same bytes.
  *
  * Embedded (default): every weight is raw_data inside OUT.onnx, written by hg_model_save(). This holds
  * the whole model in memory once (SIZE_MIB MiB).
@@ -148,21 +160,58 @@ add_weight(Gen *gen, const char *name, guint rank, const gint64 *dims, float sca
     return v;
 }
 
+/* A new node op_type called name with n_in inputs and one output called out_name; returns the
+ * output (its producer is the node, for attributes). */
+static HgValue *
+add_op_n(Gen *gen, const char *op, const char *name, const char *out_name, guint n_in, HgValue *const *in,
+         GError **error)
+{
+    HgValue *out = hg_graph_new_value(gen->g, out_name, error);
+    if (!out)
+        return NULL;
+    hg_graph_add_node(gen->g, op, NULL, name, n_in, in, 1, &out);
+    return out;
+}
+
 static HgValue *
 add_op(Gen *gen, const char *op, const char *name, const char *out_name, HgValue *a, HgValue *b,
        GError **error)
 {
     HgValue *in[2] = {a, b};
-    HgValue *out = hg_graph_new_value(gen->g, out_name, error);
-    if (!out)
-        return NULL;
-    hg_graph_add_node(gen->g, op, NULL, name, b ? 2 : 1, in, 1, &out);
-    return out;
+    return add_op_n(gen, op, name, out_name, b ? 2 : 1, in, error);
+}
+
+static void
+attr_int(HgValue *out, const char *name, gint64 v)
+{
+    HgAttr *a = hg_attr_new(name, HG_ATTR_INT);
+    a->i = v;
+    hg_node_add_attr(out->producer, a);
+}
+
+static void
+attr_ints(HgValue *out, const char *name, guint n, const gint64 *v)
+{
+    HgAttr *a = hg_attr_new(name, HG_ATTR_INTS);
+    a->ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), n);
+    g_array_append_vals(a->ints, v, n);
+    hg_node_add_attr(out->producer, a);
+}
+
+static void
+add_io(Gen *gen, HgValue *v, gboolean input, guint rank, const gint64 *dims)
+{
+    HgType *t = hg_type_new_tensor(HG_DTYPE_FLOAT, rank, dims);
+    if (input)
+        hg_graph_add_input(gen->g, v, t);
+    else
+        hg_graph_add_output(gen->g, v, t);
+    hg_type_free(t);
 }
 
 /* Build the MLP. Returns FALSE with error set. */
 static gboolean
-build(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
+build_mlp(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
 {
     const guint64 budget = budget_bytes / sizeof(float); /* in floats */
     const guint64 per_col = (guint64)dim + 1;            /* one column of W plus one bias entry */
@@ -181,9 +230,7 @@ build(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
     HgValue *x = hg_graph_new_value(gen->g, "x", error);
     if (!x)
         return FALSE;
-    HgType *xt = hg_type_new_tensor(HG_DTYPE_FLOAT, 2, in_dims);
-    hg_graph_add_input(gen->g, x, xt);
-    hg_type_free(xt);
+    add_io(gen, x, TRUE, 2, in_dims);
 
     HgValue *h = x;
     gint64 cols = dim;
@@ -207,33 +254,136 @@ build(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
             return FALSE;
     }
     gint64 out_dims[2] = {1, cols};
-    HgType *yt = hg_type_new_tensor(HG_DTYPE_FLOAT, 2, out_dims);
-    hg_graph_add_output(gen->g, h, yt);
-    hg_type_free(yt);
+    add_io(gen, h, FALSE, 2, out_dims);
+    return TRUE;
+}
+
+/* One Conv 3x3, padding 1, with bias, then Relu: named features.I/Conv, features.I.weight, ... */
+static HgValue *
+add_conv_relu(Gen *gen, HgValue *x, guint i, gint64 cin, gint64 cout, GError **error)
+{
+    static const gint64 k33[2] = {3, 3}, pad1[4] = {1, 1, 1, 1};
+    g_autofree char *wn = g_strdup_printf("features.%u.weight", i);
+    g_autofree char *bn = g_strdup_printf("features.%u.bias", i);
+    g_autofree char *cv = g_strdup_printf("features.%u/Conv", i);
+    g_autofree char *re = g_strdup_printf("features.%u/Relu", i);
+    gint64 wd[4] = {cout, cin, 3, 3}, bd[1] = {cout};
+    const float scale = 1.0f / sqrtf((float)(cin * 9));
+    HgValue *w = add_weight(gen, wn, 4, wd, scale, error);
+    HgValue *b = w ? add_weight(gen, bn, 1, bd, scale, error) : NULL;
+    if (!b)
+        return NULL;
+    HgValue *in[3] = {x, w, b};
+    HgValue *h = add_op_n(gen, "Conv", cv, cv, 3, in, error);
+    if (!h)
+        return NULL;
+    attr_ints(h, "kernel_shape", 2, k33);
+    attr_ints(h, "pads", 4, pad1);
+    return add_op(gen, "Relu", re, re, h, NULL, error);
+}
+
+/* Gemm with a PyTorch Linear weight [nout, nin] (transB=1) and bias: classifier.I/Gemm, ... */
+static HgValue *
+add_linear(Gen *gen, HgValue *x, guint i, gint64 nin, gint64 nout, const char *out_name, GError **error)
+{
+    g_autofree char *wn = g_strdup_printf("classifier.%u.weight", i);
+    g_autofree char *bn = g_strdup_printf("classifier.%u.bias", i);
+    g_autofree char *gm = g_strdup_printf("classifier.%u/Gemm", i);
+    gint64 wd[2] = {nout, nin}, bd[1] = {nout};
+    const float scale = 1.0f / sqrtf((float)nin);
+    HgValue *w = add_weight(gen, wn, 2, wd, scale, error);
+    HgValue *b = w ? add_weight(gen, bn, 1, bd, scale, error) : NULL;
+    if (!b)
+        return NULL;
+    HgValue *in[3] = {x, w, b};
+    HgValue *h = add_op_n(gen, "Gemm", gm, out_name ? out_name : gm, 3, in, error);
+    if (h)
+        attr_int(h, "transB", 1);
+    return h;
+}
+
+/* Build the CNN (see the top of the file). Returns FALSE with error set. */
+static gboolean
+build_cnn(Gen *gen, guint64 budget_bytes, gint64 dim, GError **error)
+{
+    const gint64 classes = 1000, side = 224;
+    const guint max_pools = 5;
+    const guint64 budget = budget_bytes / sizeof(float); /* in floats */
+    const guint64 stem = (guint64)dim * (3 * 9 + 1);
+    const guint64 conv = (guint64)dim * ((guint64)dim * 9 + 1);
+    const guint64 per_hidden = (guint64)dim + 1 + (guint64)classes; /* a row of W1, its bias, a column of W2 */
+    if (budget < stem + (guint64)classes + per_hidden) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "size too small for a CNN of width %" G_GINT64_FORMAT, dim);
+        return FALSE;
+    }
+    const guint64 rest = budget - stem - (guint64)classes;
+    const guint n_conv = (guint)((rest - per_hidden) / conv);
+    const gint64 hidden = (gint64)((rest - n_conv * conv) / per_hidden);
+    const guint pool_every = MAX(1, n_conv / max_pools);
+
+    gint64 in_dims[4] = {1, 3, side, side};
+    HgValue *x = hg_graph_new_value(gen->g, "x", error);
+    if (!x)
+        return FALSE;
+    add_io(gen, x, TRUE, 4, in_dims);
+
+    HgValue *h = add_conv_relu(gen, x, 0, 3, dim, error);
+    guint pools = 0;
+    for (guint i = 1; h && i <= n_conv; i++) {
+        h = add_conv_relu(gen, h, i, dim, dim, error);
+        if (h && i % pool_every == 0 && pools < max_pools) {
+            static const gint64 k22[2] = {2, 2};
+            g_autofree char *mp = g_strdup_printf("features.%u/MaxPool", i);
+            if ((h = add_op(gen, "MaxPool", mp, mp, h, NULL, error))) {
+                attr_ints(h, "kernel_shape", 2, k22);
+                attr_ints(h, "strides", 2, k22);
+            }
+            pools++;
+        }
+    }
+    if (!h || !(h = add_op(gen, "GlobalAveragePool", "avgpool/GlobalAveragePool", "avgpool", h, NULL, error)) ||
+        !(h = add_op(gen, "Flatten", "Flatten", "flatten", h, NULL, error)))
+        return FALSE;
+    attr_int(h, "axis", 1);
+    if (!(h = add_linear(gen, h, 0, dim, hidden, NULL, error)) ||
+        !(h = add_op(gen, "Relu", "classifier.0/Relu", "classifier.0/Relu", h, NULL, error)) ||
+        !(h = add_linear(gen, h, 1, hidden, classes, "y", error)))
+        return FALSE;
+    gint64 out_dims[2] = {1, classes};
+    add_io(gen, h, FALSE, 2, out_dims);
     return TRUE;
 }
 
 int
 main(int argc, char **argv)
 {
-    g_autofree char *external = NULL;
-    gint64 dim = 4096, seed = 1;
+    g_autofree char *external = NULL, *arch = NULL;
+    gint64 dim = 0, seed = 1;
     GOptionEntry entries[] = {
+        {"arch", 0, 0, G_OPTION_ARG_STRING, &arch, "mlp (MatMul layers, the default) or cnn (Conv layers, Gemm head)",
+         "mlp|cnn"},
         {"external", 0, 0, G_OPTION_ARG_STRING, &external,
          "Store the weights in DATA_NAME beside OUT.onnx (external data)", "DATA_NAME"},
-        {"dim", 0, 0, G_OPTION_ARG_INT64, &dim, "Width of the layers (default 4096)", "N"},
+        {"dim", 0, 0, G_OPTION_ARG_INT64, &dim, "Width of the layers: mlp 4096, cnn 1024 channels (defaults)", "N"},
         {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the weights (default 1)", "S"},
         {NULL},
     };
     g_autoptr(GError) error = NULL;
     g_autoptr(GOptionContext) ctx = g_option_context_new("OUT.onnx SIZE_MIB");
-    g_option_context_set_summary(ctx, "Write an FP32 MLP whose weights take SIZE_MIB MiB.");
+    g_option_context_set_summary(ctx, "Write an FP32 MLP or CNN whose weights take SIZE_MIB MiB.");
     g_option_context_add_main_entries(ctx, entries, NULL);
     if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc != 3) {
-        fprintf(stderr, "gen_model: %s\nusage: gen_model OUT.onnx SIZE_MIB [--external DATA_NAME]\n",
+        fprintf(stderr, "gen_model: %s\nusage: gen_model OUT.onnx SIZE_MIB [--arch mlp|cnn] [--external DATA_NAME]\n",
                 error ? error->message : "expected OUT.onnx and SIZE_MIB");
         return 2;
     }
+    gboolean cnn = arch && !strcmp(arch, "cnn");
+    if (arch && !cnn && strcmp(arch, "mlp")) {
+        fprintf(stderr, "gen_model: --arch wants mlp or cnn, got '%s'\n", arch);
+        return 2;
+    }
+    if (dim == 0)
+        dim = cnn ? 1024 : 4096;
     const char *out = argv[1];
     char *end;
     guint64 size_mib = g_ascii_strtoull(argv[2], &end, 10);
@@ -252,7 +402,7 @@ main(int argc, char **argv)
     m->producer_name = g_strdup("halfguard-bench");
     hg_model_set_opset(m, "", 17);
     m->graph = hg_graph_new(m, NULL);
-    m->graph->name = g_strdup("mlp");
+    m->graph->name = g_strdup(cnn ? "cnn" : "mlp");
 
     Gen gen = {m, m->graph, UINT64_C(0x9E3779B97F4A7C15) ^ (guint64)seed, -1, external, 0};
     g_autofree char *data_path = NULL;
@@ -265,7 +415,7 @@ main(int argc, char **argv)
             return 1;
         }
     }
-    gboolean ok = build(&gen, size_mib * MIB, dim, &error);
+    gboolean ok = cnn ? build_cnn(&gen, size_mib * MIB, dim, &error) : build_mlp(&gen, size_mib * MIB, dim, &error);
     if (gen.fd >= 0) {
         if (close(gen.fd) != 0 && ok) {
             g_set_error(&error, HG_ERROR, HG_ERROR_IO, "%s: %s", data_path, g_strerror(errno));
