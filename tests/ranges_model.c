@@ -21,6 +21,31 @@ typedef struct {
     guint unbounded;
 } Check;
 
+/* HALFGUARD_RANGES_DEBUG=1: name the op of each unbounded tensor whose inputs are all bounded (where
+ * a rule gives up), with its input ranges. */
+static void
+debug_unbounded(const Check *c, const HgValue *v)
+{
+    static int on = -1;
+    if (on < 0)
+        on = g_getenv("HALFGUARD_RANGES_DEBUG") != NULL;
+    const HgNode *n = v->producer;
+    if (!on)
+        return;
+    for (guint k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] && !hg_range_bounded(hg_ranges_get(c->ranges, n->inputs[k])))
+            return;
+    fprintf(stderr, "unbounded '%s' (%s):", v->name, n->op_type);
+    for (guint k = 0; k < n->n_inputs; k++) {
+        const HgRange *r = n->inputs[k] ? hg_ranges_get(c->ranges, n->inputs[k]) : NULL;
+        if (r)
+            fprintf(stderr, " [%.4g, %.4g]%s", r->lo, r->hi, r->nan ? "nan" : "");
+        else
+            fprintf(stderr, " -");
+    }
+    fprintf(stderr, "\n");
+}
+
 static gboolean
 check_value(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
 {
@@ -40,8 +65,13 @@ check_value(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
         if (isfinite(x))
             amax = MAX(amax, fabs(x));
     }
-    if (!hg_range_bounded(r))
+    if (g_strcmp0(g_getenv("HALFGUARD_RANGES_DEBUG"), "all") == 0)
+        fprintf(stderr, "range '%s' (%s): [%.4g, %.4g] tiny %.3g%s, observed absmax %.4g\n", v->name,
+                v->producer->op_type, r->lo, r->hi, r->tiny, r->nan ? " nan" : "", amax);
+    if (!hg_range_bounded(r)) {
         c->unbounded++;
+        debug_unbounded(c, v);
+    }
     else if (amax > 0) {
         double q = MAX(fabs(r->lo), fabs(r->hi)) / amax;
         g_array_append_val(c->ratios, q);
