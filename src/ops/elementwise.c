@@ -1743,12 +1743,267 @@ hg_range_Where(HgRangeCtx *ctx)
     set_out(ctx, 0, hg_range_union(in_range(ctx, 1), in_range(ctx, 2)));
 }
 
+/* ---- decomposed LayerNorm
+ *
+ * Exporters spell LayerNormalization out of elementwise ops; interval arithmetic alone sees each op
+ * apart and bounds the quotient by |d| / sqrt(eps), which grows layer after layer. Two spellings:
+ *
+ *   PyTorch:  d = x - mean;  s = Sqrt(ReduceMean(Pow(d, 2) or Mul(d, d), keepdims) + eps);  y = d / s
+ *   TF:       the same s;  m = Reciprocal(s) [* gamma];
+ *             y = Mul(x, m) + Sub(beta, Mul(mean, m))          ( = (x - mean) * m + beta )
+ *
+ * For every element, d_i^2 <= the sum of d_j^2 over the row that ReduceMean averaged (i is in it:
+ * keepdims broadcasts the row's mean back over the row) = n * mean(d^2), so |d_i / s_i| <= sqrt(n)
+ * whatever x is. The rules below recognise the pattern from the node's producers and intersect that
+ * bound with the interval one. The rounding of the chain is covered by a relative slack (the FP32
+ * sum of n squares, FP16/BF16 storage of the intermediates) and by the absolute rounding of squares
+ * that underflow, which eps > 0 dominates. */
+
+/* Input 0 of n, NULL when it has none. */
+static const HgValue *
+first_input(const HgNode *n)
+{
+    return n && n->n_inputs >= 1 ? n->inputs[0] : NULL;
+}
+
+/* The producer of v when it is a default-domain node of type op, else NULL. */
+static const HgNode *
+made_by(const HgValue *v, const char *op)
+{
+    const HgNode *n = v ? v->producer : NULL;
+    if (!n || strcmp(n->op_type, op) || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return NULL;
+    return n;
+}
+
+/* The value v holds when it is an initializer or a Constant's output (new reference), else NULL. */
+static HgArray *
+value_const(const HgValue *v)
+{
+    if (!v)
+        return NULL;
+    if (v->init)
+        return hg_array_from_tensor(v->init, NULL);
+    const HgNode *c = made_by(v, "Constant");
+    HgAttr *at = c ? hg_node_attr(c, "value") : NULL;
+    return at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
+}
+
+/* The range of the finite constant v (no NaN), in *r; FALSE when v is not one. */
+static gboolean
+const_range(const HgValue *v, HgRange *r, guint max_rank)
+{
+    HgArray *a = value_const(v);
+    if (!a)
+        return FALSE;
+    gboolean ok = a->numel > 0 && a->rank <= max_rank;
+    if (ok) {
+        *r = hg_range_of_array(a);
+        ok = !r->nan && hg_range_bounded(r);
+    }
+    hg_array_unref(a);
+    return ok;
+}
+
+/* Whether sq holds d * d: Mul(d, d) or Pow(d, 2), d possibly through a Cast that keeps every value
+ * (d of dtype dt, to FP32 or FP64). Its shape is d's. */
+static gboolean
+is_square_of(const HgValue *sq, const HgValue *d, int dt, guint rank)
+{
+    const HgNode *n;
+    const HgValue *base = NULL;
+    HgRange e;
+    if ((n = made_by(sq, "Mul")) && n->n_inputs == 2 && n->inputs[0] == n->inputs[1])
+        base = n->inputs[0];
+    else if ((n = made_by(sq, "Pow")) && n->n_inputs == 2 && const_range(n->inputs[1], &e, rank) &&
+             e.lo == 2 && e.hi == 2)
+        base = n->inputs[0];
+    if (!base)
+        return FALSE;
+    if (base == d)
+        return TRUE;
+    const HgNode *c = made_by(base, "Cast");
+    if (!c || c->n_inputs < 1 || c->inputs[0] != d)
+        return FALSE;
+    gint64 to = hg_node_attr_int(c, "to", HG_DTYPE_UNDEFINED);
+    return to == dt || ((to == HG_DTYPE_FLOAT || to == HG_DTYPE_DOUBLE) &&
+                        (dt == HG_DTYPE_FLOAT || dt == HG_DTYPE_FLOAT16 || dt == HG_DTYPE_BFLOAT16));
+}
+
+/* Elements one ReduceMean row of a value of shape s averages over, an upper bound: s may be the
+ * shape of a broadcast of it (exact FALSE), and then a nonnegative axis may sit at any offset.
+ * -1 when unknown. */
+static double
+row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
+{
+    if (!s || s->rank < 1)
+        return -1;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i].v < 0)
+            return -1;
+    guint na = 0;
+    const gint64 *axes = hg_attr_ints(rm, "axes", &na);
+    g_autoptr(HgArray) av = NULL;
+    if (!axes && rm->n_inputs > 1 && rm->inputs[1]) {
+        av = value_const(rm->inputs[1]);
+        if (!av || av->dtype != HG_DTYPE_INT64 || av->rank != 1)
+            return -1;
+        axes = av->data;
+        na = (guint)av->numel;
+    }
+    if (!axes || na == 0) {
+        if (hg_node_attr_int(rm, "noop_with_empty_axes", 0))
+            return 1;
+        double n = 1;
+        for (int i = 0; i < s->rank; i++)
+            n *= (double)s->dims[i].v;
+        return n;
+    }
+    gint64 top = -1;
+    for (guint k = 0; k < na; k++)
+        top = MAX(top, axes[k]);
+    double best = -1;
+    for (gint64 off = 0; off <= (exact ? 0 : s->rank - 1 - MAX(top, 0)); off++) {
+        double n = 1;
+        for (guint k = 0; k < na; k++) {
+            gint64 a = axes[k] >= 0 ? axes[k] + off : s->rank + axes[k];
+            if (a < 0 || a >= s->rank)
+                return -1;
+            n *= (double)s->dims[a].v;
+        }
+        best = MAX(best, n);
+    }
+    return best;
+}
+
+/* When s = Sqrt(ReduceMean(square of d) + eps) with eps > 0, a bound zb on |d_i / s_i| for a d of
+ * dtype dt whose shape is ds (exact) or broadcasts from it; else 0. */
+static double
+norm_quotient_bound(const HgValue *s, const HgValue *d, int dt, const HgValueShape *ds, gboolean exact)
+{
+    const HgNode *add = made_by(first_input(made_by(s, "Sqrt")), "Add");
+    if (!add || add->n_inputs != 2 || !ds || ds->rank < 1)
+        return 0;
+    guint rank = (guint)ds->rank;
+    for (int k = 0; k < 2; k++) {
+        const HgNode *rm = made_by(add->inputs[k], "ReduceMean");
+        HgRange eps;
+        if (!first_input(rm) || hg_node_attr_int(rm, "keepdims", 1) != 1 ||
+            !const_range(add->inputs[1 - k], &eps, rank) || !(eps.lo > 0) ||
+            !is_square_of(rm->inputs[0], d, dt, rank))
+            continue;
+        double n = row_length(rm, ds, exact);
+        /* FP32 sums n squares with relative error n u; FP16/BF16 store each stage rounded */
+        double abs_sq = dt == HG_DTYPE_FLOAT16 ? 0x1p-24 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-133 : 0x1p-149;
+        if (!(n >= 1) || (dt != HG_DTYPE_FLOAT && dt != HG_DTYPE_DOUBLE && dt != HG_DTYPE_FLOAT16 &&
+                          dt != HG_DTYPE_BFLOAT16))
+            return 0;
+        double rel = 1.0 / 256 + n * 0x1p-22;
+        return sqrt(n) * sqrt(1 + rel + 2 * n * abs_sq / eps.lo) * (1 + rel);
+    }
+    return 0;
+}
+
+/* Intersect r with [-zb, zb] (zb > 0). */
+static HgRange
+clamp_abs(HgRange r, double zb)
+{
+    if (zb > 0) {
+        r.lo = MAX(r.lo, -zb);
+        r.hi = MIN(r.hi, zb);
+    }
+    return r;
+}
+
+/* PyTorch's y = d / s; d finite means no NaN: s >= sqrt(eps) > 0 and inf / inf needs an infinite d. */
+static gboolean
+norm_div(const HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    if (!n || n->n_inputs != 2 || !n->inputs[0] || !ctx->shapes[0])
+        return FALSE;
+    double zb = norm_quotient_bound(n->inputs[1], n->inputs[0], in_dtype(ctx, 0), ctx->shapes[0], TRUE);
+    if (!(zb > 0))
+        return FALSE;
+    HgRange a = in_range(ctx, 0);
+    *r = clamp_abs(*r, zb);
+    r->nan = a.nan || !hg_range_bounded(&a);
+    return TRUE;
+}
+
+/* TF's y = Mul(x, m) + Sub(beta, Mul(mean, m)), m = Reciprocal(s) [* gamma]: (x - mean) * m + beta,
+ * where d = x - mean is what s normalizes. Output 0's range into *r. */
+static gboolean
+norm_tf_add(const HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    if (!n || n->n_inputs != 2)
+        return FALSE;
+    for (int k = 0; k < 2; k++) {
+        const HgNode *m1 = made_by(n->inputs[k], "Mul"), *sb = made_by(n->inputs[1 - k], "Sub");
+        if (!m1 || !sb || m1->n_inputs != 2 || sb->n_inputs != 2)
+            continue;
+        const HgNode *m2 = made_by(sb->inputs[1], "Mul");
+        HgRange beta;
+        if (!m2 || m2->n_inputs != 2 || !const_range(sb->inputs[0], &beta, HG_MAX_RANK))
+            continue;
+        for (int j = 0; j < 2; j++) {
+            const HgValue *x = m1->inputs[j], *m = m1->inputs[1 - j];
+            const HgValue *mean = m2->inputs[0] == m ? m2->inputs[1] : m2->inputs[1] == m ? m2->inputs[0] : NULL;
+            if (!mean || !x)
+                continue;
+            /* m = Reciprocal(s) or Mul(Reciprocal(s), gamma) */
+            HgRange gamma = hg_range_exact(1, 1);
+            const HgNode *rc = made_by(m, "Reciprocal"), *mg = rc ? NULL : made_by(m, "Mul");
+            for (int g = 0; mg && !rc && g < 2; g++)
+                if ((rc = made_by(mg->inputs[g], "Reciprocal")) && !const_range(mg->inputs[1 - g], &gamma, HG_MAX_RANK))
+                    rc = NULL;
+            if (!first_input(rc))
+                continue;
+            /* d = Sub(x, mean) is the value s normalizes */
+            const HgNode *add = made_by(first_input(made_by(rc->inputs[0], "Sqrt")), "Add");
+            const HgValue *d = NULL;
+            for (int a = 0; add && a < 2 && !d; a++) {
+                const HgValue *sqv = first_input(made_by(add->inputs[a], "ReduceMean"));
+                const HgValue *base = sqv ? first_input(sqv->producer) : NULL;
+                const HgNode *sub = made_by(base, "Sub");
+                if (sub && sub->n_inputs == 2 && sub->inputs[0] == x && sub->inputs[1] == mean)
+                    d = base;
+            }
+            int dt = out_dtype(ctx, 0);
+            double zb = d ? norm_quotient_bound(rc->inputs[0], d, dt, ctx->shapes[k], FALSE) : 0;
+            if (!(zb > 0))
+                continue;
+            /* the roundings of x * m, mean * m, beta - mean * m and the sum are each relative u
+             * of their own result; |x * m| is bounded by input k's range and |mean * m| by
+             * |beta| + |input 1 - k| (ranges of stored values, so a factor 1 + u more) */
+            double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+            HgRange pm = in_range(ctx, (guint)k), sm = in_range(ctx, (guint)(1 - k));
+            double bmax = max_abs(&beta);
+            HgRange y = hg_range_add(hg_range_mul(hg_range_exact(-zb * (1 + 8 * u), zb * (1 + 8 * u)), gamma), beta);
+            y = pad(y, 1.25 * u * (max_abs(&pm) + 3 * max_abs(&sm) + 2 * bmax));
+            if (!hg_range_bounded(&y))
+                continue;
+            y.lo = MAX(y.lo, r->lo);
+            y.hi = MIN(y.hi, r->hi);
+            y.nan = r->nan;
+            y.tiny = 0;
+            *r = y;
+            return TRUE;
+        }
+    }
+    return FALSE;
+}
+
 /* ---- arithmetic */
 
 void
 hg_range_Add(HgRangeCtx *ctx)
 {
-    set_out(ctx, 0, hg_range_add(in_range(ctx, 0), in_range(ctx, 1)));
+    HgRange r = hg_range_add(in_range(ctx, 0), in_range(ctx, 1));
+    if (out_is_float(ctx, 0))
+        norm_tf_add(ctx, &r);
+    set_out(ctx, 0, r);
 }
 
 void
@@ -1757,10 +2012,19 @@ hg_range_Sub(HgRangeCtx *ctx)
     set_out(ctx, 0, hg_range_sub(in_range(ctx, 0), in_range(ctx, 1)));
 }
 
+/* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
 void
 hg_range_Mul(HgRangeCtx *ctx)
 {
-    set_out(ctx, 0, hg_range_mul(in_range(ctx, 0), in_range(ctx, 1)));
+    HgRange a = in_range(ctx, 0);
+    const HgNode *n = ctx->node;
+    if (n && n->n_inputs == 2 && n->inputs[0] && n->inputs[0] == n->inputs[1]) {
+        double l2 = hg_bound_mul(a.lo, a.lo), h2 = hg_bound_mul(a.hi, a.hi);
+        HgRange r = {a.lo >= 0 ? l2 : a.hi <= 0 ? h2 : 0, MAX(l2, h2), a.tiny * a.tiny, a.nan};
+        set_out(ctx, 0, r);
+        return;
+    }
+    set_out(ctx, 0, hg_range_mul(a, in_range(ctx, 1)));
 }
 
 /* Float: a * (1 / b), unbounded and NaN-prone when b reaches 0. Integer: the truncated quotient when
@@ -1770,7 +2034,9 @@ hg_range_Div(HgRangeCtx *ctx)
 {
     HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
     if (out_is_float(ctx, 0)) {
-        set_out(ctx, 0, hg_range_div(a, b));
+        HgRange r = hg_range_div(a, b);
+        norm_div(ctx, &r);
+        set_out(ctx, 0, r);
         return;
     }
     /* integers: nonzero |b| >= 1, so split b around 0 */
