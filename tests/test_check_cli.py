@@ -1,0 +1,753 @@
+#!/usr/bin/python3
+"""`halfguard check` end to end: exit codes, the text line format, JSON against tests/check_schema.json,
+SARIF's structure, the .halfguard.ini configuration, Git LFS pointers, and calibration statistics from
+Polygraphy's JSON files, `halfguard calibrate` and --calib folders.
+
+Usage: test_check_cli.py HALFGUARD              everything except the official SARIF schema
+       test_check_cli.py HALFGUARD --sarif-schema  SARIF output validated against the SARIF 2.1.0 schema
+                                                (exits 77, skipped, when npm cannot fetch it)
+
+The SARIF 2.1.0 schema is not kept in this repository: it is the file lib/schemas/sarif-2.1.0-rtm.5.json
+of npm's @microsoft/jest-sarif (MIT, Microsoft's sarif-js-sdk), fetched once with `npm pack` into
+$HG_SARIF_CACHE (tests/meson.build puts it in the build folder) and checked against a pinned SHA-256.
+rtm.5 is the schema GitHub code scanning validates uploads against; its definitions are those of the
+OASIS 2.1.0 standard's sarif-schema-2.1.0.json. It declares JSON Schema draft-04, so it is checked with
+python3-jsonschema's Draft4Validator.
+
+Models are made here with python3-onnx: Y = X * 1e5 (an overflow at node 'scale' when X reaches
+0.65504), Y = Relu(X) (clean for a bounded X), X + inf (a non-finite constant), 1 / X (a division by
+zero when X's range holds 0).
+"""
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import jsonschema
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HG = os.path.abspath(sys.argv[1])
+SARIF_SCHEMA_MODE = "--sarif-schema" in sys.argv[2:]
+
+SARIF_PACKAGE = "@microsoft/jest-sarif"
+SARIF_PACKAGE_VERSION = "1.0.0-beta.0"
+SARIF_MEMBER = "package/lib/schemas/sarif-2.1.0-rtm.5.json"
+SARIF_SHA256 = "2d99159ae54a3eea97f81781cff48780548657c35949f4b7f25e99a2ba4de4f8"
+
+KINDS = ["overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
+         "precision-loss", "must-stay-fp32"]
+SARIF_LEVEL = {"overflow": "error", "internal-overflow": "error", "non-finite-constant": "error",
+               "division-by-zero": "error", "underflow": "warning", "precision-loss": "warning",
+               "must-stay-fp32": "note"}
+# MODEL: node 'NAME' (OP): KIND: MESSAGE
+LINE = re.compile(r"^(?P<file>.+?): node '(?P<node>[^']*)' \((?P<op>[A-Za-z0-9_.]+)\): "
+                  r"(?P<kind>" + "|".join(map(re.escape, KINDS)) + r"): (?P<msg>\S.*)$")
+NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
+LFS_POINTER = (b"version https://git-lfs.github.com/spec/v1\n"
+               b"oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+               b"size 123\n")
+
+results = []
+
+
+def check(name, cond, detail=""):
+    results.append((name, bool(cond), detail))
+    return bool(cond)
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([HG, "check", *args], capture_output=True, text=True, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def show(rc, so, se):
+    return f"rc={rc}\nstdout: {so[:1500]!r}\nstderr: {se[:1500]!r}"
+
+
+def close(a, b, rel=1e-3):
+    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+# ---------------------------------------------------------------- models
+
+def vi(name, elem=TensorProto.FLOAT, shape=(2, 2)):
+    return helper.make_tensor_value_info(name, elem, list(shape))
+
+
+def save_model(path, nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    onnx.save(m, path)
+    return path
+
+
+def scale_model(path, k=1e5):
+    """y = x * k at node 'scale': with x in [0, 1], y reaches k."""
+    return save_model(path, [helper.make_node("Mul", ["x", "k"], ["y"], name="scale")],
+                      [vi("x")], [vi("y")], [numpy_helper.from_array(np.array(k, np.float32), "k")])
+
+
+def relu_model(path):
+    return save_model(path, [helper.make_node("Relu", ["x"], ["y"], name="relu")], [vi("x")], [vi("y")])
+
+
+def inf_model(path):
+    """y = x + c with c = [inf, 1]: a non-finite constant at node 'addc'."""
+    c = numpy_helper.from_array(np.array([np.inf, 1.0], np.float32), "c")
+    return save_model(path, [helper.make_node("Add", ["x", "c"], ["y"], name="addc")],
+                      [vi("x", shape=(2,))], [vi("y", shape=(2,))], [c])
+
+
+def div_model(path):
+    """y = 1 / x at node 'recip': x in [-1, 1] holds 0."""
+    one = numpy_helper.from_array(np.ones((2, 2), np.float32), "one")
+    return save_model(path, [helper.make_node("Div", ["one", "x"], ["y"], name="recip")],
+                      [vi("x")], [vi("y")], [one])
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w" if isinstance(text, str) else "wb") as f:
+        f.write(text)
+    return path
+
+
+# ---------------------------------------------------------------- JSON
+
+def _no_constants(name):
+    raise ValueError(f"{name} is not JSON")
+
+
+def strict_json(text):
+    """json.loads that refuses NaN/Infinity (Python accepts them; JSON and other parsers do not)."""
+    return json.loads(text, parse_constant=_no_constants)
+
+
+CHECK_SCHEMA = json.load(open(os.path.join(HERE, "check_schema.json")))
+jsonschema.Draft7Validator.check_schema(CHECK_SCHEMA)
+CHECK_VALIDATOR = jsonschema.Draft7Validator(CHECK_SCHEMA)
+
+
+def run_json(label, *args, cwd=None, files=None):
+    """Run check --format json; validate the report; return (rc, doc or None, stderr)."""
+    rc, so, se = run("--format", "json", *args, cwd=cwd)
+    try:
+        doc = strict_json(so)
+    except ValueError as e:
+        check(f"{label}:json-parses", False, f"{e}\n{show(rc, so, se)}")
+        return rc, None, se
+    errors = sorted(CHECK_VALIDATOR.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    check(f"{label}:json-schema", not errors,
+          "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]) + "\n" + so[:1500])
+    if errors:
+        return rc, None, se
+    unsuppressed = sum(1 for m in doc["models"] for h in m.get("hazards", []) if h["suppressed"] is None)
+    check(f"{label}:json-total", doc["hazards"] == unsuppressed,
+          f"hazards={doc['hazards']}, unsuppressed listed={unsuppressed}")
+    if files is not None:
+        check(f"{label}:json-files", [m["file"] for m in doc["models"]] == list(files),
+              str([m["file"] for m in doc["models"]]))
+    return rc, doc, se
+
+
+def hazards_at(doc, node, kind=None, model=0):
+    return [h for h in doc["models"][model].get("hazards", [])
+            if h["node"] == node and (kind is None or h["kind"] == kind)]
+
+
+def text_lines(label, so):
+    """Every stdout line must be a hazard line; returns the matches."""
+    lines = [l for l in so.split("\n") if l]
+    matches = [LINE.match(l) for l in lines]
+    bad = [l for l, m in zip(lines, matches) if not m]
+    check(f"{label}:text-format", not bad, f"lines not in 'FILE: node 'NAME' (OP): KIND: MESSAGE' form: {bad!r}")
+    return [m for m in matches if m]
+
+
+# ---------------------------------------------------------------- Polygraphy's JSON
+
+def poly_ndarray(a):
+    """Polygraphy's encoding of an np.ndarray (polygraphy/json/serde.py): base64 of np.save's bytes;
+    the type marker is the last key."""
+    buf = io.BytesIO()
+    np.save(buf, a, allow_pickle=False)
+    return {"array": base64.b64encode(buf.getvalue()).decode(), "polygraphy_class": "ndarray"}
+
+
+def poly_outputs(runs):
+    """RunResults as `polygraphy run --save-outputs` writes it. runs: [(runner, [{name: array}])]."""
+    lst = []
+    for runner, iterations in runs:
+        its = [{"outputs": {n: {"values": poly_ndarray(a), "polygraphy_class": "LazyArray"}
+                            for n, a in it.items()},
+                "runtime": 0.00123, "runner_name": runner, "polygraphy_class": "IterationResult"}
+               for it in iterations]
+        lst.append([runner, its])
+    return json.dumps({"lst": lst, "polygraphy_class": "RunResults"}, indent=4)
+
+
+def poly_inputs(iterations):
+    """A `--save-inputs` file: a list, one {name: ndarray} per iteration."""
+    return json.dumps([{n: poly_ndarray(a) for n, a in it.items()} for it in iterations], indent=4)
+
+
+# ---------------------------------------------------------------- tests
+
+def test_exit_codes_and_text(tmp):
+    scale = scale_model(os.path.join(tmp, "scale.onnx"))
+    relu = relu_model(os.path.join(tmp, "relu.onnx"))
+
+    rc, so, se = run(relu, "--input-range", "x=0:1")
+    check("clean:exit0", rc == 0, show(rc, so, se))
+    check("clean:no-stdout", so == "", show(rc, so, se))
+    rc, so, se = run(relu, "--input-range", "*=0:1")
+    check("clean:star-range-exit0", rc == 0, show(rc, so, se))
+
+    rc, so, se = run(scale, "--input-range", "x=0:1")
+    check("hazard:exit1", rc == 1, show(rc, so, se))
+    m = text_lines("hazard", so)
+    check("hazard:one-line", len(m) == 1, show(rc, so, se))
+    if m:
+        g = m[0]
+        check("hazard:file-as-given", g["file"] == scale, g.group(0))
+        check("hazard:node-op-kind", (g["node"], g["op"], g["kind"]) == ("scale", "Mul", "overflow"), g.group(0))
+        check("hazard:static-source", "(static)" in g["msg"], g.group(0))
+        nums = [float(x) for x in re.findall(NUM, g["msg"])]
+        check("hazard:bound-in-message", any(close(x, 1e5, 0.02) for x in nums),
+              f"no number near 1e+05 in {g['msg']!r}")
+    # The range decides: x in [0, 0.5] keeps y at 5e4 < 65504.
+    rc, so, se = run(scale, "--input-range", "x=0:0.5")
+    check("hazard:narrow-range-exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(scale, "--input-range", "x=-0.5:0.5")
+    check("hazard:negative-range-exit0", rc == 0, show(rc, so, se))
+    rc, so, se = run(scale, "--input-range", "x=-0.7:0")
+    check("hazard:negative-side-exit1", rc == 1, show(rc, so, se))
+
+    # An input without a range is unbounded, and a note on stderr names it.
+    rc, so, se = run(scale)
+    check("unranged:exit1", rc == 1, show(rc, so, se))
+    check("unranged:note", re.search(r"^" + re.escape(scale) + r": note: input 'x' has no range", se, re.M),
+          show(rc, so, se))
+    text_lines("unranged", so)
+
+    # Several models: hazards of one, exit 1; lines name only that model.
+    rc, so, se = run(relu, scale, "--input-range", "x=0:1")
+    check("multi:exit1", rc == 1, show(rc, so, se))
+    m = text_lines("multi", so)
+    check("multi:only-hazardous-file", m and all(g["file"] == scale for g in m), show(rc, so, se))
+
+    # Relative paths are reported as given.
+    rc, so, se = run("scale.onnx", "--input-range", "x=0:1", cwd=tmp)
+    m = text_lines("relative", so)
+    check("relative:file-as-given", rc == 1 and m and m[0]["file"] == "scale.onnx", show(rc, so, se))
+
+    # --threshold moves the line.
+    rc, so, se = run(scale, "--input-range", "x=0:1", "--threshold", "200000")
+    check("threshold:above-bound-exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(scale, "--input-range", "x=0:0.5", "--threshold", "40000")
+    check("threshold:below-bound-exit1", rc == 1, show(rc, so, se))
+
+    # Other kinds, with their node.
+    inf = inf_model(os.path.join(tmp, "inf.onnx"))
+    rc, so, se = run(inf, "--input-range", "x=0:1")
+    m = text_lines("nonfinite", so)
+    check("nonfinite:exit1", rc == 1, show(rc, so, se))
+    check("nonfinite:line", any(g["node"] == "addc" and g["kind"] == "non-finite-constant" for g in m),
+          show(rc, so, se))
+    div = div_model(os.path.join(tmp, "div.onnx"))
+    rc, so, se = run(div, "--input-range", "x=-1:1")
+    m = text_lines("div", so)
+    check("div:line", rc == 1 and any(g["node"] == "recip" and g["kind"] == "division-by-zero" for g in m),
+          show(rc, so, se))
+    rc, so, se = run(div, "--input-range", "x=0.5:1")
+    check("div:away-from-zero-exit0", rc == 0 and so == "", show(rc, so, se))
+
+
+def test_errors(tmp):
+    scale = scale_model(os.path.join(tmp, "scale.onnx"))
+    garbage = write(os.path.join(tmp, "garbage.onnx"), b"\x0a\xff\xff\xff\xff\x0f garbage")
+    missing = os.path.join(tmp, "missing.onnx")
+    cases = [
+        ("no-model", []),
+        ("unknown-option", [scale, "--frobnicate"]),
+        ("bad-format", [scale, "--format", "xml"]),
+        ("bad-range-syntax", [scale, "--input-range", "x=abc"]),
+        ("bad-range-order", [scale, "--input-range", "x=1:0"]),
+        ("range-unknown-input", [scale, "--input-range", "nope=0:1"]),
+        ("bad-threshold", [scale, "--threshold", "abc"]),
+        ("missing-stats", [scale, "--stats", os.path.join(tmp, "nostats.json")]),
+        ("bad-stats", [scale, "--stats", write(os.path.join(tmp, "bad.json"), "{not json")]),
+        ("missing-config", [scale, "--config", os.path.join(tmp, "none.ini")]),
+    ]
+    for label, args in cases:
+        rc, so, se = run(*args)
+        check(f"error:{label}:exit2", rc == 2, show(rc, so, se))
+        check(f"error:{label}:stderr", se.strip() != "" and so == "", show(rc, so, se))
+    for label, path in [("missing-model", missing), ("garbage-model", garbage), ("directory", tmp)]:
+        rc, so, se = run(path, "--input-range", "x=0:1")
+        check(f"error:{label}:exit2", rc == 2, show(rc, so, se))
+        check(f"error:{label}:file-prefix", se.startswith(path + ": "), show(rc, so, se))
+    # An error in one model wins over hazards in another, and the other is still checked.
+    rc, so, se = run(scale, garbage, "--input-range", "x=0:1")
+    check("error:mixed:exit2", rc == 2, show(rc, so, se))
+    m = text_lines("error:mixed", so)
+    check("error:mixed:other-checked", any(g["file"] == scale and g["node"] == "scale" for g in m),
+          show(rc, so, se))
+    rc, doc, se = run_json("error:mixed", scale, garbage, "--input-range", "x=0:1", files=[scale, garbage])
+    check("error:mixed-json:exit2", rc == 2, f"rc={rc} {se}")
+    if doc:
+        check("error:mixed-json:status", [m["status"] for m in doc["models"]] == ["hazards", "error"],
+              json.dumps(doc)[:800])
+
+
+def test_json(tmp):
+    scale = scale_model(os.path.join(tmp, "scale.onnx"))
+    relu = relu_model(os.path.join(tmp, "relu.onnx"))
+    rc, doc, se = run_json("json", scale, relu, "--input-range", "x=0:1", files=[scale, relu])
+    check("json:exit1", rc == 1, se)
+    if doc:
+        check("json:statuses", [m["status"] for m in doc["models"]] == ["hazards", "clean"], json.dumps(doc)[:800])
+        check("json:total", doc["hazards"] == 1, json.dumps(doc)[:800])
+        check("json:ranged", doc["models"][0]["unranged_inputs"] == [], json.dumps(doc["models"][0])[:800])
+        check("json:clean-empty", doc["models"][1]["hazards"] == [], json.dumps(doc["models"][1])[:800])
+        hs = hazards_at(doc, "scale", "overflow")
+        if check("json:hazard-found", len(hs) == 1, json.dumps(doc)[:800]):
+            h = hs[0]
+            check("json:op", h["op"] == "Mul", str(h))
+            check("json:value", h["value"] == "y", str(h))
+            check("json:bound", close(h["bound"], 1e5), str(h))
+            check("json:source", h["source"] == "static", str(h))
+            check("json:static", close(h["static"]["hi"], 1e5) and h["static"]["lo"] is not None
+                  and abs(h["static"]["lo"]) <= 1e-6, str(h))
+            check("json:observed-null", h["observed"] is None, str(h))
+            check("json:not-suppressed", h["suppressed"] is None, str(h))
+    # Unbounded: null, never a non-JSON inf.
+    rc, doc, se = run_json("json-unbounded", scale, files=[scale])
+    if doc:
+        check("json-unbounded:unranged", doc["models"][0]["unranged_inputs"] == ["x"], json.dumps(doc)[:800])
+        hs = hazards_at(doc, "scale", "overflow")
+        check("json-unbounded:bound-null", len(hs) == 1 and hs[0]["bound"] is None and hs[0]["static"]["hi"] is None,
+              json.dumps(doc)[:800])
+    rc, doc, se = run_json("json-clean", relu, "--input-range", "x=0:1", files=[relu])
+    check("json-clean:exit0", rc == 0 and doc is not None and doc["hazards"] == 0
+          and doc["models"][0]["status"] == "clean", se)
+
+
+def test_lfs(tmp):
+    lfs = write(os.path.join(tmp, "x.onnx"), LFS_POINTER)
+    relu = relu_model(os.path.join(tmp, "relu.onnx"))
+    scale = scale_model(os.path.join(tmp, "scale.onnx"))
+    rc, so, se = run(lfs)
+    check("lfs:exit0", rc == 0, show(rc, so, se))
+    check("lfs:notice", re.search(r"^" + re.escape(lfs) + r": note: .*Git LFS pointer", se, re.M), show(rc, so, se))
+    check("lfs:no-stdout", so == "", show(rc, so, se))
+    rc, so, se = run(lfs, relu, "--input-range", "x=0:1")
+    check("lfs:with-clean-exit0", rc == 0, show(rc, so, se))
+    rc, so, se = run(lfs, scale, "--input-range", "x=0:1")
+    check("lfs:with-hazard-exit1", rc == 1, show(rc, so, se))
+    rc, so, se = run(lfs, "--strict-lfs")
+    check("lfs:strict-exit2", rc == 2 and se.startswith(lfs + ": "), show(rc, so, se))
+    rc, doc, se = run_json("lfs", lfs, relu, "--input-range", "x=0:1", files=[lfs, relu])
+    if doc:
+        check("lfs:json-skipped", doc["models"][0]["status"] == "skipped"
+              and "LFS" in doc["models"][0].get("message", ""), json.dumps(doc)[:800])
+    rc, doc, se = run_json("lfs-strict", lfs, "--strict-lfs", files=[lfs])
+    if doc:
+        check("lfs-strict:json-error", rc == 2 and doc["models"][0]["status"] == "error", json.dumps(doc)[:800])
+
+
+def test_config(tmp):
+    proj = os.path.join(tmp, "proj")
+    model = scale_model(os.path.join(proj, "a", "b", "scale.onnx"))
+    ini = os.path.join(proj, ".halfguard.ini")
+
+    def cfg(text, path=ini):
+        write(path, text)
+
+    # Ranges found by walking up two folders; the glob is relative to the ini's folder.
+    cfg("[ranges a/b/*.onnx]\nx = 0:0.5\n")
+    rc, so, se = run(model)
+    check("config:ranges-exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run("b/scale.onnx", cwd=os.path.join(proj, "a"))
+    check("config:relative-path-exit0", rc == 0, show(rc, so, se))
+    rc, so, se = run(model, cwd="/")
+    check("config:cwd-independent", rc == 0, show(rc, so, se))
+    rc, doc, se = run_json("config", model, files=[model])
+    check("config:json-ranged", doc is not None and doc["models"][0]["unranged_inputs"] == [], se)
+    rc, so, se = run(model, "--no-config")
+    check("config:no-config-exit1", rc == 1, show(rc, so, se))
+    cfg("[ranges other/*.onnx]\nx = 0:0.5\n")
+    rc, so, se = run(model)
+    check("config:glob-mismatch-exit1", rc == 1, show(rc, so, se))
+    cfg("[ranges *]\n* = 0:0.5\n")
+    rc, so, se = run(model)
+    check("config:star-glob-and-key-exit0", rc == 0, show(rc, so, se))
+    # The first file found wins: an ini nearer the model hides the one above.
+    inner = os.path.join(proj, "a", ".halfguard.ini")
+    cfg("[check]\nthreshold = 65504\n", inner)
+    rc, so, se = run(model)
+    check("config:nearest-wins-exit1", rc == 1, show(rc, so, se))
+    os.remove(inner)
+    # The command line's ranges win over the file's.
+    cfg("[ranges *]\nx = 0:1\n")
+    rc, so, se = run(model, "--input-range", "x=0:0.5")
+    check("config:cli-range-wins-exit0", rc == 0, show(rc, so, se))
+    cfg("[ranges *]\nx = 0:0.5\n")
+    rc, so, se = run(model, "--input-range", "x=0:1")
+    check("config:cli-range-wins-exit1", rc == 1, show(rc, so, se))
+    # Threshold from [check]; the command line's --threshold wins.
+    cfg("[check]\nthreshold = 200000\n\n[ranges *]\nx = 0:1\n")
+    rc, so, se = run(model)
+    check("config:threshold-exit0", rc == 0, show(rc, so, se))
+    rc, so, se = run(model, "--threshold", "65504")
+    check("config:cli-threshold-wins-exit1", rc == 1, show(rc, so, se))
+
+    # Suppressions.
+    reason = "x is pre-scaled by 1e-5 upstream"
+    base = "[ranges *]\nx = 0:1\n\n"
+    cfg(base + f"[suppress scaling]\nnode = sc*\nkind = overflow\nreason = {reason}\n")
+    rc, so, se = run(model)
+    check("suppress:exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, doc, se = run_json("suppress", model, files=[model])
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        check("suppress:json-listed", len(hs) == 1 and hs[0]["suppressed"] == reason, json.dumps(doc)[:800])
+        check("suppress:json-not-counted", doc["hazards"] == 0 and doc["models"][0]["status"] == "clean",
+              json.dumps(doc)[:800])
+    rc, so, se = run(model, "--show-suppressed")
+    check("suppress:show-suppressed", rc == 0 and "'scale'" in so and reason in so, show(rc, so, se))
+    rc, so, se = run(model, "--no-config", "--input-range", "x=0:1")
+    check("suppress:no-config-exit1", rc == 1, show(rc, so, se))
+    for label, group, want in [
+        ("kind-mismatch", f"node = scale\nkind = precision-loss\nreason = {reason}\n", 1),
+        ("kind-default-star", f"node = scale\nreason = {reason}\n", 0),
+        ("kind-star", f"node = *\nkind = *\nreason = {reason}\n", 0),
+        ("node-mismatch", f"node = shift*\nkind = overflow\nreason = {reason}\n", 1),
+        ("model-glob-match", f"node = scale\nmodel = a/*/scale.onnx\nreason = {reason}\n", 0),
+        ("model-glob-mismatch", f"node = scale\nmodel = other/*.onnx\nreason = {reason}\n", 1),
+        ("no-reason", "node = scale\nkind = overflow\n", 2),
+        ("empty-reason", "node = scale\nkind = overflow\nreason =\n", 2),
+        ("no-node", f"kind = overflow\nreason = {reason}\n", 2),
+        ("unknown-kind", f"node = scale\nkind = overflw\nreason = {reason}\n", 2),
+    ]:
+        cfg(base + "[suppress s]\n" + group)
+        rc, so, se = run(model)
+        check(f"suppress:{label}:exit{want}", rc == want, show(rc, so, se))
+        if want == 2:
+            check(f"suppress:{label}:names-config", ".halfguard.ini" in se, show(rc, so, se))
+
+    # --config FILE replaces the walk; --no-config ignores every file.
+    cfg(base)
+    other = os.path.join(tmp, "elsewhere", "ranges.ini")
+    cfg("[ranges *]\nx = 0:0.5\n", other)
+    rc, so, se = run(model, "--config", other)
+    check("config-file:exit0", rc == 0, show(rc, so, se))
+    rc, so, se = run(model)
+    check("config-file:walk-exit1", rc == 1, show(rc, so, se))
+    cfg(base + f"[suppress all]\nnode = *\nreason = {reason}\n")
+    cfg("[check]\nthreshold = 65504\n", other)
+    rc, so, se = run(model, "--config", other, "--input-range", "x=0:1")
+    check("config-file:replaces-walk-exit1", rc == 1, show(rc, so, se))
+
+
+def test_stats(tmp):
+    scale = scale_model(os.path.join(tmp, "scale.onnx"))
+    big = np.array([[49152.0, -3.0], [1.0, 2.0]])     # 49152 is exact in FP16 and FP32
+    small = np.array([[10000.0, 0.5], [0.0, 2.0]], np.float32)
+
+    # Polygraphy --save-outputs, two runners (FP32 and FP16 arrays), two iterations: the large values
+    # decide the hazard. x has no range, so the static bound is unbounded: the bound is calibration's.
+    outs = write(os.path.join(tmp, "outputs.json"), poly_outputs([
+        ("onnxrt-runner-N0-11/22/26-10:03:00", [{"y": small}]),
+        ("trt-runner-N0-11/22/26-10:03:00", [{"y": small}, {"y": big.astype(np.float16)}]),
+    ]))
+    rc, doc, se = run_json("polygraphy", scale, "--stats", outs, files=[scale])
+    check("polygraphy:exit1", rc == 1, se)
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        if check("polygraphy:hazard", len(hs) == 1, json.dumps(doc)[:800]):
+            h = hs[0]
+            check("polygraphy:source-calibration", h["source"] == "calibration", str(h))
+            check("polygraphy:observed", h["observed"] is not None and h["observed"]["hi"] == 49152.0
+                  and h["observed"]["lo"] == -3.0, str(h))
+            check("polygraphy:bound-margin", close(h["bound"], 2 * 49152.0, 1e-6), str(h))
+            check("polygraphy:static-kept", h["static"]["hi"] is None, str(h))
+    rc, so, se = run(scale, "--stats", outs)
+    m = text_lines("polygraphy", so)
+    if check("polygraphy:text-line", len(m) == 1, show(rc, so, se)):
+        msg = m[0]["msg"]
+        check("polygraphy:text-calibration", "(calibration)" in msg, msg)
+        check("polygraphy:text-observed", "observed" in msg and any(
+            close(float(x), 49152.0, 0.02) for x in re.findall(NUM, msg)), msg)
+    # The margin is what makes it a hazard: 49152 * 1 < 65504.
+    rc, so, se = run(scale, "--stats", outs, "--margin", "1")
+    check("polygraphy:margin1-exit0", rc == 0 and so == "", show(rc, so, se))
+
+    # Statistics lower a static bound: static 1e5, observed 1e4 * 2 = 2e4.
+    small_outs = write(os.path.join(tmp, "small.json"),
+                       poly_outputs([("onnxrt-runner-N0", [{"y": small}, {"y": small / 2}])]))
+    rc, so, se = run(scale, "--input-range", "x=0:1", "--stats", small_outs)
+    check("calibrated:clean-exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(scale, "--input-range", "x=0:1", "--stats", small_outs, "--margin", "8")
+    check("calibrated:margin8-exit1", rc == 1, show(rc, so, se))
+    rc, doc, se = run_json("calibrated-margin", scale, "--input-range", "x=0:1", "--stats", small_outs,
+                           "--margin", "8", files=[scale])
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        check("calibrated:margin8-bound", len(hs) == 1 and close(hs[0]["bound"], 8e4, 1e-6)
+              and hs[0]["source"] == "calibration" and close(hs[0]["static"]["hi"], 1e5), json.dumps(doc)[:800])
+    # The margin from [check] in the configuration file.
+    write(os.path.join(tmp, ".halfguard.ini"), "[check]\nmargin = 8\n")
+    rc, so, se = run(scale, "--input-range", "x=0:1", "--stats", small_outs)
+    check("calibrated:config-margin-exit1", rc == 1, show(rc, so, se))
+    os.remove(os.path.join(tmp, ".halfguard.ini"))
+
+    # --stats is repeatable; files fold together (min of mins, max of maxes).
+    neg = write(os.path.join(tmp, "neg.json"),
+                poly_outputs([("onnxrt-runner-N1", [{"y": np.array([[-7.0, 0], [0, 0]], np.float32)}])]))
+    rc, doc, se = run_json("stats-merge", scale, "--stats", outs, "--stats", neg, files=[scale])
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        check("stats-merge:observed", len(hs) == 1 and hs[0]["observed"] == {"lo": -7.0, "hi": 49152.0},
+              json.dumps(doc)[:800])
+
+    # A --save-inputs style file: a list of {name: ndarray}, one per iteration.
+    # (x spans [-1, 1], so the result is the same whether or not observed inputs narrow x's range.)
+    inputs = write(os.path.join(tmp, "inputs.json"), poly_inputs([
+        {"x": np.full((2, 2), -1.0, np.float32), "y": np.array([[-3, 1], [2, 4]], np.float32)},
+        {"x": np.full((2, 2), 1.0, np.float32), "y": big.astype(np.float32)},
+    ]))
+    rc, doc, se = run_json("poly-inputs", scale, "--stats", inputs, files=[scale])
+    check("poly-inputs:exit1", rc == 1, se)
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        check("poly-inputs:observed", len(hs) == 1 and hs[0]["source"] == "calibration"
+              and hs[0]["observed"] == {"lo": -3.0, "hi": 49152.0}, json.dumps(doc)[:800])
+
+    # halfguard's own statistics: `halfguard calibrate`, and --calib on the same folders.
+    def data_dir(name, x, npy=False):
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        if npy:
+            np.save(os.path.join(d, "x.npy"), x)
+        else:
+            with open(os.path.join(d, "input_0.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(x, "x").SerializeToString())
+        return d
+
+    xs_big = np.array([[0.1, 0.2], [0.3, 0.49152]], np.float32)
+    xs_small = np.array([[0.01, 0.02], [0.05, 0.1]], np.float32)
+    y_hi = float(xs_big.max() * np.float32(1e5))
+    d_big, d_small = data_dir("big", xs_big), data_dir("small", xs_small)
+    d_npy = data_dir("small_npy", xs_small / 2, npy=True)
+    stats = os.path.join(tmp, "stats.json")
+    p = subprocess.run([HG, "calibrate", scale, "--data", d_big, "--data", d_small, "-o", stats],
+                       capture_output=True, text=True)
+    if check("calibrate:exit0", p.returncode == 0, p.stderr):
+        rc, doc, se = run_json("own-stats", scale, "--stats", stats, files=[scale])
+        check("own-stats:exit1", rc == 1, se)
+        if doc:
+            hs = hazards_at(doc, "scale", "overflow")
+            check("own-stats:observed", len(hs) == 1 and hs[0]["source"] == "calibration"
+                  and hs[0]["observed"] is not None and close(hs[0]["observed"]["hi"], y_hi, 1e-6),
+                  json.dumps(doc)[:800])
+    rc, doc, se = run_json("calib-dir", scale, "--calib", d_big, "--calib", d_small, files=[scale])
+    check("calib-dir:exit1", rc == 1, se)
+    if doc:
+        hs = hazards_at(doc, "scale", "overflow")
+        check("calib-dir:observed", len(hs) == 1 and hs[0]["source"] == "calibration"
+              and hs[0]["observed"] is not None and close(hs[0]["observed"]["hi"], y_hi, 1e-6),
+              json.dumps(doc)[:800])
+    # Small samples: observed 1e4 * 2 < 65504 even though x has no range.
+    small_stats = os.path.join(tmp, "small_stats.json")
+    p = subprocess.run([HG, "calibrate", scale, "--data", d_small, "--data", d_npy, "-o", small_stats],
+                       capture_output=True, text=True)
+    check("calibrate-small:exit0", p.returncode == 0, p.stderr)
+    rc, so, se = run(scale, "--stats", small_stats)
+    check("own-stats-small:exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(scale, "--calib", d_small, "--calib", d_npy)
+    check("calib-dir-small:exit0", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(scale, "--calib", os.path.join(tmp, "no-such-dir"))
+    check("calib-dir-missing:exit2", rc == 2, show(rc, so, se))
+
+
+def sarif_cases(tmp):
+    """label -> (args, exit code wanted, the model paths in order). Covers hazards of several kinds,
+    a suppressed one, a clean model and an LFS pointer."""
+    proj = os.path.join(tmp, "proj")
+    scale = scale_model(os.path.join(proj, "models", "scale.onnx"))
+    relu = relu_model(os.path.join(proj, "models", "relu.onnx"))
+    inf = inf_model(os.path.join(proj, "models", "inf.onnx"))
+    div = div_model(os.path.join(proj, "models", "div.onnx"))
+    lfs = write(os.path.join(proj, "models", "x.onnx"), LFS_POINTER)
+    sup = scale_model(os.path.join(tmp, "suppressed", "scale.onnx"))
+    write(os.path.join(tmp, "suppressed", ".halfguard.ini"),
+          "[ranges *]\nx = 0:1\n\n[suppress scaling]\nnode = scale\nkind = overflow\n"
+          "reason = inputs are pre-scaled upstream\n")
+    return {
+        "several": (["--input-range", "x=-1:1", scale, relu, inf, div, lfs], 1, [scale, relu, inf, div, lfs]),
+        "clean": (["--input-range", "x=0:1", relu], 0, [relu]),
+        "suppressed": ([sup], 0, [sup]),
+        "relative": (["--input-range", "x=0:1", "models/scale.onnx"], 1, ["models/scale.onnx"]),
+    }, proj
+
+
+def run_sarif(label, args, cwd):
+    rc, so, se = run("--format", "sarif", *args, cwd=cwd)
+    try:
+        return rc, strict_json(so), se
+    except ValueError as e:
+        check(f"sarif:{label}:parses", False, f"{e}\n{show(rc, so, se)}")
+        return rc, None, se
+
+
+def test_sarif_structure(tmp):
+    cases, proj = sarif_cases(tmp)
+    for label, (args, want, files) in cases.items():
+        rc, doc, se = run_sarif(label, args, proj)
+        check(f"sarif:{label}:exit{want}", rc == want, f"rc={rc} {se}")
+        if doc is None:
+            continue
+        check(f"sarif:{label}:version", doc.get("version") == "2.1.0", str(doc)[:300])
+        runs = doc.get("runs", [])
+        if not check(f"sarif:{label}:one-run", len(runs) == 1, str(doc)[:300]):
+            continue
+        r = runs[0]
+        driver = r.get("tool", {}).get("driver", {})
+        check(f"sarif:{label}:driver", driver.get("name") == "halfguard", str(driver)[:300])
+        rules = driver.get("rules", [])
+        ids = [x.get("id") for x in rules]
+        check(f"sarif:{label}:rule-ids", len(ids) == len(set(ids)) and set(ids) <= set(KINDS), str(ids))
+        res = r.get("results", [])
+        for i, x in enumerate(res):
+            rid = x.get("ruleId")
+            check(f"sarif:{label}:{i}:rule-declared", rid in ids, f"{rid} not in {ids}")
+            if "ruleIndex" in x:
+                check(f"sarif:{label}:{i}:rule-index", 0 <= x["ruleIndex"] < len(ids) and ids[x["ruleIndex"]] == rid,
+                      str(x)[:300])
+            check(f"sarif:{label}:{i}:level", x.get("level") == SARIF_LEVEL.get(rid), f"{rid}: {x.get('level')}")
+            check(f"sarif:{label}:{i}:message", x.get("message", {}).get("text", "").strip() != "", str(x)[:300])
+            loc = (x.get("locations") or [{}])[0]
+            uri = loc.get("physicalLocation", {}).get("artifactLocation", {}).get("uri")
+            check(f"sarif:{label}:{i}:uri-is-model", uri in files, f"{uri} not in {files}")
+            logical = (loc.get("logicalLocations") or [{}])[0]
+            node = logical.get("name")
+            check(f"sarif:{label}:{i}:logical", logical.get("kind") == "function"
+                  and logical.get("fullyQualifiedName") == f"{uri}::{node}", str(logical))
+        by = {(x.get("ruleId"), (x.get("locations") or [{}])[0].get("logicalLocations", [{}])[0].get("name")): x
+              for x in res}
+        if label == "several":
+            scale, relu, inf, div, lfs = files
+            check("sarif:several:overflow", ("overflow", "scale") in by, str(sorted(by)))
+            check("sarif:several:nonfinite", ("non-finite-constant", "addc") in by, str(sorted(by)))
+            check("sarif:several:div0", ("division-by-zero", "recip") in by, str(sorted(by)))
+            uris = {(x.get("locations") or [{}])[0].get("physicalLocation", {}).get("artifactLocation", {})
+                    .get("uri") for x in res}
+            check("sarif:several:clean-and-lfs-no-results", relu not in uris and lfs not in uris, str(uris))
+            x = by.get(("overflow", "scale"), {})
+            check("sarif:several:overflow-uri",
+                  x.get("locations", [{}])[0].get("physicalLocation", {}).get("artifactLocation", {}).get("uri")
+                  == scale, str(x)[:400])
+            check("sarif:several:not-suppressed", all(not x.get("suppressions") for x in res), str(res)[:400])
+        if label == "clean":
+            check("sarif:clean:no-results", res == [], str(res)[:300])
+        if label == "suppressed":
+            x = by.get(("overflow", "scale"))
+            if check("sarif:suppressed:listed", x is not None, str(res)[:400]):
+                check("sarif:suppressed:suppressions", x.get("suppressions") == [
+                    {"kind": "external", "justification": "inputs are pre-scaled upstream"}],
+                    str(x.get("suppressions")))
+
+
+def fetch_sarif_schema():
+    """The official SARIF 2.1.0 schema (see the module comment), or None with the reason printed."""
+    cache = os.environ.get("HG_SARIF_CACHE") or os.path.join(tempfile.gettempdir(), "halfguard-sarif-schema")
+    target = os.path.join(cache, os.path.basename(SARIF_MEMBER))
+    if not os.path.exists(target):
+        if not shutil.which("npm"):
+            print("SKIP: npm is not installed (apt-get install npm): no SARIF schema")
+            return None
+        os.makedirs(cache, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=cache) as work:
+            p = subprocess.run(["npm", "pack", "--silent", "--pack-destination", work,
+                                f"{SARIF_PACKAGE}@{SARIF_PACKAGE_VERSION}"], capture_output=True, text=True)
+            tgz = [f for f in os.listdir(work) if f.endswith(".tgz")]
+            if p.returncode or not tgz:
+                print(f"SKIP: npm pack {SARIF_PACKAGE}@{SARIF_PACKAGE_VERSION} failed: {p.stderr.strip()[-300:]}")
+                return None
+            with tarfile.open(os.path.join(work, tgz[0])) as t:
+                data = t.extractfile(SARIF_MEMBER).read()
+            tmp = os.path.join(work, "schema.json")
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, target)
+    data = open(target, "rb").read()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != SARIF_SHA256:
+        check("sarif-schema:sha256", False, f"{target}: sha256 {digest}, want {SARIF_SHA256}")
+        return None
+    return json.loads(data)
+
+
+def test_sarif_schema(tmp, schema):
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator = cls(schema, format_checker=jsonschema.FormatChecker())
+    # The validator must be able to fail: a log with a wrong version and a result without a message.
+    bogus = {"version": "2.0.0", "runs": [{"tool": {"driver": {"name": "x"}}, "results": [{"ruleId": "a"}]}]}
+    check("sarif-schema:rejects-bogus", len(list(validator.iter_errors(bogus))) >= 2)
+    cases, proj = sarif_cases(tmp)
+    for label, (args, want, _) in cases.items():
+        rc, doc, se = run_sarif(label, args, proj)
+        if doc is None:
+            continue
+        errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+        check(f"sarif-schema:{label}:valid", not errors,
+              "\n".join(f"{list(e.absolute_path)}: {e.message[:200]}" for e in errors[:5]))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="hg-check-")
+    # check walks up from each model for a .halfguard.ini: one above the temporary folder would change
+    # every result here.
+    d = tmp
+    while os.path.dirname(d) != d:
+        d = os.path.dirname(d)
+        if os.path.exists(os.path.join(d, ".halfguard.ini")):
+            print(f"FAIL {d}/.halfguard.ini is above the test's temporary folder; set TMPDIR elsewhere")
+            sys.exit(1)
+    try:
+        if SARIF_SCHEMA_MODE:
+            schema = fetch_sarif_schema()
+            if schema is None and not results:
+                sys.exit(77)
+            if schema is not None:
+                test_sarif_schema(tmp, schema)
+        else:
+            for name, fn in [("basic", test_exit_codes_and_text), ("errors", test_errors),
+                             ("json", test_json), ("lfs", test_lfs), ("config", test_config),
+                             ("stats", test_stats), ("sarif", test_sarif_structure)]:
+                d = os.path.join(tmp, name)
+                os.mkdir(d)
+                fn(d)
+    finally:
+        shutil.rmtree(tmp)
+    failed = [r for r in results if not r[1]]
+    for name, ok, detail in results:
+        print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
+    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+    sys.exit(1 if failed or not results else 0)
+
+
+main()
