@@ -1,0 +1,677 @@
+#!/usr/bin/python3
+"""Write the FP16 pathology suite: one ONNX model per case, its calibration sample and cases.json.
+
+Usage: make_cases.py OUTDIR [CASE...]
+
+For each case OUTDIR gets CASE.onnx, CASE.data/input_K.pb (one realistic sample inside the declared
+input ranges, in graph-input order: the `halfguard run --data` layout) and an entry in
+OUTDIR/cases.json:
+
+    {"name", "model", "data", "input_ranges": ["NAME=LO:HI", ...],
+     "expected": [[node, kind], ...], "negative_control": bool,
+     "description", "origin",
+     "witnesses": [{"value", "check", "limit", "why"}, ...]}
+
+`expected` lists the hazards `halfguard check` must report, with and without calibration, at those
+nodes; a negative control expects none (with calibration). A witness is a fact about the calibration
+sample that makes the hazard real rather than a loose bound: a tensor the interpreter computes
+(`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero against limit).
+
+Uses Debian's python3-onnx (1.12) and numpy only. Fixed seeds, so the output is byte-for-byte the same
+on every run. Every model must pass onnx.checker.check_model(full_check=True); a case that does not is
+a bug in this script and stops it.
+"""
+import json
+import os
+import sys
+import zlib
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OPSET = 17
+IR_VERSION = 8
+F32_MIN = float(np.finfo(np.float32).min)  # -3.4028235e38, the fill of HF-style attention masks
+FP16_MAX = 65504.0
+
+
+class Case:
+    """One model under construction: nodes in topological order, named explicitly."""
+
+    def __init__(self, name, description, origin, negative_control=False):
+        self.name = name
+        self.description = description
+        self.origin = origin
+        self.negative_control = negative_control
+        self.rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
+        self.ranges, self.samples = [], []
+        self.expected, self.witnesses = [], []
+
+    def input(self, name, shape, lo, hi, sample):
+        """A float graph input; `shape` may name symbolic dims (strings), the sample fixes them."""
+        sample = np.asarray(sample, dtype=np.float32)
+        if len(shape) != sample.ndim or any(isinstance(d, int) and d != n for d, n in zip(shape, sample.shape)):
+            sys.exit(f"make_cases.py: {self.name}: sample of '{name}' has shape {sample.shape}, not {shape}")
+        if not (np.all(sample >= lo) and np.all(sample <= hi)):
+            sys.exit(f"make_cases.py: {self.name}: sample of '{name}' leaves its range [{lo}, {hi}]")
+        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape)))
+        self.ranges.append(f"{name}={lo:g}:{hi:g}")
+        self.samples.append(numpy_helper.from_array(sample, name))
+        return name
+
+    def init(self, name, array, dtype=np.float32):
+        self.inits.append(numpy_helper.from_array(np.asarray(array, dtype=dtype), name))
+        return name
+
+    def i64(self, name, values):
+        return self.init(name, values, np.int64)
+
+    def const(self, node_name, array, dtype=np.float32):
+        """A Constant node (not an initializer): hazards in it are reported at the node itself."""
+        out = node_name + "_out"
+        t = numpy_helper.from_array(np.asarray(array, dtype=dtype), node_name + "_value")
+        self.nodes.append(helper.make_node("Constant", [], [out], name=node_name, value=t))
+        return out
+
+    def node(self, op, name, inputs, **attrs):
+        """Append a node named `name` with one output `name_out`, which is returned."""
+        out = name + "_out"
+        self.nodes.append(helper.make_node(op, list(inputs), [out], name=name, **attrs))
+        return out
+
+    def output(self, value, shape=None):
+        """A graph output; `shape` only where shape inference cannot know it (computed shapes)."""
+        self.outputs.append((value, shape))
+
+    def expect(self, node, kind):
+        self.expected.append([node, kind])
+
+    def witness(self, value, check, limit, why):
+        self.witnesses.append({"value": value, "check": check, "limit": limit, "why": why})
+
+    def model(self):
+        outs = [helper.make_tensor_value_info(o, TensorProto.FLOAT, s) for o, s in self.outputs]
+        g = helper.make_graph(self.nodes, self.name, self.inputs, outs, self.inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION,
+                              producer_name="halfguard-pathology")
+        # Graph outputs need a shape to pass the checker: take the inferred ones, keep no value_info.
+        inferred = onnx.shape_inference.infer_shapes(m)
+        for o, io in zip(m.graph.output, inferred.graph.output):
+            if not o.type.tensor_type.HasField("shape"):
+                o.CopyFrom(io)
+        try:
+            onnx.checker.check_model(m, full_check=True)
+        except Exception as e:  # noqa: BLE001 (any checker failure is fatal)
+            sys.exit(f"make_cases.py: {self.name}: the checker rejects the model: {e}")
+        node_names = [n.name for n in m.graph.node]
+        if len(set(node_names)) != len(node_names) or "" in node_names:
+            sys.exit(f"make_cases.py: {self.name}: node names must be unique and non-empty")
+        values = {v for n in m.graph.node for v in n.output} | {i.name for i in m.graph.input}
+        for node, _ in self.expected:
+            if node not in node_names:
+                sys.exit(f"make_cases.py: {self.name}: expected hazard at unknown node '{node}'")
+        for w in self.witnesses:
+            if w["value"] not in values:
+                sys.exit(f"make_cases.py: {self.name}: witness on unknown value '{w['value']}'")
+        return m
+
+
+# ----------------------------------------------------------------------------------------------------
+# numpy helpers for realistic weights and samples
+
+def conv2d(x, w, b=None, stride=1, pad=1):
+    """NCHW convolution, the reference used to fit BatchNormalization statistics to real activations."""
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    kh, kw = w.shape[2:]
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+    y = np.einsum("nchwij,ocij->nohw", win, w, optimize=True)
+    return y if b is None else y + b.reshape(1, -1, 1, 1)
+
+
+def he_normal(rng, cout, cin, k=3):
+    return (rng.standard_normal((cout, cin, k, k)) * np.sqrt(2.0 / (cin * k * k))).astype(np.float32)
+
+
+def smooth_image(rng, shape, mean, spread):
+    """A smooth, photo-like image: a few low-frequency waves plus fine noise, around `mean`."""
+    n, c, h, w = shape
+    yy, xx = np.meshgrid(np.linspace(0, 1, h), np.linspace(0, 1, w), indexing="ij")
+    img = np.zeros(shape, np.float64)
+    for ch in range(c):
+        base = sum(rng.uniform(-1, 1) * np.sin(2 * np.pi * (rng.uniform(0.3, 2) * xx +
+                                                             rng.uniform(0.3, 2) * yy + rng.uniform()))
+                   for _ in range(3)) / 3
+        img[:, ch] = base
+    img = mean + spread * img + rng.normal(0, spread * 0.1, shape)
+    return img
+
+
+def decomposed_layernorm(c, x, hidden, eps, prefix="ln"):
+    """x -> (x - mean) / sqrt(var + eps) * gamma + beta, as PyTorch exports LayerNorm before opset 17
+    (and as many hand-written blocks still do)."""
+    mean = c.node("ReduceMean", f"{prefix}_mean", [x], axes=[-1], keepdims=1)
+    d = c.node("Sub", f"{prefix}_sub", [x, mean])
+    p = c.node("Pow", f"{prefix}_pow", [d, c.init(f"{prefix}_two", 2.0)])
+    var = c.node("ReduceMean", f"{prefix}_var", [p], axes=[-1], keepdims=1)
+    ve = c.node("Add", f"{prefix}_add_eps", [var, c.init(f"{prefix}_eps", eps)])
+    sd = c.node("Sqrt", f"{prefix}_sqrt", [ve])
+    n = c.node("Div", f"{prefix}_div", [d, sd])
+    gamma = c.init(f"{prefix}_gamma", c.rng.uniform(0.8, 1.2, hidden))
+    beta = c.init(f"{prefix}_beta", c.rng.normal(0, 0.05, hidden))
+    g = c.node("Mul", f"{prefix}_mul_gamma", [n, gamma])
+    return c.node("Add", f"{prefix}_add_beta", [g, beta])
+
+
+def integral_image_avg(c, x, k):
+    """NAFNet's local average (basicsr/models/archs/local_arch.py AvgPool2d, fast_imp=False):
+    s = x.cumsum(-1).cumsum(-2); s = pad(s, (1, 0, 1, 0)); s4 + s1 - s2 - s3 over k x k windows."""
+    cw = c.node("CumSum", "cumsum_w", [x, c.i64("axis_w", 3)])
+    ch = c.node("CumSum", "cumsum_h", [cw, c.i64("axis_h", 2)])
+    s = c.node("Pad", "integral_pad", [ch, c.i64("integral_pads", [0, 0, 1, 1, 0, 0, 0, 0])], mode="constant")
+    axes = c.i64("slice_axes", [2, 3])
+
+    def sl(name, starts, ends):
+        return c.node("Slice", name, [s, c.i64(name + "_starts", starts), c.i64(name + "_ends", ends), axes])
+    s1 = sl("s1_slice", [0, 0], [-k, -k])
+    s2 = sl("s2_slice", [0, k], [-k, 2**62])
+    s3 = sl("s3_slice", [k, 0], [2**62, -k])
+    s4 = sl("s4_slice", [k, k], [2**62, 2**62])
+    a = c.node("Add", "s4_plus_s1", [s4, s1])
+    b = c.node("Sub", "minus_s2", [a, s2])
+    d = c.node("Sub", "minus_s3", [b, s3])
+    return c.node("Div", "window_mean", [d, c.init("window_area", float(k * k))])
+
+
+# ----------------------------------------------------------------------------------------------------
+# One function per case. Each names the node where the hazard must be reported and why.
+
+def overflow_mul_const():
+    c = Case("overflow_mul_const",
+             "Activations times a folded constant gain of 1000: the Mul's output passes 65504.",
+             "unit conversions and un-normalised gains folded into a constant (e.g. metres to mm)")
+    x = c.rng.normal(0, 25, (1, 256)).clip(-60, 60)
+    x[0, 7], x[0, 100] = 80.0, -72.0  # two outlier activations: 80 * 1000 = 80000 > 65504
+    x = c.input("x", [1, 256], -1000, 1000, x)
+    y = c.node("Mul", "gain_mul", [x, c.init("gain", 1000.0)])
+    c.output(c.node("Relu", "act_relu", [y]))
+    c.expect("gain_mul", "overflow")  # act_relu's input already overflows: not repeated
+    c.witness("gain_mul_out", "absmax_gt", FP16_MAX, "the sample's product really passes FP16's max")
+    return c
+
+
+def gelu_tanh_pow():
+    c = Case("gelu_tanh_pow",
+             "GELU, tanh approximation, with x^3 as Pow(x, 3): the cube passes 65504 once |x| > 40.3.",
+             "GPT-2/BERT 'gelu_new' exported by PyTorch; LLM outlier features of 40-60 are common")
+    x = c.rng.normal(0, 3, (1, 128)).clip(-20, 20)
+    x[0, 3], x[0, 64] = 52.0, -46.0  # outlier channels: 52^3 = 140608
+    x = c.input("x", [1, 128], -100, 100, x)
+    p = c.node("Pow", "gelu_pow3", [x, c.init("three", 3.0)])
+    t = c.node("Mul", "gelu_mul_coef", [p, c.init("coef", 0.044715)])
+    t = c.node("Add", "gelu_add_x", [x, t])
+    t = c.node("Mul", "gelu_mul_k", [t, c.init("sqrt_2_over_pi", np.sqrt(2 / np.pi))])
+    t = c.node("Tanh", "gelu_tanh", [t])
+    t = c.node("Add", "gelu_add_one", [t, c.init("one", 1.0)])
+    t = c.node("Mul", "gelu_mul_x", [x, t])
+    c.output(c.node("Mul", "gelu_mul_half", [t, c.init("half", 0.5)]))
+    c.expect("gelu_pow3", "overflow")
+    c.witness("gelu_pow3_out", "absmax_gt", FP16_MAX, "52^3 on the sample")
+    return c
+
+
+def internal_overflow_reducemean():
+    c = Case("internal_overflow_reducemean",
+             "ReduceMean over 4096 values in [0, 100]: the mean fits, the sum (409600) does not.",
+             "mean pooling over a long sequence or a large spatial map, accumulated in FP16")
+    x = c.input("x", [1, 4096], 0, 100, c.rng.uniform(10, 90, (1, 4096)))
+    m = c.node("ReduceMean", "row_mean", [x], axes=[1], keepdims=1)
+    c.output(c.node("Sub", "center_sub", [x, m]))
+    c.expect("row_mean", "internal-overflow")
+    c.witness("row_mean_out", "absmax_gt", FP16_MAX / 4096, "mean > 16 over 4096 values: sum > 65504")
+    return c
+
+
+def internal_overflow_reducel2():
+    c = Case("internal_overflow_reducel2",
+             "ReduceL2 over 4096 values in [-100, 100]: the norm fits (<= 6400), the sum of squares "
+             "does not.",
+             "feature normalisation (ArcFace/CLIP embeddings, weight norm) with ReduceL2")
+    x = c.input("x", [1, 4096], -100, 100, c.rng.normal(0, 20, (1, 4096)).clip(-90, 90))
+    c.output(c.node("ReduceL2", "l2_reduce", [x], axes=[1], keepdims=1))
+    c.expect("l2_reduce", "internal-overflow")
+    c.witness("l2_reduce_out", "absmax_gt", float(np.sqrt(FP16_MAX)), "norm > 256: sum of squares > 65504")
+    return c
+
+
+def internal_overflow_softplus():
+    c = Case("internal_overflow_softplus",
+             "Softplus on inputs up to 20: the result fits, its exp(x) passes 65504 above x = 11.09.",
+             "Softplus heads (variance, rate parameters), Mish")
+    x = c.input("x", [1, 256], -20, 20, c.rng.uniform(-15, 15, (1, 256)))
+    c.output(c.node("Softplus", "softplus", [x]))
+    c.expect("softplus", "internal-overflow")
+    c.witness("x", "max_gt", float(np.log(FP16_MAX)), "exp(x) > 65504 on the sample")
+    return c
+
+
+def layernorm_eps_1e12():
+    c = Case("layernorm_eps_1e12",
+             "Decomposed LayerNorm with eps 1e-12: the epsilon flushes to 0 in FP16, so var + eps can "
+             "be 0 and the Sqrt/Div see 0.",
+             "HF BERT's layer_norm_eps = 1e-12, exported before opset 17 as ReduceMean/Pow/Sqrt/Div")
+    x = c.input("x", [1, 16, 256], -6, 6, c.rng.normal(0, 1, (1, 16, 256)).clip(-5.5, 5.5))
+    c.output(decomposed_layernorm(c, x, 256, 1e-12))
+    c.expect("ln_add_eps", "underflow")
+    return c
+
+
+def underflow_tiny_weights():
+    c = Case("underflow_tiny_weights",
+             "A MatMul whose weights are all about 1e-9: below FP16's smallest subnormal (6e-8), they "
+             "all flush to zero.",
+             "heavily decayed or pruned layers; weights stored in the wrong unit")
+    x = c.input("x", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
+    w = c.rng.uniform(0.2e-9, 2e-9, (64, 16)) * c.rng.choice([-1, 1], (64, 16))
+    y = c.node("MatMul", "tiny_matmul", [x, c.init("tiny_w", w)])
+    c.output(c.node("Add", "bias_add", [y, c.init("bias", c.rng.normal(0, 0.1, 16))]))
+    c.expect("tiny_matmul", "underflow")
+    return c
+
+
+def nonfinite_inf_clip():
+    c = Case("nonfinite_inf_clip",
+             "Clip(x, 0, +inf) with the bounds as Constant nodes: an infinite constant.",
+             "torch.clamp(x, min=0, max=float('inf')) exported as Clip with Constant inputs")
+    x = c.input("x", [1, 64], -10, 10, c.rng.normal(0, 3, (1, 64)).clip(-9, 9))
+    lo = c.const("clip_min", 0.0)
+    hi = c.const("clip_max_inf", np.inf)
+    c.output(c.node("Clip", "clamp", [x, lo, hi]))
+    c.expect("clip_max_inf", "non-finite-constant")
+    return c
+
+
+def attention_f32min_mask():
+    c = Case("attention_f32min_mask",
+             "BERT-style extended attention mask: (1 - mask) * float32 min, added to the logits "
+             "before Softmax. The fill value is beyond FP16's range.",
+             "HF transformers get_extended_attention_mask: (1.0 - mask) * torch.finfo(float32).min")
+    logits = c.input("logits", [1, 4, 16, 16], -20, 20, c.rng.normal(0, 3, (1, 4, 16, 16)).clip(-15, 15))
+    m = np.ones((1, 1, 1, 16))
+    m[..., 12:] = 0  # right padding: the last 4 tokens are masked
+    mask = c.input("attention_mask", [1, 1, 1, 16], 0, 1, m)
+    inv = c.node("Sub", "mask_invert", [c.init("mask_one", 1.0), mask])
+    fill = c.const("mask_fill_value", F32_MIN)
+    add = c.node("Mul", "mask_scale", [inv, fill])
+    s = c.node("Add", "mask_add", [logits, add])
+    c.output(c.node("Softmax", "attn_softmax", [s], axis=-1))
+    c.expect("mask_fill_value", "non-finite-constant")
+    return c
+
+
+def causal_mask_initializer():
+    c = Case("causal_mask_initializer",
+             "A causal mask stored as an initializer, float32 min above the diagonal, added to the "
+             "logits: reported at its first consumer.",
+             "GPT-style decoders exported with the causal mask folded into a constant")
+    logits = c.input("logits", [1, 4, 16, 16], -20, 20, c.rng.normal(0, 3, (1, 4, 16, 16)).clip(-15, 15))
+    mask = np.triu(np.full((16, 16), F32_MIN, np.float32), k=1).reshape(1, 1, 16, 16)
+    s = c.node("Add", "causal_mask_add", [logits, c.init("causal_mask", mask)])
+    c.output(c.node("Softmax", "causal_softmax", [s], axis=-1))
+    c.expect("causal_mask_add", "non-finite-constant")
+    return c
+
+
+def division_by_zero_relu():
+    c = Case("division_by_zero_relu",
+             "x / (Relu(y) + 1e-12): in FP16 the epsilon is 0, and Relu gives exact zeros, so the Div "
+             "divides by 0.",
+             "'safe' divisions guarded by a float32-sized epsilon (normalisers, ratios, gates)")
+    x = c.input("x", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
+    y = c.input("y", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
+    r = c.node("Relu", "y_relu", [y])
+    d = c.node("Add", "eps_add", [r, c.init("eps", 1e-12)])
+    c.output(c.node("Div", "ratio_div", [x, d]))
+    c.expect("ratio_div", "division-by-zero")
+    c.expect("eps_add", "underflow")
+    c.witness("y_relu_out", "has_zero", 0, "the sample's divisor is exactly eps, 0 in FP16")
+    return c
+
+
+def precision_softmax_large():
+    c = Case("precision_softmax_large",
+             "Softmax over logits near 10000: FP16's spacing there is 8, so differences below 8 "
+             "vanish and the probabilities change completely.",
+             "unscaled or temperature-less logits (energy-based scores, retrieval similarities)")
+    x = 9500 + c.rng.normal(0, 150, (1, 8, 32))
+    x = c.input("scores", [1, 8, 32], -12000, 12000, x.clip(9000, 10000))
+    c.output(c.node("Softmax", "big_softmax", [x], axis=-1))
+    c.expect("big_softmax", "precision-loss")
+    c.witness("scores", "absmax_gt", 8192.0, "inputs where FP16's spacing is 8")
+    return c
+
+
+def precision_cumsum_long():
+    c = Case("precision_cumsum_long",
+             "Position ids as CumSum(mask) - 1 over 4096 tokens in FP16: the range (<= 4096) fits, but "
+             "past 2048 a running sum of ones stops counting.",
+             "HF position_ids = attention_mask.cumsum(-1) - 1 computed in the activation dtype")
+    m = np.ones((1, 4096))
+    m[:, 3500:] = 0
+    mask = c.input("attention_mask", [1, 4096], 0, 1, m)
+    cs = c.node("CumSum", "position_cumsum", [mask, c.i64("cumsum_axis", 1)])
+    c.output(c.node("Sub", "position_sub_one", [cs, c.init("one", 1.0)]))
+    c.expect("position_cumsum", "precision-loss")
+    c.witness("position_cumsum_out", "absmax_gt", 2048.0, "the running sum passes 2048")
+    return c
+
+
+def prefix_sum_cancel():
+    c = Case("prefix_sum_cancel",
+             "Sliding-window sums as the difference of two prefix sums over 4096 steps: each prefix "
+             "sum reaches ~2000-4096 (FP16 spacing 2-4), the window sum is their small difference.",
+             "moving averages and box filters written with cumsum (signal processing, NAFNet)")
+    x = c.input("x", [1, 4096], 0, 1, c.rng.uniform(0.3, 1, (1, 4096)))  # mean 0.65: sums to ~2660
+    cs = c.node("CumSum", "prefix_cumsum", [x, c.i64("cumsum_axis", 1)])
+    axes = c.i64("slice_axes", [1])
+    hi = c.node("Slice", "window_hi", [cs, c.i64("hi_starts", [256]), c.i64("hi_ends", [4096]), axes])
+    lo = c.node("Slice", "window_lo", [cs, c.i64("lo_starts", [0]), c.i64("lo_ends", [3840]), axes])
+    d = c.node("Sub", "window_sub", [hi, lo])
+    c.output(c.node("Div", "window_mean", [d, c.init("window", 256.0)]))
+    c.expect("prefix_cumsum", "precision-loss")
+    c.expect("window_sub", "precision-loss")
+    c.witness("prefix_cumsum_out", "absmax_gt", 2048.0, "prefix sums where FP16's spacing is >= 2")
+    return c
+
+
+def shape_math_resize_sizes():
+    c = Case("shape_math_resize_sizes",
+             "Float shape arithmetic: Shape -> Cast(float) -> Mul 1.5 -> Cast(int64) -> Concat -> "
+             "Resize sizes. In FP16 the product rounds (e.g. 2049 * 1.5), giving a wrong size.",
+             "F.interpolate(x, scale_factor=1.5) traced with dynamic shapes; YOLO/FPN upsamplers")
+    # Dynamic height and width, as exported with dynamic_axes: the shape math really runs at run time.
+    x = c.input("x", [1, 3, "height", "width"], 0, 1, smooth_image(c.rng, (1, 3, 32, 32), 0.5, 0.3).clip(0, 1))
+    shp = c.node("Shape", "x_shape", [x])
+    hw = c.node("Slice", "hw_slice", [shp, c.i64("hw_starts", [2]), c.i64("hw_ends", [4])])
+    nc = c.node("Slice", "nc_slice", [shp, c.i64("nc_starts", [0]), c.i64("nc_ends", [2])])
+    hwf = c.node("Cast", "hw_to_float", [hw], to=TensorProto.FLOAT)
+    hws = c.node("Mul", "hw_scale", [hwf, c.init("scale_factor", 1.5)])
+    hwi = c.node("Cast", "hw_to_int", [hws], to=TensorProto.INT64)
+    sizes = c.node("Concat", "sizes_concat", [nc, hwi], axis=0)
+    c.output(c.node("Resize", "upsample", [x, "", "", sizes], mode="nearest"))
+    c.expect("hw_scale", "must-stay-fp32")
+    return c
+
+
+def shape_math_reshape():
+    c = Case("shape_math_reshape",
+             "Float shape arithmetic feeding Reshape: Shape -> Gather -> Cast(float) -> Mul 0.5 -> "
+             "Floor -> Cast(int64) -> Concat -> Reshape.",
+             "scripted models computing int(w * 0.5) in float (pixel shuffle, patch splitting)")
+    x = c.input("x", [1, 8, "width"], -1, 1, c.rng.uniform(-1, 1, (1, 8, 16)))
+    shp = c.node("Shape", "x_shape", [x])
+    w = c.node("Gather", "w_gather", [shp, c.i64("w_index", 2)], axis=0)
+    wf = c.node("Cast", "w_to_float", [w], to=TensorProto.FLOAT)
+    wh = c.node("Mul", "w_half", [wf, c.init("half", 0.5)])
+    wfl = c.node("Floor", "w_floor", [wh])
+    wi = c.node("Cast", "w_to_int", [wfl], to=TensorProto.INT64)
+    wu = c.node("Unsqueeze", "w_unsqueeze", [wi, c.i64("unsqueeze_axes", [0])])
+    target = c.node("Concat", "target_concat", [c.i64("lead_dims", [1, -1]), wu], axis=0)
+    c.output(c.node("Reshape", "x_reshape", [x, target]), [1, "rows", "half_width"])
+    c.expect("w_half", "must-stay-fp32")
+    return c
+
+
+def shape_math_static_inexact():
+    c = Case("shape_math_static_inexact",
+             "Float shape arithmetic on a static length of 2049 frames: Cast(float) -> Mul 1.5 -> "
+             "Cast(int64) -> Resize sizes. FP32 gives 3073; in FP16 2049 rounds to 2048 and the size "
+             "becomes 3072. Static shapes do not make the chain harmless.",
+             "audio/spectrogram upsamplers exported with fixed lengths (2049 = n_fft/2 + 1 bins)")
+    x = c.input("spec", [1, 80, 2049], -10, 10, c.rng.normal(-4, 2, (1, 80, 2049)).clip(-10, 10))
+    shp = c.node("Shape", "spec_shape", [x])
+    n = c.node("Slice", "len_slice", [shp, c.i64("len_starts", [2]), c.i64("len_ends", [3])])
+    lead = c.node("Slice", "lead_slice", [shp, c.i64("lead_starts", [0]), c.i64("lead_ends", [2])])
+    nf = c.node("Cast", "len_to_float", [n], to=TensorProto.FLOAT)
+    ns = c.node("Mul", "len_scale", [nf, c.init("scale_factor", 1.5)])
+    ni = c.node("Cast", "len_to_int", [ns], to=TensorProto.INT64)
+    sizes = c.node("Concat", "sizes_concat", [lead, ni], axis=0)
+    c.output(c.node("Resize", "stretch", [x, "", "", sizes], mode="nearest"))
+    c.expect("len_scale", "must-stay-fp32")
+    c.witness("len_to_float_out", "absmax_gt", 2048.0, "a length FP16 cannot hold exactly (2049)")
+    return c
+
+
+def resize_scales_runtime():
+    c = Case("resize_scales_runtime",
+             "Resize scales computed at runtime in float: Cast(Shape(ref)) / Cast(Shape(x)). FP16 "
+             "scales round (1/3 steps, odd sizes) and give the wrong output size.",
+             "FPN/U-Net 'upsample to the skip connection's size' exported with dynamic shapes")
+    x = c.input("x", [1, 8, "h", "w"], 0, 1, c.rng.uniform(0, 1, (1, 8, 16, 16)))
+    ref = c.input("ref", [1, 8, "ref_h", "ref_w"], 0, 1, c.rng.uniform(0, 1, (1, 8, 32, 32)))
+    rs = c.node("Cast", "ref_shape_f", [c.node("Shape", "ref_shape", [ref])], to=TensorProto.FLOAT)
+    xs = c.node("Cast", "x_shape_f", [c.node("Shape", "x_shape", [x])], to=TensorProto.FLOAT)
+    scales = c.node("Div", "scales_div", [rs, xs])
+    up = c.node("Resize", "fpn_resize", [x, "", scales], mode="nearest")
+    c.output(c.node("Add", "fpn_add", [up, ref]))
+    c.expect("scales_div", "must-stay-fp32")
+    return c
+
+
+def integral_image_nafnet():
+    c = Case("integral_image_nafnet",
+             "NAFNet's integral-image local average on a [0, 255] image: CumSum over W then H reaches "
+             "32 * 32 * 255 = 261120.",
+             "NAFNet/HINet test-time local converter (basicsr local_arch.py AvgPool2d)")
+    img = smooth_image(c.rng, (1, 3, 32, 32), 100, 60).clip(0, 255)
+    x = c.input("image", [1, 3, 32, 32], 0, 255, img)
+    c.output(integral_image_avg(c, x, 8))
+    c.expect("cumsum_h", "overflow")  # cumsum_w peaks at 32 * 255 = 8160; Pad and Slices only cascade
+    c.witness("cumsum_h_out", "absmax_gt", FP16_MAX, "a 32x32 image of mean ~100 sums to ~100000")
+    return c
+
+
+def integral_image_features():
+    c = Case("integral_image_features",
+             "The same integral image on a post-ReLU feature map in [0, 4], 64x64: the range fits "
+             "(<= 16384) but the prefix sums reach thousands (FP16 spacing 4-16) while the window "
+             "sums are their small differences.",
+             "NAFNet's local average applied to features (the SCA pooling at inference)")
+    f = np.maximum(c.rng.normal(1.0, 1.0, (1, 4, 64, 64)), 0).clip(0, 4)
+    x = c.input("features", [1, 4, 64, 64], 0, 4, f)
+    c.output(integral_image_avg(c, x, 8))
+    c.expect("cumsum_h", "precision-loss")
+    c.expect("minus_s2", "precision-loss")
+    c.expect("minus_s3", "precision-loss")
+    c.witness("cumsum_h_out", "absmax_gt", 2048.0, "prefix sums where FP16's spacing is >= 2")
+    return c
+
+
+def layernorm_outliers():
+    c = Case("layernorm_outliers",
+             "Decomposed LayerNorm on hidden states with outlier channels (+-3000): (x - mean)^2 "
+             "passes 65504 at the Pow.",
+             "LLM 'massive activations' (OPT, LLaMA, BERT outlier dimensions) through an exported "
+             "ReduceMean/Pow/Sqrt LayerNorm")
+    h = c.rng.normal(0, 1, (1, 16, 256))
+    h[..., 17] = 2200 + c.rng.normal(0, 100, (1, 16))   # two outlier channels, every token
+    h[..., 201] = -1800 + c.rng.normal(0, 100, (1, 16))
+    x = c.input("hidden", [1, 16, 256], -3000, 3000, h.clip(-2900, 2900))
+    c.output(decomposed_layernorm(c, x, 256, 1e-5))
+    c.expect("ln_pow", "overflow")
+    c.witness("ln_pow_out", "absmax_gt", FP16_MAX, "2200^2 on the sample")
+    return c
+
+
+def conv_chain_no_norm():
+    c = Case("conv_chain_no_norm",
+             "8 Conv+ReLU layers without normalisation, each filter summing to 4.75: activations grow "
+             "~4.75x per layer and pass 65504 at the 8th conv (the 7th stays at 4.75^7 = 55000).",
+             "normalisation-free nets (VDSR-style, early SR/denoisers, Fixup/SkipInit nets)")
+    g = 4.75
+    img = smooth_image(c.rng, (1, 3, 32, 32), 0.3, 0.2).clip(0, 1)
+    t = c.input("image", [1, 3, 32, 32], 0, 1, img)
+    cin = 3
+    for i in range(1, 9):
+        w = c.rng.uniform(0.6, 1.4, (8, cin, 3, 3))
+        w = w / w.sum(axis=(1, 2, 3), keepdims=True) * g  # every output channel gains exactly g
+        t = c.node("Conv", f"conv{i}", [t, c.init(f"conv{i}_w", w)], pads=[1, 1, 1, 1])
+        t = c.node("Relu", f"relu{i}", [t])
+        cin = 8
+    c.output(t)
+    c.expect("conv8", "overflow")
+    c.witness("conv8_out", "absmax_gt", FP16_MAX, "the sample grows past FP16's max at conv8")
+    c.witness("conv7_out", "absmax_lt", FP16_MAX / 2, "and not before, even with the margin of 2")
+    return c
+
+
+def attention_logits_scaled_after():
+    c = Case("attention_logits_scaled_after",
+             "MatMul(Q, K^T) then Mul by 1/sqrt(128): the product overflows before the scale brings "
+             "it back.",
+             "attention exported as (q @ k.T) * scale instead of (q * scale) @ k.T; attention sinks "
+             "with massive activations")
+    s = c.rng.choice([-1.0, 1.0], 128)
+    q = c.rng.normal(0, 1, (1, 4, 16, 128))
+    k = c.rng.normal(0, 1, (1, 4, 16, 128))
+    q[:, :, 0, :] += 26 * s  # the first token aligned in q and k: 128 * 26^2 = 86528
+    k[:, :, 0, :] += 26 * s
+    q = c.input("q", [1, 4, 16, 128], -64, 64, q)
+    k = c.input("k", [1, 4, 16, 128], -64, 64, k)
+    v = c.input("v", [1, 4, 16, 128], -64, 64, c.rng.normal(0, 1, (1, 4, 16, 128)))
+    kt = c.node("Transpose", "k_transpose", [k], perm=[0, 1, 3, 2])
+    qk = c.node("MatMul", "qk_matmul", [q, kt])
+    sc = c.node("Mul", "qk_scale", [qk, c.init("inv_sqrt_d", 1 / np.sqrt(128))])
+    p = c.node("Softmax", "attn_softmax", [sc], axis=-1)
+    c.output(c.node("MatMul", "attn_v_matmul", [p, v]))
+    c.expect("qk_matmul", "overflow")
+    c.witness("qk_matmul_out", "absmax_gt", FP16_MAX, "the aligned token's logit before the scale")
+    return c
+
+
+def l2norm_reducesum():
+    c = Case("l2norm_reducesum",
+             "L2 normalisation x / Sqrt(ReduceSum(x * x)) on a 512-d embedding: the sum of squares "
+             "passes 65504.",
+             "face/CLIP embedding heads and F.normalize written out by hand")
+    x = c.input("x", [1, 512], -100, 100, c.rng.normal(0, 20, (1, 512)).clip(-90, 90))
+    sq = c.node("Mul", "sq_mul", [x, x])
+    ss = c.node("ReduceSum", "sumsq_reduce", [sq, c.i64("sum_axes", [1])], keepdims=1)
+    n = c.node("Sqrt", "norm_sqrt", [ss])
+    c.output(c.node("Div", "l2_div", [x, n]))
+    c.expect("sumsq_reduce", "overflow")  # sq_mul peaks at 10000: the sum is the first to overflow
+    c.witness("sumsq_reduce_out", "absmax_gt", FP16_MAX, "512 * 20^2 on the sample")
+    return c
+
+
+def softplus_exp_log():
+    c = Case("softplus_exp_log",
+             "Softplus written as Log(Add(Exp(x), 1)): Exp's output passes 65504 above x = 11.09.",
+             "hand-written softplus/Mish/log-sum-exp in exported models")
+    x = c.input("x", [1, 256], -30, 30, c.rng.normal(0, 5, (1, 256)).clip(-25, 25))
+    e = c.node("Exp", "sp_exp", [x])
+    a = c.node("Add", "sp_add_one", [e, c.init("one", 1.0)])
+    c.output(c.node("Log", "sp_log", [a]))
+    c.expect("sp_exp", "overflow")
+    c.witness("sp_exp_out", "absmax_gt", FP16_MAX, "exp of the sample's largest value")
+    return c
+
+
+def control_conv_bn_relu():
+    c = Case("control_conv_bn_relu",
+             "Negative control: 4 Conv-BatchNorm-ReLU blocks (He-initialised, BN statistics fitted to "
+             "real activations) and a GAP + Gemm classifier, image in [0, 1].",
+             "ResNet/VGG-style classifiers", negative_control=True)
+    img = smooth_image(c.rng, (1, 3, 32, 32), 0.45, 0.25).clip(0, 1)
+    # BN statistics come from a batch of images like the sample, so BN really normalises.
+    batch = np.concatenate([smooth_image(c.rng, (1, 3, 32, 32), c.rng.uniform(0.3, 0.6), 0.25).clip(0, 1)
+                            for _ in range(8)] + [img])
+    t = c.input("image", [1, 3, 32, 32], 0, 1, img)
+    act = batch
+    cin = 3
+    for i, (cout, stride) in enumerate([(16, 1), (32, 2), (32, 1), (64, 2)], 1):
+        w = he_normal(c.rng, cout, cin)
+        z = conv2d(act, w, stride=stride)
+        mean, var = z.mean(axis=(0, 2, 3)), z.var(axis=(0, 2, 3))
+        gamma, beta = c.rng.uniform(0.8, 1.2, cout), c.rng.normal(0, 0.1, cout)
+        t = c.node("Conv", f"conv{i}", [t, c.init(f"conv{i}_w", w)], pads=[1, 1, 1, 1], strides=[stride, stride])
+        t = c.node("BatchNormalization", f"bn{i}",
+                   [t, c.init(f"bn{i}_scale", gamma), c.init(f"bn{i}_bias", beta),
+                    c.init(f"bn{i}_mean", mean), c.init(f"bn{i}_var", var)], epsilon=1e-5)
+        t = c.node("Relu", f"relu{i}", [t])
+        act = np.maximum((z - mean.reshape(1, -1, 1, 1)) / np.sqrt(var.reshape(1, -1, 1, 1) + 1e-5)
+                         * gamma.reshape(1, -1, 1, 1) + beta.reshape(1, -1, 1, 1), 0)
+        cin = cout
+    t = c.node("GlobalAveragePool", "gap", [t])
+    t = c.node("Flatten", "flatten", [t], axis=1)
+    fc_w = c.rng.normal(0, np.sqrt(1 / 64), (10, 64))
+    c.output(c.node("Gemm", "fc", [t, c.init("fc_w", fc_w), c.init("fc_b", np.zeros(10))], transB=1))
+    return c
+
+
+def control_conv_clip_conv():
+    c = Case("control_conv_clip_conv",
+             "Negative control: Conv -> Clip(0, 6) (ReLU6) -> Conv, image in [0, 1].",
+             "MobileNet v1/v2 blocks", negative_control=True)
+    img = smooth_image(c.rng, (1, 3, 32, 32), 0.5, 0.25).clip(0, 1)
+    t = c.input("image", [1, 3, 32, 32], 0, 1, img)
+    t = c.node("Conv", "conv1", [t, c.init("conv1_w", he_normal(c.rng, 16, 3)),
+                                 c.init("conv1_b", c.rng.normal(0, 0.1, 16))], pads=[1, 1, 1, 1])
+    t = c.node("Clip", "relu6", [t, c.init("clip_min", 0.0), c.init("clip_max", 6.0)])
+    c.output(c.node("Conv", "conv2", [t, c.init("conv2_w", he_normal(c.rng, 16, 16)),
+                                      c.init("conv2_b", c.rng.normal(0, 0.1, 16))], pads=[1, 1, 1, 1]))
+    return c
+
+
+CASES = [
+    overflow_mul_const, gelu_tanh_pow,
+    internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
+    layernorm_eps_1e12, underflow_tiny_weights,
+    nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer,
+    division_by_zero_relu,
+    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel,
+    shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
+    integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm,
+    attention_logits_scaled_after, l2norm_reducesum, softplus_exp_log,
+    control_conv_bn_relu, control_conv_clip_conv,
+]
+
+KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
+         "precision-loss", "must-stay-fp32"}
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit("usage: make_cases.py OUTDIR [CASE...]")
+    outdir, only = argv[1], set(argv[2:])
+    os.makedirs(outdir, exist_ok=True)
+    manifest = []
+    for make in CASES:
+        if only and make.__name__ not in only:
+            continue
+        c = make()
+        assert c.name == make.__name__, c.name
+        assert c.negative_control == (not c.expected), c.name
+        assert all(k in KINDS for _, k in c.expected), c.name
+        m = c.model()
+        onnx.save(m, os.path.join(outdir, c.name + ".onnx"))
+        data = os.path.join(outdir, c.name + ".data")
+        os.makedirs(data, exist_ok=True)
+        for i, t in enumerate(c.samples):
+            with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
+                f.write(t.SerializeToString())
+        manifest.append({"name": c.name, "model": c.name + ".onnx", "data": c.name + ".data",
+                         "input_ranges": c.ranges, "expected": c.expected,
+                         "negative_control": c.negative_control, "description": c.description,
+                         "origin": c.origin, "witnesses": c.witnesses})
+    if only and len(manifest) != len(only):
+        sys.exit(f"make_cases.py: unknown case in {sorted(only)}")
+    with open(os.path.join(outdir, "cases.json"), "w") as f:
+        json.dump({"format": "halfguard-pathology", "version": 1, "cases": manifest}, f, indent=1)
+        f.write("\n")
+    print(f"{len(manifest)} cases written to {outdir}")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
