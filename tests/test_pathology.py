@@ -1,0 +1,150 @@
+#!/usr/bin/python3
+"""The FP16 pathology suite (tests/pathology/) through `halfguard check`.
+
+Usage: test_pathology.py HALFGUARD OUTDIR [CASE...]
+
+Generates the cases into OUTDIR with tests/pathology/make_cases.py, then for every case:
+  - confirms the hazard is real on the calibration sample: `halfguard run --mark-all` and the case's
+    witnesses (e.g. the overflowing tensor really passes 65504), so a loosened sample cannot make a
+    case vacuous;
+  - runs `halfguard check MODEL --format json --no-config --input-range ...` without calibration and
+    with `--calib CASE.data`; every expected [node, kind] must be reported both times; an overflow
+    must say "source": "static" without calibration and "calibration" with it (every tensor has
+    statistics then);
+  - a negative control must be clean with calibration; without it, its count is printed only.
+Hazards beyond the expected ones are listed as notes, not failures. Prints one line per case and
+`N passed, M failed`; exits 1 on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check_witnesses(hg, outdir, case, errors):
+    if not case["witnesses"]:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, _, err = run([hg, "run", os.path.join(outdir, case["model"]), "--data",
+                          os.path.join(outdir, case["data"]), "-o", tmp, "--mark-all", "--format", "npy"])
+        if rc != 0:
+            errors.append(f"halfguard run failed ({rc}): {err.strip()}")
+            return
+        with open(os.path.join(tmp, "index.json")) as f:
+            index = json.load(f)
+        for w in case["witnesses"]:
+            if w["value"] not in index:
+                errors.append(f"witness: run wrote no '{w['value']}'")
+                continue
+            v = np.load(os.path.join(tmp, index[w["value"]]["file"])).astype(np.float64)
+            absmax = float(np.max(np.abs(v)))
+            ok = {"absmax_gt": lambda: absmax > w["limit"],
+                  "absmax_lt": lambda: absmax < w["limit"],
+                  "max_gt": lambda: float(np.max(v)) > w["limit"],
+                  "has_zero": lambda: bool(np.any(v == 0))}[w["check"]]()
+            if not ok:
+                errors.append(f"witness: {w['value']} {w['check']} {w['limit']:g} does not hold "
+                              f"(absmax {absmax:.4g}, max {float(np.max(v)):.4g}): {w['why']}")
+
+
+def check_json(hg, outdir, case, calib, errors):
+    """Run check; the model's unsuppressed hazards, or None when the run itself failed."""
+    args = [hg, "check", os.path.join(outdir, case["model"]), "--format", "json", "--no-config"]
+    for r in case["input_ranges"]:
+        args += ["--input-range", r]
+    if calib:
+        args += ["--calib", os.path.join(outdir, case["data"])]
+    tag = "calib" if calib else "static"
+    rc, out, err = run(args)
+    if rc not in (0, 1):
+        errors.append(f"[{tag}] check exited {rc}: {err.strip()}")
+        return None
+    try:
+        doc = json.loads(out)
+        model = doc["models"][0]
+        hazards = [h for h in model["hazards"] if h.get("suppressed") is None]
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        errors.append(f"[{tag}] unreadable JSON ({e}): {out[:200]!r}")
+        return None
+    if rc != (1 if hazards else 0) or doc["hazards"] != len(hazards):
+        errors.append(f"[{tag}] exit {rc} and count {doc['hazards']} disagree with {len(hazards)} hazards")
+    if model.get("unranged_inputs"):
+        errors.append(f"[{tag}] inputs reported without a range: {model['unranged_inputs']}")
+    return hazards
+
+
+def check_case(hg, outdir, case):
+    """(errors, notes) of one case."""
+    errors, notes = [], []
+    check_witnesses(hg, outdir, case, errors)
+    counts = {}
+    for calib in (False, True):
+        tag = "calib" if calib else "static"
+        hazards = check_json(hg, outdir, case, calib, errors)
+        if hazards is None:
+            continue
+        counts[tag] = len(hazards)
+        found = {(h["node"], h["kind"]): h for h in hazards}
+        for node, kind in case["expected"]:
+            h = found.get((node, kind))
+            if h is None:
+                near = sorted(f"{n}/{k}" for n, k in found if n == node or k == kind)
+                errors.append(f"[{tag}] missing {kind} at '{node}'"
+                              + (f" (reported: {', '.join(near)})" if near else ""))
+                continue
+            if kind == "overflow":
+                want = "calibration" if calib else "static"
+                if h.get("source") != want:
+                    errors.append(f"[{tag}] overflow at '{node}': source {h.get('source')!r}, want {want!r}")
+                if calib and h.get("observed") is None:
+                    errors.append(f"[{tag}] overflow at '{node}': no observed range with --calib")
+        expected = {tuple(e) for e in case["expected"]}
+        extra = [f"{h['node']}/{h['kind']}" for h in hazards if (h["node"], h["kind"]) not in expected]
+        if case["negative_control"] and calib and hazards:
+            errors.append(f"[calib] control reports {len(hazards)} hazards: {', '.join(extra)}")
+        elif extra:
+            notes.append(f"[{tag}] also reported: {', '.join(extra)}")
+    return errors, notes, counts
+
+
+def main(argv):
+    if len(argv) < 3:
+        sys.exit("usage: test_pathology.py HALFGUARD OUTDIR [CASE...]")
+    hg, outdir, only = argv[1], argv[2], argv[3:]
+    gen = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), outdir, *only])
+    if gen.returncode != 0:
+        print("FAIL make_cases.py")
+        return 1
+    with open(os.path.join(outdir, "cases.json")) as f:
+        cases = json.load(f)["cases"]
+    passed = failed = 0
+    for case in cases:
+        errors, notes, counts = check_case(hg, outdir, case)
+        what = ("control" if case["negative_control"]
+                else ", ".join(f"{k} at {n}" for n, k in case["expected"]))
+        tally = f"hazards static {counts.get('static', '?')}, calib {counts.get('calib', '?')}"
+        print(f"{'PASS' if not errors else 'FAIL'} {case['name']}: {what} ({tally})")
+        for e in errors:
+            print(f"    error: {e}")
+        for n in notes:
+            print(f"    note: {n}")
+        if errors:
+            failed += 1
+        else:
+            passed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
