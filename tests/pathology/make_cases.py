@@ -477,7 +477,8 @@ def integral_image_features():
              "The same integral image on a post-ReLU feature map in [0, 4], 64x64: the range fits "
              "(<= 16384) but the prefix sums reach thousands (FP16 spacing 4-16) while the window "
              "sums are their small differences.",
-             "NAFNet's local average applied to features (the SCA pooling at inference)")
+             "NAFNet's TLC at test time: the channel attention's global pooling becomes this local "
+             "average over feature maps")
     f = np.maximum(c.rng.normal(1.0, 1.0, (1, 4, 64, 64)), 0).clip(0, 4)
     x = c.input("features", [1, 4, 64, 64], 0, 4, f)
     c.output(integral_image_avg(c, x, 8))
