@@ -127,6 +127,9 @@ def main(argv):
         return 1
     with open(os.path.join(outdir, "cases.json")) as f:
         cases = json.load(f)["cases"]
+    if not cases:
+        print("FAIL cases.json lists no case")
+        return 1
     passed = failed = 0
     for case in cases:
         errors, notes, counts = check_case(hg, outdir, case)

@@ -659,6 +659,9 @@ def main(argv):
         onnx.save(m, os.path.join(outdir, c.name + ".onnx"))
         data = os.path.join(outdir, c.name + ".data")
         os.makedirs(data, exist_ok=True)
+        for old in os.listdir(data):  # a rerun into the same OUTDIR must not keep stale inputs
+            if old.startswith("input_") and old.endswith(".pb"):
+                os.remove(os.path.join(data, old))
         for i, t in enumerate(c.samples):
             with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
                 f.write(t.SerializeToString())
