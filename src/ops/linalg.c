@@ -2739,6 +2739,56 @@ win_extent_min(const HgNode *node)
     return ks ? m : 0;
 }
 
+/* Whether every element of v is >= 0 by construction: Relu's output, or a Concat, MaxPool or
+ * reshaping of such values (a few levels deep). */
+static gboolean
+nonneg_by_construction(const HgValue *v, int depth)
+{
+    const HgNode *n = v ? v->producer : NULL;
+    if (!n || depth > 4 || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return FALSE;
+    if (!strcmp(n->op_type, "Relu"))
+        return TRUE;
+    gboolean all = !strcmp(n->op_type, "Concat");
+    if (!all && strcmp(n->op_type, "MaxPool") && strcmp(n->op_type, "Reshape") && strcmp(n->op_type, "Flatten"))
+        return FALSE;
+    for (guint i = 0; i < (all ? n->n_inputs : MIN(n->n_inputs, 1)); i++)
+        if (!nonneg_by_construction(n->inputs[i], depth + 1))
+            return FALSE;
+    return n->n_inputs > 0;
+}
+
+/* Legacy converters put a Pad of -FLT_MAX in front of a MaxPool without pads of its own, so the
+ * padded tensor's range reaches -FLT_MAX although no window is pad only. Whether that is the case
+ * for the Pad that makes x (shape xs): pads only on spatial axes, each smaller than the window
+ * (contiguous windows, no ceil_mode), so every window holds an element of the Pad's input; and that
+ * input is nonnegative by construction. Then the output is >= 0. */
+static gboolean
+pad_windows_nonneg(const HgRangeCtx *ctx, const HgValueShape *xs)
+{
+    const HgNode *pn = ctx->node->n_inputs && ctx->node->inputs[0] ? ctx->node->inputs[0]->producer : NULL;
+    if (!pn || strcmp(pn->op_type, "Pad") || (pn->domain && *pn->domain && strcmp(pn->domain, "ai.onnx")) ||
+        pn->n_inputs != 1 || !xs || xs->rank < 3 || !nonneg_by_construction(pn->inputs[0], 0))
+        return FALSE;
+    gint64 max_pad;
+    guint np = 0, nk = 0, nd = 0;
+    const gint64 *pads = hg_attr_ints(pn, "pads", &np); /* before opset 11; later ones are inputs */
+    const gint64 *ks = hg_attr_ints(ctx->node, "kernel_shape", &nk);
+    const gint64 *ds = hg_attr_ints(ctx->node, "dilations", &nd);
+    if (!pads || np != 2 * (guint)xs->rank || !ks || nk != (guint)xs->rank - 2 ||
+        win_pads(ctx->node, &max_pad) || hg_node_attr_int(ctx->node, "ceil_mode", 0))
+        return FALSE;
+    for (guint i = 0; i < nd; i++)
+        if (ds[i] != 1)
+            return FALSE;
+    for (int a = 0; a < xs->rank; a++) {
+        gint64 pb = pads[a], pe = pads[a + xs->rank], k = a >= 2 ? ks[a - 2] : 1;
+        if (pb < 0 || pe < 0 || pb >= k || pe >= k || (a < 2 && (pb || pe)) || xs->dims[a].v <= pb + pe)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 void
 hg_range_MaxPool(HgRangeCtx *ctx)
 {
@@ -2749,6 +2799,8 @@ hg_range_MaxPool(HgRangeCtx *ctx)
     gboolean pads = win_pads(ctx->node, &max_pad);
     /* a window wholly in the padding (pads at least the window) yields the -inf the padding holds */
     double lo = pads && max_pad >= win_extent_min(ctx->node) ? -INFINITY : x->lo;
+    if (ctx->node && lo < 0 && pad_windows_nonneg(ctx, ctx->shapes[0]))
+        lo = 0;
     range_copy_input(ctx, lo, x->hi, x->nan);
     if (ctx->n_outputs > 1 && ctx->outputs[1] && ctx->shapes[0]) {
         gint64 n = hg_vshape_numel(ctx->shapes[0]);

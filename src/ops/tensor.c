@@ -3563,6 +3563,29 @@ hg_range_GatherND(HgRangeCtx *ctx)
     range_move(ctx);
 }
 
+/* Whether Pad may add elements: FALSE only when every pad (the attribute before opset 11, else
+ * constant input 1) is known to be <= 0. Legacy converters emit Pad with zero pads and a -FLT_MAX
+ * value in front of MaxPool. */
+static gboolean
+pads_something(const HgRangeCtx *ctx)
+{
+    guint len = 0;
+    const gint64 *pads = hg_attr_ints(ctx->node, "pads", &len);
+    const HgArray *pv = ctx->n_inputs > 1 && ctx->values ? ctx->values[1] : NULL;
+    if (!pads && pv && pv->dtype == HG_DTYPE_INT64) {
+        for (gint64 i = 0; i < pv->numel; i++)
+            if (hg_array_get_f64(pv, i) > 0)
+                return TRUE;
+        return FALSE;
+    }
+    if (!pads || ctx->n_inputs > 1)
+        return TRUE;
+    for (guint i = 0; i < len; i++)
+        if (pads[i] > 0)
+            return TRUE;
+    return FALSE;
+}
+
 /* Constant mode adds the pad value (input 2 from opset 11, else the 'value' attribute, 0 by
  * default); reflect, edge and wrap only copy input elements. */
 void
@@ -3574,6 +3597,10 @@ hg_range_Pad(HgRangeCtx *ctx)
     g_autofree char *mode = hg_attr_string(ctx->node, "mode", "constant");
     HgRange r = *x;
     if (!strcmp(mode, "constant")) {
+        if (!pads_something(ctx)) {
+            *ctx->outputs[0] = r;
+            return;
+        }
         const HgRange *v = rin(ctx, 2);
         HgAttr *value = hg_node_attr(ctx->node, "value"); /* Pad before opset 11 */
         if (v)
