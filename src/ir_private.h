@@ -34,6 +34,13 @@ void hg_graph_note_outer_ref(HgGraph *g, HgValue *v);
 /* Call fn on each graph-valued attribute of n (not recursing). */
 void hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data);
 
+/* A tensor from the bytes of a .npy file (version 1-3, C order). */
+HgTensor *hg_npy_parse(const guint8 *d, gsize len, const char *name, GError **error);
+
+/* Write b's document to path as pretty-printed JSON. */
+typedef struct _JsonBuilder JsonBuilder;
+gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -315,6 +315,221 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- check */
+
+typedef struct {
+    GArray *ranges;           /* HgInputRangeSpec from --input-range */
+    HgStats *file_stats;      /* merged --stats files, or NULL */
+    char **calib;             /* --calib folders, or NULL */
+    char **shapes;
+    double margin, threshold; /* 0 = from the configuration, else the default */
+    HgCheckConfig *config;    /* --config, or NULL to search per model */
+    gboolean no_config, strict_lfs;
+} CheckArgs;
+
+static void
+range_spec_clear(gpointer p)
+{
+    g_free(((HgInputRangeSpec *)p)->name);
+}
+
+/* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
+static HgCheckResult *
+check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *configs, char **message)
+{
+    g_autoptr(GError) error = NULL;
+    f->file = path;
+    g_autoptr(HgModel) m = hg_model_load(path, &error);
+    if (!m && error->code == HG_ERROR_LFS && !a->strict_lfs) {
+        f->status = HG_CHECK_SKIPPED;
+        *message = g_strdup("Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)");
+        fprintf(stderr, "%s: note: %s\n", path, *message);
+        return NULL;
+    }
+    HgCheckConfig *cfg = a->config;
+    if (m && !cfg && !a->no_config) {
+        g_autofree char *cpath = hg_check_config_find(path);
+        if (cpath && !g_hash_table_lookup_extended(configs, cpath, NULL, (gpointer *)&cfg)) {
+            cfg = hg_check_config_load(cpath, &error);
+            g_hash_table_insert(configs, g_strdup(cpath), cfg);
+        }
+        if (cpath && !cfg && !error)
+            g_set_error(&error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)", cpath);
+    }
+    HgCheckResult *r = NULL;
+    if (m && !error) {
+        report_warnings(path, m);
+        g_autoptr(GArray) ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+        g_array_set_clear_func(ranges, range_spec_clear);
+        for (guint i = 0; i < a->ranges->len; i++) {
+            const HgInputRangeSpec *s = &g_array_index(a->ranges, HgInputRangeSpec, i);
+            HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
+            g_array_append_val(ranges, copy);
+        }
+        if (cfg)
+            hg_check_config_ranges(cfg, path, ranges);
+        HgStats *stats = a->file_stats;
+        g_autoptr(GHashTable) calib = NULL;
+        if (a->calib) {
+            calib = hg_stats_collect(m, (const char *const *)a->calib, 0, &error);
+            if (calib && a->file_stats)
+                hg_stats_merge(calib, a->file_stats);
+            stats = calib;
+        }
+        HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats,
+                            a->margin > 0 ? a->margin : cfg ? hg_check_config_margin(cfg) : 0,
+                            a->threshold > 0 ? a->threshold : cfg ? hg_check_config_threshold(cfg) : 0,
+                            (const char *const *)a->shapes};
+        if (!error)
+            r = hg_check(m, &o, &error);
+        if (r && cfg)
+            hg_check_config_suppress(cfg, path, r);
+    }
+    if (!r) {
+        f->status = HG_CHECK_ERROR;
+        *message = g_strdup(error->message);
+        report_error(path, error);
+        return NULL;
+    }
+    f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
+    f->result = r;
+    if (r->unranged_inputs->len) {
+        g_autofree char *names = g_strjoinv("', '", (char **)r->unranged_inputs->pdata);
+        fprintf(stderr, "%s: note: no range for input%s '%s': tensors that are unbounded for lack of %s range are not checked; "
+                "give --input-range NAME=LO:HI or a [ranges] group in .halfguard.ini\n", path,
+                r->unranged_inputs->len > 1 ? "s" : "", names, r->unranged_inputs->len > 1 ? "their" : "its");
+    }
+    return r;
+}
+
+static int
+cmd_check(int argc, char **argv)
+{
+    const Command *cmd = find_command("check");
+    char **ranges = NULL, **calib = NULL, **stats = NULL, **shapes = NULL;
+    char *format = NULL, *config = NULL;
+    double margin = 0, threshold = 0;
+    gboolean no_config = FALSE, strict_lfs = FALSE, show_suppressed = FALSE;
+    GOptionEntry entries[] = {
+        {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &ranges,
+         "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",
+         "NAME=LO:HI"},
+        {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &calib,
+         "Run the model on the inputs in DIR and use what it sees (repeatable)", "DIR"},
+        {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &stats,
+         "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)", "FILE"},
+        {"margin", 0, 0, G_OPTION_ARG_DOUBLE, &margin,
+         "Multiply observed magnitudes by M before deciding (default 2)", "M"},
+        {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &threshold,
+         "Magnitude a tensor must stay under (default 65504)", "T"},
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
+         "FORMAT"},
+        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
+         "Use FILE instead of the nearest .halfguard.ini", "FILE"},
+        {"no-config", 0, 0, G_OPTION_ARG_NONE, &no_config, "Ignore .halfguard.ini files", NULL},
+        {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
+         "A Git LFS pointer is an error, not a skipped file", NULL},
+        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
+         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable)", "NAME:DIMS"},
+        {"show-suppressed", 0, 0, G_OPTION_ARG_NONE, &show_suppressed,
+         "Also print suppressed hazards (text format)", NULL},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    g_autoptr(GError) error = NULL;
+    CheckArgs a = {g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec)), NULL, NULL, NULL, 0, 0, NULL,
+                   FALSE, FALSE};
+    g_array_set_clear_func(a.ranges, range_spec_clear);
+    g_autoptr(GHashTable) configs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                          (GDestroyNotify)hg_check_config_free);
+    g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
+    g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_free);
+    g_autofree HgCheckFile *files = NULL;
+    const char *fmt, *usage;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        goto out;
+    fmt = format ? format : "text";
+    usage = argc < 2 ? "no input model"
+                        : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
+                            ? "--format must be text, json or sarif"
+                        : margin < 0 || threshold < 0 ? "--margin and --threshold must be positive"
+                        : config && no_config ? "give --config or --no-config, not both"
+                                              : NULL;
+    for (guint i = 0; !usage && ranges && ranges[i]; i++) {
+        HgInputRangeSpec s;
+        if (!hg_input_range_parse(ranges[i], &s, &error)) {
+            usage = error->message;
+            break;
+        }
+        g_array_append_val(a.ranges, s);
+    }
+    if (usage) {
+        fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    for (guint i = 0; stats && stats[i]; i++) {
+        HgStats *st = hg_stats_load(stats[i], &error);
+        if (!st) {
+            report_error(NULL, error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+        if (a.file_stats) {
+            hg_stats_merge(a.file_stats, st);
+            g_hash_table_unref(st);
+        } else {
+            a.file_stats = st;
+        }
+    }
+    if (config && !(a.config = hg_check_config_load(config, &error))) {
+        report_error(NULL, error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    a.calib = calib;
+    a.shapes = shapes;
+    a.margin = margin;
+    a.threshold = threshold;
+    a.no_config = no_config;
+    a.strict_lfs = strict_lfs;
+    files = g_new0(HgCheckFile, argc);
+    for (int i = 1; i < argc; i++) {
+        char *msg = NULL;
+        HgCheckResult *r = check_one(&a, argv[i], &files[i - 1], configs, &msg);
+        if (r)
+            g_ptr_array_add(results, r);
+        if (msg)
+            g_ptr_array_add(messages, msg);
+        files[i - 1].message = msg;
+        if (files[i - 1].status == HG_CHECK_ERROR)
+            rc = EXIT_ERROR;
+        else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK)
+            rc = EXIT_FINDINGS;
+        if (strcmp(fmt, "text") == 0) {
+            g_autofree char *text = hg_check_format_text(&files[i - 1], 1, show_suppressed);
+            fputs(text, stdout);
+        }
+    }
+    if (strcmp(fmt, "text") != 0) {
+        g_autofree char *text = strcmp(fmt, "json") == 0 ? hg_check_format_json(files, argc - 1)
+                                                         : hg_check_format_sarif(files, argc - 1);
+        fputs(text, stdout);
+    }
+out:
+    g_strfreev(ranges);
+    g_strfreev(calib);
+    g_strfreev(stats);
+    g_strfreev(shapes);
+    g_free(format);
+    g_free(config);
+    g_array_unref(a.ranges);
+    if (a.file_stats)
+        g_hash_table_unref(a.file_stats);
+    hg_check_config_free(a.config);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- help */
 
 static void print_usage(FILE *f);
@@ -336,6 +551,21 @@ cmd_help(int argc, char **argv)
 }
 
 static const Command commands[] = {
+    {"check", cmd_check, "MODEL... [--input-range NAME=LO:HI]... [--calib DIR]... [--stats FILE]...",
+     "Find FP16 hazards statically (and with calibration); exit 1 if any.",
+     "Infers shapes and sound value intervals for every tensor from the input ranges, the weights and\n"
+     "each op's interval rule, and reports what would go wrong in FP16: overflow, internal-overflow,\n"
+     "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
+     "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
+     "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
+     "it is not checked, and a note names it.\n\n"
+     "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"
+     "margin, [ranges GLOB] input ranges, [suppress NAME] node/kind/model/reason); see the README.\n"
+     "Git LFS pointers are skipped with a note (--strict-lfs: an error).\n\n"
+     "Output: text (compiler-style lines on stdout, notes on stderr), json or sarif (SARIF 2.1.0).\n"
+     "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
+     "Example:\n  halfguard check model.onnx --input-range 'input=0:1'\n"
+     "  halfguard check models/*.onnx --calib calib/0 --format sarif > halfguard.sarif"},
     {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
      "Rewrite models through the pass pipeline and save them.",
      "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
@@ -397,6 +627,7 @@ int
 main(int argc, char **argv)
 {
     setlocale(LC_ALL, "");
+    setlocale(LC_NUMERIC, "C"); /* reports and files use '.' decimals whatever the locale */
     if (argc < 2) {
         print_usage(stderr);
         return EXIT_ERROR;

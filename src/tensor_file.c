@@ -52,8 +52,8 @@ header_value(const char *h, const char *key)
     return g_strndup(p, (gsize)(end - p));
 }
 
-static HgTensor *
-npy_parse(const guint8 *d, gsize len, const char *name, GError **error)
+HgTensor *
+hg_npy_parse(const guint8 *d, gsize len, const char *name, GError **error)
 {
     if (len < 10 || memcmp(d, "\x93NUMPY", 6) != 0) {
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a .npy file");
@@ -137,7 +137,7 @@ hg_tensor_load_file(const char *path, GError **error)
     if (g_str_has_suffix(path, ".npy")) {
         g_autofree char *base = g_path_get_basename(path);
         base[strlen(base) - 4] = '\0';
-        return npy_parse((const guint8 *)data, len, base, error);
+        return hg_npy_parse((const guint8 *)data, len, base, error);
     }
     return hg_tensor_load_pb(data, len, error);
 }

@@ -2,6 +2,7 @@
 #ifndef HALFGUARD_H
 #define HALFGUARD_H
 
+#include <halfguard/check.h>
 #include <halfguard/ir.h>
 #include <halfguard/io.h>
 #include <halfguard/pass.h>

@@ -1,0 +1,148 @@
+/* halfguard: FP16 hazards, found by interval analysis and (optionally) calibration.
+ *
+ * hg_check() infers shapes and sound value intervals for a model's main graph, refines the decisions
+ * with calibration statistics where given (observed range times a margin), and lists every FP16
+ * hazard: the node, the kind, the bound and where it came from, and what `convert` does about it.
+ * `halfguard check` prints the list as text, JSON or SARIF; README.md documents the formats.
+ */
+#ifndef HALFGUARD_CHECK_H
+#define HALFGUARD_CHECK_H
+
+#include <halfguard/ir.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+    HG_HAZARD_OVERFLOW,          /* a tensor can pass the threshold (65504) in FP16 */
+    HG_HAZARD_INTERNAL_OVERFLOW, /* an accumulator or intermediate inside one op can */
+    HG_HAZARD_UNDERFLOW,         /* an epsilon or divisor below FP16's normal range; weights that flush */
+    HG_HAZARD_NONFINITE_CONSTANT,/* inf/NaN constants, or constants beyond the FP16 range */
+    HG_HAZARD_DIVISION_BY_ZERO,  /* a divisor whose FP16 range reaches 0 */
+    HG_HAZARD_PRECISION_LOSS,    /* the needed spread exceeds FP16's 11 bits */
+    HG_HAZARD_MUST_STAY_FP32,    /* shape math, Resize scales, integer-valued float math */
+    HG_HAZARD_N_KINDS
+} HgHazardKind;
+
+/* "overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
+ * "precision-loss", "must-stay-fp32". */
+HG_API const char *hg_hazard_kind_name(HgHazardKind kind);
+/* The kind named name, or -1. */
+HG_API int hg_hazard_kind_from_name(const char *name);
+/* One sentence describing the kind (SARIF rule help, --help). */
+HG_API const char *hg_hazard_kind_description(HgHazardKind kind);
+
+typedef enum { HG_SOURCE_STATIC, HG_SOURCE_CALIBRATION } HgBoundSource;
+
+typedef struct {
+    HgHazardKind kind;
+    char *node;          /* the node's name ("" when the node has none) */
+    char *op;            /* its op type */
+    char *value;         /* the tensor concerned (may be NULL) */
+    char *message;       /* what can happen, e.g. "output may reach 2.1e+06" */
+    double bound;        /* the deciding magnitude (INFINITY when unbounded; NAN when not numeric) */
+    HgBoundSource source;
+    /* The static interval of value, and (has_observed) what calibration saw. */
+    double static_lo, static_hi;
+    gboolean has_observed;
+    double observed_lo, observed_hi;
+    char *action;        /* what convert does about it, e.g. "keep FP32" */
+    char *suppressed;    /* the configured reason when suppressed, else NULL */
+} HgHazard;
+
+/* Observed statistics of one tensor, from the interpreter or a stats file. */
+typedef struct {
+    int dtype;                                /* HG_DTYPE_*, HG_DTYPE_UNDEFINED when not known */
+    double min, max, absmax, min_abs_nonzero; /* NAN when no finite (nonzero) value was seen */
+    guint64 n_inf, n_nan, count;
+    guint samples;
+} HgTensorStats;
+
+/* Statistics by tensor name: name (char*) -> HgTensorStats*. */
+typedef GHashTable HgStats;
+
+/* Run m on every data folder (hg_load_feeds layout) and collect the statistics of its float tensors. */
+HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error);
+/* Read a stats file: halfguard's own (`halfguard calibrate`), or Polygraphy's --save-outputs /
+ * --save-inputs JSON (arrays as base64 .npy). */
+HG_API HgStats *hg_stats_load(const char *path, GError **error);
+/* Fold src into dst (min of mins, max of maxes, summed counts). */
+HG_API void hg_stats_merge(HgStats *dst, HgStats *src);
+/* Write stats as halfguard's stats JSON. */
+HG_API gboolean hg_stats_save(HgStats *stats, const char *path, GError **error);
+
+typedef struct {
+    char *name;          /* a graph input, or "*" for every input not named otherwise */
+    double lo, hi;
+} HgInputRangeSpec;
+
+/* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
+HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
+
+typedef struct {
+    const HgInputRangeSpec *ranges; /* n_ranges entries */
+    guint n_ranges;
+    HgStats *stats;                 /* may be NULL: static analysis only */
+    double margin;                  /* observed absmax is multiplied by this; 0 = default (2) */
+    double threshold;               /* overflow threshold; 0 = default (65504) */
+    const char *const *shapes;      /* NAME:DIMS pins as for --shapes (NULL-terminated, may be NULL) */
+} HgCheckOptions;
+
+typedef struct {
+    GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
+    GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
+    guint n_calibrated;          /* hazards' values that had statistics */
+} HgCheckResult;
+
+/* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad
+ * shape pin) or an invalid model. */
+HG_API HgCheckResult *hg_check(HgModel *m, const HgCheckOptions *opts, GError **error);
+HG_API void hg_check_result_free(HgCheckResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)
+
+/* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it): check's threshold
+ * and margin, input ranges per model glob, and suppressions by node-name glob and kind, each with a
+ * reason. Globs are matched against the model's path relative to the file's folder. */
+typedef struct HgCheckConfig HgCheckConfig;
+
+/* Load path; NULL with HG_ERROR_USAGE naming the file and line of a mistake (a suppression without a
+ * reason, an unknown kind, a bad range or number). */
+HG_API HgCheckConfig *hg_check_config_load(const char *path, GError **error);
+/* The nearest .halfguard.ini at or above the folder of model_path, or NULL (no error) when none. */
+HG_API char *hg_check_config_find(const char *model_path);
+HG_API void hg_check_config_free(HgCheckConfig *cfg);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckConfig, hg_check_config_free)
+HG_API const char *hg_check_config_path(const HgCheckConfig *cfg);
+/* [check] threshold and margin, or 0 when the file does not set them. */
+HG_API double hg_check_config_threshold(const HgCheckConfig *cfg);
+HG_API double hg_check_config_margin(const HgCheckConfig *cfg);
+/* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func) the ranges of
+ * every [ranges GLOB] group matching model_path, skipping names already present. */
+HG_API void hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray *ranges);
+/* Mark the hazards of r that a [suppress] group matching model_path covers (HgHazard.suppressed). */
+HG_API void hg_check_config_suppress(const HgCheckConfig *cfg, const char *model_path, HgCheckResult *r);
+
+/* The outcome of checking one file, for the report formats. */
+typedef enum { HG_CHECK_CLEAN, HG_CHECK_HAZARDS, HG_CHECK_SKIPPED, HG_CHECK_ERROR } HgCheckStatus;
+
+typedef struct {
+    const char *file;
+    HgCheckStatus status;
+    const char *message;        /* why skipped, or the error; else NULL */
+    const HgCheckResult *result; /* NULL unless CLEAN or HAZARDS */
+} HgCheckFile;
+
+/* Unsuppressed hazards of r. */
+HG_API guint hg_check_result_count(const HgCheckResult *r);
+/* Compiler-style lines, one per unsuppressed hazard (with_suppressed: those too, marked). */
+HG_API char *hg_check_format_text(const HgCheckFile *files, guint n, gboolean with_suppressed);
+/* The JSON report (README.md, "check --format json"). */
+HG_API char *hg_check_format_json(const HgCheckFile *files, guint n);
+/* A SARIF 2.1.0 log: one rule per hazard kind, one result per hazard. */
+HG_API char *hg_check_format_sarif(const HgCheckFile *files, guint n);
+
+#define HG_DEFAULT_MARGIN 2.0
+#define HG_DEFAULT_THRESHOLD 65504.0
+
+G_END_DECLS
+
+#endif

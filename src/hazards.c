@@ -1,0 +1,867 @@
+/* FP16 hazards: the rules that turn intervals (and calibration statistics) into findings.
+ *
+ * Each rule looks at one node with the static range of its values (src/ranges.c) and, where given,
+ * what calibration saw. A decision uses the smaller of the static bound and the observed absmax times
+ * the margin, and records which one decided. Values reachable from a graph input without a range are
+ * unbounded for lack of information, not because of the model: rules stay silent on them (the report
+ * names those inputs instead) unless calibration saw them. README.md ("Hazards") explains each rule;
+ * the constants below are the FP16 facts they rest on. */
+#include "halfguard/check.h"
+#include "halfguard/run.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/array.h"
+#include "ops/op.h"
+#include "ranges.h"
+#include "shapes.h"
+
+#define FP16_MAX 65504.0
+#define FP16_MIN_NORMAL 6.103515625e-05 /* 2^-14 */
+#define FP16_FLUSH 2.98023223876953125e-08 /* 2^-25: magnitudes at or below it round to 0 */
+#define EXP_LIMIT 11.090354888959125      /* log(65504): exp passes FP16's range above it */
+#define SOFTMAX_SPREAD 2048.0             /* FP16 spacing reaches 2 here: logits lose their units */
+#define CUMSUM_MAX_LEN 128                /* len * 2^-11 > 1/16: worst-case relative error of the sums */
+#define SMALL_NUMEL 64                    /* tensors of shape math are this small */
+
+static const struct {
+    const char *name, *description;
+} kinds[HG_HAZARD_N_KINDS] = {
+    {"overflow", "A tensor can pass the FP16 threshold (65504): stored in FP16 it becomes inf."},
+    {"internal-overflow", "An accumulator or intermediate inside one op (a reduction's sum, a sum of "
+                          "squares, exp inside Softplus) can pass FP16's range while the output fits."},
+    {"underflow", "An epsilon or divisor below FP16's normal range (6.1e-05) feeds a Div, Sqrt or "
+                  "Reciprocal, or weights flush to zero in FP16."},
+    {"non-finite-constant", "A constant holds inf or NaN, or values beyond FP16's range (such as "
+                            "float32-min mask fills) that become inf in FP16."},
+    {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
+    {"precision-loss", "The needed spread exceeds FP16's 11 bits: Softmax logits in the thousands, "
+                       "the cancellation of large prefix sums, or a long FP16 CumSum."},
+    {"must-stay-fp32", "Shape arithmetic, Resize scales or integer-valued float math: FP16 would change "
+                       "sizes or indices."},
+};
+
+const char *
+hg_hazard_kind_name(HgHazardKind kind)
+{
+    return (guint)kind < HG_HAZARD_N_KINDS ? kinds[kind].name : "unknown";
+}
+
+const char *
+hg_hazard_kind_description(HgHazardKind kind)
+{
+    return (guint)kind < HG_HAZARD_N_KINDS ? kinds[kind].description : "";
+}
+
+int
+hg_hazard_kind_from_name(const char *name)
+{
+    for (int k = 0; k < HG_HAZARD_N_KINDS; k++)
+        if (name && strcmp(name, kinds[k].name) == 0)
+            return k;
+    return -1;
+}
+
+gboolean
+hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error)
+{
+    const char *eq = strrchr(text, '=');
+    const char *colon = eq ? strchr(eq + 1, ':') : NULL;
+    char *end1 = NULL, *end2 = NULL;
+    double lo = 0, hi = 0;
+    if (colon) {
+        lo = g_ascii_strtod(eq + 1, &end1);
+        hi = g_ascii_strtod(colon + 1, &end2);
+    }
+    if (!eq || eq == text || !colon || end1 != colon || end1 == eq + 1 || *end2 || end2 == colon + 1 ||
+        isnan(lo) || isnan(hi) || lo > hi) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "bad input range '%s': expected NAME=LO:HI with LO <= HI (NAME may be *)", text);
+        return FALSE;
+    }
+    out->name = g_strndup(text, (gsize)(eq - text));
+    out->lo = lo;
+    out->hi = hi;
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- the analysis state */
+
+typedef struct {
+    HgModel *model;
+    const HgCheckOptions *opts;
+    double margin, threshold;
+    HgShapes *shapes;
+    HgRanges *ranges;
+    GHashTable *open;      /* HgValue*: depends on an input without a range */
+    GHashTable *fp32;      /* HgValue*: float values that feed shape math or FP32-only inputs */
+    GHashTable *seen_init; /* HgValue*: initializers already checked */
+    GPtrArray *hazards;
+    guint n_calibrated;
+} Check;
+
+static void
+hazard_free(gpointer p)
+{
+    HgHazard *h = p;
+    g_free(h->node);
+    g_free(h->op);
+    g_free(h->value);
+    g_free(h->message);
+    g_free(h->action);
+    g_free(h->suppressed);
+    g_free(h);
+}
+
+void
+hg_check_result_free(HgCheckResult *r)
+{
+    if (!r)
+        return;
+    g_ptr_array_unref(r->hazards);
+    g_ptr_array_unref(r->unranged_inputs);
+    g_free(r);
+}
+
+static const HgTensorStats *
+stats_of(const Check *c, const HgValue *v)
+{
+    return c->opts->stats && v ? g_hash_table_lookup(c->opts->stats, v->name) : NULL;
+}
+
+static double
+absmax(const HgRange *r)
+{
+    return MAX(fabs(r->lo), fabs(r->hi));
+}
+
+/* A deciding magnitude for v: where calibration saw v, its absmax times the margin (capped by the
+ * static bound; a value calibration saw overflow is unbounded), else the static bound. known is FALSE
+ * when v is open and unobserved. */
+typedef struct {
+    double bound;
+    HgBoundSource source;
+    gboolean known;
+    const HgTensorStats *stats;
+} Decided;
+
+static Decided
+decide(const Check *c, const HgValue *v)
+{
+    const HgRange *r = hg_ranges_get(c->ranges, v);
+    Decided d = {absmax(r), HG_SOURCE_STATIC, TRUE, stats_of(c, v)};
+    if (d.stats && (d.stats->n_inf || !isnan(d.stats->absmax))) {
+        /* Calibration decides; the static bound, being sound, caps it. */
+        double o = d.stats->n_inf ? INFINITY : d.stats->absmax * c->margin;
+        d.bound = MIN(o, d.bound);
+        d.source = HG_SOURCE_CALIBRATION;
+    } else if (!isfinite(d.bound) && g_hash_table_contains(c->open, v)) {
+        d.known = FALSE;
+    }
+    return d;
+}
+
+static HgHazard *
+add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decided d, const char *action,
+           const char *fmt, ...) G_GNUC_PRINTF(7, 8);
+
+static HgHazard *
+add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decided d, const char *action,
+           const char *fmt, ...)
+{
+    HgHazard *h = g_new0(HgHazard, 1);
+    h->kind = kind;
+    h->node = g_strdup(n && n->name ? n->name : "");
+    h->op = g_strdup(n ? n->op_type : "");
+    h->value = v ? g_strdup(v->name) : NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    h->message = g_strdup_vprintf(fmt, ap);
+    va_end(ap);
+    h->bound = d.bound;
+    h->source = d.source;
+    const HgRange *r = hg_ranges_get(c->ranges, v);
+    h->static_lo = v ? r->lo : NAN;
+    h->static_hi = v ? r->hi : NAN;
+    if (d.stats && !isnan(d.stats->min)) {
+        h->has_observed = TRUE;
+        h->observed_lo = d.stats->n_inf ? -INFINITY : d.stats->min;
+        h->observed_hi = d.stats->n_inf ? INFINITY : d.stats->max;
+        c->n_calibrated++;
+    }
+    h->action = g_strdup(action);
+    g_ptr_array_add(c->hazards, h);
+    return h;
+}
+
+/* "output may reach 2.1e+06 (static); observed 8.9e+04 (calibration) > 65504" */
+static char *
+describe_bound(const Check *c, const char *what, const HgValue *v, Decided d, double limit)
+{
+    const HgRange *r = hg_ranges_get(c->ranges, v);
+    GString *s = g_string_new(NULL);
+    double b = absmax(r);
+    if (isfinite(b))
+        g_string_append_printf(s, "%s may reach %.3g (static)", what, fabs(r->lo) > fabs(r->hi) ? r->lo : r->hi);
+    else if (g_hash_table_contains(c->open, v))
+        g_string_append_printf(s, "%s is unbounded (static: an input has no range)", what);
+    else
+        g_string_append_printf(s, "%s is unbounded (static)", what);
+    if (d.stats && d.stats->n_inf)
+        g_string_append_printf(s, "; observed inf (calibration)");
+    else if (d.stats && !isnan(d.stats->absmax)) {
+        double o = fabs(d.stats->min) > fabs(d.stats->max) ? d.stats->min : d.stats->max;
+        if (d.stats->absmax > limit || d.bound < d.stats->absmax * c->margin)
+            g_string_append_printf(s, "; observed %.3g (calibration)", o);
+        else
+            g_string_append_printf(s, "; observed %.3g (calibration), %.3g with margin %g", o,
+                                   d.stats->absmax * c->margin, c->margin);
+    }
+    g_string_append_printf(s, " > %g", limit);
+    return g_string_free(s, FALSE);
+}
+
+static gboolean
+is_float_value(const Check *c, const HgValue *v)
+{
+    if (!v)
+        return FALSE;
+    const HgValueShape *s = hg_shapes_get(c->shapes, v);
+    return hg_dtype_is_float(s->dtype);
+}
+
+/* The value of a constant input: an initializer, or what shape inference folded. New reference. */
+static HgArray *
+const_value(const Check *c, const HgValue *v)
+{
+    if (!v)
+        return NULL;
+    if (v->init)
+        return hg_array_from_tensor(v->init, NULL);
+    const HgValueShape *s = hg_shapes_get(c->shapes, v);
+    return s->value ? hg_array_ref(s->value) : NULL;
+}
+
+static gboolean
+is_constant(const Check *c, const HgValue *v)
+{
+    return v && (v->init || hg_shapes_get(c->shapes, v)->value);
+}
+
+static gboolean
+is_op(const HgNode *n, const char *op)
+{
+    return (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
+}
+
+/* ---------------------------------------------------------------- reachability */
+
+/* Values that depend on a float graph input without a range. */
+static void
+mark_open(Check *c, GPtrArray *order, GPtrArray *unranged)
+{
+    for (guint i = 0; i < c->model->graph->inputs->len; i++) {
+        HgValue *v = ((HgValueDecl *)c->model->graph->inputs->pdata[i])->value;
+        for (guint k = 0; k < unranged->len; k++)
+            if (strcmp(unranged->pdata[k], v->name) == 0)
+                g_hash_table_add(c->open, v);
+    }
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        gboolean open = FALSE;
+        for (guint k = 0; k < n->n_inputs && !open; k++)
+            open = n->inputs[k] && g_hash_table_contains(c->open, n->inputs[k]);
+        for (guint k = 0; open && k < n->n_outputs; k++)
+            if (n->outputs[k])
+                g_hash_table_add(c->open, n->outputs[k]);
+    }
+}
+
+static gboolean
+is_int_dtype(gint64 dt)
+{
+    return dt != HG_DTYPE_UNDEFINED && !hg_dtype_is_float((int)dt) && dt != HG_DTYPE_STRING;
+}
+
+/* Does every element of a folded float value survive FP16 unchanged? */
+static gboolean
+fp16_exact(const HgArray *a)
+{
+    for (gint64 i = 0; i < a->numel; i++) {
+        double x = hg_array_get_f64(a, i);
+        if (isfinite(x) && (double)hg_round_half((float)x) != x)
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* A value FP16 cannot change: an initializer (checked as a constant), or shape math that shape
+ * inference folded to values FP16 holds exactly. */
+static gboolean
+fixed_in_fp16(const Check *c, const HgValue *v)
+{
+    if (v->init)
+        return TRUE;
+    const HgArray *a = hg_shapes_get(c->shapes, v)->value;
+    return a && fp16_exact(a);
+}
+
+/* Float values that decide sizes or indices and that FP16 could change: inputs the op table keeps
+ * FP32 (Resize scales, ...) and inputs of Casts to integers, computed at run time or folded to values
+ * FP16 does not hold (2049 becomes 2048), followed back through their producers while the tensors
+ * stay as small as shape math is (or come from integers). */
+static void
+mark_fp32(Check *c, GPtrArray *order)
+{
+    GPtrArray *work = g_ptr_array_new();
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        const HgOpDef *op = hg_op_for_node(n);
+        for (guint k = 0; k < n->n_inputs; k++) {
+            HgValue *v = n->inputs[k];
+            if (!v || !is_float_value(c, v) || fixed_in_fp16(c, v))
+                continue;
+            gint64 to = is_op(n, "Cast") ? hg_node_attr_int(n, "to", 0) : HG_DTYPE_UNDEFINED;
+            gboolean sink = (op && k < 32 && (op->fp32_inputs >> k & 1)) ||
+                            (is_int_dtype(to) && to != HG_DTYPE_BOOL);
+            if (sink)
+                g_ptr_array_add(work, v);
+        }
+    }
+    while (work->len) {
+        HgValue *v = g_ptr_array_steal_index(work, work->len - 1);
+        if (g_hash_table_contains(c->fp32, v) || !v->producer || fixed_in_fp16(c, v))
+            continue;
+        const HgValueShape *s = hg_shapes_get(c->shapes, v);
+        gint64 numel = hg_vshape_numel(s);
+        HgNode *p = v->producer;
+        gboolean from_int = is_op(p, "Cast") && p->inputs[0] &&
+                            is_int_dtype(hg_shapes_get(c->shapes, p->inputs[0])->dtype);
+        if (!(numel >= 0 && numel <= SMALL_NUMEL) && !from_int)
+            continue;
+        g_hash_table_add(c->fp32, v);
+        for (guint k = 0; k < p->n_inputs; k++)
+            if (p->inputs[k] && is_float_value(c, p->inputs[k]) && !fixed_in_fp16(c, p->inputs[k]))
+                g_ptr_array_add(work, p->inputs[k]);
+    }
+    g_ptr_array_unref(work);
+}
+
+/* ---------------------------------------------------------------- rules */
+
+static const char *const KEEP_FP32 = "keep the node FP32 (assign_precision)";
+
+/* Constants: inf, NaN, magnitudes past FP16's range; nonzero values that flush to zero. */
+static void
+check_constant(Check *c, const HgNode *at, const HgValue *v, const HgArray *a, gboolean report_flush)
+{
+    if (!hg_dtype_is_float(a->dtype) || !a->numel)
+        return;
+    gint64 n_nonfinite = 0, n_big = 0, n_flush = 0, n_nonzero = 0;
+    double worst = 0, tiny = INFINITY;
+    for (gint64 i = 0; i < a->numel; i++) {
+        double x = hg_array_get_f64(a, i);
+        if (!isfinite(x)) {
+            n_nonfinite++;
+            worst = x;
+        } else if (fabs(x) > FP16_MAX) {
+            n_big++;
+            if (isfinite(worst) && fabs(x) > fabs(worst))
+                worst = x;
+        } else if (x != 0) {
+            n_nonzero++;
+            if (fabs(x) <= FP16_FLUSH)
+                n_flush++;
+            tiny = MIN(tiny, fabs(x));
+        }
+    }
+    Decided d = {fabs(worst), HG_SOURCE_STATIC, TRUE, NULL};
+    const char *what = v->init ? "initializer" : "constant";
+    if (n_nonfinite || n_big)
+        add_hazard(c, HG_HAZARD_NONFINITE_CONSTANT, at, v, d,
+                   "clamp to +-65504 where the use is an additive mask (clamp_constants); else keep "
+                   "the consumer FP32",
+                   "%s '%s' holds %" G_GINT64_FORMAT " value%s beyond FP16's range (e.g. %.3g)", what,
+                   v->name, n_nonfinite + n_big, n_nonfinite + n_big == 1 ? "" : "s", worst);
+    /* A few stray tiny weights lose nothing that matters; a tensor that largely flushes does. */
+    if (report_flush && n_flush && n_flush * 10 >= n_nonzero) {
+        Decided t = {tiny, HG_SOURCE_STATIC, TRUE, NULL};
+        add_hazard(c, HG_HAZARD_UNDERFLOW, at, v, t, "keep the consumer FP32 (assign_precision)",
+                   "%s '%s': %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " nonzero values (smallest "
+                   "%.3g) flush to zero in FP16", what, v->name, n_flush, n_nonzero, tiny);
+    }
+}
+
+/* The constant magnitude of a value all of whose elements are nonzero and below FP16's normal range
+ * (an epsilon), or 0. */
+static double
+tiny_constant(const Check *c, const HgValue *v)
+{
+    g_autoptr(HgArray) a = hg_dtype_is_float(hg_shapes_get(c->shapes, v)->dtype) ? const_value(c, v) : NULL;
+    if (!a || !a->numel || a->numel > SMALL_NUMEL)
+        return 0;
+    double m = 0;
+    for (gint64 i = 0; i < a->numel; i++) {
+        double x = fabs(hg_array_get_f64(a, i));
+        if (x == 0 || x >= FP16_MIN_NORMAL)
+            return 0;
+        m = MAX(m, x);
+    }
+    return m;
+}
+
+/* Does v flow (through Cast, Identity, reshaping) into a divisor, Sqrt, Reciprocal or a negative
+ * power? depth bounds the walk. */
+static const HgNode *
+feeds_division(const HgValue *v, int depth)
+{
+    if (!v || depth > 4)
+        return NULL;
+    for (guint u = 0; u < v->uses->len; u++) {
+        HgUse *use = &g_array_index(v->uses, HgUse, u);
+        HgNode *n = use->node;
+        if (is_op(n, "Sqrt") || is_op(n, "Reciprocal") || (is_op(n, "Div") && use->index == 1) ||
+            (is_op(n, "Pow") && use->index == 0) || is_op(n, "Log"))
+            return n;
+        if (is_op(n, "Cast") || is_op(n, "Identity") || is_op(n, "Reshape") || is_op(n, "Unsqueeze") ||
+            is_op(n, "Squeeze")) {
+            const HgNode *r = feeds_division(n->outputs[0], depth + 1);
+            if (r)
+                return r;
+        }
+    }
+    return NULL;
+}
+
+/* An Add of a tiny constant whose sum ends in a division: the epsilon of a decomposed norm. */
+static void
+check_epsilon(Check *c, const HgNode *n)
+{
+    if (!(is_op(n, "Add") || is_op(n, "Sum")) || !n->outputs[0])
+        return;
+    for (guint k = 0; k < n->n_inputs; k++) {
+        double eps = n->inputs[k] ? tiny_constant(c, n->inputs[k]) : 0;
+        const HgNode *div = eps > 0 ? feeds_division(n->outputs[0], 0) : NULL;
+        if (!div)
+            continue;
+        Decided d = {eps, HG_SOURCE_STATIC, TRUE, NULL};
+        add_hazard(c, HG_HAZARD_UNDERFLOW, n, n->inputs[k], d,
+                   "keep the epsilon inside a fused LayerNormalization (fuse_layernorm), else keep FP32",
+                   "epsilon %.3g is below FP16's normal range (6.1e-05): it %s before %s '%s'", eps,
+                   eps <= FP16_FLUSH ? "becomes 0" : "loses precision", div->op_type,
+                   div->name ? div->name : "");
+        return;
+    }
+}
+
+/* The smallest magnitude v can have, from its range (0 when it can be 0). */
+static double
+min_magnitude(const HgRange *r)
+{
+    if (r->lo > 0)
+        return MAX(r->tiny, r->lo);
+    if (r->hi < 0)
+        return MAX(r->tiny, -r->hi);
+    return 0;
+}
+
+/* Can v be 0 once stored in FP16? Its range reaches 0 or values that flush, or it is a root or copy
+ * of a sum whose epsilon flushes to 0 and whose other operand can be 0 (var + 1e-12 in FP16). */
+static gboolean
+fp16_can_be_zero(const Check *c, const HgValue *v, int depth)
+{
+    if (min_magnitude(hg_ranges_get(c->ranges, v)) <= FP16_FLUSH)
+        return TRUE;
+    const HgNode *p = v->producer;
+    if (!p || depth > 4)
+        return FALSE;
+    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") || is_op(p, "Abs"))
+        return p->inputs[0] && fp16_can_be_zero(c, p->inputs[0], depth + 1);
+    if (is_op(p, "Add") && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
+        for (guint k = 0; k < 2; k++) {
+            double eps = tiny_constant(c, p->inputs[k]);
+            if (eps > 0 && eps <= FP16_FLUSH && fp16_can_be_zero(c, p->inputs[1 - k], depth + 1))
+                return TRUE;
+        }
+    }
+    return FALSE;
+}
+
+static void
+check_divisor(Check *c, const HgNode *n)
+{
+    const HgValue *d = NULL;
+    if (is_op(n, "Div") && n->n_inputs > 1)
+        d = n->inputs[1];
+    else if (is_op(n, "Reciprocal"))
+        d = n->inputs[0];
+    if (!d || !is_float_value(c, d))
+        return;
+    const HgRange *r = hg_ranges_get(c->ranges, d);
+    double m = min_magnitude(r);
+    const HgTensorStats *s = stats_of(c, d);
+    Decided dec = {m, HG_SOURCE_STATIC, TRUE, s};
+    if (!fp16_can_be_zero(c, d, 0))
+        return;
+    if (s && !isnan(s->min)) {
+        gboolean crosses = s->min <= 0 && s->max >= 0;
+        double om = crosses ? 0 : MIN(fabs(s->min), fabs(s->max));
+        if (!isnan(s->min_abs_nonzero))
+            om = crosses ? 0 : MAX(om, s->min_abs_nonzero);
+        if (om / c->margin > FP16_FLUSH)
+            return;
+        dec.bound = om;
+        dec.source = HG_SOURCE_CALIBRATION;
+    } else if (g_hash_table_contains(c->open, d)) {
+        return;
+    }
+    if (is_constant(c, d) && m > 0)
+        return; /* a tiny constant divisor: reported as underflow */
+    add_hazard(c, HG_HAZARD_DIVISION_BY_ZERO, n, d, dec, KEEP_FP32,
+               "divisor '%s' may be 0 in FP16 (static range [%.3g, %.3g]%s%s)", d->name, r->lo, r->hi,
+               m > FP16_FLUSH ? ", once an epsilon flushes to 0" : "",
+               dec.source == HG_SOURCE_CALIBRATION ? ", observed reaching 0" : "");
+}
+
+/* Elements reduced into one output by a reduction node (its first input's shape and axes), or -1. */
+static gint64
+reduced_count(const Check *c, const HgNode *n)
+{
+    const HgValueShape *s = hg_shapes_get(c->shapes, n->inputs[0]);
+    if (s->rank < 0)
+        return -1;
+    gboolean all[HG_MAX_RANK] = {0};
+    guint len = 0;
+    const gint64 *axes = hg_attr_ints(n, "axes", &len);
+    g_autoptr(HgArray) axes_in = !axes && n->n_inputs > 1 ? const_value(c, n->inputs[1]) : NULL;
+    if (!axes && n->n_inputs > 1 && n->inputs[1] && !axes_in)
+        return -1;
+    guint n_axes = axes ? len : axes_in ? (guint)axes_in->numel : 0;
+    if (!n_axes && hg_node_attr_int(n, "noop_with_empty_axes", 0))
+        return 1;
+    for (guint i = 0; i < n_axes; i++) {
+        gint64 a = axes ? axes[i] : (gint64)hg_array_get_f64(axes_in, i);
+        if (a < 0)
+            a += s->rank;
+        if (a < 0 || a >= s->rank)
+            return -1;
+        all[a] = TRUE;
+    }
+    gint64 count = 1;
+    for (int d = 0; d < s->rank; d++) {
+        if (n_axes && !all[d])
+            continue;
+        if (s->dims[d].v < 0)
+            return -1;
+        count *= s->dims[d].v;
+    }
+    return count;
+}
+
+/* Sums inside reductions, squares inside L2 norms, exp inside Softplus. */
+static void
+check_internal(Check *c, const HgNode *n)
+{
+    const HgValue *x = n->n_inputs ? n->inputs[0] : NULL;
+    if (!x || !is_float_value(c, x))
+        return;
+    Decided d = decide(c, x);
+    if (!d.known)
+        return;
+    if (is_op(n, "Softplus") || is_op(n, "ReduceLogSumExp")) {
+        const HgRange *r = hg_ranges_get(c->ranges, x);
+        double hi = r->hi;
+        if (d.source == HG_SOURCE_CALIBRATION)
+            hi = MIN(hi, d.stats->max >= 0 ? d.stats->max * c->margin : d.stats->max);
+        if (hi > EXP_LIMIT) {
+            d.bound = hi;
+            add_hazard(c, HG_HAZARD_INTERNAL_OVERFLOW, n, x, d, KEEP_FP32,
+                       "exp of its input may reach exp(%.3g) > 65504 (inputs above 11.09 overflow)", hi);
+        }
+        return;
+    }
+    gboolean square = is_op(n, "ReduceL2") || is_op(n, "LpNormalization");
+    gboolean sum = square || is_op(n, "ReduceSum") || is_op(n, "ReduceMean") || is_op(n, "ReduceL1");
+    if (!sum)
+        return;
+    gint64 count;
+    if (is_op(n, "LpNormalization")) {
+        if (hg_node_attr_int(n, "p", 2) != 2)
+            return;
+        const HgValueShape *s = hg_shapes_get(c->shapes, x);
+        gint64 axis = hg_node_attr_int(n, "axis", -1);
+        if (s->rank < 0)
+            return;
+        if (axis < 0)
+            axis += s->rank;
+        count = axis >= 0 && axis < s->rank ? s->dims[axis].v : -1;
+    } else {
+        count = reduced_count(c, n);
+    }
+    double acc = (double)count * (square ? d.bound * d.bound : d.bound);
+    if (count < 0)
+        acc = INFINITY;
+    if (acc <= c->threshold || count == 1)
+        return;
+    /* The output overflowing is the overflow rule's finding. */
+    Decided out = decide(c, n->outputs[0]);
+    if (out.bound > c->threshold)
+        return;
+    d.bound = acc;
+    add_hazard(c, HG_HAZARD_INTERNAL_OVERFLOW, n, x, d,
+               "keep the node FP32 unless the kernel accumulates in FP32 (assign_precision)",
+               "the %s of %" G_GINT64_FORMAT " inputs of magnitude up to %.3g (%s) may reach %.3g > %g",
+               square ? "sum of squares" : "sum", count, decide(c, x).bound,
+               d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static", acc, c->threshold);
+}
+
+/* The CumSum whose prefix sums v is made of (through slicing, reshaping, Cast, and sums and
+ * differences of such pieces, all of one CumSum), or NULL. */
+static const HgNode *
+cumsum_source(const HgValue *v, int depth)
+{
+    if (!v || !v->producer || depth > 8)
+        return NULL;
+    const HgNode *p = v->producer;
+    if (is_op(p, "CumSum"))
+        return p;
+    if (is_op(p, "Slice") || is_op(p, "Pad") || is_op(p, "Cast") || is_op(p, "Identity") ||
+        is_op(p, "Reshape") || is_op(p, "Transpose") || is_op(p, "Gather") || is_op(p, "Squeeze") ||
+        is_op(p, "Unsqueeze"))
+        return cumsum_source(p->inputs[0], depth + 1);
+    if ((is_op(p, "Add") || is_op(p, "Sub")) && p->n_inputs == 2) {
+        const HgNode *a = cumsum_source(p->inputs[0], depth + 1);
+        return a && a == cumsum_source(p->inputs[1], depth + 1) ? a : NULL;
+    }
+    return NULL;
+}
+
+static void
+check_precision(Check *c, const HgNode *n)
+{
+    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->inputs[0]) {
+        const HgValue *x = n->inputs[0];
+        const HgRange *r = hg_ranges_get(c->ranges, x);
+        const HgTensorStats *s = stats_of(c, x);
+        /* Only the largest logits matter; a mask's large negative fill does not. */
+        double top = r->hi >= 0 ? r->hi : -r->hi;
+        Decided d = {top, HG_SOURCE_STATIC, TRUE, s};
+        if (s && !isnan(s->max)) {
+            d.bound = MIN(top, (s->max >= 0 ? s->max : -s->max) * c->margin);
+            d.source = HG_SOURCE_CALIBRATION;
+        } else if (!isfinite(top) && g_hash_table_contains(c->open, x)) {
+            return;
+        }
+        if (d.bound > SOFTMAX_SPREAD && !isfinite(d.bound))
+            add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d, KEEP_FP32,
+                       "logits are unbounded (static): FP16 keeps 11 bits of them");
+        else if (d.bound > SOFTMAX_SPREAD && d.source == HG_SOURCE_CALIBRATION)
+            add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d, KEEP_FP32,
+                       "logits observed up to %.3g (calibration; %.3g with margin %g): FP16's spacing "
+                       "there is %g, so differences below it are lost", s->max, d.bound, c->margin,
+                       ldexp(1.0, ilogb(d.bound) - 10));
+        else if (d.bound > SOFTMAX_SPREAD)
+            add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d, KEEP_FP32,
+                       "logits may reach %.3g (static): FP16's spacing there is %g, so differences "
+                       "below it are lost", d.bound, ldexp(1.0, ilogb(d.bound) - 10));
+        return;
+    }
+    if (is_op(n, "CumSum") && n->inputs[0] && is_float_value(c, n->inputs[0])) {
+        const HgValueShape *s = hg_shapes_get(c->shapes, n->inputs[0]);
+        g_autoptr(HgArray) ax = n->n_inputs > 1 ? const_value(c, n->inputs[1]) : NULL;
+        gint64 len = -1;
+        if (ax && ax->numel == 1 && s->rank > 0) {
+            gint64 a = (gint64)hg_array_get_f64(ax, 0);
+            if (a < 0)
+                a += s->rank;
+            if (a >= 0 && a < s->rank)
+                len = s->dims[a].v;
+        }
+        Decided out = decide(c, n->outputs[0]);
+        gboolean big = out.known && out.bound > SOFTMAX_SPREAD;
+        if (len >= 0 && len <= CUMSUM_MAX_LEN && !big)
+            return;
+        if (len >= 0 && len <= CUMSUM_MAX_LEN) {
+            add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, n->outputs[0], out,
+                       "keep the CumSum FP32, or rewrite an integral image to AveragePool",
+                       "an FP16 CumSum rounds every partial sum: its sums may reach %.3g (%s), where "
+                       "FP16's spacing is %g", out.bound,
+                       out.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static",
+                       isfinite(out.bound) ? ldexp(1.0, ilogb(out.bound) - 10) : INFINITY);
+            return;
+        }
+        Decided d = {len < 0 ? INFINITY : (double)len, HG_SOURCE_STATIC, TRUE, NULL};
+        g_autofree char *count = len < 0 ? g_strdup("an unknown number of")
+                                         : g_strdup_printf("%" G_GINT64_FORMAT, len);
+        g_autofree char *err = len < 0 ? g_strdup("unbounded") : g_strdup_printf("%.2g", (double)len / 2048.0);
+        add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, n->outputs[0], d,
+                   "keep the CumSum FP32, or rewrite an integral image to AveragePool",
+                   "an FP16 CumSum rounds every partial sum: over %s elements the worst-case relative "
+                   "error is %s (a running sum of ones stops counting at 2048)", count, err);
+        return;
+    }
+    if (is_op(n, "Sub") && n->n_inputs == 2) {
+        const HgNode *a = cumsum_source(n->inputs[0], 0), *b = cumsum_source(n->inputs[1], 0);
+        if (!a || a != b || !a->outputs[0])
+            return;
+        Decided d = decide(c, a->outputs[0]);
+        if (!d.known || d.bound <= SOFTMAX_SPREAD)
+            return;
+        add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, n->outputs[0], d,
+                   "keep the prefix sums FP32 from the CumSum on, or rewrite an integral image to "
+                   "AveragePool",
+                   "cancels two prefix sums of CumSum '%s' that may reach %.3g (%s): the difference "
+                   "keeps only what FP16's 11 bits leave of them", a->name ? a->name : "", d.bound,
+                   d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static");
+    }
+}
+
+/* Output overflow, reported where it starts: no float input already passes the threshold. */
+static void
+check_overflow(Check *c, const HgNode *n)
+{
+    for (guint k = 0; k < n->n_inputs; k++) {
+        HgValue *v = n->inputs[k];
+        if (v && is_float_value(c, v)) {
+            Decided d = decide(c, v);
+            if (d.known && d.bound > c->threshold)
+                return;
+        }
+    }
+    for (guint k = 0; k < n->n_outputs; k++) {
+        HgValue *v = n->outputs[k];
+        if (!v || !is_float_value(c, v) || is_constant(c, v) || g_hash_table_contains(c->fp32, v))
+            continue;
+        Decided d = decide(c, v);
+        if (!d.known || d.bound <= c->threshold)
+            continue;
+        g_autofree char *msg = describe_bound(c, "output", v, d, c->threshold);
+        add_hazard(c, HG_HAZARD_OVERFLOW, n, v, d, KEEP_FP32, "%s", msg);
+        return;
+    }
+}
+
+static void
+check_node(Check *c, const HgNode *n)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    guint before = c->hazards->len;
+    /* Constants feeding the node (inputs the op keeps FP32 excepted), once each. */
+    for (guint k = 0; k < n->n_inputs; k++) {
+        HgValue *v = n->inputs[k];
+        if (!v || !v->init || g_hash_table_contains(c->seen_init, v) ||
+            (op && k < 32 && (op->fp32_inputs >> k & 1)))
+            continue;
+        g_hash_table_add(c->seen_init, v);
+        g_autoptr(HgArray) a = hg_array_from_tensor(v->init, NULL);
+        /* Normalizations compute their statistics internally (FP32 in TensorRT and ONNX Runtime). */
+        gboolean norm = is_op(n, "BatchNormalization") || is_op(n, "InstanceNormalization") ||
+                        is_op(n, "LayerNormalization") || is_op(n, "GroupNormalization");
+        if (a)
+            check_constant(c, n, v, a, !norm && tiny_constant(c, v) == 0);
+    }
+    if ((is_op(n, "Constant") || is_op(n, "ConstantOfShape")) && n->outputs[0]) {
+        HgAttr *at = hg_node_attr(n, "value");
+        g_autoptr(HgArray) a = at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
+        if (a)
+            check_constant(c, n, n->outputs[0], a, FALSE);
+    }
+    if (is_op(n, "Pad") && n->outputs[0] && hg_node_attr(n, "value")) { /* Pad before opset 11 */
+        float fill = hg_node_attr_float(n, "value", 0);
+        g_autoptr(HgArray) a = hg_array_new(HG_DTYPE_FLOAT, 0, NULL, NULL);
+        ((float *)a->data)[0] = fill;
+        check_constant(c, n, n->outputs[0], a, FALSE);
+    }
+    check_epsilon(c, n);
+    check_divisor(c, n);
+    check_precision(c, n);
+    check_internal(c, n);
+    for (guint k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] && g_hash_table_contains(c->fp32, n->outputs[k])) {
+            Decided d = decide(c, n->outputs[k]);
+            add_hazard(c, HG_HAZARD_MUST_STAY_FP32, n, n->outputs[k], d,
+                       "keep the node FP32 (lower keeps shape math FP32)",
+                       "computes '%s', which decides a size, an index or a Resize scale",
+                       n->outputs[k]->name);
+            return;
+        }
+    /* A node already reported for a division by zero or a constant needs no second finding for its
+     * output. */
+    for (guint i = before; i < c->hazards->len; i++) {
+        HgHazardKind k = ((HgHazard *)c->hazards->pdata[i])->kind;
+        if (k == HG_HAZARD_DIVISION_BY_ZERO || k == HG_HAZARD_NONFINITE_CONSTANT)
+            return;
+    }
+    if (!is_op(n, "Constant") && !is_op(n, "ConstantOfShape"))
+        check_overflow(c, n);
+}
+
+/* ---------------------------------------------------------------- driver */
+
+HgCheckResult *
+hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
+{
+    g_return_val_if_fail(m != NULL && opts != NULL, NULL);
+    HgGraph *g = m->graph;
+    /* Input ranges and shape pins, checked against the graph's inputs. */
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    for (guint i = 0; i < opts->n_ranges; i++) {
+        gboolean found = strcmp(opts->ranges[i].name, "*") == 0;
+        for (guint k = 0; k < feeds->len && !found; k++)
+            found = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, opts->ranges[i].name) == 0;
+        if (!found) {
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--input-range: the model has no input '%s'",
+                        opts->ranges[i].name);
+            return NULL;
+        }
+    }
+    guint n_pins = opts->shapes ? g_strv_length((char **)opts->shapes) : 0;
+    g_autofree HgShapePin *pins = g_new0(HgShapePin, n_pins + 1);
+    for (guint i = 0; i < n_pins; i++)
+        if (!hg_shape_pin_parse(opts->shapes[i], &pins[i], error)) {
+            for (guint k = 0; k < i; k++)
+                g_free(pins[k].name);
+            return NULL;
+        }
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(g, pins, n_pins, error);
+    for (guint i = 0; i < n_pins; i++)
+        g_free(pins[i].name);
+    if (!shapes)
+        return NULL;
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    if (!order)
+        return NULL;
+    g_autofree HgInputRange *ir = g_new0(HgInputRange, opts->n_ranges + 1);
+    for (guint i = 0; i < opts->n_ranges; i++) {
+        ir[i].name = opts->ranges[i].name;
+        ir[i].range = hg_range_exact(opts->ranges[i].lo, opts->ranges[i].hi);
+    }
+    HgCheckResult *res = g_new0(HgCheckResult, 1);
+    res->hazards = g_ptr_array_new_with_free_func(hazard_free);
+    res->unranged_inputs = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < feeds->len; k++) {
+        HgValue *v = ((HgValueDecl *)feeds->pdata[k])->value;
+        gboolean ranged = FALSE;
+        for (guint i = 0; i < opts->n_ranges && !ranged; i++)
+            ranged = strcmp(ir[i].name, v->name) == 0 || strcmp(ir[i].name, "*") == 0;
+        int dt = hg_shapes_get(shapes, v)->dtype;
+        if (!ranged && dt != HG_DTYPE_BOOL && dt != HG_DTYPE_STRING)
+            g_ptr_array_add(res->unranged_inputs, g_strdup(v->name));
+    }
+    Check c = {m, opts, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
+               opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD, shapes, NULL,
+               g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
+               res->hazards, 0};
+    c.ranges = hg_ranges_infer(g, shapes, ir, opts->n_ranges);
+    mark_open(&c, order, res->unranged_inputs);
+    mark_fp32(&c, order);
+    for (guint i = 0; i < order->len; i++)
+        check_node(&c, order->pdata[i]);
+    res->n_calibrated = c.n_calibrated;
+    hg_ranges_free(c.ranges);
+    g_hash_table_unref(c.open);
+    g_hash_table_unref(c.fp32);
+    g_hash_table_unref(c.seen_init);
+    return res;
+}

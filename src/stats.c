@@ -1,0 +1,389 @@
+/* Calibration statistics: collected by running the interpreter (`halfguard calibrate`, `check --calib`)
+ * or read from a file: halfguard's stats JSON, or Polygraphy's --save-outputs / --save-inputs JSON,
+ * whose arrays are whole .npy files in base64. */
+#include "halfguard/check.h"
+#include "halfguard/run.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "ir_private.h"
+#include "ops/array.h"
+
+/* The statistics of one tensor, with its first-seen position (the file lists tensors in that order,
+ * which for the interpreter is the topological order). HgStats's values are these. */
+typedef struct {
+    HgTensorStats s;
+    guint seq;
+} Entry;
+
+static HgStats *
+stats_new(void)
+{
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+static Entry *
+stats_entry(HgStats *st, const char *name, int dtype)
+{
+    Entry *e = g_hash_table_lookup(st, name);
+    if (!e) {
+        e = g_new0(Entry, 1);
+        e->s.dtype = dtype;
+        e->s.min = e->s.max = e->s.absmax = e->s.min_abs_nonzero = NAN;
+        e->seq = g_hash_table_size(st);
+        g_hash_table_insert(st, g_strdup(name), e);
+    }
+    return e;
+}
+
+/* NAN-aware min and max: NAN means "nothing seen". */
+static double
+min_known(double a, double b)
+{
+    return isnan(a) ? b : isnan(b) ? a : MIN(a, b);
+}
+
+static double
+max_known(double a, double b)
+{
+    return isnan(a) ? b : isnan(b) ? a : MAX(a, b);
+}
+
+/* Fold one sample of tensor `name` into st. */
+static void
+stats_add(HgStats *st, const char *name, const HgTensor *t)
+{
+    Entry *e = stats_entry(st, name, t->dtype);
+    HgTensorStats *s = &e->s;
+    s->samples++;
+    gint64 n = hg_tensor_numel(t);
+    s->count += (guint64)n;
+    HgArray view = {1, t->dtype, t->rank, {0}, n, (void *)t->data, FALSE, NULL, NULL, NULL};
+    gboolean owned;
+    double *x = hg_array_load_f64(&view, &owned);
+    double lo = NAN, hi = NAN, tiny = NAN;
+    for (gint64 i = 0; i < n; i++) {
+        double a = x[i];
+        if (isnan(a)) {
+            s->n_nan++;
+        } else if (isinf(a)) {
+            s->n_inf++;
+        } else {
+            lo = min_known(lo, a);
+            hi = max_known(hi, a);
+            if (a != 0)
+                tiny = min_known(tiny, fabs(a));
+        }
+    }
+    if (owned)
+        g_free(x);
+    s->min = min_known(s->min, lo);
+    s->max = max_known(s->max, hi);
+    s->absmax = max_known(s->absmax, isnan(lo) ? NAN : MAX(fabs(lo), fabs(hi)));
+    s->min_abs_nonzero = min_known(s->min_abs_nonzero, tiny);
+}
+
+void
+hg_stats_merge(HgStats *dst, HgStats *src)
+{
+    g_return_if_fail(dst != NULL && src != NULL);
+    g_autoptr(GList) keys = g_hash_table_get_keys(src);
+    for (GList *k = keys; k; k = k->next) {
+        const HgTensorStats *s = g_hash_table_lookup(src, k->data);
+        HgTensorStats *d = &stats_entry(dst, k->data, s->dtype)->s;
+        d->min = min_known(d->min, s->min);
+        d->max = max_known(d->max, s->max);
+        d->absmax = max_known(d->absmax, s->absmax);
+        d->min_abs_nonzero = min_known(d->min_abs_nonzero, s->min_abs_nonzero);
+        d->n_inf += s->n_inf;
+        d->n_nan += s->n_nan;
+        d->count += s->count;
+        d->samples += s->samples;
+    }
+}
+
+/* ---------------------------------------------------------------- the interpreter */
+
+static gboolean
+collect_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
+{
+    (void)error;
+    if (hg_dtype_is_float(t->dtype))
+        stats_add(data, v->name, t);
+    return TRUE;
+}
+
+HgStats *
+hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && data_dirs != NULL, NULL);
+    HgStats *st = stats_new();
+    HgRunOptions opts = {threads, collect_observe, st, NULL};
+    for (guint i = 0; data_dirs[i]; i++) {
+        g_autoptr(GPtrArray) feeds = hg_load_feeds(m, data_dirs[i], error);
+        g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
+        if (!outs) {
+            g_prefix_error(error, "%s: ", data_dirs[i]);
+            g_hash_table_unref(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- halfguard's stats JSON */
+
+static void
+add_number(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    if (isnan(v))
+        json_builder_add_null_value(b);
+    else
+        json_builder_add_double_value(b, v);
+}
+
+static int
+by_seq(gconstpointer a, gconstpointer b, gpointer st)
+{
+    const Entry *x = g_hash_table_lookup(st, *(char *const *)a);
+    const Entry *y = g_hash_table_lookup(st, *(char *const *)b);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+gboolean
+hg_stats_save(HgStats *st, const char *path, GError **error)
+{
+    g_return_val_if_fail(st != NULL && path != NULL, FALSE);
+    guint n;
+    g_autofree char **names = (char **)g_hash_table_get_keys_as_array(st, &n);
+    g_qsort_with_data(names, (gint)n, sizeof *names, by_seq, st);
+    guint samples = 0;
+    for (guint i = 0; i < n; i++)
+        samples = MAX(samples, ((HgTensorStats *)g_hash_table_lookup(st, names[i]))->samples);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "format");
+    json_builder_add_string_value(b, "halfguard-stats");
+    json_builder_set_member_name(b, "version");
+    json_builder_add_int_value(b, 1);
+    json_builder_set_member_name(b, "samples");
+    json_builder_add_int_value(b, samples);
+    json_builder_set_member_name(b, "tensors");
+    json_builder_begin_object(b);
+    for (guint i = 0; i < n; i++) {
+        const HgTensorStats *s = g_hash_table_lookup(st, names[i]);
+        json_builder_set_member_name(b, names[i]);
+        json_builder_begin_object(b);
+        json_builder_set_member_name(b, "dtype");
+        json_builder_add_string_value(b, hg_dtype_name(s->dtype));
+        add_number(b, "min", s->min);
+        add_number(b, "max", s->max);
+        add_number(b, "absmax", s->absmax);
+        add_number(b, "min_abs_nonzero", s->min_abs_nonzero);
+        json_builder_set_member_name(b, "inf");
+        json_builder_add_int_value(b, (gint64)s->n_inf);
+        json_builder_set_member_name(b, "nan");
+        json_builder_add_int_value(b, (gint64)s->n_nan);
+        json_builder_set_member_name(b, "count");
+        json_builder_add_int_value(b, (gint64)s->count);
+        json_builder_set_member_name(b, "samples");
+        json_builder_add_int_value(b, s->samples);
+        json_builder_end_object(b);
+    }
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+    return hg_json_save(b, path, error);
+}
+
+gboolean
+hg_calibrate(HgModel *m, const char *const *data_dirs, int threads, const char *json_path, GError **error)
+{
+    g_return_val_if_fail(m != NULL && data_dirs != NULL && json_path != NULL, FALSE);
+    g_autoptr(GHashTable) st = hg_stats_collect(m, data_dirs, threads, error);
+    return st && hg_stats_save(st, json_path, error);
+}
+
+/* A number member, or NAN when absent or null; FALSE when present but not a number. */
+static gboolean
+get_number(JsonObject *o, const char *key, double *out)
+{
+    JsonNode *n = json_object_get_member(o, key);
+    *out = NAN;
+    if (!n || JSON_NODE_HOLDS_NULL(n))
+        return TRUE;
+    if (!JSON_NODE_HOLDS_VALUE(n) || json_node_get_value_type(n) == G_TYPE_STRING ||
+        json_node_get_value_type(n) == G_TYPE_BOOLEAN)
+        return FALSE;
+    *out = json_node_get_double(n);
+    return TRUE;
+}
+
+static guint64
+get_count(JsonObject *o, const char *key)
+{
+    JsonNode *n = json_object_get_member(o, key);
+    return n && JSON_NODE_HOLDS_VALUE(n) && json_node_get_value_type(n) == G_TYPE_INT64
+               ? (guint64)MAX(json_node_get_int(n), 0)
+               : 0;
+}
+
+static gboolean
+load_halfguard(HgStats *st, JsonObject *root, GError **error)
+{
+    JsonNode *tn = json_object_get_member(root, "tensors");
+    if (!tn || !JSON_NODE_HOLDS_OBJECT(tn)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "halfguard stats without a \"tensors\" object");
+        return FALSE;
+    }
+    JsonObject *tensors = json_node_get_object(tn);
+    g_autoptr(GList) names = json_object_get_members(tensors);
+    for (GList *l = names; l; l = l->next) {
+        JsonNode *en = json_object_get_member(tensors, l->data);
+        if (!JSON_NODE_HOLDS_OBJECT(en)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "tensor '%s': not an object", (char *)l->data);
+            return FALSE;
+        }
+        JsonObject *o = json_node_get_object(en);
+        const char *dt = json_object_has_member(o, "dtype") ? json_object_get_string_member(o, "dtype") : NULL;
+        HgTensorStats s = {dt ? hg_dtype_from_name(dt) : HG_DTYPE_UNDEFINED, 0, 0, 0, 0, 0, 0, 0, 0};
+        if (!get_number(o, "min", &s.min) || !get_number(o, "max", &s.max) ||
+            !get_number(o, "absmax", &s.absmax) || !get_number(o, "min_abs_nonzero", &s.min_abs_nonzero) ||
+            (!isnan(s.min) && !isnan(s.max) && s.min > s.max)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "tensor '%s': min, max, absmax and "
+                        "min_abs_nonzero must be numbers or null, min <= max", (char *)l->data);
+            return FALSE;
+        }
+        if (isnan(s.absmax) && !isnan(s.min))
+            s.absmax = MAX(fabs(s.min), fabs(s.max));
+        s.n_inf = get_count(o, "inf");
+        s.n_nan = get_count(o, "nan");
+        s.count = get_count(o, "count");
+        s.samples = (guint)MIN(get_count(o, "samples"), G_MAXUINT);
+        g_autoptr(GHashTable) one = stats_new();
+        *(HgTensorStats *)stats_entry(one, l->data, s.dtype) = s;
+        hg_stats_merge(st, one);
+    }
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- Polygraphy's JSON */
+
+/* A Polygraphy-encoded array: {"array": base64 of a .npy file, "polygraphy_class": "ndarray"} (older
+ * files mark it with "__polygraphy_encoded_ndarray"), possibly wrapped in a LazyArray {"values": ...}.
+ * Returns NULL when node is not one (no error), or NULL with error when it is one but is broken. */
+static HgTensor *
+polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error)
+{
+    *is_array = FALSE;
+    if (!JSON_NODE_HOLDS_OBJECT(node))
+        return NULL;
+    JsonObject *o = json_node_get_object(node);
+    JsonNode *values = json_object_get_member(o, "values");
+    if (values && JSON_NODE_HOLDS_OBJECT(values))
+        return polygraphy_array(values, name, is_array, error);
+    JsonNode *arr = json_object_get_member(o, "array");
+    if (!arr || !JSON_NODE_HOLDS_VALUE(arr) || json_node_get_value_type(arr) != G_TYPE_STRING)
+        return NULL;
+    *is_array = TRUE;
+    gsize len = 0;
+    g_autofree guchar *npy = g_base64_decode(json_node_get_string(arr), &len);
+    HgTensor *t = hg_npy_parse(npy, len, name, error);
+    if (!t)
+        g_prefix_error(error, "array '%s': ", name);
+    return t;
+}
+
+/* {name: array, ...}: every array member becomes a sample of that tensor. */
+static gboolean
+load_feed_dict(HgStats *st, JsonObject *o, GError **error)
+{
+    g_autoptr(GList) names = json_object_get_members(o);
+    for (GList *l = names; l; l = l->next) {
+        gboolean is_array;
+        g_autoptr(HgTensor) t = polygraphy_array(json_object_get_member(o, l->data), l->data, &is_array, error);
+        if (is_array && !t)
+            return FALSE;
+        if (t && hg_dtype_is_float(t->dtype))
+            stats_add(st, l->data, t);
+    }
+    return TRUE;
+}
+
+static gboolean
+not_polygraphy(GError **error)
+{
+    if (error && !*error)
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a Polygraphy RunResults or inputs file");
+    return FALSE;
+}
+
+static gboolean
+load_polygraphy(HgStats *st, JsonNode *root, GError **error)
+{
+    if (JSON_NODE_HOLDS_ARRAY(root)) { /* --save-inputs: a list of {name: array} per iteration */
+        JsonArray *a = json_node_get_array(root);
+        for (guint i = 0; i < json_array_get_length(a); i++) {
+            JsonNode *it = json_array_get_element(a, i);
+            if (!JSON_NODE_HOLDS_OBJECT(it) || !load_feed_dict(st, json_node_get_object(it), error))
+                return not_polygraphy(error);
+        }
+        return TRUE;
+    }
+    /* --save-outputs: {"lst": [[runner, [IterationResult...]], ...], "polygraphy_class": "RunResults"} */
+    JsonNode *lst = json_object_get_member(json_node_get_object(root), "lst");
+    if (!lst || !JSON_NODE_HOLDS_ARRAY(lst))
+        return not_polygraphy(error);
+    JsonArray *runners = json_node_get_array(lst);
+    for (guint i = 0; i < json_array_get_length(runners); i++) {
+        JsonNode *pair = json_array_get_element(runners, i);
+        if (!JSON_NODE_HOLDS_ARRAY(pair) || json_array_get_length(json_node_get_array(pair)) != 2)
+            return not_polygraphy(error);
+        JsonNode *iters = json_array_get_element(json_node_get_array(pair), 1);
+        if (!JSON_NODE_HOLDS_ARRAY(iters))
+            return not_polygraphy(error);
+        JsonArray *ia = json_node_get_array(iters);
+        for (guint k = 0; k < json_array_get_length(ia); k++) {
+            JsonNode *ir = json_array_get_element(ia, k);
+            JsonNode *outs = JSON_NODE_HOLDS_OBJECT(ir)
+                                 ? json_object_get_member(json_node_get_object(ir), "outputs") : NULL;
+            if (!outs || !JSON_NODE_HOLDS_OBJECT(outs) || !load_feed_dict(st, json_node_get_object(outs), error))
+                return not_polygraphy(error);
+        }
+    }
+    return TRUE;
+}
+
+HgStats *
+hg_stats_load(const char *path, GError **error)
+{
+    g_return_val_if_fail(path != NULL, NULL);
+    g_autoptr(JsonParser) p = json_parser_new();
+    if (!json_parser_load_from_mapped_file(p, path, error)) {
+        g_prefix_error(error, "%s: ", path);
+        return NULL;
+    }
+    JsonNode *root = json_parser_get_root(p);
+    HgStats *st = stats_new();
+    gboolean ok;
+    JsonObject *o = root && JSON_NODE_HOLDS_OBJECT(root) ? json_node_get_object(root) : NULL;
+    const char *format = o && json_object_has_member(o, "format") &&
+                                 JSON_NODE_HOLDS_VALUE(json_object_get_member(o, "format"))
+                             ? json_object_get_string_member(o, "format") : NULL;
+    if (format && strcmp(format, "halfguard-stats") == 0)
+        ok = load_halfguard(st, o, error);
+    else if (root && (o || JSON_NODE_HOLDS_ARRAY(root)))
+        ok = load_polygraphy(st, root, error);
+    else {
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "neither halfguard stats nor Polygraphy JSON");
+        ok = FALSE;
+    }
+    if (!ok) {
+        g_prefix_error(error, "%s: ", path);
+        g_hash_table_unref(st);
+        return NULL;
+    }
+    return st;
+}
