@@ -57,7 +57,7 @@ repos:
     hooks:
       - id: halfguard-check
 EOF
-printf '[ranges *]\nx = 0:1\n' > .halfguard.ini
+printf '[ranges *]\nx = 0:100\n' > .halfguard.ini
 git add .pre-commit-config.yaml .halfguard.ini
 git commit -q -m setup --no-verify
 if ! out=$(pre-commit install 2>&1); then
@@ -66,7 +66,7 @@ if ! out=$(pre-commit install 2>&1); then
   exit 1
 fi
 
-# Y = X * 1e5 at node 'scale' (X in [0, 1] overflows FP16), and Y = Relu(X).
+# Y = X * 1000 at node 'scale' (X in [0, 100] overflows FP16; 1000 itself fits), and Y = Relu(X).
 /usr/bin/python3 - "$tmp/models" <<'EOF'
 import os, sys
 import numpy as np
@@ -80,7 +80,7 @@ def save(name, nodes, inits=()):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
               os.path.join(out, name))
 save("scale.onnx", [helper.make_node("Mul", ["x", "k"], ["y"], name="scale")],
-     [numpy_helper.from_array(np.array(1e5, np.float32), "k")])
+     [numpy_helper.from_array(np.array(1000.0, np.float32), "k")])
 save("relu.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")])
 EOF
 [ $? -eq 0 ] || { fail "making the models"; echo "$passed passed, $failed failed"; exit 1; }
@@ -119,7 +119,7 @@ if grep -qE "^halfguard check .*Passed" <<<"$out"; then ok "clean: hook ran and 
 
 # 3. The hazard, suppressed with a reason in the repository's .halfguard.ini, commits.
 cp "$tmp/models/scale.onnx" models/bad.onnx
-printf '\n[suppress scaling]\nnode = scale\nkind = overflow\nreason = x is pre-scaled by 1e-5 upstream\n' >> .halfguard.ini
+printf '\n[suppress scaling]\nnode = scale\nkind = overflow\nreason = x is pre-scaled by 1e-3 upstream\n' >> .halfguard.ini
 git add models/bad.onnx .halfguard.ini
 commit "a suppressed hazard"
 if [ $rc -eq 0 ] && [ "$moved" = yes ]; then ok "suppressed: committed"; else fail "suppressed: committed (rc=$rc)" "$out"; fi
@@ -151,7 +151,7 @@ commit "not a model"
 if [ $rc -eq 0 ] && grep -qE "^halfguard check .*Skipped" <<<"$out"; then ok "non-model: hook skipped"; else fail "non-model: hook skipped (rc=$rc)" "$out"; fi
 
 # 7. pre-commit run --all-files sees the committed hazard once the suppression is gone.
-printf '[ranges *]\nx = 0:1\n' > .halfguard.ini
+printf '[ranges *]\nx = 0:100\n' > .halfguard.ini
 git add .halfguard.ini
 out=$(pre-commit run --all-files 2>&1 </dev/null); rc=$?
 if [ $rc -ne 0 ] && grep -qE "^models/bad\.onnx: node 'scale' \(Mul\): overflow: " <<<"$out" \
