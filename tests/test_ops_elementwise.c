@@ -1,6 +1,8 @@
 /* Kernels and shape rules of the elementwise family (src/ops/elementwise.c), checked against values worked out by
  * hand (and, for the transcendental ones, by numpy in float32). */
 #include "opstest.h"
+#include "ranges.h"
+#include "shapes.h"
 
 #include <math.h>
 #include <string.h>
@@ -1125,6 +1127,56 @@ test_range_helpers(void **state)
     assert_false(hg_range_fit(nan_in, HG_DTYPE_INT32).nan);
 }
 
+/* Decomposed LayerNorm, PyTorch (Y = d / sqrt(mean(d^2) + eps)) and TF (T = X * m + (B - mean * m))
+ * spellings: |Y| <= sqrt(n) per row of n = 8, not |d| / sqrt(eps) = 63246. A row with one spike
+ * attains |Y| = sqrt(7), which the bound must hold. */
+static void
+test_range_decomposed_layernorm(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[2,8] X, float[1] E = {1e-5}, float[1] two = {2},\n"
+        "   float[8] G = {2, -1, 0.5, 1, 1, 1, 1, 1}, float[8] B = {1, 0, 0, 0, 0, 0, 0, -0.5})\n"
+        "  => (float[2,8] Y, float[2,8] T) {\n"
+        "  M = ReduceMean <axes = [-1]> (X)\n"
+        "  D = Sub(X, M)\n"
+        "  P = Pow(D, two)\n"
+        "  V = ReduceMean <axes = [-1]> (P)\n"
+        "  VE = Add(V, E)\n"
+        "  S = Sqrt(VE)\n"
+        "  Y = Div(D, S)\n"
+        "  Q = Mul(D, D)\n"
+        "  V2 = ReduceMean <axes = [-1]> (Q)\n"
+        "  VE2 = Add(E, V2)\n"
+        "  S2 = Sqrt(VE2)\n"
+        "  R = Reciprocal(S2)\n"
+        "  MG = Mul(R, G)\n"
+        "  M1 = Mul(X, MG)\n"
+        "  M2 = Mul(M, MG)\n"
+        "  SB = Sub(B, M2)\n"
+        "  T = Add(M1, SB)\n"
+        "}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    assert_non_null(m);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
+    assert_non_null(shapes);
+    HgInputRange in = {"X", {-100, 100, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const HgRange *q = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Q"));
+    assert_true(q->lo >= 0); /* Mul(D, D) is a square */
+    const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y"));
+    assert_false(y->nan);
+    assert_true(y->hi >= sqrt(7) && y->hi <= sqrt(8) * 1.02);
+    assert_true(y->lo <= -sqrt(7) && y->lo >= -sqrt(8) * 1.02);
+    /* |G| <= 2, |B| <= 1: 2 sqrt(7) + 1 is attained (spike where G = 2, B = 1) */
+    const HgRange *t = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "T"));
+    assert_false(t->nan);
+    assert_true(t->hi >= 2 * sqrt(7) + 1 && t->hi <= 2 * sqrt(8) * 1.02 + 1.1);
+    assert_true(t->lo <= -(2 * sqrt(7) - 0.5) && t->lo >= -(2 * sqrt(8) * 1.02 + 1.1));
+}
+
 static void
 test_range_rules(void **state)
 {
@@ -1258,6 +1310,7 @@ main(void)
         cmocka_unit_test(test_cost),
         cmocka_unit_test(test_range_helpers),
         cmocka_unit_test(test_range_rules),
+        cmocka_unit_test(test_range_decomposed_layernorm),
         cmocka_unit_test(test_range_contains_kernel),
     };
     return cmocka_run_group_tests_name("ops_elementwise", tests, NULL, NULL);
