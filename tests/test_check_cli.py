@@ -345,6 +345,19 @@ def test_json(tmp):
     rc, doc, se = run_json("json-unbounded", div, "--input-range", "x=-1:1", files=[div])
     if doc:
         check("json-unbounded:div0", rc == 1 and hazards_at(doc, "recip", "division-by-zero"), json.dumps(doc)[:800])
+    # Hazards come in topological order of their nodes ('scale' before 'recip', against the alphabet).
+    chain = save_model(os.path.join(tmp, "chain.onnx"),
+                       [helper.make_node("Mul", ["x", "k"], ["y"], name="scale"),
+                        helper.make_node("Div", ["one", "y"], ["z"], name="recip")],
+                       [vi("x")], [vi("z")],
+                       [numpy_helper.from_array(np.array(1000.0, np.float32), "k"),
+                        numpy_helper.from_array(np.ones((2, 2), np.float32), "one")])
+    rc, doc, se = run_json("json-order", chain, "--input-range", "x=0:100", files=[chain])
+    if doc:
+        nodes = [h["node"] for h in doc["models"][0]["hazards"]]
+        check("json-order:topological", "scale" in nodes and "recip" in nodes
+              and max(i for i, n in enumerate(nodes) if n == "scale") < min(i for i, n in enumerate(nodes) if n == "recip"),
+              str(nodes))
     rc, doc, se = run_json("json-clean", relu, "--input-range", "x=0:1", files=[relu])
     check("json-clean:exit0", rc == 0 and doc is not None and doc["hazards"] == 0
           and doc["models"][0]["status"] == "clean", se)
