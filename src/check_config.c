@@ -262,7 +262,8 @@ hg_check_config_suppress(const HgCheckConfig *cfg, const char *model_path, HgChe
         HgHazard *h = r->hazards->pdata[i];
         for (guint k = 0; k < cfg->suppressions->len && !h->suppressed; k++) {
             const Suppression *s = cfg->suppressions->pdata[k];
-            if ((s->kind < 0 || s->kind == (int)h->kind) && (!s->model || g_pattern_match_simple(s->model, rel)) &&
+            if ((s->kind < 0 || s->kind == (int)h->kind) &&
+                (!s->model || g_pattern_match_simple(s->model, rel)) &&
                 g_pattern_match_simple(s->node, h->node))
                 h->suppressed = g_strdup(s->reason);
         }

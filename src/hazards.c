@@ -203,7 +203,8 @@ describe_bound(const Check *c, const char *what, const HgValue *v, Decided d, do
     GString *s = g_string_new(NULL);
     double b = absmax(r);
     if (isfinite(b))
-        g_string_append_printf(s, "%s may reach %.3g (static)", what, fabs(r->lo) > fabs(r->hi) ? r->lo : r->hi);
+        g_string_append_printf(s, "%s may reach %.3g (static)", what,
+                               fabs(r->lo) > fabs(r->hi) ? r->lo : r->hi);
     else if (g_hash_table_contains(c->open, v))
         g_string_append_printf(s, "%s is unbounded (static: an input has no range)", what);
     else
@@ -488,7 +489,8 @@ fp16_can_be_zero(const Check *c, const HgValue *v, int depth)
     const HgNode *p = v->producer;
     if (!p || depth > 4)
         return FALSE;
-    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") || is_op(p, "Abs"))
+    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") ||
+        is_op(p, "Abs"))
         return p->inputs[0] && fp16_can_be_zero(c, p->inputs[0], depth + 1);
     if (is_op(p, "Add") && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
         for (guint k = 0; k < 2; k++) {
@@ -706,7 +708,8 @@ check_precision(Check *c, const HgNode *n)
         Decided d = {len < 0 ? INFINITY : (double)len, HG_SOURCE_STATIC, TRUE, NULL};
         g_autofree char *count = len < 0 ? g_strdup("an unknown number of")
                                          : g_strdup_printf("%" G_GINT64_FORMAT, len);
-        g_autofree char *err = len < 0 ? g_strdup("unbounded") : g_strdup_printf("%.2g", (double)len / 2048.0);
+        g_autofree char *err = len < 0 ? g_strdup("unbounded")
+                                       : g_strdup_printf("%.2g", (double)len / 2048.0);
         add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, n->outputs[0], d,
                    "keep the CumSum FP32, or rewrite an integral image to AveragePool",
                    "an FP16 CumSum rounds every partial sum: over %s elements the worst-case relative "

@@ -354,7 +354,8 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
             g_hash_table_insert(configs, g_strdup(cpath), cfg);
         }
         if (cpath && !cfg && !error)
-            g_set_error(&error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)", cpath);
+            g_set_error(&error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)",
+                        cpath);
     }
     HgCheckResult *r = NULL;
     if (m && !error) {
@@ -394,10 +395,13 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
     f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
     f->result = r;
     if (r->unranged_inputs->len) {
-        g_autofree char *names = g_strjoinv("', '", (char **)r->unranged_inputs->pdata);
-        fprintf(stderr, "%s: note: no range for input%s '%s': tensors that are unbounded for lack of %s range are not checked; "
-                "give --input-range NAME=LO:HI or a [ranges] group in .halfguard.ini\n", path,
-                r->unranged_inputs->len > 1 ? "s" : "", names, r->unranged_inputs->len > 1 ? "their" : "its");
+        g_autoptr(GString) names = g_string_new(NULL);
+        guint n = r->unranged_inputs->len;
+        for (guint i = 0; i < n; i++)
+            g_string_append_printf(names, "%s%s", i ? "', '" : "", (char *)r->unranged_inputs->pdata[i]);
+        fprintf(stderr, "%s: note: no range for input%s '%s': tensors that are unbounded for lack of %s "
+                "range are not checked; give --input-range NAME=LO:HI or a [ranges] group in "
+                ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
     }
     return r;
 }

@@ -247,7 +247,8 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
             return FALSE;
         }
         JsonObject *o = json_node_get_object(en);
-        const char *dt = json_object_has_member(o, "dtype") ? json_object_get_string_member(o, "dtype") : NULL;
+        const char *dt =
+            json_object_has_member(o, "dtype") ? json_object_get_string_member(o, "dtype") : NULL;
         HgTensorStats s = {dt ? hg_dtype_from_name(dt) : HG_DTYPE_UNDEFINED, 0, 0, 0, 0, 0, 0, 0, 0};
         if (!get_number(o, "min", &s.min) || !get_number(o, "max", &s.max) ||
             !get_number(o, "absmax", &s.absmax) || !get_number(o, "min_abs_nonzero", &s.min_abs_nonzero) ||
@@ -303,7 +304,8 @@ load_feed_dict(HgStats *st, JsonObject *o, GError **error)
     g_autoptr(GList) names = json_object_get_members(o);
     for (GList *l = names; l; l = l->next) {
         gboolean is_array;
-        g_autoptr(HgTensor) t = polygraphy_array(json_object_get_member(o, l->data), l->data, &is_array, error);
+        JsonNode *node = json_object_get_member(o, l->data);
+        g_autoptr(HgTensor) t = polygraphy_array(node, l->data, &is_array, error);
         if (is_array && !t)
             return FALSE;
         if (t && hg_dtype_is_float(t->dtype))
