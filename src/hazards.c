@@ -355,54 +355,26 @@ static const char *const KEEP_FP32 = "keep the node FP32 (assign_precision)";
 
 /* Constants: inf, NaN, magnitudes past FP16's range; nonzero values that flush to zero. */
 static void
-check_constant(Check *c, const HgNode *at, const HgValue *v, const HgArray *a, gboolean report_flush)
+check_constant(Check *c, const HgNode *at, const HgValue *v, const HgScan *s, gboolean report_flush)
 {
-    if (!hg_dtype_is_float(a->dtype) || !a->numel)
-        return;
-    if (a->dtype == HG_DTYPE_FLOAT) {
-        /* The common case, weights with nothing to report, in one branch-free pass. */
-        const float *p = a->data;
-        gint64 out = 0, flush = 0;
-        for (gint64 i = 0; i < a->numel; i++) {
-            float m = fabsf(p[i]);
-            out += !(m <= (float)FP16_MAX);
-            flush += (m > 0) & (m <= (float)FP16_FLUSH);
-        }
-        if (!out && (!flush || !report_flush))
-            return;
-    }
-    gint64 n_nonfinite = 0, n_big = 0, n_flush = 0, n_nonzero = 0;
-    double worst = 0, tiny = INFINITY;
-    for (gint64 i = 0; i < a->numel; i++) {
-        double x = hg_array_get_f64(a, i);
-        if (!isfinite(x)) {
-            n_nonfinite++;
-            worst = x;
-        } else if (fabs(x) > FP16_MAX) {
-            n_big++;
-            if (isfinite(worst) && fabs(x) > fabs(worst))
-                worst = x;
-        } else if (x != 0) {
-            n_nonzero++;
-            if (fabs(x) <= FP16_FLUSH)
-                n_flush++;
-            tiny = MIN(tiny, fabs(x));
-        }
-    }
-    Decided d = {fabs(worst), HG_SOURCE_STATIC, TRUE, NULL};
+    const HgRange *r = &s->range;
+    gint64 n_out = s->n_nonfinite + s->n_big;
     const char *what = v->init ? "initializer" : "constant";
-    if (n_nonfinite || n_big)
+    if (n_out) {
+        double worst = r->nan ? NAN : fabs(r->lo) > fabs(r->hi) ? r->lo : r->hi;
+        Decided d = {fabs(worst), HG_SOURCE_STATIC, TRUE, NULL};
         add_hazard(c, HG_HAZARD_NONFINITE_CONSTANT, at, v, d,
                    "clamp to +-65504 where the use is an additive mask (clamp_constants); else keep "
                    "the consumer FP32",
-                   "%s '%s' holds %" G_GINT64_FORMAT " value%s beyond FP16's range (e.g. %.3g)", what,
-                   v->name, n_nonfinite + n_big, n_nonfinite + n_big == 1 ? "" : "s", worst);
+                   "%s '%s' holds %" G_GINT64_FORMAT " value%s beyond FP16's range (%s %.3g)", what,
+                   v->name, n_out, n_out == 1 ? "" : "s", r->nan ? "NaN;" : "e.g.", worst);
+    }
     /* A few stray tiny weights lose nothing that matters; a tensor that largely flushes does. */
-    if (report_flush && n_flush && n_flush * 10 >= n_nonzero) {
-        Decided t = {tiny, HG_SOURCE_STATIC, TRUE, NULL};
+    if (report_flush && s->n_flush && s->n_flush * 10 >= s->n_nonzero) {
+        Decided t = {r->tiny, HG_SOURCE_STATIC, TRUE, NULL};
         add_hazard(c, HG_HAZARD_UNDERFLOW, at, v, t, "keep the consumer FP32 (assign_precision)",
                    "%s '%s': %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " nonzero values (smallest "
-                   "%.3g) flush to zero in FP16", what, v->name, n_flush, n_nonzero, tiny);
+                   "%.3g) flush to zero in FP16", what, v->name, s->n_flush, s->n_nonzero, r->tiny);
     }
 }
 
@@ -411,8 +383,12 @@ check_constant(Check *c, const HgNode *at, const HgValue *v, const HgArray *a, g
 static double
 tiny_constant(const Check *c, const HgValue *v)
 {
-    g_autoptr(HgArray) a = hg_dtype_is_float(hg_shapes_get(c->shapes, v)->dtype) ? const_value(c, v) : NULL;
-    if (!a || !a->numel || a->numel > SMALL_NUMEL)
+    const HgValueShape *s = hg_shapes_get(c->shapes, v);
+    gint64 numel = v->init ? hg_tensor_numel(v->init) : s->value ? s->value->numel : -1;
+    if (!hg_dtype_is_float(s->dtype) || numel <= 0 || numel > SMALL_NUMEL)
+        return 0;
+    g_autoptr(HgArray) a = const_value(c, v);
+    if (!a)
         return 0;
     double m = 0;
     for (gint64 i = 0; i < a->numel; i++) {
@@ -769,24 +745,25 @@ check_node(Check *c, const HgNode *n)
             (op && k < 32 && (op->fp32_inputs >> k & 1)))
             continue;
         g_hash_table_add(c->seen_init, v);
-        g_autoptr(HgArray) a = hg_array_from_tensor(v->init, NULL);
+        const HgScan *scan = hg_ranges_scan(c->ranges, v);
         /* Normalizations compute their statistics internally (FP32 in TensorRT and ONNX Runtime). */
         gboolean norm = is_op(n, "BatchNormalization") || is_op(n, "InstanceNormalization") ||
                         is_op(n, "LayerNormalization") || is_op(n, "GroupNormalization");
-        if (a)
-            check_constant(c, n, v, a, !norm && tiny_constant(c, v) == 0);
+        if (scan && hg_dtype_is_float(v->init->dtype))
+            check_constant(c, n, v, scan, !norm && tiny_constant(c, v) == 0);
     }
     if ((is_op(n, "Constant") || is_op(n, "ConstantOfShape")) && n->outputs[0]) {
         HgAttr *at = hg_node_attr(n, "value");
         g_autoptr(HgArray) a = at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
-        if (a)
-            check_constant(c, n, n->outputs[0], a, FALSE);
+        HgScan scan = hg_scan_array(a);
+        if (a && hg_dtype_is_float(a->dtype))
+            check_constant(c, n, n->outputs[0], &scan, FALSE);
     }
     if (is_op(n, "Pad") && n->outputs[0] && hg_node_attr(n, "value")) { /* Pad before opset 11 */
         float fill = hg_node_attr_float(n, "value", 0);
-        g_autoptr(HgArray) a = hg_array_new(HG_DTYPE_FLOAT, 0, NULL, NULL);
-        ((float *)a->data)[0] = fill;
-        check_constant(c, n, n->outputs[0], a, FALSE);
+        g_autoptr(HgArray) a = hg_array_new_scalar_f32(HG_DTYPE_FLOAT, fill);
+        HgScan scan = hg_scan_array(a);
+        check_constant(c, n, n->outputs[0], &scan, FALSE);
     }
     check_epsilon(c, n);
     check_divisor(c, n);

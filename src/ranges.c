@@ -45,11 +45,18 @@ hg_ranges_get(const HgRanges *r, const HgValue *v)
     return x ? x : &any;
 }
 
+const HgScan *
+hg_ranges_scan(const HgRanges *r, const HgValue *v)
+{
+    return v ? g_hash_table_lookup(r->scans, v) : NULL;
+}
+
 void
 hg_ranges_free(HgRanges *r)
 {
     if (!r)
         return;
+    g_hash_table_unref(r->scans);
     g_hash_table_unref(r->ranges);
     g_free(r);
 }
@@ -62,6 +69,7 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
     r->graph = g;
     r->generation = g->generation;
     r->ranges = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    r->scans = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, NULL);
     if (!order)
         return r;
@@ -71,17 +79,21 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         if (ir && !d->value->init)
             g_hash_table_insert(r->ranges, d->value, range_new(ir->range));
     }
-    /* Constant inputs of nodes: initializers (any size) and values shape inference folded. */
+    /* Constant inputs of nodes: initializers (any size: views of the file, read once here) and values
+     * shape inference folded. */
     g_autoptr(GHashTable) consts = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref);
     for (guint i = 0; i < g->initializers->len; i++) {
         HgTensor *t = g->initializers->pdata[i];
         HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
         if (!v || v->init != t)
             continue;
-        HgArray *a = hg_array_from_tensor(t, NULL);
+        HgArray *a = hg_array_view_tensor(t, NULL);
         if (!a)
             continue;
-        g_hash_table_insert(r->ranges, v, range_new(hg_range_of_array(a)));
+        HgScan *scan = g_new(HgScan, 1);
+        *scan = hg_scan_array(a);
+        g_hash_table_insert(r->scans, v, scan);
+        g_hash_table_insert(r->ranges, v, range_new(scan->range));
         g_hash_table_insert(consts, v, a);
     }
     gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;

@@ -15,6 +15,7 @@ typedef struct {
     HgGraph *graph;
     guint64 generation;
     GHashTable *ranges; /* HgValue* -> HgRange* (owned) */
+    GHashTable *scans;  /* HgValue* -> HgScan* (owned): what the pass over each initializer found */
 } HgRanges;
 
 /* A range for graph input `name` ("*" for every input not named otherwise). */
@@ -31,6 +32,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgRanges, hg_ranges_free)
 
 /* The range of v (unbounded when nothing is known). */
 const HgRange *hg_ranges_get(const HgRanges *r, const HgValue *v);
+/* The scan of initializer v's values (its exact range and FP16 counts), or NULL. */
+const HgScan *hg_ranges_scan(const HgRanges *r, const HgValue *v);
 
 G_END_DECLS
 

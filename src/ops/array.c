@@ -376,6 +376,26 @@ hg_array_from_tensor(const HgTensor *t, GError **error)
     return a;
 }
 
+HgArray *
+hg_array_view_tensor(const HgTensor *t, GError **error)
+{
+    g_return_val_if_fail(t != NULL, NULL);
+    gsize esize = hg_dtype_size(t->dtype);
+    gint64 numel = hg_tensor_numel(t);
+    if (t->dtype == HG_DTYPE_STRING || !t->blob || !t->data || !esize || numel < 0 ||
+        (guint64)numel * esize != t->nbytes || t->rank > HG_MAX_RANK)
+        return hg_array_from_tensor(t, error);
+    HgArray *a = g_new0(HgArray, 1);
+    a->refcount = 1;
+    a->dtype = t->dtype;
+    a->rank = t->rank;
+    memcpy(a->dims, t->dims, sizeof(gint64) * t->rank);
+    a->numel = numel;
+    a->data = (void *)t->data;
+    a->blob = hg_blob_ref(t->blob);
+    return a;
+}
+
 HgTensor *
 hg_array_to_tensor(const HgArray *a, const char *name)
 {
@@ -458,10 +478,25 @@ hg_array_reshape_view(HgArray *a, guint rank, const gint64 *dims, GError **error
         }                                                                                          \
     } while (0)
 
+/* a itself when its data is aligned for its element type, else an aligned copy in *tmp. */
+static const HgArray *
+aligned(const HgArray *a, HgArray **tmp)
+{
+    gsize esize = hg_dtype_size(a->dtype);
+    *tmp = NULL;
+    if (a->strings || !esize || (guintptr)a->data % esize == 0)
+        return a;
+    *tmp = hg_array_new_uninit(a->dtype, a->rank, a->dims, NULL);
+    memcpy((*tmp)->data, a->data, (gsize)a->numel * esize);
+    return *tmp;
+}
+
 float *
 hg_array_load_f32(const HgArray *a, gboolean *owned)
 {
-    if (a->dtype == HG_DTYPE_FLOAT) {
+    g_autoptr(HgArray) tmp = NULL;
+    a = aligned(a, &tmp);
+    if (a->dtype == HG_DTYPE_FLOAT && !tmp) {
         *owned = FALSE;
         return a->data;
     }
@@ -477,7 +512,9 @@ hg_array_load_f32(const HgArray *a, gboolean *owned)
 double *
 hg_array_load_f64(const HgArray *a, gboolean *owned)
 {
-    if (a->dtype == HG_DTYPE_DOUBLE) {
+    g_autoptr(HgArray) tmp = NULL;
+    a = aligned(a, &tmp);
+    if (a->dtype == HG_DTYPE_DOUBLE && !tmp) {
         *owned = FALSE;
         return a->data;
     }
@@ -504,7 +541,9 @@ f64_to_i64(double v)
 gint64 *
 hg_array_load_i64(const HgArray *a, gboolean *owned)
 {
-    if (a->dtype == HG_DTYPE_INT64) {
+    g_autoptr(HgArray) tmp = NULL;
+    a = aligned(a, &tmp);
+    if (a->dtype == HG_DTYPE_INT64 && !tmp) {
         *owned = FALSE;
         return a->data;
     }
@@ -652,24 +691,32 @@ hg_array_store_span_f32(HgArray *a, gint64 off, gint64 n, const float *src)
     }
 }
 
+/* One element, read with memcpy: arrays viewing a file's bytes may be unaligned (hg_array_view_tensor). */
+#define GET(T, p, i)                                                                               \
+    ({                                                                                             \
+        T v_;                                                                                      \
+        memcpy(&v_, (const char *)(p) + (gsize)(i) * sizeof(T), sizeof(T));                       \
+        v_;                                                                                        \
+    })
+
 double
 hg_array_get_f64(const HgArray *a, gint64 i)
 {
     const void *p = a->data;
     switch (a->dtype) {
-    case HG_DTYPE_FLOAT: return ((const float *)p)[i];
-    case HG_DTYPE_DOUBLE: return ((const double *)p)[i];
-    case HG_DTYPE_FLOAT16: return hg_half_to_float(((const guint16 *)p)[i]);
-    case HG_DTYPE_BFLOAT16: return hg_bf16_to_float(((const guint16 *)p)[i]);
+    case HG_DTYPE_FLOAT: return GET(float, p, i);
+    case HG_DTYPE_DOUBLE: return GET(double, p, i);
+    case HG_DTYPE_FLOAT16: return hg_half_to_float(GET(guint16, p, i));
+    case HG_DTYPE_BFLOAT16: return hg_bf16_to_float(GET(guint16, p, i));
     case HG_DTYPE_INT8: return ((const gint8 *)p)[i];
     case HG_DTYPE_UINT8:
     case HG_DTYPE_BOOL: return ((const guint8 *)p)[i];
-    case HG_DTYPE_INT16: return ((const gint16 *)p)[i];
-    case HG_DTYPE_UINT16: return ((const guint16 *)p)[i];
-    case HG_DTYPE_INT32: return ((const gint32 *)p)[i];
-    case HG_DTYPE_UINT32: return ((const guint32 *)p)[i];
-    case HG_DTYPE_INT64: return (double)((const gint64 *)p)[i];
-    case HG_DTYPE_UINT64: return (double)((const guint64 *)p)[i];
+    case HG_DTYPE_INT16: return GET(gint16, p, i);
+    case HG_DTYPE_UINT16: return GET(guint16, p, i);
+    case HG_DTYPE_INT32: return GET(gint32, p, i);
+    case HG_DTYPE_UINT32: return GET(guint32, p, i);
+    case HG_DTYPE_INT64: return (double)GET(gint64, p, i);
+    case HG_DTYPE_UINT64: return (double)GET(guint64, p, i);
     default: return 0;
     }
 }
@@ -682,12 +729,12 @@ hg_array_get_i64(const HgArray *a, gint64 i)
     case HG_DTYPE_INT8: return ((const gint8 *)p)[i];
     case HG_DTYPE_UINT8:
     case HG_DTYPE_BOOL: return ((const guint8 *)p)[i];
-    case HG_DTYPE_INT16: return ((const gint16 *)p)[i];
-    case HG_DTYPE_UINT16: return ((const guint16 *)p)[i];
-    case HG_DTYPE_INT32: return ((const gint32 *)p)[i];
-    case HG_DTYPE_UINT32: return ((const guint32 *)p)[i];
-    case HG_DTYPE_INT64: return ((const gint64 *)p)[i];
-    case HG_DTYPE_UINT64: return (gint64)((const guint64 *)p)[i];
+    case HG_DTYPE_INT16: return GET(gint16, p, i);
+    case HG_DTYPE_UINT16: return GET(guint16, p, i);
+    case HG_DTYPE_INT32: return GET(gint32, p, i);
+    case HG_DTYPE_UINT32: return GET(guint32, p, i);
+    case HG_DTYPE_INT64: return GET(gint64, p, i);
+    case HG_DTYPE_UINT64: return (gint64)GET(guint64, p, i);
     default: return f64_to_i64(hg_array_get_f64(a, i));
     }
 }

@@ -46,6 +46,11 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgArray, hg_array_unref)
 /* An array over the tensor's data (a view where the layout allows, else a copy), or NULL with an
  * error for storage it cannot read (strings are copied into strings). */
 HgArray *hg_array_from_tensor(const HgTensor *t, GError **error);
+/* A view of the tensor's data even where it is not aligned for its element type (a file's bytes):
+ * for the analyses, which read elements with hg_array_get_f64/_i64, the hg_array_load_* helpers or
+ * hg_range_of_array, all of which accept unaligned data. Kernels that cast a->data to a typed pointer
+ * need hg_array_from_tensor. Falls back to hg_array_from_tensor where no view is possible. */
+HgArray *hg_array_view_tensor(const HgTensor *t, GError **error);
 /* A new tensor (raw storage) holding a copy of a's data. */
 HgTensor *hg_array_to_tensor(const HgArray *a, const char *name);
 /* A view of a with other dims (same numel); shares data. */

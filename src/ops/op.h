@@ -108,6 +108,16 @@ double hg_bound_mul(double x, double y);
 HgRange hg_range_any(void);                                  /* unbounded, NaN possible */
 HgRange hg_range_exact(double lo, double hi);                /* [lo, hi], no NaN, tiny 0 */
 HgRange hg_range_of_array(const HgArray *a);                 /* exact, from the values */
+
+/* What one pass over an array's values finds: its exact range, and the counts FP16 hazards need. */
+typedef struct {
+    HgRange range;
+    gint64 n_nonfinite; /* inf or NaN */
+    gint64 n_big;       /* finite, |x| > 65504: inf in FP16 */
+    gint64 n_flush;     /* 0 < |x| <= 2^-25: 0 in FP16 */
+    gint64 n_nonzero;   /* finite, nonzero, |x| <= 65504 */
+} HgScan;
+HgScan hg_scan_array(const HgArray *a);
 gboolean hg_range_bounded(const HgRange *r);                 /* both bounds finite */
 
 /* Interval arithmetic on the extended reals, for rules. Each takes ranges by value and returns the
