@@ -72,6 +72,76 @@ HG_API gboolean hg_run_timed(HgModel *m, const char *data_dir, const char *const
 HG_API gboolean hg_calibrate(HgModel *m, const char *const *data_dirs, int threads,
                              const char *json_path, GError **error);
 
+/* ---------------------------------------------------------------- verify */
+
+/* A new tensor holding t's values in element type dtype (dims and name kept; raw storage). The float
+ * types (float, float16, bfloat16, double) convert among themselves with one rounding to nearest
+ * even (double to float16 or bfloat16 goes through float); overflow becomes inf, NaN stays NaN. The
+ * same type is a copy. Any other pair is HG_ERROR_UNSUPPORTED; storage that cannot be read (external
+ * data) HG_ERROR_INVALID. */
+HG_API HgTensor *hg_tensor_convert(const HgTensor *t, int dtype, GError **error);
+
+#define HG_VERIFY_DEFAULT_RTOL 1e-2
+
+typedef struct {
+    double rtol; /* the largest relative L2 error that passes (>= 0; HG_VERIFY_DEFAULT_RTOL) */
+    int threads; /* threads for BLAS kernels; 0 = all cores */
+} HgVerifyOptions;
+
+/* One graph output, compared over all data folders (their elements taken as one vector). */
+typedef struct {
+    char *name;
+    int dtype_orig, dtype_conv;
+    gint64 count;          /* elements per model, summed over folders */
+    gint64 compared;       /* elements where both values are finite: what rel_l2 and max_abs cover */
+    /* ||conv - orig||_2 / ||orig||_2 over the compared elements, in double; 0 when both norms are 0
+     * (0/0), +inf when only ||orig|| is 0. */
+    double rel_l2;
+    double max_abs;        /* max |conv - orig| over the compared elements (0 when none) */
+    gint64 nonfinite_orig; /* inf or NaN elements of ORIG */
+    gint64 nonfinite_conv; /* inf or NaN elements of CONVERTED */
+    gint64 new_nonfinite;  /* elements non-finite in CONVERTED where ORIG's is finite */
+    gboolean pass;         /* new_nonfinite == 0 and rel_l2 <= rtol */
+} HgVerifyOutput;
+
+/* The first value that turned non-finite in CONVERTED: in its execution order, the first computed
+ * float value holding inf or NaN whose same-named value in ORIG, run on the same folder, was finite
+ * everywhere (or was not computed there). The earliest over all folders; value NULL when none. */
+typedef struct {
+    char *value;
+    char *node, *op;         /* its producer (node may be NULL: unnamed); op NULL for a graph input */
+    char *data_dir;          /* the folder where it happened */
+    gint64 nonfinite, count; /* its inf/NaN elements, and all of them, in that folder */
+} HgVerifyNonFinite;
+
+typedef struct {
+    double rtol;
+    guint samples;      /* data folders run */
+    guint n_outputs;
+    HgVerifyOutput *outputs; /* in ORIG's graph-output order */
+    HgVerifyNonFinite first_nonfinite;
+    gboolean pass;      /* every output passes */
+} HgVerifyReport;
+
+HG_API void hg_verify_report_free(HgVerifyReport *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgVerifyReport, hg_verify_report_free)
+
+/* Run orig and conv with the interpreter on the feeds of every folder of data_dirs (NULL-terminated,
+ * at least one; the layout of hg_load_feeds, which must fit orig) and compare their graph outputs by
+ * name. conv's feeds are orig's, matched by input name and converted to the element type conv
+ * declares (hg_tensor_convert), so a model converted without keeping its IO types takes the same
+ * data. opts may be NULL. Returns a new report (free with hg_verify_report_free), or NULL with an
+ * HG_ERROR: HG_ERROR_USAGE when the outputs differ in name (all missing names are listed), when conv
+ * needs an input orig lacks, or when the two give an output different shapes; what hg_load_feeds and
+ * hg_run report otherwise, prefixed with the model and the folder. A negative rtol is a caller bug. */
+HG_API HgVerifyReport *hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs,
+                                 const HgVerifyOptions *opts, GError **error);
+
+/* The report as text: one line per output, the first non-finite value, a verdict line. New string. */
+HG_API char *hg_verify_format_text(const HgVerifyReport *r);
+/* The report as JSON (format "halfguard-verify", README.md documents the fields). New string. */
+HG_API char *hg_verify_format_json(const HgVerifyReport *r);
+
 G_END_DECLS
 
 #endif

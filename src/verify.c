@@ -1,0 +1,540 @@
+/* `halfguard verify`: run an original model and its converted form on the same data and compare.
+ *
+ * Per graph output (matched by name) it measures the relative L2 error, the largest absolute error
+ * and the non-finite values of each model; over the whole run it names the first value that turned
+ * non-finite in the converted model. Both models run in the interpreter, which stores every tensor in
+ * its declared element type, so an FP16 overflow shows up as inf in the tensor where it happens.
+ */
+#include "halfguard/run.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "ops/array.h"
+
+/* Tensor data is little-endian; so is every host we build for, and the codecs below rely on it. */
+G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
+
+/* ---------------------------------------------------------------- element type conversion */
+
+static gboolean
+is_float_type(int dtype)
+{
+    return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16 || dtype == HG_DTYPE_BFLOAT16 ||
+           dtype == HG_DTYPE_DOUBLE;
+}
+
+HgTensor *
+hg_tensor_convert(const HgTensor *t, int dtype, GError **error)
+{
+    g_return_val_if_fail(t != NULL, NULL);
+    if (t->dtype == dtype)
+        return hg_tensor_copy(t);
+    if (!is_float_type(t->dtype) || !is_float_type(dtype)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "cannot convert %s to %s",
+                    hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
+                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
+        return NULL;
+    }
+    /* The array checks the byte count against the shape and gives aligned data. */
+    g_autoptr(HgArray) a = hg_array_from_tensor(t, error);
+    if (!a)
+        return NULL;
+    HgTensor *out = hg_tensor_new(t->name, dtype, t->rank, t->dims);
+    if (!out) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "tensor '%s' is too large",
+                    t->name ? t->name : "");
+        return NULL;
+    }
+    gsize n = (gsize)a->numel;
+    void *dst = hg_tensor_data_mut(out);
+    if (a->dtype == HG_DTYPE_DOUBLE && dtype == HG_DTYPE_FLOAT) {
+        for (gsize i = 0; i < n; i++)
+            ((float *)dst)[i] = (float)((const double *)a->data)[i];
+        return out;
+    }
+    /* Every other pair goes through FP32, which holds float16 and bfloat16 exactly. */
+    gboolean owned;
+    float *f = hg_array_load_f32(a, &owned);
+    switch (dtype) {
+    case HG_DTYPE_FLOAT:
+        memcpy(dst, f, n * sizeof(float));
+        break;
+    case HG_DTYPE_FLOAT16:
+        hg_float_to_half_n(f, dst, n);
+        break;
+    case HG_DTYPE_BFLOAT16:
+        for (gsize i = 0; i < n; i++)
+            ((guint16 *)dst)[i] = hg_float_to_bf16(f[i]);
+        break;
+    case HG_DTYPE_DOUBLE:
+        for (gsize i = 0; i < n; i++)
+            ((double *)dst)[i] = f[i];
+        break;
+    default:
+        g_assert_not_reached();
+    }
+    if (owned)
+        g_free(f);
+    return out;
+}
+
+/* ---------------------------------------------------------------- non-finite values */
+
+/* Elements of a float tensor's raw data whose exponent bits are all ones (inf or NaN); 0 for other
+ * element types. Bit tests, not conversions: the observer sees every tensor of both models. */
+static gint64
+count_nonfinite(const HgTensor *t, gint64 *numel)
+{
+    gint64 n = hg_tensor_numel(t);
+    *numel = MAX(n, 0);
+    gsize size = t->dtype == HG_DTYPE_DOUBLE ? 8 : t->dtype == HG_DTYPE_FLOAT ? 4 : 2;
+    if (!is_float_type(t->dtype) || n <= 0 || !t->data || t->nbytes < (gsize)n * size)
+        return 0;
+    const guint8 *p = t->data;
+    gint64 bad = 0;
+    switch (t->dtype) {
+    case HG_DTYPE_FLOAT:
+        for (gint64 i = 0; i < n; i++) {
+            guint32 u;
+            memcpy(&u, p + 4 * i, 4);
+            bad += (u & 0x7f800000u) == 0x7f800000u;
+        }
+        break;
+    case HG_DTYPE_FLOAT16:
+    case HG_DTYPE_BFLOAT16: {
+        guint16 mask = t->dtype == HG_DTYPE_FLOAT16 ? 0x7c00 : 0x7f80;
+        for (gint64 i = 0; i < n; i++) {
+            guint16 u;
+            memcpy(&u, p + 2 * i, 2);
+            bad += (u & mask) == mask;
+        }
+        break;
+    }
+    default: /* double */
+        for (gint64 i = 0; i < n; i++) {
+            guint64 u;
+            memcpy(&u, p + 8 * i, 8);
+            bad += (u & G_GUINT64_CONSTANT(0x7ff0000000000000)) == G_GUINT64_CONSTANT(0x7ff0000000000000);
+        }
+        break;
+    }
+    return bad;
+}
+
+/* ORIG's run: which float values it computed, and whether each was finite everywhere. */
+static gboolean
+orig_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
+{
+    (void)error;
+    if (!is_float_type(t->dtype))
+        return TRUE;
+    gint64 numel;
+    gboolean finite = count_nonfinite(t, &numel) == 0;
+    g_hash_table_insert(data, v->name, GINT_TO_POINTER(finite ? 1 : 2));
+    return TRUE;
+}
+
+typedef struct {
+    GHashTable *orig;    /* value name -> 1 finite, 2 not (ORIG, this folder) */
+    guint seq;           /* observer calls so far: the position in CONVERTED's execution order */
+    gboolean found;
+    guint found_seq;
+    const HgValue *value;
+    gint64 nonfinite, count;
+} ConvWatch;
+
+static gboolean
+conv_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
+{
+    (void)error;
+    ConvWatch *w = data;
+    guint seq = w->seq++;
+    if (w->found || !is_float_type(t->dtype))
+        return TRUE;
+    gint64 numel, bad = count_nonfinite(t, &numel);
+    if (!bad || GPOINTER_TO_INT(g_hash_table_lookup(w->orig, v->name)) == 2)
+        return TRUE;
+    w->found = TRUE;
+    w->found_seq = seq;
+    w->value = v;
+    w->nonfinite = bad;
+    w->count = numel;
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- the comparison */
+
+typedef struct {
+    double sum_d2, sum_o2; /* sums of squares of (conv - orig) and of orig over compared elements */
+} Sums;
+
+static char *
+shape_string(const HgTensor *t)
+{
+    GString *s = g_string_new("[");
+    for (guint i = 0; i < t->rank; i++)
+        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", t->dims[i]);
+    g_string_append_c(s, ']');
+    return g_string_free(s, FALSE);
+}
+
+static gboolean
+compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor *b, GError **error)
+{
+    gboolean same = a->rank == b->rank;
+    for (guint i = 0; same && i < a->rank; i++)
+        same = a->dims[i] == b->dims[i];
+    if (!same) {
+        g_autofree char *sa = shape_string(a), *sb = shape_string(b);
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "output '%s' has shape %s in the original model but %s in the converted one",
+                    o->name, sa, sb);
+        return FALSE;
+    }
+    if (a->dtype == HG_DTYPE_STRING || b->dtype == HG_DTYPE_STRING) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "output '%s' holds strings: not compared",
+                    o->name);
+        return FALSE;
+    }
+    g_autoptr(HgArray) xa = hg_array_from_tensor(a, error);
+    g_autoptr(HgArray) xb = xa ? hg_array_from_tensor(b, error) : NULL;
+    if (!xb) {
+        g_prefix_error(error, "output '%s': ", o->name);
+        return FALSE;
+    }
+    gboolean own_a, own_b;
+    double *x = hg_array_load_f64(xa, &own_a);
+    double *y = hg_array_load_f64(xb, &own_b);
+    gint64 n = xa->numel;
+    for (gint64 i = 0; i < n; i++) {
+        gboolean fx = isfinite(x[i]), fy = isfinite(y[i]);
+        if (fx && fy) {
+            double d = y[i] - x[i];
+            sums->sum_d2 += d * d;
+            sums->sum_o2 += x[i] * x[i];
+            o->max_abs = MAX(o->max_abs, fabs(d));
+            o->compared++;
+            continue;
+        }
+        o->nonfinite_orig += !fx;
+        o->nonfinite_conv += !fy;
+        o->new_nonfinite += fx && !fy;
+    }
+    o->count += n;
+    if (own_a)
+        g_free(x);
+    if (own_b)
+        g_free(y);
+    return TRUE;
+}
+
+void
+hg_verify_report_free(HgVerifyReport *r)
+{
+    if (!r)
+        return;
+    for (guint i = 0; i < r->n_outputs; i++)
+        g_free(r->outputs[i].name);
+    g_free(r->outputs);
+    g_free(r->first_nonfinite.value);
+    g_free(r->first_nonfinite.node);
+    g_free(r->first_nonfinite.op);
+    g_free(r->first_nonfinite.data_dir);
+    g_free(r);
+}
+
+/* Index of each of orig's outputs among conv's; an error listing every name only one model has. */
+static guint *
+match_outputs(HgModel *orig, HgModel *conv, GError **error)
+{
+    GPtrArray *oa = orig->graph->outputs, *ob = conv->graph->outputs;
+    g_autoptr(GHashTable) in_conv = g_hash_table_new(g_str_hash, g_str_equal);
+    g_autoptr(GHashTable) in_orig = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint j = 0; j < ob->len; j++)
+        g_hash_table_insert(in_conv, ((HgValueDecl *)ob->pdata[j])->value->name, GUINT_TO_POINTER(j + 1));
+    for (guint i = 0; i < oa->len; i++)
+        g_hash_table_add(in_orig, ((HgValueDecl *)oa->pdata[i])->value->name);
+    guint *map = g_new0(guint, oa->len + 1);
+    g_autoptr(GString) msg = g_string_new(NULL);
+    for (guint i = 0; i < oa->len; i++) {
+        const char *name = ((HgValueDecl *)oa->pdata[i])->value->name;
+        guint j = GPOINTER_TO_UINT(g_hash_table_lookup(in_conv, name));
+        if (!j)
+            g_string_append_printf(msg, "%soutput '%s' of the original model is missing from the "
+                                   "converted one", msg->len ? "; " : "", name);
+        map[i] = j - 1;
+    }
+    for (guint j = 0; j < ob->len; j++) {
+        const char *name = ((HgValueDecl *)ob->pdata[j])->value->name;
+        if (!g_hash_table_contains(in_orig, name))
+            g_string_append_printf(msg, "%soutput '%s' of the converted model is not an output of the "
+                                   "original", msg->len ? "; " : "", name);
+    }
+    if (msg->len) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s", msg->str);
+        g_free(map);
+        return NULL;
+    }
+    return map;
+}
+
+/* conv's feeds from orig's: matched by input name, converted to the element type conv declares. */
+static GPtrArray *
+convert_feeds(GPtrArray *orig_decls, GPtrArray *orig_feeds, GPtrArray *conv_decls, GError **error)
+{
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    for (guint i = 0; i < conv_decls->len; i++) {
+        const HgValueDecl *d = conv_decls->pdata[i];
+        const HgTensor *t = NULL;
+        for (guint k = 0; !t && k < orig_decls->len; k++)
+            if (strcmp(((HgValueDecl *)orig_decls->pdata[k])->value->name, d->value->name) == 0)
+                t = orig_feeds->pdata[k];
+        if (!t) {
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "input '%s' of the converted model is not an input of the original",
+                        d->value->name);
+            g_ptr_array_unref(out);
+            return NULL;
+        }
+        const HgType *ty = d->type;
+        int want = ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type ? ty->elem_type : t->dtype;
+        HgTensor *c = hg_tensor_convert(t, want, error);
+        if (!c) {
+            g_prefix_error(error, "input '%s' of the converted model: ", d->value->name);
+            g_ptr_array_unref(out);
+            return NULL;
+        }
+        g_ptr_array_add(out, c);
+    }
+    return out;
+}
+
+static gboolean
+verify_folder(HgModel *orig, HgModel *conv, const char *dir, const guint *map, Sums *sums,
+              HgVerifyReport *r, guint *best_seq, int threads, GError **error)
+{
+    g_autoptr(GPtrArray) orig_decls = hg_run_feeds(orig);
+    g_autoptr(GPtrArray) conv_decls = hg_run_feeds(conv);
+    g_autoptr(GPtrArray) feeds = hg_load_feeds(orig, dir, error);
+    if (!feeds)
+        return FALSE;
+    g_autoptr(GPtrArray) conv_feeds = convert_feeds(orig_decls, feeds, conv_decls, error);
+    if (!conv_feeds)
+        return FALSE;
+    g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+    HgRunOptions ro = {threads, orig_observe, seen, NULL};
+    g_autoptr(GPtrArray) oa = hg_run(orig, feeds, &ro, error);
+    if (!oa) {
+        g_prefix_error(error, "the original model on %s: ", dir);
+        return FALSE;
+    }
+    ConvWatch w = {seen, 0, FALSE, 0, NULL, 0, 0};
+    HgRunOptions rc = {threads, conv_observe, &w, NULL};
+    g_autoptr(GPtrArray) ob = hg_run(conv, conv_feeds, &rc, error);
+    if (!ob) {
+        g_prefix_error(error, "the converted model on %s: ", dir);
+        return FALSE;
+    }
+    for (guint i = 0; i < r->n_outputs; i++) {
+        if (!compare_output(&r->outputs[i], &sums[i], oa->pdata[i], ob->pdata[map[i]], error)) {
+            g_prefix_error(error, "%s: ", dir);
+            return FALSE;
+        }
+    }
+    if (w.found && (!r->first_nonfinite.value || w.found_seq < *best_seq)) {
+        *best_seq = w.found_seq;
+        g_free(r->first_nonfinite.value);
+        g_free(r->first_nonfinite.node);
+        g_free(r->first_nonfinite.op);
+        g_free(r->first_nonfinite.data_dir);
+        const HgNode *p = w.value->producer;
+        r->first_nonfinite.value = g_strdup(w.value->name);
+        r->first_nonfinite.node = p ? g_strdup(p->name) : NULL;
+        r->first_nonfinite.op = p ? g_strdup(p->op_type) : NULL;
+        r->first_nonfinite.data_dir = g_strdup(dir);
+        r->first_nonfinite.nonfinite = w.nonfinite;
+        r->first_nonfinite.count = w.count;
+    }
+    return TRUE;
+}
+
+HgVerifyReport *
+hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs, const HgVerifyOptions *opts,
+          GError **error)
+{
+    g_return_val_if_fail(orig != NULL && conv != NULL && data_dirs != NULL && data_dirs[0] != NULL,
+                         NULL);
+    g_return_val_if_fail(!opts || opts->rtol >= 0, NULL);
+    if (!orig->graph || !conv->graph) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the %s model has no graph",
+                    orig->graph ? "converted" : "original");
+        return NULL;
+    }
+    g_autofree guint *map = match_outputs(orig, conv, error);
+    if (!map)
+        return NULL;
+    g_autoptr(HgVerifyReport) r = g_new0(HgVerifyReport, 1);
+    r->rtol = opts ? opts->rtol : HG_VERIFY_DEFAULT_RTOL;
+    r->n_outputs = orig->graph->outputs->len;
+    r->outputs = g_new0(HgVerifyOutput, r->n_outputs + 1);
+    for (guint i = 0; i < r->n_outputs; i++) {
+        HgValue *v = ((HgValueDecl *)orig->graph->outputs->pdata[i])->value;
+        HgValue *c = ((HgValueDecl *)conv->graph->outputs->pdata[map[i]])->value;
+        r->outputs[i].name = g_strdup(v->name);
+        r->outputs[i].dtype_orig = v->type && v->type->has_elem_type ? v->type->elem_type : 0;
+        r->outputs[i].dtype_conv = c->type && c->type->has_elem_type ? c->type->elem_type : 0;
+    }
+    g_autofree Sums *sums = g_new0(Sums, r->n_outputs + 1);
+    guint best_seq = 0;
+    for (guint k = 0; data_dirs[k]; k++) {
+        if (!verify_folder(orig, conv, data_dirs[k], map, sums, r, &best_seq,
+                           opts ? opts->threads : 0, error))
+            return NULL;
+        r->samples++;
+    }
+    r->pass = TRUE;
+    for (guint i = 0; i < r->n_outputs; i++) {
+        HgVerifyOutput *o = &r->outputs[i];
+        double num = sqrt(sums[i].sum_d2), den = sqrt(sums[i].sum_o2);
+        /* 0/0: the outputs agree exactly (both all zero); x/0: any error relative to zero is
+         * unbounded. */
+        o->rel_l2 = den > 0 ? num / den : num > 0 ? INFINITY : 0;
+        o->pass = o->new_nonfinite == 0 && o->rel_l2 <= r->rtol;
+        r->pass &= o->pass;
+    }
+    return g_steal_pointer(&r);
+}
+
+/* ---------------------------------------------------------------- reports */
+
+char *
+hg_verify_format_text(const HgVerifyReport *r)
+{
+    g_return_val_if_fail(r != NULL, NULL);
+    GString *s = g_string_new(NULL);
+    guint failed = 0;
+    for (guint i = 0; i < r->n_outputs; i++) {
+        const HgVerifyOutput *o = &r->outputs[i];
+        g_string_append_printf(s, "%s: rel L2 %.1e, max abs %.1e, non-finite %" G_GINT64_FORMAT
+                               " (of %" G_GINT64_FORMAT ")", o->name, o->rel_l2, o->max_abs,
+                               o->nonfinite_conv, o->count);
+        if (o->nonfinite_orig)
+            g_string_append_printf(s, ", original non-finite %" G_GINT64_FORMAT, o->nonfinite_orig);
+        if (!o->pass) {
+            failed++;
+            if (o->new_nonfinite)
+                g_string_append_printf(s, " [FAIL: %" G_GINT64_FORMAT " non-finite where the original "
+                                       "is finite]", o->new_nonfinite);
+            else
+                g_string_append_printf(s, " [FAIL: over rtol %.1e]", r->rtol);
+        }
+        g_string_append_c(s, '\n');
+    }
+    const HgVerifyNonFinite *f = &r->first_nonfinite;
+    if (!f->value)
+        g_string_append(s, "first non-finite: none\n");
+    else if (!f->op)
+        g_string_append_printf(s, "first non-finite: '%s' (a graph input), %" G_GINT64_FORMAT " of %"
+                               G_GINT64_FORMAT " values, in %s\n", f->value, f->nonfinite, f->count,
+                               f->data_dir);
+    else
+        g_string_append_printf(s, "first non-finite: '%s' from node '%s' (%s), %" G_GINT64_FORMAT " of %"
+                               G_GINT64_FORMAT " values, in %s\n", f->value, f->node ? f->node : "",
+                               f->op, f->nonfinite, f->count, f->data_dir);
+    if (r->pass)
+        g_string_append_printf(s, "verdict: PASS (%u output%s, %u data folder%s, rtol %.1e)\n",
+                               r->n_outputs, r->n_outputs == 1 ? "" : "s", r->samples,
+                               r->samples == 1 ? "" : "s", r->rtol);
+    else
+        g_string_append_printf(s, "verdict: FAIL (%u of %u output%s non-finite or over rtol %.1e)\n",
+                               failed, r->n_outputs, r->n_outputs == 1 ? "" : "s", r->rtol);
+    return g_string_free(s, FALSE);
+}
+
+static void
+add_num(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    if (isfinite(v))
+        json_builder_add_double_value(b, v);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+add_int(JsonBuilder *b, const char *key, gint64 v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, v);
+}
+
+static void
+add_str(JsonBuilder *b, const char *key, const char *v)
+{
+    json_builder_set_member_name(b, key);
+    if (v)
+        json_builder_add_string_value(b, v);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+add_bool(JsonBuilder *b, const char *key, gboolean v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_boolean_value(b, v);
+}
+
+char *
+hg_verify_format_json(const HgVerifyReport *r)
+{
+    g_return_val_if_fail(r != NULL, NULL);
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    add_str(b, "format", "halfguard-verify");
+    add_int(b, "version", 1);
+    add_bool(b, "pass", r->pass);
+    add_num(b, "rtol", r->rtol);
+    add_int(b, "samples", r->samples);
+    json_builder_set_member_name(b, "outputs");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < r->n_outputs; i++) {
+        const HgVerifyOutput *o = &r->outputs[i];
+        json_builder_begin_object(b);
+        add_str(b, "name", o->name);
+        add_str(b, "dtype_orig", hg_dtype_name(o->dtype_orig));
+        add_str(b, "dtype_conv", hg_dtype_name(o->dtype_conv));
+        add_int(b, "count", o->count);
+        add_int(b, "compared", o->compared);
+        add_num(b, "rel_l2", o->rel_l2);
+        add_num(b, "max_abs", o->max_abs);
+        add_int(b, "nonfinite_orig", o->nonfinite_orig);
+        add_int(b, "nonfinite_conv", o->nonfinite_conv);
+        add_int(b, "new_nonfinite", o->new_nonfinite);
+        add_bool(b, "pass", o->pass);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "first_nonfinite");
+    if (!r->first_nonfinite.value) {
+        json_builder_add_null_value(b);
+    } else {
+        json_builder_begin_object(b);
+        add_str(b, "value", r->first_nonfinite.value);
+        add_str(b, "node", r->first_nonfinite.node);
+        add_str(b, "op", r->first_nonfinite.op);
+        add_str(b, "data_dir", r->first_nonfinite.data_dir);
+        add_int(b, "nonfinite", r->first_nonfinite.nonfinite);
+        add_int(b, "count", r->first_nonfinite.count);
+        json_builder_end_object(b);
+    }
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, root);
+    json_generator_set_pretty(gen, TRUE);
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    return g_strconcat(text, "\n", NULL);
+}
