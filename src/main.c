@@ -534,6 +534,73 @@ out:
     return rc;
 }
 
+/* ---------------------------------------------------------------- verify */
+
+static int
+cmd_verify(int argc, char **argv)
+{
+    const Command *cmd = find_command("verify");
+    char **data = NULL, *format = NULL;
+    double rtol = HG_VERIFY_DEFAULT_RTOL;
+    int threads = 0;
+    GOptionEntry entries[] = {
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
+         "A folder of inputs, laid out as for 'run' (repeat for several samples)", "DIR"},
+        {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
+         "Largest relative L2 error an output may have (default 1e-2)", "R"},
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
+         "FORMAT"},
+        {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) orig = NULL;
+    g_autoptr(HgModel) conv = NULL;
+    g_autoptr(HgVerifyReport) r = NULL;
+    g_autofree char *text = NULL;
+    HgVerifyOptions vo;
+    const char *usage;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        goto out;
+    usage = argc != 3                                          ? "give two models: ORIG CONVERTED"
+            : !data                                            ? "give --data DIR (one or more)"
+            : !(rtol >= 0)                                     ? "--rtol must be a number >= 0"
+            : threads < 0                                      ? "--threads must be positive"
+            : format && strcmp(format, "text") && strcmp(format, "json") ? "--format must be text or json"
+                                                               : NULL;
+    if (usage) {
+        fprintf(stderr, "halfguard verify: %s\nTry 'halfguard help verify'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    for (int i = 1; i <= 2; i++) {
+        HgModel *m = hg_model_load(argv[i], &error);
+        if (!m) {
+            report_error(argv[i], error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+        report_warnings(argv[i], m);
+        *(i == 1 ? &orig : &conv) = m;
+    }
+    vo.rtol = rtol;
+    vo.threads = threads;
+    r = hg_verify(orig, conv, (const char *const *)data, &vo, &error);
+    if (!r) {
+        fprintf(stderr, "halfguard verify: %s\n", error->message);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    text = format && strcmp(format, "json") == 0 ? hg_verify_format_json(r) : hg_verify_format_text(r);
+    fputs(text, stdout);
+    rc = r->pass ? EXIT_OK : EXIT_FINDINGS;
+out:
+    g_strfreev(data);
+    g_free(format);
+    return rc;
+}
+
 /* ---------------------------------------------------------------- help */
 
 static void print_usage(FILE *f);
@@ -603,6 +670,21 @@ static const Command commands[] = {
      "nonzero |x|, the counts of inf and NaN values, the element count and the number of samples.\n"
      "The JSON format is documented in the README.\n\n"
      "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json"},
+    {"verify", cmd_verify, "ORIG CONVERTED --data DIR [--data DIR...] [--rtol R] [--format text|json]",
+     "Run a model and its converted form on the same data; exit 1 if they disagree.",
+     "Runs both models with the built-in interpreter on each --data folder (laid out as for 'run';\n"
+     "the files must fit ORIG, and CONVERTED's inputs get the same values converted to the element\n"
+     "types it declares, so an FP16-input model takes FP32 data). Graph outputs are matched by name.\n"
+     "Per output, over all folders: the relative L2 error ||conv - orig|| / ||orig|| (0 when both\n"
+     "are 0, inf when only ORIG's is) and the largest absolute error, both over the elements finite\n"
+     "in both models, and the count of inf/NaN values in CONVERTED (and in ORIG, when it has some).\n"
+     "It names the first tensor, in CONVERTED's execution order, that holds inf or NaN where ORIG's\n"
+     "tensor of the same name is finite, and the node that produced it.\n\n"
+     "Output: text, or json (fields in the README).\n"
+     "Exit status: 0 every output finite and within --rtol; 1 an output non-finite where ORIG's is\n"
+     "finite, or over --rtol; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"
+     "outputs that differ in name or shape).\n\n"
+     "Example:\n  halfguard verify model.onnx model.fp16.onnx --data test_data_set_0 --data test_data_set_1"},
     {"help", cmd_help, "[SUBCOMMAND]", "Show help for a subcommand.", ""},
 };
 
@@ -624,7 +706,7 @@ print_usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nOptions:\n  -h, --help     Show this help\n  --version      Print the version\n\n"
                "'halfguard help SUBCOMMAND' or 'halfguard SUBCOMMAND --help' shows a subcommand's "
-               "options.\nExit status: 0 success, 1 findings (check), 2 error.\n");
+               "options.\nExit status: 0 success, 1 findings (check, verify), 2 error.\n");
 }
 
 int
