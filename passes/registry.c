@@ -5,11 +5,14 @@
 #include <string.h>
 
 gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error);
 
 static const HgPassInfo passes[] = {
     {"fold_shapes", hg_pass_fold_shapes,
      "replace shape arithmetic that shape inference computes (Shape, Gather, Concat...) by constants"},
+    {"fuse_layernorm", hg_pass_fuse_layernorm,
+     "turn decomposed LayerNorm into opset-17 LayerNormalization (raising the opset when safe)"},
     {"cleanup", hg_pass_cleanup,
      "drop dead default-domain nodes and put the nodes in topological order"},
 };
