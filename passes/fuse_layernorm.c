@@ -969,6 +969,8 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
         return FALSE;
     Fuse f = {g, s, g_hash_table_new(NULL, NULL)};
     g_autoptr(GArray) matches = g_array_new(FALSE, TRUE, sizeof(Match));
+    /* reasons in the order first met, with their counts: the notes come out the same every run */
+    g_autoptr(GPtrArray) reasons = g_ptr_array_new();
     g_autoptr(GHashTable) skipped = g_hash_table_new(g_str_hash, g_str_equal);
     guint n_nodes = g->nodes->len;
     for (guint i = 0; i < n_nodes; i++) {
@@ -987,17 +989,18 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
         } else {
             if (mt.why) {
                 guint c = GPOINTER_TO_UINT(g_hash_table_lookup(skipped, mt.why));
+                if (!c)
+                    g_ptr_array_add(reasons, (gpointer)mt.why);
                 g_hash_table_insert(skipped, (gpointer)mt.why, GUINT_TO_POINTER(c + 1));
             }
             match_clear(&mt);
         }
     }
-    GHashTableIter it;
-    gpointer key, val;
-    g_hash_table_iter_init(&it, skipped);
-    while (g_hash_table_iter_next(&it, &key, &val))
-        hg_pass_note(ctx, PASS, "left %u LayerNorm-like pattern%s unfused: %s", GPOINTER_TO_UINT(val),
-                     GPOINTER_TO_UINT(val) == 1 ? "" : "s", (const char *)key);
+    for (guint i = 0; i < reasons->len; i++) {
+        guint c = GPOINTER_TO_UINT(g_hash_table_lookup(skipped, reasons->pdata[i]));
+        hg_pass_note(ctx, PASS, "left %u LayerNorm-like pattern%s unfused: %s", c, c == 1 ? "" : "s",
+                     (const char *)reasons->pdata[i]);
+    }
     gboolean fused = FALSE;
     if (matches->len) {
         gint64 opset = hg_model_opset(g->model, "");

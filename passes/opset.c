@@ -499,13 +499,14 @@ upgrade_node(HgNode *n, gint64 from, gint64 target, Rw *rw, gboolean *rewritten)
     if (n->flags & HG_NODE_DEAD || !is_default_domain(n))
         return TRUE;
     gboolean renamed = FALSE;
+    guint64 generation = n->graph->generation; /* every edit bumps it */
     for (guint i = 0; i < G_N_ELEMENTS(changes); i++) {
         /* Upsample's and Scatter's rows (deprecated ops) apply at any version. */
         if (strcmp(changes[i].op, n->op_type) != 0 || from >= changes[i].version)
             continue;
         if (!changes[i].rule(n, rw))
             return FALSE;
-        *rewritten = TRUE;
+        *rewritten = n->graph->generation != generation;
         renamed |= strcmp(changes[i].op, "Upsample") == 0 || strcmp(changes[i].op, "Scatter") == 0;
     }
     if (!renamed && !known_at_17(n->op_type)) {
@@ -546,6 +547,11 @@ hg_opset_can_upgrade(HgModel *m, const HgShapes *s, gint64 target, char **why)
         return TRUE;
     if (from < MIN_SOURCE_OPSET) {
         *why = g_strdup_printf("opset %" G_GINT64_FORMAT " predates numpy broadcasting (opset 7)", from);
+        return FALSE;
+    }
+    if (m->functions && m->functions->len) {
+        /* their bodies import the default domain themselves; halfguard passes them through opaque */
+        *why = g_strdup("the model has local functions, whose opset imports are not rewritten");
         return FALSE;
     }
     Walk w = {{s, FALSE, NULL}, from, target, 0, TRUE};
