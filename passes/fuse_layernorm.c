@@ -1008,6 +1008,15 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (opset < LN_OPSET && !hg_opset_can_upgrade(g->model, s, LN_OPSET, &why)) {
             hg_pass_note(ctx, PASS, "left %u LayerNorm unfused (kept FP32): opset %" G_GINT64_FORMAT
                          " cannot be raised to %d: %s", matches->len, opset, LN_OPSET, why);
+            if (!ctx->keep_fp32)
+                ctx->keep_fp32 = g_hash_table_new(NULL, NULL);
+            for (guint i = 0; i < matches->len; i++) {
+                GHashTableIter it;
+                gpointer node;
+                g_hash_table_iter_init(&it, g_array_index(matches, Match, i).nodes);
+                while (g_hash_table_iter_next(&it, &node, NULL))
+                    g_hash_table_add(ctx->keep_fp32, node);
+            }
         } else {
             if (opset < LN_OPSET) {
                 guint rewritten;
@@ -1022,6 +1031,7 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
             for (guint i = 0; i < matches->len; i++)
                 rewrite(&f, &g_array_index(matches, Match, i));
             hg_pass_note(ctx, PASS, "fused %u LayerNorm", matches->len);
+            ctx->n_fused_layernorm += matches->len;
             ctx->n_changed += matches->len;
             fused = TRUE;
         }

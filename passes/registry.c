@@ -6,6 +6,9 @@
 
 gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error);
 
 static const HgPassInfo passes[] = {
@@ -13,6 +16,12 @@ static const HgPassInfo passes[] = {
      "replace shape arithmetic that shape inference computes (Shape, Gather, Concat...) by constants"},
     {"fuse_layernorm", hg_pass_fuse_layernorm,
      "turn decomposed LayerNorm into opset-17 LayerNormalization (raising the opset when safe)"},
+    {"clamp_constants", hg_pass_clamp_constants,
+     "raise float32-min and -inf mask fills to -65504 where only a softmax or a maximum reads them"},
+    {"assign_precision", hg_pass_assign_precision,
+     "choose FP16 or FP32 per node: hazards force FP32, a minimum cut places the boundaries"},
+    {"lower", hg_pass_lower,
+     "retype tensors, convert initializers and insert Casts as assign_precision decided"},
     {"cleanup", hg_pass_cleanup,
      "drop dead default-domain nodes and put the nodes in topological order"},
 };

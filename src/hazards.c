@@ -6,7 +6,7 @@
  * unbounded for lack of information, not because of the model: rules stay silent on them (the report
  * names those inputs instead) unless calibration saw them. README.md ("Hazards") explains each rule;
  * the constants below are the FP16 facts they rest on. */
-#include "halfguard/check.h"
+#include "hazards.h"
 #include "halfguard/run.h"
 
 #include <math.h>
@@ -90,7 +90,7 @@ hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error)
 
 typedef struct {
     HgModel *model;
-    const HgCheckOptions *opts;
+    HgStats *stats;
     double margin, threshold;
     HgShapes *shapes;
     HgRanges *ranges;
@@ -114,20 +114,42 @@ hazard_free(gpointer p)
     g_free(h);
 }
 
+static void
+check_free(Check *c)
+{
+    hg_shapes_free(c->shapes);
+    hg_ranges_free(c->ranges);
+    g_hash_table_unref(c->open);
+    g_hash_table_unref(c->fp32);
+    g_hash_table_unref(c->seen_init);
+    g_free(c);
+}
+
 void
 hg_check_result_free(HgCheckResult *r)
 {
     if (!r)
         return;
+    if (r->priv)
+        check_free(r->priv);
     g_ptr_array_unref(r->hazards);
     g_ptr_array_unref(r->unranged_inputs);
     g_free(r);
 }
 
+/* Does magnitude b pass the threshold? FP16 stores every |x| below 65520 as at most 65504 (half an
+ * ulp of rounding), so a bound within that relative 2^-12 of the threshold (FP32 rounding slack of
+ * the interval rules, say) is no overflow. */
+static gboolean
+exceeds(const Check *c, double b)
+{
+    return b > c->threshold * (1 + 0x1p-12);
+}
+
 static const HgTensorStats *
 stats_of(const Check *c, const HgValue *v)
 {
-    return c->opts->stats && v ? g_hash_table_lookup(c->opts->stats, v->name) : NULL;
+    return c->stats && v ? g_hash_table_lookup(c->stats, v->name) : NULL;
 }
 
 static double
@@ -191,6 +213,7 @@ add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decid
         c->n_calibrated++;
     }
     h->action = g_strdup(action);
+    h->at = n;
     g_ptr_array_add(c->hazards, h);
     return h;
 }
@@ -592,11 +615,11 @@ check_internal(Check *c, const HgNode *n)
     double acc = (double)count * (square ? d.bound * d.bound : d.bound);
     if (count < 0)
         acc = INFINITY;
-    if (acc <= c->threshold || count == 1)
+    if (!exceeds(c, acc) || count == 1)
         return;
     /* The output overflowing is the overflow rule's finding. */
     Decided out = decide(c, n->outputs[0]);
-    if (out.bound > c->threshold)
+    if (exceeds(c, out.bound))
         return;
     d.bound = acc;
     add_hazard(c, HG_HAZARD_INTERNAL_OVERFLOW, n, x, d,
@@ -708,6 +731,51 @@ check_precision(Check *c, const HgNode *n)
     }
 }
 
+gboolean
+hg_node_passes_through(const HgNode *n)
+{
+    static const char *const ops[] = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity",
+                                      "Slice", "Transpose", "Concat", "Flatten", "Tile"};
+    for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
+        if (is_op(n, ops[i]))
+            return TRUE;
+    return FALSE;
+}
+
+static gboolean
+ends_in_max(const HgValue *v, int depth)
+{
+    if (!v || v->is_output || !v->uses->len || depth > 8)
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgUse *use = &g_array_index(v->uses, HgUse, u);
+        const HgNode *n = use->node;
+        if (is_op(n, "Softmax") || is_op(n, "LogSoftmax") || is_op(n, "ReduceMax") || is_op(n, "Max") ||
+            is_op(n, "ArgMax") || is_op(n, "MaxPool") || is_op(n, "GlobalMaxPool"))
+            continue;
+        if (!(((hg_node_passes_through(n) && use->index == 0) || (is_op(n, "Where") && use->index > 0)) &&
+              ends_in_max(n->outputs[0], depth + 1)))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+hg_value_ends_in_max(const HgValue *v)
+{
+    return ends_in_max(v, 0);
+}
+
+/* A value that overflows only downwards and only into maxima and softmaxes (masked logits). */
+static gboolean
+benign_overflow(const Check *c, const HgValue *v, Decided d)
+{
+    double hi = hg_ranges_get(c->ranges, v)->hi;
+    if (d.source == HG_SOURCE_CALIBRATION && d.stats && !isnan(d.stats->max))
+        hi = MIN(hi, d.stats->max >= 0 ? d.stats->max * c->margin : d.stats->max);
+    return !exceeds(c, hi) && ends_in_max(v, 0);
+}
+
 /* Output overflow, reported where it starts: no float input already passes the threshold. */
 static void
 check_overflow(Check *c, const HgNode *n)
@@ -716,7 +784,7 @@ check_overflow(Check *c, const HgNode *n)
         HgValue *v = n->inputs[k];
         if (v && is_float_value(c, v)) {
             Decided d = decide(c, v);
-            if (d.known && d.bound > c->threshold)
+            if (d.known && exceeds(c, d.bound))
                 return;
         }
     }
@@ -725,7 +793,7 @@ check_overflow(Check *c, const HgNode *n)
         if (!v || !is_float_value(c, v) || is_constant(c, v) || g_hash_table_contains(c->fp32, v))
             continue;
         Decided d = decide(c, v);
-        if (!d.known || d.bound <= c->threshold)
+        if (!d.known || !exceeds(c, d.bound) || benign_overflow(c, v, d))
             continue;
         g_autofree char *msg = describe_bound(c, "output", v, d, c->threshold);
         add_hazard(c, HG_HAZARD_OVERFLOW, n, v, d, KEEP_FP32, "%s", msg);
@@ -841,19 +909,95 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
         if (!ranged && dt != HG_DTYPE_BOOL && dt != HG_DTYPE_STRING)
             g_ptr_array_add(res->unranged_inputs, g_strdup(v->name));
     }
-    Check c = {m, opts, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
-               opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD, shapes, NULL,
-               g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
-               res->hazards, 0};
-    c.ranges = hg_ranges_infer(g, shapes, ir, opts->n_ranges);
-    mark_open(&c, order, res->unranged_inputs);
-    mark_fp32(&c, order);
+    Check *c = g_new0(Check, 1);
+    *c = (Check){m, opts->stats, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
+                 opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD, g_steal_pointer(&shapes),
+                 NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
+                 g_hash_table_new(NULL, NULL), res->hazards, 0};
+    c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);
+    mark_open(c, order, res->unranged_inputs);
+    mark_fp32(c, order);
     for (guint i = 0; i < order->len; i++)
-        check_node(&c, order->pdata[i]);
-    res->n_calibrated = c.n_calibrated;
-    hg_ranges_free(c.ranges);
-    g_hash_table_unref(c.open);
-    g_hash_table_unref(c.fp32);
-    g_hash_table_unref(c.seen_init);
+        check_node(c, order->pdata[i]);
+    res->n_calibrated = c->n_calibrated;
+    res->priv = c;
     return res;
+}
+
+/* ---------------------------------------------------------------- for the passes */
+
+const HgShapes *
+hg_check_shapes(const HgCheckResult *r)
+{
+    return ((const Check *)r->priv)->shapes;
+}
+
+const HgRanges *
+hg_check_ranges(const HgCheckResult *r)
+{
+    return ((const Check *)r->priv)->ranges;
+}
+
+gboolean
+hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
+{
+    const Check *c = r->priv;
+    if (!v || !is_float_value(c, v))
+        return FALSE;
+    if (g_hash_table_contains(c->fp32, v))
+        return TRUE;
+    const HgScan *scan = v->init ? hg_ranges_scan(c->ranges, v) : NULL;
+    if (scan)
+        return scan->n_nonfinite + scan->n_big > 0;
+    Decided d = decide(c, v);
+    return d.known && exceeds(c, d.bound) && !benign_overflow(c, v, d);
+}
+
+/* The producers along fp16_can_be_zero's path. */
+static void
+zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 4)
+        return;
+    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") ||
+        is_op(p, "Abs")) {
+        g_ptr_array_add(nodes, (gpointer)p);
+        zero_span(c, p->inputs[0], depth + 1, nodes);
+    } else if (is_op(p, "Add") && p->n_inputs == 2) {
+        for (guint k = 0; k < 2; k++)
+            if (p->inputs[k] && tiny_constant(c, p->inputs[k]) > 0)
+                g_ptr_array_add(nodes, (gpointer)p);
+    }
+}
+
+/* The nodes of cumsum_source's path from v back to the CumSum (included). */
+static void
+cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 8 || !cumsum_source(v, 0))
+        return;
+    g_ptr_array_add(nodes, (gpointer)p);
+    if (is_op(p, "CumSum"))
+        return;
+    for (guint k = 0; k < MIN(p->n_inputs, 2u); k++)
+        if (k == 0 || is_op(p, "Add") || is_op(p, "Sub"))
+            cumsum_span(p->inputs[k], depth + 1, nodes);
+}
+
+void
+hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes)
+{
+    const Check *c = r->priv;
+    const HgNode *n = h->at;
+    if (!n)
+        return;
+    if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
+        const HgValue *d = is_op(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
+        zero_span(c, d, 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && is_op(n, "Sub")) {
+        cumsum_span(n->inputs[0], 0, nodes);
+        cumsum_span(n->inputs[1], 0, nodes);
+    }
 }

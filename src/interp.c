@@ -472,8 +472,23 @@ out:
 
 /* ---------------------------------------------------------------- feeds from a folder */
 
+static GPtrArray *
+load_feeds(HgModel *m, const char *dir, gboolean convert, GError **error);
+
 GPtrArray *
 hg_load_feeds(HgModel *m, const char *dir, GError **error)
+{
+    return load_feeds(m, dir, FALSE, error);
+}
+
+GPtrArray *
+hg_load_feeds_converted(HgModel *m, const char *dir, GError **error)
+{
+    return load_feeds(m, dir, TRUE, error);
+}
+
+static GPtrArray *
+load_feeds(HgModel *m, const char *dir, gboolean convert, GError **error)
 {
     g_return_val_if_fail(m != NULL && dir != NULL, NULL);
     g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
@@ -496,6 +511,13 @@ hg_load_feeds(HgModel *m, const char *dir, GError **error)
             return NULL;
         }
         HgTensor *t = hg_tensor_load_file(path, error);
+        const HgType *ty = d->type;
+        if (t && convert && ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type &&
+            ty->elem_type != t->dtype && hg_dtype_is_float(ty->elem_type) && hg_dtype_is_float(t->dtype)) {
+            HgTensor *c = hg_tensor_convert(t, ty->elem_type, error);
+            hg_tensor_free(t);
+            t = c;
+        }
         if (!t || !check_feed(d, t, error)) {
             hg_tensor_free(t);
             g_prefix_error(error, "%s: ", path);

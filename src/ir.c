@@ -1073,6 +1073,44 @@ set_decl_types(GPtrArray *decls, HgValue *v, int dtype)
     }
 }
 
+static void
+rename_decls(GPtrArray *decls, const HgValue *v, const char *name)
+{
+    for (guint i = 0; decls && i < decls->len; i++) {
+        HgValueDecl *d = decls->pdata[i];
+        if (d->value == v) {
+            g_free(d->name);
+            d->name = g_strdup(name);
+        }
+    }
+}
+
+gboolean
+hg_value_rename(HgValue *v, const char *name, GError **error)
+{
+    g_return_val_if_fail(v != NULL && name != NULL, FALSE);
+    HgGraph *g = v->graph;
+    if (g_hash_table_contains(g->values, name)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "cannot rename '%s': '%s' is already defined",
+                    v->name, name);
+        return FALSE;
+    }
+    g_hash_table_steal(g->values, v->name);
+    rename_decls(g->inputs, v, name);
+    rename_decls(g->outputs, v, name);
+    rename_decls(g->value_info, v, name);
+    if (v->init) {
+        g_free(v->init->name);
+        v->init->name = g_strdup(name);
+    }
+    g_free(v->name);
+    v->name = g_strdup(name);
+    g_hash_table_insert(g->values, v->name, v);
+    name_set_add(g->model, name);
+    hg_graph_touch(g);
+    return TRUE;
+}
+
 void
 hg_value_set_elem_type(HgValue *v, int dtype)
 {

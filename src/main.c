@@ -59,18 +59,112 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
 
 /* ---------------------------------------------------------------- convert */
 
+/* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
+ * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
+static gboolean
+model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, GHashTable **owned,
+            GError **error)
+{
+    *owned = NULL;
+    *use = file_stats;
+    if (!calib)
+        return TRUE;
+    *owned = hg_stats_collect(m, (const char *const *)calib, 0, error);
+    if (!*owned)
+        return FALSE;
+    if (file_stats)
+        hg_stats_merge(*owned, file_stats);
+    *use = *owned;
+    return TRUE;
+}
+
+/* --stats FILE... merged into one table (NULL when none); FALSE with the error printed. */
+static gboolean
+load_stats_files(char **files, HgStats **out)
+{
+    *out = NULL;
+    for (guint i = 0; files && files[i]; i++) {
+        g_autoptr(GError) error = NULL;
+        HgStats *st = hg_stats_load(files[i], &error);
+        if (!st) {
+            report_error(NULL, error);
+            if (*out)
+                g_hash_table_unref(*out);
+            *out = NULL;
+            return FALSE;
+        }
+        if (*out) {
+            hg_stats_merge(*out, st);
+            g_hash_table_unref(st);
+        } else {
+            *out = st;
+        }
+    }
+    return TRUE;
+}
+
+static void
+range_spec_clear(gpointer p)
+{
+    g_free(((HgInputRangeSpec *)p)->name);
+}
+
+/* --input-range values parsed into a GArray of HgInputRangeSpec; NULL with *usage set. */
+static GArray *
+parse_ranges(char **ranges, GError **error)
+{
+    GArray *a = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(a, range_spec_clear);
+    for (guint i = 0; ranges && ranges[i]; i++) {
+        HgInputRangeSpec s;
+        if (!hg_input_range_parse(ranges[i], &s, error)) {
+            g_array_unref(a);
+            return NULL;
+        }
+        g_array_append_val(a, s);
+    }
+    return a;
+}
+
 static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
-    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL;
-    char **shapes = NULL;
+    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
+    char **shapes = NULL, **ranges = NULL, **calib = NULL, **stats = NULL, **block_ops = NULL;
+    char **block_nodes = NULL, **force_nodes = NULL;
+    double margin = 0, threshold = 0;
+    gboolean keep_io = FALSE, trtexec = FALSE;
     GOptionEntry entries[] = {
-        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
-         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)", "NAME:DIMS"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model to FILE (one input)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
          "Write each model to DIR under its own name (several inputs)", "DIR"},
+        {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &ranges,
+         "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",
+         "NAME=LO:HI"},
+        {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &calib,
+         "Run the model on the inputs in DIR and decide with what it sees (repeatable)", "DIR"},
+        {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &stats,
+         "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)", "FILE"},
+        {"margin", 0, 0, G_OPTION_ARG_DOUBLE, &margin,
+         "Multiply observed magnitudes by M before deciding (default 2)", "M"},
+        {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &threshold,
+         "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},
+        {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
+         "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
+        {"block-op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_ops,
+         "Keep every node of op TYPE FP32 (repeatable)", "TYPE"},
+        {"block-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_nodes,
+         "Keep nodes whose name matches REGEX FP32 (repeatable)", "REGEX"},
+        {"force-fp16-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &force_nodes,
+         "Run nodes whose name matches REGEX in FP16 whatever the analysis says (repeatable)", "REGEX"},
+        {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
+         "Write every decision with its reason and interval to FILE (JSON; one input)", "FILE.json"},
+        {"emit-trtexec", 0, 0, G_OPTION_ARG_NONE, &trtexec,
+         "Print trtexec's --precisionConstraints/--layerPrecisions for the FP32 nodes (TensorRT <= 10)",
+         NULL},
+        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
+         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)", "NAME:DIMS"},
         {"passes", 0, 0, G_OPTION_ARG_STRING, &passes,
          "Comma-separated passes to run, or 'none' (default: all, in pipeline order)", "LIST"},
         {"dump-after", 0, 0, G_OPTION_ARG_STRING, &dump_after,
@@ -80,14 +174,27 @@ cmd_convert(int argc, char **argv)
     int rc = EXIT_OK;
     g_auto(GStrv) pass_list = NULL;
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GError) perr = NULL;
+    g_autoptr(GArray) range_specs = NULL;
+    HgStats *file_stats = NULL;
+    const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
-    if (argc < 2 || (!output && !output_dir) || (output && output_dir) || (output && argc > 2)) {
-        fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n",
-                argc < 2                  ? "no input model"
-                : output && output_dir    ? "give -o or -O, not both"
-                : output                  ? "-o takes one input; use -O DIR for several"
-                                          : "say where to write: -o FILE or -O DIR");
+    range_specs = parse_ranges(ranges, &perr);
+    usage = argc < 2                  ? "no input model"
+            : output && output_dir    ? "give -o or -O, not both"
+            : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
+            : output && argc > 2      ? "-o takes one input; use -O DIR for several"
+            : report && argc > 2      ? "--report takes one input"
+            : margin < 0 || threshold < 0 ? "--margin and --threshold must be positive"
+            : !range_specs            ? perr->message
+                                      : NULL;
+    if (usage) {
+        fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!load_stats_files(stats, &file_stats)) {
         rc = EXIT_ERROR;
         goto out;
     }
@@ -109,18 +216,28 @@ cmd_convert(int argc, char **argv)
         g_hash_table_add(seen, g_strdup(out));
         g_autoptr(GError) error = NULL;
         g_autoptr(HgModel) m = hg_model_load(in, &error);
-        if (!m) {
+        HgStats *use = NULL;
+        g_autoptr(GHashTable) owned = NULL;
+        if (!m || !model_stats(m, calib, file_stats, &use, &owned, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
             continue;
         }
         report_warnings(in, m);
+        HgCheckOptions co = {(HgInputRangeSpec *)(void *)range_specs->data, range_specs->len, use, margin,
+                             threshold, (const char *const *)shapes};
         HgPassCtx ctx;
         hg_pass_ctx_init(&ctx);
         ctx.shapes = (const char *const *)shapes;
+        ctx.check = &co;
+        ctx.block_ops = (const char *const *)block_ops;
+        ctx.block_nodes = (const char *const *)block_nodes;
+        ctx.force_fp16_nodes = (const char *const *)force_nodes;
+        ctx.keep_io_types = keep_io;
         g_autoptr(GString) dump = g_string_new(NULL);
         HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
-        gboolean ok = hg_pipeline_run(m, &po, &ctx, &error) && hg_model_save(m, out, &error);
+        gboolean ok = hg_pipeline_run(m, &po, &ctx, &error) && hg_model_save(m, out, &error) &&
+                      (!report || hg_pass_ctx_write_report(&ctx, in, report, &error));
         if (dump->len)
             fputs(dump->str, stdout);
         if (!ok) {
@@ -131,22 +248,28 @@ cmd_convert(int argc, char **argv)
                 break;
             continue;
         }
-        GString *line = g_string_new(NULL);
-        for (guint k = 0; k < ctx.notes->len; k++) {
-            const HgPassNote *note = ctx.notes->pdata[k];
-            g_string_append_printf(line, "%s%s", k ? "; " : "", note->message);
-        }
-        fprintf(dump_after ? stderr : stdout, "%s -> %s: %s\n", in, out,
-                line->len ? line->str : "no changes");
-        g_string_free(line, TRUE);
+        g_autofree char *summary = hg_pass_ctx_summary(&ctx);
+        fprintf(dump_after ? stderr : stdout, "%s -> %s: %s\n", in, out, summary);
+        g_autofree char *tr = trtexec ? hg_pass_ctx_trtexec(&ctx) : NULL;
+        if (trtexec)
+            printf("%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
         hg_pass_ctx_clear(&ctx);
     }
 out:
+    if (file_stats)
+        g_hash_table_unref(file_stats);
     g_strfreev(shapes);
+    g_strfreev(ranges);
+    g_strfreev(calib);
+    g_strfreev(stats);
+    g_strfreev(block_ops);
+    g_strfreev(block_nodes);
+    g_strfreev(force_nodes);
     g_free(output);
     g_free(output_dir);
     g_free(passes);
     g_free(dump_after);
+    g_free(report);
     return rc;
 }
 
@@ -326,12 +449,6 @@ typedef struct {
     HgCheckConfig *config;    /* --config, or NULL to search per model */
     gboolean no_config, strict_lfs;
 } CheckArgs;
-
-static void
-range_spec_clear(gpointer p)
-{
-    g_free(((HgInputRangeSpec *)p)->name);
-}
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
 static HgCheckResult *

@@ -11,11 +11,22 @@ hg_version(void)
     return HG_VERSION;
 }
 
+static void
+decision_free(gpointer p)
+{
+    HgDecision *d = p;
+    g_free(d->node);
+    g_free(d->op);
+    g_free(d->reason);
+    g_free(d);
+}
+
 void
 hg_pass_ctx_init(HgPassCtx *ctx)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->notes = g_ptr_array_new();
+    ctx->decisions = g_ptr_array_new_with_free_func(decision_free);
 }
 
 void
@@ -30,6 +41,9 @@ hg_pass_ctx_clear(HgPassCtx *ctx)
     }
     g_ptr_array_unref(ctx->notes);
     ctx->notes = NULL;
+    g_clear_pointer(&ctx->decisions, g_ptr_array_unref);
+    g_clear_pointer(&ctx->fp32_nodes, g_hash_table_unref);
+    g_clear_pointer(&ctx->keep_fp32, g_hash_table_unref);
 }
 
 void

@@ -122,7 +122,7 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
     HgStats *st = stats_new();
     HgRunOptions opts = {threads, collect_observe, st, NULL};
     for (guint i = 0; data_dirs[i]; i++) {
-        g_autoptr(GPtrArray) feeds = hg_load_feeds(m, data_dirs[i], error);
+        g_autoptr(GPtrArray) feeds = hg_load_feeds_converted(m, data_dirs[i], error);
         g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
         if (!outs) {
             g_prefix_error(error, "%s: ", data_dirs[i]);

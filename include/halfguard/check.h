@@ -47,6 +47,7 @@ typedef struct {
     double observed_lo, observed_hi;
     char *action;        /* what convert does about it, e.g. "keep FP32" */
     char *suppressed;    /* the configured reason when suppressed, else NULL */
+    const HgNode *at;    /* the node (valid while the model is unchanged) */
 } HgHazard;
 
 /* Observed statistics of one tensor, from the interpreter or a stats file. */
@@ -91,10 +92,11 @@ typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
     GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
     guint n_calibrated;          /* hazards' values that had statistics */
+    gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
 } HgCheckResult;
 
 /* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad
- * shape pin) or an invalid model. */
+ * shape pin) or an invalid model. The result borrows opts->stats, which must outlive it. */
 HG_API HgCheckResult *hg_check(HgModel *m, const HgCheckOptions *opts, GError **error);
 HG_API void hg_check_result_free(HgCheckResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)

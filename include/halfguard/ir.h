@@ -462,6 +462,10 @@ HG_API void hg_graph_compact(HgGraph *g);
  * declaration then names new). */
 HG_API void hg_value_replace_uses(HgValue *old_v, HgValue *new_v);
 
+/* Give v a new name (unique in its graph: FALSE with HG_ERROR_INVALID otherwise), in its declarations
+ * and initializer too. */
+HG_API gboolean hg_value_rename(HgValue *v, const char *name, GError **error);
+
 /* Set the element type of v in its type and in every declaration of it. */
 HG_API void hg_value_set_elem_type(HgValue *v, int dtype);
 

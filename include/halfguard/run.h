@@ -50,6 +50,9 @@ HG_API gboolean hg_tensor_save_pb_file(const HgTensor *t, const char *path, GErr
  * NAME.npy files. Names come from the files (.npy) or the model (.pb); a missing input, or one with
  * the wrong element type or shape, is an HG_ERROR_USAGE error that names it. */
 HG_API GPtrArray *hg_load_feeds(HgModel *m, const char *dir, GError **error);
+/* The same, converting a float feed to the float type the model declares for it (rounding once): FP32
+ * sample data for a model whose inputs convert made FP16 (calibration, check, convert). */
+HG_API GPtrArray *hg_load_feeds_converted(HgModel *m, const char *dir, GError **error);
 
 typedef enum { HG_FORMAT_PB, HG_FORMAT_NPY } HgTensorFormat;
 

@@ -1,0 +1,374 @@
+/* assign_precision: choose FP16 or FP32 for every node that computes with floats.
+ *
+ *     x -> Conv -> Relu -> Pow(3) -> ReduceMean -> ...       Pow's output may reach 2e6
+ *  => Conv, Relu: FP16; Pow, ReduceMean: FP32 (they read or write a tensor past 65504); the rest
+ *     FP16 again where the values fit, unless the Casts at the boundaries cost more than running the
+ *     nodes between in FP32.
+ *
+ * The hazards check finds (src/hazards.c) and that no earlier pass removed force their nodes FP32,
+ * with every producer and consumer of a tensor FP16 cannot hold; --block-op and --block-node force
+ * FP32, --force-fp16-node forces FP16 (a block wins). Everything else prefers FP16. The boundaries
+ * come from an s-t minimum cut (igraph's push-relabel maximum flow): source = FP16, sink = FP32; a node
+ * pays its FP32 cost (bytes it moves at twice the size, and its multiply-accumulates at FP32's rate)
+ * when it lands on the FP32 side, and each tensor between nodes on different sides pays a Cast (a
+ * fixed launch cost plus reading and writing it). Forced nodes are tied to their side by infinite
+ * edges. lower applies the result.
+ */
+#include "halfguard/pass.h"
+
+#include <igraph/igraph.h>
+#include <math.h>
+#include <string.h>
+
+#include "hazards.h"
+#include "ops/op.h"
+
+/* Costs in bytes of memory traffic: a Cast launch, per element converted (read 4, write 2), per FP32
+ * multiply-accumulate over its FP16 cost (tensor cores vs FP32 units: about 0.1 byte per MAC on an
+ * H100, 67 vs 990 TFLOP/s against 3.35 TB/s). */
+#define CAST_FIXED 8192.0
+#define CAST_PER_ELEMENT 6.0
+#define FP32_PER_MAC 0.1
+#define UNKNOWN_NUMEL 65536 /* a tensor whose size shape inference does not know */
+
+/* The first default-domain opset whose schema allows tensor(float16) for the op's float type, where
+ * it is later than opset 1 (from Debian's onnx 1.12 schemas); G_MAXINT: never. Below it the node
+ * stays FP32. */
+static const struct {
+    const char *op;
+    gint64 since;
+} fp16_since[] = {
+    {"Affine", G_MAXINT}, {"CastLike", 15}, {"ConstantOfShape", 9}, {"Cos", 7}, {"Crop", G_MAXINT},
+    {"CumSum", 14}, {"Einsum", 12}, {"Equal", 11}, {"Erf", 9}, {"Expand", 8}, {"GatherElements", 11},
+    {"GatherND", 11}, {"GreaterOrEqual", 12}, {"HardSwish", 14}, {"ImageScaler", G_MAXINT},
+    {"IsInf", G_MAXINT}, {"IsNaN", 9}, {"LayerNormalization", 17}, {"LessOrEqual", 12},
+    {"Mish", G_MAXINT}, {"Mod", 10}, {"Range", G_MAXINT}, {"Resize", 10}, {"Round", 11},
+    {"ScatterElements", 11}, {"ScatterND", 11}, {"Sign", 9}, {"Sin", 7}, {"ThresholdedRelu", 10},
+    {"Trilu", 14}, {"Where", 9},
+};
+
+static gboolean
+is_float(int dtype)
+{
+    return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16;
+}
+
+static gboolean
+default_domain(const HgNode *n)
+{
+    return !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
+}
+
+/* Why n cannot run in FP16 at this opset, or NULL. */
+static const char *
+no_fp16_form(const HgNode *n, gint64 opset)
+{
+    if (!default_domain(n) || !hg_op_for_node(n))
+        return "an op halfguard does not know: its element types stay";
+    for (guint i = 0; i < G_N_ELEMENTS(fp16_since); i++)
+        if (strcmp(n->op_type, fp16_since[i].op) == 0 && opset < fp16_since[i].since)
+            return "no FP16 form at this opset";
+    /* Ops whose output type an attribute names, other than those lower retargets. */
+    if (hg_node_attr(n, "dtype") || (strcmp(n->op_type, "Cast") != 0 && hg_node_attr(n, "to")))
+        return "its output type is an attribute";
+    return NULL;
+}
+
+typedef struct {
+    HgNode *node;
+    double fp32_cost;
+    const char *forced32; /* reason, or NULL */
+    const char *forced16;
+    gint64 macs;
+} Cand;
+
+static gint64
+value_numel(const HgShapes *shapes, const HgValue *v)
+{
+    gint64 n = v ? hg_vshape_numel(hg_shapes_get(shapes, v)) : -1;
+    return n >= 0 ? n : UNKNOWN_NUMEL;
+}
+
+static gint64
+node_macs(const HgShapes *shapes, HgNode *n, gint64 opset)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    if (!op || !op->cost)
+        return 0;
+    g_autofree const HgValueShape **ins = g_new0(const HgValueShape *, n->n_inputs + 1);
+    g_autofree HgValueShape **outs = g_new0(HgValueShape *, n->n_outputs + 1);
+    for (guint k = 0; k < n->n_inputs; k++)
+        ins[k] = n->inputs[k] ? hg_shapes_get(shapes, n->inputs[k]) : NULL;
+    for (guint k = 0; k < n->n_outputs; k++)
+        outs[k] = n->outputs[k] ? (HgValueShape *)hg_shapes_get(shapes, n->outputs[k]) : NULL;
+    HgShapeCtx sc = {n, opset, n->n_inputs, ins, n->n_outputs, outs, NULL};
+    gint64 c = op->cost(&sc);
+    return MAX(c, 0);
+}
+
+/* Is input k of n a float tensor that n computes with (not an input the op keeps FP32)? */
+static gboolean
+float_input(const HgShapes *shapes, const HgNode *n, guint k)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    const HgValue *v = n->inputs[k];
+    if (!v || !is_float(hg_shapes_get(shapes, v)->dtype))
+        return FALSE;
+    return !(op && k < 32 && (op->fp32_inputs >> k & 1));
+}
+
+static gboolean
+regex_any(const char *const *patterns, const char *name, GError **error, gboolean *bad)
+{
+    for (guint i = 0; patterns && patterns[i]; i++) {
+        g_autoptr(GRegex) re = g_regex_new(patterns[i], 0, 0, error);
+        if (!re) {
+            *bad = TRUE;
+            return FALSE;
+        }
+        if (g_regex_match(re, name ? name : "", 0, NULL))
+            return TRUE;
+    }
+    return FALSE;
+}
+
+static gboolean
+strv_has(const char *const *list, const char *s)
+{
+    for (guint i = 0; list && list[i]; i++)
+        if (strcmp(list[i], s) == 0)
+            return TRUE;
+    return FALSE;
+}
+
+gboolean
+hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
+{
+    HgModel *m = g->model;
+    HgCheckOptions none = {0};
+    g_autoptr(HgCheckResult) res = hg_check(m, ctx->check ? ctx->check : &none, error);
+    if (!res)
+        return FALSE;
+    const HgShapes *shapes = hg_check_shapes(res);
+    const HgRanges *ranges = hg_check_ranges(res);
+    gint64 opset = hg_model_opset(m, "");
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    if (!order)
+        return FALSE;
+
+    /* The candidates: nodes with a float input they compute with or a float output. */
+    g_autoptr(GArray) cands = g_array_new(FALSE, TRUE, sizeof(Cand));
+    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL); /* HgNode* -> candidate index + 1 */
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        gboolean any = FALSE;
+        double bytes = 0;
+        for (guint k = 0; k < n->n_inputs; k++)
+            if (float_input(shapes, n, k)) {
+                any = TRUE;
+                bytes += 2.0 * (double)value_numel(shapes, n->inputs[k]);
+            }
+        for (guint k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] && is_float(hg_shapes_get(shapes, n->outputs[k])->dtype)) {
+                any = TRUE;
+                bytes += 2.0 * (double)value_numel(shapes, n->outputs[k]);
+            }
+        if (!any)
+            continue;
+        Cand c = {n, 0, NULL, NULL, node_macs(shapes, n, opset)};
+        c.fp32_cost = 1.0 + bytes + FP32_PER_MAC * (double)c.macs;
+        c.forced32 = no_fp16_form(n, opset);
+        if (!c.forced32 && ctx->keep_fp32 && g_hash_table_contains(ctx->keep_fp32, n))
+            c.forced32 = "a LayerNorm left unfused (fuse_layernorm)";
+        g_array_append_val(cands, c);
+        g_hash_table_insert(index, n, GUINT_TO_POINTER(cands->len));
+    }
+#define CAND(n) ((guint)GPOINTER_TO_UINT(g_hash_table_lookup(index, (n))))
+
+    /* Hazards no pass removed, with the nodes they span. */
+    for (guint i = 0; i < res->hazards->len; i++) {
+        const HgHazard *h = res->hazards->pdata[i];
+        g_autoptr(GPtrArray) span = g_ptr_array_new();
+        g_ptr_array_add(span, (gpointer)h->at);
+        hg_check_hazard_span(res, h, span);
+        for (guint k = 0; k < span->len; k++) {
+            guint ci = CAND(span->pdata[k]);
+            Cand *c = ci ? &g_array_index(cands, Cand, ci - 1) : NULL;
+            if (c && !c->forced32)
+                c->forced32 = hg_hazard_kind_name(h->kind);
+        }
+    }
+    /* Tensors FP16 cannot hold: their producers and consumers stay FP32. */
+    for (guint i = 0; i < cands->len; i++) {
+        Cand *c = &g_array_index(cands, Cand, i);
+        for (guint k = 0; k < c->node->n_outputs && !c->forced32; k++)
+            if (hg_check_value_unsafe(res, c->node->outputs[k]))
+                c->forced32 = "writes a tensor FP16 cannot hold";
+        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
+            if (float_input(shapes, c->node, k) && strcmp(c->node->op_type, "Cast") != 0 &&
+                hg_check_value_unsafe(res, c->node->inputs[k]))
+                c->forced32 = "reads a tensor FP16 cannot hold";
+    }
+    /* The user's overrides. */
+    for (guint i = 0; i < cands->len; i++) {
+        Cand *c = &g_array_index(cands, Cand, i);
+        gboolean bad = FALSE;
+        if (strv_has(ctx->block_ops, c->node->op_type))
+            c->forced32 = "--block-op";
+        else if (regex_any(ctx->block_nodes, c->node->name, error, &bad))
+            c->forced32 = "--block-node";
+        else if (!bad && regex_any(ctx->force_fp16_nodes, c->node->name, error, &bad) &&
+                 !no_fp16_form(c->node, opset))
+            c->forced16 = "--force-fp16-node";
+        if (bad) {
+            g_prefix_error(error, "bad node-name pattern: ");
+            if (*error)
+                (*error)->code = HG_ERROR_USAGE;
+            return FALSE;
+        }
+        if (c->forced16)
+            c->forced32 = NULL;
+    }
+
+    /* The flow network: 0 = source (FP16), 1 = sink (FP32), candidate i = i + 2. Infinite edges are
+     * built as -1 and become one more than every finite capacity together. */
+    const double inf = -1;
+    g_autoptr(GArray) edges = g_array_new(FALSE, FALSE, sizeof(igraph_integer_t));
+    g_autoptr(GArray) caps = g_array_new(FALSE, FALSE, sizeof(double));
+#define EDGE(a, b, cap)                                                                            \
+    do {                                                                                           \
+        igraph_integer_t e_[2] = {(a), (b)};                                                       \
+        double c_ = (cap);                                                                         \
+        g_array_append_vals(edges, e_, 2);                                                         \
+        g_array_append_val(caps, c_);                                                              \
+    } while (0)
+    for (guint i = 0; i < cands->len; i++) {
+        Cand *c = &g_array_index(cands, Cand, i);
+        igraph_integer_t v = (igraph_integer_t)i + 2;
+        EDGE(0, v, c->forced16 ? inf : c->fp32_cost);
+        if (c->forced32)
+            EDGE(v, 1, inf);
+        for (guint k = 0; k < c->node->n_inputs; k++) {
+            HgValue *x = c->node->inputs[k];
+            if (!float_input(shapes, c->node, k) || x->init || hg_shapes_get(shapes, x)->value ||
+                strcmp(c->node->op_type, "Cast") == 0)
+                continue;
+            /* A Cast per consumer at worst; lower shares one among the consumers on a side. */
+            double cast = CAST_FIXED + CAST_PER_ELEMENT * (double)value_numel(shapes, x);
+            guint pi = x->producer ? CAND(x->producer) : 0;
+            if (pi) {
+                EDGE((igraph_integer_t)pi + 1, v, cast);
+                EDGE(v, (igraph_integer_t)pi + 1, cast);
+            } else if (x->is_input) {
+                /* A graph input keeps FP32 with --keep-io-types, else becomes FP16. */
+                if (ctx->keep_io_types)
+                    EDGE(v, 1, cast);
+                else
+                    EDGE(0, v, cast);
+            }
+        }
+        for (guint k = 0; ctx->keep_io_types && k < c->node->n_outputs; k++) {
+            HgValue *y = c->node->outputs[k];
+            if (y && y->is_output && is_float(hg_shapes_get(shapes, y)->dtype))
+                EDGE(v, 1, CAST_FIXED + CAST_PER_ELEMENT * (double)value_numel(shapes, y));
+        }
+    }
+    double total = 1;
+    for (guint i = 0; i < caps->len; i++)
+        total += MAX(g_array_index(caps, double, i), 0);
+    for (guint i = 0; i < caps->len; i++)
+        if (g_array_index(caps, double, i) < 0)
+            g_array_index(caps, double, i) = total;
+    igraph_t graph;
+    igraph_vector_int_t ev;
+    igraph_vector_t cv;
+    igraph_vector_int_view(&ev, (igraph_integer_t *)(void *)edges->data, edges->len);
+    igraph_vector_view(&cv, (double *)(void *)caps->data, caps->len);
+    igraph_vector_int_t side16;
+    igraph_vector_int_init(&side16, 0);
+    igraph_real_t flow = 0;
+    igraph_integer_t n_vertices = (igraph_integer_t)cands->len + 2;
+    gboolean ok = igraph_create(&graph, &ev, n_vertices, IGRAPH_DIRECTED) == IGRAPH_SUCCESS;
+    ok = ok && igraph_maxflow(&graph, &flow, NULL, NULL, &side16, NULL, 0, 1, &cv, NULL) == IGRAPH_SUCCESS;
+    if (ok)
+        igraph_destroy(&graph);
+    if (!ok) {
+        igraph_vector_int_destroy(&side16);
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "assign_precision: the minimum cut failed");
+        return FALSE;
+    }
+    g_autofree gboolean *fp16 = g_new0(gboolean, cands->len + 2);
+    for (igraph_integer_t i = 0; i < igraph_vector_int_size(&side16); i++) {
+        igraph_integer_t v = VECTOR(side16)[i];
+        if (v >= 2)
+            fp16[v - 2] = TRUE;
+    }
+    igraph_vector_int_destroy(&side16);
+
+    /* The result, and the figures of the summary line. */
+    if (ctx->fp32_nodes)
+        g_hash_table_unref(ctx->fp32_nodes);
+    ctx->fp32_nodes = g_hash_table_new(NULL, NULL);
+    ctx->macs_total = ctx->macs_fp16 = 0;
+    for (guint i = 0; i < cands->len; i++) {
+        Cand *c = &g_array_index(cands, Cand, i);
+        HgDecision *d = g_new0(HgDecision, 1);
+        d->node = g_strdup(c->node->name ? c->node->name : "");
+        d->op = g_strdup(c->node->op_type);
+        d->fp32 = !fp16[i];
+        d->reason = g_strdup(c->forced32 ? c->forced32
+                             : c->forced16 ? c->forced16
+                             : d->fp32 ? "cheaper in FP32 than the Casts around it (minimum cut)"
+                                       : "prefers FP16");
+        d->macs = c->macs;
+        d->lo = d->hi = NAN;
+        for (guint k = 0; k < c->node->n_outputs; k++)
+            if (c->node->outputs[k] && is_float(hg_shapes_get(shapes, c->node->outputs[k])->dtype)) {
+                const HgRange *r = hg_ranges_get(ranges, c->node->outputs[k]);
+                d->lo = r->lo;
+                d->hi = r->hi;
+                break;
+            }
+        g_ptr_array_add(ctx->decisions, d);
+        ctx->macs_total += c->macs;
+        if (d->fp32)
+            g_hash_table_add(ctx->fp32_nodes, c->node);
+        else
+            ctx->macs_fp16 += c->macs;
+    }
+    /* Islands: FP32 nodes connected through tensors. */
+    guint n32 = g_hash_table_size(ctx->fp32_nodes), islands = 0;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, ctx->fp32_nodes);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        if (g_hash_table_contains(seen, key))
+            continue;
+        islands++;
+        g_ptr_array_add(stack, key);
+        g_hash_table_add(seen, key);
+        while (stack->len) {
+            HgNode *n = g_ptr_array_steal_index(stack, stack->len - 1);
+            for (guint k = 0; k < n->n_inputs; k++) {
+                HgNode *p = n->inputs[k] ? n->inputs[k]->producer : NULL;
+                if (p && g_hash_table_contains(ctx->fp32_nodes, p) && g_hash_table_add(seen, p))
+                    g_ptr_array_add(stack, p);
+            }
+            for (guint k = 0; k < n->n_outputs; k++)
+                for (guint u = 0; n->outputs[k] && u < n->outputs[k]->uses->len; u++) {
+                    HgNode *w = g_array_index(n->outputs[k]->uses, HgUse, u).node;
+                    if (g_hash_table_contains(ctx->fp32_nodes, w) && g_hash_table_add(seen, w))
+                        g_ptr_array_add(stack, w);
+                }
+        }
+    }
+    ctx->n_fp32_nodes = n32;
+    ctx->n_fp32_islands = islands;
+    hg_pass_note(ctx, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
+                 n32, n32 == 1 ? "" : "s");
+    return TRUE;
+#undef EDGE
+#undef CAND
+}

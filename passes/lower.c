@@ -1,0 +1,363 @@
+/* lower: make the element types say the precision assign_precision chose.
+ *
+ *     x:f32 -> Conv(W:f32) -> Relu -> Pow -> y:f32         Pow FP32, the rest FP16
+ *  => x:f16 -> Conv(W:f16) -> Relu -> Cast(to=f32) -> Pow -> y:f32
+ *
+ * Float tensors written by FP16 nodes become FLOAT16, those of FP32 nodes FLOAT; where a node reads a
+ * tensor of the other precision a Cast is inserted (one per tensor and direction: node
+ * "<tensor>/to_fp16" writing "<tensor>/fp16", or the same with fp32; shared by every reader).
+ * Initializers read by FP16 nodes are converted: in place when every reader is FP16, else into a copy
+ * "<name>_fp16" so FP32 readers keep theirs. Casts to FLOAT retarget to FLOAT16 in FP16 nodes (and back), Constant and ConstantOfShape
+ * values follow their node. Inputs the op table keeps FP32 (Resize scales, ...) stay FLOAT. Graph
+ * inputs become FLOAT16 when FP16 nodes read them, unless --keep-io-types; with --keep-io-types a
+ * graph output written in FP16 gets a Cast back to FLOAT under its own name.
+ */
+#include "halfguard/pass.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "ops/array.h"
+#include "ops/op.h"
+#include "shapes.h"
+
+typedef struct {
+    HgGraph *g;
+    HgPassCtx *ctx;
+    HgShapes *shapes;
+    GHashTable *target;  /* HgValue* -> GINT_TO_POINTER(dtype): the element type a float value gets */
+    GHashTable *casts;   /* "name\x01dtype" -> HgValue*: Cast outputs already made */
+    GHashTable *inits;   /* HgValue* -> HgValue*: FP16 copies of initializers */
+    guint n_casts, n_inits, n_retargets;
+} Lower;
+
+static gboolean
+is_float(int dtype)
+{
+    return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16;
+}
+
+static int
+dtype_of(const Lower *l, const HgValue *v)
+{
+    return hg_shapes_get(l->shapes, v)->dtype;
+}
+
+static gboolean
+fp16_node(const Lower *l, const HgNode *n)
+{
+    return !g_hash_table_contains(l->ctx->fp32_nodes, n);
+}
+
+static gboolean
+is_op(const HgNode *n, const char *op)
+{
+    return (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
+}
+
+/* The element type input k of n must have, or HG_DTYPE_UNDEFINED when any type will do (a Cast
+ * converts whatever it reads). */
+static int
+required(const Lower *l, const HgNode *n, guint k)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    if (is_op(n, "Cast"))
+        return HG_DTYPE_UNDEFINED;
+    if (op && k < 32 && (op->fp32_inputs >> k & 1))
+        return HG_DTYPE_FLOAT;
+    return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
+}
+
+/* The element type output k of an FP16 or FP32 node writes. */
+static int
+output_type(const Lower *l, const HgNode *n, guint k)
+{
+    if (is_op(n, "LayerNormalization") && k > 0)
+        return HG_DTYPE_FLOAT; /* Mean and InvStdDev are stash_type (FP32) */
+    return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
+}
+
+/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name. */
+static HgTensor *
+convert_tensor(const HgTensor *t, const char *name, int to)
+{
+    g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
+    if (!a)
+        return NULL;
+    HgTensor *c = hg_tensor_new(name, to, t->rank, t->dims);
+    if (!c)
+        return NULL;
+    g_autoptr(HgArray) out = hg_array_new(to, t->rank, t->dims, NULL);
+    gboolean owned;
+    float *f = hg_array_load_f32(a, &owned);
+    hg_array_store_f32(out, f);
+    if (owned)
+        g_free(f);
+    if (c->nbytes)
+        memcpy(hg_tensor_data_mut(c), out->data, c->nbytes);
+    return c;
+}
+
+/* Replace v's initializer by t (ownership taken), in the same place of graph.initializer. */
+static void
+replace_initializer(HgGraph *g, HgValue *v, HgTensor *t)
+{
+    for (guint i = 0; i < g->initializers->len; i++)
+        if (g->initializers->pdata[i] == v->init) {
+            hg_tensor_free(v->init);
+            g->initializers->pdata[i] = t;
+            v->init = t;
+            break;
+        }
+    hg_value_set_elem_type(v, t->dtype);
+}
+
+/* The version of initializer v that a reader needing dtype `to` reads. */
+static HgValue *
+initializer_for(Lower *l, HgValue *v, int to, GError **error)
+{
+    if (v->init->dtype == to || !is_float(v->init->dtype))
+        return v;
+    /* Every reader that computes with v needs the other type: convert in place. */
+    gboolean all = !v->is_input && !v->is_output;
+    for (guint u = 0; all && u < v->uses->len; u++) {
+        HgUse *use = &g_array_index(v->uses, HgUse, u);
+        all = use->node->graph == l->g && required(l, use->node, use->index) == to;
+    }
+    if (all) {
+        HgTensor *t = convert_tensor(v->init, v->name, to);
+        if (!t) {
+            g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "lower: cannot convert initializer '%s'",
+                        v->name);
+            return NULL;
+        }
+        replace_initializer(l->g, v, t);
+        l->n_inits++;
+        return v;
+    }
+    HgValue *c = g_hash_table_lookup(l->inits, v);
+    if (c)
+        return c;
+    g_autofree char *base = g_strdup_printf("%s_%s", v->name, to == HG_DTYPE_FLOAT16 ? "fp16" : "fp32");
+    g_autofree char *name = hg_graph_unique_name(l->g, base);
+    HgTensor *t = convert_tensor(v->init, name, to);
+    c = t ? hg_graph_new_value(l->g, name, error) : NULL;
+    if (!c) {
+        if (t)
+            hg_tensor_free(t);
+        else
+            g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "lower: cannot convert initializer '%s'",
+                        v->name);
+        return NULL;
+    }
+    hg_graph_add_initializer(l->g, c, t);
+    hg_value_set_elem_type(c, to);
+    g_hash_table_insert(l->inits, v, c);
+    l->n_inits++;
+    return c;
+}
+
+/* x as dtype `to`, through a Cast made once per tensor and type. */
+static HgValue *
+cast_of(Lower *l, HgValue *x, int to, GError **error)
+{
+    g_autofree char *key = g_strdup_printf("%s\x01%d", x->name, to);
+    HgValue *y = g_hash_table_lookup(l->casts, key);
+    if (y)
+        return y;
+    const char *prec = to == HG_DTYPE_FLOAT16 ? "fp16" : "fp32";
+    g_autofree char *vbase = g_strdup_printf("%s/%s", x->name, prec);
+    g_autofree char *vname = hg_graph_unique_name(l->g, vbase);
+    y = hg_graph_new_value(l->g, vname, error);
+    if (!y)
+        return NULL;
+    g_autofree char *cbase = g_strdup_printf("%s/to_%s", x->name, prec);
+    g_autofree char *nname = hg_graph_unique_name(l->g, cbase);
+    HgNode *c = hg_graph_add_node(l->g, "Cast", NULL, nname, 1, &x, 1, &y);
+    HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
+    a->i = to;
+    a->has |= HG_ATTR_HAS_I;
+    hg_node_add_attr(c, a);
+    hg_value_set_elem_type(y, to);
+    g_hash_table_insert(l->casts, g_steal_pointer(&key), y);
+    l->n_casts++;
+    return y;
+}
+
+/* A float tensor attribute of n converted to `to` (value of Constant and ConstantOfShape). */
+static void
+retype_value_attr(Lower *l, HgNode *n, int to)
+{
+    HgAttr *a = hg_node_attr(n, "value");
+    if (a && a->t && is_float(a->t->dtype) && a->t->dtype != to) {
+        HgTensor *t = convert_tensor(a->t, a->t->name, to);
+        if (t) {
+            hg_tensor_free(a->t);
+            a->t = t;
+            l->n_retargets++;
+        }
+    } else if (!a && is_op(n, "ConstantOfShape") && to == HG_DTYPE_FLOAT16) {
+        /* The default fill is a float 0: say FLOAT16 explicitly. */
+        HgAttr *v = hg_attr_new("value", HG_ATTR_TENSOR);
+        gint64 one = 1;
+        v->t = hg_tensor_new(NULL, HG_DTYPE_FLOAT16, 1, &one);
+        hg_node_add_attr(n, v);
+        l->n_retargets++;
+    }
+}
+
+static gboolean
+parse_pins(HgPassCtx *ctx, HgShapePin **pins, guint *n, GError **error)
+{
+    *n = ctx->shapes ? g_strv_length((char **)ctx->shapes) : 0;
+    *pins = g_new0(HgShapePin, *n + 1);
+    for (guint i = 0; i < *n; i++)
+        if (!hg_shape_pin_parse(ctx->shapes[i], &(*pins)[i], error))
+            return FALSE;
+    return TRUE;
+}
+
+gboolean
+hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
+{
+    if (!ctx->fp32_nodes) {
+        hg_pass_note(ctx, "lower", "nothing to lower: assign_precision did not run");
+        return TRUE;
+    }
+    HgShapePin *pins = NULL;
+    guint n_pins = 0;
+    gboolean ok = parse_pins(ctx, &pins, &n_pins, error);
+    g_autoptr(HgShapes) shapes = ok ? hg_shapes_infer(g, pins, n_pins, error) : NULL;
+    for (guint i = 0; i < n_pins; i++)
+        g_free(pins[i].name);
+    g_free(pins);
+    if (!shapes)
+        return FALSE;
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
+    if (!order)
+        return FALSE;
+    Lower l = {g, ctx, shapes, g_hash_table_new(NULL, NULL),
+               g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), g_hash_table_new(NULL, NULL),
+               0, 0, 0};
+
+    /* Where each float tensor lives: node outputs by their node; graph inputs FP16 when an FP16 node
+     * computes with them (and --keep-io-types is off). */
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        for (guint k = 0; k < n->n_outputs; k++)
+            if (n->outputs[k] && is_float(dtype_of(&l, n->outputs[k])))
+                g_hash_table_insert(l.target, n->outputs[k], GINT_TO_POINTER(output_type(&l, n, k)));
+    }
+    for (guint i = 0; i < g->inputs->len; i++) {
+        HgValue *v = ((HgValueDecl *)g->inputs->pdata[i])->value;
+        int dt = dtype_of(&l, v);
+        if (v->init || !is_float(dt))
+            continue;
+        int to = dt;
+        for (guint u = 0; !ctx->keep_io_types && u < v->uses->len; u++) {
+            HgUse *use = &g_array_index(v->uses, HgUse, u);
+            if (use->node->graph == g && required(&l, use->node, use->index) == HG_DTYPE_FLOAT16)
+                to = HG_DTYPE_FLOAT16;
+        }
+        g_hash_table_insert(l.target, v, GINT_TO_POINTER(to));
+    }
+
+    /* Readers: convert initializers, insert Casts. */
+    ok = TRUE;
+    for (guint i = 0; ok && i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        for (guint k = 0; ok && k < n->n_inputs; k++) {
+            HgValue *x = n->inputs[k];
+            if (!x || !is_float(dtype_of(&l, x)))
+                continue;
+            int need = required(&l, n, k);
+            if (need == HG_DTYPE_UNDEFINED)
+                continue;
+            HgValue *y = x;
+            if (x->init) {
+                y = initializer_for(&l, x, need, error);
+            } else {
+                gpointer t = g_hash_table_lookup(l.target, x);
+                int have = t ? GPOINTER_TO_INT(t) : dtype_of(&l, x);
+                if (have != need)
+                    y = cast_of(&l, x, need, error);
+            }
+            ok = y != NULL;
+            if (ok && y != x)
+                hg_node_set_input(n, k, y);
+        }
+        /* Nodes whose attributes name the type they write. */
+        if (ok && n->n_outputs && n->outputs[0] && g_hash_table_contains(l.target, n->outputs[0])) {
+            int to = GPOINTER_TO_INT(g_hash_table_lookup(l.target, n->outputs[0]));
+            if (is_op(n, "Cast") && hg_node_attr_int(n, "to", 0) != to) {
+                HgAttr *a = hg_node_attr(n, "to");
+                a->i = to;
+                l.n_retargets++;
+            } else if (is_op(n, "Constant") || is_op(n, "ConstantOfShape")) {
+                retype_value_attr(&l, n, to);
+            }
+        }
+    }
+    if (!ok)
+        goto out;
+
+    /* Element types of the tensors, then the graph outputs --keep-io-types keeps. */
+    GHashTableIter it;
+    gpointer key, val;
+    g_hash_table_iter_init(&it, l.target);
+    while (g_hash_table_iter_next(&it, &key, &val))
+        if (dtype_of(&l, key) != GPOINTER_TO_INT(val))
+            hg_value_set_elem_type(key, GPOINTER_TO_INT(val));
+    for (guint i = 0; ctx->keep_io_types && ok && i < g->outputs->len; i++) {
+        HgValueDecl *d = g->outputs->pdata[i];
+        HgValue *v = d->value;
+        int was = dtype_of(&l, v);
+        gpointer t = g_hash_table_lookup(l.target, v);
+        if (!v || !t || GPOINTER_TO_INT(t) == was || !is_float(was))
+            continue;
+        /* v keeps its name and type as the output of a Cast; the node's tensor takes a new name. */
+        g_autofree char *name = g_strdup(v->name);
+        g_autofree char *base = g_strdup_printf("%s_fp16", name);
+        g_autofree char *inner = hg_graph_unique_name(g, base);
+        g_autoptr(GArray) uses = g_array_copy(v->uses);
+        ok = hg_value_rename(v, inner, error);
+        HgValue *o = ok ? hg_graph_new_value(g, name, error) : NULL;
+        ok = o != NULL;
+        if (!ok)
+            break;
+        g_autofree char *cname = g_strdup_printf("%s/to_fp32", name);
+        g_autofree char *nname = hg_graph_unique_name(g, cname);
+        HgNode *c = hg_graph_add_node(g, "Cast", NULL, nname, 1, &v, 1, &o);
+        HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
+        a->i = was;
+        a->has |= HG_ATTR_HAS_I;
+        hg_node_add_attr(c, a);
+        hg_value_replace_uses(v, o);
+        for (guint u = 0; u < uses->len; u++) {
+            HgUse *use = &g_array_index(uses, HgUse, u);
+            hg_node_set_input(use->node, use->index, v);
+        }
+        hg_node_set_input(c, 0, v);
+        hg_value_set_elem_type(o, was);
+        l.n_casts++;
+    }
+    /* The Casts were appended: put each before its readers. */
+    ok = hg_graph_sort(g, error);
+    ctx->weight_bytes_total = ctx->weight_bytes_fp16 = 0;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        const HgTensor *t = g->initializers->pdata[i];
+        gint64 n = is_float(t->dtype) ? hg_tensor_numel(t) : 0;
+        ctx->weight_bytes_total += 4 * MAX(n, 0);
+        if (t->dtype == HG_DTYPE_FLOAT16)
+            ctx->weight_bytes_fp16 += 4 * MAX(n, 0);
+    }
+    ctx->n_casts += l.n_casts;
+    hg_pass_note(ctx, "lower", "%u Cast%s, %u initializer%s converted", l.n_casts, l.n_casts == 1 ? "" : "s",
+                 l.n_inits, l.n_inits == 1 ? "" : "s");
+    ctx->n_changed += l.n_casts + l.n_inits + l.n_retargets;
+out:
+    g_hash_table_unref(l.target);
+    g_hash_table_unref(l.casts);
+    g_hash_table_unref(l.inits);
+    return ok;
+}

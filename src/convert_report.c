@@ -1,0 +1,143 @@
+/* What convert tells its user: the summary line, the --report JSON, the --emit-trtexec options. */
+#include "halfguard/pass.h"
+
+#include <json-glib/json-glib.h>
+#include <math.h>
+
+#include "ir_private.h"
+
+/* Notes of passes the figures do not already cover (cleanup, fold_shapes, clamp_constants, ...). */
+static void
+append_notes(GString *s, const HgPassCtx *ctx, gboolean skip_figured)
+{
+    for (guint k = 0; k < ctx->notes->len; k++) {
+        const HgPassNote *note = ctx->notes->pdata[k];
+        gboolean figured = g_strcmp0(note->pass, "assign_precision") == 0 ||
+                           g_strcmp0(note->pass, "lower") == 0 ||
+                           (g_strcmp0(note->pass, "fuse_layernorm") == 0 &&
+                            g_str_has_prefix(note->message, "fused "));
+        if (skip_figured && figured)
+            continue;
+        g_string_append_printf(s, "%s%s", s->len ? "; " : "", note->message);
+    }
+}
+
+char *
+hg_pass_ctx_summary(const HgPassCtx *ctx)
+{
+    GString *s = g_string_new(NULL);
+    if (!ctx->fp32_nodes) {
+        append_notes(s, ctx, FALSE);
+        if (!s->len)
+            g_string_append(s, "no changes");
+        return g_string_free(s, FALSE);
+    }
+    if (ctx->n_fused_layernorm)
+        g_string_append_printf(s, "fused %u LayerNorm; ", ctx->n_fused_layernorm);
+    double macs32 = (double)(ctx->macs_total - ctx->macs_fp16);
+    double pct32 = ctx->macs_total ? 100.0 * macs32 / (double)ctx->macs_total : 0;
+    double pct16 = ctx->macs_total ? 100.0 * (double)ctx->macs_fp16 / (double)ctx->macs_total : 100;
+    double wpct = ctx->weight_bytes_total
+                      ? 100.0 * (double)ctx->weight_bytes_fp16 / (double)ctx->weight_bytes_total
+                      : 100;
+    g_string_append_printf(s, "%u FP32 island%s (%u node%s, %.3g%% of MACs); %u Cast%s; FP16: %.4g%% of "
+                           "MACs, %.3g%% of weight bytes", ctx->n_fp32_islands,
+                           ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
+                           ctx->n_fp32_nodes == 1 ? "" : "s", pct32, ctx->n_casts,
+                           ctx->n_casts == 1 ? "" : "s", pct16, wpct);
+    append_notes(s, ctx, TRUE);
+    return g_string_free(s, FALSE);
+}
+
+static void
+add_num(JsonBuilder *b, const char *key, double v)
+{
+    json_builder_set_member_name(b, key);
+    if (isfinite(v))
+        json_builder_add_double_value(b, v);
+    else
+        json_builder_add_null_value(b);
+}
+
+static void
+add_str(JsonBuilder *b, const char *key, const char *v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_string_value(b, v);
+}
+
+static void
+add_int(JsonBuilder *b, const char *key, gint64 v)
+{
+    json_builder_set_member_name(b, key);
+    json_builder_add_int_value(b, v);
+}
+
+gboolean
+hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *path, GError **error)
+{
+    g_autoptr(JsonBuilder) b = json_builder_new();
+    json_builder_begin_object(b);
+    add_str(b, "format", "halfguard-convert-report");
+    add_int(b, "version", 1);
+    add_str(b, "model", model);
+    g_autofree char *summary = hg_pass_ctx_summary(ctx);
+    add_str(b, "summary", summary);
+    json_builder_set_member_name(b, "passes");
+    json_builder_begin_array(b);
+    for (guint i = 0; i < ctx->notes->len; i++) {
+        const HgPassNote *n = ctx->notes->pdata[i];
+        json_builder_begin_object(b);
+        add_str(b, "pass", n->pass);
+        add_str(b, "message", n->message);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_set_member_name(b, "figures");
+    json_builder_begin_object(b);
+    add_int(b, "fused_layernorm", ctx->n_fused_layernorm);
+    add_int(b, "fp32_islands", ctx->n_fp32_islands);
+    add_int(b, "fp32_nodes", ctx->n_fp32_nodes);
+    add_int(b, "casts", ctx->n_casts);
+    add_int(b, "macs", ctx->macs_total);
+    add_int(b, "macs_fp16", ctx->macs_fp16);
+    add_int(b, "weight_bytes", ctx->weight_bytes_total);
+    add_int(b, "weight_bytes_fp16", ctx->weight_bytes_fp16);
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "decisions");
+    json_builder_begin_array(b);
+    for (guint i = 0; ctx->decisions && i < ctx->decisions->len; i++) {
+        const HgDecision *d = ctx->decisions->pdata[i];
+        json_builder_begin_object(b);
+        add_str(b, "node", d->node);
+        add_str(b, "op", d->op);
+        add_str(b, "precision", d->fp32 ? "fp32" : "fp16");
+        add_str(b, "reason", d->reason);
+        json_builder_set_member_name(b, "interval");
+        json_builder_begin_array(b);
+        json_builder_add_value(b, isfinite(d->lo) ? json_node_init_double(json_node_alloc(), d->lo)
+                                                  : json_node_init_null(json_node_alloc()));
+        json_builder_add_value(b, isfinite(d->hi) ? json_node_init_double(json_node_alloc(), d->hi)
+                                                  : json_node_init_null(json_node_alloc()));
+        json_builder_end_array(b);
+        add_num(b, "macs", d->macs >= 0 ? (double)d->macs : NAN);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+    return hg_json_save(b, path, error);
+}
+
+char *
+hg_pass_ctx_trtexec(const HgPassCtx *ctx)
+{
+    g_autoptr(GString) s = g_string_new(NULL);
+    for (guint i = 0; ctx->decisions && i < ctx->decisions->len; i++) {
+        const HgDecision *d = ctx->decisions->pdata[i];
+        if (d->fp32 && *d->node)
+            g_string_append_printf(s, "%s%s:fp32", s->len ? "," : "", d->node);
+    }
+    if (!s->len)
+        return NULL;
+    return g_strdup_printf("--precisionConstraints=obey --layerPrecisions=%s", s->str);
+}

@@ -1,0 +1,32 @@
+/* The analysis behind a check result, for the passes that act on hazards (internal). Valid while the
+ * graph is unchanged and the statistics the check borrowed are alive. */
+#ifndef HG_HAZARDS_H
+#define HG_HAZARDS_H
+
+#include "halfguard/check.h"
+#include "ranges.h"
+
+G_BEGIN_DECLS
+
+const HgShapes *hg_check_shapes(const HgCheckResult *r);
+const HgRanges *hg_check_ranges(const HgCheckResult *r);
+/* v cannot be stored in FP16: a value whose deciding magnitude (static, or calibration with margin)
+ * passes the threshold, a constant beyond FP16's range, or shape math that must stay FP32. A value
+ * unbounded only for lack of an input range is not unsafe (as check does not report it). */
+gboolean hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v);
+/* The nodes besides h->at that must stay FP32 with hazard h (appended to nodes, HgNode*): the chain
+ * from a flushing epsilon to the division it feeds; the prefix sums from a CumSum to the Sub that
+ * cancels them. */
+void hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes);
+
+/* n only moves values (Reshape, Unsqueeze, Squeeze, Expand, Cast, Identity, Slice, Transpose,
+ * Concat, Flatten, Tile). */
+gboolean hg_node_passes_through(const HgNode *n);
+/* Does every reader of v lead, through reshaping, Cast, Slice, Concat or a Where's branches, only to
+ * a maximum or a softmax (Softmax, LogSoftmax, ReduceMax, Max, ArgMax, MaxPool)? There a value
+ * overflowing to -inf weighs what -65504 does: nothing. */
+gboolean hg_value_ends_in_max(const HgValue *v);
+
+G_END_DECLS
+
+#endif
