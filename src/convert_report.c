@@ -40,11 +40,18 @@ hg_pass_ctx_summary(const HgPassCtx *ctx)
     double wpct = ctx->weight_bytes_total
                       ? 100.0 * (double)ctx->weight_bytes_fp16 / (double)ctx->weight_bytes_total
                       : 100;
-    g_string_append_printf(s, "%u FP32 island%s (%u node%s, %.3g%% of MACs); %u Cast%s; FP16: %.4g%% of "
-                           "MACs, %.3g%% of weight bytes", ctx->n_fp32_islands,
-                           ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
-                           ctx->n_fp32_nodes == 1 ? "" : "s", pct32, ctx->n_casts,
-                           ctx->n_casts == 1 ? "" : "s", pct16, wpct);
+    if (ctx->macs_total)
+        g_string_append_printf(s, "%u FP32 island%s (%u node%s, %.3g%% of MACs); %u Cast%s; FP16: %.4g%% of "
+                               "MACs, %.3g%% of weight bytes", ctx->n_fp32_islands,
+                               ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
+                               ctx->n_fp32_nodes == 1 ? "" : "s", pct32, ctx->n_casts,
+                               ctx->n_casts == 1 ? "" : "s", pct16, wpct);
+    else /* symbolic dims: no node's cost is known */
+        g_string_append_printf(s, "%u FP32 island%s (%u node%s); %u Cast%s; FP16: %.3g%% of weight bytes "
+                               "(MACs unknown: symbolic dims)", ctx->n_fp32_islands,
+                               ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
+                               ctx->n_fp32_nodes == 1 ? "" : "s", ctx->n_casts, ctx->n_casts == 1 ? "" : "s",
+                               wpct);
     append_notes(s, ctx, TRUE);
     return g_string_free(s, FALSE);
 }

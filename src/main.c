@@ -755,17 +755,23 @@ static const Command commands[] = {
      "Example:\n  halfguard check model.onnx --input-range 'input=0:1'\n"
      "  halfguard check models/*.onnx --calib calib/0 --format sarif > halfguard.sarif"},
     {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
-     "Rewrite models through the pass pipeline and save them.",
+     "Make models FP16-safe: mixed precision through the pass pipeline, saved atomically.",
      "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
      "otherwise), checks the graph after every pass, and writes the result atomically: a\n"
      "temporary file beside the output, then a rename. The input is never modified; -o may\n"
      "name the input itself. External data is written beside the output under the same\n"
      "relative names. With --passes none the output is the input, byte for byte.\n\n"
-     "Passes: fold_shapes (shape arithmetic that shape inference computes becomes constants;\n"
-     "--shapes pins symbolic input dims so that more of it folds), cleanup (drop dead nodes, sort\n"
-     "topologically).\n\n"
+     "Passes, in order: fold_shapes (shape arithmetic becomes constants), fuse_layernorm\n"
+     "(decomposed LayerNorm becomes opset-17 LayerNormalization), clamp_constants (float32-min\n"
+     "mask fills read only by softmaxes become -65504), assign_precision (FP16 or FP32 per node:\n"
+     "hazards force FP32, a minimum cut places the boundaries), lower (element types, initializers,\n"
+     "Casts), cleanup (cancelling and duplicate Casts, dead nodes, topological order).\n\n"
+     "Give input ranges (-r) or calibration (--calib, --stats): without them, what is unbounded only\n"
+     "for lack of a range is not treated as a hazard. The summary line gives the LayerNorms fused,\n"
+     "the FP32 islands, the Casts and the FP16 share of MACs and weight bytes.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
-     "Example:\n  halfguard convert model.onnx -o model.fp16.onnx\n"
+     "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
+     "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
      "  halfguard convert --passes none a.onnx b.onnx -O out/"},
     {"dump", cmd_dump, "MODEL...",
      "Print models in ONNX's textual syntax, with element types and shapes.",
