@@ -81,6 +81,22 @@ output_type(const Lower *l, const HgNode *n, guint k)
 static HgTensor *
 convert_tensor(const HgTensor *t, const char *name, int to)
 {
+    /* Weights are most of a model's bytes: convert them from where they lie (often the mapped input,
+     * unaligned) straight into the new tensor, touching each byte once, with the converters the
+     * HgArray path below uses, so the bits are the same. */
+    gint64 numel = hg_tensor_numel(t);
+    gsize from = hg_dtype_size(t->dtype);
+    if (is_float(t->dtype) && is_float(to) && t->dtype != to && numel >= 0 && t->rank <= HG_MAX_RANK &&
+        (guint64)numel * from == t->nbytes && (t->data || !t->nbytes)) {
+        HgTensor *c = hg_tensor_new(name, to, t->rank, t->dims);
+        if (c && c->nbytes) {
+            if (to == HG_DTYPE_FLOAT16)
+                hg_f32_bytes_to_f16(t->data, hg_tensor_data_mut(c), (gsize)numel);
+            else
+                hg_f16_bytes_to_f32(t->data, hg_tensor_data_mut(c), (gsize)numel);
+        }
+        return c;
+    }
     g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
     if (!a)
         return NULL;
@@ -151,6 +167,13 @@ initializer_for(Lower *l, HgValue *v, int to, GError **error)
         return NULL;
     }
     hg_graph_add_initializer(l->g, c, t);
+    /* Before IR 4 every initializer is also a graph input (onnx.checker refuses one that is not),
+     * and the original is one: declare the copy the same way. */
+    HgModel *m = l->g->model;
+    if (v->is_input && m && l->g == m->graph && m->has_ir_version && m->ir_version < 4) {
+        g_autoptr(HgType) type = hg_type_new_tensor(to, t->rank, t->dims);
+        hg_graph_add_input(l->g, c, type);
+    }
     hg_value_set_elem_type(c, to);
     g_hash_table_insert(l->inits, v, c);
     l->n_inits++;
