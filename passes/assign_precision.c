@@ -141,6 +141,17 @@ strv_has(const char *const *list, const char *s)
     return FALSE;
 }
 
+/* A Cast to a float type: it converts whatever it reads, so what precision its input has costs
+ * nothing. A Cast to an integer or bool type computes with its input and runs where that lives (in
+ * TensorRT a Cast layer marked FP16 converts its input to half first). */
+static gboolean
+is_float_cast(const HgShapes *shapes, const HgNode *n)
+{
+    if (strcmp(n->op_type, "Cast") != 0 || !default_domain(n))
+        return FALSE;
+    return n->n_outputs && n->outputs[0] && is_float(hg_shapes_get(shapes, n->outputs[0])->dtype);
+}
+
 gboolean
 hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -205,7 +216,7 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
             if (hg_check_value_unsafe(res, c->node->outputs[k]))
                 c->forced32 = "writes a tensor FP16 cannot hold";
         for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
-            if (float_input(shapes, c->node, k) && strcmp(c->node->op_type, "Cast") != 0 &&
+            if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
                 hg_check_value_unsafe(res, c->node->inputs[k]))
                 c->forced32 = "reads a tensor FP16 cannot hold";
     }
@@ -250,8 +261,9 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
             EDGE(v, 1, inf);
         for (guint k = 0; k < c->node->n_inputs; k++) {
             HgValue *x = c->node->inputs[k];
-            if (!float_input(shapes, c->node, k) || x->init || hg_shapes_get(shapes, x)->value ||
-                strcmp(c->node->op_type, "Cast") == 0)
+            /* Initializers are converted for each reader (lower), so they cost no Cast; a tensor
+             * whose value is known but that a node computes (a Constant) gets one like any other. */
+            if (!float_input(shapes, c->node, k) || x->init || is_float_cast(shapes, c->node))
                 continue;
             /* A Cast per consumer at worst; lower shares one among the consumers on a side. */
             double cast = CAST_FIXED + CAST_PER_ELEMENT * (double)value_numel(shapes, x);
