@@ -32,10 +32,11 @@ def corpus(rel):
     return os.path.join(CORPUS, "microsoft_onnxruntime", rel)
 
 
-def model_cases():
+def model_cases(seed=1234):
     """name -> (model path, {input: array}, output names or None). Inputs are seeded and in the
-    ranges the models see in use: pixels, token ids inside the vocabulary, small past states."""
-    rng = np.random.default_rng(1234)
+    ranges the models see in use: pixels, token ids inside the vocabulary, small past states.
+    Another seed gives another sample in the same ranges (calibrate on one, verify on another)."""
+    rng = np.random.default_rng(seed)
     cases = {}
     img = lambda shape, lo, hi: rng.uniform(lo, hi, shape).astype(np.float32)
     cases["mnist"] = (corpus("onnxruntime/test/testdata/mnist.onnx"),
