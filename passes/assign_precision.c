@@ -291,6 +291,8 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
     for (guint i = 0; i < caps->len; i++)
         if (g_array_index(caps, double, i) < 0)
             g_array_index(caps, double, i) = total;
+    /* igraph's default error handler aborts; the library must return an error instead. */
+    igraph_set_error_handler(igraph_error_handler_ignore);
     igraph_t graph;
     igraph_vector_int_t ev;
     igraph_vector_t cv;
