@@ -124,38 +124,60 @@ v4_from_half(v4h h)
     return (v4f)(sign | v4u_sel((v4i)(two_w >= 0xF8000000u), rescaled, finite));
 }
 
+/* The loops read and write through memcpy, so they take bytes at any alignment: tensors viewed in a
+ * mapped file often sit at odd offsets (protobuf lays raw_data out unaligned). */
 void
-hg_float_to_half_n(const float *src, guint16 *dst, gsize n)
+hg_f32_bytes_to_f16(const void *src, void *dst, gsize n)
 {
+    const guint8 *s = src;
+    guint8 *d = dst;
     gsize j = 0;
     for (; j + 4 <= n; j += 4) {
         v4f f;
-        memcpy(&f, src + j, sizeof f);
+        memcpy(&f, s + 4 * j, sizeof f);
         v4h h = v4_to_half(f);
-        memcpy(dst + j, &h, sizeof h);
+        memcpy(d + 2 * j, &h, sizeof h);
     }
     if (j < n) {
         float pad[4] = {0};
-        memcpy(pad, src + j, sizeof(float) * (n - j));
+        memcpy(pad, s + 4 * j, sizeof(float) * (n - j));
         v4f f;
         memcpy(&f, pad, sizeof f);
         v4h h = v4_to_half(f);
-        memcpy(dst + j, &h, sizeof(guint16) * (n - j));
+        memcpy(d + 2 * j, &h, sizeof(guint16) * (n - j));
     }
+}
+
+void
+hg_f16_bytes_to_f32(const void *src, void *dst, gsize n)
+{
+    const guint8 *s = src;
+    guint8 *d = dst;
+    gsize j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v4h h;
+        memcpy(&h, s + 2 * j, sizeof h);
+        v4f f = v4_from_half(h);
+        memcpy(d + 4 * j, &f, sizeof f);
+    }
+    for (; j < n; j++) {
+        guint16 h;
+        memcpy(&h, s + 2 * j, sizeof h);
+        float f = hg_half_to_float(h);
+        memcpy(d + 4 * j, &f, sizeof f);
+    }
+}
+
+void
+hg_float_to_half_n(const float *src, guint16 *dst, gsize n)
+{
+    hg_f32_bytes_to_f16(src, dst, n);
 }
 
 void
 hg_half_to_float_n(const guint16 *src, float *dst, gsize n)
 {
-    gsize j = 0;
-    for (; j + 4 <= n; j += 4) {
-        v4h h;
-        memcpy(&h, src + j, sizeof h);
-        v4f f = v4_from_half(h);
-        memcpy(dst + j, &f, sizeof f);
-    }
-    for (; j < n; j++)
-        dst[j] = hg_half_to_float(src[j]);
+    hg_f16_bytes_to_f32(src, dst, n);
 }
 
 float

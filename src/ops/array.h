@@ -68,6 +68,10 @@ guint16 hg_float_to_bf16(float f);
  * src and dst must not overlap. */
 void hg_float_to_half_n(const float *src, guint16 *dst, gsize n);
 void hg_half_to_float_n(const guint16 *src, float *dst, gsize n);
+/* The same conversions on n little-endian values given as bytes at any alignment (a tensor viewed in
+ * a mapped file, say): src holds 4n (resp. 2n) bytes, dst receives 2n (resp. 4n). */
+void hg_f32_bytes_to_f16(const void *src, void *dst, gsize n);
+void hg_f16_bytes_to_f32(const void *src, void *dst, gsize n);
 /* Round an FP32 value to the nearest FP16 value (as FP32): what storing it in FP16 does. */
 float hg_round_half(float f);
 
