@@ -7,6 +7,7 @@
 gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error);
@@ -18,6 +19,8 @@ static const HgPassInfo passes[] = {
      "turn decomposed LayerNorm into opset-17 LayerNormalization (raising the opset when safe)"},
     {"clamp_constants", hg_pass_clamp_constants,
      "raise float32-min and -inf mask fills to -65504 where only a softmax or a maximum reads them"},
+    {"rescale", hg_pass_rescale,
+     "scale linear chains whose activations pass 65504 by 2^-k (exact), undoing it where they end"},
     {"assign_precision", hg_pass_assign_precision,
      "choose FP16 or FP32 per node: hazards force FP32, a minimum cut places the boundaries"},
     {"lower", hg_pass_lower,

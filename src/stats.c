@@ -86,6 +86,13 @@ stats_add(HgStats *st, const char *name, const HgTensor *t)
 }
 
 void
+hg_stats_set(HgStats *st, const char *name, const HgTensorStats *s)
+{
+    g_return_if_fail(st != NULL && name != NULL && s != NULL);
+    stats_entry(st, name, s->dtype)->s = *s;
+}
+
+void
 hg_stats_merge(HgStats *dst, HgStats *src)
 {
     g_return_if_fail(dst != NULL && src != NULL);

@@ -66,6 +66,8 @@ HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int t
 /* Read a stats file: halfguard's own (`halfguard calibrate`), or Polygraphy's --save-outputs /
  * --save-inputs JSON (arrays as base64 .npy). */
 HG_API HgStats *hg_stats_load(const char *path, GError **error);
+/* Set the statistics of tensor name (replacing what was there). */
+HG_API void hg_stats_set(HgStats *stats, const char *name, const HgTensorStats *s);
 /* Fold src into dst (min of mins, max of maxes, summed counts). */
 HG_API void hg_stats_merge(HgStats *dst, HgStats *src);
 /* Write stats as halfguard's stats JSON. */

@@ -1,0 +1,103 @@
+#!/usr/bin/python3
+"""The rescale pass changes nothing in FP32: for every golden/rescale case that it rewrites, the
+interpreter's FP32 outputs before and after `convert --passes rescale` agree bit for bit on random
+inputs in the case's range (powers of two are exact, barring overflow and underflow). And the
+pathology conv chain (8 Conv+ReLU growing past 65504) converts with at least 95% of its MACs in FP16
+and passes verify. Usage: test_rescale.py HALFGUARD"""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from onnx import numpy_helper, TensorProto
+
+tool = sys.argv[1]
+root = os.environ.get("HG_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append((name, ok, detail))
+
+
+def run(*args):
+    p = subprocess.run([tool, *args], capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def outputs(model, data, out):
+    rc, _, se = run("run", model, "--data", data, "-o", out)
+    if rc:
+        return None, se
+    return [numpy_helper.to_array(TensorProto.FromString(open(f, "rb").read()))
+            for f in sorted(glob.glob(os.path.join(out, "output_*.pb")))], ""
+
+
+with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
+    for case in sorted(glob.glob(os.path.join(root, "golden", "rescale", "*.onnxtxt"))):
+        name = os.path.basename(case)[:-len(".onnxtxt")]
+        text = open(case).read()
+        args = re.findall(r"^# @args: *(.*)$", text, re.M)
+        args = args[0].split() if args else []
+        out = os.path.join(tmp, name + ".onnx")
+        rc, so, se = run("convert", "--passes", "rescale", *args, case, "-o", out)
+        check(f"{name}:converts", rc == 0, se)
+        rewrote = "weights x 2^-" in so
+        check(f"{name}:rewrites-as-named", rewrote == (not name.startswith("neg_")), so)
+        if not rewrote or rc:
+            continue
+        m = re.search(r"--input-range x=([-\d.e]+):([-\d.e]+)", " ".join(args))
+        lo, hi = (float(m.group(1)), float(m.group(2))) if m else (0.0, 1.0)
+        orig = os.path.join(tmp, name + ".orig.onnx")
+        run("convert", "--passes", "none", case, "-o", orig)
+        rng = np.random.default_rng(11)
+        for seed in range(3):
+            data = os.path.join(tmp, f"{name}.data{seed}")
+            os.mkdir(data)
+            x = rng.uniform(lo, hi, (1, 4, 8, 8)).astype(np.float32)
+            with open(os.path.join(data, "input_0.pb"), "wb") as f:
+                f.write(numpy_helper.from_array(x, "x").SerializeToString())
+            a, e1 = outputs(orig, data, os.path.join(tmp, f"{name}.a{seed}"))
+            b, e2 = outputs(out, data, os.path.join(tmp, f"{name}.b{seed}"))
+            same = a is not None and b is not None and len(a) == len(b) and all(
+                u.dtype == v.dtype and np.array_equal(u, v) for u, v in zip(a, b))
+            detail = e1 + e2
+            if a is not None and b is not None and not same:
+                detail = f"max diff {max(float(np.max(np.abs(u.astype(np.float64) - v))) for u, v in zip(a, b))}"
+            check(f"{name}:bit-exact-fp32[{seed}]", same, detail)
+
+    # The pathology conv chain, through the whole pipeline.
+    pdir = os.path.join(tmp, "pathology")
+    subprocess.run(["/usr/bin/python3", os.path.join(root, "tests", "pathology", "make_cases.py"), pdir],
+                   check=True, capture_output=True)
+    cases = {c["name"]: c for c in json.load(open(os.path.join(pdir, "cases.json")))["cases"]}
+    c = cases["conv_chain_no_norm"]
+    rng_args = [a for r in c["input_ranges"] for a in ("-r", r)]
+    model, data = os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"])
+    out = os.path.join(tmp, "conv_chain.fp16.onnx")
+    report = os.path.join(tmp, "conv_chain.json")
+    rc, so, se = run("convert", model, "-o", out, "--calib", data, "--report", report, *rng_args)
+    check("conv_chain:converts", rc == 0, se)
+    if rc == 0:
+        fig = json.load(open(report))["figures"]
+        share = fig["macs_fp16"] / fig["macs"] if fig["macs"] else 0
+        print(f"conv_chain_no_norm: {so.strip()}")
+        check("conv_chain:rescaled", "rescale" in so and "weights x 2^-" in so, so)
+        check("conv_chain:>=95%-MACs-FP16", share >= 0.95, f"{share:.4f}")
+        rc, so, se = run("verify", model, out, "--data", data)
+        check("conv_chain:verify", rc == 0, so + se)
+    rc, so, se = run("convert", model, "-o", out, "--calib", data, "--passes",
+                     "fold_shapes,fuse_layernorm,clamp_constants,assign_precision,lower,cleanup", *rng_args)
+    m = re.search(r"FP16: ([\d.]+)% of MACs", so)
+    print(f"conv_chain_no_norm without rescale: {so.strip()}")
+    check("conv_chain:rescale-beats-island", m is not None and float(m.group(1)) < 95, so)
+
+failed = [r for r in results if not r[1]]
+for name, ok, detail in results:
+    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
+print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
+sys.exit(1 if failed or not results else 0)
