@@ -30,8 +30,8 @@
 static gboolean
 is_op(const HgNode *n, const char *op)
 {
-    return n && !(n->flags & HG_NODE_DEAD) && (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) &&
-           strcmp(n->op_type, op) == 0;
+    return n && !(n->flags & HG_NODE_DEAD) &&
+           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
 }
 
 static gboolean
@@ -44,10 +44,9 @@ is_const(const HgValue *v)
 static gboolean
 is_linear(const HgNode *n)
 {
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose"))
-        return n->n_inputs >= 2 && is_const(n->inputs[1]) && (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
-    if (is_op(n, "Gemm"))
-        return n->n_inputs >= 2 && is_const(n->inputs[1]) && (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
+    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
+        return n->n_inputs >= 2 && is_const(n->inputs[1]) &&
+               (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
     if (is_op(n, "MatMul"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
     return FALSE;
@@ -249,7 +248,8 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             const HgNode *m = c.nodes->pdata[j];
             const HgRange *r = hg_ranges_get(ranges, m->outputs[0]);
             double b = MAX(fabs(r->lo), fabs(r->hi));
-            const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, m->outputs[0]->name) : NULL;
+            const HgTensorStats *s =
+                opts->stats ? g_hash_table_lookup(opts->stats, m->outputs[0]->name) : NULL;
             if (s && !isnan(s->absmax) && !s->n_inf)
                 b = MIN(b, s->absmax * margin);
             known &= isfinite(b);

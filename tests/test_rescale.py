@@ -67,7 +67,8 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
                 u.dtype == v.dtype and np.array_equal(u, v) for u, v in zip(a, b))
             detail = e1 + e2
             if a is not None and b is not None and not same:
-                detail = f"max diff {max(float(np.max(np.abs(u.astype(np.float64) - v))) for u, v in zip(a, b))}"
+                worst = max(float(np.max(np.abs(u.astype(np.float64) - v))) for u, v in zip(a, b))
+                detail = f"max diff {worst}"
             check(f"{name}:bit-exact-fp32[{seed}]", same, detail)
 
     # The pathology conv chain, through the whole pipeline.
