@@ -6,6 +6,7 @@
 
 gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_avgpool_integral(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error);
@@ -17,6 +18,8 @@ static const HgPassInfo passes[] = {
      "replace shape arithmetic that shape inference computes (Shape, Gather, Concat...) by constants"},
     {"fuse_layernorm", hg_pass_fuse_layernorm,
      "turn decomposed LayerNorm into opset-17 LayerNormalization (raising the opset when safe)"},
+    {"avgpool_integral", hg_pass_avgpool_integral,
+     "turn an integral-image box filter (CumSum, Slices, s1 - s2 - s3 + s4, divide by the area) into AveragePool"},
     {"clamp_constants", hg_pass_clamp_constants,
      "raise float32-min and -inf mask fills to -65504 where only a softmax or a maximum reads them"},
     {"rescale", hg_pass_rescale,
