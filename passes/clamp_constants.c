@@ -120,6 +120,19 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
                      node->name ? node->name : "", worst);
         n++;
     }
+    /* A Pad (before opset 11: the fill is an attribute) that pads for a maximum. */
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *node = g->nodes->pdata[i];
+        if (node->flags & HG_NODE_DEAD || !is_op(node, "Pad") || !hg_value_ends_in_max(node->outputs[0]))
+            continue;
+        HgAttr *a = hg_node_attr(node, "value");
+        if (a && a->f < -FP16_MAX) {
+            hg_pass_note(ctx, "clamp_constants", "Pad '%s' before a maximum: fill %.3g -> -65504",
+                         node->name ? node->name : "", a->f);
+            a->f = (float)-FP16_MAX;
+            n++;
+        }
+    }
     /* Weights FP16 flushes to zero: counted, reported once for the model. */
     gint64 n_flush = 0;
     guint n_tensors = 0;

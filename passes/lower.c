@@ -134,8 +134,14 @@ initializer_for(Lower *l, HgValue *v, int to, GError **error)
 {
     if (v->init->dtype == to || !is_float(v->init->dtype))
         return v;
-    /* Every reader that computes with v needs the other type: convert in place. */
-    gboolean all = !v->is_input && !v->is_output;
+    /* Every reader that computes with v needs the other type: convert in place. Before IR 4 every
+     * initializer is also a graph input (its default value), and that declaration is retyped with
+     * it; from IR 4 on an initializer declared as an input is one a caller may override, and keeps
+     * its type. */
+    HgModel *model = l->g->model;
+    gboolean ir3_input = v->is_input && model && l->g == model->graph && model->has_ir_version &&
+                         model->ir_version < 4;
+    gboolean all = (!v->is_input || ir3_input) && !v->is_output;
     for (guint u = 0; all && u < v->uses->len; u++) {
         HgUse *use = &g_array_index(v->uses, HgUse, u);
         all = use->node->graph == l->g && required(l, use->node, use->index) == to;

@@ -753,7 +753,9 @@ ends_in_max(const HgValue *v, int depth)
         if (is_op(n, "Softmax") || is_op(n, "LogSoftmax") || is_op(n, "ReduceMax") || is_op(n, "Max") ||
             is_op(n, "ArgMax") || is_op(n, "MaxPool") || is_op(n, "GlobalMaxPool"))
             continue;
-        if (!(((hg_node_passes_through(n) && use->index == 0) || (is_op(n, "Where") && use->index > 0)) &&
+        /* Reshaping, a Where's branch, or an Add (an additive mask: -inf added to a logit is -inf). */
+        if (!(((hg_node_passes_through(n) && use->index == 0) || (is_op(n, "Where") && use->index > 0) ||
+               is_op(n, "Add")) &&
               ends_in_max(n->outputs[0], depth + 1)))
             return FALSE;
     }

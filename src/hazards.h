@@ -22,7 +22,8 @@ void hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *
 /* n only moves values (Reshape, Unsqueeze, Squeeze, Expand, Cast, Identity, Slice, Transpose,
  * Concat, Flatten, Tile). */
 gboolean hg_node_passes_through(const HgNode *n);
-/* Does every reader of v lead, through reshaping, Cast, Slice, Concat or a Where's branches, only to
+/* Does every reader of v lead, through reshaping, Cast, Slice, Concat, a Where's branches or an Add
+ * (an additive mask), only to
  * a maximum or a softmax (Softmax, LogSoftmax, ReduceMax, Max, ArgMax, MaxPool)? There a value
  * overflowing to -inf weighs what -65504 does: nothing. */
 gboolean hg_value_ends_in_max(const HgValue *v);

@@ -657,7 +657,7 @@ static int
 cmd_verify(int argc, char **argv)
 {
     const Command *cmd = find_command("verify");
-    char **data = NULL, *format = NULL;
+    char **data = NULL, *format = NULL, *outputs = NULL;
     double rtol = HG_VERIFY_DEFAULT_RTOL;
     int threads = 0;
     GOptionEntry entries[] = {
@@ -667,6 +667,8 @@ cmd_verify(int argc, char **argv)
          "Largest relative L2 error an output may have (default 1e-2)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
          "FORMAT"},
+        {"outputs", 0, 0, G_OPTION_ARG_STRING, &outputs,
+         "Compare these values (comma-separated) instead of the graph outputs", "NAMES"},
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
         {NULL},
     };
@@ -675,6 +677,7 @@ cmd_verify(int argc, char **argv)
     g_autoptr(HgModel) orig = NULL;
     g_autoptr(HgModel) conv = NULL;
     g_autoptr(HgVerifyReport) r = NULL;
+    g_auto(GStrv) names = NULL;
     g_autofree char *text = NULL;
     HgVerifyOptions vo;
     const char *usage;
@@ -703,6 +706,8 @@ cmd_verify(int argc, char **argv)
     }
     vo.rtol = rtol;
     vo.threads = threads;
+    names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
+    vo.outputs = (const char *const *)names;
     r = hg_verify(orig, conv, (const char *const *)data, &vo, &error);
     if (!r) {
         fprintf(stderr, "halfguard verify: %s\n", error->message);
@@ -715,6 +720,7 @@ cmd_verify(int argc, char **argv)
 out:
     g_strfreev(data);
     g_free(format);
+    g_free(outputs);
     return rc;
 }
 

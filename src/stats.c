@@ -10,6 +10,7 @@
 
 #include "ir_private.h"
 #include "ops/array.h"
+#include "ops/op.h"
 
 /* The statistics of one tensor, with its first-seen position (the file lists tensors in that order,
  * which for the interpreter is the topological order). HgStats's values are these. */
@@ -122,12 +123,50 @@ collect_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **err
     return TRUE;
 }
 
+/* The values to ask the interpreter for so that it computes every tensor it can: the last ones of
+ * the part of the graph whose ops it has kernels for (a model whose outputs go through ops it lacks,
+ * ai.onnx.ml's ZipMap say, still calibrates up to them). NULL-terminated; NULL on a cycle. */
+static char **
+runnable_leaves(HgModel *m)
+{
+    g_autoptr(GPtrArray) order = hg_graph_topo_order(m->graph, NULL);
+    if (!order)
+        return NULL;
+    g_autoptr(GHashTable) ok = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        const HgOpDef *op = hg_op_for_node(n);
+        gboolean runs = op && op->eval;
+        for (guint k = 0; runs && k < n->n_inputs; k++)
+            runs = !n->inputs[k] || !n->inputs[k]->producer || g_hash_table_contains(ok, n->inputs[k]->producer);
+        if (runs)
+            g_hash_table_add(ok, n);
+    }
+    GPtrArray *names = g_ptr_array_new();
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        if (!g_hash_table_contains(ok, n))
+            continue;
+        for (guint k = 0; k < n->n_outputs; k++) {
+            HgValue *v = n->outputs[k];
+            gboolean leaf = v != NULL;
+            for (guint u = 0; leaf && u < v->uses->len; u++)
+                leaf = !g_hash_table_contains(ok, g_array_index(v->uses, HgUse, u).node);
+            if (leaf && (v->uses->len || v->is_output))
+                g_ptr_array_add(names, g_strdup(v->name));
+        }
+    }
+    g_ptr_array_add(names, NULL);
+    return (char **)g_ptr_array_free(names, FALSE);
+}
+
 HgStats *
 hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error)
 {
     g_return_val_if_fail(m != NULL && data_dirs != NULL, NULL);
     HgStats *st = stats_new();
-    HgRunOptions opts = {threads, collect_observe, st, NULL};
+    g_auto(GStrv) leaves = runnable_leaves(m);
+    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
     for (guint i = 0; data_dirs[i]; i++) {
         g_autoptr(GPtrArray) feeds = hg_load_feeds_converted(m, data_dirs[i], error);
         g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;

@@ -313,7 +313,7 @@ convert_feeds(GPtrArray *orig_decls, GPtrArray *orig_feeds, GPtrArray *conv_decl
 
 static gboolean
 verify_folder(HgModel *orig, HgModel *conv, const char *dir, const guint *map, Sums *sums,
-              HgVerifyReport *r, guint *best_seq, int threads, GError **error)
+              HgVerifyReport *r, guint *best_seq, int threads, const char *const *names, GError **error)
 {
     g_autoptr(GPtrArray) orig_decls = hg_run_feeds(orig);
     g_autoptr(GPtrArray) conv_decls = hg_run_feeds(conv);
@@ -324,14 +324,14 @@ verify_folder(HgModel *orig, HgModel *conv, const char *dir, const guint *map, S
     if (!conv_feeds)
         return FALSE;
     g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
-    HgRunOptions ro = {threads, orig_observe, seen, NULL};
+    HgRunOptions ro = {threads, orig_observe, seen, names};
     g_autoptr(GPtrArray) oa = hg_run(orig, feeds, &ro, error);
     if (!oa) {
         g_prefix_error(error, "the original model on %s: ", dir);
         return FALSE;
     }
     ConvWatch w = {seen, 0, FALSE, 0, NULL, 0, 0};
-    HgRunOptions rc = {threads, conv_observe, &w, NULL};
+    HgRunOptions rc = {threads, conv_observe, &w, names};
     g_autoptr(GPtrArray) ob = hg_run(conv, conv_feeds, &rc, error);
     if (!ob) {
         g_prefix_error(error, "the converted model on %s: ", dir);
@@ -372,16 +372,32 @@ hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs, const HgVe
                     orig->graph ? "converted" : "original");
         return NULL;
     }
-    g_autofree guint *map = match_outputs(orig, conv, error);
-    if (!map)
+    const char *const *names = opts ? opts->outputs : NULL;
+    guint n_names = names ? g_strv_length((char **)names) : 0;
+    g_autofree guint *map = NULL;
+    if (names) { /* the named values, the same in both models */
+        map = g_new0(guint, n_names + 1);
+        for (guint i = 0; i < n_names; i++) {
+            map[i] = i;
+            for (int k = 0; k < 2; k++)
+                if (!hg_graph_lookup((k ? conv : orig)->graph, names[i])) {
+                    g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the %s model has no value '%s'",
+                                k ? "converted" : "original", names[i]);
+                    return NULL;
+                }
+        }
+    } else if (!(map = match_outputs(orig, conv, error))) {
         return NULL;
+    }
     g_autoptr(HgVerifyReport) r = g_new0(HgVerifyReport, 1);
     r->rtol = opts ? opts->rtol : HG_VERIFY_DEFAULT_RTOL;
-    r->n_outputs = orig->graph->outputs->len;
+    r->n_outputs = names ? n_names : orig->graph->outputs->len;
     r->outputs = g_new0(HgVerifyOutput, r->n_outputs + 1);
     for (guint i = 0; i < r->n_outputs; i++) {
-        HgValue *v = ((HgValueDecl *)orig->graph->outputs->pdata[i])->value;
-        HgValue *c = ((HgValueDecl *)conv->graph->outputs->pdata[map[i]])->value;
+        HgValue *v = names ? hg_graph_lookup(orig->graph, names[i])
+                           : ((HgValueDecl *)orig->graph->outputs->pdata[i])->value;
+        HgValue *c = names ? hg_graph_lookup(conv->graph, names[i])
+                           : ((HgValueDecl *)conv->graph->outputs->pdata[map[i]])->value;
         r->outputs[i].name = g_strdup(v->name);
         r->outputs[i].dtype_orig = v->type && v->type->has_elem_type ? v->type->elem_type : 0;
         r->outputs[i].dtype_conv = c->type && c->type->has_elem_type ? c->type->elem_type : 0;
@@ -390,7 +406,7 @@ hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs, const HgVe
     guint best_seq = 0;
     for (guint k = 0; data_dirs[k]; k++) {
         if (!verify_folder(orig, conv, data_dirs[k], map, sums, r, &best_seq,
-                           opts ? opts->threads : 0, error))
+                           opts ? opts->threads : 0, names, error))
             return NULL;
         r->samples++;
     }

@@ -7,9 +7,9 @@ then `verify` on a second folder drawn with another seed. Every output must be f
 relative L2 1e-2 of FP32.
 
 squeezenet_tensor_input ends in ai.onnx.ml ops (ArrayFeatureExtractor, ZipMap) the interpreter has no
-kernel for, and verify compares whole graphs; so both models are cut, with onnx, to the class
-probabilities those ops read (`loss1`, as test_ort.py compares) and the cut copies are verified.
-The conversion itself is of the whole model.
+kernel for: calibration computes what it can, and verify compares the class probabilities those ops
+read (`verify --outputs loss1`, as test_ort.py compares). The conversion itself is of the whole
+model.
 
 Prints per model the summary line and the verify errors. Usage: test_convert_corpus.py HALFGUARD
 [MODEL...]"""
@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ortlib  # noqa: E402
@@ -60,37 +60,6 @@ def write_data(model, feeds, folder):
         with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
             f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
     return folder
-
-
-def cut(model, outputs, path):
-    """A copy of `model` whose graph outputs are `outputs`, keeping only the nodes they need."""
-    m = onnx.load(model)
-    g = m.graph
-    producer = {o: n for n in g.node for o in n.output}
-    need, stack = set(), list(outputs)
-    while stack:
-        v = stack.pop()
-        n = producer.get(v)
-        if n is None or id(n) in need:
-            continue
-        need.add(id(n))
-        stack.extend(i for i in n.input if i)
-    keep = [n for n in g.node if id(n) in need]
-    del g.node[:]
-    g.node.extend(keep)
-    del g.output[:]
-    # The element type each output has in this model (the converted one may say float16).
-    types = {vi.name: vi for vi in list(g.value_info) + list(g.input)}
-    for n in keep:
-        for a in n.attribute:
-            if a.name == "to" and n.op_type == "Cast":
-                for o in n.output:
-                    types.setdefault(o, helper.make_tensor_value_info(o, a.i, None))
-    for o in outputs:
-        elem = types[o].type.tensor_type.elem_type if o in types else onnx.TensorProto.FLOAT
-        g.output.append(helper.make_tensor_value_info(o, elem, None))
-    onnx.save(m, path)
-    return path
 
 
 def summary_line(text, model):
@@ -151,15 +120,21 @@ for name, ranges in RANGES.items():
             if not (mo.ir_version == mi.ir_version or (opo == 17 and opi < 17 and mo.ir_version >= 8)):
                 problems.append(f"ir_version {mi.ir_version} -> {mo.ir_version} (opset {opi} -> {opo})")
             if opo <= 17 and mo.ir_version <= 8:
+                # A model the checker refuses before conversion (squeezenet's string Constant, which
+                # onnx 1.12's shape inference rejects) is not held against the conversion.
+                try:
+                    onnx.checker.check_model(mi, full_check=True)
+                    orig_ok = True
+                except Exception as e:  # noqa: BLE001
+                    orig_ok = False
+                    print(f"  onnx.checker refuses the original too: {str(e)[:200]}")
                 try:
                     onnx.checker.check_model(mo, full_check=True)
                 except Exception as e:  # noqa: BLE001
-                    problems.append(f"onnx.checker: {str(e)[:300]}")
-            orig, conv = model, out
-            if name in CUT:
-                orig = cut(model, CUT[name], os.path.join(work, "orig.cut.onnx"))
-                conv = cut(out, CUT[name], os.path.join(work, "conv.cut.onnx"))
-            v = subprocess.run([HG, "verify", orig, conv, "--data", data, "--format", "json"],
+                    if orig_ok:
+                        problems.append(f"onnx.checker: {str(e)[:300]}")
+            only_outputs = ["--outputs", ",".join(CUT[name])] if name in CUT else []
+            v = subprocess.run([HG, "verify", model, out, "--data", data, "--format", "json", *only_outputs],
                                capture_output=True, text=True)
             try:
                 js = json.loads(v.stdout)

@@ -89,6 +89,9 @@ HG_API HgTensor *hg_tensor_convert(const HgTensor *t, int dtype, GError **error)
 typedef struct {
     double rtol; /* the largest relative L2 error that passes (>= 0; HG_VERIFY_DEFAULT_RTOL) */
     int threads; /* threads for BLAS kernels; 0 = all cores */
+    /* Values to compare instead of the graph outputs (NULL-terminated, NULL = the graph outputs): a
+     * model whose outputs go through ops the interpreter lacks is compared up to them. */
+    const char *const *outputs;
 } HgVerifyOptions;
 
 /* One graph output, compared over all data folders (their elements taken as one vector). */
