@@ -6,6 +6,7 @@
 
 gboolean hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error);
+gboolean hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_avgpool_integral(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error);
 gboolean hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error);
@@ -18,6 +19,8 @@ static const HgPassInfo passes[] = {
      "replace shape arithmetic that shape inference computes (Shape, Gather, Concat...) by constants"},
     {"fuse_layernorm", hg_pass_fuse_layernorm,
      "turn decomposed LayerNorm into opset-17 LayerNormalization (raising the opset when safe)"},
+    {"prescale", hg_pass_prescale,
+     "move a constant scale in front of the MatMul it follows, and pre-scale L2 norms, where the product overflows"},
     {"avgpool_integral", hg_pass_avgpool_integral,
      "turn an integral-image box filter (CumSum, Slices, s1 - s2 - s3 + s4, divide by the area) into AveragePool"},
     {"clamp_constants", hg_pass_clamp_constants,

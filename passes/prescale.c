@@ -1,0 +1,946 @@
+/* prescale: apply a scale before the product that would overflow, not after it.
+ *
+ *   Scale moved in front of a MatMul (attention logits):
+ *
+ *     p = MatMul(q, kt)                               q2 = Mul(q, 2^-4)
+ *     [p = Reshape / Transpose ... (p)]          =>   p' = MatMul(q2, kt)       [same moves]
+ *     y = Mul(p, 0.0884)   (or Div(p, 11.31))         y  = Mul(p', 1.414)      (or Div(p', 1.414))
+ *
+ *   The scalar constant s splits into a power of two 2^e (the largest with |s| / 2^e in [1, 2)) moved
+ *   onto the smaller MatMul operand, or into a constant operand's values, and a remainder left behind
+ *   (none when s is a power of two: the Mul or Div goes). Scaling by 2^e and by s / 2^e are both exact,
+ *   so y keeps its bits (barring overflow and underflow); the moved product is y / remainder, never
+ *   larger than y. Done only where the product (or a value moved after it) is a tensor FP16 cannot
+ *   hold and its deciding bound (static, or calibration with the analysis's margin) times 2^e fits
+ *   under the threshold, and only where nothing else reads the unscaled product.
+ *
+ *   L2 normalisation pre-scaled (it is scale-invariant):
+ *
+ *     s = ReduceSum(Mul(x, x))                  (or Pow(x, 2); ReduceSumSquare(x))
+ *     n = Sqrt(s)                               (or Sqrt(Add(s, eps)), Sqrt(Max(s, eps)); ReduceL2(x))
+ *     y = Div(x, n)                        =>   the same with x2 = Mul(x, 2^-k) read in place of x,
+ *                                               eps inside the Sqrt scaled by 2^-2k,
+ *     (n may be Max(n, eps), Clip(n, eps),      eps outside it by 2^-k
+ *      Add(n, eps); y = Mul(x, Reciprocal(n)); LpNormalization(x) <p = 2> alone)
+ *
+ *   k is the smallest that brings the sum of squares (the check's own measures: the sum, and the
+ *   reduction's accumulator, count x bound) under the threshold; it is refused when it would push
+ *   x's smallest nonzero magnitude (the interval's tiny, where known) below FP16's normal range.
+ *   Done only where the pattern has an overflow hazard and its intermediates have no other reader.
+ *
+ * Every value whose contents change is renamed (NAME_prescaled), and where calibration statistics
+ * exist for the old name the scaled statistics are added under the new one (into the caller's table,
+ * ctx->check->stats): the later passes decide on what the tensor now holds. Each rewrite, with k and
+ * the bound that called for it, is a note; so is a pattern left alone although it overflows.
+ */
+#include "halfguard/pass.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hazards.h"
+#include "ops/array.h"
+#include "shapes.h"
+
+#define PASS "prescale"
+#define FP16_MIN_NORMAL 0x1p-14
+#define MAX_K 60
+
+typedef struct {
+    HgNode *node;
+    guint index;
+    int e;            /* the constant's values times 2^e */
+    HgArray *scaled;  /* the new values (owned) */
+} ConstEdit;
+
+typedef struct {
+    HgValue *v;
+    int e;            /* v now holds its old values times 2^e */
+} ValEdit;
+
+typedef struct {
+    HgNode *anchor;   /* names the new nodes */
+    HgValue *x;       /* Mul(x, 2^xe) replaces x at xuses (NULL: nothing inserted) */
+    int xe;
+    GArray *xuses;    /* of HgUse */
+    GArray *consts;   /* of ConstEdit */
+    GArray *vals;     /* of ValEdit */
+    HgNode *drop;     /* the Mul or Div whose remainder is 1: removed, its output moves up */
+    guint drop_ci;    /* which of its inputs is the constant */
+    char *note;
+} Plan;
+
+typedef struct {
+    HgGraph *g;
+    HgPassCtx *ctx;
+    const HgCheckResult *res;
+    const HgShapes *s;
+    const HgRanges *r;
+    HgStats *stats;
+    double margin, threshold;
+    GHashTable *hazard_at; /* HgNode* with an overflow or internal-overflow hazard */
+    GHashTable *taken;     /* HgNode* that a plan edits */
+    GHashTable *consts;    /* "name\x01e" -> HgValue*: scaled constants already made */
+    GArray *plans;         /* of Plan */
+} Pre;
+
+static void
+plan_clear(Plan *pl)
+{
+    if (pl->consts)
+        for (guint i = 0; i < pl->consts->len; i++)
+            g_clear_pointer(&g_array_index(pl->consts, ConstEdit, i).scaled, hg_array_unref);
+    g_clear_pointer(&pl->xuses, g_array_unref);
+    g_clear_pointer(&pl->consts, g_array_unref);
+    g_clear_pointer(&pl->vals, g_array_unref);
+    g_clear_pointer(&pl->note, g_free);
+}
+
+static void
+plan_init(Plan *pl, HgNode *anchor)
+{
+    memset(pl, 0, sizeof *pl);
+    pl->anchor = anchor;
+    pl->xuses = g_array_new(FALSE, FALSE, sizeof(HgUse));
+    pl->consts = g_array_new(FALSE, FALSE, sizeof(ConstEdit));
+    pl->vals = g_array_new(FALSE, FALSE, sizeof(ValEdit));
+}
+
+/* ---------------------------------------------------------------- small queries */
+
+static gboolean
+is_op(const HgNode *n, const char *op)
+{
+    return n && !(n->flags & HG_NODE_DEAD) && strcmp(n->op_type, op) == 0 &&
+           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
+}
+
+/* What names n in notes and in the names of new nodes: its name, else its first output's. */
+static const char *
+node_name(const HgNode *n)
+{
+    if (n->name && *n->name)
+        return n->name;
+    return n->n_outputs && n->outputs[0] ? n->outputs[0]->name : n->op_type;
+}
+
+static int
+dtype_of(const Pre *p, const HgValue *v)
+{
+    return hg_shapes_get(p->s, v)->dtype;
+}
+
+static gint64
+numel_of(const Pre *p, const HgValue *v)
+{
+    const HgValueShape *vs = hg_shapes_get(p->s, v);
+    if (vs->rank < 0)
+        return -1;
+    gint64 n = 1;
+    for (int i = 0; i < vs->rank; i++) {
+        if (vs->dims[i].v < 0)
+            return -1;
+        n *= vs->dims[i].v;
+    }
+    return n;
+}
+
+/* v holds an intermediate that the pattern may change: one reader, in this graph, not an output. */
+static gboolean
+private_value(const HgValue *v, const HgNode *reader)
+{
+    if (!v || v->is_output || v->is_input || v->init || v->nested_outputs || v->uses->len != 1)
+        return FALSE;
+    const HgUse *u = &g_array_index(v->uses, HgUse, 0);
+    return u->node == reader && u->node->graph == v->graph;
+}
+
+/* The values of constant v (an initializer that is not an input, or a Constant's output), owned; NULL
+ * when v is not a float constant. */
+static HgArray *
+const_array(const Pre *p, const HgValue *v)
+{
+    if (!v || v->is_input)
+        return NULL;
+    HgArray *a = NULL;
+    if (v->init) {
+        a = hg_array_from_tensor(v->init, NULL);
+    } else if (is_op(v->producer, "Constant")) {
+        const HgAttr *at = hg_node_attr(v->producer, "value");
+        a = at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
+    } else {
+        const HgArray *c = hg_shapes_get(p->s, v)->value;
+        a = c ? hg_array_ref((HgArray *)c) : NULL;
+    }
+    if (a && !hg_dtype_is_float(a->dtype))
+        g_clear_pointer(&a, hg_array_unref);
+    return a;
+}
+
+/* a times 2^e in a's dtype, or NULL when some value would not come out exact (overflow or
+ * underflow in that dtype). */
+static HgArray *
+scaled_exact(const HgArray *a, int e)
+{
+    HgArray *out = hg_array_new(a->dtype, a->rank, a->dims, NULL);
+    if (!out)
+        return NULL;
+    g_autofree double *buf = g_new(double, a->numel + 1);
+    for (gint64 i = 0; i < a->numel; i++)
+        buf[i] = ldexp(hg_array_get_f64(a, i), e);
+    hg_array_store_f64(out, buf);
+    for (gint64 i = 0; i < a->numel; i++) {
+        double v = hg_array_get_f64(out, i);
+        if (!(v == buf[i] || (isnan(v) && isnan(buf[i])))) {
+            hg_array_unref(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+/* The deciding magnitude of v as the check decides it: calibration's absmax times the margin,
+ * capped by the static bound; the static bound alone where nothing was observed. */
+static double
+bound_of(const Pre *p, const HgValue *v, gboolean *calibrated)
+{
+    const HgRange *r = hg_ranges_get(p->r, v);
+    double b = MAX(fabs(r->lo), fabs(r->hi));
+    const HgTensorStats *st = p->stats ? g_hash_table_lookup(p->stats, v->name) : NULL;
+    if (calibrated)
+        *calibrated = FALSE;
+    if (st && (st->n_inf || !isnan(st->absmax))) {
+        double o = st->n_inf ? INFINITY : st->absmax * p->margin;
+        if (o < b && calibrated)
+            *calibrated = TRUE;
+        b = MIN(o, b);
+    }
+    return b;
+}
+
+static gboolean
+fits(const Pre *p, double b)
+{
+    return b <= p->threshold;
+}
+
+static gboolean
+hazard_at(const Pre *p, const HgNode *n)
+{
+    return n && g_hash_table_contains(p->hazard_at, n);
+}
+
+static gboolean
+any_taken(const Pre *p, HgNode *const *nodes, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        if (nodes[i] && g_hash_table_contains(p->taken, nodes[i]))
+            return TRUE;
+    return FALSE;
+}
+
+static void
+take_plan(Pre *p, Plan *pl, HgNode *const *nodes, guint n)
+{
+    for (guint i = 0; i < n; i++)
+        if (nodes[i])
+            g_hash_table_add(p->taken, nodes[i]);
+    g_array_append_val(p->plans, *pl);
+}
+
+static void
+add_val(Plan *pl, HgValue *v, int e)
+{
+    ValEdit ve = {v, e};
+    g_array_append_val(pl->vals, ve);
+}
+
+static void
+add_xuse(Plan *pl, HgNode *n, guint index)
+{
+    HgUse u = {n, index};
+    g_array_append_val(pl->xuses, u);
+}
+
+/* Constant input `index` of n, scaled by 2^e, joins the plan; FALSE when it cannot be scaled
+ * exactly. */
+static gboolean
+add_const(const Pre *p, Plan *pl, HgNode *n, guint index, int e)
+{
+    g_autoptr(HgArray) a = const_array(p, n->inputs[index]);
+    HgArray *sc = a ? scaled_exact(a, e) : NULL;
+    if (!sc)
+        return FALSE;
+    ConstEdit ce = {n, index, e, sc};
+    g_array_append_val(pl->consts, ce);
+    return TRUE;
+}
+
+/* ---------------------------------------------------------------- the scale moved before a MatMul */
+
+static gboolean
+moves_values(const HgNode *n)
+{
+    return n->n_inputs >= 1 && n->n_outputs == 1 && n->outputs[0] &&
+           (is_op(n, "Reshape") || is_op(n, "Transpose") || is_op(n, "Squeeze") || is_op(n, "Unsqueeze") ||
+            is_op(n, "Flatten") || is_op(n, "Identity"));
+}
+
+/* How many values of constant a FP16 would newly hold below its normal range once scaled by 2^e. */
+static gint64
+newly_subnormal(const HgArray *a, int e)
+{
+    gint64 c = 0;
+    for (gint64 i = 0; i < a->numel; i++) {
+        double v = fabs(hg_array_get_f64(a, i));
+        if (v >= FP16_MIN_NORMAL && ldexp(v, e) < FP16_MIN_NORMAL)
+            c++;
+    }
+    return c;
+}
+
+static void
+describe_bound(GString *s, double b, gboolean calibrated)
+{
+    g_string_append_printf(s, "%.3g (%s)", b, calibrated ? "calibration with margin" : "static");
+}
+
+static void
+match_scale(Pre *p, HgNode *sn)
+{
+    gboolean div = is_op(sn, "Div");
+    if (!(div || is_op(sn, "Mul")) || sn->n_inputs != 2 || !sn->inputs[0] || !sn->inputs[1] ||
+        sn->n_outputs != 1 || !sn->outputs[0])
+        return;
+    /* the constant scalar and the value it scales */
+    guint ci = 1;
+    g_autoptr(HgArray) c = const_array(p, sn->inputs[1]);
+    if ((!c || c->numel != 1) && !div) {
+        g_clear_pointer(&c, hg_array_unref);
+        ci = 0;
+        c = const_array(p, sn->inputs[0]);
+    }
+    if (!c || c->numel != 1)
+        return;
+    HgValue *a = sn->inputs[1 - ci];
+    const HgValueShape *as = hg_shapes_get(p->s, a);
+    if (!hg_dtype_is_float(as->dtype) || as->dtype != c->dtype || (c->rank > 0 && (as->rank < 0 ||
+        (int)c->rank > as->rank)))
+        return;
+    double cv = hg_array_get_f64(c, 0);
+    if (!isfinite(cv) || cv == 0)
+        return;
+    /* |scale| = m * 2^ex with m in [0.5, 1): the moved power is 2^(ex-1) for a Mul (the remainder in
+     * [1, 2)); for a Div by c = m * 2^ex, 2^-(ex-1) (the remainder divisor in [1, 2)). */
+    int ex;
+    frexp(cv, &ex);
+    int e = div ? -(ex - 1) : ex - 1;
+    if (e >= 0)
+        return; /* a scale of 1 or more: moving it would not shrink the product */
+
+    /* up through the moves to the MatMul; every value on the way read only by the next node */
+    g_autoptr(GPtrArray) chain = g_ptr_array_new();
+    HgValue *v = a;
+    while (v->producer && moves_values(v->producer)) {
+        g_ptr_array_insert(chain, 0, v);
+        v = v->producer->inputs[0];
+        if (chain->len > 8)
+            return;
+    }
+    HgNode *mm = v->producer;
+    if (!is_op(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
+        return;
+    g_ptr_array_insert(chain, 0, v);
+
+    /* Does it overflow, and does the moved power cure it? */
+    gboolean unsafe = hazard_at(p, mm), calibrated = FALSE;
+    double b = 0;
+    for (guint i = 0; i < chain->len; i++) {
+        HgValue *w = chain->pdata[i];
+        gboolean cal;
+        double bw = bound_of(p, w, &cal);
+        unsafe |= hg_check_value_unsafe(p->res, w);
+        if (bw > b) {
+            b = bw;
+            calibrated = cal;
+        }
+    }
+    if (!unsafe)
+        return;
+    /* every value from the product to the scale must have this path as its only reader */
+    for (guint i = 0; i < chain->len; i++) {
+        HgValue *w = chain->pdata[i];
+        HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
+        if (!private_value(w, next)) {
+            hg_pass_note(p->ctx, PASS, "left %s '%s' after MatMul '%s' in place: '%s' (the unscaled product) "
+                         "has other readers", sn->op_type, node_name(sn), node_name(mm), w->name);
+            return;
+        }
+    }
+    if (!fits(p, ldexp(b, e))) {
+        hg_pass_note(p->ctx, PASS, "left %s '%s' after MatMul '%s' in place: its product may reach %.3g, "
+                     "and the 2^%d it could move would not bring it under %g", sn->op_type,
+                     node_name(sn), node_name(mm), b, e, p->threshold);
+        return;
+    }
+    HgNode *nodes[2] = {sn, mm};
+    if (any_taken(p, nodes, 2))
+        return;
+
+    Plan pl;
+    plan_init(&pl, sn);
+    /* Where the power goes: a constant operand takes it into its values (free at run time) unless
+     * that pushes some of them below FP16's normal range; else the smaller operand (by elements)
+     * gets a Mul. */
+    int target = -1;
+    gboolean into_const = FALSE;
+    for (guint k = 0; k < 2 && target < 0; k++) {
+        g_autoptr(HgArray) w = const_array(p, mm->inputs[k]);
+        if (w && newly_subnormal(w, e) == 0 && add_const(p, &pl, mm, k, e)) {
+            target = (int)k;
+            into_const = TRUE;
+        }
+    }
+    if (target < 0) {
+        gint64 n0 = numel_of(p, mm->inputs[0]), n1 = numel_of(p, mm->inputs[1]);
+        target = n1 >= 0 && (n0 < 0 || n1 < n0) ? 1 : 0;
+        if (!hg_dtype_is_float(dtype_of(p, mm->inputs[target]))) {
+            plan_clear(&pl);
+            return;
+        }
+        pl.x = mm->inputs[target];
+        pl.xe = e;
+        add_xuse(&pl, mm, (guint)target);
+    }
+    /* the remainder stays behind, or the node goes when it is 1 */
+    double rem = ldexp(cv, div ? e : -e);
+    if (rem == 1.0) {
+        pl.drop = sn;
+        pl.drop_ci = ci;
+        for (guint i = 0; i + 1 < chain->len; i++)
+            add_val(&pl, chain->pdata[i], e);
+    } else {
+        if (!add_const(p, &pl, sn, ci, div ? e : -e)) {
+            plan_clear(&pl);
+            return;
+        }
+        for (guint i = 0; i < chain->len; i++)
+            add_val(&pl, chain->pdata[i], e);
+    }
+    g_autoptr(GString) note = g_string_new(NULL);
+    g_string_append_printf(note, "moved 2^%d of %s '%s' (%s %.6g", e, sn->op_type, node_name(sn),
+                           div ? "/" : "x", cv);
+    if (rem != 1.0)
+        g_string_append_printf(note, " = 2^%d x %.6g, the remainder left behind", div ? -e : e, rem);
+    g_string_append_printf(note, ") before MatMul '%s', onto %s '%s', k=%d: the product may reach ",
+                           node_name(mm), into_const ? "the constant" : "operand",
+                           mm->inputs[target]->name, -e);
+    describe_bound(note, b, calibrated);
+    g_string_append_printf(note, " > %g before the scale, %.3g after", p->threshold, ldexp(b, e));
+    pl.note = g_string_free(g_steal_pointer(&note), FALSE);
+    take_plan(p, &pl, nodes, 2);
+}
+
+/* ---------------------------------------------------------------- L2 normalisation */
+
+/* A Max, Add or Clip (its min, and max if given) with a constant operand beside w: the other
+ * value, with the constants' inputs in *k0, *k1 (-1 when none). NULL when n is not one. */
+static HgValue *
+eps_op(const Pre *p, const HgNode *n, int *k0, int *k1)
+{
+    *k0 = *k1 = -1;
+    if ((is_op(n, "Max") || is_op(n, "Add")) && n->n_inputs == 2 && n->inputs[0] && n->inputs[1]) {
+        for (int k = 0; k < 2; k++) {
+            g_autoptr(HgArray) c = const_array(p, n->inputs[k]);
+            if (c) {
+                *k0 = k;
+                return n->inputs[1 - k];
+            }
+        }
+        return NULL;
+    }
+    if (is_op(n, "Clip") && n->n_inputs >= 2 && n->inputs[0] && n->inputs[1] &&
+        !hg_node_attr(n, "min") && !hg_node_attr(n, "max")) {
+        g_autoptr(HgArray) lo = const_array(p, n->inputs[1]);
+        if (!lo)
+            return NULL;
+        *k0 = 1;
+        if (n->n_inputs > 2 && n->inputs[2]) {
+            g_autoptr(HgArray) hi = const_array(p, n->inputs[2]);
+            if (!hi)
+                return NULL;
+            *k1 = 2;
+        }
+        return n->inputs[0];
+    }
+    return NULL;
+}
+
+static gint64
+ratio(gint64 a, gint64 b)
+{
+    return a > 0 && b > 0 && a % b == 0 ? a / b : -1;
+}
+
+/* The pieces of one L2 normalisation, as matched from its end. */
+typedef struct {
+    HgValue *x;
+    HgNode *sq, *reduce;         /* Mul(x,x) or Pow(x,2) (or NULL); the reduction */
+    HgValue *sq_v, *sum_v;       /* the squares, the sum of squares (NULL for ReduceL2) */
+    gint64 count;                /* elements per sum (-1: unknown) */
+    HgNode *nodes[12];
+    guint n_nodes;
+} L2;
+
+static void
+l2_add_node(L2 *m, HgNode *n)
+{
+    if (m->n_nodes < G_N_ELEMENTS(m->nodes))
+        m->nodes[m->n_nodes++] = n;
+}
+
+/* Match the norm that w holds (after any eps outside the Sqrt); fills the plan with the edits. */
+static gboolean
+match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
+{
+    int k0, k1;
+    /* outside the square root: Max(n, eps), Clip(n, eps), Add(n, eps) scale with 2^-k */
+    for (int depth = 0; depth < 2; depth++) {
+        HgNode *e = w->producer;
+        HgValue *in = e ? eps_op(p, e, &k0, &k1) : NULL;
+        if (!in)
+            break;
+        if (!private_value(w, reader))
+            return FALSE;
+        add_val(pl, w, -1);
+        ConstEdit ce = {e, (guint)k0, -1, NULL};
+        g_array_append_val(pl->consts, ce);
+        if (k1 >= 0) {
+            ConstEdit c2 = {e, (guint)k1, -1, NULL};
+            g_array_append_val(pl->consts, c2);
+        }
+        l2_add_node(m, e);
+        reader = e;
+        w = in;
+    }
+    HgNode *nn = w->producer;
+    if (!private_value(w, reader))
+        return FALSE;
+    if (is_op(nn, "ReduceL2") && nn->inputs[0]) {
+        add_val(pl, w, -1);
+        m->x = nn->inputs[0];
+        m->reduce = nn;
+        add_xuse(pl, nn, 0);
+        l2_add_node(m, nn);
+        m->count = ratio(numel_of(p, m->x), numel_of(p, w));
+        return TRUE;
+    }
+    if (!is_op(nn, "Sqrt") || !nn->inputs[0])
+        return FALSE;
+    add_val(pl, w, -1);
+    l2_add_node(m, nn);
+    reader = nn;
+    w = nn->inputs[0];
+    /* inside: Add(s, eps), Max(s, eps), Clip(s, eps) scale with 2^-2k */
+    for (int depth = 0; depth < 2; depth++) {
+        HgNode *e = w->producer;
+        HgValue *in = e ? eps_op(p, e, &k0, &k1) : NULL;
+        if (!in)
+            break;
+        if (!private_value(w, reader))
+            return FALSE;
+        add_val(pl, w, -2);
+        ConstEdit ce = {e, (guint)k0, -2, NULL};
+        g_array_append_val(pl->consts, ce);
+        if (k1 >= 0) {
+            ConstEdit c2 = {e, (guint)k1, -2, NULL};
+            g_array_append_val(pl->consts, c2);
+        }
+        l2_add_node(m, e);
+        reader = e;
+        w = in;
+    }
+    HgNode *rs = w->producer;
+    if (!private_value(w, reader) || !rs || !rs->inputs[0])
+        return FALSE;
+    m->reduce = rs;
+    m->sum_v = w;
+    l2_add_node(m, rs);
+    add_val(pl, w, -2);
+    if (is_op(rs, "ReduceSumSquare")) {
+        m->x = rs->inputs[0];
+        add_xuse(pl, rs, 0);
+        m->count = ratio(numel_of(p, m->x), numel_of(p, w));
+        return TRUE;
+    }
+    if (!is_op(rs, "ReduceSum"))
+        return FALSE;
+    HgValue *sq = rs->inputs[0];
+    HgNode *sn = sq->producer;
+    if (!private_value(sq, rs) || !sn || sn->n_inputs != 2 || !sn->inputs[0] || !sn->inputs[1])
+        return FALSE;
+    if (is_op(sn, "Mul") && sn->inputs[0] == sn->inputs[1]) {
+        add_xuse(pl, sn, 0);
+        add_xuse(pl, sn, 1);
+    } else if (is_op(sn, "Pow")) {
+        g_autoptr(HgArray) ex = const_array(p, sn->inputs[1]);
+        if (!ex || ex->numel != 1 || hg_array_get_f64(ex, 0) != 2.0)
+            return FALSE;
+        add_xuse(pl, sn, 0);
+    } else {
+        return FALSE;
+    }
+    m->x = sn->inputs[0];
+    m->sq = sn;
+    m->sq_v = sq;
+    l2_add_node(m, sn);
+    add_val(pl, sq, -2);
+    m->count = ratio(numel_of(p, sq), numel_of(p, w));
+    return TRUE;
+}
+
+static void
+match_l2(Pre *p, HgNode *d)
+{
+    Plan pl;
+    L2 m = {0};
+    m.count = -1;
+    plan_init(&pl, d);
+    gboolean ok = FALSE;
+    HgValue *x = NULL;
+    if (is_op(d, "LpNormalization") && hg_node_attr_int(d, "p", 2) == 2 && d->n_inputs == 1 && d->inputs[0]) {
+        x = m.x = d->inputs[0];
+        m.reduce = d;
+        add_xuse(&pl, d, 0);
+        const HgValueShape *xs = hg_shapes_get(p->s, x);
+        gint64 axis = hg_node_attr_int(d, "axis", -1);
+        if (xs->rank > 0 && axis < 0)
+            axis += xs->rank;
+        if (xs->rank > 0 && axis >= 0 && axis < xs->rank)
+            m.count = xs->dims[axis].v;
+        ok = TRUE;
+    } else if (is_op(d, "Div") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
+        x = d->inputs[0];
+        add_xuse(&pl, d, 0);
+        ok = match_norm(p, &pl, &m, d->inputs[1], d);
+    } else if (is_op(d, "Mul") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
+        for (guint k = 0; k < 2 && !ok; k++) {
+            HgNode *rc = d->inputs[k]->producer;
+            if (!is_op(rc, "Reciprocal") || !rc->inputs[0] || !private_value(d->inputs[k], d))
+                continue;
+            g_array_set_size(pl.xuses, 0);
+            g_array_set_size(pl.vals, 0);
+            g_array_set_size(pl.consts, 0);
+            m.n_nodes = 0;
+            x = d->inputs[1 - k];
+            add_xuse(&pl, d, 1 - k);
+            add_val(&pl, d->inputs[k], 1);
+            l2_add_node(&m, rc);
+            ok = match_norm(p, &pl, &m, rc->inputs[0], rc);
+        }
+    }
+    if (!ok || !x || m.x != x || !hg_dtype_is_float(dtype_of(p, x))) {
+        plan_clear(&pl);
+        return;
+    }
+    l2_add_node(&m, d);
+    /* Does it overflow? An overflow hazard at one of its nodes, or a value FP16 cannot hold. */
+    gboolean unsafe = FALSE;
+    for (guint i = 0; i < m.n_nodes; i++)
+        unsafe |= hazard_at(p, m.nodes[i]) && (m.nodes[i] != d || d == m.reduce);
+    for (guint i = 0; i < pl.vals->len; i++)
+        unsafe |= hg_check_value_unsafe(p->res, g_array_index(pl.vals, ValEdit, i).v);
+    if (!unsafe || any_taken(p, m.nodes, m.n_nodes)) {
+        plan_clear(&pl);
+        return;
+    }
+    /* The sum of squares, by the measures the check uses: the sum itself, the squares, and the
+     * accumulator (elements x the largest square). */
+    gboolean cal = FALSE, c1;
+    double need = 0, bx = bound_of(p, x, &c1);
+    if (m.sum_v) {
+        double b = bound_of(p, m.sum_v, &c1);
+        if (b > need) {
+            need = b;
+            cal = c1;
+        }
+    }
+    if (m.sq_v) {
+        double b = bound_of(p, m.sq_v, &c1);
+        b = m.count > 0 ? b * (double)m.count : b;
+        if (b > need) {
+            need = b;
+            cal = c1;
+        }
+    } else if (m.count > 0 && bx * bx * (double)m.count > need) {
+        need = bx * bx * (double)m.count;
+        bound_of(p, x, &cal);
+    }
+    const char *what = m.reduce == d ? "LpNormalization" : "L2 norm";
+    if (!isfinite(need) || need <= 0) {
+        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares has no finite bound",
+                     what, d->op_type, node_name(d));
+        plan_clear(&pl);
+        return;
+    }
+    int k = 1;
+    while (k < MAX_K && !fits(p, ldexp(need, -2 * k)))
+        k++;
+    double tiny = hg_ranges_get(p->r, x)->tiny;
+    if (!fits(p, ldexp(need, -2 * k))) {
+        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares may reach %.3g, beyond "
+                     "what 2^-%d can bring under %g", what, d->op_type, node_name(d), need, MAX_K, p->threshold);
+        plan_clear(&pl);
+        return;
+    }
+    if (tiny >= FP16_MIN_NORMAL && ldexp(tiny, -k) < FP16_MIN_NORMAL) {
+        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: pre-scaling by 2^-%d would push x's smallest "
+                     "magnitude %.3g below FP16's normal range", what, d->op_type, node_name(d), k, tiny);
+        plan_clear(&pl);
+        return;
+    }
+    /* Scale the plan: x by 2^-k, each value and eps by its power of 2^-k. */
+    pl.x = x;
+    pl.xe = -k;
+    for (guint i = 0; i < pl.vals->len; i++)
+        g_array_index(pl.vals, ValEdit, i).e *= k;
+    for (guint i = 0; i < pl.consts->len; i++) {
+        ConstEdit *ce = &g_array_index(pl.consts, ConstEdit, i);
+        ce->e *= k;
+        g_autoptr(HgArray) a = const_array(p, ce->node->inputs[ce->index]);
+        ce->scaled = a ? scaled_exact(a, ce->e) : NULL;
+        if (!ce->scaled) {
+            hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its epsilon cannot be scaled by 2^%d "
+                         "exactly", what, d->op_type, node_name(d), ce->e);
+            plan_clear(&pl);
+            return;
+        }
+    }
+    g_autoptr(GString) note = g_string_new(NULL);
+    g_string_append_printf(note, "pre-scaled '%s' by 2^-%d into the %s at %s '%s', k=%d: the sum of squares "
+                           "may reach ", x->name, k, what, d->op_type, node_name(d), k);
+    describe_bound(note, need, cal);
+    g_string_append_printf(note, " > %g, %.3g after", p->threshold, ldexp(need, -2 * k));
+    for (guint i = 0; i < pl.consts->len; i++) {
+        const ConstEdit *ce = &g_array_index(pl.consts, ConstEdit, i);
+        g_string_append_printf(note, "; epsilon '%s' of %s '%s' scaled by 2^%d", ce->node->inputs[ce->index]->name,
+                               ce->node->op_type, node_name(ce->node), ce->e);
+    }
+    if (tiny > 0)
+        g_string_append_printf(note, "; x's smallest magnitude %.3g becomes %.3g", tiny, ldexp(tiny, -k));
+    pl.note = g_string_free(g_steal_pointer(&note), FALSE);
+    take_plan(p, &pl, m.nodes, m.n_nodes);
+}
+
+/* ---------------------------------------------------------------- rewriting */
+
+static void
+place_before(HgGraph *g, HgNode *n, HgNode *anchor)
+{
+    guint at;
+    if (!g_ptr_array_find(g->nodes, anchor, &at))
+        return;
+    g_ptr_array_steal_index(g->nodes, n->order); /* not _remove: the array frees what it drops */
+    g_ptr_array_insert(g->nodes, (gint)at, n);
+    for (guint i = 0; i < g->nodes->len; i++)
+        ((HgNode *)g->nodes->pdata[i])->order = i;
+}
+
+/* Statistics of old_name scaled by 2^e, added for new_name. */
+static void
+carry_stats(Pre *p, const char *old_name, const char *new_name, int e)
+{
+    const HgTensorStats *st = p->stats ? g_hash_table_lookup(p->stats, old_name) : NULL;
+    if (!st)
+        return;
+    HgTensorStats n = *st;
+    n.min = ldexp(st->min, e);
+    n.max = ldexp(st->max, e);
+    n.absmax = ldexp(st->absmax, e);
+    n.min_abs_nonzero = ldexp(st->min_abs_nonzero, e);
+    hg_stats_set(p->stats, new_name, &n);
+}
+
+static HgValue *
+new_value(HgGraph *g, const char *base)
+{
+    g_autofree char *name = hg_graph_unique_name(g, base);
+    HgValue *v = hg_graph_new_value(g, name, NULL);
+    g_assert(v);
+    return v;
+}
+
+/* An initializer holding a (copied) under a name built from base. */
+static HgValue *
+new_initializer(HgGraph *g, const char *base, const HgArray *a)
+{
+    HgValue *v = new_value(g, base);
+    hg_graph_add_initializer(g, v, hg_array_to_tensor(a, v->name));
+    return v;
+}
+
+/* A constant nothing reads any more goes: its Constant node, or its initializer. */
+static void
+drop_if_unused(HgGraph *g, HgValue *v)
+{
+    if (!v || v->uses->len || v->is_output || v->is_input || v->nested_outputs)
+        return;
+    if (is_op(v->producer, "Constant")) {
+        hg_node_remove(v->producer);
+    } else if (v->init) {
+        guint i;
+        if (g_ptr_array_find(g->initializers, v->init, &i)) {
+            v->init = NULL;
+            g_ptr_array_remove_index(g->initializers, i);
+        }
+    }
+}
+
+static void
+rename_scaled(Pre *p, HgValue *v, int e)
+{
+    g_autofree char *base = g_strdup_printf("%s_prescaled", v->name);
+    g_autofree char *name = hg_graph_unique_name(p->g, base);
+    carry_stats(p, v->name, name, e);
+    gboolean ok = hg_value_rename(v, name, NULL);
+    g_assert(ok);
+}
+
+/* The power 2^e as a scalar of dtype (one per dtype and power). */
+static HgValue *
+power_const(Pre *p, int dtype, int e)
+{
+    g_autofree char *key = g_strdup_printf("\x02%d\x01%d", dtype, e);
+    HgValue *v = g_hash_table_lookup(p->consts, key);
+    if (v)
+        return v;
+    g_autoptr(HgArray) a = hg_array_new(dtype, 0, NULL, NULL);
+    g_assert(a);
+    double d = ldexp(1.0, e);
+    hg_array_store_f64(a, &d);
+    g_autofree char *base = g_strdup_printf("prescale_2_%s%d", e < 0 ? "m" : "", abs(e));
+    v = new_initializer(p->g, base, a);
+    g_hash_table_insert(p->consts, g_steal_pointer(&key), v);
+    return v;
+}
+
+/* The constant v times 2^e (one per constant and power). */
+static HgValue *
+scaled_const(Pre *p, HgValue *v, int e, const HgArray *a)
+{
+    g_autofree char *key = g_strdup_printf("%s\x01%d", v->name, e);
+    HgValue *w = g_hash_table_lookup(p->consts, key);
+    if (w)
+        return w;
+    g_autofree char *base = g_strdup_printf("%s_prescaled", v->name);
+    w = new_initializer(p->g, base, a);
+    g_hash_table_insert(p->consts, g_steal_pointer(&key), w);
+    return w;
+}
+
+static void
+apply(Pre *p, Plan *pl)
+{
+    HgGraph *g = p->g;
+    if (pl->x) {
+        HgNode *first = NULL;
+        for (guint i = 0; i < pl->xuses->len; i++) {
+            HgNode *n = g_array_index(pl->xuses, HgUse, i).node;
+            if (!first || n->order < first->order)
+                first = n;
+        }
+        g_autofree char *xbase = g_strdup_printf("%s_prescaled", pl->x->name);
+        HgValue *x2 = new_value(g, xbase);
+        carry_stats(p, pl->x->name, x2->name, pl->xe);
+        HgValue *ins[2] = {pl->x, power_const(p, dtype_of(p, pl->x), pl->xe)};
+        g_autofree char *nbase = g_strdup_printf("%s_prescale", node_name(pl->anchor));
+        g_autofree char *nname = hg_graph_unique_name(g, nbase);
+        HgNode *mul = hg_graph_add_node(g, "Mul", NULL, nname, 2, ins, 1, &x2);
+        place_before(g, mul, first);
+        for (guint i = 0; i < pl->xuses->len; i++) {
+            HgUse u = g_array_index(pl->xuses, HgUse, i);
+            hg_node_set_input(u.node, u.index, x2);
+        }
+    }
+    for (guint i = 0; i < pl->consts->len; i++) {
+        ConstEdit *ce = &g_array_index(pl->consts, ConstEdit, i);
+        HgValue *old = ce->node->inputs[ce->index];
+        hg_node_set_input(ce->node, ce->index, scaled_const(p, old, ce->e, ce->scaled));
+        drop_if_unused(g, old);
+    }
+    for (guint i = 0; i < pl->vals->len; i++) {
+        ValEdit *ve = &g_array_index(pl->vals, ValEdit, i);
+        rename_scaled(p, ve->v, ve->e);
+    }
+    if (pl->drop) {
+        /* The remainder is 1: the node that wrote the scale's input writes its output instead. */
+        HgNode *sn = pl->drop;
+        HgValue *y = sn->outputs[0], *a = sn->inputs[1 - pl->drop_ci], *c = sn->inputs[pl->drop_ci];
+        HgNode *last = a->producer;
+        guint slot = a->producer_index;
+        hg_node_remove(sn);
+        drop_if_unused(g, c);
+        last->outputs[slot] = y;
+        y->producer = last;
+        y->producer_index = slot;
+        a->producer = NULL;
+        for (guint i = g->value_info->len; i-- > 0;)
+            if (((HgValueDecl *)g->value_info->pdata[i])->value == a)
+                g_ptr_array_remove_index(g->value_info, i);
+        hg_graph_touch(g);
+    }
+    hg_pass_note(p->ctx, PASS, "%s", pl->note);
+    p->ctx->n_changed++;
+}
+
+gboolean
+hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
+{
+    if (g->parent || !g->model)
+        return TRUE;
+    HgCheckOptions none = {0};
+    const HgCheckOptions *co = ctx->check ? ctx->check : &none;
+    g_autoptr(HgCheckResult) res = hg_check(g->model, co, error);
+    if (!res)
+        return FALSE;
+    Pre p = {
+        .g = g,
+        .ctx = ctx,
+        .res = res,
+        .s = hg_check_shapes(res),
+        .r = hg_check_ranges(res),
+        .stats = co->stats,
+        .margin = co->margin > 0 ? co->margin : HG_DEFAULT_MARGIN,
+        .threshold = co->threshold > 0 ? co->threshold : HG_DEFAULT_THRESHOLD,
+        .hazard_at = g_hash_table_new(NULL, NULL),
+        .taken = g_hash_table_new(NULL, NULL),
+        .consts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
+        .plans = g_array_new(FALSE, TRUE, sizeof(Plan)),
+    };
+    for (guint i = 0; i < res->hazards->len; i++) {
+        const HgHazard *h = res->hazards->pdata[i];
+        if (h->at && (h->kind == HG_HAZARD_OVERFLOW || h->kind == HG_HAZARD_INTERNAL_OVERFLOW))
+            g_hash_table_add(p.hazard_at, (gpointer)h->at);
+    }
+    guint n_nodes = g->nodes->len;
+    for (guint i = 0; i < n_nodes; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (n->flags & HG_NODE_DEAD)
+            continue;
+        match_scale(&p, n);
+        match_l2(&p, n);
+    }
+    for (guint i = 0; i < p.plans->len; i++)
+        apply(&p, &g_array_index(p.plans, Plan, i));
+    gboolean changed = p.plans->len > 0;
+    for (guint i = 0; i < p.plans->len; i++)
+        plan_clear(&g_array_index(p.plans, Plan, i));
+    g_array_unref(p.plans);
+    g_hash_table_unref(p.consts);
+    g_hash_table_unref(p.taken);
+    g_hash_table_unref(p.hazard_at);
+    if (!changed)
+        return TRUE;
+    hg_graph_compact(g);
+    return hg_graph_sort(g, error);
+}
