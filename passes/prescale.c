@@ -689,7 +689,8 @@ match_l2(Pre *p, HgNode *d)
     double tiny = hg_ranges_get(p->r, x)->tiny;
     if (!fits(p, ldexp(need, -2 * k))) {
         hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares may reach %.3g, beyond "
-                     "what 2^-%d can bring under %g", what, d->op_type, node_name(d), need, MAX_K, p->threshold);
+                     "what 2^-%d can bring under %g", what, d->op_type, node_name(d), need, MAX_K,
+                     p->threshold);
         plan_clear(&pl);
         return;
     }
@@ -723,8 +724,9 @@ match_l2(Pre *p, HgNode *d)
     g_string_append_printf(note, " > %g, %.3g after", p->threshold, ldexp(need, -2 * k));
     for (guint i = 0; i < pl.consts->len; i++) {
         const ConstEdit *ce = &g_array_index(pl.consts, ConstEdit, i);
-        g_string_append_printf(note, "; epsilon '%s' of %s '%s' scaled by 2^%d", ce->node->inputs[ce->index]->name,
-                               ce->node->op_type, node_name(ce->node), ce->e);
+        g_string_append_printf(note, "; epsilon '%s' of %s '%s' scaled by 2^%d",
+                               ce->node->inputs[ce->index]->name, ce->node->op_type, node_name(ce->node),
+                               ce->e);
     }
     if (tiny > 0)
         g_string_append_printf(note, "; x's smallest magnitude %.3g becomes %.3g", tiny, ldexp(tiny, -k));

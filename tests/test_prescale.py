@@ -116,8 +116,10 @@ def run_model(model, feed, tmp, tag):
 
 
 def bits_equal(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(
-        a.view(np.uint32 if a.dtype == np.float32 else np.uint8), b.view(np.uint32 if b.dtype == np.float32 else np.uint8))
+    """Same shape, type and bits (NaN payloads and the sign of zero included)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return np.array_equal(np.ascontiguousarray(a).view(np.uint8), np.ascontiguousarray(b).view(np.uint8))
 
 
 def compare(tag, orig, new, feeds, tmp):
@@ -209,7 +211,8 @@ def pathology(tmp, rng):
             continue
         rep = json.load(open(report))
         notes = [n["message"] for n in rep["passes"] if n["pass"] == "prescale"]
-        check(f"{name}:report-notes", notes and all(re.search(r"k=\d+: .*may reach", n) for n in notes), rep["passes"])
+        check(f"{name}:report-notes", notes and all(re.search(r"k=\d+: .*may reach", n) for n in notes),
+              rep["passes"])
         m = SHARE.search(so)
         share = float(m.group(1)) if m and m.group(1) else None
         fp32 = [d for d in rep["decisions"] if d["precision"] == "fp32"]
