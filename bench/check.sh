@@ -27,6 +27,7 @@
 set -euo pipefail
 
 sub=check scratch=(copy.onnx)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_parse "$@"
 bench_setup

@@ -27,6 +27,7 @@
 set -euo pipefail
 
 sub=convert scratch=(copy.onnx out.onnx)
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 bench_parse "$@"
 bench_setup
@@ -44,7 +45,9 @@ for a in "${archs[@]}"; do
   rm -f "$out"
   measure res "0" "$d/convert.txt" "${cmd[@]}"
   line=$(grep -F -- "-> $out:" "$d/convert.txt" | tail -n 1) || true
-  [ -n "$line" ] && [ -s "$out" ] || { echo "$me: convert wrote no summary line or no $out" >&2; cat "$d/convert.txt" >&2; exit 1; }
+  if [ -z "$line" ] || [ ! -s "$out" ]; then
+    echo "$me: convert wrote no summary line or no $out" >&2; cat "$d/convert.txt" >&2; exit 1
+  fi
   printf '  summary: %s\n' "${line#*"-> $out: "}"
   printf '  output: %s MiB (%s x the input), exit %s\n' "$(mib "$(fsize "$out")")" "$(ratio "$(fsize "$out")" "$size")" "${res##* }"
   rm -f "$out" "$d/convert.txt"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154  # variables shared with the sourcing script
 # bench/lib.sh: what bench/check.sh and bench/convert.sh share, sourced by them, never run. Both time
 # one halfguard subcommand on generated 1 GiB models against `cp` of the same file, in the same run,
 # alternating, and keep medians; see bench/RESULTS.md.
@@ -184,6 +185,6 @@ bench_figures() {
 
 bench_finish() {
   echo
-  [ $status = 0 ] && echo "all targets met" || echo "some targets missed (see FAIL above)"
-  exit $status
+  [ "$status" = 0 ] && echo "all targets met" || echo "some targets missed (see FAIL above)"
+  exit "$status"
 }
