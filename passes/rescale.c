@@ -205,6 +205,142 @@ build_chain(HgNode *start, GHashTable *taken, Chain *c)
     }
 }
 
+/* A small constant input as int64s (initializer or folded), or FALSE. */
+static gboolean
+const_ints(const HgShapes *shapes, const HgValue *v, gint64 *out, guint max, guint *n)
+{
+    g_autoptr(HgArray) a = !v ? NULL : v->init ? hg_array_from_tensor(v->init, NULL)
+                                               : hg_shapes_get(shapes, v)->value
+                                                     ? hg_array_ref(hg_shapes_get(shapes, v)->value)
+                                                     : NULL;
+    if (!a || a->numel > max)
+        return FALSE;
+    for (gint64 i = 0; i < a->numel; i++)
+        out[i] = hg_array_get_i64(a, i);
+    *n = (guint)a->numel;
+    return TRUE;
+}
+
+/* A CumSum divided by its own last element (plus an epsilon), as DETR normalises its position
+ * embedding: y = c / (c[..., -1:] + eps) with c = CumSum(x). It is invariant under x -> 2^-k x with
+ * eps -> 2^-k eps, exactly. When c's sums pass 2048 (where FP16 stops holding integers) on an axis
+ * short enough that an FP16 CumSum stays accurate (at most 128 elements: worst-case relative error
+ * len x 2^-11 <= 1/16), x takes 2^-k in front of the CumSum. Returns the rewrites made. */
+static guint
+normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheckOptions *opts,
+                   GPtrArray *order, GError **error, gboolean *ok)
+{
+    const HgShapes *shapes = hg_check_shapes(res);
+    const HgRanges *ranges = hg_check_ranges(res);
+    double margin = opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN;
+    guint n_done = 0;
+    *ok = TRUE;
+    for (guint i = 0; *ok && i < order->len; i++) {
+        HgNode *c = order->pdata[i];
+        if (!is_op(c, "CumSum") || c->n_inputs != 2 || !c->inputs[0] || !c->outputs[0] ||
+            hg_node_attr_int(c, "exclusive", 0) || hg_node_attr_int(c, "reverse", 0) ||
+            hg_shapes_get(shapes, c->inputs[0])->dtype != HG_DTYPE_FLOAT)
+            continue;
+        const HgValueShape *xs = hg_shapes_get(shapes, c->inputs[0]);
+        gint64 axv[1];
+        guint na;
+        if (xs->rank < 1 || !const_ints(shapes, c->inputs[1], axv, 1, &na) || na != 1)
+            continue;
+        gint64 axis = axv[0] < 0 ? axv[0] + xs->rank : axv[0];
+        gint64 len = axis >= 0 && axis < xs->rank ? xs->dims[axis].v : -1;
+        if (len < 1 || len > 128)
+            continue;
+        /* Readers: the Div's numerator, and the Slice of the last element feeding its denominator. */
+        HgValue *cv = c->outputs[0];
+        HgNode *div = NULL, *slice = NULL;
+        for (guint u = 0; u < cv->uses->len; u++) {
+            HgUse *use = &g_array_index(cv->uses, HgUse, u);
+            if (is_op(use->node, "Div") && use->index == 0 && !div)
+                div = use->node;
+            else if (is_op(use->node, "Slice") && use->index == 0 && !slice)
+                slice = use->node;
+            else
+                div = slice = NULL, u = cv->uses->len;
+        }
+        if (!div || !slice || cv->uses->len != 2 || cv->is_output || slice->n_inputs < 3)
+            continue;
+        gint64 st[1], en[1], ax[1] = {axis}, sp[1] = {1};
+        guint n1, n2, n3 = 1, n4 = 1;
+        if (!const_ints(shapes, slice->inputs[1], st, 1, &n1) || !const_ints(shapes, slice->inputs[2], en, 1, &n2) ||
+            (slice->n_inputs > 3 && slice->inputs[3] && !const_ints(shapes, slice->inputs[3], ax, 1, &n3)) ||
+            (slice->n_inputs > 4 && slice->inputs[4] && !const_ints(shapes, slice->inputs[4], sp, 1, &n4)) ||
+            n1 != 1 || n2 != 1 || n3 != 1 || n4 != 1)
+            continue;
+        gint64 a2 = ax[0] < 0 ? ax[0] + xs->rank : ax[0];
+        gint64 s0 = st[0] < 0 ? st[0] + len : st[0];
+        if (a2 != axis || sp[0] != 1 || s0 != len - 1 || en[0] < len)
+            continue;
+        /* The denominator: the slice itself, or the slice plus a constant epsilon. */
+        HgValue *den = div->inputs[1], *sv = slice->outputs[0];
+        HgNode *add = NULL;
+        if (den != sv) {
+            add = den ? den->producer : NULL;
+            if (!is_op(add, "Add") || add->n_inputs != 2 || sv->uses->len != 1 ||
+                !(add->inputs[0] == sv || add->inputs[1] == sv) ||
+                !is_const(add->inputs[add->inputs[0] == sv ? 1 : 0]) || den->uses->len != 1)
+                continue;
+        } else if (sv->uses->len != 1) {
+            continue;
+        }
+        /* k: the sums (static bound, or calibration with margin) down to 2048. */
+        const HgRange *r = hg_ranges_get(ranges, cv);
+        double big = MAX(fabs(r->lo), fabs(r->hi));
+        const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, cv->name) : NULL;
+        if (s && !isnan(s->absmax) && !s->n_inf)
+            big = MIN(big, s->absmax * margin);
+        if (!isfinite(big) || big <= 2048)
+            continue;
+        int k = (int)ceil(log2(big / 2048));
+        const HgRange *xr = hg_ranges_get(ranges, c->inputs[0]);
+        if (ldexp(MAX(fabs(xr->lo), fabs(xr->hi)), -k) < 0x1p-4) {
+            hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: 2^-%d would push its "
+                         "input below 2^-4", c->name ? c->name : "", k);
+            continue;
+        }
+        /* x * 2^-k in front of the CumSum; the epsilon takes 2^-k too. */
+        g_autofree char *kname = hg_graph_unique_name(g, "rescale_cumsum");
+        HgValue *kv = hg_graph_new_value(g, kname, error);
+        g_autofree char *base = g_strdup_printf("%s_scaled", c->inputs[0]->name);
+        g_autofree char *mname = hg_graph_unique_name(g, base);
+        HgValue *mv = kv ? hg_graph_new_value(g, mname, error) : NULL;
+        if (!mv) {
+            *ok = FALSE;
+            break;
+        }
+        HgTensor *t = hg_tensor_new(kname, HG_DTYPE_FLOAT, 0, NULL);
+        *(float *)hg_tensor_data_mut(t) = (float)ldexp(1.0, -k);
+        hg_graph_add_initializer(g, kv, t);
+        HgValue *ins[2] = {c->inputs[0], kv};
+        g_autofree char *nname = g_strdup_printf("%s/rescale", c->name ? c->name : "CumSum");
+        g_autofree char *nuniq = hg_graph_unique_name(g, nname);
+        hg_graph_add_node(g, "Mul", NULL, nuniq, 2, ins, 1, &mv);
+        hg_node_set_input(c, 0, mv);
+        if (add)
+            *ok = scale_const(g, add, add->inputs[0] == sv ? 1 : 0, -k, error);
+        if (*ok && opts->stats)
+            for (guint j = 0; j < 2; j++) { /* the sums and the slice hold scaled values now */
+                const HgValue *v = j ? sv : cv;
+                const HgTensorStats *old = g_hash_table_lookup(opts->stats, v->name);
+                if (old) {
+                    HgTensorStats sc = *old;
+                    sc.min = ldexp(sc.min, -k), sc.max = ldexp(sc.max, -k);
+                    sc.absmax = ldexp(sc.absmax, -k), sc.min_abs_nonzero = ldexp(sc.min_abs_nonzero, -k);
+                    hg_stats_set(opts->stats, v->name, &sc);
+                }
+            }
+        hg_pass_note(ctx, "rescale", "normalized CumSum '%s': input x 2^-%d (its sums reach %.3g > 2048; "
+                     "over %" G_GINT64_FORMAT " elements an FP16 CumSum's worst-case relative error is %.2g)",
+                     c->name ? c->name : "", k, big, len, (double)len / 2048.0);
+        n_done++;
+    }
+    return n_done;
+}
+
 gboolean
 hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -220,7 +356,10 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     if (!order)
         return FALSE;
     g_autoptr(GHashTable) taken = g_hash_table_new(NULL, NULL);
-    guint n_done = 0;
+    gboolean cumsums_ok;
+    guint n_done = normalized_cumsums(g, ctx, res, opts, order, error, &cumsums_ok);
+    if (!cumsums_ok)
+        return FALSE;
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
         if (!n->n_outputs || !hg_check_value_unsafe(res, n->outputs[0]) || g_hash_table_contains(taken, n) ||

@@ -45,6 +45,12 @@ hg_ranges_get(const HgRanges *r, const HgValue *v)
     return x ? x : &any;
 }
 
+static const HgRange *
+range_lookup(gconstpointer data, const HgValue *v)
+{
+    return hg_ranges_get(data, v);
+}
+
 const HgScan *
 hg_ranges_scan(const HgRanges *r, const HgValue *v)
 {
@@ -120,7 +126,8 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         }
         const HgOpDef *op = hg_op_for_node(n);
         if (op && op->range) {
-            HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs};
+            HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs,
+                              range_lookup, r};
             op->range(&ctx);
         }
         for (guint k = 0; k < n->n_outputs; k++) {

@@ -1177,6 +1177,48 @@ test_range_decomposed_layernorm(void **state)
     assert_true(t->lo <= -(2 * sqrt(7) - 0.5) && t->lo >= -(2 * sqrt(8) * 1.02 + 1.1));
 }
 
+/* DETR's normalised CumSum: c / (c[last] + eps) lies in [0, 1] when x >= 0 (and without eps, 0 / 0
+ * may be NaN); not when x can be negative, nor when the Slice is not the last element. */
+static void
+test_range_normalized_cumsum(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[1,6,3] X, float[1,6,3] Z) => (float[1,6,3] Y, float[1,6,3] N, float[1,6,3] W, "
+        "float[1,6,3] U)\n"
+        "  <int64 ax = {1}, int64[1] s = {-1}, int64[1] e = {100}, int64[1] a = {1}, int64[1] s2 = {4},\n"
+        "   float eps = {1e-6}> {\n"
+        "  C = CumSum(X, ax)\n"
+        "  L = Slice(C, s, e, a)\n"
+        "  D = Add(L, eps)\n"
+        "  Y = Div(C, D)\n"
+        "  N = Div(C, L)\n"
+        "  CZ = CumSum(Z, ax)\n"
+        "  LZ = Slice(CZ, s, e, a)\n"
+        "  DZ = Add(LZ, eps)\n"
+        "  W = Div(CZ, DZ)\n"
+        "  L2 = Slice(C, s2, e, a)\n"
+        "  D2 = Add(L2, eps)\n"
+        "  U = Div(C, D2)\n"
+        "}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    assert_non_null(m);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
+    assert_non_null(shapes);
+    HgInputRange in[2] = {{"X", {0, 50, 0, FALSE}}, {"Z", {-1, 50, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
+    const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y"));
+    assert_true(y->lo >= 0 && y->lo <= 0 && y->hi >= 1 && y->hi <= 1.001 && !y->nan);
+    const HgRange *n = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "N"));
+    assert_true(n->hi <= 1.001 && n->nan); /* 0 / 0 when a column of X is all zero */
+    const HgRange *w = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "W"));
+    assert_true(w->hi > 2); /* negative terms: the partial sums can pass the last one */
+    const HgRange *u = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "U"));
+    assert_true(u->hi > 2); /* the fifth element is not the last: c[5] can exceed it */
+}
+
 static void
 test_range_rules(void **state)
 {
@@ -1311,6 +1353,7 @@ main(void)
         cmocka_unit_test(test_range_helpers),
         cmocka_unit_test(test_range_rules),
         cmocka_unit_test(test_range_decomposed_layernorm),
+        cmocka_unit_test(test_range_normalized_cumsum),
         cmocka_unit_test(test_range_contains_kernel),
     };
     return cmocka_run_group_tests_name("ops_elementwise", tests, NULL, NULL);

@@ -1915,6 +1915,66 @@ clamp_abs(HgRange r, double zb)
     return r;
 }
 
+/* A constant int64 scalar or one-element tensor (initializer or Constant). */
+static gboolean
+const_int1(const HgValue *v, gint64 *out)
+{
+    HgArray *a = value_const(v);
+    gboolean ok = a && a->numel == 1 && !hg_dtype_is_float(a->dtype);
+    if (ok)
+        *out = hg_array_get_i64(a, 0);
+    if (a)
+        hg_array_unref(a);
+    return ok;
+}
+
+/* DETR's normalised CumSum, y = c / (c[last] + e) with c = CumSum(x) inclusive and forward over x >= 0,
+ * e >= 0: the partial sums of nonnegative terms never decrease (rounding is monotone), so every c is at
+ * most the last one and y lies in [0, 1]; NaN only from 0 / 0 when e can be 0. */
+static gboolean
+cumsum_share(const HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    if (!ctx->range_of || !n || n->n_inputs != 2)
+        return FALSE;
+    const HgValue *c = n->inputs[0];
+    const HgNode *cs = made_by(c, "CumSum");
+    gint64 axis;
+    if (!cs || cs->n_inputs != 2 || hg_node_attr_int(cs, "exclusive", 0) || hg_node_attr_int(cs, "reverse", 0) ||
+        !const_int1(cs->inputs[1], &axis) || ctx->range_of(ctx->range_data, cs->inputs[0])->lo < 0 ||
+        !ctx->shapes[0] || ctx->shapes[0]->rank < 1)
+        return FALSE;
+    int rank = ctx->shapes[0]->rank;
+    if (axis < 0)
+        axis += rank;
+    gint64 len = axis >= 0 && axis < rank ? ctx->shapes[0]->dims[axis].v : -1;
+    /* The denominator: the last element of c along the axis, possibly plus e >= 0. */
+    const HgValue *den = n->inputs[1];
+    const HgNode *sl = made_by(den, "Slice");
+    double e_lo = 0;
+    if (!sl) {
+        const HgNode *add = made_by(den, "Add");
+        for (int k = 0; add && add->n_inputs == 2 && !sl && k < 2; k++)
+            if ((sl = made_by(add->inputs[k], "Slice")))
+                e_lo = ctx->range_of(ctx->range_data, add->inputs[1 - k])->lo;
+    }
+    gint64 st, en, ax = axis, step = 1;
+    if (!sl || sl->n_inputs < 3 || sl->inputs[0] != c || !(e_lo >= 0) || len < 1 ||
+        !const_int1(sl->inputs[1], &st) || !const_int1(sl->inputs[2], &en) ||
+        (sl->n_inputs > 3 && sl->inputs[3] && !const_int1(sl->inputs[3], &ax)) ||
+        (sl->n_inputs > 4 && sl->inputs[4] && !const_int1(sl->inputs[4], &step)))
+        return FALSE;
+    if (ax < 0)
+        ax += rank;
+    if (st < 0)
+        st += len;
+    if (ax != axis || step != 1 || st != len - 1 || en < len)
+        return FALSE;
+    *r = hg_range_exact(0, 1);
+    r->nan = e_lo == 0;
+    return TRUE;
+}
+
 /* PyTorch's y = d / s; d finite means no NaN: s >= sqrt(eps) > 0 and inf / inf needs an infinite d. */
 static gboolean
 norm_div(const HgRangeCtx *ctx, HgRange *r)
@@ -2035,7 +2095,8 @@ hg_range_Div(HgRangeCtx *ctx)
     HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
     if (out_is_float(ctx, 0)) {
         HgRange r = hg_range_div(a, b);
-        norm_div(ctx, &r);
+        if (!norm_div(ctx, &r))
+            cumsum_share(ctx, &r);
         set_out(ctx, 0, r);
         return;
     }

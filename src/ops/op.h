@@ -91,6 +91,10 @@ typedef struct {
     guint n_outputs;
     const HgValueShape *const *out_shapes;  /* what shape inference knows of the outputs */
     HgRange **outputs;                      /* start as "anything" (unbounded, NaN possible): narrow */
+    /* The range of any value computed before this node (for rules that recognise a pattern through
+     * producers), or NULL when the caller has none to offer. */
+    const HgRange *(*range_of)(gconstpointer data, const HgValue *v);
+    gconstpointer range_data;
 } HgRangeCtx;
 
 /* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound

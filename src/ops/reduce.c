@@ -2596,6 +2596,11 @@ hg_range_CumSum(HgRangeCtx *ctx)
         double u = dt == HG_DTYPE_FLOAT16 ? 1.0 / 2048 : dt == HG_DTYPE_BFLOAT16 ? 1.0 / 256 : ULP32;
         if (!is_int_dtype(dt))
             iv_slack(&r, khi * u * MAX(fabs(r.lo), fabs(r.hi)));
+        /* Rounding is monotone and 0 is exact: partial sums of terms of one sign keep that sign. */
+        if (x->lo >= 0)
+            r.lo = MAX(r.lo, 0);
+        if (x->hi <= 0)
+            r.hi = MIN(r.hi, 0);
     } else if (x->lo >= 0) {
         r = rmake(excl ? 0 : x->lo, x->hi > 0 ? INFINITY : 0, x->tiny, x->nan);
     } else if (x->hi <= 0) {
