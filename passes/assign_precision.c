@@ -156,8 +156,7 @@ gboolean
 hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
     HgModel *m = g->model;
-    HgCheckOptions none = {0};
-    g_autoptr(HgCheckResult) res = hg_check(m, ctx->check ? ctx->check : &none, error);
+    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
     if (!res)
         return FALSE;
     const HgShapes *shapes = hg_check_shapes(res);

@@ -87,7 +87,29 @@ clamped(const HgTensor *t, double *worst)
 gboolean
 hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
-    (void)error;
+    /* Weights FP16 flushes to zero: counted (from the analysis's pass over the weights, before this
+     * pass changes anything), reported once for the model. */
+    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    if (!res)
+        return FALSE;
+    const HgRanges *ranges = hg_check_ranges(res);
+    gint64 n_flush = 0;
+    guint n_tensors = 0;
+    double smallest = INFINITY;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        const HgTensor *t = g->initializers->pdata[i];
+        const HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
+        const HgScan *sc = v && t->dtype == HG_DTYPE_FLOAT && v->uses->len ? hg_ranges_scan(ranges, v) : NULL;
+        if (!sc || !sc->n_flush)
+            continue;
+        n_flush += sc->n_flush;
+        n_tensors++;
+        smallest = MIN(smallest, sc->range.tiny);
+    }
+    if (n_flush)
+        hg_pass_note(ctx, "clamp_constants", "%" G_GINT64_FORMAT " weight%s in %u initializer%s flush%s to "
+                     "zero in FP16 (smallest %.3g; signs kept)", n_flush, n_flush == 1 ? "" : "s", n_tensors,
+                     n_tensors == 1 ? "" : "s", n_flush == 1 ? "es" : "", smallest);
     guint n = 0;
     for (guint i = 0; i < g->initializers->len; i++) {
         HgTensor *t = g->initializers->pdata[i];
@@ -133,27 +155,6 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
             n++;
         }
     }
-    /* Weights FP16 flushes to zero: counted, reported once for the model. */
-    gint64 n_flush = 0;
-    guint n_tensors = 0;
-    double smallest = INFINITY;
-    for (guint i = 0; i < g->initializers->len; i++) {
-        const HgTensor *t = g->initializers->pdata[i];
-        const HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
-        if (t->dtype != HG_DTYPE_FLOAT || !v || !v->uses->len)
-            continue;
-        g_autoptr(HgArray) a = hg_array_view_tensor(t, NULL);
-        HgScan s = hg_scan_array(a);
-        if (!a || !s.n_flush)
-            continue;
-        n_flush += s.n_flush;
-        n_tensors++;
-        smallest = MIN(smallest, s.range.tiny);
-    }
-    if (n_flush)
-        hg_pass_note(ctx, "clamp_constants", "%" G_GINT64_FORMAT " weight%s in %u initializer%s flush%s to "
-                     "zero in FP16 (smallest %.3g; signs kept)", n_flush, n_flush == 1 ? "" : "s", n_tensors,
-                     n_tensors == 1 ? "" : "s", n_flush == 1 ? "es" : "", smallest);
     if (n)
         hg_graph_touch(g);
     ctx->n_changed += n;

@@ -902,7 +902,7 @@ hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         return TRUE;
     HgCheckOptions none = {0};
     const HgCheckOptions *co = ctx->check ? ctx->check : &none;
-    g_autoptr(HgCheckResult) res = hg_check(g->model, co, error);
+    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
     if (!res)
         return FALSE;
     Pre p = {

@@ -346,7 +346,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
     HgCheckOptions none = {0};
     const HgCheckOptions *opts = ctx->check ? ctx->check : &none;
-    g_autoptr(HgCheckResult) res = hg_check(g->model, opts, error);
+    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
     if (!res)
         return FALSE;
     const HgRanges *ranges = hg_check_ranges(res);

@@ -44,6 +44,23 @@ hg_pass_ctx_clear(HgPassCtx *ctx)
     g_clear_pointer(&ctx->decisions, g_ptr_array_unref);
     g_clear_pointer(&ctx->fp32_nodes, g_hash_table_unref);
     g_clear_pointer(&ctx->keep_fp32, g_hash_table_unref);
+    g_clear_pointer(&ctx->analysis, hg_check_result_free);
+}
+
+HgCheckResult *
+hg_pass_ctx_analysis(HgPassCtx *ctx, HgGraph *g, GError **error)
+{
+    g_return_val_if_fail(ctx != NULL && g != NULL && g->model != NULL, NULL);
+    if (ctx->analysis && ctx->analysis_generation == g->generation)
+        return ctx->analysis;
+    HgCheckOptions none = {0};
+    HgCheckResult *r = hg_check(g->model, ctx->check ? ctx->check : &none, error);
+    if (!r)
+        return NULL;
+    g_clear_pointer(&ctx->analysis, hg_check_result_free);
+    ctx->analysis = r;
+    ctx->analysis_generation = g->generation;
+    return r;
 }
 
 void

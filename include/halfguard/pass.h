@@ -49,6 +49,10 @@ typedef struct {
      * float values runs in FP16). NULL until assign_precision has run. */
     GHashTable *fp32_nodes;
     GPtrArray *decisions;    /* of HgDecision, one per node with float values (assign_precision) */
+    /* The hazard analysis of the main graph under check (hg_pass_ctx_analysis), and the graph
+     * generation it was computed for. */
+    HgCheckResult *analysis;
+    guint64 analysis_generation;
     /* Figures for convert's summary line, set by the passes. */
     guint n_fused_layernorm, n_casts, n_fp32_islands, n_fp32_nodes;
     gint64 macs_total, macs_fp16, weight_bytes_total, weight_bytes_fp16;
@@ -94,6 +98,11 @@ HG_API gboolean hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model
 /* trtexec options for TensorRT 10 and older (weak typing) that pin the FP32 nodes:
  * "--precisionConstraints=obey --layerPrecisions=NAME:fp32,..." (NULL when every node is FP16). */
 HG_API char *hg_pass_ctx_trtexec(const HgPassCtx *ctx);
+
+/* The hazard analysis (hg_check with ctx->check) of g, computed once and shared by the passes until
+ * one of them changes the graph. Owned by ctx: valid until the next call after a change, or
+ * hg_pass_ctx_clear. NULL with an error when the analysis fails. */
+HG_API HgCheckResult *hg_pass_ctx_analysis(HgPassCtx *ctx, HgGraph *g, GError **error);
 
 HG_API void hg_pass_ctx_init(HgPassCtx *ctx);
 HG_API void hg_pass_ctx_clear(HgPassCtx *ctx);
