@@ -647,20 +647,6 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
     return TRUE;
 }
 
-/* ---------------------------------------------------------------- the rewrite */
-
-static void
-place_before(HgGraph *g, HgNode *n, HgNode *anchor)
-{
-    guint at;
-    if (!g_ptr_array_find(g->nodes, anchor, &at))
-        return;
-    g_ptr_array_steal_index(g->nodes, n->order); /* not _remove: the array frees what it drops */
-    g_ptr_array_insert(g->nodes, (gint)at, n);
-    for (guint i = 0; i < g->nodes->len; i++)
-        ((HgNode *)g->nodes->pdata[i])->order = i;
-}
-
 static HgAttr *
 ints_attr(const char *name, const gint64 *v, guint n)
 {
@@ -728,7 +714,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
         a->i = 1;
         hg_node_add_attr(pool, a);
     }
-    place_before(g, pool, div);
+    hg_graph_move_node_before(g, pool, div);
     if (y != out) {
         g_autofree char *cbase = g_strdup_printf("%s_cast", pname);
         g_autofree char *cname = hg_graph_unique_name(g, cbase);
@@ -736,7 +722,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
         HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
         a->i = Tout;
         hg_node_add_attr(cast, a);
-        place_before(g, cast, div);
+        hg_graph_move_node_before(g, cast, div);
     }
     g_autofree char *k = dims_text(mt->kernel, ns, "x");
     g_autofree char *p = dims_text(mt->pads, 2 * ns, ",");
@@ -745,26 +731,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
                  label(mt->cumsum), k, p, strided ? "; strides " : "",
                  strided ? s : "");
     /* The instance's nodes go once nothing reads them; those read elsewhere stay. */
-    gboolean changed;
-    do {
-        changed = FALSE;
-        GHashTableIter it;
-        gpointer key;
-        g_hash_table_iter_init(&it, mt->nodes);
-        while (g_hash_table_iter_next(&it, &key, NULL)) {
-            HgNode *n = key;
-            if (n->flags & HG_NODE_DEAD)
-                continue;
-            gboolean used = FALSE;
-            for (guint j = 0; j < n->n_outputs && !used; j++)
-                used = n->outputs[j] && (n->outputs[j]->uses->len || n->outputs[j]->is_output ||
-                                         n->outputs[j]->nested_outputs);
-            if (!used) {
-                hg_node_remove(n);
-                changed = TRUE;
-            }
-        }
-    } while (changed);
+    hg_nodes_remove_unread(mt->nodes);
 }
 
 gboolean

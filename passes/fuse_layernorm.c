@@ -786,19 +786,6 @@ add_initializer(HgGraph *g, const char *base, const HgArray *a)
     return v;
 }
 
-/* The fused node's position: just where its last node was. */
-static void
-place_before(HgGraph *g, HgNode *n, HgNode *anchor)
-{
-    guint at;
-    if (!g_ptr_array_find(g->nodes, anchor, &at))
-        return;
-    g_ptr_array_steal_index(g->nodes, n->order); /* not _remove: the array frees what it drops */
-    g_ptr_array_insert(g->nodes, (gint)at, n);
-    for (guint i = 0; i < g->nodes->len; i++)
-        ((HgNode *)g->nodes->pdata[i])->order = i;
-}
-
 /* Scale or B for the fused node: type T and x's normalized shape. A constant is expanded (and
  * converted); another value keeps its shape, and is Cast when its type is not T. NULL p: fill. */
 static HgValue *
@@ -816,7 +803,7 @@ ln_param(const Fuse *f, const Match *mt, HgValue *p, int T, double fill, const c
         HgAttr *to = hg_attr_new("to", HG_ATTR_INT);
         to->i = T;
         hg_node_add_attr(cast, to);
-        place_before(g, cast, anchor);
+        hg_graph_move_node_before(g, cast, anchor);
         return cv;
     }
     const HgValueShape *ps = p ? hg_shapes_get(f->s, p) : NULL;
@@ -919,7 +906,7 @@ rewrite(Fuse *f, Match *mt)
     a = hg_attr_new("epsilon", HG_ATTR_FLOAT);
     a->f = mt->eps;
     hg_node_add_attr(ln, a);
-    place_before(g, ln, anchor);
+    hg_graph_move_node_before(g, ln, anchor);
     if (y != out) {
         g_autofree char *cbase = g_strdup_printf("%s_cast", lname);
         g_autofree char *cname = hg_graph_unique_name(g, cbase);
@@ -927,29 +914,10 @@ rewrite(Fuse *f, Match *mt)
         a = hg_attr_new("to", HG_ATTR_INT);
         a->i = Tout;
         hg_node_add_attr(cast, a);
-        place_before(g, cast, anchor);
+        hg_graph_move_node_before(g, cast, anchor);
     }
     /* The instance's other nodes go once nothing reads them; those read outside stay. */
-    gboolean changed;
-    do {
-        changed = FALSE;
-        GHashTableIter it;
-        gpointer key;
-        g_hash_table_iter_init(&it, mt->nodes);
-        while (g_hash_table_iter_next(&it, &key, NULL)) {
-            HgNode *n = key;
-            if (n->flags & HG_NODE_DEAD)
-                continue;
-            gboolean used = FALSE;
-            for (guint k = 0; k < n->n_outputs && !used; k++)
-                used = n->outputs[k] && (n->outputs[k]->uses->len || n->outputs[k]->is_output ||
-                                         n->outputs[k]->nested_outputs);
-            if (!used) {
-                hg_node_remove(n);
-                changed = TRUE;
-            }
-        }
-    } while (changed);
+    hg_nodes_remove_unread(mt->nodes);
 }
 
 gboolean

@@ -736,18 +736,6 @@ match_l2(Pre *p, HgNode *d)
 
 /* ---------------------------------------------------------------- rewriting */
 
-static void
-place_before(HgGraph *g, HgNode *n, HgNode *anchor)
-{
-    guint at;
-    if (!g_ptr_array_find(g->nodes, anchor, &at))
-        return;
-    g_ptr_array_steal_index(g->nodes, n->order); /* not _remove: the array frees what it drops */
-    g_ptr_array_insert(g->nodes, (gint)at, n);
-    for (guint i = 0; i < g->nodes->len; i++)
-        ((HgNode *)g->nodes->pdata[i])->order = i;
-}
-
 /* Statistics of old_name scaled by 2^e, added for new_name. */
 static void
 carry_stats(Pre *p, const char *old_name, const char *new_name, int e)
@@ -858,7 +846,7 @@ apply(Pre *p, Plan *pl)
         g_autofree char *nbase = g_strdup_printf("%s_prescale", node_name(pl->anchor));
         g_autofree char *nname = hg_graph_unique_name(g, nbase);
         HgNode *mul = hg_graph_add_node(g, "Mul", NULL, nname, 2, ins, 1, &x2);
-        place_before(g, mul, first);
+        hg_graph_move_node_before(g, mul, first);
         for (guint i = 0; i < pl->xuses->len; i++) {
             HgUse u = g_array_index(pl->xuses, HgUse, i);
             hg_node_set_input(u.node, u.index, x2);

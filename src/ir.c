@@ -1073,6 +1073,51 @@ set_decl_types(GPtrArray *decls, HgValue *v, int dtype)
     }
 }
 
+void
+hg_graph_move_node_before(HgGraph *g, HgNode *n, HgNode *anchor)
+{
+    g_return_if_fail(g != NULL && n != NULL && anchor != NULL && n->graph == g);
+    guint at;
+    if (!g_ptr_array_find(g->nodes, anchor, &at))
+        return;
+    g_ptr_array_steal_index(g->nodes, n->order); /* not _remove: the array frees what it drops */
+    if (n->order < at)
+        at--;
+    g_ptr_array_insert(g->nodes, (gint)at, n);
+    for (guint i = 0; i < g->nodes->len; i++)
+        ((HgNode *)g->nodes->pdata[i])->order = i;
+    hg_graph_touch(g);
+}
+
+guint
+hg_nodes_remove_unread(GHashTable *nodes)
+{
+    g_return_val_if_fail(nodes != NULL, 0);
+    guint removed = 0;
+    gboolean changed;
+    do {
+        changed = FALSE;
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, nodes);
+        while (g_hash_table_iter_next(&it, &key, NULL)) {
+            HgNode *n = key;
+            if (n->flags & HG_NODE_DEAD)
+                continue;
+            gboolean read = FALSE;
+            for (guint k = 0; k < n->n_outputs && !read; k++)
+                read = n->outputs[k] && (n->outputs[k]->uses->len || n->outputs[k]->is_output ||
+                                         n->outputs[k]->nested_outputs);
+            if (!read) {
+                hg_node_remove(n);
+                removed++;
+                changed = TRUE;
+            }
+        }
+    } while (changed);
+    return removed;
+}
+
 static void
 rename_decls(GPtrArray *decls, const HgValue *v, const char *name)
 {

@@ -34,6 +34,39 @@ chain_build(Chain *c)
     hg_type_free(tt);
 }
 
+/* A node appended for a rewrite moves before the node it replaces; renaming a value renames its
+ * declarations; a set of pattern nodes goes once nothing reads them, a node still read stays. */
+static void
+test_move_rename_remove_unread(void **state)
+{
+    (void)state;
+    Chain c;
+    chain_build(&c);
+    HgValue *n1 = hg_graph_new_value(c.g, "n1", NULL);
+    HgNode *neg = hg_graph_add_node(c.g, "Neg", NULL, "neg", 1, &c.x, 1, &n1);
+    assert_int_equal(neg->order, 2);
+    hg_graph_move_node_before(c.g, neg, c.relu);
+    assert_ptr_equal(c.g->nodes->pdata[0], neg);
+    assert_ptr_equal(c.g->nodes->pdata[1], c.relu);
+    assert_int_equal(c.relu->order, 1);
+    hg_graph_move_node_before(c.g, neg, c.add); /* forwards: lands just before add */
+    assert_ptr_equal(c.g->nodes->pdata[1], neg);
+    assert_ptr_equal(c.g->nodes->pdata[2], c.add);
+    assert_true(hg_graph_verify(c.g, NULL));
+    assert_true(hg_value_rename(c.z, "out", NULL));
+    assert_string_equal(((HgValueDecl *)c.g->outputs->pdata[0])->name, "out");
+    assert_ptr_equal(hg_graph_lookup(c.g, "out"), c.z);
+    assert_null(hg_graph_lookup(c.g, "z"));
+    assert_false(hg_value_rename(c.y, "x", NULL)); /* taken */
+    g_autoptr(GHashTable) set = g_hash_table_new(NULL, NULL);
+    g_hash_table_add(set, neg);
+    g_hash_table_add(set, c.relu); /* read by add */
+    assert_int_equal(hg_nodes_remove_unread(set), 1);
+    assert_true(neg->flags & HG_NODE_DEAD);
+    assert_false(c.relu->flags & HG_NODE_DEAD);
+    hg_model_free(c.m);
+}
+
 static void
 test_build_and_links(void **state)
 {
@@ -414,6 +447,7 @@ main(void)
         cmocka_unit_test(test_tensor_sizes),
         cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_opsets),
+        cmocka_unit_test(test_move_rename_remove_unread),
     };
     return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
 }

@@ -458,6 +458,14 @@ HG_API void hg_node_remove(HgNode *n);
 /* Remove dead nodes and values that nothing defines or uses any more; renumbers node->order. */
 HG_API void hg_graph_compact(HgGraph *g);
 
+/* Move n (a node of g) to just before anchor in g->nodes, keeping node->order in step (a rewrite
+ * places its new nodes where the replaced ones were, so a sorted file stays sorted). */
+HG_API void hg_graph_move_node_before(HgGraph *g, HgNode *n, HgNode *anchor);
+/* Remove the nodes of the set (HgNode* keys) whose outputs nothing reads, again and again while
+ * removals leave more unread (a rewritten pattern's leftovers; those read elsewhere stay). Returns
+ * how many went. */
+HG_API guint hg_nodes_remove_unread(GHashTable *nodes);
+
 /* Replace every use of old by new (node inputs in g and its subgraphs, and graph outputs: the output
  * declaration then names new). */
 HG_API void hg_value_replace_uses(HgValue *old_v, HgValue *new_v);
