@@ -973,7 +973,8 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     }
 }
 
-/* The nodes of cumsum_source's path from v back to the CumSum (included). */
+/* The nodes of cumsum_source's path from v back to the CumSum (included), and above it the Pads,
+ * Casts and CumSums that build the integral image. */
 static void
 cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
 {
@@ -981,8 +982,13 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
     if (!p || depth > 8 || !cumsum_source(v, 0))
         return;
     g_ptr_array_add(nodes, (gpointer)p);
-    if (is_op(p, "CumSum"))
+    if (is_op(p, "CumSum")) {
+        for (const HgNode *q = p->inputs[0] ? p->inputs[0]->producer : NULL;
+             q && (is_op(q, "CumSum") || is_op(q, "Pad") || is_op(q, "Cast")) && depth < 16;
+             q = q->inputs[0] ? q->inputs[0]->producer : NULL, depth++)
+            g_ptr_array_add(nodes, (gpointer)q);
         return;
+    }
     for (guint k = 0; k < MIN(p->n_inputs, 2u); k++)
         if (k == 0 || is_op(p, "Add") || is_op(p, "Sub"))
             cumsum_span(p->inputs[k], depth + 1, nodes);
@@ -1001,5 +1007,19 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && is_op(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);
+        /* Down to the division by the area: the rest of the box sum, one reader at a time. */
+        const HgValue *v = n->outputs[0];
+        for (int depth = 0; v && v->uses->len == 1 && !v->is_output && depth < 8; depth++) {
+            const HgUse *u = &g_array_index(v->uses, HgUse, 0);
+            const HgNode *m = u->node;
+            gboolean scale = (is_op(m, "Div") || is_op(m, "Mul")) && m->n_inputs == 2 &&
+                             is_constant(c, m->inputs[1 - u->index]);
+            if (!(scale || is_op(m, "Add") || is_op(m, "Sub") || is_op(m, "Neg") || is_op(m, "Cast")))
+                break;
+            g_ptr_array_add(nodes, (gpointer)m);
+            if (scale)
+                break;
+            v = m->outputs[0];
+        }
     }
 }
