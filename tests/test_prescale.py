@@ -19,10 +19,11 @@ Usage: test_prescale.py HALFGUARD [CASE...]
      product with the reciprocal, 2^k / n) cancels the scales exactly; epsilons are scaled by the same
      powers, so Add(S, eps), Max(n, eps) keep their bits too.
    The negative cases must come out unchanged (the dump equals the input's).
-2. The pathology cases attention_logits_scaled_after and l2norm_reducesum (tests/pathology/
-   make_cases.py, with their --input-range and --calib): the same bit-for-bit check on their sample
-   and on random inputs in range; then the default `convert`: the report's pass list shows each
-   rewrite with k and why, `verify` passes, and the summary's FP16 share of MACs is 100%. Where the
+2. The pathology cases attention_logits_scaled_after, attention_scale_cures and l2norm_reducesum
+   (tests/pathology/make_cases.py, with their --input-range and --calib): the same bit-for-bit
+   check on their sample and on random inputs in range; then the default `convert`: the report's
+   pass list shows each rewrite with k and why, `verify` passes, and the summary's FP16 share of
+   MACs is 100%. Where the
    report keeps a node FP32 for a hazard prescale does not address (the attention case's Softmax,
    whose logits reach 7.7e3 by calibration: a precision-loss hazard of the check, not an overflow),
    the share must be 100% less exactly those nodes' MACs, and the test says so.
@@ -43,7 +44,9 @@ ONLY = set(sys.argv[2:])
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 GOLDEN = os.path.join(ROOT, "golden", "prescale")
-PATHOLOGY = ["attention_logits_scaled_after", "l2norm_reducesum"]
+PATHOLOGY = ["attention_logits_scaled_after", "attention_scale_cures", "l2norm_reducesum"]
+# Cases with nothing for FP32 once prescale has run: 100% of MACs in FP16, no exception.
+ALL_FP16 = {"attention_scale_cures", "l2norm_reducesum"}
 # Hazards that prescale leaves to others (a node kept FP32 for one of these does not count against it).
 NOT_OURS = {"precision-loss"}
 SHARE = re.compile(r"FP16: (?:([\d.e+-]+)% of MACs, )?")
@@ -222,6 +225,8 @@ def pathology(tmp, rng):
         macs = rep["figures"]["macs"]
         expect = 100.0 * (1 - sum(d["macs"] for d in theirs) / macs) if macs else 100.0
         check(f"{name}:fp16-share", share is not None and abs(share - expect) <= 0.01, (so, expect))
+        if name in ALL_FP16:
+            check(f"{name}:all-fp16", share == 100.0 and not fp32, (so, fp32))
         if theirs:
             print(f"{name}: {share}% of MACs in FP16; kept FP32 for hazards prescale does not address: " +
                   ", ".join(f"{d['node']} ({d['op']}, {d['reason']}, {d['macs']:.0f} MACs)" for d in theirs))

@@ -551,6 +551,32 @@ def attention_logits_scaled_after():
     return c
 
 
+def attention_scale_cures():
+    c = Case("attention_scale_cures",
+             "MatMul(Q, K^T) over a 4096-wide head, then Mul by 1/sqrt(4096) = 1/64: the product may "
+             "pass 65504 (static bound 65536) but the scaled logits stay under 1024, so moving the "
+             "scale in front of the MatMul (prescale) leaves nothing for FP32.",
+             "single-head attention over wide features exported as (q @ k.T) * scale (issue 6's "
+             "acceptance case: 100% of MACs in FP16)")
+    s = c.rng.choice([-1.0, 1.0], 4096)
+    q = c.rng.normal(0, 0.1, (1, 16, 4096))
+    k = c.rng.normal(0, 0.1, (1, 16, 4096))
+    q[:, 0, :] += 3.5 * s  # the first token aligned in q and k: 4096 * 3.5^2 = 50176
+    k[:, 0, :] += 3.5 * s
+    q = c.input("q", [1, 16, 4096], -4, 4, q.clip(-4, 4))
+    k = c.input("k", [1, 16, 4096], -4, 4, k.clip(-4, 4))
+    v = c.input("v", [1, 16, 64], -4, 4, c.rng.normal(0, 1, (1, 16, 64)).clip(-4, 4))
+    kt = c.node("Transpose", "k_transpose", [k], perm=[0, 2, 1])
+    qk = c.node("MatMul", "qk_matmul", [q, kt])
+    sc = c.node("Mul", "qk_scale", [qk, c.init("inv_sqrt_d", 1 / 64.0)])
+    p = c.node("Softmax", "attn_softmax", [sc], axis=-1)
+    c.output(c.node("MatMul", "attn_v_matmul", [p, v]))
+    c.expect("qk_matmul", "overflow")
+    c.witness("qk_matmul_out", "absmax_gt", FP16_MAX / 2,
+              "the aligned token's product passes 65504 with the default calibration margin of 2")
+    return c
+
+
 def l2norm_reducesum():
     c = Case("l2norm_reducesum",
              "L2 normalisation x / Sqrt(ReduceSum(x * x)) on a 512-d embedding: the sum of squares "
@@ -634,7 +660,7 @@ CASES = [
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm,
-    attention_logits_scaled_after, l2norm_reducesum, softplus_exp_log,
+    attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv,
 ]
 
