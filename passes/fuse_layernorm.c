@@ -925,14 +925,7 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
     if (g->parent || !g->model)
         return TRUE;
-    guint n_pins = ctx->shapes ? g_strv_length((char **)ctx->shapes) : 0;
-    g_autofree HgShapePin *pins = g_new0(HgShapePin, n_pins + 1);
-    gboolean ok = TRUE;
-    for (guint i = 0; i < n_pins && ok; i++)
-        ok = hg_shape_pin_parse(ctx->shapes[i], &pins[i], error);
-    g_autoptr(HgShapes) s = ok ? hg_shapes_infer(g, pins, n_pins, error) : NULL;
-    for (guint i = 0; i < n_pins; i++)
-        g_free(pins[i].name);
+    g_autoptr(HgShapes) s = hg_shapes_infer_specs(g, ctx->shapes, error);
     if (!s)
         return FALSE;
     Fuse f = {g, s, g_hash_table_new(NULL, NULL)};

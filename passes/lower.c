@@ -235,17 +235,6 @@ retype_value_attr(Lower *l, HgNode *n, int to)
     }
 }
 
-static gboolean
-parse_pins(HgPassCtx *ctx, HgShapePin **pins, guint *n, GError **error)
-{
-    *n = ctx->shapes ? g_strv_length((char **)ctx->shapes) : 0;
-    *pins = g_new0(HgShapePin, *n + 1);
-    for (guint i = 0; i < *n; i++)
-        if (!hg_shape_pin_parse(ctx->shapes[i], &(*pins)[i], error))
-            return FALSE;
-    return TRUE;
-}
-
 gboolean
 hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -253,13 +242,7 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         hg_pass_note(ctx, "lower", "nothing to lower: assign_precision did not run");
         return TRUE;
     }
-    HgShapePin *pins = NULL;
-    guint n_pins = 0;
-    gboolean ok = parse_pins(ctx, &pins, &n_pins, error);
-    g_autoptr(HgShapes) shapes = ok ? hg_shapes_infer(g, pins, n_pins, error) : NULL;
-    for (guint i = 0; i < n_pins; i++)
-        g_free(pins[i].name);
-    g_free(pins);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(g, ctx->shapes, error);
     if (!shapes)
         return FALSE;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
@@ -292,7 +275,7 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
     }
 
     /* Readers: convert initializers, insert Casts. */
-    ok = TRUE;
+    gboolean ok = TRUE;
     for (guint i = 0; ok && i < order->len; i++) {
         HgNode *n = order->pdata[i];
         for (guint k = 0; ok && k < n->n_inputs; k++) {

@@ -878,17 +878,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
             return NULL;
         }
     }
-    guint n_pins = opts->shapes ? g_strv_length((char **)opts->shapes) : 0;
-    g_autofree HgShapePin *pins = g_new0(HgShapePin, n_pins + 1);
-    for (guint i = 0; i < n_pins; i++)
-        if (!hg_shape_pin_parse(opts->shapes[i], &pins[i], error)) {
-            for (guint k = 0; k < i; k++)
-                g_free(pins[k].name);
-            return NULL;
-        }
-    g_autoptr(HgShapes) shapes = hg_shapes_infer(g, pins, n_pins, error);
-    for (guint i = 0; i < n_pins; i++)
-        g_free(pins[i].name);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(g, opts->shapes, error);
     if (!shapes)
         return NULL;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);

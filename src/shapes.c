@@ -48,6 +48,20 @@ hg_vshape_from_type(HgValueShape *out, const HgType *t)
     }
 }
 
+HgShapes *
+hg_shapes_infer_specs(HgGraph *g, const char *const *specs, GError **error)
+{
+    guint n = specs ? g_strv_length((char **)specs) : 0;
+    g_autofree HgShapePin *pins = g_new0(HgShapePin, n + 1);
+    gboolean ok = TRUE;
+    for (guint i = 0; i < n && ok; i++)
+        ok = hg_shape_pin_parse(specs[i], &pins[i], error);
+    HgShapes *s = ok ? hg_shapes_infer(g, pins, n, error) : NULL;
+    for (guint i = 0; i < n; i++)
+        g_free(pins[i].name);
+    return s;
+}
+
 gboolean
 hg_shape_pin_parse(const char *spec, HgShapePin *pin, GError **error)
 {

@@ -31,6 +31,9 @@ gboolean hg_shape_pin_parse(const char *spec, HgShapePin *pin, GError **error);
 
 /* Infer shapes over g's main graph (subgraphs are opaque to this version). pins may be NULL. */
 HgShapes *hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error);
+/* The same with the pins given as "NAME:DIMS" specs (NULL-terminated, may be NULL): the --shapes of
+ * the command line. FALSE-like NULL with HG_ERROR_USAGE on a malformed spec. */
+HgShapes *hg_shapes_infer_specs(HgGraph *g, const char *const *specs, GError **error);
 void hg_shapes_free(HgShapes *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgShapes, hg_shapes_free)
 
