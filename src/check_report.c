@@ -3,6 +3,8 @@
 #include "halfguard/halfguard.h"
 
 #include <json-glib/json-glib.h>
+
+#include "json_util.h"
 #include <math.h>
 
 guint
@@ -36,25 +38,7 @@ hg_check_format_text(const HgCheckFile *files, guint n, gboolean with_suppressed
 
 static const char *const status_names[] = {"clean", "hazards", "skipped", "error"};
 
-static void
-add_num(JsonBuilder *b, const char *key, double v)
-{
-    json_builder_set_member_name(b, key);
-    if (isfinite(v))
-        json_builder_add_double_value(b, v);
-    else
-        json_builder_add_null_value(b);
-}
 
-static void
-add_str(JsonBuilder *b, const char *key, const char *v)
-{
-    json_builder_set_member_name(b, key);
-    if (v)
-        json_builder_add_string_value(b, v);
-    else
-        json_builder_add_null_value(b);
-}
 
 static void
 add_range(JsonBuilder *b, const char *key, gboolean present, double lo, double hi)
@@ -65,37 +49,25 @@ add_range(JsonBuilder *b, const char *key, gboolean present, double lo, double h
         return;
     }
     json_builder_begin_object(b);
-    add_num(b, "lo", lo);
-    add_num(b, "hi", hi);
+    hg_json_add_num(b, "lo", lo);
+    hg_json_add_num(b, "hi", hi);
     json_builder_end_object(b);
 }
 
-static char *
-to_string(JsonBuilder *b)
-{
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    char *text = json_generator_to_data(gen, NULL);
-    char *out = g_strconcat(text, "\n", NULL);
-    g_free(text);
-    return out;
-}
 
 static void
 hazard_fields(JsonBuilder *b, const HgHazard *h)
 {
-    add_str(b, "node", h->node);
-    add_str(b, "op", h->op);
-    add_str(b, "kind", hg_hazard_kind_name(h->kind));
-    add_str(b, "value", h->value);
-    add_str(b, "message", h->message);
-    add_num(b, "bound", h->bound);
-    add_str(b, "source", h->source == HG_SOURCE_CALIBRATION ? "calibration" : "static");
+    hg_json_add_str(b, "node", h->node);
+    hg_json_add_str(b, "op", h->op);
+    hg_json_add_str(b, "kind", hg_hazard_kind_name(h->kind));
+    hg_json_add_str(b, "value", h->value);
+    hg_json_add_str(b, "message", h->message);
+    hg_json_add_num(b, "bound", h->bound);
+    hg_json_add_str(b, "source", h->source == HG_SOURCE_CALIBRATION ? "calibration" : "static");
     add_range(b, "static", h->value != NULL, h->static_lo, h->static_hi);
     add_range(b, "observed", h->has_observed, h->observed_lo, h->observed_hi);
-    add_str(b, "action", h->action);
+    hg_json_add_str(b, "action", h->action);
 }
 
 char *
@@ -106,7 +78,7 @@ hg_check_format_json(const HgCheckFile *files, guint n)
     for (guint f = 0; f < n; f++)
         total += hg_check_result_count(files[f].result);
     json_builder_begin_object(b);
-    add_str(b, "format", "halfguard-check");
+    hg_json_add_str(b, "format", "halfguard-check");
     json_builder_set_member_name(b, "version");
     json_builder_add_int_value(b, 1);
     json_builder_set_member_name(b, "hazards");
@@ -116,10 +88,10 @@ hg_check_format_json(const HgCheckFile *files, guint n)
     for (guint f = 0; f < n; f++) {
         const HgCheckResult *r = files[f].result;
         json_builder_begin_object(b);
-        add_str(b, "file", files[f].file);
-        add_str(b, "status", status_names[files[f].status]);
+        hg_json_add_str(b, "file", files[f].file);
+        hg_json_add_str(b, "status", status_names[files[f].status]);
         if (files[f].message)
-            add_str(b, "message", files[f].message);
+            hg_json_add_str(b, "message", files[f].message);
         json_builder_set_member_name(b, "unranged_inputs");
         json_builder_begin_array(b);
         for (guint i = 0; r && i < r->unranged_inputs->len; i++)
@@ -131,7 +103,7 @@ hg_check_format_json(const HgCheckFile *files, guint n)
             const HgHazard *h = r->hazards->pdata[i];
             json_builder_begin_object(b);
             hazard_fields(b, h);
-            add_str(b, "suppressed", h->suppressed);
+            hg_json_add_str(b, "suppressed", h->suppressed);
             json_builder_end_object(b);
         }
         json_builder_end_array(b);
@@ -139,7 +111,7 @@ hg_check_format_json(const HgCheckFile *files, guint n)
     }
     json_builder_end_array(b);
     json_builder_end_object(b);
-    return to_string(b);
+    return hg_json_to_text(b);
 }
 
 /* SARIF levels: what breaks the model is an error; what degrades it a warning; what convert handles
@@ -165,14 +137,14 @@ sarif_rules(JsonBuilder *b)
     json_builder_begin_array(b);
     for (int k = 0; k < HG_HAZARD_N_KINDS; k++) {
         json_builder_begin_object(b);
-        add_str(b, "id", hg_hazard_kind_name(k));
+        hg_json_add_str(b, "id", hg_hazard_kind_name(k));
         json_builder_set_member_name(b, "shortDescription");
         json_builder_begin_object(b);
-        add_str(b, "text", hg_hazard_kind_description(k));
+        hg_json_add_str(b, "text", hg_hazard_kind_description(k));
         json_builder_end_object(b);
         json_builder_set_member_name(b, "defaultConfiguration");
         json_builder_begin_object(b);
-        add_str(b, "level", sarif_level(k));
+        hg_json_add_str(b, "level", sarif_level(k));
         json_builder_end_object(b);
         json_builder_end_object(b);
     }
@@ -183,14 +155,14 @@ static void
 sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *h)
 {
     json_builder_begin_object(b);
-    add_str(b, "ruleId", hg_hazard_kind_name(h->kind));
+    hg_json_add_str(b, "ruleId", hg_hazard_kind_name(h->kind));
     json_builder_set_member_name(b, "ruleIndex");
     json_builder_add_int_value(b, h->kind);
-    add_str(b, "level", sarif_level(h->kind));
+    hg_json_add_str(b, "level", sarif_level(h->kind));
     json_builder_set_member_name(b, "message");
     json_builder_begin_object(b);
     g_autofree char *text = g_strdup_printf("node '%s' (%s): %s", h->node, h->op, h->message);
-    add_str(b, "text", text);
+    hg_json_add_str(b, "text", text);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "locations");
     json_builder_begin_array(b);
@@ -199,16 +171,16 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "artifactLocation");
     json_builder_begin_object(b);
-    add_str(b, "uri", uri);
+    hg_json_add_str(b, "uri", uri);
     json_builder_end_object(b);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "logicalLocations");
     json_builder_begin_array(b);
     json_builder_begin_object(b);
-    add_str(b, "name", h->node);
-    add_str(b, "kind", "function");
+    hg_json_add_str(b, "name", h->node);
+    hg_json_add_str(b, "kind", "function");
     g_autofree char *fqn = g_strdup_printf("%s::%s", file, h->node);
-    add_str(b, "fullyQualifiedName", fqn);
+    hg_json_add_str(b, "fullyQualifiedName", fqn);
     json_builder_end_object(b);
     json_builder_end_array(b);
     json_builder_end_object(b);
@@ -217,8 +189,8 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
         json_builder_set_member_name(b, "suppressions");
         json_builder_begin_array(b);
         json_builder_begin_object(b);
-        add_str(b, "kind", "external");
-        add_str(b, "justification", h->suppressed);
+        hg_json_add_str(b, "kind", "external");
+        hg_json_add_str(b, "justification", h->suppressed);
         json_builder_end_object(b);
         json_builder_end_array(b);
     }
@@ -234,8 +206,8 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    add_str(b, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
-    add_str(b, "version", "2.1.0");
+    hg_json_add_str(b, "$schema", "https://json.schemastore.org/sarif-2.1.0.json");
+    hg_json_add_str(b, "version", "2.1.0");
     json_builder_set_member_name(b, "runs");
     json_builder_begin_array(b);
     json_builder_begin_object(b);
@@ -243,8 +215,8 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "driver");
     json_builder_begin_object(b);
-    add_str(b, "name", "halfguard");
-    add_str(b, "version", hg_version());
+    hg_json_add_str(b, "name", "halfguard");
+    hg_json_add_str(b, "version", hg_version());
     sarif_rules(b);
     json_builder_end_object(b);
     json_builder_end_object(b);
@@ -264,10 +236,10 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
             continue;
         g_autofree char *uri = g_uri_escape_string(files[f].file, G_URI_RESERVED_CHARS_ALLOWED_IN_PATH, TRUE);
         json_builder_begin_object(b);
-        add_str(b, "level", files[f].status == HG_CHECK_ERROR ? "error" : "note");
+        hg_json_add_str(b, "level", files[f].status == HG_CHECK_ERROR ? "error" : "note");
         json_builder_set_member_name(b, "message");
         json_builder_begin_object(b);
-        add_str(b, "text", files[f].message);
+        hg_json_add_str(b, "text", files[f].message);
         json_builder_end_object(b);
         json_builder_set_member_name(b, "locations");
         json_builder_begin_array(b);
@@ -276,7 +248,7 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "artifactLocation");
         json_builder_begin_object(b);
-        add_str(b, "uri", uri);
+        hg_json_add_str(b, "uri", uri);
         json_builder_end_object(b);
         json_builder_end_object(b);
         json_builder_end_object(b);
@@ -298,5 +270,5 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
     json_builder_end_object(b);
     json_builder_end_array(b);
     json_builder_end_object(b);
-    return to_string(b);
+    return hg_json_to_text(b);
 }

@@ -2,6 +2,8 @@
 #include "halfguard/pass.h"
 
 #include <json-glib/json-glib.h>
+
+#include "json_util.h"
 #include <math.h>
 
 #include "ir_private.h"
@@ -56,70 +58,49 @@ hg_pass_ctx_summary(const HgPassCtx *ctx)
     return g_string_free(s, FALSE);
 }
 
-static void
-add_num(JsonBuilder *b, const char *key, double v)
-{
-    json_builder_set_member_name(b, key);
-    if (isfinite(v))
-        json_builder_add_double_value(b, v);
-    else
-        json_builder_add_null_value(b);
-}
 
-static void
-add_str(JsonBuilder *b, const char *key, const char *v)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_string_value(b, v);
-}
 
-static void
-add_int(JsonBuilder *b, const char *key, gint64 v)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_int_value(b, v);
-}
 
 gboolean
 hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *path, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    add_str(b, "format", "halfguard-convert-report");
-    add_int(b, "version", 1);
-    add_str(b, "model", model);
+    hg_json_add_str(b, "format", "halfguard-convert-report");
+    hg_json_add_int(b, "version", 1);
+    hg_json_add_str(b, "model", model);
     g_autofree char *summary = hg_pass_ctx_summary(ctx);
-    add_str(b, "summary", summary);
+    hg_json_add_str(b, "summary", summary);
     json_builder_set_member_name(b, "passes");
     json_builder_begin_array(b);
     for (guint i = 0; i < ctx->notes->len; i++) {
         const HgPassNote *n = ctx->notes->pdata[i];
         json_builder_begin_object(b);
-        add_str(b, "pass", n->pass);
-        add_str(b, "message", n->message);
+        hg_json_add_str(b, "pass", n->pass);
+        hg_json_add_str(b, "message", n->message);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
     json_builder_set_member_name(b, "figures");
     json_builder_begin_object(b);
-    add_int(b, "fused_layernorm", ctx->n_fused_layernorm);
-    add_int(b, "fp32_islands", ctx->n_fp32_islands);
-    add_int(b, "fp32_nodes", ctx->n_fp32_nodes);
-    add_int(b, "casts", ctx->n_casts);
-    add_int(b, "macs", ctx->macs_total);
-    add_int(b, "macs_fp16", ctx->macs_fp16);
-    add_int(b, "weight_bytes", ctx->weight_bytes_total);
-    add_int(b, "weight_bytes_fp16", ctx->weight_bytes_fp16);
+    hg_json_add_int(b, "fused_layernorm", ctx->n_fused_layernorm);
+    hg_json_add_int(b, "fp32_islands", ctx->n_fp32_islands);
+    hg_json_add_int(b, "fp32_nodes", ctx->n_fp32_nodes);
+    hg_json_add_int(b, "casts", ctx->n_casts);
+    hg_json_add_int(b, "macs", ctx->macs_total);
+    hg_json_add_int(b, "macs_fp16", ctx->macs_fp16);
+    hg_json_add_int(b, "weight_bytes", ctx->weight_bytes_total);
+    hg_json_add_int(b, "weight_bytes_fp16", ctx->weight_bytes_fp16);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "decisions");
     json_builder_begin_array(b);
     for (guint i = 0; ctx->decisions && i < ctx->decisions->len; i++) {
         const HgDecision *d = ctx->decisions->pdata[i];
         json_builder_begin_object(b);
-        add_str(b, "node", d->node);
-        add_str(b, "op", d->op);
-        add_str(b, "precision", d->fp32 ? "fp32" : "fp16");
-        add_str(b, "reason", d->reason);
+        hg_json_add_str(b, "node", d->node);
+        hg_json_add_str(b, "op", d->op);
+        hg_json_add_str(b, "precision", d->fp32 ? "fp32" : "fp16");
+        hg_json_add_str(b, "reason", d->reason);
         json_builder_set_member_name(b, "interval");
         json_builder_begin_array(b);
         json_builder_add_value(b, isfinite(d->lo) ? json_node_init_double(json_node_alloc(), d->lo)
@@ -127,7 +108,7 @@ hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *pa
         json_builder_add_value(b, isfinite(d->hi) ? json_node_init_double(json_node_alloc(), d->hi)
                                                   : json_node_init_null(json_node_alloc()));
         json_builder_end_array(b);
-        add_num(b, "macs", d->macs >= 0 ? (double)d->macs : NAN);
+        hg_json_add_num(b, "macs", d->macs >= 0 ? (double)d->macs : NAN);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

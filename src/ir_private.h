@@ -37,10 +37,6 @@ void hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data);
 /* A tensor from the bytes of a .npy file (version 1-3, C order). */
 HgTensor *hg_npy_parse(const guint8 *d, gsize len, const char *name, GError **error);
 
-/* Write b's document to path as pretty-printed JSON. */
-typedef struct _JsonBuilder JsonBuilder;
-gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
-
 G_END_DECLS
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ir_private.h"
+#include "json_util.h"
 #include "ops/array.h"
 
 /* ---------------------------------------------------------------- run */
@@ -72,17 +73,6 @@ mark_all_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **er
     return TRUE;
 }
 
-gboolean
-hg_json_save(JsonBuilder *b, const char *path, GError **error)
-{
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    gsize len;
-    g_autofree char *text = json_generator_to_data(gen, &len);
-    return g_file_set_contents(path, text, (gssize)len, error);
-}
 
 gboolean
 hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, const char *const *outputs,

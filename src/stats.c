@@ -5,6 +5,8 @@
 #include "halfguard/run.h"
 
 #include <json-glib/json-glib.h>
+
+#include "json_util.h"
 #include <math.h>
 #include <string.h>
 
@@ -181,15 +183,6 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
 
 /* ---------------------------------------------------------------- halfguard's stats JSON */
 
-static void
-add_number(JsonBuilder *b, const char *key, double v)
-{
-    json_builder_set_member_name(b, key);
-    if (isnan(v))
-        json_builder_add_null_value(b);
-    else
-        json_builder_add_double_value(b, v);
-}
 
 static int
 by_seq(gconstpointer a, gconstpointer b, gpointer st)
@@ -225,10 +218,10 @@ hg_stats_save(HgStats *st, const char *path, GError **error)
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "dtype");
         json_builder_add_string_value(b, hg_dtype_name(s->dtype));
-        add_number(b, "min", s->min);
-        add_number(b, "max", s->max);
-        add_number(b, "absmax", s->absmax);
-        add_number(b, "min_abs_nonzero", s->min_abs_nonzero);
+        hg_json_add_num(b, "min", s->min);
+        hg_json_add_num(b, "max", s->max);
+        hg_json_add_num(b, "absmax", s->absmax);
+        hg_json_add_num(b, "min_abs_nonzero", s->min_abs_nonzero);
         json_builder_set_member_name(b, "inf");
         json_builder_add_int_value(b, (gint64)s->n_inf);
         json_builder_set_member_name(b, "nan");

@@ -8,6 +8,8 @@
 #include "halfguard/run.h"
 
 #include <json-glib/json-glib.h>
+
+#include "json_util.h"
 #include <math.h>
 #include <string.h>
 
@@ -469,39 +471,9 @@ hg_verify_format_text(const HgVerifyReport *r)
     return g_string_free(s, FALSE);
 }
 
-static void
-add_num(JsonBuilder *b, const char *key, double v)
-{
-    json_builder_set_member_name(b, key);
-    if (isfinite(v))
-        json_builder_add_double_value(b, v);
-    else
-        json_builder_add_null_value(b);
-}
 
-static void
-add_int(JsonBuilder *b, const char *key, gint64 v)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_int_value(b, v);
-}
 
-static void
-add_str(JsonBuilder *b, const char *key, const char *v)
-{
-    json_builder_set_member_name(b, key);
-    if (v)
-        json_builder_add_string_value(b, v);
-    else
-        json_builder_add_null_value(b);
-}
 
-static void
-add_bool(JsonBuilder *b, const char *key, gboolean v)
-{
-    json_builder_set_member_name(b, key);
-    json_builder_add_boolean_value(b, v);
-}
 
 char *
 hg_verify_format_json(const HgVerifyReport *r)
@@ -509,27 +481,27 @@ hg_verify_format_json(const HgVerifyReport *r)
     g_return_val_if_fail(r != NULL, NULL);
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
-    add_str(b, "format", "halfguard-verify");
-    add_int(b, "version", 1);
-    add_bool(b, "pass", r->pass);
-    add_num(b, "rtol", r->rtol);
-    add_int(b, "samples", r->samples);
+    hg_json_add_str(b, "format", "halfguard-verify");
+    hg_json_add_int(b, "version", 1);
+    hg_json_add_bool(b, "pass", r->pass);
+    hg_json_add_num(b, "rtol", r->rtol);
+    hg_json_add_int(b, "samples", r->samples);
     json_builder_set_member_name(b, "outputs");
     json_builder_begin_array(b);
     for (guint i = 0; i < r->n_outputs; i++) {
         const HgVerifyOutput *o = &r->outputs[i];
         json_builder_begin_object(b);
-        add_str(b, "name", o->name);
-        add_str(b, "dtype_orig", hg_dtype_name(o->dtype_orig));
-        add_str(b, "dtype_conv", hg_dtype_name(o->dtype_conv));
-        add_int(b, "count", o->count);
-        add_int(b, "compared", o->compared);
-        add_num(b, "rel_l2", o->rel_l2);
-        add_num(b, "max_abs", o->max_abs);
-        add_int(b, "nonfinite_orig", o->nonfinite_orig);
-        add_int(b, "nonfinite_conv", o->nonfinite_conv);
-        add_int(b, "new_nonfinite", o->new_nonfinite);
-        add_bool(b, "pass", o->pass);
+        hg_json_add_str(b, "name", o->name);
+        hg_json_add_str(b, "dtype_orig", hg_dtype_name(o->dtype_orig));
+        hg_json_add_str(b, "dtype_conv", hg_dtype_name(o->dtype_conv));
+        hg_json_add_int(b, "count", o->count);
+        hg_json_add_int(b, "compared", o->compared);
+        hg_json_add_num(b, "rel_l2", o->rel_l2);
+        hg_json_add_num(b, "max_abs", o->max_abs);
+        hg_json_add_int(b, "nonfinite_orig", o->nonfinite_orig);
+        hg_json_add_int(b, "nonfinite_conv", o->nonfinite_conv);
+        hg_json_add_int(b, "new_nonfinite", o->new_nonfinite);
+        hg_json_add_bool(b, "pass", o->pass);
         json_builder_end_object(b);
     }
     json_builder_end_array(b);
@@ -538,19 +510,14 @@ hg_verify_format_json(const HgVerifyReport *r)
         json_builder_add_null_value(b);
     } else {
         json_builder_begin_object(b);
-        add_str(b, "value", r->first_nonfinite.value);
-        add_str(b, "node", r->first_nonfinite.node);
-        add_str(b, "op", r->first_nonfinite.op);
-        add_str(b, "data_dir", r->first_nonfinite.data_dir);
-        add_int(b, "nonfinite", r->first_nonfinite.nonfinite);
-        add_int(b, "count", r->first_nonfinite.count);
+        hg_json_add_str(b, "value", r->first_nonfinite.value);
+        hg_json_add_str(b, "node", r->first_nonfinite.node);
+        hg_json_add_str(b, "op", r->first_nonfinite.op);
+        hg_json_add_str(b, "data_dir", r->first_nonfinite.data_dir);
+        hg_json_add_int(b, "nonfinite", r->first_nonfinite.nonfinite);
+        hg_json_add_int(b, "count", r->first_nonfinite.count);
         json_builder_end_object(b);
     }
     json_builder_end_object(b);
-    g_autoptr(JsonNode) root = json_builder_get_root(b);
-    g_autoptr(JsonGenerator) gen = json_generator_new();
-    json_generator_set_root(gen, root);
-    json_generator_set_pretty(gen, TRUE);
-    g_autofree char *text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
+    return hg_json_to_text(b);
 }

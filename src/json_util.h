@@ -1,0 +1,22 @@
+/* JSON writing shared by the reports and files (internal): members that turn what JSON cannot hold
+ * (NaN, inf, a missing string) into null, and the pretty text json-glib makes of a builder. */
+#ifndef HG_JSON_UTIL_H
+#define HG_JSON_UTIL_H
+
+#include <glib.h>
+#include <json-glib/json-glib.h>
+
+G_BEGIN_DECLS
+
+void hg_json_add_num(JsonBuilder *b, const char *key, double v);     /* null unless finite */
+void hg_json_add_str(JsonBuilder *b, const char *key, const char *v); /* null when NULL */
+void hg_json_add_int(JsonBuilder *b, const char *key, gint64 v);
+void hg_json_add_bool(JsonBuilder *b, const char *key, gboolean v);
+/* b's document as pretty-printed text ending in a newline (g_free). */
+char *hg_json_to_text(JsonBuilder *b);
+/* b's document written to path (atomically, as g_file_set_contents does). */
+gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
+
+G_END_DECLS
+
+#endif
