@@ -57,7 +57,33 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
     return TRUE;
 }
 
-/* ---------------------------------------------------------------- convert */
+/* ---------------------------------------------------------------- ranges and calibration */
+
+/* The options check and convert share: input ranges, calibration and its margin, the threshold, the
+ * dims of symbolic inputs. */
+typedef struct {
+    char **ranges, **calib, **stats, **shapes;
+    double margin, threshold; /* 0: the configuration's (check), else the default */
+    GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
+    HgStats *file_stats;      /* --stats files merged, or NULL */
+} Analysis;
+
+#define ANALYSIS_ENTRIES(a)                                                                        \
+    {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &(a).ranges,                                \
+     "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",      \
+     "NAME=LO:HI"},                                                                                \
+    {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).calib,                                       \
+     "Run the model on the inputs in DIR and decide with what it sees (repeatable)", "DIR"},      \
+    {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).stats,                                       \
+     "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)",      \
+     "FILE"},                                                                                      \
+    {"margin", 0, 0, G_OPTION_ARG_DOUBLE, &(a).margin,                                             \
+     "Multiply observed magnitudes by M before deciding (default 2)", "M"},                        \
+    {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &(a).threshold,                                       \
+     "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},                           \
+    {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
+     "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
+     "NAME:DIMS"}
 
 /* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
  * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
@@ -78,78 +104,75 @@ model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, GHashT
     return TRUE;
 }
 
-/* --stats FILE... merged into one table (NULL when none); FALSE with the error printed. */
-static gboolean
-load_stats_files(char **files, HgStats **out)
-{
-    *out = NULL;
-    for (guint i = 0; files && files[i]; i++) {
-        g_autoptr(GError) error = NULL;
-        HgStats *st = hg_stats_load(files[i], &error);
-        if (!st) {
-            report_error(NULL, error);
-            if (*out)
-                g_hash_table_unref(*out);
-            *out = NULL;
-            return FALSE;
-        }
-        if (*out) {
-            hg_stats_merge(*out, st);
-            g_hash_table_unref(st);
-        } else {
-            *out = st;
-        }
-    }
-    return TRUE;
-}
-
 static void
 range_spec_clear(gpointer p)
 {
     g_free(((HgInputRangeSpec *)p)->name);
 }
 
-/* --input-range values parsed into a GArray of HgInputRangeSpec; NULL with *usage set. */
-static GArray *
-parse_ranges(char **ranges, GError **error)
+/* Parse the shared options after the command's own: the ranges (a mistake is a usage error with the
+ * command's hint) and the --stats files merged. FALSE after printing the problem. */
+static gboolean
+analysis_prepare(Analysis *a, const Command *cmd)
 {
-    GArray *a = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
-    g_array_set_clear_func(a, range_spec_clear);
-    for (guint i = 0; ranges && ranges[i]; i++) {
-        HgInputRangeSpec s;
-        if (!hg_input_range_parse(ranges[i], &s, error)) {
-            g_array_unref(a);
-            return NULL;
-        }
-        g_array_append_val(a, s);
+    g_autoptr(GError) error = NULL;
+    a->specs = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(a->specs, range_spec_clear);
+    const char *usage =
+        a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    for (guint i = 0; !usage && a->ranges && a->ranges[i]; i++) {
+        HgInputRangeSpec spec;
+        if (!hg_input_range_parse(a->ranges[i], &spec, &error))
+            usage = error->message;
+        else
+            g_array_append_val(a->specs, spec);
     }
-    return a;
+    if (usage) {
+        fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, usage, cmd->name);
+        return FALSE;
+    }
+    for (guint i = 0; a->stats && a->stats[i]; i++) {
+        HgStats *st = hg_stats_load(a->stats[i], &error);
+        if (!st) {
+            report_error(NULL, error);
+            return FALSE;
+        }
+        if (a->file_stats) {
+            hg_stats_merge(a->file_stats, st);
+            g_hash_table_unref(st);
+        } else {
+            a->file_stats = st;
+        }
+    }
+    return TRUE;
 }
+
+static void
+analysis_clear(Analysis *a)
+{
+    g_strfreev(a->ranges);
+    g_strfreev(a->calib);
+    g_strfreev(a->stats);
+    g_strfreev(a->shapes);
+    g_clear_pointer(&a->specs, g_array_unref);
+    g_clear_pointer(&a->file_stats, g_hash_table_unref);
+}
+
+/* ---------------------------------------------------------------- convert */
 
 static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
-    char **shapes = NULL, **ranges = NULL, **calib = NULL, **stats = NULL, **block_ops = NULL;
-    char **block_nodes = NULL, **force_nodes = NULL;
-    double margin = 0, threshold = 0;
+    char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
+    Analysis an = {0};
     gboolean keep_io = FALSE, trtexec = FALSE;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model to FILE (one input)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
          "Write each model to DIR under its own name (several inputs)", "DIR"},
-        {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &ranges,
-         "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",
-         "NAME=LO:HI"},
-        {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &calib,
-         "Run the model on the inputs in DIR and decide with what it sees (repeatable)", "DIR"},
-        {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &stats,
-         "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)", "FILE"},
-        {"margin", 0, 0, G_OPTION_ARG_DOUBLE, &margin,
-         "Multiply observed magnitudes by M before deciding (default 2)", "M"},
-        {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &threshold,
-         "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},
+        ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
         {"block-op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_ops,
@@ -163,8 +186,6 @@ cmd_convert(int argc, char **argv)
         {"emit-trtexec", 0, 0, G_OPTION_ARG_NONE, &trtexec,
          "Print trtexec's --precisionConstraints/--layerPrecisions for the FP32 nodes (TensorRT <= 10)",
          NULL},
-        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
-         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)", "NAME:DIMS"},
         {"passes", 0, 0, G_OPTION_ARG_STRING, &passes,
          "Comma-separated passes to run, or 'none' (default: all, in pipeline order)", "LIST"},
         {"dump-after", 0, 0, G_OPTION_ARG_STRING, &dump_after,
@@ -174,27 +195,21 @@ cmd_convert(int argc, char **argv)
     int rc = EXIT_OK;
     g_auto(GStrv) pass_list = NULL;
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    g_autoptr(GError) perr = NULL;
-    g_autoptr(GArray) range_specs = NULL;
-    HgStats *file_stats = NULL;
     const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
-    range_specs = parse_ranges(ranges, &perr);
     usage = argc < 2                  ? "no input model"
             : output && output_dir    ? "give -o or -O, not both"
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
             : output && argc > 2      ? "-o takes one input; use -O DIR for several"
             : report && argc > 2      ? "--report takes one input"
-            : margin < 0 || threshold < 0 ? "--margin and --threshold must be positive"
-            : !range_specs            ? perr->message
                                       : NULL;
     if (usage) {
         fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", usage);
         rc = EXIT_ERROR;
         goto out;
     }
-    if (!load_stats_files(stats, &file_stats)) {
+    if (!analysis_prepare(&an, cmd)) {
         rc = EXIT_ERROR;
         goto out;
     }
@@ -218,17 +233,17 @@ cmd_convert(int argc, char **argv)
         g_autoptr(HgModel) m = hg_model_load(in, &error);
         HgStats *use = NULL;
         g_autoptr(GHashTable) owned = NULL;
-        if (!m || !model_stats(m, calib, file_stats, &use, &owned, &error)) {
+        if (!m || !model_stats(m, an.calib, an.file_stats, &use, &owned, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
             continue;
         }
         report_warnings(in, m);
-        HgCheckOptions co = {(HgInputRangeSpec *)(void *)range_specs->data, range_specs->len, use, margin,
-                             threshold, (const char *const *)shapes};
+        HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, use, an.margin,
+                             an.threshold, (const char *const *)an.shapes};
         HgPassCtx ctx;
         hg_pass_ctx_init(&ctx);
-        ctx.shapes = (const char *const *)shapes;
+        ctx.shapes = (const char *const *)an.shapes;
         ctx.check = &co;
         ctx.block_ops = (const char *const *)block_ops;
         ctx.block_nodes = (const char *const *)block_nodes;
@@ -256,12 +271,7 @@ cmd_convert(int argc, char **argv)
         hg_pass_ctx_clear(&ctx);
     }
 out:
-    if (file_stats)
-        g_hash_table_unref(file_stats);
-    g_strfreev(shapes);
-    g_strfreev(ranges);
-    g_strfreev(calib);
-    g_strfreev(stats);
+    analysis_clear(&an);
     g_strfreev(block_ops);
     g_strfreev(block_nodes);
     g_strfreev(force_nodes);
@@ -441,11 +451,7 @@ out:
 /* ---------------------------------------------------------------- check */
 
 typedef struct {
-    GArray *ranges;           /* HgInputRangeSpec from --input-range */
-    HgStats *file_stats;      /* merged --stats files, or NULL */
-    char **calib;             /* --calib folders, or NULL */
-    char **shapes;
-    double margin, threshold; /* 0 = from the configuration, else the default */
+    Analysis an;
     HgCheckConfig *config;    /* --config, or NULL to search per model */
     gboolean no_config, strict_lfs;
 } CheckArgs;
@@ -479,27 +485,22 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         report_warnings(path, m);
         g_autoptr(GArray) ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
         g_array_set_clear_func(ranges, range_spec_clear);
-        for (guint i = 0; i < a->ranges->len; i++) {
-            const HgInputRangeSpec *s = &g_array_index(a->ranges, HgInputRangeSpec, i);
+        for (guint i = 0; i < a->an.specs->len; i++) {
+            const HgInputRangeSpec *s = &g_array_index(a->an.specs, HgInputRangeSpec, i);
             HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
             g_array_append_val(ranges, copy);
         }
         if (cfg)
             hg_check_config_ranges(cfg, path, ranges);
-        HgStats *stats = a->file_stats;
+        HgStats *stats = NULL;
         g_autoptr(GHashTable) calib = NULL;
-        if (a->calib) {
-            calib = hg_stats_collect(m, (const char *const *)a->calib, 0, &error);
-            if (calib && a->file_stats)
-                hg_stats_merge(calib, a->file_stats);
-            stats = calib;
-        }
-        HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats,
-                            a->margin > 0 ? a->margin : cfg ? hg_check_config_margin(cfg) : 0,
-                            a->threshold > 0 ? a->threshold : cfg ? hg_check_config_threshold(cfg) : 0,
-                            (const char *const *)a->shapes};
-        if (!error)
+        double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
+        double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
+        if (model_stats(m, a->an.calib, a->an.file_stats, &stats, &calib, &error)) {
+            HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats, margin,
+                                threshold, (const char *const *)a->an.shapes};
             r = hg_check(m, &o, &error);
+        }
         if (r && cfg)
             hg_check_config_suppress(cfg, path, r);
     }
@@ -527,40 +528,24 @@ static int
 cmd_check(int argc, char **argv)
 {
     const Command *cmd = find_command("check");
-    char **ranges = NULL, **calib = NULL, **stats = NULL, **shapes = NULL;
     char *format = NULL, *config = NULL;
-    double margin = 0, threshold = 0;
-    gboolean no_config = FALSE, strict_lfs = FALSE, show_suppressed = FALSE;
+    gboolean show_suppressed = FALSE;
+    CheckArgs a = {{0}, NULL, FALSE, FALSE};
     GOptionEntry entries[] = {
-        {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &ranges,
-         "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",
-         "NAME=LO:HI"},
-        {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &calib,
-         "Run the model on the inputs in DIR and use what it sees (repeatable)", "DIR"},
-        {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &stats,
-         "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)", "FILE"},
-        {"margin", 0, 0, G_OPTION_ARG_DOUBLE, &margin,
-         "Multiply observed magnitudes by M before deciding (default 2)", "M"},
-        {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &threshold,
-         "Magnitude a tensor must stay under (default 65504)", "T"},
+        ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
          "FORMAT"},
         {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
          "Use FILE instead of the nearest .halfguard.ini", "FILE"},
-        {"no-config", 0, 0, G_OPTION_ARG_NONE, &no_config, "Ignore .halfguard.ini files", NULL},
-        {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
+        {"no-config", 0, 0, G_OPTION_ARG_NONE, &a.no_config, "Ignore .halfguard.ini files", NULL},
+        {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &a.strict_lfs,
          "A Git LFS pointer is an error, not a skipped file", NULL},
-        {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &shapes,
-         "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable)", "NAME:DIMS"},
         {"show-suppressed", 0, 0, G_OPTION_ARG_NONE, &show_suppressed,
          "Also print suppressed hazards (text format)", NULL},
         {NULL},
     };
     int rc = EXIT_OK;
     g_autoptr(GError) error = NULL;
-    CheckArgs a = {g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec)), NULL, NULL, NULL, 0, 0, NULL,
-                   FALSE, FALSE};
-    g_array_set_clear_func(a.ranges, range_spec_clear);
     g_autoptr(GHashTable) configs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
                                                           (GDestroyNotify)hg_check_config_free);
     g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
@@ -573,47 +558,22 @@ cmd_check(int argc, char **argv)
     usage = argc < 2 ? "no input model"
                         : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
                             ? "--format must be text, json or sarif"
-                        : margin < 0 || threshold < 0 ? "--margin and --threshold must be positive"
-                        : config && no_config ? "give --config or --no-config, not both"
-                                              : NULL;
-    for (guint i = 0; !usage && ranges && ranges[i]; i++) {
-        HgInputRangeSpec s;
-        if (!hg_input_range_parse(ranges[i], &s, &error)) {
-            usage = error->message;
-            break;
-        }
-        g_array_append_val(a.ranges, s);
-    }
+                        : config && a.no_config ? "give --config or --no-config, not both"
+                                                : NULL;
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
         goto out;
     }
-    for (guint i = 0; stats && stats[i]; i++) {
-        HgStats *st = hg_stats_load(stats[i], &error);
-        if (!st) {
-            report_error(NULL, error);
-            rc = EXIT_ERROR;
-            goto out;
-        }
-        if (a.file_stats) {
-            hg_stats_merge(a.file_stats, st);
-            g_hash_table_unref(st);
-        } else {
-            a.file_stats = st;
-        }
+    if (!analysis_prepare(&a.an, cmd)) {
+        rc = EXIT_ERROR;
+        goto out;
     }
     if (config && !(a.config = hg_check_config_load(config, &error))) {
         report_error(NULL, error);
         rc = EXIT_ERROR;
         goto out;
     }
-    a.calib = calib;
-    a.shapes = shapes;
-    a.margin = margin;
-    a.threshold = threshold;
-    a.no_config = no_config;
-    a.strict_lfs = strict_lfs;
     files = g_new0(HgCheckFile, argc);
     for (int i = 1; i < argc; i++) {
         char *msg = NULL;
@@ -638,15 +598,9 @@ cmd_check(int argc, char **argv)
         fputs(text, stdout);
     }
 out:
-    g_strfreev(ranges);
-    g_strfreev(calib);
-    g_strfreev(stats);
-    g_strfreev(shapes);
+    analysis_clear(&a.an);
     g_free(format);
     g_free(config);
-    g_array_unref(a.ranges);
-    if (a.file_stats)
-        g_hash_table_unref(a.file_stats);
     hg_check_config_free(a.config);
     return rc;
 }
