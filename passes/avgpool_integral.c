@@ -72,13 +72,6 @@ fail(Match *mt, const char *why)
 
 /* ---------------------------------------------------------------- small queries */
 
-static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return n && !(n->flags & HG_NODE_DEAD) && strcmp(n->op_type, op) == 0 &&
-           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
-}
-
 static int
 dtype_of(const Scan *sc, const HgValue *v)
 {
@@ -93,7 +86,7 @@ dtype_of(const Scan *sc, const HgValue *v)
 static gboolean
 is_float_cast(const Scan *sc, const HgNode *n)
 {
-    if (!is_op(n, "Cast") || n->n_inputs < 1 || !n->inputs[0] || n->n_outputs != 1 || !n->outputs[0])
+    if (!hg_node_is(n, "Cast") || n->n_inputs < 1 || !n->inputs[0] || n->n_outputs != 1 || !n->outputs[0])
         return FALSE;
     return hg_dtype_is_float(dtype_of(sc, n->inputs[0])) && hg_dtype_is_float(dtype_of(sc, n->outputs[0]));
 }
@@ -170,7 +163,7 @@ slice_chain(const Scan *sc, Match *mt, HgValue *v, Leaf *leaf, int rank)
     guint n = 0;
     for (;;) {
         v = skip_casts(sc, mt, v);
-        if (!is_op(v->producer, "Slice"))
+        if (!hg_node_is(v->producer, "Slice"))
             break;
         if (n == G_N_ELEMENTS(sl))
             return NULL;
@@ -235,13 +228,13 @@ collect_terms(const Scan *sc, Match *mt, HgValue *v, int sign, GArray *leaves, H
         return FALSE;
     v = skip_casts(sc, mt, v);
     HgNode *p = v->producer;
-    if ((is_op(p, "Add") || is_op(p, "Sub")) && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
+    if ((hg_node_is(p, "Add") || hg_node_is(p, "Sub")) && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
         g_hash_table_add(mt->nodes, p);
         return collect_terms(sc, mt, p->inputs[0], sign, leaves, integral, rank, depth + 1) &&
-               collect_terms(sc, mt, p->inputs[1], is_op(p, "Sub") ? -sign : sign, leaves, integral, rank,
+               collect_terms(sc, mt, p->inputs[1], hg_node_is(p, "Sub") ? -sign : sign, leaves, integral, rank,
                              depth + 1);
     }
-    if (is_op(p, "Neg") && p->inputs[0]) {
+    if (hg_node_is(p, "Neg") && p->inputs[0]) {
         g_hash_table_add(mt->nodes, p);
         return collect_terms(sc, mt, p->inputs[0], -sign, leaves, integral, rank, depth + 1);
     }
@@ -332,7 +325,7 @@ walk_chain(const Scan *sc, Match *mt, guint naxes, gboolean absorb_pre)
             /* Casts above the CumSums stay outside: x is picked among them */
             if (found == naxes)
                 break;
-        } else if (is_op(p, "CumSum")) {
+        } else if (hg_node_is(p, "CumSum")) {
             if (found == naxes)
                 break;
             gint64 a = cumsum_axis(sc, p, mt->rank);
@@ -344,7 +337,7 @@ walk_chain(const Scan *sc, Match *mt, guint naxes, gboolean absorb_pre)
                 return fail(mt, "two CumSums run over the same axis");
             mt->axes[mt->naxes++] = a;
             found++;
-        } else if (is_op(p, "Pad")) {
+        } else if (hg_node_is(p, "Pad")) {
             if (found == naxes && (!absorb_pre || v->uses->len != 1 || v->is_output || v->nested_outputs ||
                                    !zero_pad(sc, mt, p, mt->rank, begin, end, TRUE)))
                 break;
@@ -365,7 +358,7 @@ walk_chain(const Scan *sc, Match *mt, guint naxes, gboolean absorb_pre)
     }
     /* Pads on non-pooled axes were allowed while the axes were not all known: check them again. */
     for (guint i = 0; i < mt->chain->len; i++)
-        if (is_op(mt->chain->pdata[i], "Pad") &&
+        if (hg_node_is(mt->chain->pdata[i], "Pad") &&
             !zero_pad(sc, mt, mt->chain->pdata[i], mt->rank, begin, end, TRUE))
             return fail(mt, "a Pad in the chain pads an axis that is not pooled");
     mt->x = v;
@@ -382,7 +375,7 @@ prefix_counts(const Scan *sc, const Match *mt, gint64 a, gint64 xlen, gint64 *le
     for (guint i = 0; i < mt->chain->len; i++) {
         HgNode *p = mt->chain->pdata[i];
         gint64 begin[HG_MAX_RANK], end[HG_MAX_RANK];
-        if (is_op(p, "Pad")) {
+        if (hg_node_is(p, "Pad")) {
             zero_pad(sc, mt, p, mt->rank, begin, end, TRUE);
             total += begin[a] + end[a];
             if (total > MAX_LEN)
@@ -401,7 +394,7 @@ prefix_counts(const Scan *sc, const Match *mt, gint64 a, gint64 xlen, gint64 *le
     for (guint i = 0; i < mt->chain->len; i++) {
         HgNode *p = mt->chain->pdata[i];
         gint64 begin[HG_MAX_RANK], end[HG_MAX_RANK];
-        if (is_op(p, "Pad")) {
+        if (hg_node_is(p, "Pad")) {
             zero_pad(sc, mt, p, mt->rank, begin, end, TRUE);
             gint64 fill = summed ? 0 : -1, k = 0;
             for (gint64 j = 0; j < begin[a]; j++)
@@ -413,7 +406,7 @@ prefix_counts(const Scan *sc, const Match *mt, gint64 a, gint64 xlen, gint64 *le
             memcpy(m, tmp, (gsize)k * sizeof(gint64));
             n = k;
             *lead += begin[a];
-        } else if (is_op(p, "CumSum") && cumsum_axis(sc, p, mt->rank) == a) {
+        } else if (hg_node_is(p, "CumSum") && cumsum_axis(sc, p, mt->rank) == a) {
             gint64 c = 0;
             for (gint64 j = 0; j < n; j++) {
                 if (m[j] >= 0)
@@ -509,11 +502,11 @@ division(const Scan *sc, HgNode *n, HgValue **comb, const HgArray **ca, gboolean
     if (n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] || n->n_outputs != 1 || !n->outputs[0])
         return FALSE;
     const HgArray *a = NULL;
-    if (is_op(n, "Div")) {
+    if (hg_node_is(n, "Div")) {
         a = const_of(sc, n->inputs[1]);
         *comb = n->inputs[0];
         *recip = FALSE;
-    } else if (is_op(n, "Mul")) {
+    } else if (hg_node_is(n, "Mul")) {
         guint k = const_of(sc, n->inputs[1]) ? 1 : 0;
         a = const_of(sc, n->inputs[k]);
         *comb = n->inputs[1 - k];
@@ -615,9 +608,9 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
     mt->integral = integral;
     /* the chain must hold a CumSum right under the slices (through Pads and Casts) to be ours */
     HgValue *v = integral;
-    while (v->producer && (is_op(v->producer, "Pad") || is_float_cast(sc, v->producer)))
+    while (v->producer && (hg_node_is(v->producer, "Pad") || is_float_cast(sc, v->producer)))
         v = v->producer->inputs[0];
-    if (!v || !is_op(v->producer, "CumSum"))
+    if (!v || !hg_node_is(v->producer, "CumSum"))
         return FALSE;
     mt->cumsum = v->producer;
     guint naxes = leaves->len == 4 ? 2 : 1;
@@ -628,7 +621,7 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
         if (!walk_chain(sc, mt, naxes, absorb))
             return FALSE;
         ok = check_windows(sc, mt, leaves, comb, ca, recip);
-        if (!ok && (mt->chain->len == 0 || !is_op(mt->chain->pdata[0], "Pad")))
+        if (!ok && (mt->chain->len == 0 || !hg_node_is(mt->chain->pdata[0], "Pad")))
             break;
     }
     if (!ok)
@@ -638,7 +631,7 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
     g_hash_table_add(mt->nodes, div);
     /* a Constant node holding the area goes with the division when nothing else reads it */
     for (guint i = 0; i < 2; i++)
-        if (div->inputs[i] != comb && is_op(div->inputs[i]->producer, "Constant"))
+        if (div->inputs[i] != comb && hg_node_is(div->inputs[i]->producer, "Constant"))
             g_hash_table_add(mt->nodes, div->inputs[i]->producer);
     int tx = dtype_of(sc, mt->x);
     if ((tx != HG_DTYPE_FLOAT && tx != HG_DTYPE_FLOAT16 && tx != HG_DTYPE_DOUBLE) ||
@@ -750,7 +743,7 @@ hg_pass_avgpool_integral(HgGraph *g, HgPassCtx *ctx, GError **error)
     guint n_nodes = g->nodes->len;
     for (guint i = 0; i < n_nodes; i++) {
         HgNode *n = g->nodes->pdata[i];
-        if (!is_op(n, "Div") && !is_op(n, "Mul"))
+        if (!hg_node_is(n, "Div") && !hg_node_is(n, "Mul"))
             continue;
         Match mt;
         if (match_at(&sc, n, &mt)) {

@@ -24,12 +24,6 @@
 
 #define FP16_MAX 65504.0
 
-static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
-}
-
 /* Is v (carrying the fill) used only as a mask: added to logits that end in a maximum, or chosen by
  * a Where as the fill of such logits, after mask arithmetic? */
 static gboolean
@@ -41,9 +35,9 @@ mask_use(const HgValue *v, int depth)
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
         gboolean ok;
-        if (is_op(n, "Add") || (is_op(n, "Where") && use->index > 0))
+        if (hg_node_is(n, "Add") || (hg_node_is(n, "Where") && use->index > 0))
             ok = hg_value_ends_in_max(n->outputs[0]) || mask_use(n->outputs[0], depth + 1);
-        else if (is_op(n, "Mul") || hg_node_passes_through(n) || (is_op(n, "Sub") && use->index == 1))
+        else if (hg_node_is(n, "Mul") || hg_node_passes_through(n) || (hg_node_is(n, "Sub") && use->index == 1))
             ok = mask_use(n->outputs[0], depth + 1);
         else
             ok = FALSE;
@@ -130,7 +124,7 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         HgNode *node = g->nodes->pdata[i];
         HgAttr *a = node->flags & HG_NODE_DEAD ? NULL : hg_node_attr(node, "value");
         double worst;
-        if (!a || !a->t || !(is_op(node, "Constant") || is_op(node, "ConstantOfShape")) ||
+        if (!a || !a->t || !(hg_node_is(node, "Constant") || hg_node_is(node, "ConstantOfShape")) ||
             !mask_use(node->outputs[0], 0))
             continue;
         HgTensor *c = clamped(a->t, &worst);
@@ -145,7 +139,7 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
     /* A Pad (before opset 11: the fill is an attribute) that pads for a maximum. */
     for (guint i = 0; i < g->nodes->len; i++) {
         HgNode *node = g->nodes->pdata[i];
-        if (node->flags & HG_NODE_DEAD || !is_op(node, "Pad") || !hg_value_ends_in_max(node->outputs[0]))
+        if (node->flags & HG_NODE_DEAD || !hg_node_is(node, "Pad") || !hg_value_ends_in_max(node->outputs[0]))
             continue;
         HgAttr *a = hg_node_attr(node, "value");
         if (a && a->f < -FP16_MAX) {

@@ -75,13 +75,6 @@ match_clear(Match *mt)
 /* ---------------------------------------------------------------- small queries */
 
 static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return n && !(n->flags & HG_NODE_DEAD) && strcmp(n->op_type, op) == 0 &&
-           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
-}
-
-static gboolean
 is_ln_float(int dtype)
 {
     return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16 || dtype == HG_DTYPE_BFLOAT16;
@@ -102,7 +95,7 @@ dtype_of(const Fuse *f, const HgValue *v)
 static gboolean
 is_float_cast(const Fuse *f, const HgNode *n)
 {
-    if (!(is_op(n, "Cast") || is_op(n, "Identity")) || n->n_inputs < 1 || !n->inputs[0] ||
+    if (!(hg_node_is(n, "Cast") || hg_node_is(n, "Identity")) || n->n_inputs < 1 || !n->inputs[0] ||
         n->n_outputs != 1 || !n->outputs[0])
         return FALSE;
     return hg_dtype_is_float(dtype_of(f, n->inputs[0])) && hg_dtype_is_float(dtype_of(f, n->outputs[0]));
@@ -276,7 +269,7 @@ param_fits(const Fuse *f, const Match *mt, HgValue *p, const gint64 *axes, guint
 static HgValue *
 flat_param(const Fuse *f, Match *mt, HgValue *p)
 {
-    if (!p->producer || !is_op(p->producer, "Flatten") || hg_node_attr_int(p->producer, "axis", 1) != 0)
+    if (!p->producer || !hg_node_is(p->producer, "Flatten") || hg_node_attr_int(p->producer, "axis", 1) != 0)
         return NULL;
     HgValue *w = p->producer->inputs[0];
     const HgValueShape *ws = hg_shapes_get(f->s, w);
@@ -313,10 +306,10 @@ match_variance(const Fuse *f, Match *mt, GPtrArray *subs, const gint64 *axes, gu
             HgNode *sq = rs->pdata[k];
             double e;
             gboolean square = FALSE;
-            if (is_op(sq, "Pow") && sq->n_inputs == 2 && reaches(f, mt, sq->inputs[0], d, FALSE) &&
+            if (hg_node_is(sq, "Pow") && sq->n_inputs == 2 && reaches(f, mt, sq->inputs[0], d, FALSE) &&
                 const_scalar(f, sq->inputs[1], &e) && e == 2.0)
                 square = TRUE;
-            else if (is_op(sq, "Mul") && sq->n_inputs == 2 && reaches(f, mt, sq->inputs[0], d, FALSE) &&
+            else if (hg_node_is(sq, "Mul") && sq->n_inputs == 2 && reaches(f, mt, sq->inputs[0], d, FALSE) &&
                      reaches(f, mt, sq->inputs[1], d, FALSE))
                 square = TRUE;
             if (!square)
@@ -325,7 +318,7 @@ match_variance(const Fuse *f, Match *mt, GPtrArray *subs, const gint64 *axes, gu
             readers(f, sq->outputs[0], vs);
             for (guint j = 0; j < vs->len; j++) {
                 HgNode *rm2 = vs->pdata[j];
-                if (is_op(rm2, "ReduceMean") && same_axes(f, rm2, rank, axes, naxes) &&
+                if (hg_node_is(rm2, "ReduceMean") && same_axes(f, rm2, rank, axes, naxes) &&
                     reaches(f, mt, rm2->inputs[0], sq->outputs[0], FALSE)) {
                     g_hash_table_add(mt->nodes, sq);
                     g_hash_table_add(mt->nodes, rm2);
@@ -340,21 +333,21 @@ match_variance(const Fuse *f, Match *mt, GPtrArray *subs, const gint64 *axes, gu
     readers(f, mean, ms);
     for (guint i = 0; i < ms->len; i++) {
         HgNode *m2 = ms->pdata[i];
-        if (!is_op(m2, "Mul") || m2->n_inputs != 2 || !reaches(f, mt, m2->inputs[0], mean, FALSE) ||
+        if (!hg_node_is(m2, "Mul") || m2->n_inputs != 2 || !reaches(f, mt, m2->inputs[0], mean, FALSE) ||
             !reaches(f, mt, m2->inputs[1], mean, FALSE))
             continue;
         g_autoptr(GPtrArray) subs2 = g_ptr_array_new();
         readers(f, m2->outputs[0], subs2);
         for (guint k = 0; k < subs2->len; k++) {
             HgNode *sub = subs2->pdata[k];
-            if (!is_op(sub, "Sub") || sub->n_inputs != 2 || !reaches(f, mt, sub->inputs[1], m2->outputs[0], FALSE))
+            if (!hg_node_is(sub, "Sub") || sub->n_inputs != 2 || !reaches(f, mt, sub->inputs[1], m2->outputs[0], FALSE))
                 continue;
             HgValue *a = cast_root(f, sub->inputs[0]);
             HgNode *rm2 = a->producer;
-            if (!is_op(rm2, "ReduceMean") || !same_axes(f, rm2, rank, axes, naxes))
+            if (!hg_node_is(rm2, "ReduceMean") || !same_axes(f, rm2, rank, axes, naxes))
                 continue;
             HgNode *sq = cast_root(f, rm2->inputs[0])->producer;
-            if (!is_op(sq, "Mul") || sq->n_inputs != 2 || !sq->inputs[0] || !sq->inputs[1] ||
+            if (!hg_node_is(sq, "Mul") || sq->n_inputs != 2 || !sq->inputs[0] || !sq->inputs[1] ||
                 cast_root(f, sq->inputs[0]) != mt->xchain->pdata[mt->xchain->len - 1] ||
                 cast_root(f, sq->inputs[1]) != mt->xchain->pdata[mt->xchain->len - 1])
                 continue;
@@ -401,7 +394,7 @@ static gboolean
 accept_param(const Fuse *f, Match *mt, HgValue **p, const gint64 *axes, guint naxes)
 {
     /* Identity on gamma and beta is only a name */
-    while ((*p)->producer && is_op((*p)->producer, "Identity"))
+    while ((*p)->producer && hg_node_is((*p)->producer, "Identity"))
         *p = (*p)->producer->inputs[0];
     if (mt->flattened && !const_of(f, *p)) {
         HgValue *w = flat_param(f, mt, *p);
@@ -426,13 +419,13 @@ extend_tail(const Fuse *f, Match *mt, HgValue *n, const gint64 *axes, guint naxe
         if (!u)
             break;
         HgValue *p = NULL;
-        if (!mt->scale && !mt->bias && is_op(u, "Mul") && !reshaped &&
+        if (!mt->scale && !mt->bias && hg_node_is(u, "Mul") && !reshaped &&
             (p = other_input(f, mt, u, at, TRUE)) && accept_param(f, mt, &p, axes, naxes)) {
             mt->scale = p;
-        } else if (!mt->bias && is_op(u, "Add") && !reshaped &&
+        } else if (!mt->bias && hg_node_is(u, "Add") && !reshaped &&
                    (p = other_input(f, mt, u, at, TRUE)) && accept_param(f, mt, &p, axes, naxes)) {
             mt->bias = p;
-        } else if (mt->flattened && !reshaped && is_op(u, "Reshape")) {
+        } else if (mt->flattened && !reshaped && hg_node_is(u, "Reshape")) {
             const HgValueShape *ys = hg_shapes_get(f->s, u->outputs[0]), *xs = hg_shapes_get(f->s, mt->x);
             if (ys->rank != xs->rank || ys->rank < 0)
                 break;
@@ -464,7 +457,7 @@ match_tf(const Fuse *f, Match *mt, HgValue *r, const gint64 *axes, guint naxes)
     HgValue *s = r, *gamma = NULL;
     HgValue *at = r;
     HgNode *u = only_reader(f, &at);
-    if (u && is_op(u, "Mul")) {
+    if (u && hg_node_is(u, "Mul")) {
         HgValue *p = other_input(f, mt, u, at, TRUE);
         if (p && cast_root(f, p) != x && accept_param(f, mt, &p, axes, naxes)) {
             gamma = p;
@@ -481,7 +474,7 @@ match_tf(const Fuse *f, Match *mt, HgValue *r, const gint64 *axes, guint naxes)
     HgNode *xs = NULL, *ms = NULL;
     for (guint i = 0; i < 2; i++) {
         HgNode *m = rs->pdata[i];
-        HgValue *o = is_op(m, "Mul") ? other_input(f, mt, m, s, TRUE) : NULL;
+        HgValue *o = hg_node_is(m, "Mul") ? other_input(f, mt, m, s, TRUE) : NULL;
         if (!o)
             return FALSE;
         if (cast_root(f, o) == x && !xs)
@@ -495,7 +488,7 @@ match_tf(const Fuse *f, Match *mt, HgValue *r, const gint64 *axes, guint naxes)
     reaches(f, mt, xo, x, TRUE);
     HgValue *mso = ms->outputs[0];
     HgNode *sub = only_reader(f, &mso);
-    if (!is_op(sub, "Sub") || sub->n_inputs != 2 || !reaches(f, mt, sub->inputs[1], ms->outputs[0], FALSE))
+    if (!hg_node_is(sub, "Sub") || sub->n_inputs != 2 || !reaches(f, mt, sub->inputs[1], ms->outputs[0], FALSE))
         return FALSE;
     HgValue *beta = sub->inputs[0];
     if (!accept_param(f, mt, &beta, axes, naxes))
@@ -504,7 +497,7 @@ match_tf(const Fuse *f, Match *mt, HgValue *r, const gint64 *axes, guint naxes)
     HgNode *add = only_reader(f, &xso);
     HgValue *subo = sub->outputs[0];
     HgNode *add2 = only_reader(f, &subo);
-    if (!is_op(add, "Add") || add != add2)
+    if (!hg_node_is(add, "Add") || add != add2)
         return FALSE;
     add_casts(mt, xso, xs->outputs[0]);
     add_casts(mt, subo, sub->outputs[0]);
@@ -634,16 +627,16 @@ match_stat_outputs(const Fuse *f, Match *mt, HgValue *std)
     HgValue *mean = mt->rm1->outputs[0];
     for (guint i = 0; i < mean->uses->len; i++) {
         HgNode *u = g_array_index(mean->uses, HgUse, i).node;
-        if (is_op(u, "Reshape") && u->inputs[0] == mean && is_stat_shape(f, mt, u->outputs[0]))
+        if (hg_node_is(u, "Reshape") && u->inputs[0] == mean && is_stat_shape(f, mt, u->outputs[0]))
             mt->mean_reshape = u;
     }
     for (guint i = 0; i < std->uses->len; i++) {
         HgNode *r = g_array_index(std->uses, HgUse, i).node;
-        if (!is_op(r, "Reciprocal") || g_hash_table_contains(mt->nodes, r) || r->outputs[0]->is_output ||
+        if (!hg_node_is(r, "Reciprocal") || g_hash_table_contains(mt->nodes, r) || r->outputs[0]->is_output ||
             r->outputs[0]->uses->len != 1)
             continue;
         HgNode *u = g_array_index(r->outputs[0]->uses, HgUse, 0).node;
-        if (is_op(u, "Reshape") && u->inputs[0] == r->outputs[0] && is_stat_shape(f, mt, u->outputs[0])) {
+        if (hg_node_is(u, "Reshape") && u->inputs[0] == r->outputs[0] && is_stat_shape(f, mt, u->outputs[0])) {
             mt->inv_reshape = u;
             g_hash_table_add(mt->nodes, r);
         }
@@ -676,7 +669,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
         v = v->producer->inputs[0];
     }
     HgValue *xr = mt->xchain->pdata[mt->xchain->len - 1];
-    mt->flattened = xr->producer && is_op(xr->producer, "Flatten");
+    mt->flattened = xr->producer && hg_node_is(xr->producer, "Flatten");
     g_hash_table_add(mt->nodes, rm1);
     g_hash_table_add(mt->keep_ok, rm1);
     if (mt->flattened) {
@@ -690,7 +683,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     readers(f, mean, rs);
     for (guint i = 0; i < rs->len; i++) {
         HgNode *u = rs->pdata[i];
-        if (is_op(u, "Sub") && u->n_inputs == 2 && u->inputs[0] && u->inputs[1] &&
+        if (hg_node_is(u, "Sub") && u->n_inputs == 2 && u->inputs[0] && u->inputs[1] &&
             cast_root(f, u->inputs[0]) == xr && reaches(f, mt, u->inputs[1], mean, TRUE)) {
             reaches(f, mt, u->inputs[0], xr, TRUE);
             g_ptr_array_add(subs, u);
@@ -704,7 +697,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     /* var + eps, then Sqrt */
     g_ptr_array_set_size(rs, 0);
     readers(f, var, rs);
-    HgNode *add = rs->len == 1 && is_op(rs->pdata[0], "Add") ? rs->pdata[0] : NULL;
+    HgNode *add = rs->len == 1 && hg_node_is(rs->pdata[0], "Add") ? rs->pdata[0] : NULL;
     HgValue *epsv = add ? other_input(f, mt, add, var, TRUE) : NULL;
     double eps;
     if (!epsv || !const_scalar(f, epsv, &eps) || !(eps >= 0) || !isfinite(eps))
@@ -713,7 +706,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     g_hash_table_add(mt->nodes, add);
     g_ptr_array_set_size(rs, 0);
     readers(f, add->outputs[0], rs);
-    HgNode *sqrt = rs->len == 1 && is_op(rs->pdata[0], "Sqrt") ? rs->pdata[0] : NULL;
+    HgNode *sqrt = rs->len == 1 && hg_node_is(rs->pdata[0], "Sqrt") ? rs->pdata[0] : NULL;
     if (!sqrt || !reaches(f, mt, sqrt->inputs[0], add->outputs[0], FALSE))
         return FALSE;
     g_hash_table_add(mt->nodes, sqrt);
@@ -724,18 +717,18 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     readers(f, std, rs);
     for (guint i = 0; i < rs->len && !n; i++) {
         HgNode *u = rs->pdata[i];
-        if (is_op(u, "Div") && u->n_inputs == 2 && reaches(f, mt, u->inputs[1], std, FALSE)) {
+        if (hg_node_is(u, "Div") && u->n_inputs == 2 && reaches(f, mt, u->inputs[1], std, FALSE)) {
             for (guint k = 0; k < subs->len && !n; k++)
                 if (reaches(f, mt, u->inputs[0], ((HgNode *)subs->pdata[k])->outputs[0], FALSE))
                     n = u->outputs[0];
             if (n)
                 g_hash_table_add(mt->nodes, u);
-        } else if (is_op(u, "Reciprocal") && reaches(f, mt, u->inputs[0], std, FALSE)) {
+        } else if (hg_node_is(u, "Reciprocal") && reaches(f, mt, u->inputs[0], std, FALSE)) {
             g_autoptr(GPtrArray) ms = g_ptr_array_new();
             readers(f, u->outputs[0], ms);
             for (guint j = 0; j < ms->len && !n; j++) {
                 HgNode *m = ms->pdata[j];
-                HgValue *o = is_op(m, "Mul") ? other_input(f, mt, m, u->outputs[0], TRUE) : NULL;
+                HgValue *o = hg_node_is(m, "Mul") ? other_input(f, mt, m, u->outputs[0], TRUE) : NULL;
                 for (guint k = 0; o && k < subs->len && !n; k++)
                     if (reaches(f, mt, o, ((HgNode *)subs->pdata[k])->outputs[0], FALSE)) {
                         n = m->outputs[0];
@@ -936,7 +929,7 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
     guint n_nodes = g->nodes->len;
     for (guint i = 0; i < n_nodes; i++) {
         HgNode *n = g->nodes->pdata[i];
-        if (!is_op(n, "ReduceMean"))
+        if (!hg_node_is(n, "ReduceMean"))
             continue;
         Match mt;
         if (match_at(&f, n, &mt) && can_rewrite(&f, &mt)) {

@@ -7,10 +7,11 @@
  * tensor of the other precision a Cast is inserted (one per tensor and direction: node
  * "<tensor>/to_fp16" writing "<tensor>/fp16", or the same with fp32; shared by every reader).
  * Initializers read by FP16 nodes are converted: in place when every reader is FP16, else into a copy
- * "<name>_fp16" so FP32 readers keep theirs. Casts to FLOAT retarget to FLOAT16 in FP16 nodes (and back), Constant and ConstantOfShape
- * values follow their node. Inputs the op table keeps FP32 (Resize scales, ...) stay FLOAT. Graph
- * inputs become FLOAT16 when FP16 nodes read them, unless --keep-io-types; with --keep-io-types a
- * graph output written in FP16 gets a Cast back to FLOAT under its own name.
+ * "<name>_fp16" so FP32 readers keep theirs. Casts to FLOAT retarget to FLOAT16 in FP16 nodes (and
+ * back), Constant and ConstantOfShape values follow their node. Inputs the op table keeps FP32
+ * (Resize scales, ...) stay FLOAT. Graph inputs become FLOAT16 when FP16 nodes read them, unless
+ * --keep-io-types; with --keep-io-types a graph output written in FP16 gets a Cast back to FLOAT
+ * under its own name.
  */
 #include "halfguard/pass.h"
 
@@ -49,19 +50,13 @@ fp16_node(const Lower *l, const HgNode *n)
     return !g_hash_table_contains(l->ctx->fp32_nodes, n);
 }
 
-static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
-}
-
 /* The element type input k of n must have, or HG_DTYPE_UNDEFINED when any type will do (a Cast
  * converts whatever it reads). */
 static int
 required(const Lower *l, const HgNode *n, guint k)
 {
     const HgOpDef *op = hg_op_for_node(n);
-    if (is_op(n, "Cast"))
+    if (hg_node_is(n, "Cast"))
         return HG_DTYPE_UNDEFINED;
     if (op && k < 32 && (op->fp32_inputs >> k & 1))
         return HG_DTYPE_FLOAT;
@@ -72,7 +67,7 @@ required(const Lower *l, const HgNode *n, guint k)
 static int
 output_type(const Lower *l, const HgNode *n, guint k)
 {
-    if (is_op(n, "LayerNormalization") && k > 0)
+    if (hg_node_is(n, "LayerNormalization") && k > 0)
         return HG_DTYPE_FLOAT; /* Mean and InvStdDev are stash_type (FP32) */
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
 }
@@ -225,7 +220,7 @@ retype_value_attr(Lower *l, HgNode *n, int to)
             a->t = t;
             l->n_retargets++;
         }
-    } else if (!a && is_op(n, "ConstantOfShape") && to == HG_DTYPE_FLOAT16) {
+    } else if (!a && hg_node_is(n, "ConstantOfShape") && to == HG_DTYPE_FLOAT16) {
         /* The default fill is a float 0: say FLOAT16 explicitly. */
         HgAttr *v = hg_attr_new("value", HG_ATTR_TENSOR);
         gint64 one = 1;
@@ -301,11 +296,11 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         /* Nodes whose attributes name the type they write. */
         if (ok && n->n_outputs && n->outputs[0] && g_hash_table_contains(l.target, n->outputs[0])) {
             int to = GPOINTER_TO_INT(g_hash_table_lookup(l.target, n->outputs[0]));
-            if (is_op(n, "Cast") && hg_node_attr_int(n, "to", 0) != to) {
+            if (hg_node_is(n, "Cast") && hg_node_attr_int(n, "to", 0) != to) {
                 HgAttr *a = hg_node_attr(n, "to");
                 a->i = to;
                 l.n_retargets++;
-            } else if (is_op(n, "Constant") || is_op(n, "ConstantOfShape")) {
+            } else if (hg_node_is(n, "Constant") || hg_node_is(n, "ConstantOfShape")) {
                 retype_value_attr(&l, n, to);
             }
         }

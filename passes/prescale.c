@@ -108,13 +108,6 @@ plan_init(Plan *pl, HgNode *anchor)
 
 /* ---------------------------------------------------------------- small queries */
 
-static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return n && !(n->flags & HG_NODE_DEAD) && strcmp(n->op_type, op) == 0 &&
-           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
-}
-
 /* What names n in notes and in the names of new nodes: its name, else its first output's. */
 static const char *
 node_name(const HgNode *n)
@@ -165,7 +158,7 @@ const_array(const Pre *p, const HgValue *v)
     HgArray *a = NULL;
     if (v->init) {
         a = hg_array_from_tensor(v->init, NULL);
-    } else if (is_op(v->producer, "Constant")) {
+    } else if (hg_node_is(v->producer, "Constant")) {
         const HgAttr *at = hg_node_attr(v->producer, "value");
         a = at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
     } else {
@@ -282,8 +275,8 @@ static gboolean
 moves_values(const HgNode *n)
 {
     return n->n_inputs >= 1 && n->n_outputs == 1 && n->outputs[0] &&
-           (is_op(n, "Reshape") || is_op(n, "Transpose") || is_op(n, "Squeeze") || is_op(n, "Unsqueeze") ||
-            is_op(n, "Flatten") || is_op(n, "Identity"));
+           (hg_node_is(n, "Reshape") || hg_node_is(n, "Transpose") || hg_node_is(n, "Squeeze") || hg_node_is(n, "Unsqueeze") ||
+            hg_node_is(n, "Flatten") || hg_node_is(n, "Identity"));
 }
 
 /* How many values of constant a FP16 would newly hold below its normal range once scaled by 2^e. */
@@ -308,8 +301,8 @@ describe_bound(GString *s, double b, gboolean calibrated)
 static void
 match_scale(Pre *p, HgNode *sn)
 {
-    gboolean div = is_op(sn, "Div");
-    if (!(div || is_op(sn, "Mul")) || sn->n_inputs != 2 || !sn->inputs[0] || !sn->inputs[1] ||
+    gboolean div = hg_node_is(sn, "Div");
+    if (!(div || hg_node_is(sn, "Mul")) || sn->n_inputs != 2 || !sn->inputs[0] || !sn->inputs[1] ||
         sn->n_outputs != 1 || !sn->outputs[0])
         return;
     /* the constant scalar and the value it scales */
@@ -348,7 +341,7 @@ match_scale(Pre *p, HgNode *sn)
             return;
     }
     HgNode *mm = v->producer;
-    if (!is_op(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
+    if (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
         return;
     g_ptr_array_insert(chain, 0, v);
 
@@ -449,7 +442,7 @@ static HgValue *
 eps_op(const Pre *p, const HgNode *n, int *k0, int *k1)
 {
     *k0 = *k1 = -1;
-    if ((is_op(n, "Max") || is_op(n, "Add")) && n->n_inputs == 2 && n->inputs[0] && n->inputs[1]) {
+    if ((hg_node_is(n, "Max") || hg_node_is(n, "Add")) && n->n_inputs == 2 && n->inputs[0] && n->inputs[1]) {
         for (int k = 0; k < 2; k++) {
             g_autoptr(HgArray) c = const_array(p, n->inputs[k]);
             if (c) {
@@ -459,7 +452,7 @@ eps_op(const Pre *p, const HgNode *n, int *k0, int *k1)
         }
         return NULL;
     }
-    if (is_op(n, "Clip") && n->n_inputs >= 2 && n->inputs[0] && n->inputs[1] &&
+    if (hg_node_is(n, "Clip") && n->n_inputs >= 2 && n->inputs[0] && n->inputs[1] &&
         !hg_node_attr(n, "min") && !hg_node_attr(n, "max")) {
         g_autoptr(HgArray) lo = const_array(p, n->inputs[1]);
         if (!lo)
@@ -526,7 +519,7 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
     HgNode *nn = w->producer;
     if (!private_value(w, reader))
         return FALSE;
-    if (is_op(nn, "ReduceL2") && nn->inputs[0]) {
+    if (hg_node_is(nn, "ReduceL2") && nn->inputs[0]) {
         add_val(pl, w, -1);
         m->x = nn->inputs[0];
         m->reduce = nn;
@@ -535,7 +528,7 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
         m->count = ratio(numel_of(p, m->x), numel_of(p, w));
         return TRUE;
     }
-    if (!is_op(nn, "Sqrt") || !nn->inputs[0])
+    if (!hg_node_is(nn, "Sqrt") || !nn->inputs[0])
         return FALSE;
     add_val(pl, w, -1);
     l2_add_node(m, nn);
@@ -567,22 +560,22 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
     m->sum_v = w;
     l2_add_node(m, rs);
     add_val(pl, w, -2);
-    if (is_op(rs, "ReduceSumSquare")) {
+    if (hg_node_is(rs, "ReduceSumSquare")) {
         m->x = rs->inputs[0];
         add_xuse(pl, rs, 0);
         m->count = ratio(numel_of(p, m->x), numel_of(p, w));
         return TRUE;
     }
-    if (!is_op(rs, "ReduceSum"))
+    if (!hg_node_is(rs, "ReduceSum"))
         return FALSE;
     HgValue *sq = rs->inputs[0];
     HgNode *sn = sq->producer;
     if (!private_value(sq, rs) || !sn || sn->n_inputs != 2 || !sn->inputs[0] || !sn->inputs[1])
         return FALSE;
-    if (is_op(sn, "Mul") && sn->inputs[0] == sn->inputs[1]) {
+    if (hg_node_is(sn, "Mul") && sn->inputs[0] == sn->inputs[1]) {
         add_xuse(pl, sn, 0);
         add_xuse(pl, sn, 1);
-    } else if (is_op(sn, "Pow")) {
+    } else if (hg_node_is(sn, "Pow")) {
         g_autoptr(HgArray) ex = const_array(p, sn->inputs[1]);
         if (!ex || ex->numel != 1 || hg_array_get_f64(ex, 0) != 2.0)
             return FALSE;
@@ -608,7 +601,7 @@ match_l2(Pre *p, HgNode *d)
     plan_init(&pl, d);
     gboolean ok = FALSE;
     HgValue *x = NULL;
-    if (is_op(d, "LpNormalization") && hg_node_attr_int(d, "p", 2) == 2 && d->n_inputs == 1 && d->inputs[0]) {
+    if (hg_node_is(d, "LpNormalization") && hg_node_attr_int(d, "p", 2) == 2 && d->n_inputs == 1 && d->inputs[0]) {
         x = m.x = d->inputs[0];
         m.reduce = d;
         add_xuse(&pl, d, 0);
@@ -619,14 +612,14 @@ match_l2(Pre *p, HgNode *d)
         if (xs->rank > 0 && axis >= 0 && axis < xs->rank)
             m.count = xs->dims[axis].v;
         ok = TRUE;
-    } else if (is_op(d, "Div") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
+    } else if (hg_node_is(d, "Div") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
         x = d->inputs[0];
         add_xuse(&pl, d, 0);
         ok = match_norm(p, &pl, &m, d->inputs[1], d);
-    } else if (is_op(d, "Mul") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
+    } else if (hg_node_is(d, "Mul") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
         for (guint k = 0; k < 2 && !ok; k++) {
             HgNode *rc = d->inputs[k]->producer;
-            if (!is_op(rc, "Reciprocal") || !rc->inputs[0] || !private_value(d->inputs[k], d))
+            if (!hg_node_is(rc, "Reciprocal") || !rc->inputs[0] || !private_value(d->inputs[k], d))
                 continue;
             g_array_set_size(pl.xuses, 0);
             g_array_set_size(pl.vals, 0);
@@ -775,7 +768,7 @@ drop_if_unused(HgGraph *g, HgValue *v)
 {
     if (!v || v->uses->len || v->is_output || v->is_input || v->nested_outputs)
         return;
-    if (is_op(v->producer, "Constant")) {
+    if (hg_node_is(v->producer, "Constant")) {
         hg_node_remove(v->producer);
     } else if (v->init) {
         guint i;

@@ -28,13 +28,6 @@
 #define MAX_CHAIN 4096
 
 static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return n && !(n->flags & HG_NODE_DEAD) &&
-           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
-}
-
-static gboolean
 is_const(const HgValue *v)
 {
     return v && v->init && v->init->dtype == HG_DTYPE_FLOAT;
@@ -44,10 +37,10 @@ is_const(const HgValue *v)
 static gboolean
 is_linear(const HgNode *n)
 {
-    if (is_op(n, "Conv") || is_op(n, "ConvTranspose") || is_op(n, "Gemm"))
+    if (hg_node_is(n, "Conv") || hg_node_is(n, "ConvTranspose") || hg_node_is(n, "Gemm"))
         return n->n_inputs >= 2 && is_const(n->inputs[1]) &&
                (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
-    if (is_op(n, "MatMul"))
+    if (hg_node_is(n, "MatMul"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
     return FALSE;
 }
@@ -60,11 +53,11 @@ commutes(const HgNode *n)
                                       "GlobalMaxPool", "Reshape", "Transpose", "Flatten", "Squeeze",
                                       "Unsqueeze", "Identity", "Slice", "Dropout"};
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (is_op(n, ops[i]))
+        if (hg_node_is(n, ops[i]))
             return TRUE;
-    if (is_op(n, "PRelu"))
+    if (hg_node_is(n, "PRelu"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
-    if (is_op(n, "Pad")) { /* zero constant padding */
+    if (hg_node_is(n, "Pad")) { /* zero constant padding */
         g_autofree char *mode = hg_attr_string(n, "mode", "constant");
         gboolean zero = hg_node_attr_float(n, "value", 0) == 0 &&
                         (n->n_inputs < 3 || !n->inputs[2] || (is_const(n->inputs[2]) &&
@@ -75,16 +68,16 @@ commutes(const HgNode *n)
         }
         return strcmp(mode, "constant") == 0 && zero;
     }
-    if (is_op(n, "Resize")) {
+    if (hg_node_is(n, "Resize")) {
         g_autofree char *mode = hg_attr_string(n, "mode", "nearest");
         return strcmp(mode, "nearest") == 0 || strcmp(mode, "linear") == 0;
     }
-    if (is_op(n, "Clip")) /* bounds as constant inputs (opset 11+) or attributes */
+    if (hg_node_is(n, "Clip")) /* bounds as constant inputs (opset 11+) or attributes */
         return (n->n_inputs < 2 || !n->inputs[1] || is_const(n->inputs[1])) &&
                (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
-    if (is_op(n, "Add") || is_op(n, "Sub"))
+    if (hg_node_is(n, "Add") || hg_node_is(n, "Sub"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
-    if (is_op(n, "BatchNormalization"))
+    if (hg_node_is(n, "BatchNormalization"))
         return n->n_outputs == 1 && n->n_inputs == 5 && is_const(n->inputs[2]) && is_const(n->inputs[3]);
     return is_linear(n);
 }
@@ -94,10 +87,10 @@ commutes(const HgNode *n)
 static gboolean
 absorbs(const HgNode *n)
 {
-    if (is_op(n, "InstanceNormalization") || is_op(n, "LayerNormalization") ||
-        is_op(n, "GroupNormalization"))
+    if (hg_node_is(n, "InstanceNormalization") || hg_node_is(n, "LayerNormalization") ||
+        hg_node_is(n, "GroupNormalization"))
         return TRUE;
-    return (is_op(n, "Mul") || is_op(n, "Div")) && n->n_inputs == 2 && is_const(n->inputs[1]) &&
+    return (hg_node_is(n, "Mul") || hg_node_is(n, "Div")) && n->n_inputs == 2 && is_const(n->inputs[1]) &&
            hg_tensor_numel(n->inputs[1]->init) >= 1;
 }
 
@@ -237,7 +230,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
     *ok = TRUE;
     for (guint i = 0; *ok && i < order->len; i++) {
         HgNode *c = order->pdata[i];
-        if (!is_op(c, "CumSum") || c->n_inputs != 2 || !c->inputs[0] || !c->outputs[0] ||
+        if (!hg_node_is(c, "CumSum") || c->n_inputs != 2 || !c->inputs[0] || !c->outputs[0] ||
             hg_node_attr_int(c, "exclusive", 0) || hg_node_attr_int(c, "reverse", 0) ||
             hg_shapes_get(shapes, c->inputs[0])->dtype != HG_DTYPE_FLOAT)
             continue;
@@ -255,9 +248,9 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
         HgNode *div = NULL, *slice = NULL;
         for (guint u = 0; u < cv->uses->len; u++) {
             HgUse *use = &g_array_index(cv->uses, HgUse, u);
-            if (is_op(use->node, "Div") && use->index == 0 && !div)
+            if (hg_node_is(use->node, "Div") && use->index == 0 && !div)
                 div = use->node;
-            else if (is_op(use->node, "Slice") && use->index == 0 && !slice)
+            else if (hg_node_is(use->node, "Slice") && use->index == 0 && !slice)
                 slice = use->node;
             else
                 div = slice = NULL, u = cv->uses->len;
@@ -280,7 +273,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
         HgNode *add = NULL;
         if (den != sv) {
             add = den ? den->producer : NULL;
-            if (!is_op(add, "Add") || add->n_inputs != 2 || sv->uses->len != 1 ||
+            if (!hg_node_is(add, "Add") || add->n_inputs != 2 || sv->uses->len != 1 ||
                 !(add->inputs[0] == sv || add->inputs[1] == sv) ||
                 !is_const(add->inputs[add->inputs[0] == sv ? 1 : 0]) || den->uses->len != 1)
                 continue;
@@ -416,11 +409,11 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
                 ok = scale_const(g, m, 1, -k, error);
                 if (ok && m->n_inputs >= 3 && m->inputs[2])
                     ok = scale_const(g, m, 2, -k, error);
-            } else if (is_linear(m) || is_op(m, "Add") || is_op(m, "Sub")) {
+            } else if (is_linear(m) || hg_node_is(m, "Add") || hg_node_is(m, "Sub")) {
                 guint b = is_linear(m) ? 2 : 1;
                 if (b < m->n_inputs && m->inputs[b])
                     ok = scale_const(g, m, b, -k, error);
-            } else if (is_op(m, "Clip")) {
+            } else if (hg_node_is(m, "Clip")) {
                 for (guint b = 1; ok && b < m->n_inputs; b++)
                     if (m->inputs[b])
                         ok = scale_const(g, m, b, -k, error);
@@ -429,15 +422,15 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
                     if (!strcmp(at->name, "min") || !strcmp(at->name, "max"))
                         at->f = (float)ldexp(at->f, -k);
                 }
-            } else if (is_op(m, "BatchNormalization")) {
+            } else if (hg_node_is(m, "BatchNormalization")) {
                 ok = scale_const(g, m, 2, -k, error) && scale_const(g, m, 3, -k, error);
             }
         }
         HgNode *last = c.nodes->pdata[c.nodes->len - 1];
         g_autofree char *last_name = g_strdup(last->outputs[0]->name);
         const char *how;
-        if (ok && c.end && (is_op(c.end, "Mul") || is_op(c.end, "Div"))) {
-            ok = scale_const(g, c.end, 1, is_op(c.end, "Mul") ? k : -k, error);
+        if (ok && c.end && (hg_node_is(c.end, "Mul") || hg_node_is(c.end, "Div"))) {
+            ok = scale_const(g, c.end, 1, hg_node_is(c.end, "Mul") ? k : -k, error);
             how = "undone by the constant of";
         } else if (ok && c.end) {
             HgAttr *eps = hg_node_attr(c.end, "epsilon");

@@ -273,12 +273,6 @@ is_constant(const Check *c, const HgValue *v)
     return v && (v->init || hg_shapes_get(c->shapes, v)->value);
 }
 
-static gboolean
-is_op(const HgNode *n, const char *op)
-{
-    return (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0) && strcmp(n->op_type, op) == 0;
-}
-
 /* ---------------------------------------------------------------- reachability */
 
 /* Values that depend on a float graph input without a range. */
@@ -346,7 +340,7 @@ mark_fp32(Check *c, GPtrArray *order)
             HgValue *v = n->inputs[k];
             if (!v || !is_float_value(c, v) || fixed_in_fp16(c, v))
                 continue;
-            gint64 to = is_op(n, "Cast") ? hg_node_attr_int(n, "to", 0) : HG_DTYPE_UNDEFINED;
+            gint64 to = hg_node_is(n, "Cast") ? hg_node_attr_int(n, "to", 0) : HG_DTYPE_UNDEFINED;
             gboolean sink = (op && k < 32 && (op->fp32_inputs >> k & 1)) ||
                             (is_int_dtype(to) && to != HG_DTYPE_BOOL);
             if (sink)
@@ -360,7 +354,7 @@ mark_fp32(Check *c, GPtrArray *order)
         const HgValueShape *s = hg_shapes_get(c->shapes, v);
         gint64 numel = hg_vshape_numel(s);
         HgNode *p = v->producer;
-        gboolean from_int = is_op(p, "Cast") && p->inputs[0] &&
+        gboolean from_int = hg_node_is(p, "Cast") && p->inputs[0] &&
                             is_int_dtype(hg_shapes_get(c->shapes, p->inputs[0])->dtype);
         if (!(numel >= 0 && numel <= SMALL_NUMEL) && !from_int)
             continue;
@@ -433,11 +427,11 @@ feeds_division(const HgValue *v, int depth)
     for (guint u = 0; u < v->uses->len; u++) {
         HgUse *use = &g_array_index(v->uses, HgUse, u);
         HgNode *n = use->node;
-        if (is_op(n, "Sqrt") || is_op(n, "Reciprocal") || (is_op(n, "Div") && use->index == 1) ||
-            (is_op(n, "Pow") && use->index == 0) || is_op(n, "Log"))
+        if (hg_node_is(n, "Sqrt") || hg_node_is(n, "Reciprocal") || (hg_node_is(n, "Div") && use->index == 1) ||
+            (hg_node_is(n, "Pow") && use->index == 0) || hg_node_is(n, "Log"))
             return n;
-        if (is_op(n, "Cast") || is_op(n, "Identity") || is_op(n, "Reshape") || is_op(n, "Unsqueeze") ||
-            is_op(n, "Squeeze")) {
+        if (hg_node_is(n, "Cast") || hg_node_is(n, "Identity") || hg_node_is(n, "Reshape") || hg_node_is(n, "Unsqueeze") ||
+            hg_node_is(n, "Squeeze")) {
             const HgNode *r = feeds_division(n->outputs[0], depth + 1);
             if (r)
                 return r;
@@ -450,7 +444,7 @@ feeds_division(const HgValue *v, int depth)
 static void
 check_epsilon(Check *c, const HgNode *n)
 {
-    if (!(is_op(n, "Add") || is_op(n, "Sum")) || !n->outputs[0])
+    if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sum")) || !n->outputs[0])
         return;
     for (guint k = 0; k < n->n_inputs; k++) {
         double eps = n->inputs[k] ? tiny_constant(c, n->inputs[k]) : 0;
@@ -488,10 +482,10 @@ fp16_can_be_zero(const Check *c, const HgValue *v, int depth)
     const HgNode *p = v->producer;
     if (!p || depth > 4)
         return FALSE;
-    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") ||
-        is_op(p, "Abs"))
+    if (hg_node_is(p, "Sqrt") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") ||
+        hg_node_is(p, "Abs"))
         return p->inputs[0] && fp16_can_be_zero(c, p->inputs[0], depth + 1);
-    if (is_op(p, "Add") && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
+    if (hg_node_is(p, "Add") && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
         for (guint k = 0; k < 2; k++) {
             double eps = tiny_constant(c, p->inputs[k]);
             if (eps > 0 && eps <= FP16_FLUSH && fp16_can_be_zero(c, p->inputs[1 - k], depth + 1))
@@ -505,9 +499,9 @@ static void
 check_divisor(Check *c, const HgNode *n)
 {
     const HgValue *d = NULL;
-    if (is_op(n, "Div") && n->n_inputs > 1)
+    if (hg_node_is(n, "Div") && n->n_inputs > 1)
         d = n->inputs[1];
-    else if (is_op(n, "Reciprocal"))
+    else if (hg_node_is(n, "Reciprocal"))
         d = n->inputs[0];
     if (!d || !is_float_value(c, d))
         return;
@@ -582,7 +576,7 @@ check_internal(Check *c, const HgNode *n)
     Decided d = decide(c, x);
     if (!d.known)
         return;
-    if (is_op(n, "Softplus") || is_op(n, "ReduceLogSumExp")) {
+    if (hg_node_is(n, "Softplus") || hg_node_is(n, "ReduceLogSumExp")) {
         const HgRange *r = hg_ranges_get(c->ranges, x);
         double hi = r->hi;
         if (d.source == HG_SOURCE_CALIBRATION)
@@ -594,12 +588,12 @@ check_internal(Check *c, const HgNode *n)
         }
         return;
     }
-    gboolean square = is_op(n, "ReduceL2") || is_op(n, "LpNormalization");
-    gboolean sum = square || is_op(n, "ReduceSum") || is_op(n, "ReduceMean") || is_op(n, "ReduceL1");
+    gboolean square = hg_node_is(n, "ReduceL2") || hg_node_is(n, "LpNormalization");
+    gboolean sum = square || hg_node_is(n, "ReduceSum") || hg_node_is(n, "ReduceMean") || hg_node_is(n, "ReduceL1");
     if (!sum)
         return;
     gint64 count;
-    if (is_op(n, "LpNormalization")) {
+    if (hg_node_is(n, "LpNormalization")) {
         if (hg_node_attr_int(n, "p", 2) != 2)
             return;
         const HgValueShape *s = hg_shapes_get(c->shapes, x);
@@ -637,13 +631,13 @@ cumsum_source(const HgValue *v, int depth)
     if (!v || !v->producer || depth > 8)
         return NULL;
     const HgNode *p = v->producer;
-    if (is_op(p, "CumSum"))
+    if (hg_node_is(p, "CumSum"))
         return p;
-    if (is_op(p, "Slice") || is_op(p, "Pad") || is_op(p, "Cast") || is_op(p, "Identity") ||
-        is_op(p, "Reshape") || is_op(p, "Transpose") || is_op(p, "Gather") || is_op(p, "Squeeze") ||
-        is_op(p, "Unsqueeze"))
+    if (hg_node_is(p, "Slice") || hg_node_is(p, "Pad") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") ||
+        hg_node_is(p, "Reshape") || hg_node_is(p, "Transpose") || hg_node_is(p, "Gather") || hg_node_is(p, "Squeeze") ||
+        hg_node_is(p, "Unsqueeze"))
         return cumsum_source(p->inputs[0], depth + 1);
-    if ((is_op(p, "Add") || is_op(p, "Sub")) && p->n_inputs == 2) {
+    if ((hg_node_is(p, "Add") || hg_node_is(p, "Sub")) && p->n_inputs == 2) {
         const HgNode *a = cumsum_source(p->inputs[0], depth + 1);
         return a && a == cumsum_source(p->inputs[1], depth + 1) ? a : NULL;
     }
@@ -653,7 +647,7 @@ cumsum_source(const HgValue *v, int depth)
 static void
 check_precision(Check *c, const HgNode *n)
 {
-    if ((is_op(n, "Softmax") || is_op(n, "LogSoftmax")) && n->inputs[0]) {
+    if ((hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax")) && n->inputs[0]) {
         const HgValue *x = n->inputs[0];
         const HgRange *r = hg_ranges_get(c->ranges, x);
         const HgTensorStats *s = stats_of(c, x);
@@ -680,7 +674,7 @@ check_precision(Check *c, const HgNode *n)
                        "below it are lost", d.bound, ldexp(1.0, ilogb(d.bound) - 10));
         return;
     }
-    if (is_op(n, "CumSum") && n->inputs[0] && is_float_value(c, n->inputs[0])) {
+    if (hg_node_is(n, "CumSum") && n->inputs[0] && is_float_value(c, n->inputs[0])) {
         const HgValueShape *s = hg_shapes_get(c->shapes, n->inputs[0]);
         g_autoptr(HgArray) ax = n->n_inputs > 1 ? const_value(c, n->inputs[1]) : NULL;
         gint64 len = -1;
@@ -715,7 +709,7 @@ check_precision(Check *c, const HgNode *n)
                    "error is %s (a running sum of ones stops counting at 2048)", count, err);
         return;
     }
-    if (is_op(n, "Sub") && n->n_inputs == 2) {
+    if (hg_node_is(n, "Sub") && n->n_inputs == 2) {
         const HgNode *a = cumsum_source(n->inputs[0], 0), *b = cumsum_source(n->inputs[1], 0);
         if (!a || a != b || !a->outputs[0])
             return;
@@ -737,7 +731,7 @@ hg_node_passes_through(const HgNode *n)
     static const char *const ops[] = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity",
                                       "Slice", "Transpose", "Concat", "Flatten", "Tile"};
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (is_op(n, ops[i]))
+        if (hg_node_is(n, ops[i]))
             return TRUE;
     return FALSE;
 }
@@ -750,12 +744,12 @@ ends_in_max(const HgValue *v, int depth)
     for (guint u = 0; u < v->uses->len; u++) {
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
-        if (is_op(n, "Softmax") || is_op(n, "LogSoftmax") || is_op(n, "ReduceMax") || is_op(n, "Max") ||
-            is_op(n, "ArgMax") || is_op(n, "MaxPool") || is_op(n, "GlobalMaxPool"))
+        if (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax") || hg_node_is(n, "ReduceMax") || hg_node_is(n, "Max") ||
+            hg_node_is(n, "ArgMax") || hg_node_is(n, "MaxPool") || hg_node_is(n, "GlobalMaxPool"))
             continue;
         /* Reshaping, a Where's branch, or an Add (an additive mask: -inf added to a logit is -inf). */
-        if (!(((hg_node_passes_through(n) && use->index == 0) || (is_op(n, "Where") && use->index > 0) ||
-               is_op(n, "Add")) &&
+        if (!(((hg_node_passes_through(n) && use->index == 0) || (hg_node_is(n, "Where") && use->index > 0) ||
+               hg_node_is(n, "Add")) &&
               ends_in_max(n->outputs[0], depth + 1)))
             return FALSE;
     }
@@ -817,19 +811,19 @@ check_node(Check *c, const HgNode *n)
         g_hash_table_add(c->seen_init, v);
         const HgScan *scan = hg_ranges_scan(c->ranges, v);
         /* Normalizations compute their statistics internally (FP32 in TensorRT and ONNX Runtime). */
-        gboolean norm = is_op(n, "BatchNormalization") || is_op(n, "InstanceNormalization") ||
-                        is_op(n, "LayerNormalization") || is_op(n, "GroupNormalization");
+        gboolean norm = hg_node_is(n, "BatchNormalization") || hg_node_is(n, "InstanceNormalization") ||
+                        hg_node_is(n, "LayerNormalization") || hg_node_is(n, "GroupNormalization");
         if (scan && hg_dtype_is_float(v->init->dtype))
             check_constant(c, n, v, scan, !norm && tiny_constant(c, v) == 0);
     }
-    if ((is_op(n, "Constant") || is_op(n, "ConstantOfShape")) && n->outputs[0]) {
+    if ((hg_node_is(n, "Constant") || hg_node_is(n, "ConstantOfShape")) && n->outputs[0]) {
         HgAttr *at = hg_node_attr(n, "value");
         g_autoptr(HgArray) a = at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
         HgScan scan = hg_scan_array(a);
         if (a && hg_dtype_is_float(a->dtype))
             check_constant(c, n, n->outputs[0], &scan, FALSE);
     }
-    if (is_op(n, "Pad") && n->outputs[0] && hg_node_attr(n, "value")) { /* Pad before opset 11 */
+    if (hg_node_is(n, "Pad") && n->outputs[0] && hg_node_attr(n, "value")) { /* Pad before opset 11 */
         float fill = hg_node_attr_float(n, "value", 0);
         g_autoptr(HgArray) a = hg_array_new_scalar_f32(HG_DTYPE_FLOAT, fill);
         HgScan scan = hg_scan_array(a);
@@ -855,7 +849,7 @@ check_node(Check *c, const HgNode *n)
         if (k == HG_HAZARD_DIVISION_BY_ZERO || k == HG_HAZARD_NONFINITE_CONSTANT)
             return;
     }
-    if (!is_op(n, "Constant") && !is_op(n, "ConstantOfShape"))
+    if (!hg_node_is(n, "Constant") && !hg_node_is(n, "ConstantOfShape"))
         check_overflow(c, n);
 }
 
@@ -952,11 +946,11 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     const HgNode *p = v ? v->producer : NULL;
     if (!p || depth > 4)
         return;
-    if (is_op(p, "Sqrt") || is_op(p, "Cast") || is_op(p, "Identity") || is_op(p, "Reshape") ||
-        is_op(p, "Abs")) {
+    if (hg_node_is(p, "Sqrt") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") ||
+        hg_node_is(p, "Abs")) {
         g_ptr_array_add(nodes, (gpointer)p);
         zero_span(c, p->inputs[0], depth + 1, nodes);
-    } else if (is_op(p, "Add") && p->n_inputs == 2) {
+    } else if (hg_node_is(p, "Add") && p->n_inputs == 2) {
         for (guint k = 0; k < 2; k++)
             if (p->inputs[k] && tiny_constant(c, p->inputs[k]) > 0)
                 g_ptr_array_add(nodes, (gpointer)p);
@@ -972,15 +966,15 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
     if (!p || depth > 8 || !cumsum_source(v, 0))
         return;
     g_ptr_array_add(nodes, (gpointer)p);
-    if (is_op(p, "CumSum")) {
+    if (hg_node_is(p, "CumSum")) {
         for (const HgNode *q = p->inputs[0] ? p->inputs[0]->producer : NULL;
-             q && (is_op(q, "CumSum") || is_op(q, "Pad") || is_op(q, "Cast")) && depth < 16;
+             q && (hg_node_is(q, "CumSum") || hg_node_is(q, "Pad") || hg_node_is(q, "Cast")) && depth < 16;
              q = q->inputs[0] ? q->inputs[0]->producer : NULL, depth++)
             g_ptr_array_add(nodes, (gpointer)q);
         return;
     }
     for (guint k = 0; k < MIN(p->n_inputs, 2u); k++)
-        if (k == 0 || is_op(p, "Add") || is_op(p, "Sub"))
+        if (k == 0 || hg_node_is(p, "Add") || hg_node_is(p, "Sub"))
             cumsum_span(p->inputs[k], depth + 1, nodes);
 }
 
@@ -992,9 +986,9 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
     if (!n)
         return;
     if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
-        const HgValue *d = is_op(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
+        const HgValue *d = hg_node_is(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
         zero_span(c, d, 0, nodes);
-    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && is_op(n, "Sub")) {
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);
         /* Down to the division by the area: the rest of the box sum, one reader at a time. */
@@ -1002,9 +996,9 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
         for (int depth = 0; v && v->uses->len == 1 && !v->is_output && depth < 8; depth++) {
             const HgUse *u = &g_array_index(v->uses, HgUse, 0);
             const HgNode *m = u->node;
-            gboolean scale = (is_op(m, "Div") || is_op(m, "Mul")) && m->n_inputs == 2 &&
+            gboolean scale = (hg_node_is(m, "Div") || hg_node_is(m, "Mul")) && m->n_inputs == 2 &&
                              is_constant(c, m->inputs[1 - u->index]);
-            if (!(scale || is_op(m, "Add") || is_op(m, "Sub") || is_op(m, "Neg") || is_op(m, "Cast")))
+            if (!(scale || hg_node_is(m, "Add") || hg_node_is(m, "Sub") || hg_node_is(m, "Neg") || hg_node_is(m, "Cast")))
                 break;
             g_ptr_array_add(nodes, (gpointer)m);
             if (scale)

@@ -1073,6 +1073,13 @@ set_decl_types(GPtrArray *decls, HgValue *v, int dtype)
     }
 }
 
+gboolean
+hg_node_is(const HgNode *n, const char *op_type)
+{
+    return n && !(n->flags & HG_NODE_DEAD) && strcmp(n->op_type, op_type) == 0 &&
+           (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
+}
+
 void
 hg_graph_move_node_before(HgGraph *g, HgNode *n, HgNode *anchor)
 {

@@ -458,6 +458,9 @@ HG_API void hg_node_remove(HgNode *n);
 /* Remove dead nodes and values that nothing defines or uses any more; renumbers node->order. */
 HG_API void hg_graph_compact(HgGraph *g);
 
+/* Is n a live node of the default domain ("" or "ai.onnx") with this op type? FALSE for NULL. */
+HG_API gboolean hg_node_is(const HgNode *n, const char *op_type);
+
 /* Move n (a node of g) to just before anchor in g->nodes, keeping node->order in step (a rewrite
  * places its new nodes where the replaced ones were, so a sorted file stays sorted). */
 HG_API void hg_graph_move_node_before(HgGraph *g, HgNode *n, HgNode *anchor);
