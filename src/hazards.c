@@ -98,7 +98,6 @@ typedef struct {
     GHashTable *fp32;      /* HgValue*: float values that feed shape math or FP32-only inputs */
     GHashTable *seen_init; /* HgValue*: initializers already checked */
     GPtrArray *hazards;
-    guint n_calibrated;
 } Check;
 
 static void
@@ -210,7 +209,6 @@ add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decid
         h->has_observed = TRUE;
         h->observed_lo = d.stats->n_inf ? -INFINITY : d.stats->min;
         h->observed_hi = d.stats->n_inf ? INFINITY : d.stats->max;
-        c->n_calibrated++;
     }
     h->action = g_strdup(action);
     h->at = n;
@@ -899,13 +897,12 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     *c = (Check){m, opts->stats, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
                  opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD, g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
-                 g_hash_table_new(NULL, NULL), res->hazards, 0};
+                 g_hash_table_new(NULL, NULL), res->hazards};
     c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);
     mark_open(c, order, res->unranged_inputs);
     mark_fp32(c, order);
     for (guint i = 0; i < order->len; i++)
         check_node(c, order->pdata[i]);
-    res->n_calibrated = c->n_calibrated;
     res->priv = c;
     return res;
 }

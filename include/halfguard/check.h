@@ -93,7 +93,6 @@ typedef struct {
 typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
     GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
-    guint n_calibrated;          /* hazards' values that had statistics */
     gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
 } HgCheckResult;
 
