@@ -151,6 +151,19 @@ sarif_rules(JsonBuilder *b)
     json_builder_end_array(b);
 }
 
+/* "physicalLocation": {"artifactLocation": {"uri": uri}}, a member of the open location object. */
+static void
+physical_location(JsonBuilder *b, const char *uri)
+{
+    json_builder_set_member_name(b, "physicalLocation");
+    json_builder_begin_object(b);
+    json_builder_set_member_name(b, "artifactLocation");
+    json_builder_begin_object(b);
+    hg_json_add_str(b, "uri", uri);
+    json_builder_end_object(b);
+    json_builder_end_object(b);
+}
+
 static void
 sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *h)
 {
@@ -167,13 +180,7 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_set_member_name(b, "locations");
     json_builder_begin_array(b);
     json_builder_begin_object(b);
-    json_builder_set_member_name(b, "physicalLocation");
-    json_builder_begin_object(b);
-    json_builder_set_member_name(b, "artifactLocation");
-    json_builder_begin_object(b);
-    hg_json_add_str(b, "uri", uri);
-    json_builder_end_object(b);
-    json_builder_end_object(b);
+    physical_location(b, uri);
     json_builder_set_member_name(b, "logicalLocations");
     json_builder_begin_array(b);
     json_builder_begin_object(b);
@@ -244,13 +251,7 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
         json_builder_set_member_name(b, "locations");
         json_builder_begin_array(b);
         json_builder_begin_object(b);
-        json_builder_set_member_name(b, "physicalLocation");
-        json_builder_begin_object(b);
-        json_builder_set_member_name(b, "artifactLocation");
-        json_builder_begin_object(b);
-        hg_json_add_str(b, "uri", uri);
-        json_builder_end_object(b);
-        json_builder_end_object(b);
+        physical_location(b, uri);
         json_builder_end_object(b);
         json_builder_end_array(b);
         json_builder_end_object(b);
