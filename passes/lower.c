@@ -353,6 +353,10 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
     ctx->weight_bytes_total = ctx->weight_bytes_fp16 = 0;
     for (guint i = 0; i < g->initializers->len; i++) {
         const HgTensor *t = g->initializers->pdata[i];
+        /* Weights nothing reads (the originals of copies an earlier pass scaled) go in cleanup. */
+        const HgValue *tv = hg_graph_lookup(g, t->name);
+        if (tv && !tv->uses->len && !tv->is_output && !tv->nested_outputs && !tv->is_input)
+            continue;
         gint64 n = is_float(t->dtype) ? hg_tensor_numel(t) : 0;
         ctx->weight_bytes_total += 4 * MAX(n, 0);
         if (t->dtype == HG_DTYPE_FLOAT16)

@@ -1,20 +1,27 @@
-/* rescale: keep a linear chain whose activations pass FP16's range in FP16, by a power of two.
+/* rescale: keep tensors that pass FP16's range in FP16, by a power of two.
  *
  *     x -> Conv(W1,b1) -> Relu -> Conv(W2,b2) -> Relu -> y        y reaches 2e5
  *  => x -> Conv(W1/2^k, b1/2^k) -> Relu -> Conv(W2, b2/2^k) -> Relu -> Mul(2^k) -> y
  *
- * Every op of the chain is positively homogeneous or linear, so scaling the first linear op's weights
- * and bias by 2^-k scales every tensor after it by 2^-k, provided each later bias or constant operand
- * is scaled too (Conv, ConvTranspose and Gemm biases, a constant added or subtracted, Clip's bounds,
- * BatchNormalization's mean and bias). The scale is undone where the chain ends: a scale-invariant
- * normalization (InstanceNormalization, LayerNormalization, GroupNormalization: epsilon times
- * 2^-2k), a constant Mul or Div (the constant absorbs 2^k), or else a Mul by 2^k before whatever reads
- * the chain's end (a graph output keeps its name). Powers of two are exact: in FP32 the outputs
- * before and after agree bit for bit, barring overflow and underflow. k is the smallest that brings
- * every tensor of the chain under the threshold (static bound, or calibration with margin), and the
- * chain is left alone when that would push its largest values below 2^-4 (ten bits above FP16's
- * subnormals), where precision would suffer. The chain follows single readers only: a tensor read
- * twice ends it. Each rewrite is reported with k and the tensor that needed it.
+ * A region of linear and positively homogeneous ops carries a scale of 2^-k. It starts at the linear
+ * ops (Conv, ConvTranspose, Gemm, MatMul with constant weights) nearest before the tensor that
+ * overflows, whose weights and bias take 2^-k, and covers every op the scale passes through: ReLU,
+ * pooling, zero Pad, Slice, Reshape, Transpose, Split, Concat, nearest/linear Resize, reductions that
+ * sum, average or pick, Clip (bounds scaled), BatchNormalization (mean and bias scaled), later linear
+ * ops (bias scaled), and Add, Sub, Sum, Max, Min, Mean, Concat whose operands all carry the scale (a
+ * constant operand is scaled; an Add whose other operand does not carry it and whose output
+ * overflows pulls that operand's linear ops into the region: a residual block's trunk and branch
+ * both carry 2^-k). An unscaled tensor that must enter is multiplied by 2^-k. The scale is undone
+ * where it is absorbed: a scale-invariant normalization (InstanceNormalization, LayerNormalization,
+ * GroupNormalization: epsilon times 2^-2k), a constant Mul or Div (the constant absorbs 2^k), a later
+ * linear op whose output fits again (its weights take 2^k, its bias stays); failing those, a Mul by
+ * 2^k before whatever reads the tensor (a graph output keeps its name; where its values pass FP16's
+ * range the Mul is the only FP32 node left). Powers of two are exact: in FP32 the outputs before and
+ * after agree bit for bit, barring overflow and underflow. k is the smallest that brings every tensor
+ * of the region under the threshold (static bound, or calibration with margin), and the region is
+ * left alone when that would push the largest value of one of its tensors below 2^-4 (ten bits above
+ * FP16's subnormals). A DETR-style normalized CumSum is rescaled on its own (normalized_cumsums).
+ * Each rewrite is reported with k, the bound that needed it, and where the scale comes in and goes.
  */
 #include "halfguard/pass.h"
 
@@ -24,8 +31,6 @@
 #include "hazards.h"
 #include "ops/array.h"
 #include "ops/op.h"
-
-#define MAX_CHAIN 4096
 
 static gboolean
 is_const(const HgValue *v)
@@ -45,16 +50,41 @@ is_linear(const HgNode *n)
     return FALSE;
 }
 
-/* Does n commute with a positive scale of input 0 (with its constants adjusted)? */
+/* The ops a positive scale passes through unchanged, some with their constants adjusted (their
+ * other checks are in commutes()). */
+static const char *const plain_ops[] = {
+    "Relu", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape",
+    "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Dropout", "Split", "Expand",
+    "Tile", "DepthToSpace", "SpaceToDepth", "Neg", "Abs", "ReduceSum", "ReduceMean", "ReduceMax",
+    "ReduceMin"};
+
+/* Ops whose every float input carries the scale (the others take it too, or are scaled constants). */
 static gboolean
-commutes(const HgNode *n)
+all_inputs_carry(const HgNode *n)
 {
-    static const char *const ops[] = {"Relu", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool",
-                                      "GlobalMaxPool", "Reshape", "Transpose", "Flatten", "Squeeze",
-                                      "Unsqueeze", "Identity", "Slice", "Dropout"};
+    static const char *const ops[] = {"Add", "Sub", "Sum", "Max", "Min", "Mean", "Concat"};
     for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
         if (hg_node_is(n, ops[i]))
             return TRUE;
+    return FALSE;
+}
+
+/* Does input i of n carry the scale (as opposed to a shape, an index, a weight)? */
+static gboolean
+carries(const HgNode *n, guint i)
+{
+    return i == 0 || all_inputs_carry(n);
+}
+
+/* Does n commute with a positive scale of its carrying inputs (its constants adjusted)? */
+static gboolean
+commutes(const HgNode *n)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(plain_ops); i++)
+        if (hg_node_is(n, plain_ops[i]))
+            return TRUE;
+    if (all_inputs_carry(n))
+        return n->n_inputs >= 1 && n->n_outputs == 1;
     if (hg_node_is(n, "PRelu"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
     if (hg_node_is(n, "Pad")) { /* zero constant padding */
@@ -75,15 +105,13 @@ commutes(const HgNode *n)
     if (hg_node_is(n, "Clip")) /* bounds as constant inputs (opset 11+) or attributes */
         return (n->n_inputs < 2 || !n->inputs[1] || is_const(n->inputs[1])) &&
                (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
-    if (hg_node_is(n, "Add") || hg_node_is(n, "Sub"))
-        return n->n_inputs == 2 && is_const(n->inputs[1]);
     if (hg_node_is(n, "BatchNormalization"))
         return n->n_outputs == 1 && n->n_inputs == 5 && is_const(n->inputs[2]) && is_const(n->inputs[3]);
     return is_linear(n);
 }
 
-/* Where the chain's scale is undone inside the op: scale-invariant normalizations and a constant Mul
- * or Div. */
+/* Where the scale is undone inside the op (read at input 0): scale-invariant normalizations and a
+ * constant Mul or Div. */
 static gboolean
 absorbs(const HgNode *n)
 {
@@ -92,16 +120,6 @@ absorbs(const HgNode *n)
         return TRUE;
     return (hg_node_is(n, "Mul") || hg_node_is(n, "Div")) && n->n_inputs == 2 && is_const(n->inputs[1]) &&
            hg_tensor_numel(n->inputs[1]->init) >= 1;
-}
-
-/* The single reader of v inside the graph, or NULL (none, several, or a graph output). */
-static HgNode *
-single_reader(const HgValue *v)
-{
-    if (!v || v->is_output || v->nested_outputs || v->uses->len != 1)
-        return NULL;
-    const HgUse *u = &g_array_index(v->uses, HgUse, 0);
-    return u->index == 0 ? u->node : NULL;
 }
 
 /* A copy of constant input k of n times 2^e (a new initializer, so others reading it are untouched). */
@@ -128,74 +146,366 @@ scale_const(HgGraph *g, HgNode *n, guint k, int e, GError **error)
     return TRUE;
 }
 
-/* A Mul by 2^k reading v, whose output takes over v's readers (and its name, for a graph output). */
-static gboolean
-undo_after(HgGraph *g, HgValue *v, int k, GError **error)
+/* The largest magnitude of a constant (NAN when it cannot be read). */
+static double
+const_absmax(const HgValue *v)
 {
-    g_autoptr(GArray) uses = g_array_copy(v->uses);
-    gboolean out = v->is_output;
-    g_autofree char *name = g_strdup(v->name);
-    /* A graph output keeps its name on the unscaled tensor; the scaled one is renamed. */
-    g_autofree char *inner_base = g_strdup_printf(out ? "%s_scaled" : "%s_unscaled", name);
-    g_autofree char *inner = hg_graph_unique_name(g, inner_base);
-    g_autofree char *kname = hg_graph_unique_name(g, "rescale_undo");
-    HgValue *kv = hg_graph_new_value(g, kname, error);
+    g_autoptr(HgArray) a = hg_array_from_tensor(v->init, NULL);
+    if (!a)
+        return NAN;
+    double m = 0;
+    for (gint64 i = 0; i < a->numel; i++)
+        m = MAX(m, fabs(hg_array_get_f64(a, i)));
+    return m;
+}
+
+/* A scalar FP32 initializer holding 2^e. */
+static HgValue *
+pow2_const(HgGraph *g, const char *base, int e, GError **error)
+{
+    g_autofree char *name = hg_graph_unique_name(g, base);
+    HgValue *kv = hg_graph_new_value(g, name, error);
     if (!kv)
-        return FALSE;
-    HgTensor *t = hg_tensor_new(kname, HG_DTYPE_FLOAT, 0, NULL);
-    *(float *)hg_tensor_data_mut(t) = (float)ldexp(1.0, k);
+        return NULL;
+    HgTensor *t = hg_tensor_new(name, HG_DTYPE_FLOAT, 0, NULL);
+    *(float *)hg_tensor_data_mut(t) = (float)ldexp(1.0, e);
     hg_graph_add_initializer(g, kv, t);
-    HgValue *o;
-    if (out) {
-        if (!hg_value_rename(v, inner, error))
-            return FALSE;
-        o = hg_graph_new_value(g, name, error);
-    } else {
-        o = hg_graph_new_value(g, inner, error);
-    }
+    return kv;
+}
+
+/* A Mul by 2^e reading v, named after v with `suffix`; its output is returned (a new value). */
+static HgValue *
+mul_after(HgGraph *g, HgValue *v, int e, const char *kbase, const char *suffix, const char *out_name,
+          GError **error)
+{
+    HgValue *kv = pow2_const(g, kbase, e, error);
+    if (!kv)
+        return NULL;
+    g_autofree char *obase = g_strdup_printf("%s%s", v->name, suffix);
+    g_autofree char *oname = out_name ? g_strdup(out_name) : hg_graph_unique_name(g, obase);
+    HgValue *o = hg_graph_new_value(g, oname, error);
     if (!o)
-        return FALSE;
-    g_autofree char *nname = g_strdup_printf("%s/rescale_undo", name);
+        return NULL;
+    g_autofree char *nname = g_strdup_printf("%s/%s", out_name ? out_name : v->name, kbase);
     g_autofree char *nuniq = hg_graph_unique_name(g, nname);
     HgValue *ins[2] = {v, kv};
-    HgNode *mul = hg_graph_add_node(g, "Mul", NULL, nuniq, 2, ins, 1, &o);
-    if (out)
-        hg_value_replace_uses(v, o); /* the graph output now names o */
-    for (guint u = 0; u < uses->len; u++) {
-        HgUse *use = &g_array_index(uses, HgUse, u);
-        hg_node_set_input(use->node, use->index, out ? v : o);
-    }
-    if (out)
-        hg_node_set_input(mul, 0, v);
+    hg_graph_add_node(g, "Mul", NULL, nuniq, 2, ins, 1, &o);
     if (v->type)
         hg_value_set_elem_type(o, HG_DTYPE_FLOAT);
+    return o;
+}
+
+/* Undo the scale of v for the readers in `uses` (HgUse) and, where v is a graph output, for the
+ * output: a Mul by 2^k between. A graph output keeps its name on the unscaled tensor; the scaled
+ * one is renamed NAME_scaled. */
+static gboolean
+undo_for(HgGraph *g, HgValue *v, GArray *uses, int k, GError **error)
+{
+    HgValue *o;
+    if (v->is_output) {
+        g_autofree char *name = g_strdup(v->name);
+        g_autofree char *inner_base = g_strdup_printf("%s_scaled", name);
+        g_autofree char *inner = hg_graph_unique_name(g, inner_base);
+        if (!hg_value_rename(v, inner, error))
+            return FALSE;
+        g_autoptr(GArray) keep = g_array_copy(v->uses); /* readers inside the scaled region */
+        HgValue *tmp = hg_graph_new_value(g, name, error);
+        if (!tmp)
+            return FALSE;
+        hg_value_replace_uses(v, tmp); /* the graph output declaration now names tmp */
+        for (guint u = 0; u < keep->len; u++) {
+            HgUse *use = &g_array_index(keep, HgUse, u);
+            hg_node_set_input(use->node, use->index, v);
+        }
+        HgValue *kv = pow2_const(g, "rescale_undo", k, error);
+        if (!kv)
+            return FALSE;
+        g_autofree char *nname = g_strdup_printf("%s/rescale_undo", name);
+        g_autofree char *nuniq = hg_graph_unique_name(g, nname);
+        HgValue *ins[2] = {v, kv};
+        hg_graph_add_node(g, "Mul", NULL, nuniq, 2, ins, 1, &tmp);
+        if (v->type)
+            hg_value_set_elem_type(tmp, HG_DTYPE_FLOAT);
+        o = tmp;
+    } else {
+        o = mul_after(g, v, k, "rescale_undo", "_unscaled", NULL, error);
+        if (!o)
+            return FALSE;
+    }
+    for (guint u = 0; uses && u < uses->len; u++) {
+        HgUse *use = &g_array_index(uses, HgUse, u);
+        hg_node_set_input(use->node, use->index, o);
+    }
     return TRUE;
 }
 
-typedef struct {
-    GPtrArray *nodes;  /* the chain, first linear op first */
-    HgNode *end;       /* the absorbing node after the chain, or NULL */
-} Chain;
-
-/* The chain from linear op start forward along single readers. */
-static void
-build_chain(HgNode *start, GHashTable *taken, Chain *c)
+/* The bound rescale decides by: the static interval's magnitude, or calibration times the margin
+ * where that is smaller (INFINITY when neither is finite). */
+static double
+value_bound(const HgRanges *ranges, const HgCheckOptions *opts, double margin, const HgValue *v)
 {
-    c->nodes = g_ptr_array_new();
-    c->end = NULL;
-    for (HgNode *n = start; n && c->nodes->len < MAX_CHAIN && !g_hash_table_contains(taken, n);) {
-        g_ptr_array_add(c->nodes, n);
-        HgNode *next = single_reader(n->outputs[0]);
-        if (!next || next->graph != n->graph)
-            break;
-        if (absorbs(next)) {
-            c->end = next;
-            break;
-        }
-        if (!commutes(next))
-            break;
-        n = next;
+    const HgRange *r = hg_ranges_get(ranges, v);
+    double b = MAX(fabs(r->lo), fabs(r->hi));
+    const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, v->name) : NULL;
+    if (s && !isnan(s->absmax) && !s->n_inf)
+        b = MIN(b, s->absmax * margin);
+    return isnan(b) ? INFINITY : b;
+}
+
+/* A scaled region: the nodes that carry the scale 2^-k, and where it comes in and goes out. */
+typedef enum { ROLE_SOURCE = 1, ROLE_INTERIOR } Role;
+
+typedef struct {
+    GHashTable *role;       /* member HgNode* -> Role */
+    GPtrArray *members;     /* in topological order */
+    GHashTable *scaled;     /* HgValue* whose contents take 2^-k */
+    GArray *entries;        /* HgUse: a member's unscaled carrying input, fed x * 2^-k */
+    GPtrArray *absorbers;   /* normalizations and constant Mul/Div reading a scaled input 0 */
+    GPtrArray *linear_ends; /* later linear ops whose output fits: their weights take 2^k */
+    GHashTable *undo;       /* scaled HgValue* -> GArray of HgUse needing the unscaled values */
+} Region;
+
+static void
+region_init(Region *R)
+{
+    R->role = g_hash_table_new(NULL, NULL);
+    R->members = g_ptr_array_new();
+    R->scaled = g_hash_table_new(NULL, NULL);
+    R->entries = g_array_new(FALSE, FALSE, sizeof(HgUse));
+    R->absorbers = g_ptr_array_new();
+    R->linear_ends = g_ptr_array_new();
+    R->undo = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_array_unref);
+}
+
+static void
+region_clear(Region *R)
+{
+    g_hash_table_unref(R->role);
+    g_ptr_array_unref(R->members);
+    g_hash_table_unref(R->scaled);
+    g_array_unref(R->entries);
+    g_ptr_array_unref(R->absorbers);
+    g_ptr_array_unref(R->linear_ends);
+    g_hash_table_unref(R->undo);
+}
+
+static void
+need_undo(Region *R, HgValue *v, HgNode *reader, guint index)
+{
+    GArray *uses = g_hash_table_lookup(R->undo, v);
+    if (!uses) {
+        uses = g_array_new(FALSE, FALSE, sizeof(HgUse));
+        g_hash_table_insert(R->undo, v, uses);
     }
+    if (reader) {
+        HgUse u = {reader, index};
+        g_array_append_val(uses, u);
+    }
+}
+
+/* May v hold scaled values? Not when a nested graph reads or passes it on (its readers there would
+ * need their own undo). */
+static gboolean
+scalable(const HgGraph *g, const HgValue *v)
+{
+    if (v->nested_outputs)
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++)
+        if (g_array_index(v->uses, HgUse, u).node->graph != g)
+            return FALSE;
+    return TRUE;
+}
+
+static gboolean
+outputs_scalable(const HgGraph *g, const HgShapes *shapes, const HgNode *n)
+{
+    for (guint o = 0; o < n->n_outputs; o++)
+        if (n->outputs[o] && hg_shapes_get(shapes, n->outputs[o])->dtype == HG_DTYPE_FLOAT &&
+            !scalable(g, n->outputs[o]))
+            return FALSE;
+    return TRUE;
+}
+
+/* Plan the region that brings the tensor produced by `at` under the threshold. Backward from `at`
+ * through commuting ops, stopping at linear ops with constant weights (the sources: their weights
+ * take 2^-k); an unscaled tensor entering on the way is multiplied by 2^-k. Then forward in
+ * topological order: a reader of a scaled tensor absorbs the scale (a normalization, a constant Mul
+ * or Div, a later linear op whose output fits: its weights take 2^k), carries it on (it commutes and
+ * all its carrying inputs are scaled), or else reads the tensor through a Mul by 2^k. A linear op
+ * found backward whose input turns out to be scaled already carries the scale (only its bias
+ * changes). FALSE when the region cannot be scaled (a nested graph reads one of its tensors). */
+/* Add to `back` the nodes found backward from `from` through commuting ops, stopping at linear ops
+ * with constant weights (the sources: their weights take 2^-k). */
+static void
+close_backward(GHashTable *back, HgNode *from, const HgGraph *g, GHashTable *taken, const HgShapes *shapes)
+{
+    g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    g_ptr_array_add(stack, from);
+    while (stack->len) {
+        HgNode *p = g_ptr_array_steal_index(stack, stack->len - 1);
+        if (!g_hash_table_add(back, p))
+            continue;
+        if (is_linear(p))
+            continue;
+        for (guint i = 0; i < p->n_inputs; i++) {
+            HgValue *x = p->inputs[i];
+            if (!carries(p, i) || !x || is_const(x))
+                continue;
+            HgNode *q = x->producer;
+            if (q && q->graph == g && commutes(q) && !g_hash_table_contains(taken, q) &&
+                outputs_scalable(g, shapes, q))
+                g_ptr_array_add(stack, q);
+        }
+    }
+}
+
+static void
+region_reset(Region *R)
+{
+    region_clear(R);
+    region_init(R);
+}
+
+/* Plan the region that brings the tensor produced by `at` under the threshold. Backward from `at`
+ * (close_backward); an unscaled tensor entering on the way is multiplied by 2^-k. Then forward in
+ * topological order: a reader of a scaled tensor absorbs the scale (a normalization, a constant Mul
+ * or Div, a later linear op whose output fits: its weights take 2^k), carries it on (it commutes and
+ * all its carrying inputs are scaled), or else reads the tensor through a Mul by 2^k. A reader that
+ * commutes and writes a tensor FP16 cannot hold, but also reads an unscaled tensor (a residual Add),
+ * joins with what lies behind it, and the forward pass starts again. A linear op found backward whose
+ * input turns out to be scaled already carries the scale (only its bias changes). FALSE when the
+ * region cannot be scaled (a nested graph reads one of its tensors). */
+static gboolean
+plan_region(HgGraph *g, HgNode *at, GPtrArray *order, GHashTable *taken, HgCheckResult *res,
+            const HgCheckOptions *opts, double margin, double threshold, Region *R)
+{
+    const HgShapes *shapes = hg_check_shapes(res);
+    const HgRanges *ranges = hg_check_ranges(res);
+    g_autoptr(GHashTable) back = g_hash_table_new(NULL, NULL);
+    close_backward(back, at, g, taken, shapes);
+restart:
+    for (guint i = 0; i < order->len; i++) {
+        HgNode *r = order->pdata[i];
+        gboolean member = g_hash_table_contains(back, r);
+        if (!member) {
+            /* A reader of the region's tensors? */
+            guint n_scaled = 0, first = G_MAXUINT;
+            for (guint k = 0; k < r->n_inputs; k++)
+                if (r->inputs[k] && g_hash_table_contains(R->scaled, r->inputs[k]))
+                    n_scaled++, first = MIN(first, k);
+            if (!n_scaled)
+                continue;
+            if (n_scaled == 1 && first == 0 && absorbs(r)) {
+                g_ptr_array_add(R->absorbers, r);
+                continue;
+            }
+            if (n_scaled == 1 && first == 0 && is_linear(r) &&
+                value_bound(ranges, opts, margin, r->outputs[0]) <= threshold) {
+                g_ptr_array_add(R->linear_ends, r);
+                continue;
+            }
+            gboolean joins = commutes(r) && !g_hash_table_contains(taken, r) && outputs_scalable(g, shapes, r);
+            gboolean mixed = FALSE, unsafe = FALSE;
+            for (guint k = 0; joins && k < r->n_inputs; k++) {
+                HgValue *x = r->inputs[k];
+                if (!x)
+                    continue;
+                gboolean sc = g_hash_table_contains(R->scaled, x);
+                if (!carries(r, k))
+                    joins = !sc;
+                else if (!sc && !is_const(x) && hg_shapes_get(shapes, x)->dtype == HG_DTYPE_FLOAT)
+                    mixed = TRUE;
+            }
+            for (guint o = 0; joins && o < r->n_outputs; o++)
+                if (r->outputs[o] && hg_shapes_get(shapes, r->outputs[o])->dtype == HG_DTYPE_FLOAT) {
+                    joins = isfinite(value_bound(ranges, opts, margin, r->outputs[o]));
+                    unsafe |= hg_check_value_unsafe(res, r->outputs[o]);
+                }
+            if (joins && mixed && unsafe) {
+                close_backward(back, r, g, taken, shapes);
+                region_reset(R);
+                goto restart;
+            }
+            if (!joins || mixed) {
+                for (guint k = 0; k < r->n_inputs; k++)
+                    if (r->inputs[k] && g_hash_table_contains(R->scaled, r->inputs[k]))
+                        need_undo(R, r->inputs[k], r, k);
+                continue;
+            }
+        }
+        Role role = is_linear(r) && !g_hash_table_contains(R->scaled, r->inputs[0]) ? ROLE_SOURCE : ROLE_INTERIOR;
+        g_hash_table_insert(R->role, r, GINT_TO_POINTER(role));
+        g_ptr_array_add(R->members, r);
+        if (role == ROLE_INTERIOR)
+            for (guint k = 0; k < r->n_inputs; k++) {
+                HgValue *x = r->inputs[k];
+                if (x && carries(r, k) && !is_const(x) && !g_hash_table_contains(R->scaled, x) &&
+                    hg_shapes_get(shapes, x)->dtype == HG_DTYPE_FLOAT) {
+                    if (!scalable(g, x))
+                        return FALSE;
+                    HgUse e = {r, k};
+                    g_array_append_val(R->entries, e);
+                }
+            }
+        for (guint o = 0; o < r->n_outputs; o++)
+            if (r->outputs[o] && hg_shapes_get(shapes, r->outputs[o])->dtype == HG_DTYPE_FLOAT) {
+                if (!scalable(g, r->outputs[o]))
+                    return FALSE;
+                g_hash_table_add(R->scaled, r->outputs[o]);
+                if (r->outputs[o]->is_output)
+                    need_undo(R, r->outputs[o], NULL, 0);
+            }
+    }
+    return R->members->len > 0;
+}
+
+/* Scale the constants of member m for its role: a source's weights and bias by 2^-k, an interior
+ * linear op's bias, added constants, Clip's bounds, BatchNormalization's mean and bias. */
+static gboolean
+scale_member(HgGraph *g, HgNode *m, Role role, int k, GError **error)
+{
+    if (role == ROLE_SOURCE) {
+        if (!scale_const(g, m, 1, -k, error))
+            return FALSE;
+        return m->n_inputs < 3 || !m->inputs[2] || scale_const(g, m, 2, -k, error);
+    }
+    if (is_linear(m))
+        return hg_node_is(m, "MatMul") || m->n_inputs < 3 || !m->inputs[2] || scale_const(g, m, 2, -k, error);
+    if (all_inputs_carry(m)) {
+        for (guint b = 0; b < m->n_inputs; b++)
+            if (is_const(m->inputs[b]) && !scale_const(g, m, b, -k, error))
+                return FALSE;
+        return TRUE;
+    }
+    if (hg_node_is(m, "Clip")) {
+        for (guint b = 1; b < m->n_inputs; b++)
+            if (m->inputs[b] && !scale_const(g, m, b, -k, error))
+                return FALSE;
+        for (guint a = 0; a < m->attrs->len; a++) {
+            HgAttr *at = m->attrs->pdata[a];
+            if (!strcmp(at->name, "min") || !strcmp(at->name, "max"))
+                at->f = (float)ldexp(at->f, -k);
+        }
+        return TRUE;
+    }
+    if (hg_node_is(m, "BatchNormalization"))
+        return scale_const(g, m, 2, -k, error) && scale_const(g, m, 3, -k, error);
+    return TRUE;
+}
+
+/* Calibration saw the unscaled tensor called `was`: record what v holds now, under v's name. */
+static void
+stats_scaled(const HgCheckOptions *opts, const char *was, const HgValue *v, int k)
+{
+    HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, was) : NULL;
+    if (!s)
+        return;
+    HgTensorStats scaled = *s;
+    scaled.min = ldexp(s->min, -k);
+    scaled.max = ldexp(s->max, -k);
+    scaled.absmax = ldexp(s->absmax, -k);
+    scaled.min_abs_nonzero = ldexp(s->min_abs_nonzero, -k);
+    hg_stats_set(opts->stats, v->name, &scaled);
 }
 
 /* A small constant input as int64s (initializer or folded), or FALSE. */
@@ -334,6 +644,81 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
     return n_done;
 }
 
+/* "'a', 'b' and 2 more" for a note. */
+static char *
+name_list(GPtrArray *nodes)
+{
+    GString *s = g_string_new(NULL);
+    for (guint i = 0; i < nodes->len && i < 3; i++) {
+        const HgNode *n = nodes->pdata[i];
+        g_string_append_printf(s, "%s'%s'", i == 0 ? "" : i + 1 == nodes->len ? " and " : ", ",
+                               n->name ? n->name : n->op_type);
+    }
+    if (nodes->len > 3)
+        g_string_append_printf(s, " and %u more", nodes->len - 3);
+    return g_string_free(s, FALSE);
+}
+
+/* Apply a planned region with scale 2^-k. */
+static gboolean
+apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **error)
+{
+    /* The scaled values' names now: undo may rename a graph output, and calibration saw the old. */
+    g_autoptr(GHashTable) was = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    GHashTableIter it;
+    gpointer key, val;
+    g_hash_table_iter_init(&it, R->scaled);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_hash_table_insert(was, key, g_strdup(((HgValue *)key)->name));
+    /* Entries: one Mul by 2^-k per unscaled tensor, read by the members that need it. */
+    g_autoptr(GHashTable) entered = g_hash_table_new(NULL, NULL);
+    for (guint i = 0; i < R->entries->len; i++) {
+        HgUse *e = &g_array_index(R->entries, HgUse, i);
+        HgValue *x = e->node->inputs[e->index];
+        HgValue *xs = g_hash_table_lookup(entered, x);
+        if (!xs) {
+            xs = mul_after(g, x, -k, "rescale_in", "_scaled", NULL, error);
+            if (!xs)
+                return FALSE;
+            g_hash_table_insert(entered, x, xs);
+            stats_scaled(opts, x->name, xs, k);
+        }
+        hg_node_set_input(e->node, e->index, xs);
+    }
+    for (guint i = 0; i < R->members->len; i++) {
+        HgNode *m = R->members->pdata[i];
+        if (!scale_member(g, m, (Role)GPOINTER_TO_INT(g_hash_table_lookup(R->role, m)), k, error))
+            return FALSE;
+    }
+    for (guint i = 0; i < R->absorbers->len; i++) {
+        HgNode *a = R->absorbers->pdata[i];
+        if (hg_node_is(a, "Mul") || hg_node_is(a, "Div")) {
+            if (!scale_const(g, a, 1, hg_node_is(a, "Mul") ? k : -k, error))
+                return FALSE;
+            continue;
+        }
+        HgAttr *eps = hg_node_attr(a, "epsilon");
+        if (!eps) {
+            eps = hg_attr_new("epsilon", HG_ATTR_FLOAT);
+            eps->has |= HG_ATTR_HAS_F;
+            eps->f = 1e-5f; /* the default of all three */
+            hg_node_add_attr(a, eps);
+        }
+        eps->f = (float)ldexp(eps->f, -2 * k);
+    }
+    for (guint i = 0; i < R->linear_ends->len; i++)
+        if (!scale_const(g, R->linear_ends->pdata[i], 1, k, error))
+            return FALSE;
+    g_hash_table_iter_init(&it, R->undo);
+    while (g_hash_table_iter_next(&it, &key, &val))
+        if (!undo_for(g, key, val, k, error))
+            return FALSE;
+    g_hash_table_iter_init(&it, was);
+    while (g_hash_table_iter_next(&it, &key, &val))
+        stats_scaled(opts, val, key, k);
+    return TRUE;
+}
+
 gboolean
 hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -343,6 +728,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     if (!res)
         return FALSE;
     const HgRanges *ranges = hg_check_ranges(res);
+    const HgShapes *shapes = hg_check_shapes(res);
     double threshold = opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD;
     double margin = opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
@@ -353,37 +739,41 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     guint n_done = normalized_cumsums(g, ctx, res, opts, order, error, &cumsums_ok);
     if (!cumsums_ok)
         return FALSE;
+    /* Regions in the order of their first unsafe tensor, each planned on the graph as the earlier
+     * ones left it (their Muls included) with the ranges of the graph before the pass. */
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
-        if (!n->n_outputs || !hg_check_value_unsafe(res, n->outputs[0]) || g_hash_table_contains(taken, n) ||
-            !commutes(n))
+        gboolean unsafe = FALSE;
+        for (guint o = 0; o < n->n_outputs && !unsafe; o++)
+            unsafe = hg_check_value_unsafe(res, n->outputs[o]);
+        if (!unsafe || g_hash_table_contains(taken, n) || !commutes(n) || !outputs_scalable(g, shapes, n))
             continue;
-        /* Back to the chain's first linear op, along single readers. */
-        HgNode *start = NULL;
-        for (HgNode *p = n; p && commutes(p) && !g_hash_table_contains(taken, p);) {
-            if (is_linear(p))
-                start = p;
-            HgValue *in = p->inputs[0];
-            HgNode *q = in ? in->producer : NULL;
-            if (!q || single_reader(in) != p || q->graph != g)
-                break;
-            p = q;
-        }
-        if (!start)
-            continue;
-        Chain c;
-        build_chain(start, taken, &c);
-        /* k from the largest magnitude in the chain; the smallest largest magnitude limits it. */
+        g_autoptr(GPtrArray) now = hg_graph_topo_order(g, error);
+        if (!now)
+            return FALSE;
+        Region R;
+        region_init(&R);
+        gboolean planned = plan_region(g, n, now, taken, res, opts, margin, threshold, &R);
+        g_hash_table_add(taken, n);
+        for (guint j = 0; j < R.members->len; j++)
+            g_hash_table_add(taken, R.members->pdata[j]);
+        /* k from the largest bound among the scaled tensors (and those entering); the smallest
+         * largest bound must stay above 2^-4. */
         double big = 0, small = INFINITY;
-        gboolean known = TRUE;
-        for (guint j = 0; j < c.nodes->len; j++) {
-            const HgNode *m = c.nodes->pdata[j];
-            const HgRange *r = hg_ranges_get(ranges, m->outputs[0]);
-            double b = MAX(fabs(r->lo), fabs(r->hi));
-            const HgTensorStats *s =
-                opts->stats ? g_hash_table_lookup(opts->stats, m->outputs[0]->name) : NULL;
-            if (s && !isnan(s->absmax) && !s->n_inf)
-                b = MIN(b, s->absmax * margin);
+        gboolean known = planned;
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, R.scaled);
+        while (known && g_hash_table_iter_next(&it, &key, NULL)) {
+            double b = value_bound(ranges, opts, margin, key);
+            known &= isfinite(b);
+            big = MAX(big, b);
+            if (b > 0)
+                small = MIN(small, b);
+        }
+        for (guint j = 0; known && j < R.entries->len; j++) {
+            HgUse *e = &g_array_index(R.entries, HgUse, j);
+            double b = value_bound(ranges, opts, margin, e->node->inputs[e->index]);
             known &= isfinite(b);
             big = MAX(big, b);
             if (b > 0)
@@ -391,85 +781,62 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         }
         int k = known && big > 0 ? (int)ceil(log2(big / threshold)) : -1;
         gboolean fits = known && k > 0 && k < 60 && ldexp(small, -k) >= 0x1p-4;
+        const char *at = n->name ? n->name : n->op_type;
         if (!fits) {
-            if (known && k > 0)
-                hg_pass_note(ctx, "rescale", "left the chain from '%s' unscaled: 2^-%d would push its values "
-                             "(down to %.3g) below 2^-4", start->name ? start->name : "", k, small);
-            for (guint j = 0; j < c.nodes->len; j++)
-                g_hash_table_add(taken, c.nodes->pdata[j]);
-            g_ptr_array_unref(c.nodes);
+            if (!planned)
+                hg_pass_note(ctx, "rescale", "left '%s' unscaled: a nested graph reads a tensor of its region", at);
+            else if (!known)
+                hg_pass_note(ctx, "rescale", "left '%s' unscaled: a tensor of its region has no finite bound", at);
+            else if (k > 0)
+                hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
+                             "(down to %.3g) below 2^-4", at, k, small);
+            region_clear(&R);
             continue;
         }
-        /* The first linear op takes 2^-k in weights and bias; later biases and constants follow. */
-        gboolean ok = TRUE;
-        for (guint j = 0; ok && j < c.nodes->len; j++) {
-            HgNode *m = c.nodes->pdata[j];
-            g_hash_table_add(taken, m);
-            if (j == 0) {
-                ok = scale_const(g, m, 1, -k, error);
-                if (ok && m->n_inputs >= 3 && m->inputs[2])
-                    ok = scale_const(g, m, 2, -k, error);
-            } else if (is_linear(m) || hg_node_is(m, "Add") || hg_node_is(m, "Sub")) {
-                guint b = is_linear(m) ? 2 : 1;
-                if (b < m->n_inputs && m->inputs[b])
-                    ok = scale_const(g, m, b, -k, error);
-            } else if (hg_node_is(m, "Clip")) {
-                for (guint b = 1; ok && b < m->n_inputs; b++)
-                    if (m->inputs[b])
-                        ok = scale_const(g, m, b, -k, error);
-                for (guint a = 0; a < m->attrs->len; a++) {
-                    HgAttr *at = m->attrs->pdata[a];
-                    if (!strcmp(at->name, "min") || !strcmp(at->name, "max"))
-                        at->f = (float)ldexp(at->f, -k);
-                }
-            } else if (hg_node_is(m, "BatchNormalization")) {
-                ok = scale_const(g, m, 2, -k, error) && scale_const(g, m, 3, -k, error);
-            }
-        }
-        HgNode *last = c.nodes->pdata[c.nodes->len - 1];
-        g_autofree char *last_name = g_strdup(last->outputs[0]->name);
-        const char *how;
-        if (ok && c.end && (hg_node_is(c.end, "Mul") || hg_node_is(c.end, "Div"))) {
-            ok = scale_const(g, c.end, 1, hg_node_is(c.end, "Mul") ? k : -k, error);
-            how = "undone by the constant of";
-        } else if (ok && c.end) {
-            HgAttr *eps = hg_node_attr(c.end, "epsilon");
-            if (!eps) {
-                eps = hg_attr_new("epsilon", HG_ATTR_FLOAT);
-                eps->has |= HG_ATTR_HAS_F;
-                eps->f = 1e-5f; /* the default of all three */
-                hg_node_add_attr(c.end, eps);
-            }
-            eps->f = (float)ldexp(eps->f, -2 * k);
-            how = "absorbed by the normalization";
-        } else if (ok) {
-            ok = undo_after(g, last->outputs[0], k, error);
-            how = "undone by a Mul after";
-        }
-        /* Calibration saw the unscaled tensors: what it says of the chain's tensors scales too. The
-         * chain's last tensor may have given its name to the undoing Mul, whose values are the
-         * unscaled ones: its statistics move to the tensor's new name. */
-        for (guint j = 0; ok && opts->stats && j < c.nodes->len; j++) {
-            const HgValue *v = ((const HgNode *)c.nodes->pdata[j])->outputs[0];
-            const char *was = j + 1 == c.nodes->len ? last_name : v->name;
-            HgTensorStats *s = g_hash_table_lookup(opts->stats, was);
-            if (!s)
+        /* A later linear op absorbs 2^k in its weights only where they stay in range. */
+        for (guint j = 0; j < R.linear_ends->len;) {
+            HgNode *r = R.linear_ends->pdata[j];
+            double w = const_absmax(r->inputs[1]);
+            if (isfinite(w) && ldexp(w, k) <= threshold) {
+                j++;
                 continue;
-            HgTensorStats scaled = *s;
-            scaled.min = ldexp(s->min, -k);
-            scaled.max = ldexp(s->max, -k);
-            scaled.absmax = ldexp(s->absmax, -k);
-            scaled.min_abs_nonzero = ldexp(s->min_abs_nonzero, -k);
-            hg_stats_set(opts->stats, v->name, &scaled);
+            }
+            need_undo(&R, r->inputs[0], r, 0);
+            g_ptr_array_remove_index(R.linear_ends, j);
         }
+        g_autoptr(GPtrArray) sources = g_ptr_array_new();
+        for (guint j = 0; j < R.members->len; j++)
+            if (GPOINTER_TO_INT(g_hash_table_lookup(R.role, R.members->pdata[j])) == ROLE_SOURCE)
+                g_ptr_array_add(sources, R.members->pdata[j]);
+        g_autofree char *src_names = name_list(sources);
+        g_autofree char *abs_names = name_list(R.absorbers);
+        g_autofree char *lin_names = name_list(R.linear_ends);
+        guint n_entries = 0, n_undo = g_hash_table_size(R.undo);
+        {
+            g_autoptr(GHashTable) xs = g_hash_table_new(NULL, NULL);
+            for (guint j = 0; j < R.entries->len; j++) {
+                HgUse *e = &g_array_index(R.entries, HgUse, j);
+                n_entries += g_hash_table_add(xs, e->node->inputs[e->index]);
+            }
+        }
+        GString *how = g_string_new(NULL);
+        if (R.absorbers->len)
+            g_string_append_printf(how, "; undone by %s", abs_names);
+        if (R.linear_ends->len)
+            g_string_append_printf(how, "; absorbed by the weights (x 2^%d) of %s", k, lin_names);
+        if (n_undo)
+            g_string_append_printf(how, "; undone by %u Mul%s by 2^%d", n_undo, n_undo == 1 ? "" : "s", k);
+        if (n_entries)
+            g_string_append_printf(how, "; %u input%s entering x 2^-%d", n_entries, n_entries == 1 ? "" : "s", k);
+        gboolean ok = apply_region(g, &R, k, opts, error);
         if (ok) {
-            const HgNode *at = c.end ? c.end : last;
-            hg_pass_note(ctx, "rescale", "chain of %u node%s from '%s': weights x 2^-%d (k = %d: its tensors "
-                         "reach %.3g > %g), %s '%s'", c.nodes->len, c.nodes->len == 1 ? "" : "s",
-                         start->name ? start->name : "", k, k, big, threshold, how, at->name ? at->name : "");
+            hg_pass_note(ctx, "rescale", "region of %u node%s at '%s': weights x 2^-%d in %s (k = %d: its "
+                         "tensors reach %.3g > %g)%s", R.members->len, R.members->len == 1 ? "" : "s", at, k,
+                         sources->len ? src_names : "no linear op", k, big, threshold, how->str);
             n_done++;
         }
-        g_ptr_array_unref(c.nodes);
+        g_string_free(how, TRUE);
+        region_clear(&R);
         if (!ok)
             return FALSE;
     }

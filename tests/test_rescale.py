@@ -2,8 +2,8 @@
 """The rescale pass changes nothing in FP32: for every golden/rescale case that it rewrites, the
 interpreter's FP32 outputs before and after `convert --passes rescale` agree bit for bit on random
 inputs in the case's range (powers of two are exact, barring overflow and underflow). And the
-pathology conv chain (8 Conv+ReLU growing past 65504) converts with at least 95% of its MACs in FP16
-and passes verify. Usage: test_rescale.py HALFGUARD"""
+pathology conv chain (8 Conv+ReLU growing past 65504) and residual net (7 blocks without
+normalization) convert with at least 95% of their MACs in FP16 and pass verify. Usage: test_rescale.py HALFGUARD"""
 import glob
 import json
 import os
@@ -73,31 +73,38 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
                 detail = f"max diff {worst}"
             check(f"{name}:bit-exact-fp32[{seed}]", same, detail)
 
-    # The pathology conv chain, through the whole pipeline.
+    # The pathology conv chain and residual net, through the whole pipeline, with and without rescale.
     pdir = os.path.join(tmp, "pathology")
     subprocess.run(["/usr/bin/python3", os.path.join(root, "tests", "pathology", "make_cases.py"), pdir],
                    check=True, capture_output=True)
     cases = {c["name"]: c for c in json.load(open(os.path.join(pdir, "cases.json")))["cases"]}
-    c = cases["conv_chain_no_norm"]
-    rng_args = [a for r in c["input_ranges"] for a in ("-r", r)]
-    model, data = os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"])
-    out = os.path.join(tmp, "conv_chain.fp16.onnx")
-    report = os.path.join(tmp, "conv_chain.json")
-    rc, so, se = run("convert", model, "-o", out, "--calib", data, "--report", report, *rng_args)
-    check("conv_chain:converts", rc == 0, se)
-    if rc == 0:
-        fig = json.load(open(report))["figures"]
-        share = fig["macs_fp16"] / fig["macs"] if fig["macs"] else 0
-        print(f"conv_chain_no_norm: {so.strip()}")
-        check("conv_chain:rescaled", "rescale" in so and "weights x 2^-" in so, so)
-        check("conv_chain:>=95%-MACs-FP16", share >= 0.95, f"{share:.4f}")
-        rc, so, se = run("verify", model, out, "--data", data)
-        check("conv_chain:verify", rc == 0, so + se)
-    rc, so, se = run("convert", model, "-o", out, "--calib", data, "--passes",
-                     "fold_shapes,fuse_layernorm,clamp_constants,assign_precision,lower,cleanup", *rng_args)
-    m = re.search(r"FP16: ([\d.]+)% of MACs", so)
-    print(f"conv_chain_no_norm without rescale: {so.strip()}")
-    check("conv_chain:rescale-beats-island", m is not None and float(m.group(1)) < 95, so)
+    for name, tag in (("conv_chain_no_norm", "conv_chain"), ("resnet_no_norm", "resnet")):
+        c = cases[name]
+        rng_args = [a for r in c["input_ranges"] for a in ("-r", r)]
+        model, data = os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"])
+        out = os.path.join(tmp, f"{tag}.fp16.onnx")
+        report = os.path.join(tmp, f"{tag}.json")
+        rc, so, se = run("convert", model, "-o", out, "--calib", data, "--report", report, *rng_args)
+        check(f"{tag}:converts", rc == 0, se)
+        if rc == 0:
+            fig = json.load(open(report))["figures"]
+            share = fig["macs_fp16"] / fig["macs"] if fig["macs"] else 0
+            print(f"{name}: {so.strip()}")
+            check(f"{tag}:rescaled", "rescale" in so and "weights x 2^-" in so, so)
+            check(f"{tag}:>=95%-MACs-FP16", share >= 0.95, f"{share:.4f}")
+            rc, so, se = run("verify", model, out, "--data", data)
+            check(f"{tag}:verify", rc == 0, so + se)
+        rc, so, se = run("convert", model, "-o", out, "--calib", data, "--passes",
+                         "fold_shapes,fuse_layernorm,clamp_constants,assign_precision,lower,cleanup", *rng_args)
+        m = re.search(r"FP16: ([\d.]+)% of MACs", so)
+        print(f"{name} without rescale: {so.strip()}")
+        check(f"{tag}:rescale-beats-island", m is not None and float(m.group(1)) < 95, so)
+    # The residual net's region spans its blocks: every Add reads two scaled tensors, no Mul is added
+    # (later linear ops absorb 2^k), and nothing stays FP32.
+    rc, so, se = run("convert", os.path.join(pdir, "resnet_no_norm.onnx"), "-o", os.path.join(tmp, "r.onnx"),
+                     "--calib", os.path.join(pdir, "resnet_no_norm.data"), "-r", "image=0:1")
+    check("resnet:one-region", so.count("region of") == 1 and "undone by" not in so and
+          "0 FP32 islands" in so and "0 Casts" in so, so)
 
 failed = [r for r in results if not r[1]]
 for name, ok, detail in results:

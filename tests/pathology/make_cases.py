@@ -527,6 +527,34 @@ def conv_chain_no_norm():
     return c
 
 
+def resnet_no_norm():
+    c = Case("resnet_no_norm",
+             "A stem Conv and 7 residual blocks without normalisation (t = Relu(t + Conv(Relu(Conv(t))))), "
+             "each branch gaining 4x, then global pooling and a Gemm head: the trunk grows 5x per block and "
+             "passes 65504 in the last block; the Adds read two branches that must carry the same scale.",
+             "Fixup/SkipInit residual nets, normalisation-free super-resolution (EDSR without BN)")
+    img = smooth_image(c.rng, (1, 3, 32, 32), 0.3, 0.2).clip(0, 1)
+    t = c.input("image", [1, 3, 32, 32], 0, 1, img)
+
+    def conv(name, x, cin, gain):
+        w = c.rng.uniform(0.6, 1.4, (8, cin, 3, 3))
+        w = w / w.sum(axis=(1, 2, 3), keepdims=True) * gain  # every output channel gains exactly gain
+        return c.node("Conv", name, [x, c.init(f"{name}_w", w), c.init(f"{name}_b", c.rng.uniform(0, 0.05, 8))],
+                      pads=[1, 1, 1, 1])
+    t = c.node("Relu", "stem_relu", [conv("stem", t, 3, 3.0)])
+    for i in range(1, 8):
+        a = c.node("Relu", f"block{i}_relu_a", [conv(f"block{i}_conv_a", t, 8, 1.0)])
+        t = c.node("Relu", f"block{i}_relu", [c.node("Add", f"block{i}_add", [t, conv(f"block{i}_conv_b", a, 8, 4.0)])])
+    t = c.node("Flatten", "flatten", [c.node("GlobalAveragePool", "gap", [t])], axis=1)
+    fc_w = c.rng.normal(0, 1e-3, (10, 8))
+    c.output(c.node("Gemm", "fc", [t, c.init("fc_w", fc_w), c.init("fc_b", np.zeros(10))], transB=1))
+    c.expect("block7_conv_b", "overflow")
+    c.witness("block7_conv_b_out", "absmax_gt", FP16_MAX / 2, "the last branch comes within the margin of 2")
+    c.witness("block7_add_out", "absmax_gt", FP16_MAX, "the trunk passes FP16's max in the last block")
+    c.witness("block6_add_out", "absmax_lt", FP16_MAX / 2, "and not before, even with the margin of 2")
+    return c
+
+
 def attention_logits_scaled_after():
     c = Case("attention_logits_scaled_after",
              "MatMul(Q, K^T) then Mul by 1/sqrt(128): the product overflows before the scale brings "
@@ -659,7 +687,7 @@ CASES = [
     division_by_zero_relu,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
-    integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm,
+    integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv,
 ]
