@@ -26,7 +26,7 @@ static const HgPassInfo passes[] = {
     {"clamp_constants", hg_pass_clamp_constants,
      "raise float32-min and -inf mask fills to -65504 where only a softmax or a maximum reads them"},
     {"rescale", hg_pass_rescale,
-     "scale linear chains whose activations pass 65504 by 2^-k (exact), undoing it where they end"},
+     "scale linear regions whose activations pass 65504 by 2^-k (exact), undoing it where it is absorbed"},
     {"assign_precision", hg_pass_assign_precision,
      "choose FP16 or FP32 per node: hazards force FP32, a minimum cut places the boundaries"},
     {"lower", hg_pass_lower,

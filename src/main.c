@@ -725,7 +725,7 @@ static const Command commands[] = {
      "(decomposed LayerNorm becomes opset-17 LayerNormalization), prescale (a scale after a MatMul\n"
      "moves before it, L2 norms are pre-scaled), avgpool_integral (integral-image\n"
      "box filters become AveragePool), clamp_constants (float32-min mask fills read only by\n"
-     "softmaxes become -65504), rescale (overflowing linear chains scaled by an exact 2^-k),\n"
+     "softmaxes become -65504), rescale (overflowing linear regions scaled by an exact 2^-k),\n"
      "assign_precision (FP16 or FP32 per node: hazards force FP32, a minimum cut places the\n"
      "boundaries), lower (element types, initializers, Casts), cleanup (cancelling and duplicate\n"
      "Casts, dead nodes, topological order).\n\n"
