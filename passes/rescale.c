@@ -785,9 +785,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (!fits) {
             if (!planned)
                 hg_pass_note(ctx, "rescale", "left '%s' unscaled: a nested graph reads a tensor of its region", at);
-            else if (!known)
-                hg_pass_note(ctx, "rescale", "left '%s' unscaled: a tensor of its region has no finite bound", at);
-            else if (k > 0)
+            else if (known && k > 0) /* (an unbounded region is left without a note: calibration bounds it) */
                 hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
                              "(down to %.3g) below 2^-4", at, k, small);
             region_clear(&R);
