@@ -13,6 +13,10 @@
  * when it lands on the FP32 side, and each tensor between nodes on different sides pays a Cast (a
  * fixed launch cost plus reading and writing it). Forced nodes are tied to their side by infinite
  * edges. lower applies the result.
+ *
+ * The same cut, with the nodes a rewrite would cure let off their hazards, is a cost oracle for the
+ * passes that rewrite hazards away (passes/precision_cost.h): prescale rewrites only where that beats
+ * an FP32 island.
  */
 #include "halfguard/pass.h"
 
@@ -22,6 +26,7 @@
 
 #include "hazards.h"
 #include "ops/op.h"
+#include "precision_cost.h"
 
 /* Costs in bytes of memory traffic: a Cast launch, per element converted (read 4, write 2), per FP32
  * multiply-accumulate over its FP16 cost (tensor cores vs FP32 units: about 0.1 byte per MAC on an
@@ -30,6 +35,7 @@
 #define CAST_PER_ELEMENT 6.0
 #define FP32_PER_MAC 0.1
 #define UNKNOWN_NUMEL 65536 /* a tensor whose size shape inference does not know */
+#define FP16_BYTES 2.0
 
 /* The first default-domain opset whose schema allows tensor(float16) for the op's float type, where
  * it is later than opset 1 (from Debian's onnx 1.12 schemas); G_MAXINT: never. Below it the node
@@ -82,11 +88,17 @@ typedef struct {
     gint64 macs;
 } Cand;
 
-static gint64
-value_numel(const HgShapes *shapes, const HgValue *v)
+gint64
+hg_precision_numel(const HgShapes *shapes, const HgValue *v)
 {
     gint64 n = v ? hg_vshape_numel(hg_shapes_get(shapes, v)) : -1;
     return n >= 0 ? n : UNKNOWN_NUMEL;
+}
+
+double
+hg_precision_fp16_node_cost(double elems_read, double elems_written)
+{
+    return CAST_FIXED + FP16_BYTES * (elems_read + elems_written);
 }
 
 static gint64
@@ -152,23 +164,57 @@ is_float_cast(const HgShapes *shapes, const HgNode *n)
     return n->n_outputs && n->outputs[0] && is_float(hg_shapes_get(shapes, n->outputs[0])->dtype);
 }
 
-gboolean
-hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
+/* The candidates of one cut: nodes with a float input they compute with or a float output, in
+ * topological order, each with its cost and what forces its side. */
+typedef struct {
+    GArray *cands;      /* of Cand */
+    GHashTable *index;  /* HgNode* -> candidate index + 1 */
+} Cands;
+
+static void
+cands_clear(Cands *cs)
 {
-    HgModel *m = g->model;
-    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
-    if (!res)
+    g_clear_pointer(&cs->cands, g_array_unref);
+    g_clear_pointer(&cs->index, g_hash_table_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Cands, cands_clear)
+
+static guint
+cand_of(const Cands *cs, const HgNode *n)
+{
+    return GPOINTER_TO_UINT(g_hash_table_lookup(cs->index, n));
+}
+
+static gboolean
+in_set(GHashTable *set, gconstpointer n)
+{
+    return set && n && g_hash_table_contains(set, n);
+}
+
+/* Does v, a tensor FP16 cannot hold or not, force n (its producer or a reader) FP32? Not where a
+ * rewrite cures n, nor where it cures v's producer (it scales v). */
+static gboolean
+unsafe_for(const HgCheckResult *res, GHashTable *cured, const HgValue *v, const HgNode *n)
+{
+    if (in_set(cured, n) || (v && in_set(cured, v->producer)))
         return FALSE;
+    return hg_check_value_unsafe(res, v);
+}
+
+/* Build the candidates of g and mark what forces them: hazards of res (but those at nodes in cured),
+ * tensors FP16 cannot hold, opsets without an FP16 form, ctx's overrides. */
+static gboolean
+build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cured, Cands *cs,
+            GError **error)
+{
     const HgShapes *shapes = hg_check_shapes(res);
-    const HgRanges *ranges = hg_check_ranges(res);
-    gint64 opset = hg_model_opset(m, "");
+    gint64 opset = hg_model_opset(g->model, "");
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return FALSE;
 
-    /* The candidates: nodes with a float input they compute with or a float output. */
-    g_autoptr(GArray) cands = g_array_new(FALSE, TRUE, sizeof(Cand));
-    g_autoptr(GHashTable) index = g_hash_table_new(NULL, NULL); /* HgNode* -> candidate index + 1 */
+    cs->cands = g_array_new(FALSE, TRUE, sizeof(Cand));
+    cs->index = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
         gboolean any = FALSE;
@@ -176,12 +222,12 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
         for (guint k = 0; k < n->n_inputs; k++)
             if (float_input(shapes, n, k)) {
                 any = TRUE;
-                bytes += 2.0 * (double)value_numel(shapes, n->inputs[k]);
+                bytes += 2.0 * (double)hg_precision_numel(shapes, n->inputs[k]);
             }
         for (guint k = 0; k < n->n_outputs; k++)
             if (n->outputs[k] && is_float(hg_shapes_get(shapes, n->outputs[k])->dtype)) {
                 any = TRUE;
-                bytes += 2.0 * (double)value_numel(shapes, n->outputs[k]);
+                bytes += 2.0 * (double)hg_precision_numel(shapes, n->outputs[k]);
             }
         if (!any)
             continue;
@@ -190,56 +236,64 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
         c.forced32 = no_fp16_form(n, opset);
         if (!c.forced32 && ctx->keep_fp32 && g_hash_table_contains(ctx->keep_fp32, n))
             c.forced32 = "a LayerNorm left unfused (fuse_layernorm)";
-        g_array_append_val(cands, c);
-        g_hash_table_insert(index, n, GUINT_TO_POINTER(cands->len));
+        g_array_append_val(cs->cands, c);
+        g_hash_table_insert(cs->index, n, GUINT_TO_POINTER(cs->cands->len));
     }
-#define CAND(n) ((guint)GPOINTER_TO_UINT(g_hash_table_lookup(index, (n))))
 
-    /* Hazards no pass removed, with the nodes they span. */
+    /* Hazards no pass removed (nor a rewrite would), with the nodes they span. */
     for (guint i = 0; i < res->hazards->len; i++) {
         const HgHazard *h = res->hazards->pdata[i];
+        if (in_set(cured, h->at))
+            continue;
         g_autoptr(GPtrArray) span = g_ptr_array_new();
         g_ptr_array_add(span, (gpointer)h->at);
         hg_check_hazard_span(res, h, span);
         for (guint k = 0; k < span->len; k++) {
-            guint ci = CAND(span->pdata[k]);
-            Cand *c = ci ? &g_array_index(cands, Cand, ci - 1) : NULL;
+            guint ci = cand_of(cs, span->pdata[k]);
+            Cand *c = ci ? &g_array_index(cs->cands, Cand, ci - 1) : NULL;
             if (c && !c->forced32)
                 c->forced32 = hg_hazard_kind_name(h->kind);
         }
     }
     /* Tensors FP16 cannot hold: their producers and consumers stay FP32. */
-    for (guint i = 0; i < cands->len; i++) {
-        Cand *c = &g_array_index(cands, Cand, i);
+    for (guint i = 0; i < cs->cands->len; i++) {
+        Cand *c = &g_array_index(cs->cands, Cand, i);
         for (guint k = 0; k < c->node->n_outputs && !c->forced32; k++)
-            if (hg_check_value_unsafe(res, c->node->outputs[k]))
+            if (unsafe_for(res, cured, c->node->outputs[k], c->node))
                 c->forced32 = "writes a tensor FP16 cannot hold";
         for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
             if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
-                hg_check_value_unsafe(res, c->node->inputs[k]))
+                unsafe_for(res, cured, c->node->inputs[k], c->node))
                 c->forced32 = "reads a tensor FP16 cannot hold";
     }
     /* The user's overrides. */
-    for (guint i = 0; i < cands->len; i++) {
-        Cand *c = &g_array_index(cands, Cand, i);
+    for (guint i = 0; i < cs->cands->len; i++) {
+        Cand *c = &g_array_index(cs->cands, Cand, i);
         gboolean bad = FALSE;
+        g_autoptr(GError) re_error = NULL;
         if (strv_has(ctx->block_ops, c->node->op_type))
             c->forced32 = "--block-op";
-        else if (regex_any(ctx->block_nodes, c->node->name, error, &bad))
+        else if (regex_any(ctx->block_nodes, c->node->name, &re_error, &bad))
             c->forced32 = "--block-node";
-        else if (!bad && regex_any(ctx->force_fp16_nodes, c->node->name, error, &bad) &&
+        else if (!bad && regex_any(ctx->force_fp16_nodes, c->node->name, &re_error, &bad) &&
                  !no_fp16_form(c->node, opset))
             c->forced16 = "--force-fp16-node";
         if (bad) {
-            g_prefix_error(error, "bad node-name pattern: ");
-            if (*error)
-                (*error)->code = HG_ERROR_USAGE;
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "bad node-name pattern: %s", re_error->message);
             return FALSE;
         }
         if (c->forced16)
             c->forced32 = NULL;
     }
+    return TRUE;
+}
 
+/* The s-t minimum cut over the candidates: *flow receives its value; fp16 (cs->cands->len entries,
+ * may be NULL) whether each candidate lands on the FP16 side. */
+static gboolean
+min_cut(HgPassCtx *ctx, const HgShapes *shapes, const Cands *cs, double *flow_out, gboolean *fp16,
+        GError **error)
+{
     /* The flow network: 0 = source (FP16), 1 = sink (FP32), candidate i = i + 2. Infinite edges are
      * built as -1 and become one more than every finite capacity together. */
     const double inf = -1;
@@ -252,8 +306,8 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
         g_array_append_vals(edges, e_, 2);                                                         \
         g_array_append_val(caps, c_);                                                              \
     } while (0)
-    for (guint i = 0; i < cands->len; i++) {
-        Cand *c = &g_array_index(cands, Cand, i);
+    for (guint i = 0; i < cs->cands->len; i++) {
+        Cand *c = &g_array_index(cs->cands, Cand, i);
         igraph_integer_t v = (igraph_integer_t)i + 2;
         EDGE(0, v, c->forced16 ? inf : c->fp32_cost);
         if (c->forced32)
@@ -265,8 +319,8 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
             if (!float_input(shapes, c->node, k) || x->init || is_float_cast(shapes, c->node))
                 continue;
             /* A Cast per consumer at worst; lower shares one among the consumers on a side. */
-            double cast = CAST_FIXED + CAST_PER_ELEMENT * (double)value_numel(shapes, x);
-            guint pi = x->producer ? CAND(x->producer) : 0;
+            double cast = CAST_FIXED + CAST_PER_ELEMENT * (double)hg_precision_numel(shapes, x);
+            guint pi = x->producer ? cand_of(cs, x->producer) : 0;
             if (pi) {
                 EDGE((igraph_integer_t)pi + 1, v, cast);
                 EDGE(v, (igraph_integer_t)pi + 1, cast);
@@ -281,9 +335,10 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
         for (guint k = 0; ctx->keep_io_types && k < c->node->n_outputs; k++) {
             HgValue *y = c->node->outputs[k];
             if (y && y->is_output && is_float(hg_shapes_get(shapes, y)->dtype))
-                EDGE(v, 1, CAST_FIXED + CAST_PER_ELEMENT * (double)value_numel(shapes, y));
+                EDGE(v, 1, CAST_FIXED + CAST_PER_ELEMENT * (double)hg_precision_numel(shapes, y));
         }
     }
+#undef EDGE
     double total = 1;
     for (guint i = 0; i < caps->len; i++)
         total += MAX(g_array_index(caps, double, i), 0);
@@ -300,7 +355,7 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
     igraph_vector_int_t side16;
     igraph_vector_int_init(&side16, 0);
     igraph_real_t flow = 0;
-    igraph_integer_t n_vertices = (igraph_integer_t)cands->len + 2;
+    igraph_integer_t n_vertices = (igraph_integer_t)cs->cands->len + 2;
     gboolean ok = igraph_create(&graph, &ev, n_vertices, IGRAPH_DIRECTED) == IGRAPH_SUCCESS;
     ok = ok && igraph_maxflow(&graph, &flow, NULL, NULL, &side16, NULL, 0, 1, &cv, NULL) == IGRAPH_SUCCESS;
     if (ok)
@@ -310,13 +365,44 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
         g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "assign_precision: the minimum cut failed");
         return FALSE;
     }
-    g_autofree gboolean *fp16 = g_new0(gboolean, cands->len + 2);
-    for (igraph_integer_t i = 0; i < igraph_vector_int_size(&side16); i++) {
+    for (igraph_integer_t i = 0; fp16 && i < igraph_vector_int_size(&side16); i++) {
         igraph_integer_t v = VECTOR(side16)[i];
         if (v >= 2)
             fp16[v - 2] = TRUE;
     }
     igraph_vector_int_destroy(&side16);
+    *flow_out = flow;
+    return TRUE;
+}
+
+gboolean
+hg_precision_cut_cost(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cured,
+                      double *cost, GError **error)
+{
+    g_return_val_if_fail(g != NULL && g->model != NULL && ctx != NULL && res != NULL && cost != NULL,
+                         FALSE);
+    g_auto(Cands) cs = {0};
+    if (!build_cands(g, ctx, res, cured, &cs, error))
+        return FALSE;
+    return min_cut(ctx, hg_check_shapes(res), &cs, cost, NULL, error);
+}
+
+gboolean
+hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
+{
+    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    if (!res)
+        return FALSE;
+    const HgShapes *shapes = hg_check_shapes(res);
+    const HgRanges *ranges = hg_check_ranges(res);
+    g_auto(Cands) cs = {0};
+    if (!build_cands(g, ctx, res, NULL, &cs, error))
+        return FALSE;
+    GArray *cands = cs.cands;
+    g_autofree gboolean *fp16 = g_new0(gboolean, cands->len + 2);
+    double flow;
+    if (!min_cut(ctx, shapes, &cs, &flow, fp16, error))
+        return FALSE;
 
     /* The result, and the figures of the summary line. */
     if (ctx->fp32_nodes)
@@ -382,6 +468,4 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
     hg_pass_note(ctx, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
                  n32, n32 == 1 ? "" : "s");
     return TRUE;
-#undef EDGE
-#undef CAND
 }

@@ -30,8 +30,17 @@
  *
  * Every value whose contents change is renamed (NAME_prescaled), and where calibration statistics
  * exist for the old name the scaled statistics are added under the new one (into the caller's table,
- * ctx->check->stats): the later passes decide on what the tensor now holds. Each rewrite, with k and
- * the bound that called for it, is a note; so is a pattern left alone although it overflows.
+ * ctx->check->stats): the later passes decide on what the tensor now holds.
+ *
+ * A rewrite is made only where it costs less than the FP32 island it spares, both by
+ * assign_precision's cost model (passes/precision_cost.h): the island is how much its minimum cut
+ * grows when the pattern's nodes keep their hazards (the MatMul and the moves after it; the L2
+ * norm's nodes) over when they are cured, the rewrite what the Mul it adds costs in FP16, less what
+ * the scale it drops cost there. With --keep-io-types a small pattern at the graph's edge can be
+ * cheaper as an island: it needs no Cast where the model's inputs and outputs stay FP32.
+ *
+ * Each rewrite, with k, the bound that called for it and the two costs, is a note; so is a pattern
+ * left alone although it overflows, and why.
  */
 #include "halfguard/pass.h"
 
@@ -40,6 +49,7 @@
 
 #include "hazards.h"
 #include "ops/array.h"
+#include "precision_cost.h"
 #include "shapes.h"
 
 #define PASS "prescale"
@@ -82,6 +92,9 @@ typedef struct {
     GHashTable *taken;     /* HgNode* that a plan edits */
     GHashTable *consts;    /* "name\x01e" -> HgValue*: scaled constants already made */
     GArray *plans;         /* of Plan */
+    GHashTable *cured;     /* HgNode* whose hazards the plans taken so far remove */
+    double cut_now;        /* assign_precision's cut with those cured (NAN until asked) */
+    GError *error;         /* the cost model's failure: the pass stops matching and fails */
 } Pre;
 
 static void
@@ -269,6 +282,63 @@ add_const(const Pre *p, Plan *pl, HgNode *n, guint index, int e)
     return TRUE;
 }
 
+/* Is the plan cheaper than leaving the nodes it cures (cure, n_cure) to an FP32 island? Both cuts
+ * are assign_precision's (passes/precision_cost.h) on the analysis as it stands: the plans are all
+ * made before any is applied, each counting the nodes the ones before it cure. The rewrite pays for
+ * the node it adds (the Mul on x) in FP16 and gets back what the node it drops (a scale whose
+ * remainder is 1) cost there; one that adds nothing on balance is made, whatever the island costs.
+ * Either way the figures go into a note: the rewrite's own, or one saying what was left, named by
+ * `what` (e.g. "Mul 's' after MatMul 'm'"). FALSE also when the cost model fails (p->error). */
+static gboolean
+cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const char *what)
+{
+    if (p->error)
+        return FALSE;
+    if (isnan(p->cut_now) &&
+        !hg_precision_cut_cost(p->g, p->ctx, p->res, p->cured, &p->cut_now, &p->error))
+        return FALSE;
+    g_autoptr(GHashTable) cured = g_hash_table_new(NULL, NULL);
+    GHashTableIter it;
+    gpointer n;
+    g_hash_table_iter_init(&it, p->cured);
+    while (g_hash_table_iter_next(&it, &n, NULL))
+        g_hash_table_add(cured, n);
+    for (guint i = 0; i < n_cure; i++)
+        if (cure[i])
+            g_hash_table_add(cured, cure[i]);
+    double cut_cured;
+    if (!hg_precision_cut_cost(p->g, p->ctx, p->res, cured, &cut_cured, &p->error))
+        return FALSE;
+    double rewrite = 0;
+    if (pl->x) {
+        double nx = (double)hg_precision_numel(p->s, pl->x);
+        rewrite += hg_precision_fp16_node_cost(nx + 1, nx);
+    }
+    if (pl->drop) {
+        double ny = (double)hg_precision_numel(p->s, pl->drop->outputs[0]);
+        double nc = (double)hg_precision_numel(p->s, pl->drop->inputs[pl->drop_ci]);
+        rewrite -= hg_precision_fp16_node_cost(ny + nc, ny);
+    }
+    /* What the island costs over the cured graph; the flows carry rounding noise near 0. */
+    double island = p->cut_now - cut_cured;
+    if (island < 1e-9 * MAX(p->cut_now, 1.0))
+        island = 0;
+    if (!(rewrite < island || rewrite <= 0)) {
+        hg_pass_note(p->ctx, PASS, "left %s in FP32: the island costs %.3g, the rewrite %.3g", what,
+                     island, rewrite);
+        return FALSE;
+    }
+    char *note = g_strdup_printf("%s (rewrite costs %.3g against %.3g for an FP32 island)", pl->note,
+                                 rewrite, island);
+    g_free(pl->note);
+    pl->note = note;
+    for (guint i = 0; i < n_cure; i++)
+        if (cure[i])
+            g_hash_table_add(p->cured, cure[i]);
+    p->cut_now = cut_cured;
+    return TRUE;
+}
+
 /* ---------------------------------------------------------------- the scale moved before a MatMul */
 
 static gboolean
@@ -431,6 +501,17 @@ match_scale(Pre *p, HgNode *sn)
     describe_bound(note, b, calibrated);
     g_string_append_printf(note, " > %g before the scale, %.3g after", p->threshold, ldexp(b, e));
     pl.note = g_string_free(g_steal_pointer(&note), FALSE);
+    /* The rewrite cures the MatMul and the nodes that move its product to the scale. */
+    g_autofree HgNode **cure = g_new0(HgNode *, chain->len);
+    cure[0] = mm;
+    for (guint i = 1; i < chain->len; i++)
+        cure[i] = ((HgValue *)chain->pdata[i])->producer;
+    g_autofree char *what = g_strdup_printf("%s '%s' after MatMul '%s'", sn->op_type, node_name(sn),
+                                            node_name(mm));
+    if (!cheaper_than_island(p, &pl, cure, chain->len, what)) {
+        plan_clear(&pl);
+        return;
+    }
     take_plan(p, &pl, nodes, 2);
 }
 
@@ -724,6 +805,11 @@ match_l2(Pre *p, HgNode *d)
     if (tiny > 0)
         g_string_append_printf(note, "; x's smallest magnitude %.3g becomes %.3g", tiny, ldexp(tiny, -k));
     pl.note = g_string_free(g_steal_pointer(&note), FALSE);
+    g_autofree char *where = g_strdup_printf("%s at %s '%s'", what, d->op_type, node_name(d));
+    if (!cheaper_than_island(p, &pl, m.nodes, m.n_nodes, where)) {
+        plan_clear(&pl);
+        return;
+    }
     take_plan(p, &pl, m.nodes, m.n_nodes);
 }
 
@@ -899,6 +985,8 @@ hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         .taken = g_hash_table_new(NULL, NULL),
         .consts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
         .plans = g_array_new(FALSE, TRUE, sizeof(Plan)),
+        .cured = g_hash_table_new(NULL, NULL),
+        .cut_now = NAN,
     };
     for (guint i = 0; i < res->hazards->len; i++) {
         const HgHazard *h = res->hazards->pdata[i];
@@ -906,22 +994,27 @@ hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             g_hash_table_add(p.hazard_at, (gpointer)h->at);
     }
     guint n_nodes = g->nodes->len;
-    for (guint i = 0; i < n_nodes; i++) {
+    for (guint i = 0; i < n_nodes && !p.error; i++) {
         HgNode *n = g->nodes->pdata[i];
         if (n->flags & HG_NODE_DEAD)
             continue;
         match_scale(&p, n);
         match_l2(&p, n);
     }
-    for (guint i = 0; i < p.plans->len; i++)
+    for (guint i = 0; i < p.plans->len && !p.error; i++)
         apply(&p, &g_array_index(p.plans, Plan, i));
-    gboolean changed = p.plans->len > 0;
+    gboolean changed = p.plans->len > 0 && !p.error;
     for (guint i = 0; i < p.plans->len; i++)
         plan_clear(&g_array_index(p.plans, Plan, i));
     g_array_unref(p.plans);
     g_hash_table_unref(p.consts);
     g_hash_table_unref(p.taken);
     g_hash_table_unref(p.hazard_at);
+    g_hash_table_unref(p.cured);
+    if (p.error) {
+        g_propagate_error(error, p.error);
+        return FALSE;
+    }
     if (!changed)
         return TRUE;
     hg_graph_compact(g);

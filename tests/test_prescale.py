@@ -18,7 +18,14 @@ Usage: test_prescale.py HALFGUARD [CASE...]
      same partial sums, the square root of 2^-2k S is 2^-k sqrt(S) exactly, and the quotient (or the
      product with the reciprocal, 2^k / n) cancels the scales exactly; epsilons are scaled by the same
      powers, so Add(S, eps), Max(n, eps) keep their bits too.
-   The negative cases must come out unchanged (the dump equals the input's).
+   The negative cases must come out unchanged (the dump equals the input's). Every rewrite's note
+   weighs it against an FP32 island (assign_precision's cut with and without the rewrite's nodes
+   cured): a rewrite made must be the cheaper, a pattern left in FP32 the dearer; the cases with
+   --keep-io-types (neg_island_cheaper, attention_keep_io, neg_island_l2: around where the island
+   starts to cost more than the Mul the rewrite adds; attention_keep_io_pow2, const_operand_keep_io:
+   a rewrite that pays for its Mul with the one it drops, one that adds none; two_scales_keep_io: a
+   second rewrite weighed with the first counted as made) must give the figures their comments work
+   out.
 2. The pathology cases attention_logits_scaled_after, attention_scale_cures and l2norm_reducesum
    (tests/pathology/make_cases.py, with their --input-range and --calib): the same bit-for-bit
    check on their sample and on random inputs in range; then the default `convert`: the report's
@@ -50,6 +57,19 @@ ALL_FP16 = {"attention_scale_cures", "l2norm_reducesum"}
 # Hazards that prescale leaves to others (a node kept FP32 for one of these does not count against it).
 NOT_OURS = {"precision-loss"}
 SHARE = re.compile(r"FP16: (?:([\d.e+-]+)% of MACs, )?")
+# prescale's notes on the cost of each rewrite against an FP32 island (assign_precision's minimum cut).
+RE_MADE = re.compile(r"\(rewrite costs ([\d.e+-]+) against ([\d.e+-]+) for an FP32 island\)")
+RE_LEFT = re.compile(r"in FP32: the island costs ([\d.e+-]+), the rewrite ([\d.e+-]+)")
+# The golden cases with --keep-io-types: the figures of their notes, (rewrite, island) for each
+# rewrite made and each pattern left, in note order.
+COSTS = {
+    "neg_island_cheaper": {"left": [(38900, 19400)]},
+    "attention_keep_io": {"made": [(49200, 67200)]},
+    "neg_island_l2": {"left": [(12300, 0)]},
+    "attention_keep_io_pow2": {"made": [(-12300, 10800)]},
+    "const_operand_keep_io": {"made": [(0, 0)]},
+    "two_scales_keep_io": {"made": [(44000, 56800), (44000, 158000)]},
+}
 results = []
 
 
@@ -145,6 +165,24 @@ def compare(tag, orig, new, feeds, tmp):
     print(f"{tag}: {len(feeds)} inputs, {n_out} outputs bit-identical")
 
 
+def costs(name, out):
+    """Each rewrite against its FP32 island, as the notes give them: a rewrite made costs less than the
+    island (or nothing), a pattern left in FP32 has an island no dearer than the rewrite; and the cases
+    around the flip have the figures worked out in their comments."""
+    made = [(float(r), float(i)) for r, i in RE_MADE.findall(out)]
+    left = [(float(r), float(i)) for i, r in RE_LEFT.findall(out)]
+    for k, (r, i) in enumerate(made):
+        check(f"golden:{name}:made-cheaper:{k}", r < i or r <= 0, (r, i))
+    for k, (r, i) in enumerate(left):
+        check(f"golden:{name}:left-dearer:{k}", r >= i and r > 0, (r, i))
+    if name in COSTS:
+        want = COSTS[name]
+        check(f"golden:{name}:costs", (made, left) == (want.get("made", []), want.get("left", [])),
+              (out, made, left))
+    else:
+        check(f"golden:{name}:costed", not left and len(made) == len(re.findall(r"k=\d+: ", out)), out)
+
+
 def golden_cases(tmp, rng):
     for fn in sorted(os.listdir(GOLDEN)):
         if not fn.endswith(".onnxtxt"):
@@ -166,6 +204,7 @@ def golden_cases(tmp, rng):
         _, before, _ = run("dump", orig)
         _, after, _ = run("dump", new)
         rewrote = before != after
+        costs(name, so)
         if name.startswith("neg_"):
             check(f"golden:{name}:unchanged", not rewrote, after)
             continue
