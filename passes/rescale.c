@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "hazards.h"
+#include "precision_cost.h"
 #include "ops/array.h"
 #include "ops/op.h"
 
@@ -528,10 +529,19 @@ const_ints(const HgShapes *shapes, const HgValue *v, gint64 *out, guint max, gui
  * embedding: y = c / (c[..., -1:] + eps) with c = CumSum(x). It is invariant under x -> 2^-k x with
  * eps -> 2^-k eps, exactly. When c's sums pass 2048 (where FP16 stops holding integers) on an axis
  * short enough that an FP16 CumSum stays accurate (at most 128 elements: worst-case relative error
- * len x 2^-11 <= 1/16), x takes 2^-k in front of the CumSum. Returns the rewrites made. */
+ * len x 2^-11 <= 1/16), x takes 2^-k in front of the CumSum. With `found`, a dry run: the candidates
+ * are appended (CumsumFound) and nothing changes; else only the CumSums in `accept` are rewritten,
+ * each note ending in costs[i] (the weighing, by the CumSum's place in `found`). Returns the
+ * rewrites made. */
+typedef struct {
+    HgNode *nodes[4]; /* the CumSum, the Slice, the Div, the epsilon's Add (or NULL) */
+    gint64 numel;     /* elements of the CumSum's input (the Mul in front reads and writes them) */
+} CumsumFound;
+
 static guint
 normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheckOptions *opts,
-                   GPtrArray *order, GError **error, gboolean *ok)
+                   GPtrArray *order, GArray *found, GHashTable *accept, const char *const *costs,
+                   GError **error, gboolean *ok)
 {
     const HgShapes *shapes = hg_check_shapes(res);
     const HgRanges *ranges = hg_check_ranges(res);
@@ -601,10 +611,19 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
         int k = (int)ceil(log2(big / 2048));
         const HgRange *xr = hg_ranges_get(ranges, c->inputs[0]);
         if (ldexp(MAX(fabs(xr->lo), fabs(xr->hi)), -k) < 0x1p-4) {
-            hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: 2^-%d would push its "
-                         "input below 2^-4", c->name ? c->name : "", k);
+            if (found)
+                hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: 2^-%d would push its "
+                             "input below 2^-4", c->name ? c->name : "", k);
             continue;
         }
+        if (found) {
+            CumsumFound f = {{c, slice, div, add}, hg_precision_numel(shapes, c->inputs[0])};
+            g_array_append_val(found, f);
+            continue;
+        }
+        guint at = GPOINTER_TO_UINT(g_hash_table_lookup(accept, c));
+        if (!at)
+            continue;
         /* x * 2^-k in front of the CumSum; the epsilon takes 2^-k too. */
         g_autofree char *kname = hg_graph_unique_name(g, "rescale_cumsum");
         HgValue *kv = hg_graph_new_value(g, kname, error);
@@ -637,8 +656,8 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
                 }
             }
         hg_pass_note(ctx, "rescale", "normalized CumSum '%s': input x 2^-%d (its sums reach %.3g > 2048; "
-                     "over %" G_GINT64_FORMAT " elements an FP16 CumSum's worst-case relative error is %.2g)",
-                     c->name ? c->name : "", k, big, len, (double)len / 2048.0);
+                     "over %" G_GINT64_FORMAT " elements an FP16 CumSum's worst-case relative error is %.2g)%s",
+                     c->name ? c->name : "", k, big, len, (double)len / 2048.0, costs[at - 1]);
         n_done++;
     }
     return n_done;
@@ -719,6 +738,46 @@ apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **
     return TRUE;
 }
 
+/* A planned region and what the note about it says. */
+typedef struct {
+    Region R;
+    HgNode *at;
+    int k;
+    double big;
+    gboolean accepted;
+    char *cost_note; /* the weighing, for the note */
+} Planned;
+
+/* The rewrite's own cost in assign_precision's units: a Mul per entering tensor and per undone
+ * tensor, FP16; an undone tensor whose values pass the threshold (a graph output that overflows)
+ * has its Mul in FP32 and a Cast in front. */
+static double
+region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgRanges *ranges, const HgCheckOptions *opts,
+                    double margin, double threshold)
+{
+    double cost = 0;
+    g_autoptr(GHashTable) xs = g_hash_table_new(NULL, NULL);
+    for (guint j = 0; j < R->entries->len; j++) {
+        HgUse *e = &g_array_index(R->entries, HgUse, j);
+        HgValue *x = e->node->inputs[e->index];
+        if (g_hash_table_add(xs, x)) {
+            double n = (double)hg_precision_numel(shapes, x);
+            cost += hg_precision_fp16_node_cost(n, n);
+        }
+    }
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, R->undo);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        double n = (double)hg_precision_numel(shapes, key);
+        if (value_bound(ranges, opts, margin, key) > threshold)
+            cost += hg_precision_fp16_node_cost(2 * n, 2 * n) + hg_precision_fp16_node_cost(2 * n, n);
+        else
+            cost += hg_precision_fp16_node_cost(n, n);
+    }
+    return cost;
+}
+
 gboolean
 hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
 {
@@ -735,12 +794,13 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     if (!order)
         return FALSE;
     g_autoptr(GHashTable) taken = g_hash_table_new(NULL, NULL);
-    gboolean cumsums_ok;
-    guint n_done = normalized_cumsums(g, ctx, res, opts, order, error, &cumsums_ok);
-    if (!cumsums_ok)
-        return FALSE;
-    /* Regions in the order of their first unsafe tensor, each planned on the graph as the earlier
-     * ones left it (their Muls included) with the ranges of the graph before the pass. */
+    gboolean ok = TRUE;
+    /* 1. Every rewrite is planned on the graph as it is, nothing changed yet: the normalized
+     * CumSums, then the regions in the order of their first unsafe tensor (each region's nodes are
+     * not part of a later one). */
+    g_autoptr(GArray) cumsums = g_array_new(FALSE, FALSE, sizeof(CumsumFound));
+    normalized_cumsums(g, ctx, res, opts, order, cumsums, NULL, NULL, error, &ok);
+    g_autoptr(GArray) plans = g_array_new(FALSE, TRUE, sizeof(Planned));
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
         gboolean unsafe = FALSE;
@@ -748,22 +808,19 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             unsafe = hg_check_value_unsafe(res, n->outputs[o]);
         if (!unsafe || g_hash_table_contains(taken, n) || !commutes(n) || !outputs_scalable(g, shapes, n))
             continue;
-        g_autoptr(GPtrArray) now = hg_graph_topo_order(g, error);
-        if (!now)
-            return FALSE;
-        Region R;
-        region_init(&R);
-        gboolean planned = plan_region(g, n, now, taken, res, opts, margin, threshold, &R);
+        Planned P = {.at = n};
+        region_init(&P.R);
+        gboolean planned = plan_region(g, n, order, taken, res, opts, margin, threshold, &P.R);
         g_hash_table_add(taken, n);
-        for (guint j = 0; j < R.members->len; j++)
-            g_hash_table_add(taken, R.members->pdata[j]);
+        for (guint j = 0; j < P.R.members->len; j++)
+            g_hash_table_add(taken, P.R.members->pdata[j]);
         /* k from the largest bound among the scaled tensors (and those entering); the smallest
          * largest bound must stay above 2^-4. */
         double big = 0, small = INFINITY;
         gboolean known = planned;
         GHashTableIter it;
         gpointer key;
-        g_hash_table_iter_init(&it, R.scaled);
+        g_hash_table_iter_init(&it, P.R.scaled);
         while (known && g_hash_table_iter_next(&it, &key, NULL)) {
             double b = value_bound(ranges, opts, margin, key);
             known &= isfinite(b);
@@ -771,8 +828,8 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             if (b > 0)
                 small = MIN(small, b);
         }
-        for (guint j = 0; known && j < R.entries->len; j++) {
-            HgUse *e = &g_array_index(R.entries, HgUse, j);
+        for (guint j = 0; known && j < P.R.entries->len; j++) {
+            HgUse *e = &g_array_index(P.R.entries, HgUse, j);
             double b = value_bound(ranges, opts, margin, e->node->inputs[e->index]);
             known &= isfinite(b);
             big = MAX(big, b);
@@ -780,64 +837,141 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
                 small = MIN(small, b);
         }
         int k = known && big > 0 ? (int)ceil(log2(big / threshold)) : -1;
-        gboolean fits = known && k > 0 && k < 60 && ldexp(small, -k) >= 0x1p-4;
         const char *at = n->name ? n->name : n->op_type;
-        if (!fits) {
+        if (!(known && k > 0 && k < 60 && ldexp(small, -k) >= 0x1p-4)) {
             if (!planned)
                 hg_pass_note(ctx, "rescale", "left '%s' unscaled: a nested graph reads a tensor of its region", at);
             else if (known && k > 0) /* (an unbounded region is left without a note: calibration bounds it) */
                 hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
                              "(down to %.3g) below 2^-4", at, k, small);
-            region_clear(&R);
+            region_clear(&P.R);
             continue;
         }
         /* A later linear op absorbs 2^k in its weights only where they stay in range. */
-        for (guint j = 0; j < R.linear_ends->len;) {
-            HgNode *r = R.linear_ends->pdata[j];
+        for (guint j = 0; j < P.R.linear_ends->len;) {
+            HgNode *r = P.R.linear_ends->pdata[j];
             double w = const_absmax(r->inputs[1]);
             if (isfinite(w) && ldexp(w, k) <= threshold) {
                 j++;
                 continue;
             }
-            need_undo(&R, r->inputs[0], r, 0);
-            g_ptr_array_remove_index(R.linear_ends, j);
+            need_undo(&P.R, r->inputs[0], r, 0);
+            g_ptr_array_remove_index(P.R.linear_ends, j);
         }
-        g_autoptr(GPtrArray) sources = g_ptr_array_new();
-        for (guint j = 0; j < R.members->len; j++)
-            if (GPOINTER_TO_INT(g_hash_table_lookup(R.role, R.members->pdata[j])) == ROLE_SOURCE)
-                g_ptr_array_add(sources, R.members->pdata[j]);
-        g_autofree char *src_names = name_list(sources);
-        g_autofree char *abs_names = name_list(R.absorbers);
-        g_autofree char *lin_names = name_list(R.linear_ends);
-        guint n_entries = 0, n_undo = g_hash_table_size(R.undo);
-        {
+        P.k = k;
+        P.big = big;
+        g_array_append_val(plans, P);
+    }
+
+    /* 2. Each rewrite against the FP32 island it avoids, by assign_precision's minimum cut on the
+     * graph before the pass: the cut with the rewrite's nodes cured (and those of the rewrites
+     * accepted before it) plus the nodes it adds, against the cut without. */
+    g_autoptr(GHashTable) cured = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) accept = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) cumsum_costs = g_ptr_array_new_with_free_func(g_free);
+    double island = 0;
+    if (cumsums->len + plans->len)
+        ok = ok && hg_precision_cut_cost(g, ctx, res, cured, &island, error);
+    for (guint i = 0; ok && i < cumsums->len + plans->len; i++) {
+        CumsumFound *f = i < cumsums->len ? &g_array_index(cumsums, CumsumFound, i) : NULL;
+        Planned *P = f ? NULL : &g_array_index(plans, Planned, i - cumsums->len);
+        g_autoptr(GHashTable) trial = g_hash_table_new(NULL, NULL);
+        GHashTableIter it;
+        gpointer key;
+        g_hash_table_iter_init(&it, cured);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+            g_hash_table_add(trial, key);
+        double rewrite;
+        if (f) {
+            for (guint j = 0; j < 4; j++)
+                if (f->nodes[j])
+                    g_hash_table_add(trial, f->nodes[j]);
+            rewrite = hg_precision_fp16_node_cost((double)f->numel, (double)f->numel);
+        } else {
+            for (guint j = 0; j < P->R.members->len; j++)
+                g_hash_table_add(trial, P->R.members->pdata[j]);
+            rewrite = region_rewrite_cost(&P->R, shapes, ranges, opts, margin, threshold);
+        }
+        double after = 0;
+        ok = hg_precision_cut_cost(g, ctx, res, trial, &after, error);
+        if (!ok)
+            break;
+        /* What the island costs over the cured graph (the flows carry rounding noise near 0); a
+         * rewrite that adds nothing is made even where the island costs nothing either. */
+        double saved = island - after;
+        if (saved < 1e-9 * MAX(island, 1.0))
+            saved = 0;
+        gboolean take = rewrite < saved || rewrite <= 0;
+        const HgNode *at = f ? f->nodes[0] : P->at;
+        if (!take) {
+            hg_pass_note(ctx, "rescale", "left %s '%s' in FP32: the island costs %.3g, the rewrite %.3g",
+                         f ? "the normalized CumSum" : "the region of", at->name ? at->name : at->op_type,
+                         saved, rewrite);
+            if (f)
+                g_ptr_array_add(cumsum_costs, NULL);
+            continue;
+        }
+        char *note = g_strdup_printf(" (rewrite costs %.3g against %.3g for an FP32 island)", rewrite, saved);
+        g_hash_table_iter_init(&it, trial);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+            g_hash_table_add(cured, key);
+        island = after;
+        if (f) {
+            g_ptr_array_add(cumsum_costs, note);
+            g_hash_table_insert(accept, f->nodes[0], GUINT_TO_POINTER(cumsum_costs->len));
+        } else {
+            P->accepted = TRUE;
+            P->cost_note = note;
+        }
+    }
+
+    /* 3. The accepted rewrites. */
+    guint n_done = 0;
+    if (ok && g_hash_table_size(accept))
+        n_done += normalized_cumsums(g, ctx, res, opts, order, NULL, accept,
+                                     (const char *const *)cumsum_costs->pdata, error, &ok);
+    for (guint i = 0; i < plans->len; i++) {
+        Planned *P = &g_array_index(plans, Planned, i);
+        if (ok && P->accepted) {
+            Region *R = &P->R;
+            int k = P->k;
+            g_autoptr(GPtrArray) sources = g_ptr_array_new();
+            for (guint j = 0; j < R->members->len; j++)
+                if (GPOINTER_TO_INT(g_hash_table_lookup(R->role, R->members->pdata[j])) == ROLE_SOURCE)
+                    g_ptr_array_add(sources, R->members->pdata[j]);
+            g_autofree char *src_names = name_list(sources);
+            g_autofree char *abs_names = name_list(R->absorbers);
+            g_autofree char *lin_names = name_list(R->linear_ends);
+            guint n_entries = 0, n_undo = g_hash_table_size(R->undo);
             g_autoptr(GHashTable) xs = g_hash_table_new(NULL, NULL);
-            for (guint j = 0; j < R.entries->len; j++) {
-                HgUse *e = &g_array_index(R.entries, HgUse, j);
+            for (guint j = 0; j < R->entries->len; j++) {
+                HgUse *e = &g_array_index(R->entries, HgUse, j);
                 n_entries += g_hash_table_add(xs, e->node->inputs[e->index]);
             }
+            g_autoptr(GString) how = g_string_new(NULL);
+            if (R->absorbers->len)
+                g_string_append_printf(how, "; undone by %s", abs_names);
+            if (R->linear_ends->len)
+                g_string_append_printf(how, "; absorbed by the weights (x 2^%d) of %s", k, lin_names);
+            if (n_undo)
+                g_string_append_printf(how, "; undone by %u Mul%s by 2^%d", n_undo, n_undo == 1 ? "" : "s", k);
+            if (n_entries)
+                g_string_append_printf(how, "; %u input%s entering x 2^-%d", n_entries, n_entries == 1 ? "" : "s", k);
+            const char *at = P->at->name ? P->at->name : P->at->op_type;
+            ok = apply_region(g, R, k, opts, error);
+            if (ok) {
+                hg_pass_note(ctx, "rescale", "region of %u node%s at '%s': weights x 2^-%d in %s (k = %d: its "
+                             "tensors reach %.3g > %g)%s%s", R->members->len, R->members->len == 1 ? "" : "s", at, k,
+                             sources->len ? src_names : "no linear op", k, P->big, threshold, how->str,
+                             P->cost_note);
+                n_done++;
+            }
         }
-        GString *how = g_string_new(NULL);
-        if (R.absorbers->len)
-            g_string_append_printf(how, "; undone by %s", abs_names);
-        if (R.linear_ends->len)
-            g_string_append_printf(how, "; absorbed by the weights (x 2^%d) of %s", k, lin_names);
-        if (n_undo)
-            g_string_append_printf(how, "; undone by %u Mul%s by 2^%d", n_undo, n_undo == 1 ? "" : "s", k);
-        if (n_entries)
-            g_string_append_printf(how, "; %u input%s entering x 2^-%d", n_entries, n_entries == 1 ? "" : "s", k);
-        gboolean ok = apply_region(g, &R, k, opts, error);
-        if (ok) {
-            hg_pass_note(ctx, "rescale", "region of %u node%s at '%s': weights x 2^-%d in %s (k = %d: its "
-                         "tensors reach %.3g > %g)%s", R.members->len, R.members->len == 1 ? "" : "s", at, k,
-                         sources->len ? src_names : "no linear op", k, big, threshold, how->str);
-            n_done++;
-        }
-        g_string_free(how, TRUE);
-        region_clear(&R);
-        if (!ok)
-            return FALSE;
+        g_free(P->cost_note);
+        region_clear(&P->R);
     }
+    if (!ok)
+        return FALSE;
     if (n_done) {
         hg_graph_touch(g);
         ctx->n_changed += n_done;
