@@ -624,37 +624,18 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
         guint at = GPOINTER_TO_UINT(g_hash_table_lookup(accept, c));
         if (!at)
             continue;
-        /* x * 2^-k in front of the CumSum; the epsilon takes 2^-k too. */
-        g_autofree char *kname = hg_graph_unique_name(g, "rescale_cumsum");
-        HgValue *kv = hg_graph_new_value(g, kname, error);
-        g_autofree char *base = g_strdup_printf("%s_scaled", c->inputs[0]->name);
-        g_autofree char *mname = hg_graph_unique_name(g, base);
-        HgValue *mv = kv ? hg_graph_new_value(g, mname, error) : NULL;
+        /* x * 2^-k in front of the CumSum; the epsilon takes 2^-k too; the sums and the slice hold
+         * scaled values now. */
+        HgValue *mv = mul_after(g, c->inputs[0], -k, "rescale_cumsum", "_scaled", NULL, error);
         if (!mv) {
             *ok = FALSE;
             break;
         }
-        HgTensor *t = hg_tensor_new(kname, HG_DTYPE_FLOAT, 0, NULL);
-        *(float *)hg_tensor_data_mut(t) = (float)ldexp(1.0, -k);
-        hg_graph_add_initializer(g, kv, t);
-        HgValue *ins[2] = {c->inputs[0], kv};
-        g_autofree char *nname = g_strdup_printf("%s/rescale", c->name ? c->name : "CumSum");
-        g_autofree char *nuniq = hg_graph_unique_name(g, nname);
-        hg_graph_add_node(g, "Mul", NULL, nuniq, 2, ins, 1, &mv);
         hg_node_set_input(c, 0, mv);
         if (add)
             *ok = scale_const(g, add, add->inputs[0] == sv ? 1 : 0, -k, error);
-        if (*ok && opts->stats)
-            for (guint j = 0; j < 2; j++) { /* the sums and the slice hold scaled values now */
-                const HgValue *v = j ? sv : cv;
-                const HgTensorStats *old = g_hash_table_lookup(opts->stats, v->name);
-                if (old) {
-                    HgTensorStats sc = *old;
-                    sc.min = ldexp(sc.min, -k), sc.max = ldexp(sc.max, -k);
-                    sc.absmax = ldexp(sc.absmax, -k), sc.min_abs_nonzero = ldexp(sc.min_abs_nonzero, -k);
-                    hg_stats_set(opts->stats, v->name, &sc);
-                }
-            }
+        stats_scaled(opts, cv->name, cv, k);
+        stats_scaled(opts, sv->name, sv, k);
         hg_pass_note(ctx, "rescale", "normalized CumSum '%s': input x 2^-%d (its sums reach %.3g > 2048; "
                      "over %" G_GINT64_FORMAT " elements an FP16 CumSum's worst-case relative error is %.2g)%s",
                      c->name ? c->name : "", k, big, len, (double)len / 2048.0, costs[at - 1]);
