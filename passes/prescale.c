@@ -87,7 +87,7 @@ typedef struct {
     const HgShapes *s;
     const HgRanges *r;
     HgStats *stats;
-    double margin, threshold;
+    double threshold;
     GHashTable *hazard_at; /* HgNode* with an overflow or internal-overflow hazard */
     GHashTable *taken;     /* HgNode* that a plan edits */
     GHashTable *consts;    /* "name\x01e" -> HgValue*: scaled constants already made */
@@ -203,25 +203,6 @@ scaled_exact(const HgArray *a, int e)
         }
     }
     return out;
-}
-
-/* The deciding magnitude of v as the check decides it: calibration's absmax times the margin,
- * capped by the static bound; the static bound alone where nothing was observed. */
-static double
-bound_of(const Pre *p, const HgValue *v, gboolean *calibrated)
-{
-    const HgRange *r = hg_ranges_get(p->r, v);
-    double b = MAX(fabs(r->lo), fabs(r->hi));
-    const HgTensorStats *st = p->stats ? g_hash_table_lookup(p->stats, v->name) : NULL;
-    if (calibrated)
-        *calibrated = FALSE;
-    if (st && (st->n_inf || !isnan(st->absmax))) {
-        double o = st->n_inf ? INFINITY : st->absmax * p->margin;
-        if (o < b && calibrated)
-            *calibrated = TRUE;
-        b = MIN(o, b);
-    }
-    return b;
 }
 
 static gboolean
@@ -421,7 +402,7 @@ match_scale(Pre *p, HgNode *sn)
     for (guint i = 0; i < chain->len; i++) {
         HgValue *w = chain->pdata[i];
         gboolean cal;
-        double bw = bound_of(p, w, &cal);
+        double bw = hg_check_value_bound(p->res, w, &cal);
         unsafe |= hg_check_value_unsafe(p->res, w);
         if (bw > b) {
             b = bw;
@@ -731,16 +712,16 @@ match_l2(Pre *p, HgNode *d)
     /* The sum of squares, by the measures the check uses: the sum itself, the squares, and the
      * accumulator (elements x the largest square). */
     gboolean cal = FALSE, c1;
-    double need = 0, bx = bound_of(p, x, &c1);
+    double need = 0, bx = hg_check_value_bound(p->res, x, &c1);
     if (m.sum_v) {
-        double b = bound_of(p, m.sum_v, &c1);
+        double b = hg_check_value_bound(p->res, m.sum_v, &c1);
         if (b > need) {
             need = b;
             cal = c1;
         }
     }
     if (m.sq_v) {
-        double b = bound_of(p, m.sq_v, &c1);
+        double b = hg_check_value_bound(p->res, m.sq_v, &c1);
         b = m.count > 0 ? b * (double)m.count : b;
         if (b > need) {
             need = b;
@@ -748,7 +729,7 @@ match_l2(Pre *p, HgNode *d)
         }
     } else if (m.count > 0 && bx * bx * (double)m.count > need) {
         need = bx * bx * (double)m.count;
-        bound_of(p, x, &cal);
+        hg_check_value_bound(p->res, x, &cal);
     }
     const char *what = m.reduce == d ? "LpNormalization" : "L2 norm";
     if (!isfinite(need) || need <= 0) {
@@ -979,7 +960,6 @@ hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         .s = hg_check_shapes(res),
         .r = hg_check_ranges(res),
         .stats = co->stats,
-        .margin = co->margin > 0 ? co->margin : HG_DEFAULT_MARGIN,
         .threshold = co->threshold > 0 ? co->threshold : HG_DEFAULT_THRESHOLD,
         .hazard_at = g_hash_table_new(NULL, NULL),
         .taken = g_hash_table_new(NULL, NULL),

@@ -240,19 +240,6 @@ undo_for(HgGraph *g, HgValue *v, GArray *uses, int k, GError **error)
     return TRUE;
 }
 
-/* The bound rescale decides by: the static interval's magnitude, or calibration times the margin
- * where that is smaller (INFINITY when neither is finite). */
-static double
-value_bound(const HgRanges *ranges, const HgCheckOptions *opts, double margin, const HgValue *v)
-{
-    const HgRange *r = hg_ranges_get(ranges, v);
-    double b = MAX(fabs(r->lo), fabs(r->hi));
-    const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, v->name) : NULL;
-    if (s && !isnan(s->absmax) && !s->n_inf)
-        b = MIN(b, s->absmax * margin);
-    return isnan(b) ? INFINITY : b;
-}
-
 /* A scaled region: the nodes that carry the scale 2^-k, and where it comes in and goes out. */
 typedef enum { ROLE_SOURCE = 1, ROLE_INTERIOR } Role;
 
@@ -378,10 +365,9 @@ region_reset(Region *R)
  * region cannot be scaled (a nested graph reads one of its tensors). */
 static gboolean
 plan_region(HgGraph *g, HgNode *at, GPtrArray *order, GHashTable *taken, HgCheckResult *res,
-            const HgCheckOptions *opts, double margin, double threshold, Region *R)
+            double threshold, Region *R)
 {
     const HgShapes *shapes = hg_check_shapes(res);
-    const HgRanges *ranges = hg_check_ranges(res);
     g_autoptr(GHashTable) back = g_hash_table_new(NULL, NULL);
     close_backward(back, at, g, taken, shapes);
 restart:
@@ -401,7 +387,7 @@ restart:
                 continue;
             }
             if (n_scaled == 1 && first == 0 && is_linear(r) &&
-                value_bound(ranges, opts, margin, r->outputs[0]) <= threshold) {
+                hg_check_value_bound(res, r->outputs[0], NULL) <= threshold) {
                 g_ptr_array_add(R->linear_ends, r);
                 continue;
             }
@@ -419,7 +405,7 @@ restart:
             }
             for (guint o = 0; joins && o < r->n_outputs; o++)
                 if (r->outputs[o] && hg_shapes_get(shapes, r->outputs[o])->dtype == HG_DTYPE_FLOAT) {
-                    joins = isfinite(value_bound(ranges, opts, margin, r->outputs[o]));
+                    joins = isfinite(hg_check_value_bound(res, r->outputs[o], NULL));
                     unsafe |= hg_check_value_unsafe(res, r->outputs[o]);
                 }
             if (joins && mixed && unsafe) {
@@ -545,7 +531,6 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
 {
     const HgShapes *shapes = hg_check_shapes(res);
     const HgRanges *ranges = hg_check_ranges(res);
-    double margin = opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN;
     guint n_done = 0;
     *ok = TRUE;
     for (guint i = 0; *ok && i < order->len; i++) {
@@ -601,11 +586,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
             continue;
         }
         /* k: the sums (static bound, or calibration with margin) down to 2048. */
-        const HgRange *r = hg_ranges_get(ranges, cv);
-        double big = MAX(fabs(r->lo), fabs(r->hi));
-        const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, cv->name) : NULL;
-        if (s && !isnan(s->absmax) && !s->n_inf)
-            big = MIN(big, s->absmax * margin);
+        double big = hg_check_value_bound(res, cv, NULL);
         if (!isfinite(big) || big <= 2048)
             continue;
         int k = (int)ceil(log2(big / 2048));
@@ -733,8 +714,7 @@ typedef struct {
  * tensor, FP16; an undone tensor whose values pass the threshold (a graph output that overflows)
  * has its Mul in FP32 and a Cast in front. */
 static double
-region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgRanges *ranges, const HgCheckOptions *opts,
-                    double margin, double threshold)
+region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgCheckResult *res, double threshold)
 {
     double cost = 0;
     g_autoptr(GHashTable) xs = g_hash_table_new(NULL, NULL);
@@ -751,7 +731,7 @@ region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgRanges *ran
     g_hash_table_iter_init(&it, R->undo);
     while (g_hash_table_iter_next(&it, &key, NULL)) {
         double n = (double)hg_precision_numel(shapes, key);
-        if (value_bound(ranges, opts, margin, key) > threshold)
+        if (hg_check_value_bound(res, key, NULL) > threshold)
             cost += hg_precision_fp16_node_cost(2 * n, 2 * n) + hg_precision_fp16_node_cost(2 * n, n);
         else
             cost += hg_precision_fp16_node_cost(n, n);
@@ -767,10 +747,8 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
     if (!res)
         return FALSE;
-    const HgRanges *ranges = hg_check_ranges(res);
     const HgShapes *shapes = hg_check_shapes(res);
     double threshold = opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD;
-    double margin = opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return FALSE;
@@ -791,7 +769,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             continue;
         Planned P = {.at = n};
         region_init(&P.R);
-        gboolean planned = plan_region(g, n, order, taken, res, opts, margin, threshold, &P.R);
+        gboolean planned = plan_region(g, n, order, taken, res, threshold, &P.R);
         g_hash_table_add(taken, n);
         for (guint j = 0; j < P.R.members->len; j++)
             g_hash_table_add(taken, P.R.members->pdata[j]);
@@ -803,7 +781,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         gpointer key;
         g_hash_table_iter_init(&it, P.R.scaled);
         while (known && g_hash_table_iter_next(&it, &key, NULL)) {
-            double b = value_bound(ranges, opts, margin, key);
+            double b = hg_check_value_bound(res, key, NULL);
             known &= isfinite(b);
             big = MAX(big, b);
             if (b > 0)
@@ -811,7 +789,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         }
         for (guint j = 0; known && j < P.R.entries->len; j++) {
             HgUse *e = &g_array_index(P.R.entries, HgUse, j);
-            double b = value_bound(ranges, opts, margin, e->node->inputs[e->index]);
+            double b = hg_check_value_bound(res, e->node->inputs[e->index], NULL);
             known &= isfinite(b);
             big = MAX(big, b);
             if (b > 0)
@@ -871,7 +849,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         } else {
             for (guint j = 0; j < P->R.members->len; j++)
                 g_hash_table_add(trial, P->R.members->pdata[j]);
-            rewrite = region_rewrite_cost(&P->R, shapes, ranges, opts, margin, threshold);
+            rewrite = region_rewrite_cost(&P->R, shapes, res, threshold);
         }
         double after = 0;
         ok = hg_precision_cut_cost(g, ctx, res, trial, &after, error);

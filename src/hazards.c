@@ -921,6 +921,16 @@ hg_check_ranges(const HgCheckResult *r)
     return ((const Check *)r->priv)->ranges;
 }
 
+double
+hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibrated)
+{
+    const Check *c = r->priv;
+    Decided d = decide(c, v);
+    if (calibrated)
+        *calibrated = d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v));
+    return isnan(d.bound) ? INFINITY : d.bound;
+}
+
 gboolean
 hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
 {

@@ -14,6 +14,11 @@ const HgRanges *hg_check_ranges(const HgCheckResult *r);
  * passes the threshold, a constant beyond FP16's range, or shape math that must stay FP32. A value
  * unbounded only for lack of an input range is not unsafe (as check does not report it). */
 gboolean hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v);
+/* The deciding magnitude of v, as the check decides it: calibration's absmax times the margin,
+ * capped by the static bound (unbounded where calibration saw it overflow), else the static bound;
+ * INFINITY where nothing bounds it. *calibrated (may be NULL) says whether calibration made it
+ * smaller than the static bound. */
+double hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibrated);
 /* The nodes besides h->at that must stay FP32 with hazard h (appended to nodes, HgNode*): the chain
  * from a flushing epsilon to the division it feeds; the prefix sums from a CumSum to the Sub that
  * cancels them. */
