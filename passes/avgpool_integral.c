@@ -72,23 +72,13 @@ fail(Match *mt, const char *why)
 
 /* ---------------------------------------------------------------- small queries */
 
-static int
-dtype_of(const Scan *sc, const HgValue *v)
-{
-    const HgValueShape *vs = hg_shapes_get(sc->s, v);
-    if (vs->dtype != HG_DTYPE_UNDEFINED)
-        return vs->dtype;
-    if (v->type && v->type->kind == HG_TYPE_TENSOR && v->type->has_elem_type)
-        return v->type->elem_type;
-    return HG_DTYPE_UNDEFINED;
-}
-
 static gboolean
 is_float_cast(const Scan *sc, const HgNode *n)
 {
     if (!hg_node_is(n, "Cast") || n->n_inputs < 1 || !n->inputs[0] || n->n_outputs != 1 || !n->outputs[0])
         return FALSE;
-    return hg_dtype_is_float(dtype_of(sc, n->inputs[0])) && hg_dtype_is_float(dtype_of(sc, n->outputs[0]));
+    return hg_dtype_is_float(hg_shapes_dtype(sc->s, n->inputs[0])) &&
+           hg_dtype_is_float(hg_shapes_dtype(sc->s, n->outputs[0]));
 }
 
 static const HgArray *
@@ -633,9 +623,9 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
     for (guint i = 0; i < 2; i++)
         if (div->inputs[i] != comb && hg_node_is(div->inputs[i]->producer, "Constant"))
             g_hash_table_add(mt->nodes, div->inputs[i]->producer);
-    int tx = dtype_of(sc, mt->x);
+    int tx = hg_shapes_dtype(sc->s, mt->x);
     if ((tx != HG_DTYPE_FLOAT && tx != HG_DTYPE_FLOAT16 && tx != HG_DTYPE_DOUBLE) ||
-        !hg_dtype_is_float(dtype_of(sc, div->outputs[0])))
+        !hg_dtype_is_float(hg_shapes_dtype(sc->s, div->outputs[0])))
         return fail(mt, "x is not float, float16 or double");
     return TRUE;
 }
@@ -665,7 +655,7 @@ static HgValue *
 pick_x(const Scan *sc, const Match *mt, int want)
 {
     for (HgValue *v = mt->x;; v = v->producer->inputs[0]) {
-        if (dtype_of(sc, v) == want)
+        if (hg_shapes_dtype(sc->s, v) == want)
             return v;
         if (!v->producer || !is_float_cast(sc, v->producer))
             return mt->x;
@@ -678,7 +668,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
     HgGraph *g = sc->g;
     HgNode *div = mt->div;
     HgValue *out = div->outputs[0];
-    int Tout = dtype_of(sc, out);
+    int Tout = hg_shapes_dtype(sc->s, out);
     HgValue *x = pick_x(sc, mt, Tout);
     for (HgValue *v = mt->x; v != x; v = v->producer->inputs[0])
         g_hash_table_add(mt->nodes, v->producer);
@@ -691,7 +681,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
     g_autofree char *base = g_strdup_printf("AveragePool_%s", out->name);
     g_autofree char *pname = hg_graph_unique_name(g, base);
     HgValue *y = out;
-    if (dtype_of(sc, x) != Tout) {
+    if (hg_shapes_dtype(sc->s, x) != Tout) {
         g_autofree char *yname = hg_graph_unique_name(g, pname);
         y = hg_graph_new_value(g, yname, NULL);
     }

@@ -44,13 +44,6 @@ is_cast(const HgNode *n)
            n->n_inputs == 1 && n->n_outputs == 1 && n->inputs[0] && n->outputs[0];
 }
 
-static int
-elem_type(const HgValue *v)
-{
-    return v->type && v->type->kind == HG_TYPE_TENSOR && v->type->has_elem_type ? v->type->elem_type
-                                                                                 : HG_DTYPE_UNDEFINED;
-}
-
 /* Does every value of type a survive a trip through type b? */
 static gboolean
 widens(int a, int b)
@@ -76,7 +69,8 @@ merge_casts(HgGraph *g)
         HgNode *p = y->producer;
         if (p && is_cast(p) && p->graph == g) {
             HgValue *x = p->inputs[0];
-            if (elem_type(x) == to && widens((int)to, (int)hg_node_attr_int(p, "to", 0)) && x->graph == g) {
+            if (hg_value_elem_type(x) == to && widens((int)to, (int)hg_node_attr_int(p, "to", 0)) &&
+                x->graph == g) {
                 hg_value_replace_uses(z, x);
                 n++;
                 continue;

@@ -80,17 +80,6 @@ is_ln_float(int dtype)
     return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16 || dtype == HG_DTYPE_BFLOAT16;
 }
 
-static int
-dtype_of(const Fuse *f, const HgValue *v)
-{
-    const HgValueShape *vs = hg_shapes_get(f->s, v);
-    if (vs->dtype != HG_DTYPE_UNDEFINED)
-        return vs->dtype;
-    if (v->type && v->type->kind == HG_TYPE_TENSOR && v->type->has_elem_type)
-        return v->type->elem_type;
-    return HG_DTYPE_UNDEFINED;
-}
-
 /* A Cast (or Identity) from one float type to another: a link the chain may pass through. */
 static gboolean
 is_float_cast(const Fuse *f, const HgNode *n)
@@ -98,7 +87,8 @@ is_float_cast(const Fuse *f, const HgNode *n)
     if (!(hg_node_is(n, "Cast") || hg_node_is(n, "Identity")) || n->n_inputs < 1 || !n->inputs[0] ||
         n->n_outputs != 1 || !n->outputs[0])
         return FALSE;
-    return hg_dtype_is_float(dtype_of(f, n->inputs[0])) && hg_dtype_is_float(dtype_of(f, n->outputs[0]));
+    return hg_dtype_is_float(hg_shapes_dtype(f->s, n->inputs[0])) &&
+           hg_dtype_is_float(hg_shapes_dtype(f->s, n->outputs[0]));
 }
 
 /* The value's constant contents, or NULL (owned by the shape table or by the tensor). */
@@ -566,10 +556,10 @@ pick_x(const Fuse *f, Match *mt)
             g_ptr_array_add(chain, v);
         }
     }
-    int want = mt->out ? dtype_of(f, mt->out) : HG_DTYPE_UNDEFINED;
+    int want = mt->out ? hg_shapes_dtype(f->s, mt->out) : HG_DTYPE_UNDEFINED;
     mt->x = chain->pdata[start];
     for (guint i = start; i < chain->len; i++)
-        if (dtype_of(f, chain->pdata[i]) == want)
+        if (hg_shapes_dtype(f->s, chain->pdata[i]) == want)
             mt->x = chain->pdata[i];
 }
 
@@ -788,7 +778,7 @@ ln_param(const Fuse *f, const Match *mt, HgValue *p, int T, double fill, const c
     const HgArray *c = p ? const_of(f, p) : NULL;
     g_autofree char *base = g_strdup_printf("%s_%s", mt->out->name, what);
     if (p && !c) {
-        if (dtype_of(f, p) == T)
+        if (hg_shapes_dtype(f->s, p) == T)
             return p;
         g_autofree char *cname = hg_graph_unique_name(g, base);
         HgValue *cv = hg_graph_new_value(g, cname, NULL);
@@ -853,10 +843,10 @@ dims_known(const Match *mt)
 static gboolean
 can_rewrite(const Fuse *f, Match *mt)
 {
-    int T = dtype_of(f, mt->x);
+    int T = hg_shapes_dtype(f->s, mt->x);
     if (!is_ln_float(T))
         return fail(mt, "x is not float, float16 or bfloat16");
-    if (!hg_dtype_is_float(dtype_of(f, mt->out)))
+    if (!hg_dtype_is_float(hg_shapes_dtype(f->s, mt->out)))
         return fail(mt, "the output type is unknown");
     gboolean need_dims = !mt->scale || const_of(f, mt->scale) || (mt->bias && const_of(f, mt->bias));
     if (need_dims && !dims_known(mt))
@@ -868,7 +858,7 @@ static void
 rewrite(Fuse *f, Match *mt)
 {
     HgGraph *g = f->g;
-    int T = dtype_of(f, mt->x), Tout = dtype_of(f, mt->out);
+    int T = hg_shapes_dtype(f->s, mt->x), Tout = hg_shapes_dtype(f->s, mt->out);
     HgNode *anchor = mt->tail;
     HgValue *scale = ln_param(f, mt, mt->scale, T, 1.0, "scale", anchor);
     HgValue *bias = mt->bias ? ln_param(f, mt, mt->bias, T, 0.0, "bias", anchor) : NULL;

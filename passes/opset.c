@@ -97,11 +97,7 @@ static int
 elem_type(const Rw *rw, const HgValue *v)
 {
     const HgValueShape *vs = vshape(rw, v);
-    if (vs->dtype != HG_DTYPE_UNDEFINED)
-        return vs->dtype;
-    if (v && v->type && v->type->kind == HG_TYPE_TENSOR && v->type->has_elem_type)
-        return v->type->elem_type;
-    return HG_DTYPE_UNDEFINED;
+    return vs->dtype != HG_DTYPE_UNDEFINED ? vs->dtype : hg_value_elem_type(v);
 }
 
 static void

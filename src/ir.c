@@ -1163,6 +1163,13 @@ hg_value_rename(HgValue *v, const char *name, GError **error)
     return TRUE;
 }
 
+int
+hg_value_elem_type(const HgValue *v)
+{
+    return v && v->type && v->type->kind == HG_TYPE_TENSOR && v->type->has_elem_type ? v->type->elem_type
+                                                                                     : HG_DTYPE_UNDEFINED;
+}
+
 void
 hg_value_set_elem_type(HgValue *v, int dtype)
 {

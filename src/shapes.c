@@ -107,6 +107,13 @@ hg_shapes_get(const HgShapes *s, const HgValue *v)
     return r ? r : &unknown;
 }
 
+int
+hg_shapes_dtype(const HgShapes *s, const HgValue *v)
+{
+    int dtype = hg_shapes_get(s, v)->dtype;
+    return dtype != HG_DTYPE_UNDEFINED ? dtype : hg_value_elem_type(v);
+}
+
 void
 hg_shapes_free(HgShapes *s)
 {

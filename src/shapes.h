@@ -40,6 +40,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgShapes, hg_shapes_free)
 /* What is known of v (never NULL for values of the graph: unknown entries have rank -1). */
 const HgValueShape *hg_shapes_get(const HgShapes *s, const HgValue *v);
 
+/* v's element type: inferred, else declared (HG_DTYPE_UNDEFINED when neither knows). */
+int hg_shapes_dtype(const HgShapes *s, const HgValue *v);
+
 /* The shape of a declared type as an HgValueShape (dims by value or symbol). */
 void hg_vshape_from_type(HgValueShape *out, const HgType *t);
 

@@ -358,8 +358,11 @@ test_set_elem_type_updates_declarations(void **state)
     (void)state;
     Chain c;
     chain_build(&c);
+    assert_int_equal(hg_value_elem_type(NULL), HG_DTYPE_UNDEFINED);
     hg_graph_add_value_info(c.g, c.y, c.x->type);
+    assert_int_equal(hg_value_elem_type(c.y), c.x->type->elem_type);
     hg_value_set_elem_type(c.y, HG_DTYPE_FLOAT16);
+    assert_int_equal(hg_value_elem_type(c.y), HG_DTYPE_FLOAT16);
     hg_value_set_elem_type(c.z, HG_DTYPE_FLOAT16);
     HgValueDecl *vi = c.g->value_info->pdata[0];
     HgValueDecl *out = c.g->outputs->pdata[0];

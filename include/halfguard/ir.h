@@ -479,6 +479,8 @@ HG_API gboolean hg_value_rename(HgValue *v, const char *name, GError **error);
 
 /* Set the element type of v in its type and in every declaration of it. */
 HG_API void hg_value_set_elem_type(HgValue *v, int dtype);
+/* The element type v's best declaration gives (HG_DTYPE_UNDEFINED when none says, or not a tensor). */
+HG_API int hg_value_elem_type(const HgValue *v);
 
 /* Note a mutation: analyses computed for an older generation are stale. */
 HG_API void hg_graph_touch(HgGraph *g);
