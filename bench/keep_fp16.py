@@ -17,9 +17,9 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 WITHOUT = "fold_shapes,fuse_layernorm,clamp_constants,assign_precision,lower,cleanup"
 
 
-def convert(model, out, data, ranges, passes=None):
+def convert(model, out, data, ranges, options, passes=None):
     args = [tool, "convert", model, "-o", out, "--calib", data, "--report", out + ".json"]
-    args += [a for r in ranges for a in ("-r", r)]
+    args += [a for r in ranges for a in ("-r", r)] + options
     if passes:
         args += ["--passes", passes]
     p = subprocess.run(args, capture_output=True, text=True)
@@ -41,8 +41,9 @@ with tempfile.TemporaryDirectory(prefix="hg-keep-fp16-") as tmp:
         if only and c["name"] not in only:
             continue
         model, data = os.path.join(tmp, c["model"]), os.path.join(tmp, c["data"])
-        a = convert(model, os.path.join(tmp, c["name"] + ".without.onnx"), data, c["input_ranges"], WITHOUT)
-        b = convert(model, os.path.join(tmp, c["name"] + ".with.onnx"), data, c["input_ranges"])
+        ranges = c["input_ranges"]
+        a = convert(model, os.path.join(tmp, c["name"] + ".without.onnx"), data, ranges, c["options"], WITHOUT)
+        b = convert(model, os.path.join(tmp, c["name"] + ".with.onnx"), data, ranges, c["options"])
         if not a or not b:
             print(f"{c['name']:34} conversion failed")
             continue

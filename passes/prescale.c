@@ -709,8 +709,14 @@ match_l2(Pre *p, HgNode *d)
         plan_clear(&pl);
         return;
     }
-    /* The sum of squares, by the measures the check uses: the sum itself, the squares, and the
-     * accumulator (elements x the largest square). */
+    /* The sum of squares, by the measures the check uses: the sum itself, the squares, and, where
+     * the reduction keeps its running sum in FP16 (the accumulation model), the accumulator
+     * (elements x the largest square). */
+    HgAccumulateModel model = p->ctx->check && p->ctx->check->accumulate == HG_CHECK_ACCUMULATE_FP16
+                                  ? HG_ACCUMULATE_FP16
+                                  : HG_ACCUMULATE_TARGETS;
+    gboolean acc16 = hg_op_for_node(m.reduce) ? hg_op_accumulates_fp16(hg_op_for_node(m.reduce), model)
+                                              : model == HG_ACCUMULATE_FP16;
     gboolean cal = FALSE, c1;
     double need = 0, bx = hg_check_value_bound(p->res, x, &c1);
     if (m.sum_v) {
@@ -722,17 +728,23 @@ match_l2(Pre *p, HgNode *d)
     }
     if (m.sq_v) {
         double b = hg_check_value_bound(p->res, m.sq_v, &c1);
-        b = m.count > 0 ? b * (double)m.count : b;
+        b = m.count > 0 && acc16 ? b * (double)m.count : b;
         if (b > need) {
             need = b;
             cal = c1;
         }
-    } else if (m.count > 0 && bx * bx * (double)m.count > need) {
+    } else if (acc16 && m.count > 0 && bx * bx * (double)m.count > need) {
         need = bx * bx * (double)m.count;
         hg_check_value_bound(p->res, x, &cal);
     }
     const char *what = m.reduce == d ? "LpNormalization" : "L2 norm";
-    if (!isfinite(need) || need <= 0) {
+    if (isfinite(need) && fits(p, need)) {
+        /* Nothing in the sum of squares overflows (the reduction accumulates in FP32): what made the
+         * pattern unsafe is elsewhere (a divisor that reaches 0, say), not for pre-scaling to cure. */
+        plan_clear(&pl);
+        return;
+    }
+    if (!isfinite(need)) {
         hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares has no finite bound",
                      what, d->op_type, node_name(d));
         plan_clear(&pl);

@@ -20,6 +20,8 @@
 #define FP16_MAX 65504.0
 #define FP16_MIN_NORMAL 6.103515625e-05 /* 2^-14 */
 #define FP16_FLUSH 2.98023223876953125e-08 /* 2^-25: magnitudes at or below it round to 0 */
+#define FP16_MIN_SUBNORMAL 5.9604644775390625e-08 /* 2^-24: FP16's smallest nonzero magnitude */
+#define FP16_EPS 4.8828125e-04            /* 2^-11: FP16's relative rounding, half an ulp */
 #define EXP_LIMIT 11.090354888959125      /* log(65504): exp passes FP16's range above it */
 #define SOFTMAX_SPREAD 2048.0             /* FP16 spacing reaches 2 here: logits lose their units */
 #define CUMSUM_MAX_LEN 128                /* len * 2^-11 > 1/16: worst-case relative error of the sums */
@@ -31,8 +33,9 @@ static const struct {
     {"overflow", "A tensor can pass the FP16 threshold (65504): stored in FP16 it becomes inf."},
     {"internal-overflow", "An accumulator or intermediate inside one op (a reduction's sum, a sum of "
                           "squares, exp inside Softplus) can pass FP16's range while the output fits."},
-    {"underflow", "An epsilon or divisor below FP16's normal range (6.1e-05) feeds a Div, Sqrt or "
-                  "Reciprocal, or weights flush to zero in FP16."},
+    {"underflow", "A value FP16 turns to 0 or robs of its meaning: an epsilon below FP16's smallest "
+                  "subnormal (6e-08) that feeds a Div, Sqrt or Reciprocal, or weights that flush to "
+                  "zero in FP16 (terms negligible next to what they are added to excepted)."},
     {"non-finite-constant", "A constant holds inf or NaN, or values beyond FP16's range (such as "
                             "float32-min mask fills) that become inf in FP16."},
     {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
@@ -92,6 +95,7 @@ typedef struct {
     HgModel *model;
     HgStats *stats;
     double margin, threshold;
+    HgAccumulateModel accumulate;
     HgShapes *shapes;
     HgRanges *ranges;
     GHashTable *open;      /* HgValue*: depends on an input without a range */
@@ -384,8 +388,11 @@ check_constant(Check *c, const HgNode *at, const HgValue *v, const HgScan *s, gb
                    "%s '%s' holds %" G_GINT64_FORMAT " value%s beyond FP16's range (%s %.3g)", what,
                    v->name, n_out, n_out == 1 ? "" : "s", r->nan ? "NaN;" : "e.g.", worst);
     }
-    /* A few stray tiny weights lose nothing that matters; a tensor that largely flushes does. */
-    if (report_flush && s->n_flush && s->n_flush * 10 >= s->n_nonzero) {
+    /* A few stray tiny weights lose nothing that matters; a tensor that largely flushes does,
+     * unless what flushes is negligible next to its largest weights (every flushing value is below
+     * 2^-25, so that takes a tensor whose largest magnitude is below 2^-14: all of it tiny). */
+    double top = MAX(fabs(r->lo), fabs(r->hi));
+    if (report_flush && s->n_flush && s->n_flush * 10 >= s->n_nonzero && FP16_FLUSH > top * FP16_EPS) {
         Decided t = {r->tiny, HG_SOURCE_STATIC, TRUE, NULL};
         add_hazard(c, HG_HAZARD_UNDERFLOW, at, v, t, "keep the consumer FP32 (assign_precision)",
                    "%s '%s': %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " nonzero values (smallest "
@@ -438,27 +445,6 @@ feeds_division(const HgValue *v, int depth)
     return NULL;
 }
 
-/* An Add of a tiny constant whose sum ends in a division: the epsilon of a decomposed norm. */
-static void
-check_epsilon(Check *c, const HgNode *n)
-{
-    if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sum")) || !n->outputs[0])
-        return;
-    for (guint k = 0; k < n->n_inputs; k++) {
-        double eps = n->inputs[k] ? tiny_constant(c, n->inputs[k]) : 0;
-        const HgNode *div = eps > 0 ? feeds_division(n->outputs[0], 0) : NULL;
-        if (!div)
-            continue;
-        Decided d = {eps, HG_SOURCE_STATIC, TRUE, NULL};
-        add_hazard(c, HG_HAZARD_UNDERFLOW, n, n->inputs[k], d,
-                   "keep the epsilon inside a fused LayerNormalization (fuse_layernorm), else keep FP32",
-                   "epsilon %.3g is below FP16's normal range (6.1e-05): it %s before %s '%s'", eps,
-                   eps <= FP16_FLUSH ? "becomes 0" : "loses precision", div->op_type,
-                   div->name ? div->name : "");
-        return;
-    }
-}
-
 /* The smallest magnitude v can have, from its range (0 when it can be 0). */
 static double
 min_magnitude(const HgRange *r)
@@ -468,6 +454,36 @@ min_magnitude(const HgRange *r)
     if (r->hi < 0)
         return MAX(r->tiny, -r->hi);
     return 0;
+}
+
+/* An Add of a tiny constant whose sum ends in a division: the epsilon of a decomposed norm. It is a
+ * hazard when FP16 takes its meaning: below 2^-24 it becomes 0 or twice itself (1e-12 becomes 0,
+ * and var + eps can be 0 before the Sqrt). A subnormal epsilon such as RMSNorm's 1e-5 is stored
+ * within 0.3% and GPUs keep subnormals; and an epsilon negligible next to what it is added to (below
+ * FP16's rounding of the other operand's smallest magnitude) sets nothing either way. */
+static void
+check_epsilon(Check *c, const HgNode *n)
+{
+    if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sum")) || !n->outputs[0])
+        return;
+    for (guint k = 0; k < n->n_inputs; k++) {
+        double eps = n->inputs[k] ? tiny_constant(c, n->inputs[k]) : 0;
+        const HgNode *div = eps > 0 && eps < FP16_MIN_SUBNORMAL ? feeds_division(n->outputs[0], 0) : NULL;
+        if (!div)
+            continue;
+        double other = INFINITY;
+        for (guint j = 0; j < n->n_inputs; j++)
+            if (j != k && n->inputs[j])
+                other = MIN(other, min_magnitude(hg_ranges_get(c->ranges, n->inputs[j])));
+        if (isfinite(other) && eps <= other * FP16_EPS)
+            continue;
+        Decided d = {eps, HG_SOURCE_STATIC, TRUE, NULL};
+        add_hazard(c, HG_HAZARD_UNDERFLOW, n, n->inputs[k], d,
+                   "keep the epsilon inside a fused LayerNormalization (fuse_layernorm), else keep FP32",
+                   "epsilon %.3g is below FP16's smallest subnormal (6e-08): it becomes %s before %s "
+                   "'%s'", eps, eps <= FP16_FLUSH ? "0" : "6e-08", div->op_type, div->name ? div->name : "");
+        return;
+    }
 }
 
 /* Can v be 0 once stored in FP16? Its range reaches 0 or values that flush, or it is a root or copy
@@ -564,7 +580,80 @@ reduced_count(const Check *c, const HgNode *n)
     return count;
 }
 
-/* Sums inside reductions, squares inside L2 norms, exp inside Softplus. */
+/* Product of the dims of x from axis `from` to `to` (exclusive), or -1 when one is unknown. */
+static gint64
+dims_product(const Check *c, const HgValue *x, gint64 from, gint64 to)
+{
+    const HgValueShape *s = hg_shapes_get(c->shapes, x);
+    if (s->rank < 0)
+        return -1;
+    if (from < 0)
+        from += s->rank;
+    if (to < 0)
+        to += s->rank;
+    if (from < 0 || to > s->rank || from > to)
+        return -1;
+    gint64 count = 1;
+    for (gint64 d = from; d < to; d++) {
+        if (s->dims[d].v < 0)
+            return -1;
+        count *= s->dims[d].v;
+    }
+    return count;
+}
+
+/* The terms summed into one element of n's running sum, for the ops whose internal sum the rule
+ * below bounds (*square: the terms are squares of the input; *exps: exponentials at most 1); 0 for
+ * ops it leaves to other rules, -1 when unknown. */
+static gint64
+accumulated_terms(const Check *c, const HgNode *n, gboolean *square, gboolean *exps)
+{
+    const HgValue *x = n->inputs[0];
+    const HgValueShape *s = hg_shapes_get(c->shapes, x);
+    *square = hg_node_is(n, "ReduceL2") || hg_node_is(n, "LpNormalization") ||
+              hg_node_is(n, "LayerNormalization") || hg_node_is(n, "InstanceNormalization");
+    *exps = hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax");
+    if (hg_node_is(n, "ReduceSum") || hg_node_is(n, "ReduceMean") || hg_node_is(n, "ReduceL1") ||
+        hg_node_is(n, "ReduceL2"))
+        return reduced_count(c, n);
+    if (hg_node_is(n, "LpNormalization")) {
+        if (hg_node_attr_int(n, "p", 2) != 2)
+            return 0;
+        gint64 axis = hg_node_attr_int(n, "axis", -1);
+        return s->rank < 0 ? -1 : dims_product(c, x, axis < 0 ? axis + s->rank : axis,
+                                               (axis < 0 ? axis + s->rank : axis) + 1);
+    }
+    if (hg_node_is(n, "GlobalAveragePool") || hg_node_is(n, "InstanceNormalization"))
+        return dims_product(c, x, 2, s->rank);
+    if (hg_node_is(n, "AveragePool")) {
+        guint len = 0;
+        const gint64 *k = hg_attr_ints(n, "kernel_shape", &len);
+        gint64 count = k ? 1 : -1;
+        for (guint i = 0; k && i < len; i++)
+            count = k[i] > 0 ? count * k[i] : -1;
+        return count;
+    }
+    if (hg_node_is(n, "LayerNormalization"))
+        return dims_product(c, x, hg_node_attr_int(n, "axis", -1), s->rank);
+    if (*exps) {
+        gint64 opset = hg_model_opset(c->model, "");
+        gint64 axis = hg_node_attr_int(n, "axis", opset >= 13 ? -1 : 1);
+        if (s->rank < 0)
+            return -1;
+        if (axis < 0)
+            axis += s->rank;
+        /* From opset 13 on over one axis; before, over the flattened trailing axes. */
+        return dims_product(c, x, axis, opset >= 13 ? axis + 1 : s->rank);
+    }
+    /* ReduceSumSquare and CumSum write their sums (the overflow and precision rules bound them);
+     * a matrix product's or convolution's partial sums are bounded by sum |w||x|, the static bound
+     * of its output that the overflow rule checks. */
+    return 0;
+}
+
+/* Running sums that stay in FP16 (the accumulation model: hg_op_accumulates_fp16; on the targets no
+ * reduction does, with --accumulate fp16 every one does), and exp inside Softplus and
+ * ReduceLogSumExp. */
 static void
 check_internal(Check *c, const HgNode *n)
 {
@@ -586,39 +675,33 @@ check_internal(Check *c, const HgNode *n)
         }
         return;
     }
-    gboolean square = hg_node_is(n, "ReduceL2") || hg_node_is(n, "LpNormalization");
-    gboolean sum = square || hg_node_is(n, "ReduceSum") || hg_node_is(n, "ReduceMean") || hg_node_is(n, "ReduceL1");
-    if (!sum)
+    /* LpNormalization has no row; it sums like ReduceL2. */
+    gboolean fp16 = hg_node_is(n, "LpNormalization")
+                        ? c->accumulate == HG_ACCUMULATE_FP16
+                        : hg_op_accumulates_fp16(hg_op_for_node(n), c->accumulate);
+    gboolean square, exps;
+    gint64 count = fp16 ? accumulated_terms(c, n, &square, &exps) : 0;
+    if (count == 0 || count == 1)
         return;
-    gint64 count;
-    if (hg_node_is(n, "LpNormalization")) {
-        if (hg_node_attr_int(n, "p", 2) != 2)
-            return;
-        const HgValueShape *s = hg_shapes_get(c->shapes, x);
-        gint64 axis = hg_node_attr_int(n, "axis", -1);
-        if (s->rank < 0)
-            return;
-        if (axis < 0)
-            axis += s->rank;
-        count = axis >= 0 && axis < s->rank ? s->dims[axis].v : -1;
-    } else {
-        count = reduced_count(c, n);
-    }
-    double acc = (double)count * (square ? d.bound * d.bound : d.bound);
-    if (count < 0)
-        acc = INFINITY;
-    if (!exceeds(c, acc) || count == 1)
+    double term = exps ? 1.0 : square ? d.bound * d.bound : d.bound;
+    if (square && (hg_node_is(n, "LayerNormalization") || hg_node_is(n, "InstanceNormalization")))
+        term *= 4; /* squared deviations from the mean: |x - mean| <= 2 max|x| */
+    double acc = count < 0 ? INFINITY : (double)count * term;
+    if (!exceeds(c, acc))
         return;
     /* The output overflowing is the overflow rule's finding. */
     Decided out = decide(c, n->outputs[0]);
     if (exceeds(c, out.bound))
         return;
     d.bound = acc;
+    g_autofree char *terms = count < 0 ? g_strdup("an unknown number of")
+                                       : g_strdup_printf("%" G_GINT64_FORMAT, count);
     add_hazard(c, HG_HAZARD_INTERNAL_OVERFLOW, n, x, d,
-               "keep the node FP32 unless the kernel accumulates in FP32 (assign_precision)",
-               "the %s of %" G_GINT64_FORMAT " inputs of magnitude up to %.3g (%s) may reach %.3g > %g",
-               square ? "sum of squares" : "sum", count, decide(c, x).bound,
-               d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static", acc, c->threshold);
+               "keep the node FP32 (assign_precision): this runtime accumulates it in FP16",
+               "its FP16 running sum of %s %s (inputs up to %.3g, %s) may reach %.3g > %g", terms,
+               exps ? "exponentials" : square ? "squares" : "terms", decide(c, x).bound,
+               d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static", acc,
+               c->threshold);
 }
 
 /* The CumSum whose prefix sums v is made of (through slicing, reshaping, Cast, and sums and
@@ -811,8 +894,13 @@ check_node(Check *c, const HgNode *n)
         /* Normalizations compute their statistics internally (FP32 in TensorRT and ONNX Runtime). */
         gboolean norm = hg_node_is(n, "BatchNormalization") || hg_node_is(n, "InstanceNormalization") ||
                         hg_node_is(n, "LayerNormalization") || hg_node_is(n, "GroupNormalization");
+        /* An addend that flushes changes the sum by at most 2^-25, less than FP16's rounding of
+         * the sum itself: a bias folded from BatchNorm at 1e-10 loses nothing. */
+        gboolean addend = ((hg_node_is(n, "Conv") || hg_node_is(n, "ConvTranspose") || hg_node_is(n, "Gemm")) &&
+                           k == 2) ||
+                          hg_node_is(n, "Add") || hg_node_is(n, "Sub") || hg_node_is(n, "Sum");
         if (scan && hg_dtype_is_float(v->init->dtype))
-            check_constant(c, n, v, scan, !norm && tiny_constant(c, v) == 0);
+            check_constant(c, n, v, scan, !norm && !addend && tiny_constant(c, v) == 0);
     }
     if ((hg_node_is(n, "Constant") || hg_node_is(n, "ConstantOfShape")) && n->outputs[0]) {
         HgAttr *at = hg_node_attr(n, "value");
@@ -895,7 +983,9 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     }
     Check *c = g_new0(Check, 1);
     *c = (Check){m, opts->stats, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
-                 opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD, g_steal_pointer(&shapes),
+                 opts->threshold > 0 ? opts->threshold : HG_DEFAULT_THRESHOLD,
+                 opts->accumulate == HG_CHECK_ACCUMULATE_FP16 ? HG_ACCUMULATE_FP16 : HG_ACCUMULATE_TARGETS,
+                 g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
     c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);

@@ -64,6 +64,8 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
 typedef struct {
     char **ranges, **calib, **stats, **shapes;
     double margin, threshold; /* 0: the configuration's (check), else the default */
+    char *accumulate;         /* --accumulate: "targets" (NULL) or "fp16" */
+    int accumulate_model;     /* HG_CHECK_ACCUMULATE_*, parsed from accumulate */
     GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
     HgStats *file_stats;      /* --stats files merged, or NULL */
 } Analysis;
@@ -83,7 +85,11 @@ typedef struct {
      "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},                           \
     {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
      "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
-     "NAME:DIMS"}
+     "NAME:DIMS"},                                                                                 \
+    {"accumulate", 0, 0, G_OPTION_ARG_STRING, &(a).accumulate,                                     \
+     "Where FP16 nodes keep running sums: targets (FP32, but CumSum; the default: TensorRT, ONNX " \
+     "Runtime CUDA, PyTorch) or fp16 (every reduction, for runtimes that do)",                    \
+     "targets|fp16"}
 
 /* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
  * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
@@ -120,6 +126,10 @@ analysis_prepare(Analysis *a, const Command *cmd)
     g_array_set_clear_func(a->specs, range_spec_clear);
     const char *usage =
         a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    if (!usage && a->accumulate && strcmp(a->accumulate, "targets") != 0 && strcmp(a->accumulate, "fp16") != 0)
+        usage = "--accumulate must be targets or fp16";
+    a->accumulate_model = a->accumulate && strcmp(a->accumulate, "fp16") == 0 ? HG_CHECK_ACCUMULATE_FP16
+                                                                                : HG_CHECK_ACCUMULATE_TARGETS;
     for (guint i = 0; !usage && a->ranges && a->ranges[i]; i++) {
         HgInputRangeSpec spec;
         if (!hg_input_range_parse(a->ranges[i], &spec, &error))
@@ -154,6 +164,7 @@ analysis_clear(Analysis *a)
     g_strfreev(a->calib);
     g_strfreev(a->stats);
     g_strfreev(a->shapes);
+    g_free(a->accumulate);
     g_clear_pointer(&a->specs, g_array_unref);
     g_clear_pointer(&a->file_stats, g_hash_table_unref);
 }
@@ -240,7 +251,7 @@ cmd_convert(int argc, char **argv)
         }
         report_warnings(in, m);
         HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, use, an.margin,
-                             an.threshold, (const char *const *)an.shapes};
+                             an.threshold, (const char *const *)an.shapes, an.accumulate_model};
         HgPassCtx ctx;
         hg_pass_ctx_init(&ctx);
         ctx.shapes = (const char *const *)an.shapes;
@@ -498,7 +509,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
         if (model_stats(m, a->an.calib, a->an.file_stats, &stats, &calib, &error)) {
             HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats, margin,
-                                threshold, (const char *const *)a->an.shapes};
+                                threshold, (const char *const *)a->an.shapes, a->an.accumulate_model};
             r = hg_check(m, &o, &error);
         }
         if (r && cfg)
@@ -706,7 +717,9 @@ static const Command commands[] = {
      "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
      "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
      "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
-     "it is not checked, and a note names it.\n\n"
+     "it is not checked, and a note names it. Internal overflow is checked where a running sum stays\n"
+     "in FP16: CumSum on TensorRT, ONNX Runtime CUDA and PyTorch (--accumulate targets, the\n"
+     "default), every reduction, pool and norm with --accumulate fp16.\n\n"
      "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"
      "margin, [ranges GLOB] input ranges, [suppress NAME] node/kind/model/reason); see the README.\n"
      "Git LFS pointers are skipped with a note (--strict-lfs: an error).\n\n"

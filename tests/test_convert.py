@@ -239,7 +239,7 @@ for c in cases:
         continue
     src = os.path.join(OUT, c["model"])
     data = os.path.join(OUT, c["data"])
-    flags = ["--calib", data] + [a for r in c["input_ranges"] for a in ("-r", r)]
+    flags = ["--calib", data] + [a for r in c["input_ranges"] for a in ("-r", r)] + c.get("options", [])
     dst = os.path.join(conv_dir, name + ".onnx")
     report = os.path.join(conv_dir, name + ".report.json")
     rc, so, se = convert(src, dst, flags, report)
@@ -302,7 +302,8 @@ def case(name):
 
 
 def flags_of(c):
-    return ["--calib", os.path.join(OUT, c["data"])] + [a for r in c["input_ranges"] for a in ("-r", r)]
+    return (["--calib", os.path.join(OUT, c["data"])] + [a for r in c["input_ranges"] for a in ("-r", r)]
+            + c.get("options", []))
 
 
 def converted(c, extra, tag):

@@ -62,6 +62,7 @@ def check_json(hg, outdir, case, calib, errors):
     args = [hg, "check", os.path.join(outdir, case["model"]), "--format", "json", "--no-config"]
     for r in case["input_ranges"]:
         args += ["--input-range", r]
+    args += case.get("options", [])
     if calib:
         args += ["--calib", os.path.join(outdir, case["data"])]
     tag = "calib" if calib else "static"

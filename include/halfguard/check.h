@@ -88,7 +88,15 @@ typedef struct {
     double margin;                  /* observed absmax is multiplied by this; 0 = default (2) */
     double threshold;               /* overflow threshold; 0 = default (65504) */
     const char *const *shapes;      /* NAME:DIMS pins as for --shapes (NULL-terminated, may be NULL) */
+    /* The accumulation model (`--accumulate`): HG_CHECK_ACCUMULATE_TARGETS (0, the default) says FP16
+     * nodes keep running sums in FP32 except where the op table says otherwise (CumSum), as TensorRT,
+     * ONNX Runtime CUDA and PyTorch do; HG_CHECK_ACCUMULATE_FP16 says every accumulating op (reductions,
+     * matrix products, pools, norms) sums in FP16, for runtimes that really do. */
+    int accumulate;
 } HgCheckOptions;
+
+#define HG_CHECK_ACCUMULATE_TARGETS 0
+#define HG_CHECK_ACCUMULATE_FP16 1
 
 typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */

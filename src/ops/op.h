@@ -160,7 +160,19 @@ enum {
     HG_TRAIT_SHAPE_ONLY = 1 << 3,      /* output depends on input shapes, not values (Shape, Size) */
     HG_TRAIT_DATA_MOVEMENT = 1 << 4,   /* moves or selects elements without arithmetic */
     HG_TRAIT_LINEAR = 1 << 5,          /* linear in its first input (Conv, MatMul, Gemm...) */
+    /* The accumulation model. ACCUMULATES: each output element sums many terms (reductions, matrix
+     * products, convolutions, pools, softmax and norm statistics, CumSum). ACCUM_FP16: on the
+     * targets (TensorRT, ONNX Runtime CUDA, PyTorch) an FP16 node of this op keeps its running sum
+     * in FP16, rounding each partial sum (CumSum); every other accumulating op keeps it in FP32 and
+     * rounds once. hg_op_accumulates_fp16 reads these; every internal-overflow rule asks it. */
+    HG_TRAIT_ACCUMULATES = 1 << 6,
+    HG_TRAIT_ACCUM_FP16 = 1 << 7,
 };
+
+/* Which accumulation the runtime uses: the targets' (HG_ACCUMULATE_TARGETS: FP16 only where the op
+ * table says ACCUM_FP16), or FP16 for every accumulating op (HG_ACCUMULATE_FP16: runtimes that really
+ * do, `--accumulate fp16`). The numbers are HgCheckOptions.accumulate's. */
+typedef enum { HG_ACCUMULATE_TARGETS = 0, HG_ACCUMULATE_FP16 = 1 } HgAccumulateModel;
 
 /* ---------------------------------------------------------------- the table */
 
@@ -189,6 +201,9 @@ typedef struct {
 const HgOpDef *hg_op_lookup(const char *domain, const char *op_type);
 const HgOpDef *hg_op_by_id(HgOpId id);
 const HgOpDef *hg_op_for_node(const HgNode *node);
+/* Does an FP16 node of op keep a running sum in FP16 under model? FALSE for ops that do not
+ * accumulate, and for a NULL op. */
+gboolean hg_op_accumulates_fp16(const HgOpDef *op, HgAccumulateModel model);
 
 /* Declarations of every table function. */
 #define HG_OP(name, family, infer, eval, cost, traits, fp32_inputs, accum)                          \

@@ -54,6 +54,14 @@ hg_op_for_node(const HgNode *node)
     return hg_op_lookup(node->domain, node->op_type);
 }
 
+gboolean
+hg_op_accumulates_fp16(const HgOpDef *op, HgAccumulateModel model)
+{
+    if (!op || !(op->traits & HG_TRAIT_ACCUMULATES))
+        return FALSE;
+    return model == HG_ACCUMULATE_FP16 || (op->traits & HG_TRAIT_ACCUM_FP16);
+}
+
 /* ---------------------------------------------------------------- costs shared by many rows */
 
 gint64

@@ -7,11 +7,13 @@ For each case OUTDIR gets CASE.onnx, CASE.data/input_K.pb (one realistic sample 
 input ranges, in graph-input order: the `halfguard run --data` layout) and an entry in
 OUTDIR/cases.json:
 
-    {"name", "model", "data", "input_ranges": ["NAME=LO:HI", ...],
+    {"name", "model", "data", "input_ranges": ["NAME=LO:HI", ...], "options": [FLAG, ...],
      "expected": [[node, kind], ...], "negative_control": bool,
      "description", "origin",
      "witnesses": [{"value", "check", "limit", "why"}, ...]}
 
+`options` are further flags for `check` and `convert` that the case is about (`--accumulate fp16` for a
+runtime that keeps reductions' running sums in FP16).
 `expected` lists the hazards `halfguard check` must report, with and without calibration, at those
 nodes; a negative control expects none (with calibration). A witness is a fact about the calibration
 sample that makes the hazard real rather than a loose bound: a tensor the interpreter computes
@@ -48,6 +50,7 @@ class Case:
         self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
         self.ranges, self.samples = [], []
         self.expected, self.witnesses = [], []
+        self.options = []
 
     def input(self, name, shape, lo, hi, sample):
         """A float graph input; `shape` may name symbolic dims (strings), the sample fixes them."""
@@ -223,8 +226,10 @@ def gelu_tanh_pow():
 
 def internal_overflow_reducemean():
     c = Case("internal_overflow_reducemean",
-             "ReduceMean over 4096 values in [0, 100]: the mean fits, the sum (409600) does not.",
+             "ReduceMean over 4096 values in [0, 100] on a runtime that accumulates reductions in FP16 "
+             "(--accumulate fp16): the mean fits, the running sum (409600) does not.",
              "mean pooling over a long sequence or a large spatial map, accumulated in FP16")
+    c.options = ["--accumulate", "fp16"]
     x = c.input("x", [1, 4096], 0, 100, c.rng.uniform(10, 90, (1, 4096)))
     m = c.node("ReduceMean", "row_mean", [x], axes=[1], keepdims=1)
     c.output(c.node("Sub", "center_sub", [x, m]))
@@ -235,13 +240,66 @@ def internal_overflow_reducemean():
 
 def internal_overflow_reducel2():
     c = Case("internal_overflow_reducel2",
-             "ReduceL2 over 4096 values in [-100, 100]: the norm fits (<= 6400), the sum of squares "
-             "does not.",
+             "ReduceL2 over 4096 values in [-100, 100] on a runtime that accumulates reductions in FP16 "
+             "(--accumulate fp16): the norm fits (<= 6400), the sum of squares does not.",
              "feature normalisation (ArcFace/CLIP embeddings, weight norm) with ReduceL2")
+    c.options = ["--accumulate", "fp16"]
     x = c.input("x", [1, 4096], -100, 100, c.rng.normal(0, 20, (1, 4096)).clip(-90, 90))
     c.output(c.node("ReduceL2", "l2_reduce", [x], axes=[1], keepdims=1))
     c.expect("l2_reduce", "internal-overflow")
     c.witness("l2_reduce_out", "absmax_gt", float(np.sqrt(FP16_MAX)), "norm > 256: sum of squares > 65504")
+    return c
+
+
+def control_reducemean_global_average():
+    c = Case("control_reducemean_global_average",
+             "Negative control: a global average written as ReduceMean over H and W (as the dynamo "
+             "exporter writes EfficientNet's and RegNet's pooling) of 64x64 activations up to 40, then "
+             "a Gemm head. The sum (up to 164k) passes 65504, the mean does not; TensorRT, ONNX Runtime "
+             "CUDA and PyTorch accumulate FP16 reductions in FP32, so it is no hazard.",
+             "torch.mean(x, dim=(2, 3)) exported by torch.onnx.export(dynamo=True)", negative_control=True)
+    x = c.input("x", [1, 8, 64, 64], 0, 40, c.rng.uniform(5, 35, (1, 8, 64, 64)))
+    m = c.node("ReduceMean", "gap_mean", [x], axes=[2, 3], keepdims=0)
+    w = c.rng.normal(0, 0.1, (4, 8))
+    c.output(c.node("Gemm", "head", [m, c.init("head_w", w), c.init("head_b", np.zeros(4))], transB=1))
+    c.witness("gap_mean_out", "absmax_gt", FP16_MAX / 4096, "mean > 16 over 4096 values: sum > 65504")
+    return c
+
+
+def control_rmsnorm_eps_1e5():
+    c = Case("control_rmsnorm_eps_1e5",
+             "Negative control: a decomposed RMSNorm (LLaMA, T5) with epsilon 1e-5. 1e-5 is an FP16 "
+             "subnormal, stored within 0.3% (GPUs keep subnormals); only values below 2^-24 (6e-8) "
+             "become 0. The norm and its output fit.",
+             "LlamaRMSNorm / T5LayerNorm exported as Pow, ReduceMean, Add(eps), Sqrt, Reciprocal, Mul",
+             negative_control=True)
+    x = c.input("x", [1, 8, 64], -4, 4, c.rng.normal(0, 1, (1, 8, 64)).clip(-3.9, 3.9))
+    p = c.node("Pow", "rms_pow", [x, c.init("rms_two", 2.0)])
+    v = c.node("ReduceMean", "rms_var", [p], axes=[-1], keepdims=1)
+    ve = c.node("Add", "rms_add_eps", [v, c.init("rms_eps", 1e-5)])
+    r = c.node("Reciprocal", "rms_rsqrt", [c.node("Sqrt", "rms_sqrt", [ve])])
+    n = c.node("Mul", "rms_scale", [x, r])
+    c.output(c.node("Mul", "rms_weight", [n, c.init("rms_gamma", c.rng.uniform(0.8, 1.2, 64))]))
+    return c
+
+
+def control_folded_conv_bias():
+    c = Case("control_folded_conv_bias",
+             "Negative control: Conv-ReLU layers whose biases, folded from BatchNorm with zero beta and "
+             "zero running mean, are about 1e-10: they flush to 0 in FP16, but a term of 1e-10 next to "
+             "activations of order 1 is below FP16's rounding of the sum.",
+             "BatchNorm folding in MobileNetV3 / EfficientNet exports", negative_control=True)
+    img = smooth_image(c.rng, (1, 3, 16, 16), 0.45, 0.25).clip(0, 1)
+    t = c.input("image", [1, 3, 16, 16], 0, 1, img)
+    cin = 3
+    for i, cout in enumerate([8, 8], 1):
+        w = he_normal(c.rng, cout, cin) * 0.5
+        bias = c.rng.uniform(0.5e-10, 2e-10, cout) * c.rng.choice([-1, 1], cout)
+        t = c.node("Conv", f"conv{i}", [t, c.init(f"conv{i}_w", w), c.init(f"conv{i}_b", bias)],
+                   pads=[1, 1, 1, 1])
+        t = c.node("Relu", f"relu{i}", [t])
+        cin = cout
+    c.output(t)
     return c
 
 
@@ -689,7 +747,8 @@ CASES = [
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
-    control_conv_bn_relu, control_conv_clip_conv,
+    control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
+    control_rmsnorm_eps_1e5, control_folded_conv_bias,
 ]
 
 KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
@@ -720,7 +779,7 @@ def main(argv):
             with open(os.path.join(data, f"input_{i}.pb"), "wb") as f:
                 f.write(t.SerializeToString())
         manifest.append({"name": c.name, "model": c.name + ".onnx", "data": c.name + ".data",
-                         "input_ranges": c.ranges, "expected": c.expected,
+                         "input_ranges": c.ranges, "options": c.options, "expected": c.expected,
                          "negative_control": c.negative_control, "description": c.description,
                          "origin": c.origin, "witnesses": c.witnesses})
     if only and len(manifest) != len(only):

@@ -1,0 +1,977 @@
+#!/usr/bin/env python3
+"""Exports halfguard's real-export corpus: small random-init versions of 18 model families, each with
+both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
+onnxruntime.
+
+Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
+onnxscript, onnxruntime 1.30 on CPU); needs no network: every model is built from a config with
+random weights, seeded. Each family keeps its real structure (blocks, norms, activations, attention
+forms, positional encodings, masks) at small widths, depths and image sizes, so each model is a few
+hundred KB.
+
+    python3 bench/exports/export.py [--out DIR] [--only FAMILY,...] [--jobs N] [--timeout S]
+    python3 bench/exports/export.py --probe          # build and run every family, export nothing
+
+Writes WORK/models/<family>/<exporter>/{model.onnx, calib/0, calib/1, verify/0} (input_K.pb in
+graph-input order; verify/0 also has output_K.pb, onnxruntime's FP32 outputs), WORK/models/
+manifest.json, WORK/models/export.log, and packs WORK/models into OUT/halfguard-exports.tar.gz
+(OUT is $OUT when set). exporter is 'torchscript' (dynamo=False, opset 17) or 'dynamo' (dynamo=True,
+its default opset). A family that fails with one exporter is recorded in the manifest's
+'failures' with the exception text; the others go on.
+"""
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPORTERS = ("torchscript", "dynamo")
+IMAGENET = ((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))
+CLIP_NORM = ((0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711))
+VOCAB = 512
+TAR_LIMIT = 15 * 1024 * 1024  # one tarball; the device returns files up to 16 MiB
+
+
+# ---------------------------------------------------------------------------------------------
+# Input specifications. kind: image (normalised pixels), pixels01, ids, mask, token_type, audio, mel.
+# dims: the shape used for export; dyn: {axis: symbolic name}; sample: the shape of the samples
+# (batch may differ from the export's: batch is symbolic).
+
+def image(name, hw=64, norm=IMAGENET, sample_batch=1, rng_range=(-3.0, 3.0)):
+    return dict(name=name, kind="image", dtype="float32", dims=[2, 3, hw, hw], dyn={0: "batch"},
+                sample=[sample_batch, 3, hw, hw], norm=norm, range=list(rng_range))
+
+
+def pixels01(name, hw=64):
+    return dict(name=name, kind="pixels01", dtype="float32", dims=[2, 3, hw, hw], dyn={0: "batch"},
+                sample=[1, 3, hw, hw], range=[0.0, 1.0])
+
+
+def ids(name, seq=13, vocab=VOCAB, seqname="sequence"):
+    return dict(name=name, kind="ids", dtype="int64", dims=[2, seq], dyn={0: "batch", 1: seqname},
+                sample=[2, seq], range=[0, vocab - 1])
+
+
+def mask(name, seq=13, seqname="sequence"):
+    return dict(name=name, kind="mask", dtype="int64", dims=[2, seq], dyn={0: "batch", 1: seqname},
+                sample=[2, seq], range=[0, 1])
+
+
+def token_type(name, seq=13):
+    return dict(name=name, kind="token_type", dtype="int64", dims=[2, seq],
+                dyn={0: "batch", 1: "sequence"}, sample=[2, seq], range=[0, 1])
+
+
+def audio(name, length=8000):
+    return dict(name=name, kind="audio", dtype="float32", dims=[2, length],
+                dyn={0: "batch", 1: "samples"}, sample=[1, length], range=[-1.0, 1.0])
+
+
+def mel(name, bins=80, frames=128):
+    # Whisper's encoder insists on exactly 2 x max_source_positions frames: only batch is symbolic.
+    return dict(name=name, kind="mel", dtype="float32", dims=[2, bins, frames], dyn={0: "batch"},
+                sample=[1, bins, frames], range=[-1.0, 1.0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Model builders: each returns (module, [input specs], [output names], notes).
+
+def _randomize_norm_stats(model, torch, seed):
+    """Trained BatchNorms are not identities: give every BatchNorm (and HF's frozen BatchNorm) random
+    running statistics and affine parameters, seeded, so the exported graphs carry realistic
+    scale/shift constants."""
+    g = torch.Generator().manual_seed(seed)
+    n = 0
+    for mod in model.modules():
+        cls = type(mod).__name__
+        if "BatchNorm" not in cls:
+            continue
+        rm, rv = getattr(mod, "running_mean", None), getattr(mod, "running_var", None)
+        w, b = getattr(mod, "weight", None), getattr(mod, "bias", None)
+        if rm is None or rv is None:
+            continue
+        with torch.no_grad():
+            c = rm.shape[0]
+            rm.copy_(torch.randn(c, generator=g) * 0.2)
+            rv.copy_(torch.rand(c, generator=g) * 1.5 + 0.25)
+            if w is not None:
+                w.copy_(torch.rand(c, generator=g) * 1.0 + 0.5)
+            if b is not None:
+                b.copy_(torch.randn(c, generator=g) * 0.1)
+        n += 1
+    return n
+
+
+def small_resnet_cls(torch):
+    import torch.nn as nn
+    from torchvision.models.resnet import ResNet
+
+    class SmallResNet(ResNet):
+        """torchvision's ResNet (same stem, _make_layer, blocks and forward) with narrow stages."""
+
+        def __init__(self, block, layers, widths, num_classes=10, replace_stride_with_dilation=None):
+            nn.Module.__init__(self)
+            self._norm_layer = nn.BatchNorm2d
+            self.inplanes = widths[0]
+            self.dilation = 1
+            if replace_stride_with_dilation is None:
+                replace_stride_with_dilation = [False, False, False]
+            self.groups = 1
+            self.base_width = 64
+            self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=7, stride=2, padding=3, bias=False)
+            self.bn1 = nn.BatchNorm2d(self.inplanes)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+            self.layer1 = self._make_layer(block, widths[0], layers[0])
+            self.layer2 = self._make_layer(block, widths[1], layers[1], stride=2,
+                                           dilate=replace_stride_with_dilation[0])
+            self.layer3 = self._make_layer(block, widths[2], layers[2], stride=2,
+                                           dilate=replace_stride_with_dilation[1])
+            self.layer4 = self._make_layer(block, widths[3], layers[3], stride=2,
+                                           dilate=replace_stride_with_dilation[2])
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(widths[3] * block.expansion, num_classes)
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+    return SmallResNet
+
+
+def build_resnet50(torch, attn):
+    from torchvision.models.resnet import Bottleneck
+    m = small_resnet_cls(torch)(Bottleneck, [2, 2, 2, 1], [8, 16, 24, 32])
+    return m, [image("input")], ["logits"], "torchvision ResNet, Bottleneck blocks [2,2,2,1], widths 8-32 (x4)"
+
+
+def build_mobilenetv3(torch, attn):
+    from torchvision.models import mobilenet_v3_small
+    m = mobilenet_v3_small(weights=None, width_mult=0.25, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision mobilenet_v3_small, width_mult 0.25"
+
+
+def build_efficientnet_b0(torch, attn):
+    from torchvision.models.efficientnet import EfficientNet, MBConvConfig
+    # B0's stages (expand, kernel, stride, in, out, layers) with narrower channels and fewer layers
+    setting = [MBConvConfig(1, 3, 1, 8, 8, 1), MBConvConfig(6, 3, 2, 8, 8, 2),
+               MBConvConfig(6, 5, 2, 8, 16, 2), MBConvConfig(6, 3, 2, 16, 16, 2),
+               MBConvConfig(6, 5, 1, 16, 24, 2), MBConvConfig(6, 5, 2, 24, 24, 2),
+               MBConvConfig(6, 3, 1, 24, 32, 1)]
+    m = EfficientNet(setting, dropout=0.2, stochastic_depth_prob=0.2, num_classes=10, last_channel=128)
+    return m, [image("input")], ["logits"], "torchvision EfficientNet, B0's MBConv stages (SE, SiLU), narrow"
+
+
+def build_convnext_t(torch, attn):
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    setting = [CNBlockConfig(8, 16, 1), CNBlockConfig(16, 32, 1), CNBlockConfig(32, 64, 3),
+               CNBlockConfig(64, None, 1)]
+    m = ConvNeXt(setting, stochastic_depth_prob=0.1, layer_scale=1e-6, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision ConvNeXt (LayerNorm2d, GELU, layer scale), dims 8-64, depths [1,1,3,1]"
+
+
+def build_regnet(torch, attn):
+    from torchvision.models.regnet import BlockParams, RegNet
+    bp = BlockParams(depths=[1, 1, 2, 1], widths=[16, 24, 48, 96], group_widths=[8, 8, 8, 8],
+                     bottleneck_multipliers=[1.0] * 4, strides=[2, 2, 2, 2], se_ratio=0.25)
+    m = RegNet(bp, num_classes=10, stem_width=16)
+    return m, [image("input")], ["logits"], "torchvision RegNetY (grouped conv, SE), widths 16-96"
+
+
+def build_vit_b16(torch, attn):
+    from torchvision.models.vision_transformer import VisionTransformer
+    m = VisionTransformer(image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=32,
+                          mlp_dim=128, num_classes=10)
+    # torchvision zero-initialises the classifier (a trained one is not zero): draw it instead
+    torch.nn.init.trunc_normal_(m.heads.head.weight, std=0.2)
+    return m, [image("input")], ["logits"], "torchvision VisionTransformer, patch 16, 2 layers, dim 32"
+
+
+def build_swin_t(torch, attn):
+    from torchvision.models.swin_transformer import SwinTransformer
+    m = SwinTransformer(patch_size=[4, 4], embed_dim=8, depths=[2, 2, 2, 1], num_heads=[1, 2, 4, 8],
+                        window_size=[4, 4], stochastic_depth_prob=0.2, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision SwinTransformer (shifted windows, rel. pos. bias, patch merging), window 4, dim 8"
+
+
+def build_deeplabv3(torch, attn):
+    import torch.nn as nn
+    from torchvision.models._utils import IntermediateLayerGetter
+    from torchvision.models.resnet import Bottleneck
+    from torchvision.models.segmentation.deeplabv3 import ASPP, DeepLabV3
+    backbone = small_resnet_cls(torch)(Bottleneck, [1, 1, 1, 1], [8, 12, 16, 16],
+                                       replace_stride_with_dilation=[False, True, True])
+    backbone = IntermediateLayerGetter(backbone, return_layers={"layer4": "out"})
+    head = nn.Sequential(ASPP(64, [12, 24, 36], out_channels=16),
+                         nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.Conv2d(16, 6, 1))
+    m = DeepLabV3(backbone, head, None)
+
+    class Out(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)["out"]
+
+    return Out(m), [image("input")], ["out"], "torchvision DeepLabV3 (dilated Bottleneck ResNet, ASPP with pooling branch, bilinear upsampling), 16 channels"
+
+
+def _hf_cfg(cls, attn, **kw):
+    if attn:
+        kw["attn_implementation"] = attn
+    return cls(**kw)
+
+
+def _hf_model(cls, cfg, attn):
+    m = cls(cfg)
+    if attn and hasattr(m, "set_attn_implementation"):
+        try:
+            m.set_attn_implementation(attn)
+        except Exception:
+            pass
+    return m
+
+
+def _attn_of(m):
+    cfg = getattr(m, "config", None)
+    return getattr(cfg, "_attn_implementation", None) if cfg is not None else None
+
+
+def build_bert(torch, attn):
+    from transformers import BertConfig, BertModel
+    cfg = _hf_cfg(BertConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=128, max_position_embeddings=128,
+                  type_vocab_size=2)
+    m = _hf_model(BertModel, cfg, attn)
+
+    def fn(mod, a, b, c):
+        o = mod(input_ids=a, attention_mask=b, token_type_ids=c, return_dict=True)
+        return o.last_hidden_state, o.pooler_output
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"), token_type("token_type_ids")], \
+        ["last_hidden_state", "pooler_output"], "transformers BertModel, 2 layers, hidden 32"
+
+
+def build_gpt2(torch, attn):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    cfg = _hf_cfg(GPT2Config, attn, vocab_size=VOCAB, n_positions=128, n_embd=32, n_layer=2,
+                  n_head=4, use_cache=False)
+    m = _hf_model(GPT2LMHeadModel, cfg, attn)
+
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, use_cache=False, return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["logits"], \
+        "transformers GPT2LMHeadModel, 2 layers, n_embd 32, tied head"
+
+
+def build_t5_small(torch, attn):
+    from transformers import T5Config, T5ForConditionalGeneration
+    cfg = _hf_cfg(T5Config, attn, vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
+                  num_decoder_layers=2, num_heads=4, relative_attention_num_buckets=32,
+                  relative_attention_max_distance=128, dropout_rate=0.0, feed_forward_proj="relu",
+                  decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, use_cache=False,
+                  tie_word_embeddings=True)
+    m = _hf_model(T5ForConditionalGeneration, cfg, attn)
+
+    def fn(mod, a, b, c):
+        return mod(input_ids=a, attention_mask=b, decoder_input_ids=c, use_cache=False,
+                   return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"),
+                     ids("decoder_input_ids", seq=7, seqname="decoder_sequence")], ["logits"], \
+        "transformers T5ForConditionalGeneration (RMS LayerNorm, relative position buckets, ReLU FF, tied head), d_model 32"
+
+
+def build_llama(torch, attn):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    cfg = _hf_cfg(LlamaConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=88,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, hidden_act="silu", rms_norm_eps=1e-5,
+                  tie_word_embeddings=False, use_cache=False)
+    m = _hf_model(LlamaForCausalLM, cfg, attn)
+
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, use_cache=False, return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["logits"], \
+        "transformers LlamaForCausalLM (RMSNorm, rotary, SiLU gated MLP, GQA 4/2 heads), hidden 32"
+
+
+def build_whisper_encoder(torch, attn):
+    from transformers import WhisperConfig
+    cfg = _hf_cfg(WhisperConfig, attn, vocab_size=VOCAB, num_mel_bins=80, encoder_layers=2,
+                  encoder_attention_heads=4, decoder_layers=1, decoder_attention_heads=4, d_model=48,
+                  encoder_ffn_dim=96, decoder_ffn_dim=96, max_source_positions=64,
+                  max_target_positions=32, use_cache=False)
+    try:
+        from transformers.models.whisper.modeling_whisper import WhisperEncoder
+        m = _hf_model(WhisperEncoder, cfg, attn)
+    except Exception:
+        from transformers import WhisperModel
+        m = _hf_model(WhisperModel, cfg, attn).get_encoder()
+
+    def fn(mod, a):
+        return mod(input_features=a, return_dict=True).last_hidden_state
+
+    return (m, fn), [mel("input_features")], ["last_hidden_state"], \
+        "transformers WhisperEncoder (conv stem, GELU, sinusoidal positions), 2 layers, d_model 48, 128 frames"
+
+
+def build_wav2vec2(torch, attn):
+    from transformers import Wav2Vec2Config, Wav2Vec2ForCTC
+    cfg = _hf_cfg(Wav2Vec2Config, attn, vocab_size=32, hidden_size=48, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=96, conv_dim=(32,) * 7,
+                  conv_stride=(5, 2, 2, 2, 2, 2, 2), conv_kernel=(10, 3, 3, 3, 3, 2, 2),
+                  conv_bias=False, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                  feat_extract_norm="group", do_stable_layer_norm=False, mask_time_prob=0.0,
+                  hidden_act="gelu")
+    m = _hf_model(Wav2Vec2ForCTC, cfg, attn)
+
+    def fn(mod, a):
+        return mod(input_values=a, return_dict=True).logits
+
+    return (m, fn), [audio("input_values")], ["logits"], \
+        "transformers Wav2Vec2ForCTC (GroupNorm conv feature encoder, weight-normed conv positions, post-LN), hidden 48"
+
+
+def build_segformer(torch, attn):
+    from transformers import SegformerConfig, SegformerForSemanticSegmentation
+    cfg = _hf_cfg(SegformerConfig, attn, num_channels=3, num_encoder_blocks=4, depths=[1, 1, 1, 1],
+                  sr_ratios=[8, 4, 2, 1], hidden_sizes=[8, 16, 24, 32], patch_sizes=[7, 3, 3, 3],
+                  strides=[4, 2, 2, 2], num_attention_heads=[1, 1, 2, 4], mlp_ratios=[4, 4, 4, 4],
+                  decoder_hidden_size=32, num_labels=6)
+    m = _hf_model(SegformerForSemanticSegmentation, cfg, attn)
+
+    def fn(mod, a):
+        return mod(pixel_values=a, return_dict=True).logits
+
+    return (m, fn), [image("pixel_values")], ["logits"], \
+        "transformers SegformerForSemanticSegmentation (overlapping patch embeds, reduced-KV attention, Mix-FFN, all-MLP head), hidden 8-32"
+
+
+def build_clip_vit(torch, attn):
+    from transformers import CLIPVisionConfig, CLIPVisionModelWithProjection
+    cfg = _hf_cfg(CLIPVisionConfig, attn, hidden_size=48, intermediate_size=192, projection_dim=32,
+                  num_hidden_layers=2, num_attention_heads=4, image_size=64, patch_size=8,
+                  hidden_act="quick_gelu", layer_norm_eps=1e-5)
+    m = _hf_model(CLIPVisionModelWithProjection, cfg, attn)
+
+    def fn(mod, a):
+        o = mod(pixel_values=a, return_dict=True)
+        return o.image_embeds, o.last_hidden_state
+
+    lo = min((0 - mu) / sd for mu, sd in zip(*CLIP_NORM))
+    hi = max((1 - mu) / sd for mu, sd in zip(*CLIP_NORM))
+    spec = image("pixel_values", norm=CLIP_NORM, rng_range=(round(lo - 0.005, 2), round(hi + 0.005, 2)))
+    return (m, fn), [spec], ["image_embeds", "last_hidden_state"], \
+        "transformers CLIPVisionModelWithProjection (pre-LN, quick_gelu, class token), 2 layers, hidden 48, patch 8"
+
+
+def _first_ok(attempts):
+    errs = []
+    for make in attempts:
+        try:
+            return make()
+        except Exception as e:  # try the next spelling of the config
+            errs.append(f"{type(e).__name__}: {e}")
+    raise RuntimeError("no config spelling worked: " + " | ".join(errs))
+
+
+def build_detr(torch, attn):
+    from transformers import DetrConfig, DetrForObjectDetection, ResNetConfig
+
+    def rn():
+        return ResNetConfig(num_channels=3, embedding_size=8, hidden_sizes=[16, 32, 64, 128],
+                            depths=[1, 1, 1, 1], layer_type="bottleneck", hidden_act="relu",
+                            out_features=["stage4"])
+
+    base = dict(d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, num_queries=10,
+                num_labels=5, dropout=0.0, position_embedding_type="sine")
+    if attn:
+        base["attn_implementation"] = attn
+    cfg = _first_ok([
+        lambda: DetrConfig(use_timm_backbone=False, use_pretrained_backbone=False, backbone=None,
+                           backbone_config=rn(), **base),
+        lambda: DetrConfig(use_timm_backbone=False, backbone_config=rn(), **base),
+        lambda: DetrConfig(backbone_config=rn(), **base),
+    ])
+    m = _hf_model(DetrForObjectDetection, cfg, attn)
+    frozen = sum(1 for x in m.modules() if "FrozenBatchNorm" in type(x).__name__)
+
+    def fn(mod, a):
+        o = mod(pixel_values=a, return_dict=True)
+        return o.logits, o.pred_boxes
+
+    return (m, fn), [image("pixel_values")], ["logits", "pred_boxes"], \
+        f"transformers DetrForObjectDetection, transformers ResNet Bottleneck backbone ({frozen} frozen BatchNorms), sine positions, d_model 32"
+
+
+def build_rt_detr(torch, attn):
+    from transformers import RTDetrConfig, RTDetrForObjectDetection, RTDetrResNetConfig
+
+    def bb():
+        return RTDetrResNetConfig(num_channels=3, embedding_size=16, hidden_sizes=[16, 32, 64, 128],
+                                  depths=[1, 1, 1, 1], layer_type="bottleneck", hidden_act="relu",
+                                  out_features=["stage2", "stage3", "stage4"])
+
+    base = dict(encoder_in_channels=[32, 64, 128], feat_strides=[8, 16, 32], encoder_hidden_dim=32,
+                encoder_attention_heads=4, encoder_ffn_dim=64, encode_proj_layers=[2],
+                hidden_expansion=0.5, d_model=32, decoder_in_channels=[32, 32, 32],
+                num_feature_levels=3, decoder_layers=2, decoder_attention_heads=4,
+                decoder_ffn_dim=64, decoder_n_points=4, num_queries=20, num_labels=5,
+                num_denoising=0, dropout=0.0)
+    if attn:
+        base["attn_implementation"] = attn
+    cfg = _first_ok([
+        lambda: RTDetrConfig(backbone_config=bb(), use_pretrained_backbone=False, backbone=None,
+                             use_timm_backbone=False, **base),
+        lambda: RTDetrConfig(backbone_config=bb(), use_pretrained_backbone=False, **base),
+        lambda: RTDetrConfig(backbone_config=bb(), **base),
+    ])
+    m = _hf_model(RTDetrForObjectDetection, cfg, attn)
+
+    def fn(mod, a):
+        o = mod(pixel_values=a, return_dict=True)
+        return o.logits, o.pred_boxes
+
+    return (m, fn), [pixels01("pixel_values")], ["logits", "pred_boxes"], \
+        "transformers RTDetrForObjectDetection (ResNet-vd backbone, AIFI + CCFF hybrid encoder, deformable attention decoder), d_model 32"
+
+
+FAMILIES = {
+    "resnet50": (build_resnet50, False),
+    "mobilenetv3": (build_mobilenetv3, False),
+    "efficientnet_b0": (build_efficientnet_b0, False),
+    "convnext_t": (build_convnext_t, False),
+    "regnet": (build_regnet, False),
+    "vit_b16": (build_vit_b16, False),
+    "swin_t": (build_swin_t, False),
+    "deeplabv3": (build_deeplabv3, False),
+    "bert": (build_bert, True),
+    "gpt2": (build_gpt2, True),
+    "t5_small": (build_t5_small, True),
+    "llama": (build_llama, True),
+    "whisper_encoder": (build_whisper_encoder, True),
+    "wav2vec2": (build_wav2vec2, True),
+    "segformer": (build_segformer, True),
+    "clip_vit": (build_clip_vit, True),
+    "detr": (build_detr, True),
+    "rt_detr": (build_rt_detr, True),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Samples
+
+def make_sample(spec, shape, rng, np):
+    kind = spec["kind"]
+    if kind == "image":
+        mean, std = spec["norm"]
+        x = rng.uniform(0.0, 1.0, shape).astype(np.float32)
+        # smooth-ish images: average with a shifted copy, as real pictures are not white noise
+        x = 0.5 * (x + np.roll(x, 1, axis=-1))
+        mean = np.array(mean, np.float32).reshape(1, 3, 1, 1)
+        std = np.array(std, np.float32).reshape(1, 3, 1, 1)
+        return ((x - mean) / std).astype(np.float32)
+    if kind == "pixels01":
+        x = rng.uniform(0.0, 1.0, shape).astype(np.float32)
+        return (0.5 * (x + np.roll(x, 1, axis=-1))).astype(np.float32)
+    if kind == "ids":
+        return rng.integers(spec["range"][0], spec["range"][1] + 1, shape).astype(np.int64)
+    if kind == "mask":
+        m = np.ones(shape, np.int64)
+        b, t = shape
+        for r in range(1, b):  # the first row is full, the others padded at the end
+            m[r, t - int(rng.integers(1, max(2, t // 2))):] = 0
+        if b == 1 and t > 2:
+            m[0, -1] = 0
+        return m
+    if kind == "token_type":
+        m = np.zeros(shape, np.int64)
+        m[:, shape[1] // 2:] = 1
+        return m
+    if kind == "audio":
+        n = shape[-1]
+        t = np.arange(n) / 16000.0
+        f = rng.uniform(100, 1000, (shape[0], 3))
+        x = sum(0.25 * np.sin(2 * np.pi * f[:, k:k + 1] * t) for k in range(3))
+        x = x + 0.05 * rng.standard_normal(shape)
+        return np.clip(x, -1, 1).astype(np.float32)
+    if kind == "mel":
+        x = rng.uniform(-1.0, 1.0, shape).astype(np.float32)
+        return (0.5 * (x + np.roll(x, 1, axis=-1))).astype(np.float32)
+    raise ValueError(kind)
+
+
+# ---------------------------------------------------------------------------------------------
+# One (family, exporter) in a worker process
+
+def make_wrapper(torch, model, fn):
+    import torch.nn as nn
+    n = fn.__code__.co_argcount - 1
+
+    class W1(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = model
+
+        def forward(self, a):
+            return fn(self.m, a)
+
+    class W2(W1):
+        def forward(self, a, b):
+            return fn(self.m, a, b)
+
+    class W3(W1):
+        def forward(self, a, b, c):
+            return fn(self.m, a, b, c)
+
+    return {1: W1, 2: W2, 3: W3}[n]()
+
+
+def build(family, attn, torch):
+    builder, _ = FAMILIES[family]
+    torch.manual_seed(1234 + sorted(FAMILIES).index(family))
+    m, specs, outs, notes = builder(torch, attn)
+    if isinstance(m, tuple):
+        model, fn = m
+        hf = model
+        m = make_wrapper(torch, model, fn)
+    else:
+        hf = None
+    nbn = _randomize_norm_stats(m, torch, 99)
+    m.eval()
+    attn_used = _attn_of(hf) if hf is not None else None
+    return m, specs, outs, notes, nbn, attn_used
+
+
+def onnx_dims(vi):
+    t = vi.type.tensor_type
+    return [d.dim_param if d.HasField("dim_param") else (d.dim_value if d.HasField("dim_value") else "?")
+            for d in t.shape.dim]
+
+
+def rel_l2(a, b, np):
+    a = np.asarray(a, np.float64).ravel()
+    b = np.asarray(b, np.float64).ravel()
+    if a.shape != b.shape:
+        return None
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return float("inf")
+    nb = np.linalg.norm(b)
+    d = np.linalg.norm(a - b)
+    return float(d / nb) if nb > 0 else float(d)
+
+
+def export_one(family, exporter, d, torch, attn, dyn_mode, no_grad=True):
+    import numpy as np
+    m, specs, outs, notes, nbn, attn_used = build(family, attn, torch)
+    names = [s["name"] for s in specs]
+    rng = np.random.default_rng(7)
+    example = tuple(torch.from_numpy(make_sample(s, s["dims"], rng, np)) for s in specs)
+    path = os.path.join(d, "model.onnx")
+    for f in os.listdir(d):
+        if os.path.isfile(os.path.join(d, f)):
+            os.remove(os.path.join(d, f))
+    import contextlib
+    with torch.no_grad() if no_grad else contextlib.nullcontext():
+        if exporter == "torchscript":
+            axes = {s["name"]: dict(s["dyn"]) for s in specs}
+            for o in outs:
+                axes[o] = {0: "batch"}
+            torch.onnx.export(m, example, path, dynamo=False, opset_version=17, input_names=names,
+                              output_names=outs, dynamic_axes=axes, do_constant_folding=True)
+        else:
+            from torch.export import Dim
+            kind = getattr(Dim, dyn_mode)
+            shapes = tuple({ax: kind for ax in s["dyn"]} for s in specs)
+            torch.onnx.export(m, example, path, dynamo=True, input_names=names, output_names=outs,
+                              dynamic_shapes=shapes, external_data=False)
+    return m, specs, outs, notes, nbn, attn_used, path
+
+
+def worker(family, exporter, root):
+    import numpy as np
+    import onnx
+    import torch
+    from onnx import numpy_helper
+    torch.set_num_threads(2)
+    d = os.path.join(root, family, exporter)
+    os.makedirs(d, exist_ok=True)
+    entry = dict(family=family, exporter=exporter, path=f"{family}/{exporter}/model.onnx")
+    t0 = time.monotonic()
+    hf = FAMILIES[family][1]
+    attempts = []
+    # First as inference scripts export (under torch.no_grad()); then with autograd on, which keeps
+    # nn.MultiheadAttention off its fused fast path; then, for transformers models, eager attention.
+    if exporter == "torchscript":
+        attempts = [(None, None, True), (None, None, False)] + ([("eager", None, True)] if hf else [])
+    else:
+        attempts = [(None, "DYNAMIC", True), (None, "AUTO", True)] + \
+            ([("eager", "DYNAMIC", True)] if hf else [])
+    errors = []
+    res = None
+    for attn, dyn, no_grad in attempts:
+        try:
+            res = export_one(family, exporter, d, torch, attn, dyn, no_grad)
+            if dyn:
+                entry["dynamic_shapes"] = f"Dim.{dyn}"
+            entry["exported_under_no_grad"] = no_grad
+            break
+        except Exception as e:
+            tb = traceback.format_exc()
+            errors.append(dict(attn_implementation=attn or "default", dynamic=dyn, no_grad=no_grad,
+                               error=f"{type(e).__name__}: {e}"[:4000], traceback=tb[-6000:]))
+            print(f"[{family}/{exporter}] attempt attn={attn or 'default'} dyn={dyn} "
+                  f"no_grad={no_grad} failed: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    if errors:
+        entry["failed_attempts"] = errors
+    if res is None:
+        entry["error"] = errors[-1]["error"] if errors else "no attempt"
+        entry["export_seconds"] = round(time.monotonic() - t0, 2)
+        return entry
+    m, specs, outs, notes, nbn, attn_used, path = res
+    entry["export_seconds"] = round(time.monotonic() - t0, 2)
+    entry["notes"] = notes
+    entry["attn_implementation"] = attn_used
+    entry["batchnorms_randomized"] = nbn
+    entry["params"] = int(sum(p.numel() for p in m.parameters()))
+
+    # Inline the weights (no external data), whatever the exporter did.
+    model = onnx.load(path)
+    for f in os.listdir(d):
+        if f != "model.onnx" and os.path.isfile(os.path.join(d, f)):
+            os.remove(os.path.join(d, f))
+    onnx.save_model(model, path)
+    entry["size"] = os.path.getsize(path)
+    entry["opset"] = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    entry["opset_imports"] = {o.domain or "ai.onnx": o.version for o in model.opset_import}
+    entry["ir_version"] = model.ir_version
+    entry["producer"] = f"{model.producer_name} {model.producer_version}".strip()
+    inits = {t.name for t in model.graph.initializer}
+    ginputs = [i for i in model.graph.input if i.name not in inits]
+    by_name = {s["name"]: s for s in specs}
+    inputs = []
+    for k, gi in enumerate(ginputs):
+        s = by_name.get(gi.name) or (specs[k] if k < len(specs) else None)
+        if s is None:
+            raise RuntimeError(f"graph input {gi.name!r} matches no input spec")
+        dims = onnx_dims(gi)
+        shape = [s["sample"][j] if not isinstance(dims[j], int) else dims[j] for j in range(len(dims))]
+        inputs.append(dict(name=gi.name, dtype=s["dtype"], kind=s["kind"],
+                           elem_type=onnx.TensorProto.DataType.Name(gi.type.tensor_type.elem_type),
+                           onnx_shape=dims, export_shape=s["dims"], shape=shape, range=s["range"],
+                           spec=s["name"]))
+    entry["inputs"] = inputs
+    entry["outputs"] = [dict(name=o.name, onnx_shape=onnx_dims(o)) for o in model.graph.output]
+    entry["ranges"] = [f"{i['name']}={i['range'][0]}:{i['range'][1]}" for i in inputs]
+    dropped = [s["name"] for s in specs if s["name"] not in {i["spec"] for i in inputs}]
+    if dropped:
+        entry["inputs_dropped_by_exporter"] = dropped
+
+    # Samples: the same values for both exporters (seeded by family and sample).
+    import onnxruntime as ort
+    try:
+        sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise RuntimeError(f"exported (opset {entry['opset']}), but onnxruntime cannot load it: "
+                           f"{type(e).__name__}: {e}") from e
+    seed0 = sorted(FAMILIES).index(family) * 100
+    specs_by = {i["spec"]: i for i in inputs}
+    for si, sub in enumerate(["calib/0", "calib/1", "verify/0"]):
+        sd = os.path.join(d, sub)
+        os.makedirs(sd, exist_ok=True)
+        rng = np.random.default_rng(seed0 + si)
+        arrays = {}
+        for s in specs:  # draw every spec's sample so the stream does not depend on dropped inputs
+            shape = specs_by[s["name"]]["shape"] if s["name"] in specs_by else s["sample"]
+            arrays[s["name"]] = make_sample(s, shape, rng, np)
+        for k, inp in enumerate(inputs):
+            a = arrays[inp["spec"]]
+            p = os.path.join(sd, f"input_{k}.pb")
+            if os.path.lexists(p):  # may be a hard link into another model's folder (dedupe)
+                os.remove(p)
+            with open(p, "wb") as f:
+                f.write(numpy_helper.from_array(a, inp["name"]).SerializeToString())
+        if sub == "verify/0":
+            feeds = {inp["name"]: arrays[inp["spec"]] for inp in inputs}
+            try:
+                got = sess.run(None, feeds)
+            except Exception as e:
+                raise RuntimeError(f"exported (opset {entry['opset']}), but onnxruntime cannot run it: "
+                                   f"{type(e).__name__}: {e}") from e
+            for k, (o, a) in enumerate(zip(model.graph.output, got)):
+                p = os.path.join(sd, f"output_{k}.pb")
+                if os.path.lexists(p):
+                    os.remove(p)
+                with open(p, "wb") as f:
+                    f.write(numpy_helper.from_array(np.asarray(a), o.name).SerializeToString())
+            with torch.no_grad():
+                ref = m(*[torch.from_numpy(arrays[s["name"]]) for s in specs])
+            if not isinstance(ref, (tuple, list)):
+                ref = (ref,)
+            entry["ort_vs_torch_rel_l2"] = [rel_l2(g, r.numpy(), np) for g, r in zip(got, ref)]
+            diag = []
+            for g, r in zip(got, ref):
+                g = np.asarray(g, np.float64)
+                r = r.detach().numpy().astype(np.float64)
+                if g.shape != r.shape:
+                    diag.append(dict(shape_ort=list(g.shape), shape_torch=list(r.shape)))
+                    continue
+                dd = np.abs(g - r)
+                bad = np.argwhere(dd > 1e-3 * (1 + np.abs(r)))
+                diag.append(dict(max_abs=float(np.nanmax(dd)) if dd.size else 0.0,
+                                 mismatched=int(len(bad)), count=int(dd.size),
+                                 first=[[int(v) for v in b] for b in bad[:8]],
+                                 first_values=[[float(g[tuple(b)]), float(r[tuple(b)])] for b in bad[:8]]))
+            entry["ort_vs_torch"] = diag
+            entry["output_shapes"] = [list(np.asarray(a).shape) for a in got]
+    entry["seconds"] = round(time.monotonic() - t0, 2)
+    return entry
+
+
+def probe(family):
+    """Build the family and run it once in PyTorch: a quick check of the configs."""
+    import numpy as np
+    import torch
+    torch.set_num_threads(2)
+    t0 = time.monotonic()
+    m, specs, outs, notes, nbn, attn_used = build(family, None, torch)
+    rng = np.random.default_rng(7)
+    x = tuple(torch.from_numpy(make_sample(s, s["dims"], rng, np)) for s in specs)
+    with torch.no_grad():
+        y = m(*x)
+    y = y if isinstance(y, (tuple, list)) else (y,)
+    n = sum(p.numel() for p in m.parameters())
+    return dict(family=family, params=int(n), approx_kb=round(n * 4 / 1024), attn=attn_used,
+                outputs=[list(t.shape) for t in y], absmax=[float(t.abs().max()) for t in y],
+                notes=notes, batchnorms=nbn, seconds=round(time.monotonic() - t0, 2))
+
+
+# ---------------------------------------------------------------------------------------------
+# Driver
+
+def versions():
+    v = {"python": sys.version.split()[0]}
+    for name in ("torch", "torchvision", "transformers", "timm", "onnx", "onnxruntime", "onnxscript",
+                 "numpy"):
+        try:
+            v[name] = __import__(name).__version__
+        except Exception as e:
+            v[name] = f"unavailable ({type(e).__name__})"
+    return v
+
+
+def run_jobs(jobs, root, ncpu, timeout, log):
+    """jobs: list of (family, exporter). Runs each in its own process, ncpu at a time."""
+    pending = list(jobs)
+    running = {}
+    results = []
+    while pending or running:
+        while pending and len(running) < ncpu:
+            fam, exp = pending.pop(0)
+            out = os.path.join(root, f".{fam}.{exp}.json")
+            logf = open(os.path.join(root, f".{fam}.{exp}.log"), "w")
+            p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", fam, exp,
+                                  "--root", root, "--result", out], stdout=logf,
+                                 stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+            running[p] = (fam, exp, out, logf, time.monotonic())
+        time.sleep(0.2)
+        for p in list(running):
+            fam, exp, out, logf, t0 = running[p]
+            rc = p.poll()
+            if rc is None and time.monotonic() - t0 < timeout:
+                continue
+            if rc is None:
+                p.kill()
+                p.wait()
+                rc = "timeout"
+            logf.close()
+            del running[p]
+            text = open(logf.name, errors="replace").read()
+            if os.path.exists(out):
+                entry = json.load(open(out))
+            else:
+                entry = dict(family=fam, exporter=exp,
+                             error=f"worker exited {rc} after {time.monotonic() - t0:.0f} s: "
+                                   + text.strip()[-3000:])
+            entry["worker_seconds"] = round(time.monotonic() - t0, 1)
+            msg = (f"{fam:16} {exp:11} {entry['worker_seconds']:6.1f} s  " +
+                   (f"opset {entry.get('opset')} {entry.get('size', 0) / 1024:.0f} KB "
+                    f"ort-vs-torch {entry.get('ort_vs_torch_rel_l2')}"
+                    if "error" not in entry else "FAILED: " + entry["error"][:400].replace("\n", " ")))
+            print(msg, flush=True)
+            log.write(msg + "\n")
+            log.write(text + "\n")
+            results.append(entry)
+    return results
+
+
+def dedupe(root):
+    """Hard-link identical sample files so the tarball holds each once."""
+    seen = {}
+    saved = 0
+    for dp, _, files in sorted(os.walk(root)):
+        for f in sorted(files):
+            if not f.endswith(".pb"):
+                continue
+            p = os.path.join(dp, f)
+            h = hashlib.sha256(open(p, "rb").read()).hexdigest()
+            if h in seen:
+                saved += os.path.getsize(p)
+                os.remove(p)
+                os.link(seen[h], p)
+            else:
+                seen[h] = p
+    return saved
+
+
+def pack(root, out_dir, name="halfguard-exports"):
+    """One tarball of root's contents; split by family only if it would pass TAR_LIMIT."""
+    fams = sorted(x for x in os.listdir(root) if os.path.isdir(os.path.join(root, x)))
+    top = sorted(x for x in os.listdir(root) if os.path.isfile(os.path.join(root, x))
+                 and not x.startswith("."))
+
+    def make(path, members):
+        with tarfile.open(path, "w:gz", compresslevel=9) as tar:
+            for x in top:
+                tar.add(os.path.join(root, x), arcname=x)
+            for fam in members:
+                tar.add(os.path.join(root, fam), arcname=fam,
+                        filter=lambda ti: None if os.path.basename(ti.name).startswith(".") else ti)
+        return os.path.getsize(path)
+
+    one = os.path.join(out_dir, name + ".tar.gz")
+    if make(one, fams) <= TAR_LIMIT:
+        return [one]
+    os.remove(one)
+    parts, cur, k = [], [], 1
+    for fam in fams:  # greedy: add families until a part passes the limit
+        trial = os.path.join(out_dir, f"{name}-{k}.tar.gz")
+        if cur and make(trial, cur + [fam]) > TAR_LIMIT:
+            make(trial, cur)
+            parts.append(trial)
+            k += 1
+            cur = []
+        cur.append(fam)
+    if cur:
+        trial = os.path.join(out_dir, f"{name}-{k}.tar.gz")
+        make(trial, cur)
+        parts.append(trial)
+    return parts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.environ.get("OUT", os.path.join(HERE, "out")),
+                    help="where the tarball goes (default $OUT)")
+    ap.add_argument("--work", default="/tmp/hg-exports", help="working folder")
+    ap.add_argument("--only", default="", help="comma-separated families")
+    ap.add_argument("--exporters", default=",".join(EXPORTERS))
+    ap.add_argument("--jobs", type=int, default=min(12, os.cpu_count() or 2))
+    ap.add_argument("--timeout", type=float, default=240, help="seconds per (family, exporter)")
+    ap.add_argument("--probe", action="store_true", help="build and run each family; export nothing")
+    ap.add_argument("--no-pack", action="store_true")
+    ap.add_argument("--worker", nargs=2, metavar=("FAMILY", "EXPORTER"), help=argparse.SUPPRESS)
+    ap.add_argument("--probe-one", metavar="FAMILY", help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.worker:
+        try:
+            entry = worker(args.worker[0], args.worker[1], args.root)
+        except Exception as e:
+            entry = dict(family=args.worker[0], exporter=args.worker[1],
+                         error=f"{type(e).__name__}: {e}"[:4000], traceback=traceback.format_exc()[-6000:])
+            print(entry["traceback"], flush=True)
+        with open(args.result, "w") as f:
+            json.dump(entry, f, indent=1)
+        return 0
+    if args.probe_one:
+        try:
+            r = probe(args.probe_one)
+        except Exception as e:
+            r = dict(family=args.probe_one, error=f"{type(e).__name__}: {e}",
+                     traceback=traceback.format_exc()[-3000:])
+        print("PROBE " + json.dumps(r), flush=True)
+        return 0
+
+    fams = [f for f in args.only.split(",") if f] or list(FAMILIES)
+    unknown = [f for f in fams if f not in FAMILIES]
+    if unknown:
+        ap.error(f"unknown families {unknown}; known: {', '.join(FAMILIES)}")
+    v = versions()
+    print("versions: " + json.dumps(v), flush=True)
+
+    if args.probe:
+        procs = []
+        for fam in fams:
+            procs.append((fam, subprocess.Popen([sys.executable, os.path.abspath(__file__), "--probe-one", fam],
+                                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            while sum(p.poll() is None for _, p in procs) >= args.jobs:
+                time.sleep(0.2)
+        for fam, p in procs:
+            out, _ = p.communicate(timeout=args.timeout)
+            line = [x for x in out.splitlines() if x.startswith("PROBE ")]
+            print(line[-1] if line else f"PROBE {fam} died: {out[-2000:]}", flush=True)
+        return 0
+
+    root = os.path.join(args.work, "models")
+    os.makedirs(root, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.monotonic()
+    exporters = [e for e in args.exporters.split(",") if e]
+    jobs = [(f, e) for f in fams for e in exporters]
+    with open(os.path.join(root, "export.log"), "a") as log:
+        log.write(f"versions: {json.dumps(v)}\n")
+        results = run_jobs(jobs, root, args.jobs, args.timeout, log)
+    ok = [r for r in results if "error" not in r]
+    bad = [r for r in results if "error" in r]
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    ok.sort(key=lambda r: (order[r["family"]], EXPORTERS.index(r["exporter"])))
+    # Merge with an existing manifest (a rerun of some families replaces their entries).
+    mpath = os.path.join(root, "manifest.json")
+    if os.path.exists(mpath):
+        old = json.load(open(mpath))
+        redone = {(r["family"], r["exporter"]) for r in results}
+        ok = [r for r in old.get("models", []) if (r["family"], r["exporter"]) not in redone] + ok
+        bad = [r for r in old.get("failures", []) if (r["family"], r["exporter"]) not in redone] + bad
+        ok.sort(key=lambda r: (order[r["family"]], EXPORTERS.index(r["exporter"])))
+    for r in bad:  # a failed export leaves no half-written folder behind
+        d = os.path.join(root, r["family"], r["exporter"])
+        if os.path.isdir(d) and not any(m["family"] == r["family"] and m["exporter"] == r["exporter"] for m in ok):
+            subprocess.run(["rm", "-rf", d])
+    manifest = dict(format="halfguard-export-corpus", version=1, versions=v,
+                    created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    layout="FAMILY/EXPORTER/model.onnx; calib/0, calib/1 (calibration) and verify/0 "
+                           "(verification, with onnxruntime's FP32 output_K.pb) of input_K.pb in graph-input order",
+                    models=ok, failures=[{k: r.get(k) for k in ("family", "exporter", "error", "failed_attempts")}
+                                         for r in bad])
+    with open(mpath, "w") as f:
+        json.dump(manifest, f, indent=1)
+    for f in os.listdir(root):
+        if f.startswith(".") and f.endswith(".json"):
+            os.remove(os.path.join(root, f))
+    saved = dedupe(root)
+    print(f"{len(ok)} models exported, {len(bad)} failures, in {time.monotonic() - t0:.0f} s; "
+          f"deduplicated samples saved {saved / 1024:.0f} KB", flush=True)
+    for r in bad:
+        print(f"FAILED {r['family']}/{r['exporter']}: {r['error'][:600]}", flush=True)
+    if not args.no_pack:
+        parts = pack(root, args.out)
+        for p in parts:
+            print(f"wrote {p} ({os.path.getsize(p) / 1048576:.2f} MiB)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
