@@ -65,17 +65,25 @@ default_domain(const HgNode *n)
     return !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
 }
 
+gboolean
+hg_precision_keeps_types(const HgNode *n)
+{
+    if (!default_domain(n) || !hg_op_for_node(n))
+        return TRUE;
+    return hg_node_attr(n, "dtype") || (strcmp(n->op_type, "Cast") != 0 && hg_node_attr(n, "to"));
+}
+
 /* Why n cannot run in FP16 at this opset, or NULL. */
 static const char *
 no_fp16_form(const HgNode *n, gint64 opset)
 {
     if (!default_domain(n) || !hg_op_for_node(n))
-        return "an op halfguard does not know: its element types stay";
+        return "an op halfguard does not know: its element types stay, Casts around it";
     for (guint i = 0; i < G_N_ELEMENTS(fp16_since); i++)
         if (strcmp(n->op_type, fp16_since[i].op) == 0 && opset < fp16_since[i].since)
             return "no FP16 form at this opset";
     /* Ops whose output type an attribute names, other than those lower retargets. */
-    if (hg_node_attr(n, "dtype") || (strcmp(n->op_type, "Cast") != 0 && hg_node_attr(n, "to")))
+    if (hg_precision_keeps_types(n))
         return "its output type is an attribute";
     return NULL;
 }
@@ -265,6 +273,17 @@ build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cu
             if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
                 unsafe_for(res, cured, c->node->inputs[k], c->node))
                 c->forced32 = "reads a tensor FP16 cannot hold";
+    }
+    /* A value of unknown element type written by a node (an op halfguard does not know, with no
+     * declared type): its readers keep the types they had, or their type constraints could break. */
+    for (guint i = 0; i < cs->cands->len; i++) {
+        Cand *c = &g_array_index(cs->cands, Cand, i);
+        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++) {
+            const HgValue *x = c->node->inputs[k];
+            if (x && x->producer && hg_shapes_get(shapes, x)->dtype == HG_DTYPE_UNDEFINED &&
+                !is_float_cast(shapes, c->node))
+                c->forced32 = "reads a value of unknown element type";
+        }
     }
     /* The user's overrides. */
     for (guint i = 0; i < cs->cands->len; i++) {
@@ -465,6 +484,20 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
     }
     ctx->n_fp32_nodes = n32;
     ctx->n_fp32_islands = islands;
+    if (res->unknown_ops && res->unknown_ops->len) {
+        g_autoptr(GString) ops = g_string_new(NULL);
+        guint nodes = 0;
+        for (guint i = 0; i < res->unknown_ops->len; i++) {
+            const HgUnknownOp *u = res->unknown_ops->pdata[i];
+            g_string_append_printf(ops, "%s'%s'", i ? ", " : "", u->op);
+            nodes += u->nodes;
+        }
+        hg_pass_note(ctx, "assign_precision",
+                     "kept %u node%s of op%s halfguard does not know (%s) FP32 with Casts around %s; what "
+                     "is computed from %s is not bounded", nodes, nodes == 1 ? "" : "s",
+                     res->unknown_ops->len == 1 ? "" : "s", ops->str, nodes == 1 ? "it" : "them",
+                     nodes == 1 ? "it" : "them");
+    }
     hg_pass_note(ctx, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
                  n32, n32 == 1 ? "" : "s");
     return TRUE;

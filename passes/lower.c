@@ -20,6 +20,7 @@
 
 #include "ops/array.h"
 #include "ops/op.h"
+#include "precision_cost.h"
 #include "shapes.h"
 
 typedef struct {
@@ -58,6 +59,8 @@ required(const Lower *l, const HgNode *n, guint k)
     const HgOpDef *op = hg_op_for_node(n);
     if (hg_node_is(n, "Cast"))
         return HG_DTYPE_UNDEFINED;
+    if (hg_precision_keeps_types(n))
+        return dtype_of(l, n->inputs[k]); /* the type it had: a Cast back where its producer changed */
     if (op && k < 32 && (op->fp32_inputs >> k & 1))
         return HG_DTYPE_FLOAT;
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
@@ -67,6 +70,8 @@ required(const Lower *l, const HgNode *n, guint k)
 static int
 output_type(const Lower *l, const HgNode *n, guint k)
 {
+    if (hg_precision_keeps_types(n))
+        return dtype_of(l, n->outputs[k]); /* as declared: readers that need another type get a Cast */
     if (hg_node_is(n, "LayerNormalization") && k > 0)
         return HG_DTYPE_FLOAT; /* Mean and InvStdDev are stash_type (FP32) */
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;

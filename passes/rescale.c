@@ -519,6 +519,103 @@ const_ints(const HgShapes *shapes, const HgValue *v, gint64 *out, guint max, gui
  * are appended (CumsumFound) and nothing changes; else only the CumSums in `accept` are rewritten,
  * each note ending in costs[i] (the weighing, by the CumSum's place in `found`). Returns the
  * rewrites made. */
+/* ---------------------------------------------------------------- what the values really reach
+ *
+ * k comes from the largest bound among a region's tensors; the scale is worth making only where the
+ * values really come near that bound. Calibration says what they reach. A static bound can be far
+ * looser than anything an input in range produces (1e13 where 13 is reached, after a dozen frozen
+ * BatchNorm blocks), and 2^-k chosen from it pushes the real values into FP16's subnormals, or to 0.
+ * So where a region's tensors have no calibration statistics, the pass runs the graph as it stands on
+ * PROBE_SAMPLES seeded synthetic inputs inside the input ranges (hg_stats_collect_synthetic) and
+ * requires the largest value each scaled tensor really reaches to stay at 2^-10 or more after the
+ * scale: a factor of 16 above FP16's smallest normal (2^-14). Below its normal range FP16 keeps an
+ * absolute precision of 2^-25, so what the scale pushes there errs by at most 2^-15 of the tensor's
+ * largest value, under FP16's own rounding of it (2^-11). A tensor the probe saw only as 0 says
+ * nothing and is passed over. (The bounds themselves must stay at 2^-4 or more after the scale, as
+ * before: ten bits of headroom for a bound that may be loose.) */
+#define PROBE_SAMPLES 2
+#define PROBE_SEED 0x4847u /* "HG" */
+#define SCALED_FLOOR 0x1p-10
+
+typedef struct {
+    gboolean tried;
+    HgStats *stats;  /* NULL when the probe could not run */
+    char *why;       /* its error, for the note */
+} Probe;
+
+static void
+probe_clear(Probe *pr)
+{
+    g_clear_pointer(&pr->stats, g_hash_table_unref);
+    g_clear_pointer(&pr->why, g_free);
+}
+
+static HgStats *
+probe_get(Probe *pr, HgGraph *g, const HgCheckOptions *opts)
+{
+    if (!pr->tried) {
+        pr->tried = TRUE;
+        g_autoptr(GError) err = NULL;
+        pr->stats = hg_stats_collect_synthetic(g->model, opts, PROBE_SAMPLES, PROBE_SEED, 0, &err);
+        if (!pr->stats)
+            pr->why = g_strdup(err ? err->message : "the interpreter failed");
+    }
+    return pr->stats;
+}
+
+/* The smallest magnitude the values of v really reach at their largest: calibration's absmax, else
+ * the probe's; NAN when neither saw a nonzero finite value. *probed says the probe was asked. */
+static double
+reached_absmax(Probe *pr, HgGraph *g, const HgCheckOptions *opts, const HgValue *v, gboolean *failed)
+{
+    const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, v->name) : NULL;
+    if (!s) {
+        HgStats *ps = probe_get(pr, g, opts);
+        if (!ps) {
+            *failed = TRUE;
+            return NAN;
+        }
+        s = g_hash_table_lookup(ps, v->name);
+    }
+    return s && isfinite(s->absmax) && s->absmax > 0 ? s->absmax : NAN;
+}
+
+/* Do the values of the tensors in vals (HgValue* keys) stay at SCALED_FLOOR or above once scaled by
+ * 2^-k? FALSE with *why (new string) naming the first that does not, or why none could be seen. */
+static gboolean
+values_reach(Probe *pr, HgGraph *g, const HgCheckOptions *opts, const HgCheckResult *res,
+             GHashTable *vals, int k, char **why)
+{
+    GHashTableIter it;
+    gpointer key;
+    const HgValue *worst = NULL;
+    double worst_a = INFINITY;
+    g_hash_table_iter_init(&it, vals);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        gboolean failed = FALSE;
+        double a = reached_absmax(pr, g, opts, key, &failed);
+        if (failed) {
+            *why = g_strdup_printf("k = %d comes from static bounds and the synthetic probe that would "
+                                   "check them could not run (%s)", k, pr->why);
+            return FALSE;
+        }
+        /* Ties go to the name, so the note does not depend on hash order. */
+        if (!isnan(a) && (a < worst_a || (a == worst_a && strcmp(((HgValue *)key)->name, worst->name) < 0))) {
+            worst_a = a;
+            worst = key;
+        }
+    }
+    if (!worst || ldexp(worst_a, -k) >= SCALED_FLOOR)
+        return TRUE;
+    *why = g_strdup_printf("'%s' may reach %.3g by its bound, but in-range inputs reach %.3g%s: 2^-%d would "
+                           "leave it at %.3g, within 16x of FP16's subnormals", worst->name,
+                           hg_check_value_bound(res, worst, NULL), worst_a,
+                           opts->stats && g_hash_table_contains(opts->stats, worst->name) ? " (calibration)"
+                                                                                          : " (synthetic probe)",
+                           k, ldexp(worst_a, -k));
+    return FALSE;
+}
+
 typedef struct {
     HgNode *nodes[4]; /* the CumSum, the Slice, the Div, the epsilon's Add (or NULL) */
     gint64 numel;     /* elements of the CumSum's input (the Mul in front reads and writes them) */
@@ -527,7 +624,7 @@ typedef struct {
 static guint
 normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheckOptions *opts,
                    GPtrArray *order, GArray *found, GHashTable *accept, const char *const *costs,
-                   GError **error, gboolean *ok)
+                   Probe *probe, GError **error, gboolean *ok)
 {
     const HgShapes *shapes = hg_check_shapes(res);
     const HgRanges *ranges = hg_check_ranges(res);
@@ -598,6 +695,14 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
             continue;
         }
         if (found) {
+            g_autoptr(GHashTable) vals = g_hash_table_new(NULL, NULL);
+            g_hash_table_add(vals, c->inputs[0]);
+            g_autofree char *why = NULL;
+            if (!values_reach(probe, g, opts, res, vals, k, &why)) {
+                hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: %s", c->name ? c->name : "",
+                             why);
+                continue;
+            }
             CumsumFound f = {{c, slice, div, add}, hg_precision_numel(shapes, c->inputs[0])};
             g_array_append_val(found, f);
             continue;
@@ -754,11 +859,12 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         return FALSE;
     g_autoptr(GHashTable) taken = g_hash_table_new(NULL, NULL);
     gboolean ok = TRUE;
+    Probe probe = {0};
     /* 1. Every rewrite is planned on the graph as it is, nothing changed yet: the normalized
      * CumSums, then the regions in the order of their first unsafe tensor (each region's nodes are
      * not part of a later one). */
     g_autoptr(GArray) cumsums = g_array_new(FALSE, FALSE, sizeof(CumsumFound));
-    normalized_cumsums(g, ctx, res, opts, order, cumsums, NULL, NULL, error, &ok);
+    normalized_cumsums(g, ctx, res, opts, order, cumsums, NULL, NULL, &probe, error, &ok);
     g_autoptr(GArray) plans = g_array_new(FALSE, TRUE, sizeof(Planned));
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
@@ -803,6 +909,22 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             else if (known && k > 0) /* (an unbounded region is left without a note: calibration bounds it) */
                 hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
                              "(down to %.3g) below 2^-4", at, k, small);
+            region_clear(&P.R);
+            continue;
+        }
+        /* The bounds that chose k must be near what the values reach (see values_reach). */
+        g_autoptr(GHashTable) vals = g_hash_table_new(NULL, NULL);
+        g_hash_table_iter_init(&it, P.R.scaled);
+        while (g_hash_table_iter_next(&it, &key, NULL))
+            g_hash_table_add(vals, key);
+        for (guint j = 0; j < P.R.entries->len; j++) {
+            HgUse *e = &g_array_index(P.R.entries, HgUse, j);
+            g_hash_table_add(vals, e->node->inputs[e->index]);
+        }
+        g_autofree char *why = NULL;
+        if (!values_reach(&probe, g, opts, res, vals, k, &why)) {
+            hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: %s; calibration (--calib) "
+                         "decides with what the values reach", at, why);
             region_clear(&P.R);
             continue;
         }
@@ -888,7 +1010,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     guint n_done = 0;
     if (ok && g_hash_table_size(accept))
         n_done += normalized_cumsums(g, ctx, res, opts, order, NULL, accept,
-                                     (const char *const *)cumsum_costs->pdata, error, &ok);
+                                     (const char *const *)cumsum_costs->pdata, &probe, error, &ok);
     for (guint i = 0; i < plans->len; i++) {
         Planned *P = &g_array_index(plans, Planned, i);
         if (ok && P->accepted) {
@@ -929,6 +1051,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         g_free(P->cost_note);
         region_clear(&P->R);
     }
+    probe_clear(&probe);
     if (!ok)
         return FALSE;
     if (n_done) {

@@ -97,6 +97,17 @@ hg_check_format_json(const HgCheckFile *files, guint n)
         for (guint i = 0; r && i < r->unranged_inputs->len; i++)
             json_builder_add_string_value(b, r->unranged_inputs->pdata[i]);
         json_builder_end_array(b);
+        json_builder_set_member_name(b, "unknown_ops");
+        json_builder_begin_array(b);
+        for (guint i = 0; r && r->unknown_ops && i < r->unknown_ops->len; i++) {
+            const HgUnknownOp *u = r->unknown_ops->pdata[i];
+            json_builder_begin_object(b);
+            hg_json_add_str(b, "op", u->op);
+            hg_json_add_int(b, "nodes", u->nodes);
+            hg_json_add_int(b, "downstream", u->downstream);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
         json_builder_set_member_name(b, "hazards");
         json_builder_begin_array(b);
         for (guint i = 0; r && i < r->hazards->len; i++) {
@@ -208,6 +219,37 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_end_object(b);
 }
 
+/* One toolExecutionNotification: a message at a level, located at the model. */
+static void
+notification(JsonBuilder *b, const char *level, const char *text, const char *uri)
+{
+    json_builder_begin_object(b);
+    hg_json_add_str(b, "level", level);
+    json_builder_set_member_name(b, "message");
+    json_builder_begin_object(b);
+    hg_json_add_str(b, "text", text);
+    json_builder_end_object(b);
+    json_builder_set_member_name(b, "locations");
+    json_builder_begin_array(b);
+    json_builder_begin_object(b);
+    physical_location(b, uri);
+    json_builder_end_object(b);
+    json_builder_end_array(b);
+    json_builder_end_object(b);
+}
+
+char *
+hg_check_unknown_op_note(const HgUnknownOp *u)
+{
+    g_return_val_if_fail(u != NULL, NULL);
+    gboolean one = u->nodes == 1;
+    return g_strdup_printf("op '%s' (%u node%s) is unknown to halfguard: convert keeps %s FP32 with Casts "
+                           "around %s; the %u float tensor%s computed from %s output%s %s not checked",
+                           u->op, u->nodes, one ? "" : "s", one ? "it" : "them", one ? "it" : "them",
+                           u->downstream, u->downstream == 1 ? "" : "s", one ? "its" : "their",
+                           one ? "" : "s", u->downstream == 1 ? "is" : "are");
+}
+
 char *
 hg_check_format_sarif(const HgCheckFile *files, guint n)
 {
@@ -239,22 +281,14 @@ hg_check_format_sarif(const HgCheckFile *files, guint n)
     json_builder_set_member_name(b, "toolExecutionNotifications");
     json_builder_begin_array(b);
     for (guint f = 0; f < n; f++) {
-        if (!files[f].message)
-            continue;
         g_autofree char *uri = g_uri_escape_string(files[f].file, G_URI_RESERVED_CHARS_ALLOWED_IN_PATH, TRUE);
-        json_builder_begin_object(b);
-        hg_json_add_str(b, "level", files[f].status == HG_CHECK_ERROR ? "error" : "note");
-        json_builder_set_member_name(b, "message");
-        json_builder_begin_object(b);
-        hg_json_add_str(b, "text", files[f].message);
-        json_builder_end_object(b);
-        json_builder_set_member_name(b, "locations");
-        json_builder_begin_array(b);
-        json_builder_begin_object(b);
-        physical_location(b, uri);
-        json_builder_end_object(b);
-        json_builder_end_array(b);
-        json_builder_end_object(b);
+        if (files[f].message)
+            notification(b, files[f].status == HG_CHECK_ERROR ? "error" : "note", files[f].message, uri);
+        const HgCheckResult *r = files[f].result;
+        for (guint i = 0; r && r->unknown_ops && i < r->unknown_ops->len; i++) {
+            g_autofree char *text = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
+            notification(b, "note", text, uri);
+        }
     }
     json_builder_end_array(b);
     json_builder_end_object(b);

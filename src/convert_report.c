@@ -5,6 +5,7 @@
 
 #include "json_util.h"
 #include <math.h>
+#include <string.h>
 
 #include "ir_private.h"
 
@@ -14,7 +15,8 @@ append_notes(GString *s, const HgPassCtx *ctx, gboolean skip_figured)
 {
     for (guint k = 0; k < ctx->notes->len; k++) {
         const HgPassNote *note = ctx->notes->pdata[k];
-        gboolean figured = g_strcmp0(note->pass, "assign_precision") == 0 ||
+        gboolean figured = (g_strcmp0(note->pass, "assign_precision") == 0 &&
+                            strstr(note->message, " FP32 island")) ||
                            g_strcmp0(note->pass, "lower") == 0 ||
                            (g_strcmp0(note->pass, "fuse_layernorm") == 0 &&
                             g_str_has_prefix(note->message, "fused "));

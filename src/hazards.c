@@ -137,6 +137,8 @@ hg_check_result_free(HgCheckResult *r)
         check_free(r->priv);
     g_ptr_array_unref(r->hazards);
     g_ptr_array_unref(r->unranged_inputs);
+    if (r->unknown_ops)
+        g_ptr_array_unref(r->unknown_ops);
     g_free(r);
 }
 
@@ -277,9 +279,18 @@ is_constant(const Check *c, const HgValue *v)
 
 /* ---------------------------------------------------------------- reachability */
 
-/* Values that depend on a float graph input without a range. */
 static void
-mark_open(Check *c, GPtrArray *order, GPtrArray *unranged)
+unknown_op_free(gpointer p)
+{
+    HgUnknownOp *u = p;
+    g_free(u->op);
+    g_free(u);
+}
+
+/* Values that depend on a float graph input without a range, or on the outputs of an op without a
+ * row (unknown_ops collects those ops, with the float tensors that depend on each). */
+static void
+mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_ops)
 {
     for (guint i = 0; i < c->model->graph->inputs->len; i++) {
         HgValue *v = ((HgValueDecl *)c->model->graph->inputs->pdata[i])->value;
@@ -287,14 +298,46 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged)
             if (strcmp(unranged->pdata[k], v->name) == 0)
                 g_hash_table_add(c->open, v);
     }
+    /* value -> the HgUnknownOp it depends on (the first one found), for the counts. */
+    g_autoptr(GHashTable) from = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
         gboolean open = FALSE;
-        for (guint k = 0; k < n->n_inputs && !open; k++)
-            open = n->inputs[k] && g_hash_table_contains(c->open, n->inputs[k]);
-        for (guint k = 0; open && k < n->n_outputs; k++)
-            if (n->outputs[k])
+        HgUnknownOp *u = NULL;
+        for (guint k = 0; k < n->n_inputs; k++) {
+            if (!n->inputs[k])
+                continue;
+            open |= g_hash_table_contains(c->open, n->inputs[k]);
+            if (!u)
+                u = g_hash_table_lookup(from, n->inputs[k]);
+        }
+        if (!hg_op_for_node(n)) {
+            g_autofree char *name = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0
+                                        ? g_strdup_printf("%s.%s", n->domain, n->op_type)
+                                        : g_strdup(n->op_type);
+            u = NULL;
+            for (guint k = 0; k < unknown_ops->len && !u; k++)
+                if (strcmp(((HgUnknownOp *)unknown_ops->pdata[k])->op, name) == 0)
+                    u = unknown_ops->pdata[k];
+            if (!u) {
+                u = g_new0(HgUnknownOp, 1);
+                u->op = g_steal_pointer(&name);
+                g_ptr_array_add(unknown_ops, u);
+            }
+            u->nodes++;
+            open = TRUE;
+        }
+        for (guint k = 0; k < n->n_outputs; k++) {
+            if (!n->outputs[k])
+                continue;
+            if (open)
                 g_hash_table_add(c->open, n->outputs[k]);
+            if (u && !g_hash_table_contains(from, n->outputs[k])) {
+                g_hash_table_insert(from, n->outputs[k], u);
+                if (is_float_value(c, n->outputs[k]))
+                    u->downstream++;
+            }
+        }
     }
 }
 
@@ -989,7 +1032,8 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
     c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);
-    mark_open(c, order, res->unranged_inputs);
+    res->unknown_ops = g_ptr_array_new_with_free_func(unknown_op_free);
+    mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);
     for (guint i = 0; i < order->len; i++)
         check_node(c, order->pdata[i]);

@@ -37,6 +37,16 @@ report_warnings(const char *file, const HgModel *m)
         fprintf(stderr, "%s: warning: %s\n", file, (const char *)m->warnings->pdata[i]);
 }
 
+/* One note per op the analysis has no row for. */
+static void
+report_unknown_ops(const char *file, const HgCheckResult *r)
+{
+    for (guint i = 0; r->unknown_ops && i < r->unknown_ops->len; i++) {
+        g_autofree char *note = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
+        fprintf(stderr, "%s: note: %s\n", file, note);
+    }
+}
+
 /* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
 static gboolean
 parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
@@ -532,6 +542,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
                 "range are not checked; give --input-range NAME=LO:HI or a [ranges] group in "
                 ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
     }
+    report_unknown_ops(path, r);
     return r;
 }
 

@@ -208,6 +208,13 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
                 for (guint k = 0; k < n->n_outputs; k++)
                     hg_vshape_unknown(outs[k]);
             }
+        } else {
+            /* An op without a row: what the model declares of its outputs (value_info, graph
+             * outputs) is all there is to know, and the passes need at least its element types to
+             * keep the types around it consistent. */
+            for (guint k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k])
+                    hg_vshape_from_type(outs[k], n->outputs[k]->type);
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             if (n->outputs[k])

@@ -181,6 +181,26 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
     return st;
 }
 
+HgStats *
+hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
+                           int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    HgStats *st = stats_new();
+    g_auto(GStrv) leaves = runnable_leaves(m);
+    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
+    for (guint i = 0; i < samples; i++) {
+        g_autoptr(GPtrArray) feeds = hg_synth_feeds(m, ranges, seed + i, error);
+        g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
+        if (!outs) {
+            g_prefix_error(error, "synthetic sample %u: ", i);
+            g_hash_table_unref(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
 /* ---------------------------------------------------------------- halfguard's stats JSON */
 
 

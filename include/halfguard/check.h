@@ -98,10 +98,31 @@ typedef struct {
 #define HG_CHECK_ACCUMULATE_TARGETS 0
 #define HG_CHECK_ACCUMULATE_FP16 1
 
+/* Seeded synthetic feeds for m (hg_run_feeds order), drawn inside the ranges of opts (opts->ranges
+ * and opts->shapes are read; opts may be NULL): a float input uniform in its range ([-1, 1] without
+ * one), an integer input uniform over the integers of its range (0 without one), bool 0 or 1; a
+ * symbolic dim takes its --shapes pin, else 1. The same seed gives the same values on every machine.
+ * NULL with HG_ERROR_UNSUPPORTED for an input without a declared tensor type and shape, or of an
+ * element type it cannot draw (strings). */
+HG_API GPtrArray *hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **error);
+/* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...). */
+HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opts, guint samples,
+                                           guint64 seed, int threads, GError **error);
+
+/* An op halfguard has no row for (another domain, or an op newer than its table), as found in one
+ * model: convert keeps its nodes FP32 with Casts around them; its outputs are unbounded for lack of a
+ * rule, and what is computed from them is not checked, as for an input without a range. */
+typedef struct {
+    char *op;            /* "Gelu", or "domain.Op" outside the default domain */
+    guint nodes;         /* nodes of that op in the main graph */
+    guint downstream;    /* float tensors computed from their outputs (theirs included) */
+} HgUnknownOp;
+
 typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
     GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
     gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
+    GPtrArray *unknown_ops;      /* HgUnknownOp*, by first appearance in topological order */
 } HgCheckResult;
 
 /* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad
@@ -142,6 +163,8 @@ typedef struct {
     const HgCheckResult *result; /* NULL unless CLEAN or HAZARDS */
 } HgCheckFile;
 
+/* The note for an op without a row ("op 'X' (2 nodes) is unknown to halfguard: ..."). New string. */
+HG_API char *hg_check_unknown_op_note(const HgUnknownOp *u);
 /* Unsuppressed hazards of r. */
 HG_API guint hg_check_result_count(const HgCheckResult *r);
 /* Compiler-style lines, one per unsuppressed hazard (with_suppressed: those too, marked). */

@@ -1,0 +1,144 @@
+/* Synthetic inputs: seeded samples inside the declared input ranges, for the passes that must see
+ * what values a model really reaches before they trust a static bound (rescale's probe), and for
+ * statistics gathered without calibration data.
+ *
+ * Each feed gets its declared element type and shape; a dim the model leaves symbolic takes the
+ * --shapes pin, else 1. Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
+ * every machine):
+ *   - a float input with a range: uniform in [lo, hi] (an infinite end is clipped to +-1e4);
+ *   - a float input without one: uniform in [-1, 1];
+ *   - an integer input with a range: uniform over the integers in it; without one: 0 (a valid index
+ *     into every table);
+ *   - bool: 0 or 1 with equal odds.
+ */
+#include "halfguard/check.h"
+#include "halfguard/run.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "shapes.h"
+
+static const HgInputRangeSpec *
+range_of(const HgCheckOptions *opts, const char *name)
+{
+    for (guint i = 0; opts && i < opts->n_ranges; i++)
+        if (strcmp(opts->ranges[i].name, name) == 0)
+            return &opts->ranges[i];
+    for (guint i = 0; opts && i < opts->n_ranges; i++)
+        if (strcmp(opts->ranges[i].name, "*") == 0)
+            return &opts->ranges[i];
+    return NULL;
+}
+
+static double
+clip_end(double x)
+{
+    return isinf(x) ? (x > 0 ? 1e4 : -1e4) : x;
+}
+
+/* One feed: decl's type, dims from the declaration or the pins (else 1), values drawn from rng. */
+static HgTensor *
+synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCheckOptions *opts,
+          GRand *rng, GError **error)
+{
+    const HgType *ty = d->type;
+    const char *name = d->value->name;
+    if (!ty || ty->kind != HG_TYPE_TENSOR || !ty->has_elem_type || !ty->shape ||
+        ty->shape->rank > HG_MAX_RANK) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
+                    "input '%s': no declared tensor type and shape to draw synthetic values for", name);
+        return NULL;
+    }
+    const HgShapePin *pin = NULL;
+    for (guint i = 0; i < n_pins && !pin; i++)
+        if (strcmp(pins[i].name, name) == 0)
+            pin = &pins[i];
+    for (guint i = 0; i < n_pins && !pin; i++)
+        if (strcmp(pins[i].name, "*") == 0 && pins[i].rank == ty->shape->rank)
+            pin = &pins[i];
+    if (pin && pin->rank != ty->shape->rank)
+        pin = NULL;
+    gint64 dims[HG_MAX_RANK];
+    for (guint k = 0; k < ty->shape->rank; k++) {
+        const HgDim *dm = &ty->shape->dims[k];
+        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : 1;
+    }
+    int dtype = ty->elem_type;
+    int gen = hg_dtype_is_float(dtype) ? HG_DTYPE_FLOAT : dtype;
+    if (gen != HG_DTYPE_FLOAT && gen != HG_DTYPE_BOOL && gen != HG_DTYPE_INT64 && gen != HG_DTYPE_INT32 &&
+        gen != HG_DTYPE_INT16 && gen != HG_DTYPE_INT8 && gen != HG_DTYPE_UINT8) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "input '%s': no synthetic values for %s", name,
+                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "this element type");
+        return NULL;
+    }
+    g_autoptr(HgTensor) t = hg_tensor_new(name, gen, ty->shape->rank, dims);
+    if (!t) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "input '%s': its shape is too large", name);
+        return NULL;
+    }
+    gint64 n = hg_tensor_numel(t);
+    const HgInputRangeSpec *r = range_of(opts, name);
+    void *data = n ? hg_tensor_data_mut(t) : NULL;
+    if (gen == HG_DTYPE_FLOAT) {
+        double lo = r ? clip_end(r->lo) : -1, hi = r ? clip_end(r->hi) : 1;
+        float *f = data;
+        for (gint64 i = 0; i < n; i++)
+            f[i] = (float)(lo + (hi - lo) * g_rand_double(rng));
+    } else if (gen == HG_DTYPE_BOOL) {
+        guint8 *b = data;
+        for (gint64 i = 0; i < n; i++)
+            b[i] = g_rand_boolean(rng) ? 1 : 0;
+    } else {
+        double lo = r ? ceil(clip_end(r->lo)) : 0, hi = r ? floor(clip_end(r->hi)) : 0;
+        if (hi < lo)
+            hi = lo;
+        for (gint64 i = 0; i < n; i++) {
+            gint64 v = (gint64)(lo + floor((hi - lo + 1) * g_rand_double(rng)));
+            v = MIN(v, (gint64)hi);
+            switch (gen) {
+            case HG_DTYPE_INT64: ((gint64 *)data)[i] = v; break;
+            case HG_DTYPE_INT32: ((gint32 *)data)[i] = (gint32)CLAMP(v, G_MININT32, G_MAXINT32); break;
+            case HG_DTYPE_INT16: ((gint16 *)data)[i] = (gint16)CLAMP(v, G_MININT16, G_MAXINT16); break;
+            case HG_DTYPE_INT8: ((gint8 *)data)[i] = (gint8)CLAMP(v, G_MININT8, G_MAXINT8); break;
+            default: ((guint8 *)data)[i] = (guint8)CLAMP(v, 0, G_MAXUINT8); break;
+            }
+        }
+    }
+    if (gen != dtype)
+        return hg_tensor_convert(t, dtype, error);
+    return g_steal_pointer(&t);
+}
+
+GPtrArray *
+hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    g_autoptr(GPtrArray) decls = hg_run_feeds(m);
+    g_autoptr(GArray) pins = g_array_new(FALSE, TRUE, sizeof(HgShapePin));
+    for (guint i = 0; opts && opts->shapes && opts->shapes[i]; i++) {
+        HgShapePin p;
+        if (!hg_shape_pin_parse(opts->shapes[i], &p, error)) {
+            for (guint k = 0; k < pins->len; k++)
+                g_free(g_array_index(pins, HgShapePin, k).name);
+            return NULL;
+        }
+        g_array_append_val(pins, p);
+    }
+    /* One generator per input, seeded from the seed and the input's position, so adding an input
+     * does not change the others' values. */
+    GPtrArray *feeds = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    for (guint i = 0; i < decls->len && feeds; i++) {
+        guint32 key[3] = {(guint32)seed, (guint32)(seed >> 32), i};
+        g_autoptr(GRand) rng = g_rand_new_with_seed_array(key, 3);
+        HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len, opts,
+                                rng, error);
+        if (!t)
+            g_clear_pointer(&feeds, g_ptr_array_unref);
+        else
+            g_ptr_array_add(feeds, t);
+    }
+    for (guint k = 0; k < pins->len; k++)
+        g_free(g_array_index(pins, HgShapePin, k).name);
+    return feeds;
+}
