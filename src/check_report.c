@@ -12,24 +12,28 @@ hg_check_result_count(const HgCheckResult *r)
 {
     guint n = 0;
     for (guint i = 0; r && i < r->hazards->len; i++)
-        n += ((HgHazard *)r->hazards->pdata[i])->suppressed == NULL;
+        n += ((HgHazard *)r->hazards->pdata[i])->suppressed == NULL &&
+             ((HgHazard *)r->hazards->pdata[i])->fixed_by == NULL;
     return n;
 }
 
 char *
-hg_check_format_text(const HgCheckFile *files, guint n, gboolean with_suppressed)
+hg_check_format_text(const HgCheckFile *files, guint n, guint flags)
 {
     GString *s = g_string_new(NULL);
     for (guint f = 0; f < n; f++) {
         const HgCheckResult *r = files[f].result;
         for (guint i = 0; r && i < r->hazards->len; i++) {
             const HgHazard *h = r->hazards->pdata[i];
-            if (h->suppressed && !with_suppressed)
+            if ((h->suppressed && !(flags & HG_CHECK_SHOW_SUPPRESSED)) ||
+                (h->fixed_by && !(flags & HG_CHECK_SHOW_FIXED)))
                 continue;
             g_string_append_printf(s, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
                                    hg_hazard_kind_name(h->kind), h->message);
             if (h->suppressed)
                 g_string_append_printf(s, " [suppressed: %s]", h->suppressed);
+            if (h->fixed_by)
+                g_string_append_printf(s, " [fixed by convert: %s]", h->fixed_by);
             g_string_append_c(s, '\n');
         }
     }
@@ -115,6 +119,7 @@ hg_check_format_json(const HgCheckFile *files, guint n)
             json_builder_begin_object(b);
             hazard_fields(b, h);
             hg_json_add_str(b, "suppressed", h->suppressed);
+            hg_json_add_str(b, "fixed_by", h->fixed_by);
             json_builder_end_object(b);
         }
         json_builder_end_array(b);
@@ -182,7 +187,8 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     hg_json_add_str(b, "ruleId", hg_hazard_kind_name(h->kind));
     json_builder_set_member_name(b, "ruleIndex");
     json_builder_add_int_value(b, h->kind);
-    hg_json_add_str(b, "level", sarif_level(h->kind));
+    /* A hazard convert rewrites away is a note: nothing for the user to do. */
+    hg_json_add_str(b, "level", h->fixed_by ? "note" : sarif_level(h->kind));
     json_builder_set_member_name(b, "message");
     json_builder_begin_object(b);
     g_autofree char *text = g_strdup_printf("node '%s' (%s): %s", h->node, h->op, h->message);
@@ -215,6 +221,7 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_set_member_name(b, "properties");
     json_builder_begin_object(b);
     hazard_fields(b, h);
+    hg_json_add_str(b, "fixedBy", h->fixed_by);
     json_builder_end_object(b);
     json_builder_end_object(b);
 }

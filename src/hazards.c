@@ -114,6 +114,7 @@ hazard_free(gpointer p)
     g_free(h->message);
     g_free(h->action);
     g_free(h->suppressed);
+    g_free(h->fixed_by);
     g_free(h);
 }
 

@@ -37,6 +37,35 @@ report_warnings(const char *file, const HgModel *m)
         fprintf(stderr, "%s: warning: %s\n", file, (const char *)m->warnings->pdata[i]);
 }
 
+/* One note for the hazards convert rewrites away by itself, by pass and kind. */
+static void
+report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
+{
+    g_autoptr(GString) what = g_string_new(NULL);
+    guint total = 0;
+    g_autoptr(GHashTable) counted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < r->hazards->len; i++) {
+        const HgHazard *h = r->hazards->pdata[i];
+        if (!h->fixed_by || h->suppressed)
+            continue;
+        total++;
+        g_autofree char *key = g_strdup_printf("%s\x01%s", h->fixed_by, hg_hazard_kind_name(h->kind));
+        if (!g_hash_table_add(counted, g_strdup(key)))
+            continue;
+        guint n = 0;
+        for (guint k = i; k < r->hazards->len; k++) {
+            const HgHazard *o = r->hazards->pdata[k];
+            n += o->fixed_by && !o->suppressed && o->kind == h->kind && strcmp(o->fixed_by, h->fixed_by) == 0;
+        }
+        g_string_append_printf(what, "%s%s: %u %s", what->len ? ", " : "", h->fixed_by, n,
+                               hg_hazard_kind_name(h->kind));
+    }
+    if (total)
+        fprintf(stderr, "%s: note: %u hazard%s that convert rewrites away by itself (%s) %s not counted%s\n",
+                file, total, total == 1 ? "" : "s", what->str, total == 1 ? "is" : "are",
+                shown ? "" : "; --show-fixed lists them");
+}
+
 /* One note per op the analysis has no row for. */
 static void
 report_unknown_ops(const char *file, const HgCheckResult *r)
@@ -474,7 +503,7 @@ out:
 typedef struct {
     Analysis an;
     HgCheckConfig *config;    /* --config, or NULL to search per model */
-    gboolean no_config, strict_lfs;
+    gboolean no_config, strict_lfs, show_fixed;
 } CheckArgs;
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
@@ -521,6 +550,8 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
             HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats, margin,
                                 threshold, (const char *const *)a->an.shapes, a->an.accumulate_model};
             r = hg_check(m, &o, &error);
+            if (r && !hg_check_mark_fixed(m, &o, r, &error))
+                g_clear_pointer(&r, hg_check_result_free);
         }
         if (r && cfg)
             hg_check_config_suppress(cfg, path, r);
@@ -543,6 +574,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
                 ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
     }
     report_unknown_ops(path, r);
+    report_fixed(path, r, a->show_fixed);
     return r;
 }
 
@@ -552,7 +584,7 @@ cmd_check(int argc, char **argv)
     const Command *cmd = find_command("check");
     char *format = NULL, *config = NULL;
     gboolean show_suppressed = FALSE;
-    CheckArgs a = {{0}, NULL, FALSE, FALSE};
+    CheckArgs a = {{0}, NULL, FALSE, FALSE, FALSE};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
@@ -564,6 +596,8 @@ cmd_check(int argc, char **argv)
          "A Git LFS pointer is an error, not a skipped file", NULL},
         {"show-suppressed", 0, 0, G_OPTION_ARG_NONE, &show_suppressed,
          "Also print suppressed hazards (text format)", NULL},
+        {"show-fixed", 0, 0, G_OPTION_ARG_NONE, &a.show_fixed,
+         "Also print the hazards convert rewrites away by itself (text format; never counted)", NULL},
         {NULL},
     };
     int rc = EXIT_OK;
@@ -610,7 +644,9 @@ cmd_check(int argc, char **argv)
         else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK)
             rc = EXIT_FINDINGS;
         if (strcmp(fmt, "text") == 0) {
-            g_autofree char *text = hg_check_format_text(&files[i - 1], 1, show_suppressed);
+            g_autofree char *text = hg_check_format_text(
+                &files[i - 1], 1,
+                (show_suppressed ? HG_CHECK_SHOW_SUPPRESSED : 0u) | (a.show_fixed ? HG_CHECK_SHOW_FIXED : 0u));
             fputs(text, stdout);
         }
     }
@@ -728,7 +764,10 @@ static const Command commands[] = {
      "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
      "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
      "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
-     "it is not checked, and a note names it. Internal overflow is checked where a running sum stays\n"
+     "it is not checked, and a note names it. A hazard that convert rewrites away by itself (an\n"
+     "epsilon kept inside a fused LayerNorm, a mask fill clamped to -65504, an integral image made an\n"
+     "AveragePool, an overflow scaled away) is not counted: a note says how many, --show-fixed lists\n"
+     "them. Internal overflow is checked where a running sum stays\n"
      "in FP16: CumSum on TensorRT, ONNX Runtime CUDA and PyTorch (--accumulate targets, the\n"
      "default), every reduction, pool and norm with --accumulate fp16.\n\n"
      "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"

@@ -95,6 +95,21 @@ hg_stats_set(HgStats *st, const char *name, const HgTensorStats *s)
     stats_entry(st, name, s->dtype)->s = *s;
 }
 
+HgStats *
+hg_stats_copy(HgStats *stats)
+{
+    g_return_val_if_fail(stats != NULL, NULL);
+    HgStats *c = stats_new();
+    GHashTableIter it;
+    gpointer k, v;
+    g_hash_table_iter_init(&it, stats);
+    while (g_hash_table_iter_next(&it, &k, &v)) {
+        Entry *e = g_memdup2(v, sizeof(Entry));
+        g_hash_table_insert(c, g_strdup(k), e);
+    }
+    return c;
+}
+
 void
 hg_stats_merge(HgStats *dst, HgStats *src)
 {

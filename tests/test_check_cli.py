@@ -153,9 +153,10 @@ def run_json(label, *args, cwd=None, files=None):
           "\n".join(f"{list(e.absolute_path)}: {e.message}" for e in errors[:5]) + "\n" + so[:1500])
     if errors:
         return rc, None, se
-    unsuppressed = sum(1 for m in doc["models"] for h in m.get("hazards", []) if h["suppressed"] is None)
-    check(f"{label}:json-total", doc["hazards"] == unsuppressed,
-          f"hazards={doc['hazards']}, unsuppressed listed={unsuppressed}")
+    counted = sum(1 for m in doc["models"] for h in m.get("hazards", [])
+                  if h["suppressed"] is None and h["fixed_by"] is None)
+    check(f"{label}:json-total", doc["hazards"] == counted,
+          f"hazards={doc['hazards']}, listed that count={counted}")
     if files is not None:
         check(f"{label}:json-files", [m["file"] for m in doc["models"]] == list(files),
               str([m["file"] for m in doc["models"]]))
@@ -695,6 +696,105 @@ def test_sarif_structure(tmp):
                     str(x.get("suppressions")))
 
 
+def fixed_model(path):
+    """A float32-min additive mask read only by Softmax (clamp_constants makes it -65504) and a
+    decomposed LayerNorm whose epsilon 1e-12 flushes in FP16 (fuse_layernorm keeps it inside
+    LayerNormalization): both hazards convert rewrites away by itself."""
+    f32min = float(np.finfo(np.float32).min)
+    inits = [numpy_helper.from_array(np.array([[0.0, f32min]] * 2, np.float32), "mask"),
+             numpy_helper.from_array(np.array(2.0, np.float32), "two"),
+             numpy_helper.from_array(np.array(1e-12, np.float32), "eps")]
+    nodes = [helper.make_node("Add", ["x", "mask"], ["logits"], name="mask_add"),
+             helper.make_node("Softmax", ["logits"], ["p"], name="softmax", axis=-1),
+             helper.make_node("ReduceMean", ["p"], ["mean"], name="ln_mean", axes=[-1]),
+             helper.make_node("Sub", ["p", "mean"], ["d"], name="ln_sub"),
+             helper.make_node("Pow", ["d", "two"], ["sq"], name="ln_pow"),
+             helper.make_node("ReduceMean", ["sq"], ["var"], name="ln_var", axes=[-1]),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="ln_add_eps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="ln_sqrt"),
+             helper.make_node("Div", ["d", "sd"], ["y"], name="ln_div")]
+    return save_model(path, nodes, [vi("x")], [vi("y")], inits)
+
+
+def unknown_op_model(path):
+    """y = Relu(Frob(x)) with Frob an op of domain com.example: halfguard has no rule for it."""
+    g = helper.make_graph([helper.make_node("Frob", ["x"], ["f"], name="frob", domain="com.example"),
+                           helper.make_node("Relu", ["f"], ["y"], name="relu")],
+                          "g", [vi("x")], [vi("y")], value_info=[vi("f")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+                          ir_version=8)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    onnx.save(m, path)
+    return path
+
+
+def reducemean_model(path):
+    """y = ReduceMean(x) over 4096 values: with x in [0, 100] the running sum passes 65504."""
+    return save_model(path, [helper.make_node("ReduceMean", ["x"], ["y"], name="mean", axes=[1])],
+                      [vi("x", shape=(1, 4096))], [vi("y", shape=(1, 1))])
+
+
+def test_fixed_unknown_accumulate(tmp):
+    # Hazards convert rewrites away are listed but not counted.
+    fm = fixed_model(os.path.join(tmp, "fixed.onnx"))
+    rc, so, se = run(fm, "--input-range", "x=-1:1", "--no-config")
+    check("fixed:exit0", rc == 0 and so == "", show(rc, so, se))
+    check("fixed:note", re.search(r"fixed\.onnx: note: 3 hazards that convert rewrites away by itself "
+                                  r"\(clamp_constants: 1 non-finite-constant, fuse_layernorm: 1 underflow, "
+                                  r"fuse_layernorm: 1 division-by-zero\) are not counted; --show-fixed lists them",
+                                  se), show(rc, so, se))
+    rc, so, se = run(fm, "--input-range", "x=-1:1", "--no-config", "--show-fixed")
+    lines = text_lines("fixed:show", so)
+    check("fixed:show-lines", rc == 0 and sorted((m["node"], m["kind"]) for m in lines)
+          == [("ln_add_eps", "underflow"), ("ln_div", "division-by-zero"), ("mask_add", "non-finite-constant")]
+          and all(m["msg"].endswith(("[fixed by convert: clamp_constants]", "[fixed by convert: fuse_layernorm]"))
+                  for m in lines), show(rc, so, se))
+    rc, doc, se = run_json("fixed", fm, "--input-range", "x=-1:1", "--no-config", files=[fm])
+    if doc:
+        m = doc["models"][0]
+        check("fixed:json", rc == 0 and m["status"] == "clean" and doc["hazards"] == 0
+              and {(h["node"], h["fixed_by"]) for h in m["hazards"]}
+              == {("mask_add", "clamp_constants"), ("ln_add_eps", "fuse_layernorm"), ("ln_div", "fuse_layernorm")},
+              json.dumps(m)[:800])
+    rc, doc, se = run_sarif("fixed", [fm, "--input-range", "x=-1:1", "--no-config"], tmp)
+    res = doc["runs"][0]["results"] if doc else []
+    check("fixed:sarif-notes", rc == 0 and len(res) == 3 and all(
+        x["level"] == "note" and x["properties"]["fixedBy"] in ("clamp_constants", "fuse_layernorm") for x in res),
+        str(res)[:600])
+    # A hazard convert keeps FP32 still counts beside a fixed one.
+    sm = scale_model(os.path.join(tmp, "scale.onnx"))
+    rc, so, se = run(sm, fm, "--input-range", "x=0:100", "--no-config")
+    check("fixed:others-count", rc == 1 and [(m["node"], m["kind"]) for m in text_lines("fixed:others", so)]
+          == [("scale", "overflow")], show(rc, so, se))
+
+    # An op halfguard has no row for: a note, JSON's unknown_ops, a SARIF notification.
+    um = unknown_op_model(os.path.join(tmp, "unknown.onnx"))
+    note = ("unknown.onnx: note: op 'com.example.Frob' (1 node) is unknown to halfguard: convert keeps it "
+            "FP32 with Casts around it; the 2 float tensors computed from its output are not checked")
+    rc, so, se = run(um, "--input-range", "x=-1:1", "--no-config")
+    check("unknown:note", rc == 0 and so == "" and se.count(note) == 1, show(rc, so, se))
+    rc, doc, se = run_json("unknown", um, "--input-range", "x=-1:1", "--no-config", files=[um])
+    if doc:
+        check("unknown:json", doc["models"][0]["unknown_ops"] == [{"op": "com.example.Frob", "nodes": 1,
+                                                                  "downstream": 2}], json.dumps(doc)[:600])
+    rc, doc, se = run_sarif("unknown", [um, "--input-range", "x=-1:1", "--no-config"], tmp)
+    notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"] if doc else []
+    check("unknown:sarif", [n["level"] for n in notes] == ["note"] and "com.example.Frob" in notes[0]["message"]["text"],
+          str(notes)[:600])
+
+    # The accumulation model: a ReduceMean whose running sum passes 65504 is a hazard only where the
+    # runtime keeps that sum in FP16.
+    rm = reducemean_model(os.path.join(tmp, "mean.onnx"))
+    rc, so, se = run(rm, "--input-range", "x=0:100", "--no-config")
+    check("accumulate:targets-clean", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run(rm, "--input-range", "x=0:100", "--no-config", "--accumulate", "fp16")
+    lines = text_lines("accumulate:fp16", so)
+    check("accumulate:fp16-internal", rc == 1 and [(m["node"], m["kind"]) for m in lines]
+          == [("mean", "internal-overflow")] and "4096 terms" in so, show(rc, so, se))
+    rc, so, se = run(rm, "--input-range", "x=0:100", "--no-config", "--accumulate", "fp32")
+    check("accumulate:bad-value", rc == 2 and "--accumulate must be targets or fp16" in se, show(rc, so, se))
+
+
 def fetch_sarif_schema():
     """The official SARIF 2.1.0 schema (see the module comment), or None with the reason printed."""
     cache = os.environ.get("HG_SARIF_CACHE") or os.path.join(tempfile.gettempdir(), "halfguard-sarif-schema")
@@ -764,7 +864,8 @@ def main():
         else:
             for name, fn in [("basic", test_exit_codes_and_text), ("errors", test_errors),
                              ("json", test_json), ("lfs", test_lfs), ("config", test_config),
-                             ("stats", test_stats), ("sarif", test_sarif_structure)]:
+                             ("stats", test_stats), ("sarif", test_sarif_structure),
+                             ("fixed", test_fixed_unknown_accumulate)]:
                 d = os.path.join(tmp, name)
                 os.mkdir(d)
                 fn(d)

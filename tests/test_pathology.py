@@ -8,7 +8,9 @@ Generates the cases into OUTDIR with tests/pathology/make_cases.py, then for eve
     witnesses (e.g. the overflowing tensor really passes 65504), so a loosened sample cannot make a
     case vacuous;
   - runs `halfguard check MODEL --format json --no-config --input-range ...` without calibration and
-    with `--calib CASE.data`; every expected [node, kind] must be reported both times; an overflow
+    with `--calib CASE.data`; every expected [node, kind] must be reported both times, with the
+    `fixed_by` pass the case names (null where convert keeps the hazard FP32), and the exit status and
+    count must cover exactly the hazards convert does not fix by itself; an overflow
     must say "source": "static" without calibration and "calibration" with it (every tensor has
     statistics then);
   - a negative control must be clean with calibration; without it, its count is printed only.
@@ -77,8 +79,10 @@ def check_json(hg, outdir, case, calib, errors):
     except (ValueError, KeyError, IndexError, TypeError) as e:
         errors.append(f"[{tag}] unreadable JSON ({e}): {out[:200]!r}")
         return None
-    if rc != (1 if hazards else 0) or doc["hazards"] != len(hazards):
-        errors.append(f"[{tag}] exit {rc} and count {doc['hazards']} disagree with {len(hazards)} hazards")
+    counted = [h for h in hazards if h.get("fixed_by") is None]
+    if rc != (1 if counted else 0) or doc["hazards"] != len(counted):
+        errors.append(f"[{tag}] exit {rc} and count {doc['hazards']} disagree with {len(counted)} hazards "
+                      f"that convert does not fix by itself")
     if model.get("unranged_inputs"):
         errors.append(f"[{tag}] inputs reported without a range: {model['unranged_inputs']}")
     return hazards
@@ -96,20 +100,23 @@ def check_case(hg, outdir, case):
             continue
         counts[tag] = len(hazards)
         found = {(h["node"], h["kind"]): h for h in hazards}
-        for node, kind in case["expected"]:
+        for node, kind, *fix in case["expected"]:
             h = found.get((node, kind))
             if h is None:
                 near = sorted(f"{n}/{k}" for n, k in found if n == node or k == kind)
                 errors.append(f"[{tag}] missing {kind} at '{node}'"
                               + (f" (reported: {', '.join(near)})" if near else ""))
                 continue
+            want_fix = fix[0] if fix else None
+            if h.get("fixed_by") != want_fix:
+                errors.append(f"[{tag}] {kind} at '{node}': fixed_by {h.get('fixed_by')!r}, want {want_fix!r}")
             if kind == "overflow":
                 want = "calibration" if calib else "static"
                 if h.get("source") != want:
                     errors.append(f"[{tag}] overflow at '{node}': source {h.get('source')!r}, want {want!r}")
                 if calib and h.get("observed") is None:
                     errors.append(f"[{tag}] overflow at '{node}': no observed range with --calib")
-        expected = {tuple(e) for e in case["expected"]}
+        expected = {(e[0], e[1]) for e in case["expected"]}
         extra = [f"{h['node']}/{h['kind']}" for h in hazards if (h["node"], h["kind"]) not in expected]
         if case["negative_control"] and calib and hazards:
             errors.append(f"[calib] control reports {len(hazards)} hazards: {', '.join(extra)}")
@@ -135,7 +142,8 @@ def main(argv):
     for case in cases:
         errors, notes, counts = check_case(hg, outdir, case)
         what = ("control" if case["negative_control"]
-                else ", ".join(f"{k} at {n}" for n, k in case["expected"]))
+                else ", ".join(f"{e[1]} at {e[0]}" + (f" (fixed by {e[2]})" if len(e) > 2 else "")
+                               for e in case["expected"]))
         tally = f"hazards static {counts.get('static', '?')}, calib {counts.get('calib', '?')}"
         print(f"{'PASS' if not errors else 'FAIL'} {case['name']}: {what} ({tally})")
         for e in errors:

@@ -48,6 +48,9 @@ typedef struct {
     char *action;        /* what convert does about it, e.g. "keep FP32" */
     char *suppressed;    /* the configured reason when suppressed, else NULL */
     const HgNode *at;    /* the node (valid while the model is unchanged) */
+    /* The pass that rewrites the hazard away when convert runs (hg_check_mark_fixed), else NULL. A
+     * hazard convert fixes by itself is listed but not counted: the user has nothing to do. */
+    char *fixed_by;
 } HgHazard;
 
 /* Observed statistics of one tensor, from the interpreter or a stats file. */
@@ -68,6 +71,8 @@ HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int t
 HG_API HgStats *hg_stats_load(const char *path, GError **error);
 /* Set the statistics of tensor name (replacing what was there). */
 HG_API void hg_stats_set(HgStats *stats, const char *name, const HgTensorStats *s);
+/* A deep copy of stats. */
+HG_API HgStats *hg_stats_copy(HgStats *stats);
 /* Fold src into dst (min of mins, max of maxes, summed counts). */
 HG_API void hg_stats_merge(HgStats *dst, HgStats *src);
 /* Write stats as halfguard's stats JSON. */
@@ -129,6 +134,12 @@ typedef struct {
  * shape pin) or an invalid model. The result borrows opts->stats, which must outlive it. */
 HG_API HgCheckResult *hg_check(HgModel *m, const HgCheckOptions *opts, GError **error);
 HG_API void hg_check_result_free(HgCheckResult *r);
+/* Find which hazards of r (hg_check of m with opts) convert rewrites away by itself, and set their
+ * fixed_by to the pass: runs the passes before assign_precision on a copy of m (m is unchanged) and
+ * analyses the copy after each pass that changed it. Does nothing when r has no hazards. FALSE with
+ * an HG_ERROR when a pass fails on the copy. */
+HG_API gboolean hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCheckResult *r,
+                                    GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)
 
 /* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it): check's threshold
@@ -165,10 +176,14 @@ typedef struct {
 
 /* The note for an op without a row ("op 'X' (2 nodes) is unknown to halfguard: ..."). New string. */
 HG_API char *hg_check_unknown_op_note(const HgUnknownOp *u);
-/* Unsuppressed hazards of r. */
+/* Hazards of r that count: neither suppressed nor fixed by convert. */
 HG_API guint hg_check_result_count(const HgCheckResult *r);
-/* Compiler-style lines, one per unsuppressed hazard (with_suppressed: those too, marked). */
-HG_API char *hg_check_format_text(const HgCheckFile *files, guint n, gboolean with_suppressed);
+/* What hg_check_format_text lists besides the hazards that count (flags, or-ed). */
+#define HG_CHECK_SHOW_SUPPRESSED 1u
+#define HG_CHECK_SHOW_FIXED 2u
+/* Compiler-style lines, one per hazard that counts; the suppressed and the fixed ones too, marked,
+ * as flags say (TRUE is HG_CHECK_SHOW_SUPPRESSED). */
+HG_API char *hg_check_format_text(const HgCheckFile *files, guint n, guint flags);
 /* The JSON report (README.md, "check --format json"). */
 HG_API char *hg_check_format_json(const HgCheckFile *files, guint n);
 /* A SARIF 2.1.0 log: one rule per hazard kind, one result per hazard. */

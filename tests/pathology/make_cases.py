@@ -8,14 +8,15 @@ input ranges, in graph-input order: the `halfguard run --data` layout) and an en
 OUTDIR/cases.json:
 
     {"name", "model", "data", "input_ranges": ["NAME=LO:HI", ...], "options": [FLAG, ...],
-     "expected": [[node, kind], ...], "negative_control": bool,
+     "expected": [[node, kind] or [node, kind, fixed_by], ...], "negative_control": bool,
      "description", "origin",
      "witnesses": [{"value", "check", "limit", "why"}, ...]}
 
 `options` are further flags for `check` and `convert` that the case is about (`--accumulate fp16` for a
 runtime that keeps reductions' running sums in FP16).
 `expected` lists the hazards `halfguard check` must report, with and without calibration, at those
-nodes; a negative control expects none (with calibration). A witness is a fact about the calibration
+nodes, and for those convert rewrites away by itself the pass it does that with (check lists them as
+`fixed_by` that pass and does not count them); a negative control expects none (with calibration). A witness is a fact about the calibration
 sample that makes the hazard real rather than a loose bound: a tensor the interpreter computes
 (`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero against limit).
 
@@ -88,8 +89,10 @@ class Case:
         """A graph output; `shape` only where shape inference cannot know it (computed shapes)."""
         self.outputs.append((value, shape))
 
-    def expect(self, node, kind):
-        self.expected.append([node, kind])
+    def expect(self, node, kind, fixed_by=None):
+        """A hazard check must report at node; fixed_by names the pass that convert rewrites it away
+        with (check then lists it as fixed and does not count it), None when convert keeps it FP32."""
+        self.expected.append([node, kind] + ([fixed_by] if fixed_by else []))
 
     def witness(self, value, check, limit, why):
         self.witnesses.append({"value": value, "check": check, "limit": limit, "why": why})
@@ -112,7 +115,7 @@ class Case:
         if len(set(node_names)) != len(node_names) or "" in node_names:
             sys.exit(f"make_cases.py: {self.name}: node names must be unique and non-empty")
         values = {v for n in m.graph.node for v in n.output} | {i.name for i in m.graph.input}
-        for node, _ in self.expected:
+        for node, *_ in self.expected:
             if node not in node_names:
                 sys.exit(f"make_cases.py: {self.name}: expected hazard at unknown node '{node}'")
         for w in self.witnesses:
@@ -321,7 +324,7 @@ def layernorm_eps_1e12():
              "HF BERT's layer_norm_eps = 1e-12, exported before opset 17 as ReduceMean/Pow/Sqrt/Div")
     x = c.input("x", [1, 16, 256], -6, 6, c.rng.normal(0, 1, (1, 16, 256)).clip(-5.5, 5.5))
     c.output(decomposed_layernorm(c, x, 256, 1e-12))
-    c.expect("ln_add_eps", "underflow")
+    c.expect("ln_add_eps", "underflow", "fuse_layernorm")
     return c
 
 
@@ -364,7 +367,7 @@ def attention_f32min_mask():
     add = c.node("Mul", "mask_scale", [inv, fill])
     s = c.node("Add", "mask_add", [logits, add])
     c.output(c.node("Softmax", "attn_softmax", [s], axis=-1))
-    c.expect("mask_fill_value", "non-finite-constant")
+    c.expect("mask_fill_value", "non-finite-constant", "clamp_constants")
     return c
 
 
@@ -377,7 +380,7 @@ def causal_mask_initializer():
     mask = np.triu(np.full((16, 16), F32_MIN, np.float32), k=1).reshape(1, 1, 16, 16)
     s = c.node("Add", "causal_mask_add", [logits, c.init("causal_mask", mask)])
     c.output(c.node("Softmax", "causal_softmax", [s], axis=-1))
-    c.expect("causal_mask_add", "non-finite-constant")
+    c.expect("causal_mask_add", "non-finite-constant", "clamp_constants")
     return c
 
 
@@ -525,7 +528,7 @@ def integral_image_nafnet():
     img = smooth_image(c.rng, (1, 3, 32, 32), 100, 60).clip(0, 255)
     x = c.input("image", [1, 3, 32, 32], 0, 255, img)
     c.output(integral_image_avg(c, x, 8))
-    c.expect("cumsum_h", "overflow")  # cumsum_w peaks at 32 * 255 = 8160; Pad and Slices only cascade
+    c.expect("cumsum_h", "overflow", "avgpool_integral")  # cumsum_w peaks at 32 * 255 = 8160; Pad and Slices only cascade
     c.witness("cumsum_h_out", "absmax_gt", FP16_MAX, "a 32x32 image of mean ~100 sums to ~100000")
     return c
 
@@ -540,9 +543,9 @@ def integral_image_features():
     f = np.maximum(c.rng.normal(1.0, 1.0, (1, 4, 64, 64)), 0).clip(0, 4)
     x = c.input("features", [1, 4, 64, 64], 0, 4, f)
     c.output(integral_image_avg(c, x, 8))
-    c.expect("cumsum_h", "precision-loss")
-    c.expect("minus_s2", "precision-loss")
-    c.expect("minus_s3", "precision-loss")
+    c.expect("cumsum_h", "precision-loss", "avgpool_integral")
+    c.expect("minus_s2", "precision-loss", "avgpool_integral")
+    c.expect("minus_s3", "precision-loss", "avgpool_integral")
     c.witness("cumsum_h_out", "absmax_gt", 2048.0, "prefix sums where FP16's spacing is >= 2")
     return c
 
@@ -558,7 +561,7 @@ def layernorm_outliers():
     h[..., 201] = -1800 + c.rng.normal(0, 100, (1, 16))
     x = c.input("hidden", [1, 16, 256], -3000, 3000, h.clip(-2900, 2900))
     c.output(decomposed_layernorm(c, x, 256, 1e-5))
-    c.expect("ln_pow", "overflow")
+    c.expect("ln_pow", "overflow", "fuse_layernorm")
     c.witness("ln_pow_out", "absmax_gt", FP16_MAX, "2200^2 on the sample")
     return c
 
@@ -579,7 +582,7 @@ def conv_chain_no_norm():
         t = c.node("Relu", f"relu{i}", [t])
         cin = 8
     c.output(t)
-    c.expect("conv8", "overflow")
+    c.expect("conv8", "overflow", "rescale")
     c.witness("conv8_out", "absmax_gt", FP16_MAX, "the sample grows past FP16's max at conv8")
     c.witness("conv7_out", "absmax_lt", FP16_MAX / 2, "and not before, even with the margin of 2")
     return c
@@ -606,7 +609,7 @@ def resnet_no_norm():
     t = c.node("Flatten", "flatten", [c.node("GlobalAveragePool", "gap", [t])], axis=1)
     fc_w = c.rng.normal(0, 1e-3, (10, 8))
     c.output(c.node("Gemm", "fc", [t, c.init("fc_w", fc_w), c.init("fc_b", np.zeros(10))], transB=1))
-    c.expect("block7_conv_b", "overflow")
+    c.expect("block7_conv_b", "overflow", "rescale")
     c.witness("block7_conv_b_out", "absmax_gt", FP16_MAX / 2, "the last branch comes within the margin of 2")
     c.witness("block7_add_out", "absmax_gt", FP16_MAX, "the trunk passes FP16's max in the last block")
     c.witness("block6_add_out", "absmax_lt", FP16_MAX / 2, "and not before, even with the margin of 2")
@@ -632,7 +635,7 @@ def attention_logits_scaled_after():
     sc = c.node("Mul", "qk_scale", [qk, c.init("inv_sqrt_d", 1 / np.sqrt(128))])
     p = c.node("Softmax", "attn_softmax", [sc], axis=-1)
     c.output(c.node("MatMul", "attn_v_matmul", [p, v]))
-    c.expect("qk_matmul", "overflow")
+    c.expect("qk_matmul", "overflow", "prescale")
     c.witness("qk_matmul_out", "absmax_gt", FP16_MAX, "the aligned token's logit before the scale")
     return c
 
@@ -657,7 +660,7 @@ def attention_scale_cures():
     sc = c.node("Mul", "qk_scale", [qk, c.init("inv_sqrt_d", 1 / 64.0)])
     p = c.node("Softmax", "attn_softmax", [sc], axis=-1)
     c.output(c.node("MatMul", "attn_v_matmul", [p, v]))
-    c.expect("qk_matmul", "overflow")
+    c.expect("qk_matmul", "overflow", "prescale")
     c.witness("qk_matmul_out", "absmax_gt", FP16_MAX / 2,
               "the aligned token's product passes 65504 with the default calibration margin of 2")
     return c
@@ -673,7 +676,7 @@ def l2norm_reducesum():
     ss = c.node("ReduceSum", "sumsq_reduce", [sq, c.i64("sum_axes", [1])], keepdims=1)
     n = c.node("Sqrt", "norm_sqrt", [ss])
     c.output(c.node("Div", "l2_div", [x, n]))
-    c.expect("sumsq_reduce", "overflow")  # sq_mul peaks at 10000: the sum is the first to overflow
+    c.expect("sumsq_reduce", "overflow", "prescale")  # sq_mul peaks at 10000: the sum is the first to overflow
     c.witness("sumsq_reduce_out", "absmax_gt", FP16_MAX, "512 * 20^2 on the sample")
     return c
 
@@ -767,7 +770,7 @@ def main(argv):
         c = make()
         assert c.name == make.__name__, c.name
         assert c.negative_control == (not c.expected), c.name
-        assert all(k in KINDS for _, k in c.expected), c.name
+        assert all(e[1] in KINDS for e in c.expected), c.name
         m = c.model()
         onnx.save(m, os.path.join(outdir, c.name + ".onnx"))
         data = os.path.join(outdir, c.name + ".data")

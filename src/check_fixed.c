@@ -1,0 +1,89 @@
+/* Which hazards convert rewrites away by itself.
+ *
+ * A hazard that a rewriting pass removes (a decomposed LayerNorm's epsilon once fuse_layernorm keeps
+ * it inside LayerNormalization, a float32-min mask fill once clamp_constants makes it -65504, an
+ * integral image once avgpool_integral makes it an AveragePool, an overflow that prescale or rescale
+ * scales away, shape math that fold_shapes makes constant) is no reason to fail a check: the user
+ * needs to do nothing about it. hg_check_mark_fixed runs the passes that come before
+ * assign_precision on a copy of the model, with the same options, and after each pass that changed
+ * the copy finds which of the original hazards no longer appear there. Hazards that convert handles
+ * by keeping nodes FP32 stay what they are: findings.
+ *
+ * A hazard is the same hazard after a pass when its kind and node are (for an unnamed node: its kind,
+ * op type and tensor): passes keep the names of the nodes they do not remove.
+ */
+#include "halfguard/halfguard.h"
+
+#include <string.h>
+
+static char *
+hazard_key(const HgHazard *h)
+{
+    if (h->node && *h->node)
+        return g_strdup_printf("%d\x01%s", h->kind, h->node);
+    return g_strdup_printf("%d\x01\x01%s\x01%s", h->kind, h->op ? h->op : "", h->value ? h->value : "");
+}
+
+/* Mark, in r, the hazards not in now (an analysis of the rewritten copy) with pass. */
+static guint
+mark_gone(HgCheckResult *r, const HgCheckResult *now, const char *pass)
+{
+    g_autoptr(GHashTable) present = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < now->hazards->len; i++)
+        g_hash_table_add(present, hazard_key(now->hazards->pdata[i]));
+    guint n = 0;
+    for (guint i = 0; i < r->hazards->len; i++) {
+        HgHazard *h = r->hazards->pdata[i];
+        if (h->fixed_by)
+            continue;
+        g_autofree char *key = hazard_key(h);
+        if (!g_hash_table_contains(present, key)) {
+            h->fixed_by = g_strdup(pass);
+            n++;
+        }
+    }
+    return n;
+}
+
+gboolean
+hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCheckResult *r, GError **error)
+{
+    g_return_val_if_fail(m != NULL && opts != NULL && r != NULL, FALSE);
+    if (!r->hazards->len || !m->graph)
+        return TRUE;
+    /* The copy, and statistics of its own: the rescaling passes record what calibration saw of
+     * the tensors they scale under the new values' names. */
+    gsize len = 0;
+    g_autofree guint8 *bytes = hg_model_save_bytes(m, &len, error);
+    if (!bytes)
+        return FALSE;
+    g_autoptr(HgModel) copy = hg_model_load_bytes(bytes, len, m->dir, error);
+    if (!copy)
+        return FALSE;
+    g_clear_pointer(&bytes, g_free);
+    g_autoptr(GHashTable) stats = opts->stats ? hg_stats_copy(opts->stats) : NULL;
+    HgCheckOptions o = *opts;
+    o.stats = stats;
+    HgPassCtx ctx;
+    hg_pass_ctx_init(&ctx);
+    ctx.shapes = opts->shapes;
+    ctx.check = &o;
+    guint n_passes;
+    const HgPassInfo *passes = hg_pass_list(&n_passes);
+    gboolean ok = TRUE;
+    guint pending = r->hazards->len;
+    for (guint i = 0; ok && pending && i < n_passes && strcmp(passes[i].name, "assign_precision") != 0; i++) {
+        guint before = ctx.n_changed;
+        ok = passes[i].run(copy->graph, &ctx, error) && hg_graph_verify(copy->graph, error);
+        if (!ok)
+            g_prefix_error(error, "while finding what convert fixes, pass %s: ", passes[i].name);
+        if (!ok || ctx.n_changed == before)
+            continue;
+        HgCheckResult *now = hg_pass_ctx_analysis(&ctx, copy->graph, error);
+        ok = now != NULL;
+        if (ok)
+            pending -= mark_gone(r, now, passes[i].name);
+    }
+    hg_pass_ctx_clear(&ctx);
+    return ok;
+}
