@@ -174,14 +174,25 @@ typedef struct {
     const HgTensorStats *stats;
 } Decided;
 
+/* Did calibration see infinities that FP16 makes? Infinities a wider type already computes (log(0)
+ * in T5's relative-position buckets, say) are there in FP32 too: FP16 adds only those of finite
+ * values past its range. Seen in a run that stores the tensor in FP16 or narrower, an infinity may
+ * be the narrow type's own overflow. */
+static gboolean
+fp16_inf(const HgTensorStats *s)
+{
+    return s && s->n_inf && s->dtype != HG_DTYPE_FLOAT && s->dtype != HG_DTYPE_DOUBLE;
+}
+
 static Decided
 decide(const Check *c, const HgValue *v)
 {
     const HgRange *r = hg_ranges_get(c->ranges, v);
     Decided d = {absmax(r), HG_SOURCE_STATIC, TRUE, stats_of(c, v)};
-    if (d.stats && (d.stats->n_inf || !isnan(d.stats->absmax))) {
+    gboolean inf = fp16_inf(d.stats);
+    if (d.stats && (inf || !isnan(d.stats->absmax))) {
         /* Calibration decides; the static bound, being sound, caps it. */
-        double o = d.stats->n_inf ? INFINITY : d.stats->absmax * c->margin;
+        double o = inf ? INFINITY : d.stats->absmax * c->margin;
         d.bound = MIN(o, d.bound);
         d.source = HG_SOURCE_CALIBRATION;
     } else if (!isfinite(d.bound) && g_hash_table_contains(c->open, v)) {
@@ -237,7 +248,7 @@ describe_bound(const Check *c, const char *what, const HgValue *v, Decided d, do
         g_string_append_printf(s, "%s is unbounded (static: an input has no range)", what);
     else
         g_string_append_printf(s, "%s is unbounded (static)", what);
-    if (d.stats && d.stats->n_inf)
+    if (fp16_inf(d.stats))
         g_string_append_printf(s, "; observed inf (calibration)");
     else if (d.stats && !isnan(d.stats->absmax)) {
         double o = fabs(d.stats->min) > fabs(d.stats->max) ? d.stats->min : d.stats->max;
@@ -371,6 +382,84 @@ fixed_in_fp16(const Check *c, const HgValue *v)
     return a && fp16_exact(a);
 }
 
+/* Does v hold integers only (a Cast of an integer or bool tensor, an integer-valued constant, and
+ * what sums, differences, products, selections and reshapes make of them)? */
+static gboolean
+integer_valued(const Check *c, const HgValue *v, int depth)
+{
+    if (!v || depth > 16)
+        return FALSE;
+    if (is_constant(c, v)) {
+        g_autoptr(HgArray) a = const_value(c, v);
+        for (gint64 i = 0; a && i < a->numel; i++) {
+            double x = hg_array_get_f64(a, i);
+            if (x != floor(x))
+                return FALSE;
+        }
+        return a != NULL;
+    }
+    const HgNode *p = v->producer;
+    if (!p)
+        return FALSE;
+    if (hg_node_is(p, "Cast")) {
+        int dt = p->inputs[0] ? hg_shapes_get(c->shapes, p->inputs[0])->dtype : HG_DTYPE_UNDEFINED;
+        return is_int_dtype(dt) || dt == HG_DTYPE_BOOL || integer_valued(c, p->inputs[0], depth + 1);
+    }
+    static const char *const keeps[] = {"Add", "Sub", "Mul", "Neg", "Abs", "Relu", "Max", "Min", "CumSum",
+                                        "Where", "Floor", "Ceil", "Round"};
+    gboolean known = hg_node_passes_through(p) && !hg_node_is(p, "Cast");
+    for (guint i = 0; i < G_N_ELEMENTS(keeps) && !known; i++)
+        known = hg_node_is(p, keeps[i]);
+    if (!known)
+        return FALSE;
+    if (hg_node_is(p, "Floor") || hg_node_is(p, "Ceil") || hg_node_is(p, "Round"))
+        return TRUE;
+    gboolean any = FALSE;
+    for (guint k = 0; k < p->n_inputs; k++) {
+        const HgValue *x = p->inputs[k];
+        gboolean data = k == 0 || hg_node_is(p, "Concat") ||
+                        !(hg_node_passes_through(p) || hg_node_is(p, "CumSum"));
+        if (!x || !is_float_value(c, x) || !data)
+            continue; /* shapes, axes and conditions */
+        if (!integer_valued(c, x, depth + 1))
+            return FALSE;
+        any = TRUE;
+    }
+    return any;
+}
+
+/* Is v float math on integers alone: every float it is computed from, through elementwise ops,
+ * reshaping and selection, is a Cast of an integer tensor or a constant? (T5's relative-position
+ * buckets: positions cast to float, divided, logged, scaled, cast back to an index.) */
+static gboolean
+from_integers(const Check *c, const HgValue *v, int depth)
+{
+    if (!v || depth > 16)
+        return FALSE;
+    if (is_constant(c, v))
+        return TRUE;
+    const HgNode *p = v->producer;
+    if (!p)
+        return FALSE;
+    if (hg_node_is(p, "Cast"))
+        return p->inputs[0] && (is_int_dtype(hg_shapes_get(c->shapes, p->inputs[0])->dtype) ||
+                                hg_shapes_get(c->shapes, p->inputs[0])->dtype == HG_DTYPE_BOOL ||
+                                from_integers(c, p->inputs[0], depth + 1));
+    const HgOpDef *op = hg_op_for_node(p);
+    if (!op || !(op->traits & (HG_TRAIT_ELEMENTWISE | HG_TRAIT_DATA_MOVEMENT)))
+        return FALSE;
+    gboolean any = FALSE;
+    for (guint k = 0; k < p->n_inputs; k++) {
+        const HgValue *x = p->inputs[k];
+        if (!x || !is_float_value(c, x))
+            continue; /* integer and bool inputs (indices, conditions) are integers already */
+        if (!from_integers(c, x, depth + 1))
+            return FALSE;
+        any = TRUE;
+    }
+    return any;
+}
+
 /* Float values that decide sizes or indices and that FP16 could change: inputs the op table keeps
  * FP32 (Resize scales, ...) and inputs of Casts to integers, computed at run time or folded to values
  * FP16 does not hold (2049 becomes 2048), followed back through their producers while the tensors
@@ -402,7 +491,7 @@ mark_fp32(Check *c, GPtrArray *order)
         HgNode *p = v->producer;
         gboolean from_int = hg_node_is(p, "Cast") && p->inputs[0] &&
                             is_int_dtype(hg_shapes_get(c->shapes, p->inputs[0])->dtype);
-        if (!(numel >= 0 && numel <= SMALL_NUMEL) && !from_int)
+        if (!(numel >= 0 && numel <= SMALL_NUMEL) && !from_int && !from_integers(c, v, 0))
             continue;
         g_hash_table_add(c->fp32, v);
         for (guint k = 0; k < p->n_inputs; k++)
@@ -813,6 +902,10 @@ check_precision(Check *c, const HgNode *n)
         Decided out = decide(c, n->outputs[0]);
         gboolean big = out.known && out.bound > SOFTMAX_SPREAD;
         if (len >= 0 && len <= CUMSUM_MAX_LEN && !big)
+            return;
+        /* Integers add exactly in FP16 while the sums stay within 2048 (its 11 bits): a running count
+         * of a mask (DETR's positions, position ids) loses nothing, however long the axis. */
+        if (out.known && !big && integer_valued(c, n->inputs[0], 0))
             return;
         if (len >= 0 && len <= CUMSUM_MAX_LEN) {
             add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, n->outputs[0], out,

@@ -53,7 +53,8 @@ def check_witnesses(hg, outdir, case, errors):
             ok = {"absmax_gt": lambda: absmax > w["limit"],
                   "absmax_lt": lambda: absmax < w["limit"],
                   "max_gt": lambda: float(np.max(v)) > w["limit"],
-                  "has_zero": lambda: bool(np.any(v == 0))}[w["check"]]()
+                  "has_zero": lambda: bool(np.any(v == 0)),
+                  "has_inf": lambda: bool(np.any(np.isinf(v)))}[w["check"]]()
             if not ok:
                 errors.append(f"witness: {w['value']} {w['check']} {w['limit']:g} does not hold "
                               f"(absmax {absmax:.4g}, max {float(np.max(v)):.4g}): {w['why']}")

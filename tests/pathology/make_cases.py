@@ -18,7 +18,8 @@ runtime that keeps reductions' running sums in FP16).
 nodes, and for those convert rewrites away by itself the pass it does that with (check lists them as
 `fixed_by` that pass and does not count them); a negative control expects none (with calibration). A witness is a fact about the calibration
 sample that makes the hazard real rather than a loose bound: a tensor the interpreter computes
-(`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero against limit).
+(`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero, has_inf against
+limit).
 
 Uses Debian's python3-onnx (1.12) and numpy only. Fixed seeds, so the output is byte-for-byte the same
 on every run. Every model must pass onnx.checker.check_model(full_check=True); a case that does not is
@@ -428,6 +429,49 @@ def precision_cumsum_long():
     return c
 
 
+def index_math_buckets():
+    c = Case("index_math_buckets",
+             "T5's relative-position buckets: |i - j| of integer positions cast to float, divided, "
+             "logged (log(0) = -inf in FP32 as in FP16), scaled and cast back to an index into a bias "
+             "table. Float math on integers that decides an index stays FP32, as PyTorch computes it "
+             "(.float()); the -inf that FP32 computes too is no FP16 overflow.",
+             "transformers T5Attention._relative_position_bucket, exported with a symbolic sequence")
+    x = c.input("x", [1, "seq", 4], -1, 1, c.rng.uniform(-1, 1, (1, 24, 4)))
+    shape = c.node("Shape", "x_shape", [x])
+    seq = c.node("Gather", "seq_len", [shape, c.i64("seq_axis", 1)], axis=0)
+    pos = c.node("Range", "positions", [c.i64("zero", 0), seq, c.i64("step", 1)])
+    row = c.node("Unsqueeze", "pos_row", [pos, c.i64("row_axes", [0])])
+    col = c.node("Unsqueeze", "pos_col", [pos, c.i64("col_axes", [1])])
+    rel = c.node("Abs", "rel_abs", [c.node("Sub", "rel_sub", [row, col])])
+    f = c.node("Cast", "rel_to_float", [rel], to=onnx.TensorProto.FLOAT)
+    lg = c.node("Log", "bucket_log", [c.node("Div", "bucket_div", [f, c.init("max_exact", 4.0)])])
+    sc = c.node("Mul", "bucket_mul", [c.node("Div", "bucket_norm", [lg, c.init("log_ratio", float(np.log(8.0)))]),
+                                      c.init("span", 4.0)])
+    idx = c.node("Cast", "bucket_to_int", [sc], to=onnx.TensorProto.INT64)
+    idx = c.node("Clip", "bucket_clip", [idx, c.i64("lo", 0), c.i64("hi", 7)])
+    bias = c.node("Gather", "bias_gather", [c.init("bias_table", c.rng.normal(0, 1, 8)), idx], axis=0)
+    pooled = c.node("ReduceMean", "pool", [x], axes=[2], keepdims=1)
+    c.output(c.node("MatMul", "apply_bias", [bias, pooled]), [1, "seq", 1])
+    c.expect("bucket_mul", "must-stay-fp32")
+    c.witness("bucket_log_out", "has_inf", 0, "log(0) on the diagonal: -inf in FP32 already")
+    return c
+
+
+def control_position_cumsum_mask():
+    c = Case("control_position_cumsum_mask",
+             "Negative control: DETR's sine position embedding counts a mask with CumSum over 1000 "
+             "positions. Its input is a Cast of a boolean, its sums are integers up to 1000, and FP16 "
+             "adds integers up to 2048 exactly, however long the axis.",
+             "transformers DetrSinePositionEmbedding: pixel_mask.cumsum(1, dtype=float32)",
+             negative_control=True)
+    x = c.input("x", [1, 1000], -1, 1, c.rng.uniform(-1, 1, (1, 1000)))
+    m = c.node("Cast", "mask_to_float", [c.node("Greater", "mask", [x, c.init("thresh", -0.5)])],
+               to=onnx.TensorProto.FLOAT)
+    cs = c.node("CumSum", "mask_cumsum", [m, c.i64("axis", 1)])
+    c.output(c.node("Mul", "normalize", [cs, c.init("inv_len", 1.0 / 1000)]))
+    return c
+
+
 def prefix_sum_cancel():
     c = Case("prefix_sum_cancel",
              "Sliding-window sums as the difference of two prefix sums over 4096 steps: each prefix "
@@ -746,12 +790,12 @@ CASES = [
     layernorm_eps_1e12, underflow_tiny_weights,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer,
     division_by_zero_relu,
-    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel,
+    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
-    control_rmsnorm_eps_1e5, control_folded_conv_bias,
+    control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask,
 ]
 
 KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
