@@ -673,6 +673,8 @@ def worker(family, exporter, root):
     entry["inputs"] = inputs
     entry["outputs"] = [dict(name=o.name, onnx_shape=onnx_dims(o)) for o in model.graph.output]
     entry["ranges"] = [f"{i['name']}={i['range'][0]}:{i['range'][1]}" for i in inputs]
+    if family in ("detr", "rt_detr"):  # a set of queries along axis 1, in no meaningful order
+        entry["set_outputs"] = list(outs)
     dropped = [s["name"] for s in specs if s["name"] not in {i["spec"] for i in inputs}]
     if dropped:
         entry["inputs_dropped_by_exporter"] = dropped
