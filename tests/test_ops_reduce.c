@@ -1045,6 +1045,27 @@ test_layernorm(void **state)
     check(r.out[1], HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(2, 6), 1e-7);
     check(r.out[2], HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(1.2247356, 0.6123713), 1e-6);
     result_free(&r);
+    /* stash_type DOUBLE: the statistics are computed and stored in FP64 (var of 1, 2, 3 is 2/3 and of
+     * 4, 6, 8 is 8/3, so InvStdDev is 1 / sqrt(var + 1e-5f) to double precision) */
+    attr_i(n.node, "stash_type", HG_DTYPE_DOUBLE);
+    r = RUN(&n, 17, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-6);
+    check(r.out[1], HG_DTYPE_DOUBLE, 2, DIMS(2, 1), VALS(2, 6), 0);
+    check(r.out[2], HG_DTYPE_DOUBLE, 2, DIMS(2, 1),
+          VALS(1 / sqrt(2.0 / 3 + (double)1e-5f), 1 / sqrt(8.0 / 3 + (double)1e-5f)), 1e-15);
+    result_free(&r);
+    node_free(&n);
+    /* below opset 17 (ONNX Runtime's contrib op) Y has Scale's type, narrower or wider than X's */
+    n = node_new("LayerNormalization", "x,s,b", "y");
+    r = RUN(&n, 16, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-3);
+    result_free(&r);
+    r = RUN(&n, 16, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-6);
+    result_free(&r);
     node_free(&n);
     /* axis 0 normalizes everything; B omitted; Scale [3] broadcasts over the [2,3] block */
     n = node_new("LayerNormalization", "x,s", "y");

@@ -1983,26 +1983,42 @@ hg_eval_LayerNormalization(HgEvalCtx *ctx)
         return FALSE;
     if (want_output(ctx, 2) && !(inv = hg_array_new(stash, x->rank, sdims, ctx->error)))
         return FALSE;
-    /* the statistics in the compute type, stored to stash_type at the end */
+    /* the statistics in the compute type, stored to stash_type at the end; stash_type DOUBLE (or a
+     * double X or Y) computes in FP64, as the spec's stage one in stash_type precision says */
     g_autofree double *md = g_new(double, rows + 1), *id = g_new(double, rows + 1);
-    if (c == HG_COMPUTE_F32) {
+    if (c == HG_COMPUTE_F32 && hg_dtype_compute(stash) == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
         g_autofree float *gf = g_new(float, n + 1), *bf = g_new(float, n + 1);
         for (gint64 j = 0; j < n; j++) {
             gf[j] = (float)g[j];
             bf[j] = (float)b[j];
         }
-        g_autofree float *scratch = row_scratch(x, n);
+        /* rows in place where X and Y are both FLOAT, else through scratch (below opset 17 Y has
+         * Scale's type, which may differ from X's) */
+        gboolean direct_in = x->dtype == HG_DTYPE_FLOAT, direct_out = y->dtype == HG_DTYPE_FLOAT;
+        g_autofree float *scratch = direct_in && direct_out ? NULL : g_new(float, n + 1);
         for (gint64 r = 0; r < rows; r++) {
             float m, iv;
-            const float *xr = row_get(x, r * n, n, scratch);
-            norm_row_f32(xr, row_out(y, r * n, scratch), n, eps, gf, bf, TRUE, &m, &iv);
-            row_put(y, r * n, n, scratch);
+            const float *xr = (const float *)x->data + r * n;
+            if (!direct_in) {
+                hg_array_load_span_f32(x, r * n, n, scratch);
+                xr = scratch;
+            }
+            float *yr = direct_out ? (float *)y->data + r * n : scratch;
+            norm_row_f32(xr, yr, n, eps, gf, bf, TRUE, &m, &iv);
+            if (!direct_out)
+                hg_array_store_span_f32(y, r * n, n, scratch);
             md[r] = m;
             id[r] = iv;
         }
     } else {
+        gboolean own;
+        double *xd = hg_array_load_f64(x, &own);
+        g_autofree double *yd = g_new(double, y->numel + 1);
         for (gint64 r = 0; r < rows; r++)
-            norm_row_f64((const double *)x->data + r * n, (double *)y->data + r * n, n, eps, g, b, TRUE, &md[r], &id[r]);
+            norm_row_f64(xd + r * n, yd + r * n, n, eps, g, b, TRUE, &md[r], &id[r]);
+        if (own)
+            g_free(xd);
+        hg_array_store_f64(y, yd);
     }
     if (mean)
         hg_array_store_f64(mean, md);
