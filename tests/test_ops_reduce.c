@@ -34,7 +34,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("reduce", 18);
+    assert_family_rows("reduce", 19);
 }
 
 /* ---------------------------------------------------------------- Reduce* */
@@ -1116,6 +1116,77 @@ test_layernorm(void **state)
     node_free(&n);
 }
 
+/* RMSNormalization against x / sqrt(mean(x^2) + eps) * scale evaluated in double. */
+static void
+test_rmsnorm(void **state)
+{
+    (void)state;
+    static const double x[] = {3, 4, 1, -1};
+    Node n = node_new("RMSNormalization", "x,s", "y");
+    Result r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(0.8485277980128058, 2.2627407947008153, 0.9999950000374997, -1.9999900000749995), 1e-6);
+    result_free(&r);
+    /* Y takes scale's type: FP16 X with FP32 scale gives FP32; FP32 X with FP16 scale gives FP16 */
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT16, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(0.8485277980128058, 2.2627407947008153, 0.9999950000374997, -1.9999900000749995), 1e-6);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(2, 2), VALS(0.84863281, 2.2636719, 1, -2), 0);
+    result_free(&r);
+    node_free(&n);
+    /* axis 0: one mean over all four, (9 + 16 + 1 + 1) / 4 = 6.75; scale [2]
+     * broadcasts over the [2, 2] block, and a full [2, 2] scale pairs element by element */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_i(n.node, "axis", 0);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(1.1546996830464697, 3.079199154790586, 0.38489989434882327, -0.7697997886976465), 1e-6);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 2), x), arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 2), VALS(1, 2, 3, 4)));
+    check(r.out[0], HG_DTYPE_DOUBLE, 2, DIMS(2, 2),
+          VALS(1.1546996830464697, 3.079199154790586, 1.1546996830464697, -1.539599577395293), 1e-14);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "scale does not broadcast");
+    result_free(&r);
+    node_free(&n);
+    /* epsilon is read: a zero row gives 0 (not NaN); stash_type DOUBLE computes in FP64 */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0.25f);
+    attr_i(n.node, "stash_type", HG_DTYPE_DOUBLE);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 0, 3, 4)), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    /* row 2: 1 / sqrt(12.5 + 0.25) = 0.28005602 */
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 0, 3 / sqrt(12.75), 8 / sqrt(12.75)), 1e-7);
+    result_free(&r);
+    node_free(&n);
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_i(n.node, "stash_type", HG_DTYPE_INT32);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 1, DIMS(2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "stash_type");
+    result_free(&r);
+    node_free(&n);
+
+    /* shape rule: X's shape, scale's type; a bad axis is an error */
+    n = node_new("RMSNormalization", "x,s", "y");
+    HgValueShape *in[2] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 7, 64)), vs_new(HG_DTYPE_FLOAT, 1, DIMS(64))}, *out[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&n, 23, 2, in, 1, out, &error));
+    assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT);
+    assert_int_equal(out[0]->rank, 3);
+    assert_int_equal(out[0]->dims[2].v, 64);
+    vs_free(out[0]);
+    attr_i(n.node, "axis", 3);
+    in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 7, 64));
+    in[1] = vs_new(HG_DTYPE_FLOAT, 1, DIMS(64));
+    assert_false(infer_vs(&n, 23, 2, in, 1, out, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "out of range");
+    g_clear_error(&error);
+    vs_free(out[0]);
+    node_free(&n);
+}
+
 /* ---------------------------------------------------------------- interval rules */
 
 /* Call node's interval rule at opset. Input i is present when sh[i] is non-NULL, with range in[i],
@@ -1327,6 +1398,47 @@ test_range_softmax_norms(void **state)
     result_free(&r);
     node_free(&n);
 
+    /* RMSNormalization over 4 values: |z| <= 1 / sqrt(1/4 + eps / M^2) = 1.9999 (about sqrt 4), times
+     * the scale's values [1, 2, -1, 0.5] */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0.25f);
+    HgRange rr[2] = {hg_range_exact(-100, 100), hg_range_of_array(s)};
+    HgValueShape *rsh[2] = {x24, p4};
+    const HgArray *rv[2] = {NULL, s};
+    range_rule(n.node, 23, 2, rr, rsh, rv, HG_DTYPE_FLOAT, 1, out);
+    double zb = 1 / sqrt(0.25 + 0.25 / 10000);
+    assert_range(&out[0], -2 * zb, 2 * zb, 1e-5);
+    /* one sign: x in [1, 1.2] has mean(x^2) >= 1, so z in [1 / sqrt(1.44 + 0.25), 1.2 / sqrt(1 + 0.25)]
+     * and y = z * [-1, 2] */
+    rr[0] = hg_range_exact(1, 1.2);
+    range_rule(n.node, 23, 2, rr, rsh, rv, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -1.2 / sqrt(1.25), 2 * 1.2 / sqrt(1.25), 1e-5);
+    rr[1] = hg_range_exact(0.5, 2);
+    range_rule(n.node, 23, 2, rr, rsh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0.5 / sqrt(1.69), 2 * 1.2 / sqrt(1.25), 1e-5);
+    assert_false(out[0].nan);
+    /* the kernel's outputs lie inside */
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 4), VALS(1, 1.2, 1.1, 1.05, 1.2, 1.2, 1.2, 1)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(0.5, 2, 1, 0.75)));
+    assert_inside(r.out[0], &out[0]);
+    result_free(&r);
+    /* rows of unknown length: only |z| <= M / sqrt(eps) = 2 M holds */
+    HgValueShape *xu = vs_new(HG_DTYPE_FLOAT, 2, DIMS(2, -1));
+    HgRange ru[2] = {hg_range_exact(-3, 1), hg_range_exact(1, 1)};
+    HgValueShape *ush[2] = {xu, p4};
+    range_rule(n.node, 23, 2, ru, ush, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -6, 6, 1e-4);
+    node_free(&n);
+    /* epsilon 0 and a range holding 0: a zero row is 0 / 0 */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0);
+    ru[0] = hg_range_exact(-3, 1);
+    range_rule(n.node, 23, 2, ru, rsh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -2, 2, 1e-4);
+    assert_true(out[0].nan);
+    node_free(&n);
+    vs_free(xu);
+
     /* BatchNormalization with constant statistics (epsilon 0): channel 0 maps [0, 1] to itself,
      * channel 1 (scale 2, var 4, mean 1, B 10) to [9, 10] */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y");
@@ -1397,6 +1509,7 @@ main(void)
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_instancenorm),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_rmsnorm),
         cmocka_unit_test(test_range_reduce),
         cmocka_unit_test(test_range_softmax_norms),
     };

@@ -1,5 +1,5 @@
 /* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum) and normalizations (Softmax,
- * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization).
+ * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization, RMSNormalization).
  *
  * Numerics. Float data of any width is computed in FP32 (FP64 for double, int64 with wrap-around for
  * the integer types) and rounded once when stored: an FP16 ReduceSum whose total passes 65504 is inf,
@@ -2038,6 +2038,123 @@ hg_cost_LayerNormalization(const HgShapeCtx *ctx)
     return scaled_cost(ctx, 3);
 }
 
+/* RMSNormalization (opset 23): y = x / sqrt(mean(x^2) + epsilon) * scale over the trailing block
+ * from axis on; Y has scale's type (V), which may differ from X's (T). */
+static gboolean
+rms_axis(const HgNode *node, int rank, gint64 *axis, GError **error)
+{
+    return hg_norm_axis(hg_node_attr_int(node, "axis", -1), (guint)rank, axis, node, error);
+}
+
+gboolean
+hg_infer_RMSNormalization(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0), *scale = hg_shape_input(ctx, 1);
+    gint64 axis;
+    if (x && x->rank >= 0 && !rms_axis(ctx->node, x->rank, &axis, ctx->error))
+        return FALSE;
+    if (!same_shape_infer(ctx, hg_eval_RMSNormalization))
+        return FALSE;
+    HgValueShape *y = out_shape(ctx, 0);
+    if (y && scale && scale->dtype != HG_DTYPE_UNDEFINED)
+        y->dtype = scale->dtype;
+    return TRUE;
+}
+
+/* One row: y = x * inv * g with inv = 1 / sqrt(mean(x^2) + eps), the mean in FP32 lanes (see
+ * sumsq_dev_f32: blocks of 4096 summed in double, so its relative error stays below 600 ulps however
+ * long the row). y may be x. */
+static void
+rms_row_f32(const float *x, float *y, gint64 n, float eps, const float *g)
+{
+    float ms = n ? (float)(sumsq_dev_f32(x, n, 0) / (double)n) : 0;
+    float inv = 1 / sqrtf(ms + eps);
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        v4_store(y + j, v4_load(x + j) * inv * v4_load(g + j));
+    for (; j < n; j++)
+        y[j] = x[j] * inv * g[j];
+}
+
+static void
+rms_row_f64(const double *x, double *y, gint64 n, double eps, const double *g)
+{
+    double inv = 1 / sqrt((n ? sumsq_dev_f64(x, n, 0) / (double)n : 0) + eps);
+    for (gint64 j = 0; j < n; j++)
+        y[j] = x[j] * inv * g[j];
+}
+
+/* Rows stream through FP32 scratch when X or Y is not FLOAT (Y has scale's type); stash_type DOUBLE,
+ * or a double X, computes in FP64. */
+gboolean
+hg_eval_RMSNormalization(HgEvalCtx *ctx)
+{
+    HgArray *x = need_input(ctx, 0, "X"), *sc = x ? need_input(ctx, 1, "scale") : NULL;
+    HgCompute c;
+    if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
+        return FALSE;
+    HgCompute cs = hg_dtype_compute(sc->dtype);
+    if (cs != HG_COMPUTE_F32 && cs != HG_COMPUTE_F64) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "scale of type %s is not supported",
+                    hg_dtype_name(sc->dtype));
+        return FALSE;
+    }
+    gint64 axis;
+    if (!rms_axis(ctx->node, (int)x->rank, &axis, ctx->error))
+        return FALSE;
+    int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
+    HgCompute cstash = hg_dtype_compute(stash);
+    if (cstash != HG_COMPUTE_F32 && cstash != HG_COMPUTE_F64) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "stash_type %d is not a float type", stash);
+        return FALSE;
+    }
+    if (cstash == HG_COMPUTE_F64)
+        c = HG_COMPUTE_F64;
+    gint64 rows = prod(x->dims, 0, (guint)axis), n = prod(x->dims, (guint)axis, x->rank);
+    g_autofree double *g = g_new(double, n + 1);
+    if (!ln_param(ctx, sc, "scale", x->rank - (guint)axis, x->dims + axis, n, 1, g))
+        return FALSE;
+    double eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    g_autoptr(HgArray) y = hg_array_new_like(sc->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    if (c == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
+        g_autofree float *gf = g_new(float, n + 1);
+        for (gint64 j = 0; j < n; j++)
+            gf[j] = (float)g[j];
+        gboolean direct_in = x->dtype == HG_DTYPE_FLOAT, direct_out = y->dtype == HG_DTYPE_FLOAT;
+        g_autofree float *scratch = direct_in && direct_out ? NULL : g_new(float, n + 1);
+        for (gint64 r = 0; r < rows; r++) {
+            const float *xr = (const float *)x->data + r * n;
+            if (!direct_in) {
+                hg_array_load_span_f32(x, r * n, n, scratch);
+                xr = scratch;
+            }
+            float *yr = direct_out ? (float *)y->data + r * n : scratch;
+            rms_row_f32(xr, yr, n, (float)eps, gf);
+            if (!direct_out)
+                hg_array_store_span_f32(y, r * n, n, scratch);
+        }
+    } else {
+        gboolean own;
+        double *xd = hg_array_load_f64(x, &own);
+        g_autofree double *yd = g_new(double, y->numel + 1);
+        for (gint64 r = 0; r < rows; r++)
+            rms_row_f64(xd + r * n, yd + r * n, n, eps, g);
+        if (own)
+            g_free(xd);
+        hg_array_store_f64(y, yd);
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+gint64
+hg_cost_RMSNormalization(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
+}
+
 /* ---------------------------------------------------------------- interval rules
  *
  * Each rule encloses its op's outputs from the input ranges, the shapes shape inference knows and
@@ -2645,6 +2762,49 @@ hg_range_LayerNormalization(HgRangeCtx *ctx)
         hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL))
         n = rnumel_from(xs, (int)axis);
     norm_range(ctx, n, TRUE);
+}
+
+/* RMSNormalization: z_i = x_i / sqrt(mean(x^2) + eps). The mean of the n squares is at least
+ * x_i^2 / n and at least m^2, m the smallest |x| the range allows, so |z_i| <= t / sqrt(max(t^2 / n,
+ * m^2) + eps) at t = |x_i|; that increases with t, so its value at the largest |x|, M, bounds every
+ * z: at most sqrt(n), and at most M / sqrt(eps). The mean is also at most M^2, so an x of one sign
+ * keeps z at least m / sqrt(M^2 + eps) from 0. Then y = z * scale, whose interval product is the
+ * union over the scale's values when they are constants. The computed mean is low by at most 600
+ * ulps (FP32 lanes, see rms_row_f32), which raises |z| by half that. */
+void
+hg_range_RMSNormalization(HgRangeCtx *ctx)
+{
+    const HgRange *x = rin(ctx, 0), *g = rin(ctx, 1);
+    HgRange *y = rout(ctx, 0);
+    const HgValueShape *xs = rshape(ctx, 0);
+    if (!y || !rnonempty(x) || !rnonempty(g))
+        return;
+    double eps = (double)hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    gint64 axis, n = -1;
+    if (xs && xs->rank >= 0 && hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL))
+        n = rnumel_from(xs, (int)axis);
+    double big = rmag(x), small = rmag_lo(x);
+    if (!(eps >= 0) || !hg_range_bounded(x) || (eps == 0 && small == 0 && n < 0))
+        return;
+    /* 1 / n; an unknown n leaves only the m^2 bound */
+    double inv_n = n > 0 ? 1.0 / (double)n : 0;
+    double zb = 0, zmin = 0;
+    if (big > 0) {
+        double q = small / big;
+        zb = 1 / sqrt(MAX(inv_n, q * q) + eps / (big * big));
+        zmin = small / sqrt(big * big + eps);
+    }
+    double slack = ldexp(1, -24) * ((n >= 0 && n < 600 ? (double)n : 600) + 16);
+    zb *= 1 + slack;
+    zmin *= 1 - slack;
+    HgRange z = rmake(x->lo > 0 ? zmin : -zb, x->hi < 0 ? -zmin : zb, 0, FALSE);
+    HgRange r = hg_range_mul(z, *g);
+    iv_slack(&r, 2 * ULP32 * rmag(&r));
+    r.tiny = 0;
+    /* inf / inf, 0 / 0 with eps = 0, NaN inputs, and a scale that may be infinite times 0 */
+    r.nan = r.nan || x->nan || g->nan || (eps == 0 && small == 0);
+    finish(&r, rout_dtype(ctx, 0));
+    *y = r;
 }
 
 void
