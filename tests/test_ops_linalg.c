@@ -136,7 +136,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("linalg", 9);
+    assert_family_rows("linalg", 10);
 }
 
 /* ================================================================ Conv */
@@ -1324,6 +1324,93 @@ test_einsum_infer_errors(void **state)
     hg_model_free(nd.model);
 }
 
+/* ================================================================ RotaryEmbedding */
+
+/* X = 1..16 as (1, 2 heads, 2 positions, 4); caches of 3 positions (cos, sin) pairs (1, 0), (0, 1);
+ * (0.6, 0.8), (0.8, -0.6); (0, 1), (-1, 0); position_ids [2, 1]. Expected values from the spec's
+ * Python algorithm; by hand, head 0 at position 2 (c = [0, -1], s = [1, 0]) rotates x1 = [1, 2],
+ * x2 = [3, 4] into [0 - 3, -2 - 0] and [1 + 0, 0 - 4]. */
+static const float rope_cos[] = {1, 0, 0.6f, 0.8f, 0, -1};
+static const float rope_sin[] = {0, 1, 0.8f, -0.6f, 1, 0};
+
+static void
+test_rotary_embedding(void **state)
+{
+    (void)state;
+    Node nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *y = run1(&nd, 23,
+                      4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1),
+                                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin),
+                                       arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_shape(y, 1, 2, 2, 4);
+    assert_values(y, 1e-6, -3, -2, 1, -4, -2.6, 9.6, 8.2, 2.8, -11, -10, 9, -12, -4.2, 20.8, 19.4, 4.4);
+    hg_array_unref(y);
+    /* interleaved: the pairs are neighbours (x[0], x[1]), (x[2], x[3]) */
+    attr_i(nd.node, "interleaved", 1);
+    y = run1(&nd, 23,
+             4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_values(y, 1e-6, -2, 1, -3, -4, -1.8, 7.6, 10.4, 2.2, -10, 9, -11, -12, -3.4, 18.8, 21.6, 3.8);
+    hg_array_unref(y);
+    /* a position outside the caches */
+    HgArray *bad[4] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(3, 0))};
+    run_fails(&nd, 23, 4, bad, HG_ERROR_INVALID, "position id 3");
+    hg_model_free(nd.model);
+
+    /* 3-D input with num_heads 2 (head size 4) and rotary_embedding_dim 2: the last two of each head
+     * pass through; caches of (3, 1) */
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    attr_i(nd.node, "num_heads", 2);
+    attr_i(nd.node, "rotary_embedding_dim", 2);
+    y = run1(&nd, 23,
+             4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 8), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(1, 0.6f, 0)),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(0, 0.8f, 1)), arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_shape(y, 1, 2, 8);
+    assert_values(y, 1e-6, -2, 1, 3, 4, -6, 5, 7, 8, -2.6, 13.2, 11, 12, -3.4, 18.8, 15, 16);
+    hg_array_unref(y);
+    /* no num_heads for a 3-D input; a cache of the wrong width */
+    hg_model_free(nd.model);
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *no_heads[4] = {arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 8), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                            arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    run_fails(&nd, 23, 4, no_heads, HG_ERROR_INVALID, "num_heads");
+    HgArray *wide[4] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 6), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    run_fails(&nd, 23, 4, wide, HG_ERROR_INVALID, "last dim of 3");
+    hg_model_free(nd.model);
+
+    /* without position_ids the caches are (batch, seq, half): position 0 rotates by (0.6, 0.8) and
+     * (0.8, -0.6), position 1 by (1, 0) and (0, 1); FP16 storage, rounded once */
+    nd = node_new("RotaryEmbedding", "x,c,s", "y");
+    y = run1(&nd, 23,
+             3, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT16, 4, DIMS(1, 2, 2, 4), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT16, 3, DIMS(1, 2, 2), F32S(0.6f, 0.8f, 1, 0)),
+                              arr_f32(HG_DTYPE_FLOAT16, 3, DIMS(1, 2, 2), F32S(0.8f, -0.6f, 0, 1))});
+    assert_int_equal(y->dtype, HG_DTYPE_FLOAT16);
+    assert_values(y, 2e-3, -1.8, 4, 2.6, 2, 5, -8, 7, 6, -3.4, 15.2, 13.8, 3.6, 13, -16, 15, 14);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* shape rule: X's shape and type; cost two multiply-adds per element */
+    nd = node_new("RotaryEmbedding", "x,c,s", "y");
+    HgValueShape *in[3] = {vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 8, -1, 64)), vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, -1, 32)),
+                           vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, -1, 32))},
+                 *out[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&nd, 23, 3, in, 1, out, &error));
+    assert_vshape(out[0], HG_DTYPE_FLOAT16, 2, 8, -1, 64);
+    vs_free(out[0]);
+    HgValueShape *cin[1] = {vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 8, 16, 64))}, cout;
+    vs_set(&cout, HG_DTYPE_FLOAT16, 4, DIMS(2, 8, 16, 64), NULL);
+    assert_int_equal(cost_of(&nd, 1, cin, &cout), 2 * 2 * 8 * 16 * 64);
+    vs_free(cin[0]);
+    hg_model_free(nd.model);
+}
+
 /* ---------------------------------------------------------------- interval rules */
 
 /* Run nd's interval rule with input ranges rin (inputs in constmask also constant, with ins' values)
@@ -1512,6 +1599,75 @@ test_range_pools(void **state)
     unref_all(x, 1);
 }
 
+/* RotaryEmbedding's rule: with constant caches the exact union over their (cos, sin) pairs; with
+ * Cos and Sin of one value, |y| <= sqrt(2) max|x|; otherwise interval arithmetic, 2 max|x|. */
+static void
+test_range_rotary(void **state)
+{
+    (void)state;
+    Node nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    /* x in [0, 1]: pair (1, 0) gives [0, 1] twice; (0.6, 0.8) gives y1 = 0.6 x1 - 0.8 x2 in
+     * [-0.8, 0.6], y2 in [0, 1.4]; (0, 1): [-1, 0] and [0, 1]; (0.8, -0.6): [-0, 1.4]... */
+    HgArray *ins[4] = {arr_in(4, DIMS(1, 2, 2, 4), 0, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    HgRange rin[4] = {hg_range_exact(0, 1), hg_range_exact(-1, 1), hg_range_exact(-1, 1), hg_range_exact(0, 2)};
+    HgRange r = range_rule(&nd, 23, 4, ins, rin, 6);
+    /* the union: lo from (0, 1) and (0.6, 0.8): -1; hi from (0.6, 0.8) and (0.8, -0.6): 1.4 */
+    assert_range(r, -1, 1.4, FALSE);
+    /* without the values: c, s in [-1, 1] each, so y in [-2, 2] */
+    r = range_rule(&nd, 23, 4, ins, rin, 0);
+    assert_range(r, -2, 2, FALSE);
+    unref_all(ins, 4);
+    hg_model_free(nd.model);
+    /* a half turn (cos -1, sin 0) maps x in [2, 3] to [-3, -2]; with rotary_embedding_dim 2 of a
+     * head of 4 the other two entries pass through, adding [2, 3] */
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *turn[4] = {arr_in(4, DIMS(1, 2, 2, 4), 2, 3), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), F32S(-1, -1, -1, -1, -1, -1)),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), NULL), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    HgRange tin[4] = {hg_range_exact(2, 3), hg_range_exact(-1, -1), hg_range_exact(0, 0), hg_range_exact(0, 2)};
+    r = range_rule(&nd, 23, 4, turn, tin, 6);
+    assert_range(r, -3, -2, FALSE);
+    unref_all(turn, 4);
+    attr_i(nd.node, "rotary_embedding_dim", 2);
+    HgArray *part[4] = {arr_in(4, DIMS(1, 2, 2, 4), 2, 3), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(-1, -1, -1)),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), NULL), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    r = range_rule(&nd, 23, 4, part, tin, 6);
+    assert_range(r, -3, 3, FALSE);
+    unref_all(part, 4);
+    hg_model_free(nd.model);
+    /* Cos and Sin of one value: the caches lie on the unit circle, |y| <= sqrt(2) (up to the
+     * roundings), however the angle's range reads */
+    HgModel *m = hg_model_new();
+    HgGraph *g = m->graph = hg_graph_new(m, NULL);
+    HgValue *t = hg_graph_new_value(g, "t", NULL), *c = hg_graph_new_value(g, "c", NULL);
+    HgValue *s = hg_graph_new_value(g, "s", NULL), *x = hg_graph_new_value(g, "x", NULL);
+    HgValue *y = hg_graph_new_value(g, "y", NULL);
+    hg_graph_add_node(g, "Cos", "", "cos", 1, &t, 1, &c);
+    hg_graph_add_node(g, "Sin", "", "sin", 1, &t, 1, &s);
+    HgNode *rope = hg_graph_add_node(g, "RotaryEmbedding", "", "rope", 3, (HgValue *[]){x, c, s}, 1, &y);
+    HgValueShape *sh[3] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4)), vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2)),
+                           vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2))},
+                 *os = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4));
+    HgRange ri[3] = {hg_range_exact(-3, 3), hg_range_exact(-1, 1), hg_range_exact(-1, 1)}, ro = hg_range_any();
+    const HgRange *rip[3] = {&ri[0], &ri[1], &ri[2]};
+    HgRange *rop = &ro;
+    const HgArray *nov[3] = {NULL};
+    HgRangeCtx ctx = {rope, 23, 3, rip, (const HgValueShape *const *)sh, nov, 1, (const HgValueShape *const *)&os, &rop};
+    hg_op_for_node(rope)->range(&ctx);
+    assert_true(ro.hi >= 3 * sqrt(2) && ro.hi < 3 * sqrt(2) * 1.01 && ro.lo == -ro.hi);
+    /* the same caches from elsewhere: interval arithmetic only, [-6, 6] */
+    HgValue *c2 = hg_graph_new_value(g, "c2", NULL), *y2 = hg_graph_new_value(g, "y2", NULL);
+    HgNode *rope2 = hg_graph_add_node(g, "RotaryEmbedding", "", "rope2", 3, (HgValue *[]){x, c2, s}, 1, &y2);
+    ctx.node = rope2;
+    ro = hg_range_any();
+    hg_op_for_node(rope2)->range(&ctx);
+    assert_range(ro, -6, 6, FALSE);
+    for (int i = 0; i < 3; i++)
+        vs_free(sh[i]);
+    vs_free(os);
+    hg_model_free(m);
+}
+
 int
 main(void)
 {
@@ -1537,9 +1693,11 @@ main(void)
         cmocka_unit_test(test_matmul_infer_fold_cost),
         cmocka_unit_test(test_einsum),
         cmocka_unit_test(test_einsum_infer_errors),
+        cmocka_unit_test(test_rotary_embedding),
         cmocka_unit_test(test_range_conv),
         cmocka_unit_test(test_range_matmul_gemm),
         cmocka_unit_test(test_range_pools),
+        cmocka_unit_test(test_range_rotary),
     };
     return cmocka_run_group_tests_name("ops_linalg", tests, NULL, NULL);
 }

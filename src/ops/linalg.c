@@ -1,5 +1,5 @@
 /* The linalg family: Conv, ConvTranspose, AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool,
- * Gemm, MatMul and Einsum.
+ * Gemm, MatMul and Einsum, and the transformer ops built on them: RotaryEmbedding.
  *
  * Compute types: FP32 for float, float16 and bfloat16 (rounded once when stored), FP64 for double,
  * and 64-bit integers with wrapping arithmetic for the integer MatMul, Gemm and Einsum. The typed
@@ -2298,6 +2298,186 @@ hg_cost_Einsum(const HgShapeCtx *ctx)
     return n;
 }
 
+/* ================================================================ RotaryEmbedding
+ *
+ * RoPE (opset 23): X is (batch, heads, seq, head) or (batch, seq, heads * head) with num_heads. The
+ * first rotary_embedding_dim (default: all) entries of each head are taken as pairs (x1, x2), the
+ * two halves or, interleaved, neighbours, and rotated by the position's angle:
+ * (cos x1 - sin x2, sin x1 + cos x2), with cos and sin looked up in the caches at position_ids
+ * (caches of (max_position, rd / 2)) or, without position_ids, taken as (batch, seq, rd / 2). The rest
+ * of the head passes through. Computed in FP64 and rounded once. */
+
+typedef struct {
+    gboolean four_d, interleaved;
+    gint64 b, h, s, d, rd;
+} RopePlan;
+
+/* Dims of X (rank 3 or 4, all known) against the attributes. FALSE with an error. */
+static gboolean
+rope_plan(const HgNode *node, guint rank, const gint64 *dims, RopePlan *p, GError **error)
+{
+    p->interleaved = hg_node_attr_int(node, "interleaved", 0) != 0;
+    gint64 heads = hg_node_attr_int(node, "num_heads", 0);
+    if (rank == 4) {
+        p->four_d = TRUE;
+        p->b = dims[0], p->h = dims[1], p->s = dims[2], p->d = dims[3];
+    } else if (rank == 3) {
+        if (heads <= 0 || dims[2] % heads != 0) {
+            hg_op_error(error, HG_ERROR_INVALID, node,
+                        "a 3-D input needs num_heads dividing its hidden size %" G_GINT64_FORMAT, dims[2]);
+            return FALSE;
+        }
+        p->four_d = FALSE;
+        p->b = dims[0], p->s = dims[1], p->h = heads, p->d = dims[2] / heads;
+    } else {
+        hg_op_error(error, HG_ERROR_INVALID, node, "X must have rank 3 or 4, has %u", rank);
+        return FALSE;
+    }
+    p->rd = hg_node_attr_int(node, "rotary_embedding_dim", 0);
+    if (p->rd == 0)
+        p->rd = p->d;
+    if (p->rd < 0 || p->rd > p->d || p->rd % 2) {
+        hg_op_error(error, HG_ERROR_INVALID, node,
+                    "rotary_embedding_dim %" G_GINT64_FORMAT " must be even and at most the head size %" G_GINT64_FORMAT,
+                    p->rd, p->d);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+hg_infer_RotaryEmbedding(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    HgValueShape *y = hg_shape_output(ctx, 0);
+    if (!x || !y)
+        return TRUE;
+    if (x->rank >= 0 && x->rank != 3 && x->rank != 4) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X must have rank 3 or 4, has %d", x->rank);
+        return FALSE;
+    }
+    if (hg_vshape_known(x)) {
+        gint64 dims[HG_MAX_RANK];
+        RopePlan p;
+        for (int i = 0; i < x->rank; i++)
+            dims[i] = x->dims[i].v;
+        if (!rope_plan(ctx->node, (guint)x->rank, dims, &p, ctx->error))
+            return FALSE;
+    }
+    set_out(y, x->dtype, x->rank, x->dims);
+    fold_small(ctx, hg_eval_RotaryEmbedding);
+    return TRUE;
+}
+
+/* The cache row of (batch bi, position si): an index into caches of (max_position, half) through
+ * position_ids, or into (batch, seq, half) caches directly (a dim of 1 broadcasts). -1 with an error
+ * when out of range. */
+static gint64
+rope_row(HgEvalCtx *ctx, const HgArray *cos, const HgArray *pos, gint64 bi, gint64 si)
+{
+    if (pos) {
+        gint64 pb = pos->dims[0] == 1 ? 0 : bi, ps = pos->dims[1] == 1 ? 0 : si;
+        gint64 id = hg_array_get_i64(pos, pb * pos->dims[1] + ps);
+        if (id < 0 || id >= cos->dims[0]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "position id %" G_GINT64_FORMAT " is outside the caches' %" G_GINT64_FORMAT " rows", id,
+                        cos->dims[0]);
+            return -1;
+        }
+        return id;
+    }
+    gint64 cb = cos->dims[0] == 1 ? 0 : bi, cs = cos->dims[1] == 1 ? 0 : si;
+    return cb * cos->dims[1] + cs;
+}
+
+gboolean
+hg_eval_RotaryEmbedding(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 3))
+        return FALSE;
+    const HgArray *x = ctx->inputs[0], *cos = ctx->inputs[1], *sin = ctx->inputs[2];
+    const HgArray *pos = hg_eval_input(ctx, 3);
+    RopePlan p;
+    if (!rope_plan(ctx->node, x->rank, x->dims, &p, ctx->error))
+        return FALSE;
+    for (int i = 0; i < 3; i++) {
+        HgCompute c = hg_dtype_compute(ctx->inputs[i]->dtype);
+        if (c != HG_COMPUTE_F32 && c != HG_COMPUTE_F64) {
+            hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input %d of type %s is not supported", i,
+                        hg_dtype_name(ctx->inputs[i]->dtype));
+            return FALSE;
+        }
+    }
+    gint64 half = p.rd / 2;
+    gboolean same = cos->rank == sin->rank;
+    for (guint i = 0; same && i < cos->rank; i++)
+        same = cos->dims[i] == sin->dims[i];
+    guint want_rank = pos ? 2 : 3;
+    gboolean ok = same && cos->rank == want_rank && cos->dims[want_rank - 1] == half;
+    if (ok && pos)
+        ok = pos->rank == 2 && (pos->dims[0] == p.b || pos->dims[0] == 1) && (pos->dims[1] == p.s || pos->dims[1] == 1) &&
+             hg_dtype_compute(pos->dtype) == HG_COMPUTE_I64;
+    else if (ok)
+        ok = (cos->dims[0] == p.b || cos->dims[0] == 1) && (cos->dims[1] == p.s || cos->dims[1] == 1);
+    if (!ok) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "the caches must both be %s with a last dim of %" G_GINT64_FORMAT " (rotary dim / 2)%s",
+                    pos ? "(max_position, half)" : "(batch, seq, half)", half,
+                    pos ? ", position_ids int64 (batch, seq)" : "");
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = hg_eval_new_output_uninit(ctx, x->dtype, x->rank, x->dims);
+    if (!y)
+        return FALSE;
+    gboolean own_x, own_c, own_s;
+    double *xd = hg_array_load_f64(x, &own_x), *cd = hg_array_load_f64(cos, &own_c), *sd = hg_array_load_f64(sin, &own_s);
+    g_autofree double *yd = g_new(double, x->numel + 1);
+    gboolean good = TRUE;
+    for (gint64 bi = 0; bi < p.b && good; bi++)
+        for (gint64 si = 0; si < p.s && good; si++) {
+            gint64 row = rope_row(ctx, cos, pos, bi, si);
+            if (row < 0) {
+                good = FALSE;
+                break;
+            }
+            const double *c = cd + row * half, *s = sd + row * half;
+            for (gint64 hi = 0; hi < p.h; hi++) {
+                gint64 off = p.four_d ? ((bi * p.h + hi) * p.s + si) * p.d : ((bi * p.s + si) * p.h + hi) * p.d;
+                const double *xr = xd + off;
+                double *yr = yd + off;
+                for (gint64 i = 0; i < half; i++) {
+                    gint64 i1 = p.interleaved ? 2 * i : i, i2 = p.interleaved ? 2 * i + 1 : i + half;
+                    double x1 = xr[i1], x2 = xr[i2];
+                    yr[i1] = c[i] * x1 - s[i] * x2;
+                    yr[i2] = s[i] * x1 + c[i] * x2;
+                }
+                for (gint64 i = p.rd; i < p.d; i++)
+                    yr[i] = xr[i];
+            }
+        }
+    if (good)
+        hg_array_store_f64(y, yd);
+    if (own_x)
+        g_free(xd);
+    if (own_c)
+        g_free(cd);
+    if (own_s)
+        g_free(sd);
+    if (!good)
+        return FALSE;
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+/* Four multiplies and two adds per pair: two multiply-adds per element. */
+gint64
+hg_cost_RotaryEmbedding(const HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    gint64 n = x ? hg_vshape_numel(x) : -1;
+    return n < 0 ? -1 : 2 * n;
+}
+
 /* ---------------------------------------------------------------- interval rules
  * Linear ops bound each output as a sum of products. With constant weights the bound is exact per
  * output channel (or column): split the channel's weights into their positive sum sp and negative
@@ -2972,6 +3152,89 @@ hg_range_GlobalAveragePool(HgRangeCtx *ctx)
     range_average(ctx, x->lo, x->hi, x->nan, n);
 }
 
+
+
+/* The value a cache is computed from when it is op(t), op Cos or Sin, seen through Casts: the
+ * caches' pairs then lie on the unit circle (up to the roundings), whatever t is. */
+static const HgValue *
+trig_source(const HgValue *v, const char *op, int *casts)
+{
+    *casts = 0;
+    while (v && v->producer && hg_node_is(v->producer, "Cast") && v->producer->n_inputs == 1 && *casts < 4) {
+        v = v->producer->inputs[0];
+        (*casts)++;
+    }
+    return v && v->producer && hg_node_is(v->producer, op) && v->producer->n_inputs == 1 ? v->producer->inputs[0]
+                                                                                          : NULL;
+}
+
+/* RotaryEmbedding: y1 = c x1 - s x2, y2 = s x1 + c x2 with x1, x2 anywhere in X's range. For each
+ * (c, s) pair the extremes are at X's ends, so constant caches give the exact union over their
+ * pairs; otherwise the caches' ranges combine by interval arithmetic. When c^2 + s^2 <= R^2 is
+ * known (constant caches, or Cos and Sin of the same value) the rotation also keeps |y| <=
+ * R sqrt(x1^2 + x2^2) <= R sqrt(2) max|x|. The unrotated tail of each head passes X through.
+ * FP64 arithmetic, rounded once into the output type. */
+void
+hg_range_RotaryEmbedding(HgRangeCtx *ctx)
+{
+    const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *c = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgRange *s = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+    HgRange *y = ctx->n_outputs ? ctx->outputs[0] : NULL;
+    const HgValueShape *xs = x ? ctx->shapes[0] : NULL;
+    if (!x || !c || !s || !y || !(x->lo <= x->hi) || !(c->lo <= c->hi) || !(s->lo <= s->hi))
+        return;
+    int dt = range_dtype(ctx);
+    if (!hg_dtype_is_float(dt))
+        return;
+    const HgArray *cv = ctx->values[1], *sv = ctx->values[2];
+    HgRange r;
+    double r2 = INFINITY; /* a bound on c^2 + s^2 over the pairs */
+    if (cv && sv && cv->numel == sv->numel && cv->numel > 0 && cv->numel <= (1 << 24)) {
+        r = hg_range_exact(INFINITY, -INFINITY);
+        r2 = 0;
+        for (gint64 i = 0; i < cv->numel; i++) {
+            HgRange ci = hg_range_exact(hg_array_get_f64(cv, i), hg_array_get_f64(cv, i));
+            HgRange si = hg_range_exact(hg_array_get_f64(sv, i), hg_array_get_f64(sv, i));
+            if (isnan(ci.lo) || isnan(si.lo)) {
+                r = hg_range_any();
+                r2 = INFINITY;
+                break;
+            }
+            HgRange cx = hg_range_mul(ci, *x), sx = hg_range_mul(si, *x);
+            r = hg_range_union(r, hg_range_union(hg_range_sub(cx, sx), hg_range_add(sx, cx)));
+            r2 = MAX(r2, ci.lo * ci.lo + si.lo * si.lo);
+        }
+    } else {
+        HgRange cx = hg_range_mul(*c, *x), sx = hg_range_mul(*s, *x);
+        r = hg_range_union(hg_range_sub(cx, sx), hg_range_add(sx, cx));
+        int kc, ks;
+        const HgValue *tc = ctx->node && ctx->node->n_inputs > 2 ? trig_source(ctx->node->inputs[1], "Cos", &kc) : NULL;
+        const HgValue *ts = tc ? trig_source(ctx->node->inputs[2], "Sin", &ks) : NULL;
+        if (tc && tc == ts) {
+            /* each cache rounded up to twice (its Cos/Sin and a Cast), FP16 at worst */
+            double e = 1 + (kc + ks + 2) * 0x1p-11;
+            r2 = e * e;
+        }
+    }
+    if (isfinite(r2) && hg_range_bounded(x)) {
+        double m = sqrt(r2) * G_SQRT2 * MAX(fabs(x->lo), fabs(x->hi)) * (1 + 0x1p-40);
+        r.lo = MAX(r.lo, -m);
+        r.hi = MIN(r.hi, m);
+    }
+    r.nan = r.nan || x->nan || c->nan || s->nan;
+    /* the tail that is not rotated: unless rotary_embedding_dim is known to cover the head */
+    gint64 rd = ctx->node ? hg_node_attr_int(ctx->node, "rotary_embedding_dim", 0) : 0;
+    gint64 d = -1;
+    if (xs && xs->rank == 4)
+        d = xs->dims[3].v;
+    else if (xs && xs->rank == 3 && xs->dims[2].v >= 0 && ctx->node && hg_node_attr_int(ctx->node, "num_heads", 0) > 0)
+        d = xs->dims[2].v / hg_node_attr_int(ctx->node, "num_heads", 0);
+    if (rd != 0 && rd != d)
+        r = hg_range_union(r, *x);
+    r.tiny = 0;
+    *y = hg_range_fit(r, dt);
+}
 
 #else /* HG_LINALG_T: ====================================================== typed kernels
        * Included once per compute type from above: T is the element type, SFX(name) the instance
