@@ -1,5 +1,6 @@
-/* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum) and normalizations (Softmax,
- * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization, RMSNormalization).
+/* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum), normalizations (Softmax,
+ * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization, RMSNormalization) and
+ * the losses built on them (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
  *
  * Numerics. Float data of any width is computed in FP32 (FP64 for double, int64 with wrap-around for
  * the integer types) and rounded once when stored: an FP16 ReduceSum whose total passes 65504 is inf,
@@ -2155,6 +2156,199 @@ hg_cost_RMSNormalization(const HgShapeCtx *ctx)
     return scaled_cost(ctx, 2);
 }
 
+/* ---------------------------------------------------------------- NegativeLogLikelihoodLoss,
+ * SoftmaxCrossEntropyLoss
+ *
+ * input (N, C, D1, ..., Dk) and target (N, D1, ..., Dk) of class indices: each position's loss is
+ * -input[n, target, d] (SoftmaxCrossEntropyLoss: of the log-softmax over C, which its second output
+ * gives), times weight[target] when a weight is given, and 0 where target is ignore_index. Reduction
+ * "none" keeps target's shape; "sum" adds; "mean" divides the sum by the sum of the weights taken
+ * (1 each without a weight, 0 where ignored), so a mean over nothing is 0 / 0. FP32 log-softmax
+ * (FP64 for double), sums in FP64, rounded once. */
+
+typedef enum { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
+
+static gboolean
+loss_reduction(const HgNode *node, LossReduction *r, GError **error)
+{
+    g_autofree char *s = hg_attr_string(node, "reduction", "mean");
+    if (!strcmp(s, "none"))
+        *r = LOSS_NONE;
+    else if (!strcmp(s, "sum"))
+        *r = LOSS_SUM;
+    else if (!strcmp(s, "mean"))
+        *r = LOSS_MEAN;
+    else {
+        hg_op_error(error, HG_ERROR_INVALID, node, "reduction '%s' is not none, sum or mean", s);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+loss_infer(HgShapeCtx *ctx, gboolean softmax, HgEvalFunc eval)
+{
+    LossReduction red;
+    if (!loss_reduction(ctx->node, &red, ctx->error))
+        return FALSE;
+    const HgValueShape *x = hg_shape_input(ctx, 0), *t = hg_shape_input(ctx, 1);
+    HgValueShape *y = out_shape(ctx, 0), *lp = softmax ? out_shape(ctx, 1) : NULL;
+    if (x && x->rank >= 0 && x->rank < 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input must have rank 2 or more, has %d", x->rank);
+        return FALSE;
+    }
+    if (x && t && x->rank >= 0 && t->rank >= 0 && t->rank != x->rank - 1) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "target has rank %d, input %d: expected one less",
+                    t->rank, x->rank);
+        return FALSE;
+    }
+    if (y && x) {
+        y->dtype = x->dtype;
+        if (red != LOSS_NONE) {
+            y->rank = 0;
+        } else if (x->rank >= 0) {
+            y->rank = x->rank - 1;
+            for (int i = 0; i < y->rank; i++) {
+                HgSymDim a = x->dims[i ? i + 1 : 0], b = t && t->rank == y->rank ? t->dims[i] : a;
+                y->dims[i] = a.v >= 0 ? a : b;
+            }
+        }
+    }
+    if (lp && x)
+        vshape_like(lp, x, x->dtype);
+    if (x && t && x->value && t->value)
+        fold(ctx, eval);
+    return TRUE;
+}
+
+gboolean
+hg_infer_NegativeLogLikelihoodLoss(HgShapeCtx *ctx)
+{
+    return loss_infer(ctx, FALSE, hg_eval_NegativeLogLikelihoodLoss);
+}
+
+gboolean
+hg_infer_SoftmaxCrossEntropyLoss(HgShapeCtx *ctx)
+{
+    return loss_infer(ctx, TRUE, hg_eval_SoftmaxCrossEntropyLoss);
+}
+
+static gboolean
+loss_eval(HgEvalCtx *ctx, gboolean softmax)
+{
+    HgArray *x = need_input(ctx, 0, "input"), *t = x ? need_input(ctx, 1, "target") : NULL;
+    HgCompute c;
+    LossReduction red;
+    if (!t || !need_outputs(ctx, 1) || !need_float(ctx, x, &c) || !loss_reduction(ctx->node, &red, ctx->error))
+        return FALSE;
+    HgArray *w = hg_eval_input(ctx, 2);
+    if (x->rank < 2 || t->rank != x->rank - 1 || t->dims[0] != x->dims[0] ||
+        hg_dtype_compute(t->dtype) != HG_COMPUTE_I64) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "input must be (N, C, D...) and target integer (N, D...)");
+        return FALSE;
+    }
+    for (guint i = 1; i < t->rank; i++)
+        if (t->dims[i] != x->dims[i + 1]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "target's dims do not match input's");
+            return FALSE;
+        }
+    gint64 n = x->dims[0], nc = x->dims[1], d = prod(x->dims, 2, x->rank);
+    if (w && (!need_input(ctx, 2, "weight") || w->numel != nc)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "weight must hold one value per class (%" G_GINT64_FORMAT ")", nc);
+        return FALSE;
+    }
+    gboolean has_ii = ctx->node && hg_node_attr(ctx->node, "ignore_index") != NULL;
+    gint64 ii = has_ii ? hg_node_attr_int(ctx->node, "ignore_index", 0) : 0;
+    /* log-probabilities, [N, C, D]: the input itself, or its log-softmax over C */
+    gboolean own;
+    double *xd = hg_array_load_f64(x, &own);
+    g_autofree double *lp = NULL;
+    if (softmax) {
+        lp = g_new(double, x->numel + 1);
+        if (c == HG_COMPUTE_F32) {
+            g_autofree float *xf = g_new(float, x->numel + 1);
+            for (gint64 i = 0; i < x->numel; i++)
+                xf[i] = (float)xd[i];
+            softmax_f32(xf, xf, n, nc, d, TRUE);
+            for (gint64 i = 0; i < x->numel; i++)
+                lp[i] = xf[i];
+        } else {
+            softmax_f64(xd, lp, n, nc, d, TRUE);
+        }
+    }
+    const double *src = softmax ? lp : xd;
+    g_autofree double *loss = g_new(double, n * d + 1);
+    double total = 0, weights = 0;
+    gboolean ok = TRUE;
+    for (gint64 i = 0; i < n && ok; i++)
+        for (gint64 j = 0; j < d; j++) {
+            gint64 k = hg_array_get_i64(t, i * d + j);
+            if (has_ii && k == ii) {
+                loss[i * d + j] = 0;
+                continue;
+            }
+            if (k < 0 || k >= nc) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "target %" G_GINT64_FORMAT " is not a class of %" G_GINT64_FORMAT, k, nc);
+                ok = FALSE;
+                break;
+            }
+            double wk = w ? hg_array_get_f64(w, k) : 1;
+            loss[i * d + j] = -src[(i * nc + k) * d + j] * wk;
+            total += loss[i * d + j];
+            weights += wk;
+        }
+    if (own)
+        g_free(xd);
+    if (!ok)
+        return FALSE;
+    g_autoptr(HgArray) y = red == LOSS_NONE ? hg_array_new(x->dtype, t->rank, t->dims, ctx->error)
+                                            : hg_array_new(x->dtype, 0, NULL, ctx->error);
+    if (!y)
+        return FALSE;
+    if (red == LOSS_NONE) {
+        hg_array_store_f64(y, loss);
+    } else {
+        double v = red == LOSS_SUM ? total : total / weights;
+        hg_array_store_f64(y, &v);
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    if (softmax && want_output(ctx, 1)) {
+        HgArray *l = hg_array_new_like(x->dtype, x, ctx->error);
+        if (!l)
+            return FALSE;
+        hg_array_store_f64(l, lp);
+        set_output(ctx, 1, l);
+    }
+    return TRUE;
+}
+
+gboolean
+hg_eval_NegativeLogLikelihoodLoss(HgEvalCtx *ctx)
+{
+    return loss_eval(ctx, FALSE);
+}
+
+gboolean
+hg_eval_SoftmaxCrossEntropyLoss(HgEvalCtx *ctx)
+{
+    return loss_eval(ctx, TRUE);
+}
+
+gint64
+hg_cost_NegativeLogLikelihoodLoss(const HgShapeCtx *ctx)
+{
+    const HgValueShape *t = hg_shape_input(ctx, 1);
+    return t ? hg_vshape_numel(t) : -1;
+}
+
+gint64
+hg_cost_SoftmaxCrossEntropyLoss(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
+}
+
 /* ---------------------------------------------------------------- interval rules
  *
  * Each rule encloses its op's outputs from the input ranges, the shapes shape inference knows and
@@ -2506,18 +2700,13 @@ softmax_len(const HgRangeCtx *ctx)
 }
 
 /* p_j = 1 / (1 + sum_{k != j} e^(x_k - x_j)) and every x_k - x_j lies in [-w, w], so p_j lies in
- * [1/(1 + (n-1)e^w), 1/(1 + (n-1)e^-w)]; log-softmax is the log of that. */
-static void
-softmax_range(HgRangeCtx *ctx, gboolean lg)
+ * [1/(1 + (n-1)e^w), 1/(1 + (n-1)e^-w)]; log-softmax is the log of that. The (log-)softmax of
+ * lines of n values (n < 1: unknown) from x, before fitting to a type. */
+static HgRange
+softmax_bound(const HgRange *x, gint64 n, gboolean lg)
 {
-    const HgRange *x = rin(ctx, 0);
-    HgRange *y = rout(ctx, 0);
-    if (!y || !rnonempty(x))
-        return;
-    int dt = rout_dtype(ctx, 0);
     gboolean bounded = hg_range_bounded(x);
     gboolean nan = x->nan || !bounded; /* an infinite max gives inf - inf */
-    gint64 n = softmax_len(ctx);
     HgRange r = lg ? rmake(-INFINITY, 0, 0, nan) : rmake(0, 1, 0, nan);
     if (bounded && n >= 1) {
         /* x - max is rounded to the ulp of |x|; the sum of n exps adds n roundings */
@@ -2536,7 +2725,18 @@ softmax_range(HgRangeCtx *ctx, gboolean lg)
             r.hi = MIN(1, phi * (1 + rel));
         }
     }
-    finish(&r, dt);
+    return r;
+}
+
+static void
+softmax_range(HgRangeCtx *ctx, gboolean lg)
+{
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    if (!y || !rnonempty(x))
+        return;
+    HgRange r = softmax_bound(x, softmax_len(ctx), lg);
+    finish(&r, rout_dtype(ctx, 0));
     *y = r;
 }
 
@@ -2811,6 +3011,72 @@ void
 hg_range_LogSoftmax(HgRangeCtx *ctx)
 {
     softmax_range(ctx, TRUE);
+}
+
+/* The losses: each position's -logp (SoftmaxCrossEntropyLoss: the log-softmax over C, whose bound
+ * the second output takes; NegativeLogLikelihoodLoss: -input) times a weight, 0 where ignored. "none"
+ * keeps those; "sum" adds count of them; "mean" is a weighted mean, inside their range when the
+ * weights cannot be negative, and 0 / 0 when they can all be 0 (ignored positions, zero weights). */
+static void
+loss_range(HgRangeCtx *ctx, gboolean softmax)
+{
+    const HgRange *x = rin(ctx, 0), *w = rin(ctx, 2);
+    const HgValueShape *xs = rshape(ctx, 0), *ts = rshape(ctx, 1);
+    LossReduction red;
+    if (!rnonempty(x) || (w && !rnonempty(w)) || !loss_reduction(ctx->node, &red, NULL))
+        return;
+    gboolean has_ii = ctx->node && hg_node_attr(ctx->node, "ignore_index") != NULL;
+    HgRange e;
+    if (softmax) {
+        gint64 nc = xs && xs->rank >= 2 ? xs->dims[1].v : -1;
+        HgRange lp = softmax_bound(x, nc, TRUE);
+        HgRange *lpo = rout(ctx, 1);
+        if (lpo) {
+            HgRange f = lp;
+            finish(&f, rout_dtype(ctx, 1));
+            *lpo = f;
+        }
+        e = hg_range_neg(lp);
+    } else {
+        e = hg_range_neg(*x);
+    }
+    HgRange *y = rout(ctx, 0);
+    if (!y)
+        return;
+    HgRange term = w ? hg_range_mul(e, *w) : e;
+    if (has_ii)
+        term = hg_range_union(term, rmake(0, 0, 0, FALSE));
+    HgRange r;
+    if (red == LOSS_NONE) {
+        r = term;
+    } else if (red == LOSS_SUM) {
+        gint64 cnt = ts ? hg_vshape_numel(ts) : -1;
+        if (cnt < 0)
+            return;
+        r = hg_range_mul(term, rmake((double)cnt, (double)cnt, 0, FALSE));
+        /* FP64 sums of up to cnt terms */
+        iv_slack(&r, (double)cnt * 0x1p-52 * rmag(&r));
+    } else {
+        if (w && w->lo < 0)
+            return;
+        r = e;
+        r.nan = r.nan || has_ii || (w && (w->lo <= 0 || w->nan));
+    }
+    r.tiny = 0;
+    finish(&r, rout_dtype(ctx, 0));
+    *y = r;
+}
+
+void
+hg_range_NegativeLogLikelihoodLoss(HgRangeCtx *ctx)
+{
+    loss_range(ctx, FALSE);
+}
+
+void
+hg_range_SoftmaxCrossEntropyLoss(HgRangeCtx *ctx)
+{
+    loss_range(ctx, TRUE);
 }
 
 void
