@@ -84,7 +84,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("elementwise", 53);
+    assert_family_rows("elementwise", 54);
 }
 
 /* ---------------------------------------------------------------- binary arithmetic */
@@ -422,6 +422,52 @@ test_activations(void **state)
     expect_f(c, HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(-2, 4), 0);
     g_autoptr(HgArray) d = run1(tr, 10, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, -2))), NULL);
     expect_f(d, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-0.5, 0), 0);
+}
+
+/* Gelu against the spec's formulas evaluated in double: 0.5 x (1 + erf(x / sqrt 2)) and
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static void
+test_gelu(void **state)
+{
+    (void)state;
+    g_autoptr(HgModel) m = NULL;
+    HgNode *n = node_in_model(&m, "Gelu", 1, 1);
+    g_autoptr(HgArray) y = run1(n, 20, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(5), VALS(1, -1, -3, 0.5, 2))), NULL);
+    expect_f(y, HG_DTYPE_FLOAT, 1, DIMS(5),
+             VALS(0.8413447460685429, -0.15865525393145707, -0.00404969409489031, 0.34573123063700656,
+                  1.9544997361036416), 1e-6);
+    /* where 1 + erf cancels, the kernel keeps its relative precision: at -8 the value is
+     * -4 erfc(8 / sqrt 2) = -4.97661e-15 (erfc(5.656854) = 1.244192e-15) */
+    g_autoptr(HgArray) far = run1(n, 20, 1, ARRS(arr(HG_DTYPE_FLOAT, 0, NULL, VALS(-8))), NULL);
+    expect_f(far, HG_DTYPE_FLOAT, 0, NULL, VALS(-4 * erfc(8 / sqrt(2))), 1e-5);
+    assert_true(hg_array_get_f64(far, 0) < -4.9e-15);
+    /* -inf * 0 is NaN, as the spec's formula gives; +inf stays */
+    g_autoptr(HgArray) inf = run1(n, 20, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-INFINITY, INFINITY))), NULL);
+    expect_f(inf, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(NAN, INFINITY), 0);
+    /* FP16 storage: rounded once (gelu(3) = 2.9959502 is 2.9960938 in FP16) */
+    g_autoptr(HgArray) h = run1(n, 20, 1, ARRS(arr(HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(3))), NULL);
+    expect_f(h, HG_DTYPE_FLOAT16, 1, DIMS(1), VALS(2.99609375), 0);
+
+    g_autoptr(HgModel) mt = NULL;
+    HgNode *t = node_in_model(&mt, "Gelu", 1, 1);
+    attr_s(t, "approximate", "tanh");
+    g_autoptr(HgArray) yt = run1(t, 20, 1, ARRS(arr(HG_DTYPE_DOUBLE, 1, DIMS(5), VALS(1, -1, -3, 0.5, 2))), NULL);
+    expect_f(yt, HG_DTYPE_DOUBLE, 1, DIMS(5),
+             VALS(0.8411919906082768, -0.15880800939172324, -0.0036373920817729943, 0.34571400982514394,
+                  1.954597694087775), 1e-12);
+    g_autoptr(HgArray) yf = run1(t, 20, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, -3))), NULL);
+    expect_f(yf, HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0.8411919906082768, -0.0036373920817729943), 1e-6);
+
+    g_autoptr(HgModel) mb = NULL;
+    HgNode *b = node_in_model(&mb, "Gelu", 1, 1);
+    attr_s(b, "approximate", "fast");
+    GError *error = NULL;
+    assert_null(run1(b, 20, 1, ARRS(arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1))), &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "approximate is 'fast'");
+    g_clear_error(&error);
+
+    /* the shape rule keeps the input's type and shape; one operation per element */
+    assert_true(hg_op_lookup("", "Gelu")->traits & HG_TRAIT_ELEMENTWISE);
 }
 
 static void
@@ -1288,13 +1334,68 @@ test_range_rules(void **state)
     expect_range(rule("IsNaN", F, HG_DTYPE_BOOL, 1, RANGES(rg(0, 4))), 0, 0, FALSE);
 }
 
+/* Gelu's rule: f(lo), f(hi) on monotone stretches, the minimum -0.16997 (tanh: -0.17004) when the
+ * range spans x = -0.752; -inf brings NaN (-inf * 0) and the limit 0. */
+static void
+test_range_gelu(void **state)
+{
+    (void)state;
+    g_autoptr(HgModel) m = NULL;
+    HgNode *n = node_in_model(&m, "Gelu", 1, 1);
+    HgRange r = rule_at(n, 20, F, F, 1, RANGES(rg(-1, 2)), NULL);
+    assert_true(r.lo <= -0.16997120747990369 && r.lo > -0.16998);
+    assert_true(r.hi >= 1.9544997361036416 && r.hi < 1.95451);
+    assert_false(r.nan);
+    /* increasing stretch: [gelu(0.5), gelu(2)] */
+    r = rule_at(n, 20, F, F, 1, RANGES(rg(0.5, 2)), NULL);
+    assert_true(r.lo <= 0.34573123063700656 && r.lo > 0.345730);
+    assert_true(r.hi >= 1.9544997361036416 && r.hi < 1.95451);
+    /* decreasing stretch: [gelu(-1), gelu(-3)] */
+    r = rule_at(n, 20, F, F, 1, RANGES(rg(-3, -1)), NULL);
+    assert_true(r.lo <= -0.15865525393145707 && r.lo > -0.158656);
+    assert_true(r.hi >= -0.00404969409489031 && r.hi < -0.0040496);
+    /* the left tail reaches 0 only in the limit, where the kernel gives NaN */
+    r = rule_at(n, 20, F, F, 1, RANGES(rg(-INFINITY, -3)), NULL);
+    assert_true(r.lo <= -0.00404969409489031 && r.lo > -0.0040498);
+    assert_true(r.hi >= 0 && r.hi < 1e-30);
+    assert_true(r.nan);
+    /* FP16 output: the storage's rounding widens it */
+    r = rule_at(n, 20, HG_DTYPE_FLOAT16, HG_DTYPE_FLOAT16, 1, RANGES(rg(-1, 2)), NULL);
+    assert_true(r.hi >= 1.955);
+    attr_s(n, "approximate", "tanh");
+    r = rule_at(n, 20, F, F, 1, RANGES(rg(-1, 1)), NULL);
+    assert_true(r.lo <= -0.17004075057125403 && r.lo > -0.170042);
+    assert_true(r.hi >= 0.8411919906082768 && r.hi < 0.8412);
+
+    /* the kernel's values on a fine grid, far into the tails, lie inside the rule's range */
+    enum { N = 2001 };
+    double x[N];
+    for (int form = 0; form < 2; form++) {
+        g_autoptr(HgModel) mk = NULL;
+        HgNode *k = node_in_model(&mk, "Gelu", 1, 1);
+        if (form)
+            attr_s(k, "approximate", "tanh");
+        for (int lo = -40; lo <= 0; lo += 5) {
+            for (int i = 0; i < N; i++)
+                x[i] = lo + (lo + 45.0 - lo) * i / (N - 1);
+            r = rule_at(k, 20, F, F, 1, RANGES(rg(lo, lo + 45)), NULL);
+            g_autoptr(HgArray) y = run1(k, 20, 1, ARRS(arr(F, 1, DIMS(N), x)), NULL);
+            for (int i = 0; i < N; i++) {
+                double v = hg_array_get_f64(y, i);
+                if (!(v >= r.lo && v <= r.hi))
+                    fail_msg("Gelu form %d at %.9g: %.9g outside [%.9g, %.9g]", form, x[i], v, r.lo, r.hi);
+            }
+        }
+    }
+}
+
 /* Kernel outputs on a grid over [-6, 6] lie inside the rule's range for that interval. */
 static void
 test_range_contains_kernel(void **state)
 {
     (void)state;
     static const char *const ops[] = {"Abs", "Neg", "Relu", "Exp", "Sigmoid", "Tanh", "Erf", "Softplus",
-                                      "Softsign", "Elu", "Selu", "HardSigmoid", "HardSwish", "Mish",
+                                      "Softsign", "Elu", "Selu", "HardSigmoid", "HardSwish", "Mish", "Gelu",
                                       "LeakyRelu", "ThresholdedRelu", "Floor", "Ceil", "Round", "Sign",
                                       "Sin", "Cos", "Sqrt", "Log", "Reciprocal"};
     enum { N = 241 };
@@ -1334,6 +1435,7 @@ main(void)
         cmocka_unit_test(test_logic),
         cmocka_unit_test(test_unary_math),
         cmocka_unit_test(test_activations),
+        cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_unary_integers),
         cmocka_unit_test(test_isinf_isnan),
         cmocka_unit_test(test_identity),
@@ -1355,6 +1457,7 @@ main(void)
         cmocka_unit_test(test_range_decomposed_layernorm),
         cmocka_unit_test(test_range_normalized_cumsum),
         cmocka_unit_test(test_range_contains_kernel),
+        cmocka_unit_test(test_range_gelu),
     };
     return cmocka_run_group_tests_name("ops_elementwise", tests, NULL, NULL);
 }

@@ -136,7 +136,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("linalg", 9);
+    assert_family_rows("linalg", 11);
 }
 
 /* ================================================================ Conv */
@@ -1324,6 +1324,275 @@ test_einsum_infer_errors(void **state)
     hg_model_free(nd.model);
 }
 
+/* ================================================================ RotaryEmbedding */
+
+/* X = 1..16 as (1, 2 heads, 2 positions, 4); caches of 3 positions (cos, sin) pairs (1, 0), (0, 1);
+ * (0.6, 0.8), (0.8, -0.6); (0, 1), (-1, 0); position_ids [2, 1]. Expected values from the spec's
+ * Python algorithm; by hand, head 0 at position 2 (c = [0, -1], s = [1, 0]) rotates x1 = [1, 2],
+ * x2 = [3, 4] into [0 - 3, -2 - 0] and [1 + 0, 0 - 4]. */
+static const float rope_cos[] = {1, 0, 0.6f, 0.8f, 0, -1};
+static const float rope_sin[] = {0, 1, 0.8f, -0.6f, 1, 0};
+
+static void
+test_rotary_embedding(void **state)
+{
+    (void)state;
+    Node nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *y = run1(&nd, 23,
+                      4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1),
+                                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin),
+                                       arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_shape(y, 1, 2, 2, 4);
+    assert_values(y, 1e-6, -3, -2, 1, -4, -2.6, 9.6, 8.2, 2.8, -11, -10, 9, -12, -4.2, 20.8, 19.4, 4.4);
+    hg_array_unref(y);
+    /* interleaved: the pairs are neighbours (x[0], x[1]), (x[2], x[3]) */
+    attr_i(nd.node, "interleaved", 1);
+    y = run1(&nd, 23,
+             4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_values(y, 1e-6, -2, 1, -3, -4, -1.8, 7.6, 10.4, 2.2, -10, 9, -11, -12, -3.4, 18.8, 21.6, 3.8);
+    hg_array_unref(y);
+    /* a position outside the caches */
+    HgArray *bad[4] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(3, 0))};
+    run_fails(&nd, 23, 4, bad, HG_ERROR_INVALID, "position id 3");
+    hg_model_free(nd.model);
+
+    /* 3-D input with num_heads 2 (head size 4) and rotary_embedding_dim 2: the last two of each head
+     * pass through; caches of (3, 1) */
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    attr_i(nd.node, "num_heads", 2);
+    attr_i(nd.node, "rotary_embedding_dim", 2);
+    y = run1(&nd, 23,
+             4, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 8), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(1, 0.6f, 0)),
+                              arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(0, 0.8f, 1)), arr_i64(2, DIMS(1, 2), INTS(2, 1))});
+    assert_shape(y, 1, 2, 8);
+    assert_values(y, 1e-6, -2, 1, 3, 4, -6, 5, 7, 8, -2.6, 13.2, 11, 12, -3.4, 18.8, 15, 16);
+    hg_array_unref(y);
+    /* no num_heads for a 3-D input; a cache of the wrong width */
+    hg_model_free(nd.model);
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *no_heads[4] = {arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 8), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                            arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    run_fails(&nd, 23, 4, no_heads, HG_ERROR_INVALID, "num_heads");
+    HgArray *wide[4] = {arr_seq(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 6), 1, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    run_fails(&nd, 23, 4, wide, HG_ERROR_INVALID, "last dim of 3");
+    hg_model_free(nd.model);
+
+    /* without position_ids the caches are (batch, seq, half): position 0 rotates by (0.6, 0.8) and
+     * (0.8, -0.6), position 1 by (1, 0) and (0, 1); FP16 storage, rounded once */
+    nd = node_new("RotaryEmbedding", "x,c,s", "y");
+    y = run1(&nd, 23,
+             3, (HgArray *[]){arr_seq(HG_DTYPE_FLOAT16, 4, DIMS(1, 2, 2, 4), 1, 1),
+                              arr_f32(HG_DTYPE_FLOAT16, 3, DIMS(1, 2, 2), F32S(0.6f, 0.8f, 1, 0)),
+                              arr_f32(HG_DTYPE_FLOAT16, 3, DIMS(1, 2, 2), F32S(0.8f, -0.6f, 0, 1))});
+    assert_int_equal(y->dtype, HG_DTYPE_FLOAT16);
+    assert_values(y, 2e-3, -1.8, 4, 2.6, 2, 5, -8, 7, 6, -3.4, 15.2, 13.8, 3.6, 13, -16, 15, 14);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* shape rule: X's shape and type; cost two multiply-adds per element */
+    nd = node_new("RotaryEmbedding", "x,c,s", "y");
+    HgValueShape *in[3] = {vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 8, -1, 64)), vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, -1, 32)),
+                           vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, -1, 32))},
+                 *out[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&nd, 23, 3, in, 1, out, &error));
+    assert_vshape(out[0], HG_DTYPE_FLOAT16, 2, 8, -1, 64);
+    vs_free(out[0]);
+    HgValueShape *cin[1] = {vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 8, 16, 64))}, cout;
+    vs_set(&cout, HG_DTYPE_FLOAT16, 4, DIMS(2, 8, 16, 64), NULL);
+    assert_int_equal(cost_of(&nd, 1, cin, &cout), 2 * 2 * 8 * 16 * 64);
+    vs_free(cin[0]);
+    hg_model_free(nd.model);
+}
+
+/* ================================================================ Attention */
+
+/* Q = K = I (2x2), V = [[1, 2], [3, 4]], one head: scores (1/sqrt 2) I, so row 0 weighs key 0 by
+ * p = e^0.7071 / (e^0.7071 + 1) = 0.66976 and gives p [1, 2] + (1 - p) [3, 4] = [1.66048, 2.66048].
+ * The other expected values come from the ONNX reference implementation
+ * (onnx/reference/ops/op_attention.py, run in numpy). */
+#define ATTN_QKV                                                                                   \
+    F32(4, DIMS(1, 1, 2, 2), 1, 0, 0, 1), F32(4, DIMS(1, 1, 2, 2), 1, 0, 0, 1), F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4)
+#define F32(rank, dims, ...) arr_f32(HG_DTYPE_FLOAT, (rank), (dims), F32S(__VA_ARGS__))
+
+static void
+test_attention(void **state)
+{
+    (void)state;
+    Node n = node_new("Attention", "q,k,v", "y");
+    Result r = RUN(&n, 23, ATTN_QKV);
+    assert_non_null(r.out[0]);
+    assert_shape(r.out[0], 1, 1, 2, 2);
+    assert_values(r.out[0], 1e-6, 1.6604767, 2.6604767, 2.3395228, 3.3395228);
+    result_free(&r);
+    /* FP16: FP32 inside, rounded once (the reference, computing in FP16, is an ulp off in places) */
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 1, 2, 2), VALS(1, 0, 0, 1)),
+            arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 1, 2, 2), VALS(1, 0, 0, 1)), arr(HG_DTYPE_FLOAT16, 4, DIMS(1, 1, 2, 2), VALS(1, 2, 3, 4)));
+    assert_int_equal(r.out[0]->dtype, HG_DTYPE_FLOAT16);
+    assert_values(r.out[0], 0, 1.66015625, 2.66015625, 2.33984375, 3.33984375);
+    result_free(&r);
+    node_free(&n);
+    /* causal: query 0 sees key 0 only */
+    n = node_new("Attention", "q,k,v", "y");
+    attr_i(n.node, "is_causal", 1);
+    r = RUN(&n, 23, ATTN_QKV);
+    assert_values(r.out[0], 1e-6, 1, 2, 2.3395228, 3.3395228);
+    result_free(&r);
+    node_free(&n);
+    /* a bool mask that hides every key from query 1: a zero row (the spec's errata), not NaN;
+     * a float mask adds to the scores */
+    n = node_new("Attention", "q,k,v,m", "y");
+    r = RUN(&n, 23, ATTN_QKV, arr_i(HG_DTYPE_BOOL, 2, DIMS(2, 2), INTS(1, 1, 0, 0)));
+    assert_values(r.out[0], 1e-6, 1.6604767, 2.6604767, 0, 0);
+    result_free(&r);
+    r = RUN(&n, 23, ATTN_QKV, F32(2, DIMS(2, 2), 0, -1, 2, 0));
+    assert_values(r.out[0], 1e-6, 1.3070787, 2.3070788, 1.430727, 2.430727);
+    result_free(&r);
+    /* a mask that does not broadcast */
+    r = RUN(&n, 23, ATTN_QKV, F32(2, DIMS(3, 2), 0, 0, 0, 0, 0, 0));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "does not broadcast");
+    result_free(&r);
+    node_free(&n);
+    /* scale 2 and the qk_matmul_output modes: 0 the scaled product [[2, 0], [0, 2]], 1 after softcap
+     * 0.5 tanh(S / 0.5), 2 plus the mask, 3 the softmax */
+    static const float modes[4][4] = {{2, 0, 0, 2},
+                                      {0.49966466f, 0, 0, 0.49966466f},
+                                      {2, -1, 2, 2},
+                                      {0.95257413f, 0.047425874f, 0.5f, 0.5f}};
+    for (int mode = 0; mode < 4; mode++) {
+        n = node_new("Attention", "q,k,v,m", "y,,,qk");
+        attr_f(n.node, "scale", 2);
+        attr_i(n.node, "qk_matmul_output_mode", mode);
+        if (mode == 1)
+            attr_f(n.node, "softcap", 0.5f);
+        r = RUN(&n, 23, ATTN_QKV, F32(2, DIMS(2, 2), 0, -1, 2, 0));
+        assert_null(r.out[1]);
+        assert_shape(r.out[3], 1, 1, 2, 2);
+        assert_values_at(r.out[3], 4, modes[mode], 1e-6, __FILE__, __LINE__);
+        if (mode == 1)
+            assert_values(r.out[0], 1e-6, 1.3649511, 2.3649511, 1.364751, 2.3647509);
+        result_free(&r);
+        node_free(&n);
+    }
+    /* grouped-query: 2 query heads share one key/value head; head 1's query [2, 0], [0, 0] */
+    n = node_new("Attention", "q,k,v", "y");
+    r = RUN(&n, 23, F32(4, DIMS(1, 2, 2, 2), 1, 0, 0, 1, 2, 0, 0, 0), F32(4, DIMS(1, 1, 2, 2), 1, 0, 0, 1),
+            F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4));
+    assert_values(r.out[0], 1e-6, 1.6604767, 2.6604767, 2.3395228, 3.3395228, 1.3911406, 2.3911405, 2, 3);
+    result_free(&r);
+    /* 3 query heads over 2 key/value heads is an error */
+    r = RUN(&n, 23, F32(4, DIMS(1, 3, 1, 2), 1, 0, 0, 1, 2, 0), F32(4, DIMS(1, 2, 1, 2), 1, 0, 0, 1),
+            F32(4, DIMS(1, 2, 1, 2), 1, 2, 3, 4));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "not a multiple");
+    result_free(&r);
+    node_free(&n);
+    /* the same in 3-D: (batch, seq, heads * head), Y back in that layout */
+    n = node_new("Attention", "q,k,v", "y");
+    attr_i(n.node, "q_num_heads", 2);
+    attr_i(n.node, "kv_num_heads", 1);
+    r = RUN(&n, 23, F32(3, DIMS(1, 2, 4), 1, 0, 2, 0, 0, 1, 0, 0), F32(3, DIMS(1, 2, 2), 1, 0, 0, 1),
+            F32(3, DIMS(1, 2, 2), 1, 2, 3, 4));
+    assert_shape(r.out[0], 1, 2, 4);
+    assert_values(r.out[0], 1e-6, 1.6604767, 2.6604767, 1.3911406, 2.3911405, 2.3395228, 3.3395228, 2, 3);
+    result_free(&r);
+    node_free(&n);
+    n = node_new("Attention", "q,k,v", "y");
+    r = RUN(&n, 23, F32(3, DIMS(1, 2, 4), 1, 0, 2, 0, 0, 1, 0, 0), F32(3, DIMS(1, 2, 2), 1, 0, 0, 1),
+            F32(3, DIMS(1, 2, 2), 1, 2, 3, 4));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "q_num_heads");
+    result_free(&r);
+    node_free(&n);
+    /* a cache: present = past then new; causal counts the past (query 0 sees both keys), and both
+     * scores are 1, so Y is the mean of [5, 6] and [1, 2] */
+    n = node_new("Attention", "q,k,v,,pk,pv", "y,kk,vv");
+    attr_i(n.node, "is_causal", 1);
+    r = RUN(&n, 23, F32(4, DIMS(1, 1, 1, 2), 1, 1), F32(4, DIMS(1, 1, 1, 2), 1, 0), F32(4, DIMS(1, 1, 1, 2), 1, 2), NULL,
+            F32(4, DIMS(1, 1, 1, 2), 0, 1), F32(4, DIMS(1, 1, 1, 2), 5, 6));
+    assert_values(r.out[0], 1e-6, 3, 4);
+    assert_shape(r.out[1], 1, 1, 2, 2);
+    assert_values(r.out[1], 0, 0, 1, 1, 0);
+    assert_values(r.out[2], 0, 5, 6, 1, 2);
+    result_free(&r);
+    /* past_key without past_value */
+    r = RUN(&n, 23, F32(4, DIMS(1, 1, 1, 2), 1, 1), F32(4, DIMS(1, 1, 1, 2), 1, 0), F32(4, DIMS(1, 1, 1, 2), 1, 2), NULL,
+            F32(4, DIMS(1, 1, 1, 2), 0, 1), NULL);
+    assert_hg_error(r.error, HG_ERROR_INVALID, "together");
+    result_free(&r);
+    node_free(&n);
+
+    /* Y is a convex combination of V's rows: with every value 0.1f across 1000 keys and scores
+     * spread over [-3, 3], each output is 0.1f exactly (the weights, rounded, sum to 1 only within
+     * some ulps: the kernel clamps into the column's hull) */
+    enum { T = 1000 };
+    HgArray *vq = arr_f32(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 3, 4), NULL), *vk = arr_f32(HG_DTYPE_FLOAT, 4, DIMS(1, 1, T, 4), NULL);
+    HgArray *vv = arr_f32(HG_DTYPE_FLOAT, 4, DIMS(1, 1, T, 4), NULL);
+    for (gint64 i = 0; i < vq->numel; i++)
+        ((float *)vq->data)[i] = 1.5f * (float)(i % 3) - 1;
+    for (gint64 i = 0; i < vk->numel; i++) {
+        ((float *)vk->data)[i] = 3 * rnd();
+        ((float *)vv->data)[i] = 0.1f;
+    }
+    n = node_new("Attention", "q,k,v", "y");
+    r = RUN(&n, 23, vq, vk, vv);
+    for (gint64 i = 0; i < r.out[0]->numel; i++)
+        assert_true(((float *)r.out[0]->data)[i] == 0.1f);
+    result_free(&r);
+    node_free(&n);
+    /* opset 24's nonpad_kv_seqlen is not implemented */
+    n = node_new_n("Attention", 7, 1);
+    r = RUN(&n, 24, ATTN_QKV, NULL, NULL, NULL, arr_i64(1, DIMS(1), INTS(2)));
+    assert_hg_error(r.error, HG_ERROR_UNSUPPORTED, "nonpad_kv_seqlen");
+    result_free(&r);
+    hg_model_free(n.model);
+
+    /* shape rule: 3-D with a cache; present (batch, kv_heads, past + new, head); qk
+     * (batch, q_heads, q_seq, total) */
+    n = node_new("Attention", "q,k,v,,pk,pv", "y,kk,vv,qk");
+    attr_i(n.node, "q_num_heads", 8);
+    attr_i(n.node, "kv_num_heads", 2);
+    HgValueShape *in[6] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 5, 512)), vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 5, 128)),
+                           vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 5, 96)), NULL,
+                           vs_new(HG_DTYPE_FLOAT16, 4, DIMS(-1, 2, 11, 64)), vs_new(HG_DTYPE_FLOAT16, 4, DIMS(-1, 2, 11, 48))},
+                 *out[4];
+    in[0]->dims[0].sym = g_intern_string("batch");
+    GError *error = NULL;
+    assert_true(infer_vs(&n, 23, 6, in, 4, out, &error));
+    assert_vshape(out[0], HG_DTYPE_FLOAT16, -1, 5, 384);
+    assert_string_equal(out[0]->dims[0].sym, "batch");
+    assert_vshape(out[1], HG_DTYPE_FLOAT16, -1, 2, 16, 64);
+    assert_vshape(out[2], HG_DTYPE_FLOAT16, -1, 2, 16, 48);
+    assert_vshape(out[3], HG_DTYPE_FLOAT16, -1, 8, 5, 16);
+    for (int i = 0; i < 4; i++)
+        vs_free(out[i]);
+    /* cost: the two products, 5 x 16 x (64 + 48) per (batch, query head) */
+    HgValueShape *cin[6] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, 5, 512)), vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, 5, 128)),
+                            vs_new(HG_DTYPE_FLOAT16, 3, DIMS(2, 5, 96)), NULL,
+                            vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 2, 11, 64)), vs_new(HG_DTYPE_FLOAT16, 4, DIMS(2, 2, 11, 48))};
+    HgValueShape cout;
+    vs_set(&cout, HG_DTYPE_FLOAT16, 3, DIMS(2, 5, 384), NULL);
+    assert_int_equal(cost_of(&n, 6, cin, &cout), 2 * 8 * 5 * 16 * (64 + 48));
+    for (int i = 0; i < 6; i++)
+        vs_free(cin[i]);
+    /* Q and K disagree on the head size */
+    in[0] = vs_new(HG_DTYPE_FLOAT16, 3, DIMS(1, 5, 512));
+    in[1] = vs_new(HG_DTYPE_FLOAT16, 3, DIMS(1, 5, 96));
+    in[2] = vs_new(HG_DTYPE_FLOAT16, 3, DIMS(1, 5, 96));
+    in[4] = in[5] = NULL;
+    assert_false(infer_vs(&n, 23, 3, in, 4, out, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "head sizes");
+    g_clear_error(&error);
+    for (int i = 0; i < 4; i++)
+        vs_free(out[i]);
+    node_free(&n);
+}
+#undef F32
+
 /* ---------------------------------------------------------------- interval rules */
 
 /* Run nd's interval rule with input ranges rin (inputs in constmask also constant, with ins' values)
@@ -1512,6 +1781,195 @@ test_range_pools(void **state)
     unref_all(x, 1);
 }
 
+/* RotaryEmbedding's rule: with constant caches the exact union over their (cos, sin) pairs; with
+ * Cos and Sin of one value, |y| <= sqrt(2) max|x|; otherwise interval arithmetic, 2 max|x|. */
+static void
+test_range_rotary(void **state)
+{
+    (void)state;
+    Node nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    /* x in [0, 1]: pair (1, 0) gives [0, 1] twice; (0.6, 0.8) gives y1 = 0.6 x1 - 0.8 x2 in
+     * [-0.8, 0.6], y2 in [0, 1.4]; (0, 1): [-1, 0] and [0, 1]; (0.8, -0.6): [-0, 1.4]... */
+    HgArray *ins[4] = {arr_in(4, DIMS(1, 2, 2, 4), 0, 1), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_cos),
+                       arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), rope_sin), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    HgRange rin[4] = {hg_range_exact(0, 1), hg_range_exact(-1, 1), hg_range_exact(-1, 1), hg_range_exact(0, 2)};
+    HgRange r = range_rule(&nd, 23, 4, ins, rin, 6);
+    /* the union: lo from (0, 1) and (0.6, 0.8): -1; hi from (0.6, 0.8) and (0.8, -0.6): 1.4 */
+    assert_range(r, -1, 1.4, FALSE);
+    /* without the values: c, s in [-1, 1] each, so y in [-2, 2] */
+    r = range_rule(&nd, 23, 4, ins, rin, 0);
+    assert_range(r, -2, 2, FALSE);
+    unref_all(ins, 4);
+    hg_model_free(nd.model);
+    /* a half turn (cos -1, sin 0) maps x in [2, 3] to [-3, -2]; with rotary_embedding_dim 2 of a
+     * head of 4 the other two entries pass through, adding [2, 3] */
+    nd = node_new("RotaryEmbedding", "x,c,s,p", "y");
+    HgArray *turn[4] = {arr_in(4, DIMS(1, 2, 2, 4), 2, 3), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), F32S(-1, -1, -1, -1, -1, -1)),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 2), NULL), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    HgRange tin[4] = {hg_range_exact(2, 3), hg_range_exact(-1, -1), hg_range_exact(0, 0), hg_range_exact(0, 2)};
+    r = range_rule(&nd, 23, 4, turn, tin, 6);
+    assert_range(r, -3, -2, FALSE);
+    unref_all(turn, 4);
+    attr_i(nd.node, "rotary_embedding_dim", 2);
+    HgArray *part[4] = {arr_in(4, DIMS(1, 2, 2, 4), 2, 3), arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), F32S(-1, -1, -1)),
+                        arr_f32(HG_DTYPE_FLOAT, 2, DIMS(3, 1), NULL), arr_i64(2, DIMS(1, 2), INTS(2, 1))};
+    r = range_rule(&nd, 23, 4, part, tin, 6);
+    assert_range(r, -3, 3, FALSE);
+    unref_all(part, 4);
+    hg_model_free(nd.model);
+    /* Cos and Sin of one value: the caches lie on the unit circle, |y| <= sqrt(2) (up to the
+     * roundings), however the angle's range reads */
+    HgModel *m = hg_model_new();
+    HgGraph *g = m->graph = hg_graph_new(m, NULL);
+    HgValue *t = hg_graph_new_value(g, "t", NULL), *c = hg_graph_new_value(g, "c", NULL);
+    HgValue *s = hg_graph_new_value(g, "s", NULL), *x = hg_graph_new_value(g, "x", NULL);
+    HgValue *y = hg_graph_new_value(g, "y", NULL);
+    hg_graph_add_node(g, "Cos", "", "cos", 1, &t, 1, &c);
+    hg_graph_add_node(g, "Sin", "", "sin", 1, &t, 1, &s);
+    HgNode *rope = hg_graph_add_node(g, "RotaryEmbedding", "", "rope", 3, (HgValue *[]){x, c, s}, 1, &y);
+    HgValueShape *sh[3] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4)), vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2)),
+                           vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2))},
+                 *os = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 2, 4));
+    HgRange ri[3] = {hg_range_exact(-3, 3), hg_range_exact(-1, 1), hg_range_exact(-1, 1)}, ro = hg_range_any();
+    const HgRange *rip[3] = {&ri[0], &ri[1], &ri[2]};
+    HgRange *rop = &ro;
+    const HgArray *nov[3] = {NULL};
+    HgRangeCtx ctx = {rope, 23, 3, rip, (const HgValueShape *const *)sh, nov, 1, (const HgValueShape *const *)&os, &rop};
+    hg_op_for_node(rope)->range(&ctx);
+    assert_true(ro.hi >= 3 * sqrt(2) && ro.hi < 3 * sqrt(2) * 1.01 && ro.lo == -ro.hi);
+    /* the same caches from elsewhere: interval arithmetic only, [-6, 6] */
+    HgValue *c2 = hg_graph_new_value(g, "c2", NULL), *y2 = hg_graph_new_value(g, "y2", NULL);
+    HgNode *rope2 = hg_graph_add_node(g, "RotaryEmbedding", "", "rope2", 3, (HgValue *[]){x, c2, s}, 1, &y2);
+    ctx.node = rope2;
+    ro = hg_range_any();
+    hg_op_for_node(rope2)->range(&ctx);
+    assert_range(ro, -6, 6, FALSE);
+    for (int i = 0; i < 3; i++)
+        vs_free(sh[i]);
+    vs_free(os);
+    hg_model_free(m);
+}
+
+/* Attention's rule on inputs of the given shapes and ranges (NULL shape: omitted), into out[0..4). */
+static void
+attn_rule(Node *nd, HgValueShape *const *sh, const HgRange *rin, HgRange *out)
+{
+    const HgRange *ri[6] = {NULL};
+    const HgValueShape *osh[4];
+    HgRange *op[4];
+    const HgArray *nov[6] = {NULL};
+    HgValueShape o;
+    vs_set(&o, HG_DTYPE_FLOAT, -1, NULL, NULL);
+    for (int i = 0; i < 6; i++)
+        ri[i] = sh[i] ? &rin[i] : NULL;
+    for (int k = 0; k < 4; k++) {
+        out[k] = hg_range_any();
+        op[k] = &out[k];
+        osh[k] = &o;
+    }
+    HgRangeCtx ctx = {nd->node, 23, 6, ri, (const HgValueShape *const *)sh, nov, 4, osh, op};
+    hg_op_for_node(nd->node)->range(&ctx);
+}
+
+/* Attention: Y in V's hull (and 0 where a mask can hide every key), present K/V the unions, the
+ * scores scale * head * (Q x K), after softcap within +-c, plus the mask's range, softmax [0, 1]. */
+static void
+test_range_attention(void **state)
+{
+    (void)state;
+    HgRange out[4];
+    HgValueShape *q = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 2, 3, 4)), *k = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 5, 4));
+    HgValueShape *v = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 5, 4)), *pk = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 2, 4));
+    HgValueShape *mf = vs_new(HG_DTYPE_FLOAT, 2, DIMS(3, 7)), *mb = vs_new(HG_DTYPE_BOOL, 2, DIMS(3, 7));
+    Node nd = node_new("Attention", "q,k,v,m,pk,pv", "y,kk,vv,qk");
+    /* no mask: Y in V's [-1, 3] and the past's [5, 6]; scores 0.5 * 4 * [-2 * 3, 2 * 3] (the
+     * products of [-1, 2] and K's [-3, 3] with the past's [0, 1]) */
+    HgRange rin[6] = {hg_range_exact(-1, 2), hg_range_exact(-3, 3), hg_range_exact(-1, 3), hg_range_any(),
+                      hg_range_exact(0, 1), hg_range_exact(5, 6)};
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, NULL, pk, pk}, rin, out);
+    assert_range(out[0], -1, 6, FALSE);
+    assert_range(out[1], -3, 3, FALSE);
+    assert_range(out[2], -1, 6, FALSE);
+    assert_true(out[3].lo <= -12 && out[3].lo > -12.001 && out[3].hi >= 12 && out[3].hi < 12.001);
+    /* a float mask that may be -inf: a row may lose every key, so 0 joins Y; mode 2 adds the mask */
+    attr_i(nd.node, "qk_matmul_output_mode", 2);
+    rin[3] = hg_range_exact(-INFINITY, 1);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mf, pk, pk}, rin, out);
+    assert_range(out[0], -1, 6, FALSE);
+    assert_true(out[3].lo == -INFINITY && out[3].hi >= 13 && out[3].hi < 13.001);
+    rin[5] = hg_range_exact(2, 6);
+    rin[2] = hg_range_exact(1, 3);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mf, pk, pk}, rin, out);
+    assert_range(out[0], 0, 6, FALSE);
+    /* a finite float mask keeps every row: no 0 */
+    rin[3] = hg_range_exact(-5, 1);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mf, pk, pk}, rin, out);
+    assert_range(out[0], 1, 6, FALSE);
+    assert_true(out[3].lo <= -17 && out[3].lo > -17.001);
+    /* a bool mask that can be false: 0 joins, the bias reaches -inf */
+    rin[3] = hg_range_exact(0, 1);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mb, pk, pk}, rin, out);
+    assert_range(out[0], 0, 6, FALSE);
+    assert_true(out[3].lo == -INFINITY && out[3].hi >= 12 && out[3].hi < 12.001);
+    /* and a bool mask that is all true does not */
+    rin[3] = hg_range_exact(1, 1);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mb, pk, pk}, rin, out);
+    assert_range(out[0], 1, 6, FALSE);
+    /* an unbounded V: inf * 0 may give NaN */
+    rin[2] = hg_range_exact(1, INFINITY);
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mb, pk, pk}, rin, out);
+    assert_true(out[0].nan);
+    hg_model_free(nd.model);
+    /* softcap 2: the scores after it lie within +-2 tanh(12 / 2); softmax in [0, 1] */
+    nd = node_new("Attention", "q,k,v", "y,,,qk");
+    attr_f(nd.node, "softcap", 2);
+    attr_i(nd.node, "qk_matmul_output_mode", 1);
+    rin[2] = hg_range_exact(-1, 3);
+    HgValueShape *k5 = vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 5, 4));
+    attn_rule(&nd, (HgValueShape *[]){q, k5, v, NULL, NULL, NULL}, rin, out);
+    assert_range(out[0], -1, 3, FALSE);
+    assert_true(out[3].hi >= 2 * tanh(6) && out[3].hi < 2.0001 && out[3].lo <= -2 * tanh(6));
+    hg_model_free(nd.model);
+    nd = node_new("Attention", "q,k,v", "y,,,qk");
+    attr_i(nd.node, "qk_matmul_output_mode", 3);
+    attn_rule(&nd, (HgValueShape *[]){q, k5, v, NULL, NULL, NULL}, rin, out);
+    assert_range(out[3], 0, 1, FALSE);
+    hg_model_free(nd.model);
+
+    /* the kernel's outputs lie inside: random inputs, a float mask with -inf, causal, a cache */
+    nd = node_new("Attention", "q,k,v,m,pk,pv", "y,kk,vv,qk");
+    attr_i(nd.node, "is_causal", 1);
+    attr_i(nd.node, "qk_matmul_output_mode", 2);
+    HgArray *ins[6] = {arr_in(4, DIMS(1, 2, 3, 4), -1, 2), arr_in(4, DIMS(1, 1, 5, 4), -3, 3),
+                       arr_in(4, DIMS(1, 1, 5, 4), 1, 3), arr_in(2, DIMS(3, 7), -5, 1),
+                       arr_in(4, DIMS(1, 1, 2, 4), 0, 1), arr_in(4, DIMS(1, 1, 2, 4), 2, 6)};
+    ((float *)ins[3]->data)[3] = -INFINITY;
+    HgRange rr[6] = {hg_range_exact(-1, 2), hg_range_exact(-3, 3), hg_range_exact(1, 3), hg_range_exact(-INFINITY, 1),
+                     hg_range_exact(0, 1), hg_range_exact(2, 6)};
+    attn_rule(&nd, (HgValueShape *[]){q, k, v, mf, pk, pk}, rr, out);
+    GError *error = NULL;
+    HgArray *outs[4];
+    assert_true(eval_checked(nd.node, 23, 1, 6, ins, 4, outs, &error));
+    for (int kk = 0; kk < 4; kk++) {
+        for (gint64 i = 0; i < outs[kk]->numel; i++) {
+            double x = hg_array_get_f64(outs[kk], i);
+            if (isnan(x) ? !out[kk].nan : (x < out[kk].lo || x > out[kk].hi))
+                fail_msg("output %d element %" G_GINT64_FORMAT " = %g outside [%g, %g]", kk, i, x, out[kk].lo,
+                         out[kk].hi);
+        }
+        hg_array_unref(outs[kk]);
+    }
+    unref_all(ins, 6);
+    hg_model_free(nd.model);
+    vs_free(q);
+    vs_free(k);
+    vs_free(k5);
+    vs_free(v);
+    vs_free(pk);
+    vs_free(mf);
+    vs_free(mb);
+}
+
 int
 main(void)
 {
@@ -1537,9 +1995,13 @@ main(void)
         cmocka_unit_test(test_matmul_infer_fold_cost),
         cmocka_unit_test(test_einsum),
         cmocka_unit_test(test_einsum_infer_errors),
+        cmocka_unit_test(test_rotary_embedding),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_range_conv),
         cmocka_unit_test(test_range_matmul_gemm),
         cmocka_unit_test(test_range_pools),
+        cmocka_unit_test(test_range_rotary),
+        cmocka_unit_test(test_range_attention),
     };
     return cmocka_run_group_tests_name("ops_linalg", tests, NULL, NULL);
 }

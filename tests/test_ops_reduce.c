@@ -34,7 +34,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("reduce", 18);
+    assert_family_rows("reduce", 21);
 }
 
 /* ---------------------------------------------------------------- Reduce* */
@@ -1045,6 +1045,27 @@ test_layernorm(void **state)
     check(r.out[1], HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(2, 6), 1e-7);
     check(r.out[2], HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(1.2247356, 0.6123713), 1e-6);
     result_free(&r);
+    /* stash_type DOUBLE: the statistics are computed and stored in FP64 (var of 1, 2, 3 is 2/3 and of
+     * 4, 6, 8 is 8/3, so InvStdDev is 1 / sqrt(var + 1e-5f) to double precision) */
+    attr_i(n.node, "stash_type", HG_DTYPE_DOUBLE);
+    r = RUN(&n, 17, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-6);
+    check(r.out[1], HG_DTYPE_DOUBLE, 2, DIMS(2, 1), VALS(2, 6), 0);
+    check(r.out[2], HG_DTYPE_DOUBLE, 2, DIMS(2, 1),
+          VALS(1 / sqrt(2.0 / 3 + (double)1e-5f), 1 / sqrt(8.0 / 3 + (double)1e-5f)), 1e-15);
+    result_free(&r);
+    node_free(&n);
+    /* below opset 17 (ONNX Runtime's contrib op) Y has Scale's type, narrower or wider than X's */
+    n = node_new("LayerNormalization", "x,s,b", "y");
+    r = RUN(&n, 16, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT16, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-3);
+    result_free(&r);
+    r = RUN(&n, 16, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 3), ln_x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0.5, 0, -1)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-0.7247356, 0, 2.6742067, -0.72474265, 0, 2.674228), 1e-6);
+    result_free(&r);
     node_free(&n);
     /* axis 0 normalizes everything; B omitted; Scale [3] broadcasts over the [2,3] block */
     n = node_new("LayerNormalization", "x,s", "y");
@@ -1092,6 +1113,169 @@ test_layernorm(void **state)
     assert_int_equal(out[2]->dims[2].v, 1);
     for (int k = 0; k < 3; k++)
         vs_free(out[k]);
+    node_free(&n);
+}
+
+/* RMSNormalization against x / sqrt(mean(x^2) + eps) * scale evaluated in double. */
+static void
+test_rmsnorm(void **state)
+{
+    (void)state;
+    static const double x[] = {3, 4, 1, -1};
+    Node n = node_new("RMSNormalization", "x,s", "y");
+    Result r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(0.8485277980128058, 2.2627407947008153, 0.9999950000374997, -1.9999900000749995), 1e-6);
+    result_free(&r);
+    /* Y takes scale's type: FP16 X with FP32 scale gives FP32; FP32 X with FP16 scale gives FP16 */
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT16, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(0.8485277980128058, 2.2627407947008153, 0.9999950000374997, -1.9999900000749995), 1e-6);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(2, 2), VALS(0.84863281, 2.2636719, 1, -2), 0);
+    result_free(&r);
+    node_free(&n);
+    /* axis 0: one mean over all four, (9 + 16 + 1 + 1) / 4 = 6.75; scale [2]
+     * broadcasts over the [2, 2] block, and a full [2, 2] scale pairs element by element */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_i(n.node, "axis", 0);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2),
+          VALS(1.1546996830464697, 3.079199154790586, 0.38489989434882327, -0.7697997886976465), 1e-6);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 2), x), arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 2), VALS(1, 2, 3, 4)));
+    check(r.out[0], HG_DTYPE_DOUBLE, 2, DIMS(2, 2),
+          VALS(1.1546996830464697, 3.079199154790586, 1.1546996830464697, -1.539599577395293), 1e-14);
+    result_free(&r);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "scale does not broadcast");
+    result_free(&r);
+    node_free(&n);
+    /* epsilon is read: a zero row gives 0 (not NaN); stash_type DOUBLE computes in FP64 */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0.25f);
+    attr_i(n.node, "stash_type", HG_DTYPE_DOUBLE);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 0, 3, 4)), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    /* row 2: 1 / sqrt(12.5 + 0.25) = 0.28005602 */
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 0, 3 / sqrt(12.75), 8 / sqrt(12.75)), 1e-7);
+    result_free(&r);
+    node_free(&n);
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_i(n.node, "stash_type", HG_DTYPE_INT32);
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 1, DIMS(2), x), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "stash_type");
+    result_free(&r);
+    node_free(&n);
+
+    /* shape rule: X's shape, scale's type; a bad axis is an error */
+    n = node_new("RMSNormalization", "x,s", "y");
+    HgValueShape *in[2] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 7, 64)), vs_new(HG_DTYPE_FLOAT, 1, DIMS(64))}, *out[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&n, 23, 2, in, 1, out, &error));
+    assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT);
+    assert_int_equal(out[0]->rank, 3);
+    assert_int_equal(out[0]->dims[2].v, 64);
+    vs_free(out[0]);
+    attr_i(n.node, "axis", 3);
+    in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 7, 64));
+    in[1] = vs_new(HG_DTYPE_FLOAT, 1, DIMS(64));
+    assert_false(infer_vs(&n, 23, 2, in, 1, out, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "out of range");
+    g_clear_error(&error);
+    vs_free(out[0]);
+    node_free(&n);
+}
+
+/* SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss on scores [[1, 2, 3], [1, 1, 1]] and
+ * targets [2, 0]: the log-softmax rows are -log(1 + e^-1 + e^-2) - [2, 1, 0] (that log is
+ * 0.40760596) and log(1/3) three times, so the losses are 0.40760596 and log 3 = 1.0986123. */
+static void
+test_losses(void **state)
+{
+    (void)state;
+    static const double sx[] = {1, 2, 3, 1, 1, 1};
+    const double a = 0.4076059644443806, b = 1.0986122886681098;
+    Node n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y,lp");
+    attr_s(n.node, "reduction", "none");
+    Result r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)));
+    check(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(a, b), 1e-6);
+    check(r.out[1], HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(-a - 2, -a - 1, -a, -b, -b, -b), 1e-6);
+    result_free(&r);
+    node_free(&n);
+    /* the default reduction is the mean; sum adds */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y");
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)));
+    check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS((a + b) / 2), 1e-6);
+    result_free(&r);
+    node_free(&n);
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y");
+    attr_s(n.node, "reduction", "sum");
+    r = RUN(&n, 13, arr(HG_DTYPE_DOUBLE, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)));
+    check(r.out[0], HG_DTYPE_DOUBLE, 0, NULL, VALS(a + b), 1e-14);
+    result_free(&r);
+    node_free(&n);
+    /* weights [1, 2, 3]: 3a and 1b, the mean divided by the weights taken, 3 + 1 */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t,w", "y");
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 3)));
+    check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS((3 * a + b) / 4), 1e-6);
+    result_free(&r);
+    node_free(&n);
+    /* ignore_index 0: the second position is left out of the sum and the count; a target that is not
+     * a class is an error */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y");
+    attr_i(n.node, "ignore_index", 0);
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)));
+    check(r.out[0], HG_DTYPE_FLOAT, 0, NULL, VALS(a), 1e-6);
+    result_free(&r);
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(3, 0)));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "target 3");
+    result_free(&r);
+    node_free(&n);
+    /* (N, C, D): the classes along axis 1, D = 2 positions per sample */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y");
+    attr_s(n.node, "reduction", "none");
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 2), VALS(1, 1, 2, 1, 3, 1)), arr_i64(2, DIMS(1, 2), INTS(2, 1)));
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 2), VALS(a, b), 1e-6);
+    result_free(&r);
+    node_free(&n);
+    /* NegativeLogLikelihoodLoss reads the input as log-probabilities: -x[n, target] */
+    n = node_new("NegativeLogLikelihoodLoss", "x,t", "y");
+    attr_s(n.node, "reduction", "none");
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT16, 2, DIMS(2, 3), sx), arr_i64(1, DIMS(2), INTS(2, 0)));
+    check(r.out[0], HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(-3, -1), 0);
+    result_free(&r);
+    node_free(&n);
+
+    /* shapes: none keeps target's, sum and mean are scalars; log_prob has the input's */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y,lp");
+    attr_s(n.node, "reduction", "none");
+    HgValueShape *in[2] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 10, 7)), vs_new(HG_DTYPE_INT64, 2, DIMS(4, 7))}, *out[2];
+    GError *error = NULL;
+    assert_true(infer_vs(&n, 13, 2, in, 2, out, &error));
+    assert_int_equal(out[0]->dtype, HG_DTYPE_FLOAT16);
+    assert_int_equal(out[0]->rank, 2);
+    assert_int_equal(out[0]->dims[0].v, 4);
+    assert_int_equal(out[0]->dims[1].v, 7);
+    assert_int_equal(out[1]->rank, 3);
+    assert_int_equal(out[1]->dims[1].v, 10);
+    for (int i = 0; i < 2; i++)
+        vs_free(out[i]);
+    node_free(&n);
+    n = node_new("NegativeLogLikelihoodLoss", "x,t", "y");
+    in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(4, 10, 7));
+    in[1] = vs_new(HG_DTYPE_INT64, 2, DIMS(4, 7));
+    assert_true(infer_vs(&n, 13, 2, in, 1, out, &error));
+    assert_int_equal(out[0]->rank, 0);
+    vs_free(out[0]);
+    attr_s(n.node, "reduction", "max");
+    in[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(4, 10, 7));
+    in[1] = vs_new(HG_DTYPE_INT64, 2, DIMS(4, 7));
+    assert_false(infer_vs(&n, 13, 2, in, 1, out, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "reduction 'max'");
+    g_clear_error(&error);
+    vs_free(out[0]);
     node_free(&n);
 }
 
@@ -1306,6 +1490,92 @@ test_range_softmax_norms(void **state)
     result_free(&r);
     node_free(&n);
 
+    /* SoftmaxCrossEntropyLoss over 3 classes of scores in [0, ln 3]: log-probabilities in
+     * [-ln 7, -ln(5/3)] (as LogSoftmax), each loss in [ln(5/3), ln 7]; "none" with weights [1, 2]
+     * multiplies, "sum" over 4 positions times 4, ignore_index adds 0, "mean" stays inside and
+     * may be 0 / 0 when positions can be ignored */
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t", "y,lp");
+    HgValueShape *sx = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 2)), *st = vs_new(HG_DTYPE_INT64, 2, DIMS(2, 2));
+    HgValueShape *sw = vs_new(HG_DTYPE_FLOAT, 1, DIMS(3));
+    HgRange srr[3] = {x, hg_range_exact(0, 2), hg_range_exact(1, 2)};
+    HgValueShape *ssh[3] = {sx, st, sw};
+    range_rule(n.node, 13, 2, srr, ssh, NULL, HG_DTYPE_FLOAT, 2, out);
+    assert_range(&out[0], log(5.0 / 3), log(7), 1e-5);
+    assert_false(out[0].nan);
+    assert_range(&out[1], -log(7), -log(5.0 / 3), 1e-5);
+    attr_s(n.node, "reduction", "sum");
+    range_rule(n.node, 13, 2, srr, ssh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 4 * log(5.0 / 3), 4 * log(7), 1e-5);
+    node_free(&n);
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t,w", "y");
+    attr_s(n.node, "reduction", "none");
+    attr_i(n.node, "ignore_index", -1);
+    range_rule(n.node, 13, 3, srr, ssh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0, 2 * log(7), 1e-5);
+    node_free(&n);
+    n = node_new("SoftmaxCrossEntropyLoss", "x,t,w", "y");
+    attr_i(n.node, "ignore_index", -1);
+    range_rule(n.node, 13, 3, srr, ssh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], log(5.0 / 3), log(7), 1e-5);
+    assert_true(out[0].nan);
+    /* and the kernel's values lie inside */
+    Result sr = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 2), VALS(0, 1, 1.0986, 0.5, 0.2, 0.3, 1, 1, 0, 0, 0.7, 0.1)),
+                    arr_i64(2, DIMS(2, 2), INTS(0, 2, -1, 1)), arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(1, 2, 1.5)));
+    assert_inside(sr.out[0], &out[0]);
+    result_free(&sr);
+    node_free(&n);
+    /* NegativeLogLikelihoodLoss: -x */
+    n = node_new("NegativeLogLikelihoodLoss", "x,t", "y");
+    attr_s(n.node, "reduction", "none");
+    HgRange nr[2] = {hg_range_exact(-4, 0.5), hg_range_exact(0, 2)};
+    range_rule(n.node, 13, 2, nr, ssh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -0.5, 4, 1e-6);
+    node_free(&n);
+    vs_free(sx);
+    vs_free(st);
+    vs_free(sw);
+
+    /* RMSNormalization over 4 values: |z| <= 1 / sqrt(1/4 + eps / M^2) = 1.9999 (about sqrt 4), times
+     * the scale's values [1, 2, -1, 0.5] */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0.25f);
+    HgRange rr[2] = {hg_range_exact(-100, 100), hg_range_of_array(s)};
+    HgValueShape *rsh[2] = {x24, p4};
+    const HgArray *rv[2] = {NULL, s};
+    range_rule(n.node, 23, 2, rr, rsh, rv, HG_DTYPE_FLOAT, 1, out);
+    double zb = 1 / sqrt(0.25 + 0.25 / 10000);
+    assert_range(&out[0], -2 * zb, 2 * zb, 1e-5);
+    /* one sign: x in [1, 1.2] has mean(x^2) >= 1, so z in [1 / sqrt(1.44 + 0.25), 1.2 / sqrt(1 + 0.25)]
+     * and y = z * [-1, 2] */
+    rr[0] = hg_range_exact(1, 1.2);
+    range_rule(n.node, 23, 2, rr, rsh, rv, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -1.2 / sqrt(1.25), 2 * 1.2 / sqrt(1.25), 1e-5);
+    rr[1] = hg_range_exact(0.5, 2);
+    range_rule(n.node, 23, 2, rr, rsh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], 0.5 / sqrt(1.69), 2 * 1.2 / sqrt(1.25), 1e-5);
+    assert_false(out[0].nan);
+    /* the kernel's outputs lie inside */
+    r = RUN(&n, 23, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 4), VALS(1, 1.2, 1.1, 1.05, 1.2, 1.2, 1.2, 1)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(4), VALS(0.5, 2, 1, 0.75)));
+    assert_inside(r.out[0], &out[0]);
+    result_free(&r);
+    /* rows of unknown length: only |z| <= M / sqrt(eps) = 2 M holds */
+    HgValueShape *xu = vs_new(HG_DTYPE_FLOAT, 2, DIMS(2, -1));
+    HgRange ru[2] = {hg_range_exact(-3, 1), hg_range_exact(1, 1)};
+    HgValueShape *ush[2] = {xu, p4};
+    range_rule(n.node, 23, 2, ru, ush, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -6, 6, 1e-4);
+    node_free(&n);
+    /* epsilon 0 and a range holding 0: a zero row is 0 / 0 */
+    n = node_new("RMSNormalization", "x,s", "y");
+    attr_f(n.node, "epsilon", 0);
+    ru[0] = hg_range_exact(-3, 1);
+    range_rule(n.node, 23, 2, ru, rsh, NULL, HG_DTYPE_FLOAT, 1, out);
+    assert_range(&out[0], -2, 2, 1e-4);
+    assert_true(out[0].nan);
+    node_free(&n);
+    vs_free(xu);
+
     /* BatchNormalization with constant statistics (epsilon 0): channel 0 maps [0, 1] to itself,
      * channel 1 (scale 2, var 4, mean 1, B 10) to [9, 10] */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y");
@@ -1376,6 +1646,8 @@ main(void)
         cmocka_unit_test(test_batchnorm),
         cmocka_unit_test(test_instancenorm),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_losses),
         cmocka_unit_test(test_range_reduce),
         cmocka_unit_test(test_range_softmax_norms),
     };

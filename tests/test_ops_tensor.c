@@ -119,7 +119,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("tensor", 26);
+    assert_family_rows("tensor", 27);
 }
 
 /* ---------------------------------------------------------------- Shape, Size, Constant */
@@ -1330,6 +1330,137 @@ test_unknown_and_odd_inputs(void **state)
     }
 }
 
+/* ---------------------------------------------------------------- GridSample */
+
+/* GridSample on X = [[1, 2], [3, 4]] (1x1x2x2) at four points (x, y): the centre (0, 0), the corner
+ * (-1, -1), (1.5, 0) past the right edge and (0.25, -0.6); every mode, padding and align_corners.
+ * The expected values are the ONNX reference implementation's (onnx/reference/ops/op_grid_sample.py,
+ * run in numpy); several by hand: the centre is the mean 2.5 for linear, X[0][0] = 1 for nearest
+ * (0.5 rounds to even 0), and 0.59375^2 * 10 = 3.5253906 for cubic with zeros padding (weights
+ * -0.09375, 0.59375, 0.59375, -0.09375 at distance 1.5, 0.5, 0.5, 1.5, the outer taps reading 0). */
+static void
+test_gridsample(void **state)
+{
+    (void)state;
+    static const char *const modes[3] = {"linear", "nearest", "cubic"};
+    static const char *const old_modes[3] = {"bilinear", "nearest", "bicubic"};
+    static const char *const pads[3] = {"zeros", "border", "reflection"};
+    static const double want[3][3][2][4] = {
+        {{{2.5, 0.25, 0, 1.5749999}, {2.5, 1, 2.25, 2.0250001}},
+         {{2.5, 1, 3, 1.75}, {2.5, 1, 3, 2.0250001}},
+         {{2.5, 1, 3, 1.75}, {2.5, 1, 2.75, 2.0250001}}},
+        {{{1, 1, 0, 2}, {1, 1, 2, 2}}, {{1, 1, 2, 2}, {1, 1, 2, 2}}, {{1, 1, 2, 2}, {1, 1, 2, 2}}},
+        {{{3.5253906, 0.109375, 0, 1.7153436}, {3.5253906, 1, 2.8806152, 2.6266406}},
+         {{2.5, 0.71875, 3, 1.6519375}, {2.5, 1, 3, 1.9916484}},
+         {{2.5, 0.4375, 3, 1.6384375}, {2.5, 1, 2.84375, 1.8915937}}},
+    };
+    for (int opset = 16; opset <= 20; opset += 4)
+        for (int m = 0; m < 3; m++)
+            for (int p = 0; p < 3; p++)
+                for (int al = 0; al < 2; al++) {
+                    Node n = node_new("GridSample", "x,g", "y");
+                    attr_s(n.node, "mode", opset < 20 ? old_modes[m] : modes[m]);
+                    attr_s(n.node, "padding_mode", pads[p]);
+                    attr_i(n.node, "align_corners", al);
+                    Result r = RUN(&n, opset, F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4),
+                                   F32(4, DIMS(1, 1, 4, 2), 0, 0, -1, -1, 1.5, 0, 0.25, -0.6));
+                    assert_ok(r);
+                    assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(1, 1, 1, 4));
+                    hg_assert_values_at(r.out[0], want[m][p][al], 4, 2e-6, within_abs, __FILE__, __LINE__);
+                    result_free(&r);
+                    node_free(&n);
+                }
+    /* 3-D (volumetric, opset 20): X = 1..8 as 1x1x2x2x2, points (x, y, z) (0, 0, 0), (0.5, -0.25, 1),
+     * (-1, 1, 0.3); the reference's values again (the centre is the mean 4.5) */
+    static const struct {
+        const char *mode, *pad;
+        int align;
+        double v[3];
+    } vol[] = {
+        {"linear", "zeros", 0, {4.5, 3.25, 1.5499999523162842}},
+        {"linear", "border", 1, {4.5, 6.5, 5.599999904632568}},
+        {"linear", "reflection", 0, {4.5, 6.5, 6.199999809265137}},
+        {"nearest", "zeros", 0, {1, 0, 0}},
+        {"nearest", "border", 1, {1, 6, 7}},
+        {"cubic", "zeros", 0, {7.5355224609375, 4.111328125, 1.8125}},
+        {"cubic", "reflection", 0, {4.5, 7.203125, 6.483500003814697}},
+    };
+    for (gsize k = 0; k < G_N_ELEMENTS(vol); k++) {
+        Node n = node_new("GridSample", "x,g", "y");
+        attr_s(n.node, "mode", vol[k].mode);
+        attr_s(n.node, "padding_mode", vol[k].pad);
+        attr_i(n.node, "align_corners", vol[k].align);
+        Result r = RUN(&n, 20, F32(5, DIMS(1, 1, 2, 2, 2), 1, 2, 3, 4, 5, 6, 7, 8),
+                       F32(5, DIMS(1, 1, 1, 3, 3), 0, 0, 0, 0.5, -0.25, 1, -1, 1, 0.3));
+        assert_ok(r);
+        assert_shape(r.out[0], HG_DTYPE_FLOAT, 5, DIMS(1, 1, 1, 1, 3));
+        hg_assert_values_at(r.out[0], vol[k].v, 3, 2e-6, within_abs, __FILE__, __LINE__);
+        result_free(&r);
+        node_free(&n);
+    }
+    /* 1-D at opset 22, reflection: X = [1, 5, 2], points 0.2, -0.9, 2.5 (x = 1.3, -0.35, 4.75;
+     * 4.75 reflects off 2.5 to 0.25) */
+    Node n = node_new("GridSample", "x,g", "y");
+    attr_s(n.node, "padding_mode", "reflection");
+    Result r = RUN(&n, 22, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(1, 3, 1), 0.2, -0.9, 2.5));
+    assert_ok(r);
+    assert_values(r.out[0], 4.1000004, 1, 2);
+    result_free(&r);
+    /* FP16 X, FP32 grid, two channels and a batch of 2: each channel sampled at the same points */
+    r = RUN(&n, 22, arr(HG_DTYPE_FLOAT16, 3, DIMS(2, 2, 3), VALS(1, 5, 2, 10, 50, 20, 0, 0, 0, 2, 2, 2)),
+            F32(3, DIMS(2, 1, 1), 0.2, 0.9));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_FLOAT16, 3, DIMS(2, 2, 1));
+    /* 0.2 -> 1.3 (4.1, 41); 0.9 -> 2.35, reflected to 1.65: 5 * 0.35 + 2 * 0.65 times 0 and 2 */
+    assert_values_tol(r.out[0], 0.02, 4.1, 41, 0, 2);
+    result_free(&r);
+    /* NaN coordinates give NaN; an infinite one reads zeros under zeros padding */
+    node_free(&n);
+    n = node_new("GridSample", "x,g", "y");
+    r = RUN(&n, 20, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(1, 2, 1), NAN, INFINITY));
+    assert_ok(r);
+    assert_true(isnan(hg_array_get_f64(r.out[0], 0)));
+    assert_true(hg_array_get_f64(r.out[0], 1) == 0);
+    result_free(&r);
+    /* errors: the opset-20 names at 16, rank 3 at 16, a grid for the wrong rank, batches that differ */
+    node_free(&n);
+    n = node_new("GridSample", "x,g", "y");
+    attr_s(n.node, "mode", "linear");
+    r = RUN(&n, 16, F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4), F32(4, DIMS(1, 1, 1, 2), 0, 0));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "mode 'linear'");
+    result_free(&r);
+    node_free(&n);
+    n = node_new("GridSample", "x,g", "y");
+    r = RUN(&n, 16, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(1, 1, 1), 0));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "4-D");
+    result_free(&r);
+    r = RUN(&n, 20, F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4), F32(4, DIMS(1, 1, 1, 3), 0, 0, 0));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "grid's last dim is 3");
+    result_free(&r);
+    r = RUN(&n, 20, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(2, 1, 1), 0, 0));
+    assert_hg_error(r.error, HG_ERROR_INVALID, "batch");
+    result_free(&r);
+
+    /* shape rule: (N, C) from X, the output's spatial dims from the grid; the grid stays FP32 */
+    Infer f = {0};
+    vs_set(&f.in[0], HG_DTYPE_FLOAT16, 4, DIMS(-1, 3, 32, 32), NULL);
+    vs_sym(&f.in[0], 0, "N");
+    vs_set(&f.in[1], HG_DTYPE_FLOAT, 4, DIMS(-1, 7, 9, 2), NULL);
+    infer(&n, 16, &f, 2);
+    assert_true(f.ok);
+    assert_vshape(&f.out[0], HG_DTYPE_FLOAT16, 4, DIMS(-1, 3, 7, 9));
+    assert_string_equal(f.out[0].dims[0].sym, "N");
+    infer_free(&f);
+    assert_true(hg_op_lookup("", "GridSample")->fp32_inputs == 1u << 1);
+    /* cost: 4 bilinear taps per output element */
+    HgValueShape ys;
+    vs_set(&ys, HG_DTYPE_FLOAT, 4, DIMS(2, 3, 7, 9), NULL);
+    HgValueShape *yp = &ys;
+    HgShapeCtx cc = {n.node, 16, 0, NULL, 1, &yp, NULL};
+    assert_int_equal(hg_op_lookup("", "GridSample")->cost(&cc), 2 * 3 * 7 * 9 * 4);
+    node_free(&n);
+}
+
 /* ---------------------------------------------------------------- interval rules */
 
 /* Run n's interval rule at opset on input ranges ins (NULL: omitted), with the input shapes and
@@ -1530,6 +1661,77 @@ test_range_rules_resize(void **state)
     vs_free(shapes[2]);
 }
 
+/* GridSample's rule: the input's hull, with 0 where zeros padding can read outside (not when the
+ * grid's range keeps every tap inside), cubic widened by 3/16 of the width per spatial axis. */
+static void
+test_range_rules_gridsample(void **state)
+{
+    (void)state;
+    HgRange out[MAX_IO];
+    HgValueShape *shapes[2] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 8, 8)), vs_new(HG_DTYPE_FLOAT, 4, DIMS(1, 4, 4, 2))};
+    Node n = node_new("GridSample", "x,g", "y");
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-1.5, 1.5)}, shapes, NULL, out);
+    assert_range(out[0], 0, 4);
+    assert_false(out[0].nan);
+    /* a grid inside [-0.5, 0.5] keeps bilinear's taps at x in [1.5, 5.5]: no 0 */
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-0.5, 0.5)}, shapes, NULL, out);
+    assert_range(out[0], 1, 4);
+    /* but not at the edge: (1 + 1) * 8 / 2 - 0.5 = 7.5 reaches past pixel 7 */
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-0.5, 1)}, shapes, NULL, out);
+    assert_range(out[0], 0, 4);
+    /* a NaN grid gives NaN samples; an infinite X times a 0 weight too */
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), (HgRange){-1, 1, 0, TRUE}}, shapes, NULL, out);
+    assert_true(out[0].nan);
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, INFINITY), RANGE(-0.5, 0.5)}, shapes, NULL, out);
+    assert_true(out[0].nan);
+    node_free(&n);
+    /* border keeps the hull; cubic widens it by 0.1875 of the width per axis: [1, 4] ->
+     * [0.4375, 4.5625] -> [-0.3359375, 5.3359375] */
+    n = node_new("GridSample", "x,g", "y");
+    attr_s(n.node, "padding_mode", "border");
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-3, 3)}, shapes, NULL, out);
+    assert_range(out[0], 1, 4);
+    attr_s(n.node, "mode", "bicubic");
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-3, 3)}, shapes, NULL, out);
+    assert_range(out[0], -0.3359375, 5.3359375);
+    /* and the kernel's values lie inside: a checkerboard of 1 and 4 sampled densely */
+    HgArray *x = hg_array_new(HG_DTYPE_FLOAT, 4, DIMS(1, 1, 8, 8), NULL);
+    HgArray *g = hg_array_new(HG_DTYPE_FLOAT, 4, DIMS(1, 40, 40, 2), NULL);
+    for (gint64 i = 0; i < 64; i++)
+        ((float *)x->data)[i] = ((i / 8 + i % 8) % 2) ? 4 : 1;
+    for (gint64 i = 0; i < 40 * 40; i++) {
+        ((float *)g->data)[2 * i] = (float)(-1.2 + 2.4 * (i % 40) / 39);
+        ((float *)g->data)[2 * i + 1] = (float)(-1.2 + 2.4 * (i / 40) / 39);
+    }
+    Result r = RUN(&n, 16, hg_array_ref(x), hg_array_ref(g));
+    assert_ok(r);
+    double lo = INFINITY, hi = -INFINITY;
+    for (gint64 i = 0; i < r.out[0]->numel; i++) {
+        double v = hg_array_get_f64(r.out[0], i);
+        lo = MIN(lo, v);
+        hi = MAX(hi, v);
+    }
+    assert_true(lo >= out[0].lo && hi <= out[0].hi);
+    assert_true(lo < 1 && hi > 4); /* cubic does overshoot the input's hull */
+    result_free(&r);
+    node_free(&n);
+    /* zeros padding, cubic: the hull takes 0 first, [0, 4] -> [-1.40625, 5.40625] */
+    n = node_new("GridSample", "x,g", "y");
+    attr_s(n.node, "mode", "bicubic");
+    range_rule(&n, 16, 2, (HgRange[]){RANGE(1, 4), RANGE(-3, 3)}, shapes, NULL, out);
+    assert_range(out[0], -0.75 - 0.1875 * 5.5, 4.75 + 0.1875 * 5.5);
+    r = RUN(&n, 16, x, g);
+    assert_ok(r);
+    for (gint64 i = 0; i < r.out[0]->numel; i++) {
+        double v = hg_array_get_f64(r.out[0], i);
+        assert_true(v >= out[0].lo && v <= out[0].hi);
+    }
+    result_free(&r);
+    node_free(&n);
+    vs_free(shapes[0]);
+    vs_free(shapes[1]);
+}
+
 int
 main(void)
 {
@@ -1562,10 +1764,12 @@ main(void)
         cmocka_unit_test(test_resize_linear_cubic),
         cmocka_unit_test(test_resize_opset18_19),
         cmocka_unit_test(test_resize_fp16),
+        cmocka_unit_test(test_gridsample),
         cmocka_unit_test(test_unknown_and_odd_inputs),
         cmocka_unit_test(test_range_rules_movement),
         cmocka_unit_test(test_range_rules_scatter),
         cmocka_unit_test(test_range_rules_resize),
+        cmocka_unit_test(test_range_rules_gridsample),
     };
     return cmocka_run_group_tests_name("ops_tensor", tests, NULL, NULL);
 }

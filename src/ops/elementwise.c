@@ -392,6 +392,12 @@ UNARY_F(sigmoid, 1 / (1 + exp(-x)))
 UNARY_F(softplus, SOFTPLUS(x))
 UNARY_F(softsign, x / (1 + fabs(x)))
 UNARY_F(mish, x * tanh(SOFTPLUS(x)))
+/* Gelu, x * Phi(x) with alpha = -1/sqrt(2), beta = 1/2: 1 + erf(x / sqrt 2) is erfc(-x / sqrt 2),
+ * which keeps its relative precision where 1 + erf would cancel (x < 0). The tanh form with
+ * alpha = -2 sqrt(2/pi), gamma = 0.044715: 0.5 (1 + tanh(u)) is 1 / (1 + exp(-2u)), no cancellation
+ * either. Both give NaN at x = -inf (-inf * 0), as the spec's formulas do. */
+UNARY_F(gelu, beta * x * erfc(alpha * x))
+UNARY_F(gelu_tanh, x / (1 + exp(alpha * (x + gamma * x * x * x))))
 UNARY_F(elu, x < 0 ? alpha * expm1(x) : x)
 UNARY_F(selu, x <= 0 ? gamma * alpha * expm1(x) : gamma * x)
 UNARY_F(hardsigmoid, CLAMP01(alpha * x + beta))
@@ -1032,6 +1038,32 @@ UNARY_EVAL(Sigmoid, sigmoid_rows)
 UNARY_EVAL(Softplus, softplus_rows)
 UNARY_EVAL(Softsign, softsign_rows)
 UNARY_EVAL(Mish, mish_rows)
+
+/* Gelu's approximate attribute: "none" (the default) or "tanh"; FALSE with an error otherwise. */
+static gboolean
+gelu_form(const HgNode *n, gboolean *tanh_form, GError **error)
+{
+    g_autofree char *a = n ? hg_attr_string(n, "approximate", "none") : g_strdup("none");
+    *tanh_form = strcmp(a, "tanh") == 0;
+    if (*tanh_form || strcmp(a, "none") == 0)
+        return TRUE;
+    hg_op_error(error, HG_ERROR_INVALID, n, "approximate is '%s', expected 'none' or 'tanh'", a);
+    return FALSE;
+}
+
+gboolean
+hg_eval_Gelu(HgEvalCtx *ctx)
+{
+    gboolean tanh_form;
+    if (!gelu_form(ctx->node, &tanh_form, ctx->error))
+        return FALSE;
+    if (tanh_form) {
+        const Params p = {.alpha = -2 * sqrt(2 / G_PI), .gamma = 0.044715};
+        return unary_eval(ctx, gelu_tanh_rows, &p, FALSE);
+    }
+    const Params p = {.alpha = -G_SQRT2 / 2, .beta = 0.5};
+    return unary_eval(ctx, gelu_rows, &p, FALSE);
+}
 
 /* An activation with float attributes (defaults as the spec gives them). */
 static gboolean
@@ -2612,6 +2644,69 @@ hg_range_Mish(HgRangeCtx *ctx)
     if (x.lo < -1.1924)
         r.hi = MAX(r.hi, 0); /* the left tail rises toward 0 */
     r = pad(r, max_abs(&r) * 1e-6 + 1e-37);
+    set_out(ctx, 0, r);
+}
+
+/* Gelu, in double as the rule needs it; the limit 0 at -inf. */
+static double
+f_gelu(double x)
+{
+    return x == -INFINITY ? 0 : 0.5 * x * (erfc)(-x / G_SQRT2);
+}
+
+static double
+f_gelu_tanh(double x)
+{
+    return x == -INFINITY ? 0 : x / (1 + (exp)(-2 * sqrt(2 / G_PI) * (x + 0.044715 * x * x * x)));
+}
+
+/* A relative bound on the FP32 kernel's error at x: erfc's argument rounds by a relative 2^-24,
+ * which erfc's logarithmic slope (about 2t at t = x / sqrt 2) magnifies to x^2 2^-24; exp's argument
+ * w = -2u likewise carries |w| times its few roundings. Where the value underflows past FP32's normal
+ * range the error is absolute (1e-37 covers it). */
+static double
+gelu_rel(double x)
+{
+    double w = 2 * sqrt(2 / G_PI) * fabs(x + 0.044715 * x * x * x);
+    return isfinite(w) ? 1e-6 + 0x1p-21 * (x * x + w) : INFINITY;
+}
+
+/* v = f(x) moved by its error bound toward +inf (up) or -inf; v = 0 stays (the limit at -inf). */
+static double
+gelu_edge(double v, double x, gboolean up)
+{
+    if (v == 0)
+        return up ? 1e-37 : -1e-37;
+    double e = fabs(v) * MIN(gelu_rel(x), 1) + 1e-37;
+    return up ? v + e : v - e;
+}
+
+/* Gelu falls from 0 (at -inf) to its minimum near x = -0.752 and rises after, like x at +inf. Where
+ * it falls, the kernel's value at x <= lo cannot rise above f(lo) by more than lo's error: f(x) <=
+ * f(lo) < 0 there and the error grows with |x| (see gelu_rel). */
+void
+hg_range_Gelu(HgRangeCtx *ctx)
+{
+    gboolean tanh_form;
+    HgRange x = in_range(ctx, 0);
+    if (!gelu_form(ctx->node, &tanh_form, NULL) || !(x.lo <= x.hi))
+        return;
+    double (*f)(double) = tanh_form ? f_gelu_tanh : f_gelu;
+    /* the minimum (x, f(x)) of each form, from a golden-section search in double */
+    const double xmin = tanh_form ? -0.7524614066473527 : -0.751791526040078;
+    const double fmin = tanh_form ? -0.17004075057125403 : -0.16997120747990369;
+    double flo = f(x.lo), fhi = f(x.hi);
+    HgRange r = {0, 0, 0, x.nan || x.lo == -INFINITY}; /* -inf * 0 */
+    if (x.hi <= xmin) {
+        r.lo = gelu_edge(fhi, x.hi, FALSE);
+        r.hi = gelu_edge(flo, x.lo, TRUE);
+    } else if (x.lo >= xmin) {
+        r.lo = gelu_edge(flo, x.lo, FALSE);
+        r.hi = gelu_edge(fhi, x.hi, TRUE);
+    } else {
+        r.lo = fmin * (1 + 1e-6);
+        r.hi = MAX(gelu_edge(fhi, x.hi, TRUE), gelu_edge(flo, x.lo, TRUE));
+    }
     set_out(ctx, 0, r);
 }
 

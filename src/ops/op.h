@@ -3,7 +3,8 @@
  * (elementwise.c, tensor.c, linalg.c, reduce.c). An op without a row is opaque: unknown shape, no
  * kernel, and running it is an error that names it.
  *
- * Opset versions: one row covers every version from 7 to 21; where the semantics changed (attributes
+ * Opset versions: one row covers every version from 7 to 23 (or from the op's first, for the newer
+ * ones: Gelu 20, RMSNormalization 23...); where the semantics changed (attributes
  * that became inputs, new attributes, changed defaults) the functions look at ctx->opset.
  */
 #ifndef HG_OPS_OP_H

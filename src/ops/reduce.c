@@ -1,5 +1,6 @@
-/* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum) and normalizations (Softmax,
- * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization).
+/* The reduce family: reductions (Reduce*, ArgMax/ArgMin, TopK, CumSum), normalizations (Softmax,
+ * LogSoftmax, BatchNormalization, InstanceNormalization, LayerNormalization, RMSNormalization) and
+ * the losses built on them (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss).
  *
  * Numerics. Float data of any width is computed in FP32 (FP64 for double, int64 with wrap-around for
  * the integer types) and rounded once when stored: an FP16 ReduceSum whose total passes 65504 is inf,
@@ -1983,26 +1984,42 @@ hg_eval_LayerNormalization(HgEvalCtx *ctx)
         return FALSE;
     if (want_output(ctx, 2) && !(inv = hg_array_new(stash, x->rank, sdims, ctx->error)))
         return FALSE;
-    /* the statistics in the compute type, stored to stash_type at the end */
+    /* the statistics in the compute type, stored to stash_type at the end; stash_type DOUBLE (or a
+     * double X or Y) computes in FP64, as the spec's stage one in stash_type precision says */
     g_autofree double *md = g_new(double, rows + 1), *id = g_new(double, rows + 1);
-    if (c == HG_COMPUTE_F32) {
+    if (c == HG_COMPUTE_F32 && hg_dtype_compute(stash) == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
         g_autofree float *gf = g_new(float, n + 1), *bf = g_new(float, n + 1);
         for (gint64 j = 0; j < n; j++) {
             gf[j] = (float)g[j];
             bf[j] = (float)b[j];
         }
-        g_autofree float *scratch = row_scratch(x, n);
+        /* rows in place where X and Y are both FLOAT, else through scratch (below opset 17 Y has
+         * Scale's type, which may differ from X's) */
+        gboolean direct_in = x->dtype == HG_DTYPE_FLOAT, direct_out = y->dtype == HG_DTYPE_FLOAT;
+        g_autofree float *scratch = direct_in && direct_out ? NULL : g_new(float, n + 1);
         for (gint64 r = 0; r < rows; r++) {
             float m, iv;
-            const float *xr = row_get(x, r * n, n, scratch);
-            norm_row_f32(xr, row_out(y, r * n, scratch), n, eps, gf, bf, TRUE, &m, &iv);
-            row_put(y, r * n, n, scratch);
+            const float *xr = (const float *)x->data + r * n;
+            if (!direct_in) {
+                hg_array_load_span_f32(x, r * n, n, scratch);
+                xr = scratch;
+            }
+            float *yr = direct_out ? (float *)y->data + r * n : scratch;
+            norm_row_f32(xr, yr, n, eps, gf, bf, TRUE, &m, &iv);
+            if (!direct_out)
+                hg_array_store_span_f32(y, r * n, n, scratch);
             md[r] = m;
             id[r] = iv;
         }
     } else {
+        gboolean own;
+        double *xd = hg_array_load_f64(x, &own);
+        g_autofree double *yd = g_new(double, y->numel + 1);
         for (gint64 r = 0; r < rows; r++)
-            norm_row_f64((const double *)x->data + r * n, (double *)y->data + r * n, n, eps, g, b, TRUE, &md[r], &id[r]);
+            norm_row_f64(xd + r * n, yd + r * n, n, eps, g, b, TRUE, &md[r], &id[r]);
+        if (own)
+            g_free(xd);
+        hg_array_store_f64(y, yd);
     }
     if (mean)
         hg_array_store_f64(mean, md);
@@ -2020,6 +2037,316 @@ gint64
 hg_cost_LayerNormalization(const HgShapeCtx *ctx)
 {
     return scaled_cost(ctx, 3);
+}
+
+/* RMSNormalization (opset 23): y = x / sqrt(mean(x^2) + epsilon) * scale over the trailing block
+ * from axis on; Y has scale's type (V), which may differ from X's (T). */
+static gboolean
+rms_axis(const HgNode *node, int rank, gint64 *axis, GError **error)
+{
+    return hg_norm_axis(hg_node_attr_int(node, "axis", -1), (guint)rank, axis, node, error);
+}
+
+gboolean
+hg_infer_RMSNormalization(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0), *scale = hg_shape_input(ctx, 1);
+    gint64 axis;
+    if (x && x->rank >= 0 && !rms_axis(ctx->node, x->rank, &axis, ctx->error))
+        return FALSE;
+    if (!same_shape_infer(ctx, hg_eval_RMSNormalization))
+        return FALSE;
+    HgValueShape *y = out_shape(ctx, 0);
+    if (y && scale && scale->dtype != HG_DTYPE_UNDEFINED)
+        y->dtype = scale->dtype;
+    return TRUE;
+}
+
+/* One row: y = x * inv * g with inv = 1 / sqrt(mean(x^2) + eps), the mean in FP32 lanes (see
+ * sumsq_dev_f32: blocks of 4096 summed in double, so its relative error stays below 600 ulps however
+ * long the row). y may be x. */
+static void
+rms_row_f32(const float *x, float *y, gint64 n, float eps, const float *g)
+{
+    float ms = n ? (float)(sumsq_dev_f32(x, n, 0) / (double)n) : 0;
+    float inv = 1 / sqrtf(ms + eps);
+    gint64 j = 0;
+    for (; j + 4 <= n; j += 4)
+        v4_store(y + j, v4_load(x + j) * inv * v4_load(g + j));
+    for (; j < n; j++)
+        y[j] = x[j] * inv * g[j];
+}
+
+static void
+rms_row_f64(const double *x, double *y, gint64 n, double eps, const double *g)
+{
+    double inv = 1 / sqrt((n ? sumsq_dev_f64(x, n, 0) / (double)n : 0) + eps);
+    for (gint64 j = 0; j < n; j++)
+        y[j] = x[j] * inv * g[j];
+}
+
+/* Rows stream through FP32 scratch when X or Y is not FLOAT (Y has scale's type); stash_type DOUBLE,
+ * or a double X, computes in FP64. */
+gboolean
+hg_eval_RMSNormalization(HgEvalCtx *ctx)
+{
+    HgArray *x = need_input(ctx, 0, "X"), *sc = x ? need_input(ctx, 1, "scale") : NULL;
+    HgCompute c;
+    if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
+        return FALSE;
+    HgCompute cs = hg_dtype_compute(sc->dtype);
+    if (cs != HG_COMPUTE_F32 && cs != HG_COMPUTE_F64) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "scale of type %s is not supported",
+                    hg_dtype_name(sc->dtype));
+        return FALSE;
+    }
+    gint64 axis;
+    if (!rms_axis(ctx->node, (int)x->rank, &axis, ctx->error))
+        return FALSE;
+    int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
+    HgCompute cstash = hg_dtype_compute(stash);
+    if (cstash != HG_COMPUTE_F32 && cstash != HG_COMPUTE_F64) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "stash_type %d is not a float type", stash);
+        return FALSE;
+    }
+    if (cstash == HG_COMPUTE_F64)
+        c = HG_COMPUTE_F64;
+    gint64 rows = prod(x->dims, 0, (guint)axis), n = prod(x->dims, (guint)axis, x->rank);
+    g_autofree double *g = g_new(double, n + 1);
+    if (!ln_param(ctx, sc, "scale", x->rank - (guint)axis, x->dims + axis, n, 1, g))
+        return FALSE;
+    double eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    g_autoptr(HgArray) y = hg_array_new_like(sc->dtype, x, ctx->error);
+    if (!y)
+        return FALSE;
+    if (c == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
+        g_autofree float *gf = g_new(float, n + 1);
+        for (gint64 j = 0; j < n; j++)
+            gf[j] = (float)g[j];
+        gboolean direct_in = x->dtype == HG_DTYPE_FLOAT, direct_out = y->dtype == HG_DTYPE_FLOAT;
+        g_autofree float *scratch = direct_in && direct_out ? NULL : g_new(float, n + 1);
+        for (gint64 r = 0; r < rows; r++) {
+            const float *xr = (const float *)x->data + r * n;
+            if (!direct_in) {
+                hg_array_load_span_f32(x, r * n, n, scratch);
+                xr = scratch;
+            }
+            float *yr = direct_out ? (float *)y->data + r * n : scratch;
+            rms_row_f32(xr, yr, n, (float)eps, gf);
+            if (!direct_out)
+                hg_array_store_span_f32(y, r * n, n, scratch);
+        }
+    } else {
+        gboolean own;
+        double *xd = hg_array_load_f64(x, &own);
+        g_autofree double *yd = g_new(double, y->numel + 1);
+        for (gint64 r = 0; r < rows; r++)
+            rms_row_f64(xd + r * n, yd + r * n, n, eps, g);
+        if (own)
+            g_free(xd);
+        hg_array_store_f64(y, yd);
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+gint64
+hg_cost_RMSNormalization(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
+}
+
+/* ---------------------------------------------------------------- NegativeLogLikelihoodLoss,
+ * SoftmaxCrossEntropyLoss
+ *
+ * input (N, C, D1, ..., Dk) and target (N, D1, ..., Dk) of class indices: each position's loss is
+ * -input[n, target, d] (SoftmaxCrossEntropyLoss: of the log-softmax over C, which its second output
+ * gives), times weight[target] when a weight is given, and 0 where target is ignore_index. Reduction
+ * "none" keeps target's shape; "sum" adds; "mean" divides the sum by the sum of the weights taken
+ * (1 each without a weight, 0 where ignored), so a mean over nothing is 0 / 0. FP32 log-softmax
+ * (FP64 for double), sums in FP64, rounded once. */
+
+typedef enum { LOSS_NONE, LOSS_SUM, LOSS_MEAN } LossReduction;
+
+static gboolean
+loss_reduction(const HgNode *node, LossReduction *r, GError **error)
+{
+    g_autofree char *s = hg_attr_string(node, "reduction", "mean");
+    if (!strcmp(s, "none"))
+        *r = LOSS_NONE;
+    else if (!strcmp(s, "sum"))
+        *r = LOSS_SUM;
+    else if (!strcmp(s, "mean"))
+        *r = LOSS_MEAN;
+    else {
+        hg_op_error(error, HG_ERROR_INVALID, node, "reduction '%s' is not none, sum or mean", s);
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean
+loss_infer(HgShapeCtx *ctx, gboolean softmax, HgEvalFunc eval)
+{
+    LossReduction red;
+    if (!loss_reduction(ctx->node, &red, ctx->error))
+        return FALSE;
+    const HgValueShape *x = hg_shape_input(ctx, 0), *t = hg_shape_input(ctx, 1);
+    HgValueShape *y = out_shape(ctx, 0), *lp = softmax ? out_shape(ctx, 1) : NULL;
+    if (x && x->rank >= 0 && x->rank < 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input must have rank 2 or more, has %d", x->rank);
+        return FALSE;
+    }
+    if (x && t && x->rank >= 0 && t->rank >= 0 && t->rank != x->rank - 1) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "target has rank %d, input %d: expected one less",
+                    t->rank, x->rank);
+        return FALSE;
+    }
+    if (y && x) {
+        y->dtype = x->dtype;
+        if (red != LOSS_NONE) {
+            y->rank = 0;
+        } else if (x->rank >= 0) {
+            y->rank = x->rank - 1;
+            for (int i = 0; i < y->rank; i++) {
+                HgSymDim a = x->dims[i ? i + 1 : 0], b = t && t->rank == y->rank ? t->dims[i] : a;
+                y->dims[i] = a.v >= 0 ? a : b;
+            }
+        }
+    }
+    if (lp && x)
+        vshape_like(lp, x, x->dtype);
+    if (x && t && x->value && t->value)
+        fold(ctx, eval);
+    return TRUE;
+}
+
+gboolean
+hg_infer_NegativeLogLikelihoodLoss(HgShapeCtx *ctx)
+{
+    return loss_infer(ctx, FALSE, hg_eval_NegativeLogLikelihoodLoss);
+}
+
+gboolean
+hg_infer_SoftmaxCrossEntropyLoss(HgShapeCtx *ctx)
+{
+    return loss_infer(ctx, TRUE, hg_eval_SoftmaxCrossEntropyLoss);
+}
+
+static gboolean
+loss_eval(HgEvalCtx *ctx, gboolean softmax)
+{
+    HgArray *x = need_input(ctx, 0, "input"), *t = x ? need_input(ctx, 1, "target") : NULL;
+    HgCompute c;
+    LossReduction red;
+    if (!t || !need_outputs(ctx, 1) || !need_float(ctx, x, &c) || !loss_reduction(ctx->node, &red, ctx->error))
+        return FALSE;
+    HgArray *w = hg_eval_input(ctx, 2);
+    if (x->rank < 2 || t->rank != x->rank - 1 || t->dims[0] != x->dims[0] ||
+        hg_dtype_compute(t->dtype) != HG_COMPUTE_I64) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "input must be (N, C, D...) and target integer (N, D...)");
+        return FALSE;
+    }
+    for (guint i = 1; i < t->rank; i++)
+        if (t->dims[i] != x->dims[i + 1]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "target's dims do not match input's");
+            return FALSE;
+        }
+    gint64 n = x->dims[0], nc = x->dims[1], d = prod(x->dims, 2, x->rank);
+    if (w && (!need_input(ctx, 2, "weight") || w->numel != nc)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "weight must hold one value per class (%" G_GINT64_FORMAT ")", nc);
+        return FALSE;
+    }
+    gboolean has_ii = ctx->node && hg_node_attr(ctx->node, "ignore_index") != NULL;
+    gint64 ii = has_ii ? hg_node_attr_int(ctx->node, "ignore_index", 0) : 0;
+    /* log-probabilities, [N, C, D]: the input itself, or its log-softmax over C */
+    gboolean own;
+    double *xd = hg_array_load_f64(x, &own);
+    g_autofree double *lp = NULL;
+    if (softmax) {
+        lp = g_new(double, x->numel + 1);
+        if (c == HG_COMPUTE_F32) {
+            g_autofree float *xf = g_new(float, x->numel + 1);
+            for (gint64 i = 0; i < x->numel; i++)
+                xf[i] = (float)xd[i];
+            softmax_f32(xf, xf, n, nc, d, TRUE);
+            for (gint64 i = 0; i < x->numel; i++)
+                lp[i] = xf[i];
+        } else {
+            softmax_f64(xd, lp, n, nc, d, TRUE);
+        }
+    }
+    const double *src = softmax ? lp : xd;
+    g_autofree double *loss = g_new(double, n * d + 1);
+    double total = 0, weights = 0;
+    gboolean ok = TRUE;
+    for (gint64 i = 0; i < n && ok; i++)
+        for (gint64 j = 0; j < d; j++) {
+            gint64 k = hg_array_get_i64(t, i * d + j);
+            if (has_ii && k == ii) {
+                loss[i * d + j] = 0;
+                continue;
+            }
+            if (k < 0 || k >= nc) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "target %" G_GINT64_FORMAT " is not a class of %" G_GINT64_FORMAT, k, nc);
+                ok = FALSE;
+                break;
+            }
+            double wk = w ? hg_array_get_f64(w, k) : 1;
+            loss[i * d + j] = -src[(i * nc + k) * d + j] * wk;
+            total += loss[i * d + j];
+            weights += wk;
+        }
+    if (own)
+        g_free(xd);
+    if (!ok)
+        return FALSE;
+    g_autoptr(HgArray) y = red == LOSS_NONE ? hg_array_new(x->dtype, t->rank, t->dims, ctx->error)
+                                            : hg_array_new(x->dtype, 0, NULL, ctx->error);
+    if (!y)
+        return FALSE;
+    if (red == LOSS_NONE) {
+        hg_array_store_f64(y, loss);
+    } else {
+        double v = red == LOSS_SUM ? total : total / weights;
+        hg_array_store_f64(y, &v);
+    }
+    set_output(ctx, 0, g_steal_pointer(&y));
+    if (softmax && want_output(ctx, 1)) {
+        HgArray *l = hg_array_new_like(x->dtype, x, ctx->error);
+        if (!l)
+            return FALSE;
+        hg_array_store_f64(l, lp);
+        set_output(ctx, 1, l);
+    }
+    return TRUE;
+}
+
+gboolean
+hg_eval_NegativeLogLikelihoodLoss(HgEvalCtx *ctx)
+{
+    return loss_eval(ctx, FALSE);
+}
+
+gboolean
+hg_eval_SoftmaxCrossEntropyLoss(HgEvalCtx *ctx)
+{
+    return loss_eval(ctx, TRUE);
+}
+
+gint64
+hg_cost_NegativeLogLikelihoodLoss(const HgShapeCtx *ctx)
+{
+    const HgValueShape *t = hg_shape_input(ctx, 1);
+    return t ? hg_vshape_numel(t) : -1;
+}
+
+gint64
+hg_cost_SoftmaxCrossEntropyLoss(const HgShapeCtx *ctx)
+{
+    return scaled_cost(ctx, 2);
 }
 
 /* ---------------------------------------------------------------- interval rules
@@ -2373,18 +2700,13 @@ softmax_len(const HgRangeCtx *ctx)
 }
 
 /* p_j = 1 / (1 + sum_{k != j} e^(x_k - x_j)) and every x_k - x_j lies in [-w, w], so p_j lies in
- * [1/(1 + (n-1)e^w), 1/(1 + (n-1)e^-w)]; log-softmax is the log of that. */
-static void
-softmax_range(HgRangeCtx *ctx, gboolean lg)
+ * [1/(1 + (n-1)e^w), 1/(1 + (n-1)e^-w)]; log-softmax is the log of that. The (log-)softmax of
+ * lines of n values (n < 1: unknown) from x, before fitting to a type. */
+static HgRange
+softmax_bound(const HgRange *x, gint64 n, gboolean lg)
 {
-    const HgRange *x = rin(ctx, 0);
-    HgRange *y = rout(ctx, 0);
-    if (!y || !rnonempty(x))
-        return;
-    int dt = rout_dtype(ctx, 0);
     gboolean bounded = hg_range_bounded(x);
     gboolean nan = x->nan || !bounded; /* an infinite max gives inf - inf */
-    gint64 n = softmax_len(ctx);
     HgRange r = lg ? rmake(-INFINITY, 0, 0, nan) : rmake(0, 1, 0, nan);
     if (bounded && n >= 1) {
         /* x - max is rounded to the ulp of |x|; the sum of n exps adds n roundings */
@@ -2403,7 +2725,18 @@ softmax_range(HgRangeCtx *ctx, gboolean lg)
             r.hi = MIN(1, phi * (1 + rel));
         }
     }
-    finish(&r, dt);
+    return r;
+}
+
+static void
+softmax_range(HgRangeCtx *ctx, gboolean lg)
+{
+    const HgRange *x = rin(ctx, 0);
+    HgRange *y = rout(ctx, 0);
+    if (!y || !rnonempty(x))
+        return;
+    HgRange r = softmax_bound(x, softmax_len(ctx), lg);
+    finish(&r, rout_dtype(ctx, 0));
     *y = r;
 }
 
@@ -2631,10 +2964,119 @@ hg_range_LayerNormalization(HgRangeCtx *ctx)
     norm_range(ctx, n, TRUE);
 }
 
+/* RMSNormalization: z_i = x_i / sqrt(mean(x^2) + eps). The mean of the n squares is at least
+ * x_i^2 / n and at least m^2, m the smallest |x| the range allows, so |z_i| <= t / sqrt(max(t^2 / n,
+ * m^2) + eps) at t = |x_i|; that increases with t, so its value at the largest |x|, M, bounds every
+ * z: at most sqrt(n), and at most M / sqrt(eps). The mean is also at most M^2, so an x of one sign
+ * keeps z at least m / sqrt(M^2 + eps) from 0. Then y = z * scale, whose interval product is the
+ * union over the scale's values when they are constants. The computed mean is low by at most 600
+ * ulps (FP32 lanes, see rms_row_f32), which raises |z| by half that. */
+void
+hg_range_RMSNormalization(HgRangeCtx *ctx)
+{
+    const HgRange *x = rin(ctx, 0), *g = rin(ctx, 1);
+    HgRange *y = rout(ctx, 0);
+    const HgValueShape *xs = rshape(ctx, 0);
+    if (!y || !rnonempty(x) || !rnonempty(g))
+        return;
+    double eps = (double)hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    gint64 axis, n = -1;
+    if (xs && xs->rank >= 0 && hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL))
+        n = rnumel_from(xs, (int)axis);
+    double big = rmag(x), small = rmag_lo(x);
+    if (!(eps >= 0) || !hg_range_bounded(x) || (eps == 0 && small == 0 && n < 0))
+        return;
+    /* 1 / n; an unknown n leaves only the m^2 bound */
+    double inv_n = n > 0 ? 1.0 / (double)n : 0;
+    double zb = 0, zmin = 0;
+    if (big > 0) {
+        double q = small / big;
+        zb = 1 / sqrt(MAX(inv_n, q * q) + eps / (big * big));
+        zmin = small / sqrt(big * big + eps);
+    }
+    double slack = ldexp(1, -24) * ((n >= 0 && n < 600 ? (double)n : 600) + 16);
+    zb *= 1 + slack;
+    zmin *= 1 - slack;
+    HgRange z = rmake(x->lo > 0 ? zmin : -zb, x->hi < 0 ? -zmin : zb, 0, FALSE);
+    HgRange r = hg_range_mul(z, *g);
+    iv_slack(&r, 2 * ULP32 * rmag(&r));
+    r.tiny = 0;
+    /* inf / inf, 0 / 0 with eps = 0, NaN inputs, and a scale that may be infinite times 0 */
+    r.nan = r.nan || x->nan || g->nan || (eps == 0 && small == 0);
+    finish(&r, rout_dtype(ctx, 0));
+    *y = r;
+}
+
 void
 hg_range_LogSoftmax(HgRangeCtx *ctx)
 {
     softmax_range(ctx, TRUE);
+}
+
+/* The losses: each position's -logp (SoftmaxCrossEntropyLoss: the log-softmax over C, whose bound
+ * the second output takes; NegativeLogLikelihoodLoss: -input) times a weight, 0 where ignored. "none"
+ * keeps those; "sum" adds count of them; "mean" is a weighted mean, inside their range when the
+ * weights cannot be negative, and 0 / 0 when they can all be 0 (ignored positions, zero weights). */
+static void
+loss_range(HgRangeCtx *ctx, gboolean softmax)
+{
+    const HgRange *x = rin(ctx, 0), *w = rin(ctx, 2);
+    const HgValueShape *xs = rshape(ctx, 0), *ts = rshape(ctx, 1);
+    LossReduction red;
+    if (!rnonempty(x) || (w && !rnonempty(w)) || !loss_reduction(ctx->node, &red, NULL))
+        return;
+    gboolean has_ii = ctx->node && hg_node_attr(ctx->node, "ignore_index") != NULL;
+    HgRange e;
+    if (softmax) {
+        gint64 nc = xs && xs->rank >= 2 ? xs->dims[1].v : -1;
+        HgRange lp = softmax_bound(x, nc, TRUE);
+        HgRange *lpo = rout(ctx, 1);
+        if (lpo) {
+            HgRange f = lp;
+            finish(&f, rout_dtype(ctx, 1));
+            *lpo = f;
+        }
+        e = hg_range_neg(lp);
+    } else {
+        e = hg_range_neg(*x);
+    }
+    HgRange *y = rout(ctx, 0);
+    if (!y)
+        return;
+    HgRange term = w ? hg_range_mul(e, *w) : e;
+    if (has_ii)
+        term = hg_range_union(term, rmake(0, 0, 0, FALSE));
+    HgRange r;
+    if (red == LOSS_NONE) {
+        r = term;
+    } else if (red == LOSS_SUM) {
+        gint64 cnt = ts ? hg_vshape_numel(ts) : -1;
+        if (cnt < 0)
+            return;
+        r = hg_range_mul(term, rmake((double)cnt, (double)cnt, 0, FALSE));
+        /* FP64 sums of up to cnt terms */
+        iv_slack(&r, (double)cnt * 0x1p-52 * rmag(&r));
+    } else {
+        if (w && w->lo < 0)
+            return;
+        r = e;
+        r.nan = r.nan || has_ii || (w && (w->lo <= 0 || w->nan));
+    }
+    r.tiny = 0;
+    finish(&r, rout_dtype(ctx, 0));
+    *y = r;
+}
+
+void
+hg_range_NegativeLogLikelihoodLoss(HgRangeCtx *ctx)
+{
+    loss_range(ctx, FALSE);
+}
+
+void
+hg_range_SoftmaxCrossEntropyLoss(HgRangeCtx *ctx)
+{
+    loss_range(ctx, TRUE);
 }
 
 void

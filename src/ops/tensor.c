@@ -1,11 +1,12 @@
 /* The tensor family: shape arithmetic (Shape, Size, Range, ConstantOfShape, Reshape, Squeeze...), data
  * movement (Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace...), indexing (Gather*,
- * Scatter*) and Resize/Upsample.
+ * Scatter*), Resize/Upsample and GridSample.
  *
  * Data movement copies raw elements by their size (hg_dtype_size), so an FP16 tensor moves bit for
  * bit and one kernel serves every dtype; string tensors move their GBytes pointers the same way (8-byte
  * elements) and take references at the end (out_new / out_done). Arithmetic happens only in Resize's
- * linear and cubic modes (FP32, or FP64 for double, rounded once on store) and in Scatter reductions.
+ * linear and cubic modes (FP32, or FP64 for double, rounded once on store), in GridSample (FP64 sums,
+ * rounded once) and in Scatter reductions.
  *
  * Shape rules and kernels share one "plan" per op where parameters come from inputs (Slice, Reshape,
  * Pad, Split, Resize...): the plan works on symbolic shapes (SymShape) and on parameters that may be
@@ -3418,6 +3419,298 @@ hg_eval_Upsample(HgEvalCtx *ctx)
     return resize_eval(ctx, TRUE);
 }
 
+/* ================================================================ GridSample
+ *
+ * Y[n, c, o] samples X[n, c] at the point grid[n, o, :], whose r coordinates are normalized to
+ * [-1, 1] and listed innermost axis first (x = width, then height, depth). Per axis a coordinate is
+ * denormalized (align_corners: -1 and 1 are the centres of the end pixels, else their outer edges),
+ * rounded half to even for nearest, then, when it falls outside the borders ([0, d-1], or
+ * [-0.5, d-0.5] without align_corners), clamped (border) or reflected (reflection) into them. Taps
+ * around it (1 for nearest, 2 for linear, 4 for cubic: Keys' kernel with a = -0.75) read X, a tap
+ * outside the image reading 0 (zeros), the end pixel (border) or its reflection. N-linear and
+ * N-cubic are the tensor products of the 1-D weights. Opset 16 is 4-D only, with the modes named
+ * bilinear, nearest and bicubic; from 20 any rank, named linear, nearest and cubic. Coordinates are
+ * denormalized in FP64 and rounded to FP32 (as the reference does for FP32 grids), weights and sums
+ * are FP64, the result rounded once. A NaN coordinate, or an infinite one under reflection, gives
+ * NaN; an infinite one under zeros padding reads zeros. */
+
+typedef enum { GS_LINEAR, GS_NEAREST, GS_CUBIC } GsMode;
+typedef enum { GS_ZEROS, GS_BORDER, GS_REFLECTION } GsPad;
+
+typedef struct {
+    GsMode mode;
+    GsPad pad;
+    gboolean align;
+} GsPlan;
+
+/* Keys' cubic convolution coefficient, as the reference and PyTorch use it. */
+#define GS_CUBIC_A (-0.75)
+
+/* The attributes, checked against the opset's names. FALSE with an error on anything else. */
+static gboolean
+gs_plan(const Args *a, GsPlan *p)
+{
+    gboolean v20 = a->opset >= 20;
+    g_autofree char *mode = hg_attr_string(a->node, "mode", v20 ? "linear" : "bilinear");
+    g_autofree char *pad = hg_attr_string(a->node, "padding_mode", "zeros");
+    if (!strcmp(mode, "nearest"))
+        p->mode = GS_NEAREST;
+    else if (!strcmp(mode, v20 ? "linear" : "bilinear"))
+        p->mode = GS_LINEAR;
+    else if (!strcmp(mode, v20 ? "cubic" : "bicubic"))
+        p->mode = GS_CUBIC;
+    else
+        return INVALID(a, "mode '%s' is not one of %s", mode,
+                       v20 ? "linear, nearest, cubic" : "bilinear, nearest, bicubic (before opset 20)");
+    if (!strcmp(pad, "zeros"))
+        p->pad = GS_ZEROS;
+    else if (!strcmp(pad, "border"))
+        p->pad = GS_BORDER;
+    else if (!strcmp(pad, "reflection"))
+        p->pad = GS_REFLECTION;
+    else
+        return INVALID(a, "padding_mode '%s' is not one of zeros, border, reflection", pad);
+    p->align = hg_node_attr_int(a->node, "align_corners", 0) != 0;
+    return TRUE;
+}
+
+/* Output shape (N, C, D1_out, ..., Dr_out) from X (N, C, D1, ..., Dr) and grid (N, D1_out, ...,
+ * Dr_out, r); checks what is known. */
+static gboolean
+gs_shape(const Args *a, const SymShape *x, const SymShape *g, SymShape *y)
+{
+    y->rank = -1;
+    int rank = x->rank >= 0 ? x->rank : g->rank;
+    if (rank < 0)
+        return TRUE;
+    if (rank < 3)
+        return INVALID(a, "X and grid need rank 3 or more, have %d", rank);
+    if (x->rank >= 0 && g->rank >= 0 && x->rank != g->rank)
+        return INVALID(a, "X has rank %d and grid rank %d; they must be equal", x->rank, g->rank);
+    if (a->opset < 20 && rank != 4)
+        return INVALID(a, "before opset 20 X must be 4-D, has rank %d", rank);
+    if (g->rank >= 0 && g->d[rank - 1].v >= 0 && g->d[rank - 1].v != rank - 2)
+        return INVALID(a, "grid's last dim is %" G_GINT64_FORMAT ", expected %d (X's spatial rank)",
+                       g->d[rank - 1].v, rank - 2);
+    if (x->rank >= 0 && g->rank >= 0 && x->d[0].v >= 0 && g->d[0].v >= 0 && x->d[0].v != g->d[0].v)
+        return INVALID(a, "X has batch %" G_GINT64_FORMAT " and grid %" G_GINT64_FORMAT, x->d[0].v, g->d[0].v);
+    sym_unknown_dims(y, rank);
+    /* the batch: a known size from either, else a named one */
+    HgSymDim nx = x->rank >= 0 ? x->d[0] : sd_unknown(), ng = g->rank >= 0 ? g->d[0] : sd_unknown();
+    y->d[0] = nx.v >= 0 ? nx : ng.v >= 0 ? ng : nx.sym ? nx : ng;
+    if (x->rank >= 0)
+        y->d[1] = x->d[1];
+    for (int i = 2; g->rank >= 0 && i < rank; i++)
+        y->d[i] = g->d[i - 1];
+    return TRUE;
+}
+
+/* The denormalized coordinate of g along an axis of length d. */
+static double
+gs_denorm(double g, gint64 d, gboolean align)
+{
+    return align ? (g + 1) / 2 * (double)(d - 1) : ((g + 1) * (double)d - 1) / 2;
+}
+
+/* Reflect x into [lo, hi] off its nearer border, again and again as the spec describes; an empty
+ * span (one pixel with align_corners) is its only point. */
+static double
+gs_reflect(double x, double lo, double hi)
+{
+    double span = hi - lo;
+    if (!(span > 0))
+        return lo;
+    if (x >= lo && x <= hi)
+        return x;
+    double dx = x < lo ? lo - x : x - hi;
+    double k = floor(dx / span), rest = dx - k * span;
+    gboolean even = fmod(k, 2) == 0;
+    if (x < lo)
+        return even ? lo + rest : hi - rest;
+    return even ? hi - rest : lo + rest;
+}
+
+/* Where tap i along an axis of length d reads: an index in [0, d), or -1 for a zero. */
+static gint64
+gs_tap(gint64 i, gint64 d, const GsPlan *p, double lo, double hi)
+{
+    switch (p->pad) {
+    case GS_ZEROS: return i >= 0 && i < d ? i : -1;
+    case GS_BORDER: return CLAMP(i, 0, d - 1);
+    default: return CLAMP((gint64)gs_reflect((double)i, lo, hi), 0, d - 1);
+    }
+}
+
+/* The 1-D taps of one coordinate: up to 4 (index, weight) pairs. FALSE when the coordinate is NaN
+ * (or infinite after the padding rule): the sample is NaN. */
+typedef struct {
+    int n;
+    gint64 idx[4];
+    double w[4];
+} GsTaps;
+
+static gboolean
+gs_taps(double g, gint64 d, const GsPlan *p, gboolean f32, GsTaps *t)
+{
+    double lo = p->align ? 0 : -0.5, hi = p->align ? (double)(d - 1) : (double)d - 0.5;
+    double x = gs_denorm(g, d, p->align);
+    if (f32)
+        x = (float)x;
+    if (p->mode == GS_NEAREST)
+        x = nearbyint(x);
+    if (x < lo || x > hi) {
+        if (p->pad == GS_BORDER)
+            x = CLAMP(x, 0, (double)(d - 1));
+        else if (p->pad == GS_REFLECTION)
+            x = gs_reflect(x, lo, hi);
+    }
+    /* far outside (infinity included) every tap reads a zero under zeros padding: keep the index
+     * arithmetic small; border has clamped, and reflection leaves only NaN */
+    if (isnan(x) || (p->pad != GS_ZEROS && isinf(x)))
+        return FALSE;
+    x = CLAMP(x, -8, (double)d + 8);
+    double x0 = floor(x), f = x - x0;
+    gint64 i0 = (gint64)x0;
+    if (p->mode == GS_NEAREST) {
+        t->n = 1;
+        t->idx[0] = gs_tap((gint64)x, d, p, lo, hi);
+        t->w[0] = 1;
+    } else if (p->mode == GS_LINEAR) {
+        t->n = 2;
+        t->w[0] = 1 - f;
+        t->w[1] = f;
+        for (int k = 0; k < 2; k++)
+            t->idx[k] = gs_tap(i0 + k, d, p, lo, hi);
+    } else {
+        const double A = GS_CUBIC_A;
+        double s = f + 1, u = 1 - f, v = 2 - f;
+        t->n = 4;
+        t->w[0] = ((A * s - 5 * A) * s + 8 * A) * s - 4 * A;
+        t->w[1] = ((A + 2) * f - (A + 3)) * f * f + 1;
+        t->w[2] = ((A + 2) * u - (A + 3)) * u * u + 1;
+        t->w[3] = ((A * v - 5 * A) * v + 8 * A) * v - 4 * A;
+        for (int k = 0; k < 4; k++)
+            t->idx[k] = gs_tap(i0 - 1 + k, d, p, lo, hi);
+    }
+    return TRUE;
+}
+
+gboolean
+hg_infer_GridSample(HgShapeCtx *ctx)
+{
+    Args a = args_infer(ctx);
+    SymShape x, g, y;
+    GsPlan p;
+    arg_shape(&a, 0, &x);
+    arg_shape(&a, 1, &g);
+    if (!gs_plan(&a, &p) || !gs_shape(&a, &x, &g, &y))
+        return FALSE;
+    set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
+    return fold(ctx, hg_eval_GridSample);
+}
+
+gboolean
+hg_eval_GridSample(HgEvalCtx *ctx)
+{
+    if (!need_inputs(ctx, 2))
+        return FALSE;
+    Args a = args_eval(ctx);
+    const HgArray *x = ctx->inputs[0], *grid = ctx->inputs[1];
+    SymShape xs, gs, ys;
+    GsPlan p;
+    arg_shape(&a, 0, &xs);
+    arg_shape(&a, 1, &gs);
+    if (!gs_plan(&a, &p) || !gs_shape(&a, &xs, &gs, &ys))
+        return FALSE;
+    HgCompute ct = hg_dtype_compute(x->dtype), cg = hg_dtype_compute(grid->dtype);
+    if ((ct != HG_COMPUTE_F32 && ct != HG_COMPUTE_F64) || (cg != HG_COMPUTE_F32 && cg != HG_COMPUTE_F64))
+        return UNSUPPORTED(&a, "X of type %s with a grid of type %s", hg_dtype_name(x->dtype),
+                           hg_dtype_name(grid->dtype));
+    guint rank = x->rank, r = rank - 2;
+    gint64 dims[HG_MAX_RANK];
+    sym_dims(&ys, dims);
+    HgArray *out = out_new(&a, x->dtype, rank, dims);
+    if (!out)
+        return FALSE;
+    gint64 nb = dims[0], nc = dims[1], npos = hg_numel(r, dims + 2), plane = hg_numel(r, x->dims + 2);
+    gboolean own_x, own_g;
+    double *xd = hg_array_load_f64(x, &own_x), *gd = hg_array_load_f64(grid, &own_g);
+    g_autofree double *yd = g_new(double, out->numel + 1);
+    gint64 xstr[HG_MAX_RANK];
+    hg_strides(r, x->dims + 2, xstr);
+    int ncomb = 1;
+    for (guint i = 0; i < r; i++)
+        ncomb *= p.mode == GS_NEAREST ? 1 : p.mode == GS_LINEAR ? 2 : 4;
+    g_autofree gint64 *off = g_new(gint64, ncomb);
+    g_autofree double *wt = g_new(double, ncomb);
+    for (gint64 n = 0; n < nb; n++) {
+        for (gint64 o = 0; o < npos; o++) {
+            const double *gp = gd + (n * npos + o) * r;
+            GsTaps t[HG_MAX_RANK];
+            gboolean finite = TRUE;
+            /* axis i (outermost first) takes the grid's coordinate r-1-i */
+            for (guint i = 0; i < r && finite; i++)
+                finite = gs_taps(gp[r - 1 - i], x->dims[2 + i], &p, grid->dtype != HG_DTYPE_DOUBLE, &t[i]);
+            /* the tensor product of the axes' taps: one offset and weight per combination, -1 where
+             * any axis reads a zero */
+            int m = 0;
+            for (int k = 0; finite && k < ncomb; k++) {
+                int rest = k;
+                gint64 e = 0;
+                double w = 1;
+                for (int i = (int)r - 1; i >= 0; i--) {
+                    int j = rest % t[i].n;
+                    rest /= t[i].n;
+                    if (t[i].idx[j] < 0 || e < 0)
+                        e = -1;
+                    else
+                        e += t[i].idx[j] * xstr[i];
+                    w *= t[i].w[j];
+                }
+                if (e >= 0 && w != 0) {
+                    off[m] = e;
+                    wt[m++] = w;
+                }
+            }
+            for (gint64 c = 0; c < nc; c++) {
+                const double *xp = xd + (n * nc + c) * plane;
+                double v = finite ? 0 : NAN;
+                for (int k = 0; k < m; k++)
+                    v += wt[k] * xp[off[k]];
+                yd[(n * nc + c) * npos + o] = v;
+            }
+        }
+    }
+    if (own_x)
+        g_free(xd);
+    if (own_g)
+        g_free(gd);
+    hg_array_store_f64(out, yd);
+    ctx->outputs[0] = out_done(out);
+    return TRUE;
+}
+
+/* Taps per output element times its elements. */
+gint64
+hg_cost_GridSample(const HgShapeCtx *ctx)
+{
+    const HgValueShape *y = ctx->n_outputs ? ctx->outputs[0] : NULL;
+    gint64 n = y ? hg_vshape_numel(y) : -1;
+    if (n < 0 || y->rank < 3)
+        return -1;
+    Args a = args_infer(ctx);
+    GsPlan p;
+    GError *err = NULL;
+    a.error = &err;
+    if (!gs_plan(&a, &p)) {
+        g_clear_error(&err);
+        return -1;
+    }
+    for (int i = 2; i < y->rank; i++)
+        n *= p.mode == GS_NEAREST ? 1 : p.mode == GS_LINEAR ? 2 : 4;
+    return n;
+}
+
 /* ---------------------------------------------------------------- interval rules
  * Data movement keeps its input's range; ops that add values (pads, fills, extrapolation) take the
  * union with them; Resize bounds its interpolation with the actual kernel weights. */
@@ -3789,6 +4082,74 @@ void
 hg_range_Resize(HgRangeCtx *ctx)
 {
     resize_range(ctx, FALSE);
+}
+
+/* Whether every tap of every sample lands inside X along every axis (so zeros padding adds no 0):
+ * the grid's range, denormalized per axis, keeps nearest's rounding in [0, d-1], linear's two taps
+ * in [0, d-1] (at x = d-1 the second has weight 0) and cubic's four too (x in [1, d-2], the outer
+ * weights 0 at integers), with room for the FP32 rounding of the coordinate. */
+static gboolean
+gs_taps_inside(const HgRangeCtx *ctx, const GsPlan *p)
+{
+    const HgValueShape *xs = ctx->shapes[0];
+    const HgRange *g = rin(ctx, 1);
+    if (!xs || xs->rank < 3 || !g || g->nan || !hg_range_bounded(g))
+        return FALSE;
+    for (int i = 2; i < xs->rank; i++) {
+        gint64 d = xs->dims[i].v;
+        if (d < 1)
+            return FALSE;
+        double lo = gs_denorm(g->lo, d, p->align), hi = gs_denorm(g->hi, d, p->align);
+        double m = 4 * 0x1p-23 * ((double)d + 2);
+        double need_lo = p->mode == GS_NEAREST ? -0.5 : p->mode == GS_LINEAR ? 0 : 1;
+        double need_hi = p->mode == GS_NEAREST ? (double)d - 0.5 : p->mode == GS_LINEAR ? (double)(d - 1) : (double)(d - 2);
+        gboolean strict = p->mode == GS_NEAREST; /* a half rounds to even, maybe outward */
+        if (strict ? !(lo - m > need_lo && hi + m < need_hi) : !(lo - m >= need_lo && hi + m <= need_hi))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* GridSample: nearest and linear take convex combinations of X's values, and of 0 where zeros
+ * padding reads outside (unless the grid's range keeps every tap inside); cubic's Keys weights sum
+ * to 1 with negative ones no lower than a/4 = -0.1875 per axis, so each axis widens the hull by
+ * 0.1875 of its width on both sides (see resize_range), and the result rounds once into the output
+ * type. NaN comes from NaN inputs, from inf * 0 weights, and from infinite coordinates reflected. */
+void
+hg_range_GridSample(HgRangeCtx *ctx)
+{
+    const HgRange *x = rin(ctx, 0), *g = rin(ctx, 1);
+    if (!x || !ctx->n_outputs || !ctx->outputs[0] || !(x->lo <= x->hi))
+        return;
+    Args a = {ctx->node, ctx->opset, 0, NULL, NULL, NULL};
+    GsPlan p;
+    int dt = ctx->shapes[0] ? ctx->shapes[0]->dtype : HG_DTYPE_UNDEFINED;
+    if (!hg_dtype_is_float(dt) || !gs_plan(&a, &p))
+        return;
+    HgRange r = *x;
+    if (p.pad == GS_ZEROS && !gs_taps_inside(ctx, &p))
+        r = runion_point(r, 0);
+    gboolean grid_bad = !g || g->nan || (p.pad == GS_REFLECTION && !hg_range_bounded(g));
+    r.nan = r.nan || grid_bad;
+    if (p.mode != GS_NEAREST) {
+        r.tiny = 0;
+        r.nan = r.nan || !hg_range_bounded(x);
+    }
+    if (p.mode == GS_CUBIC) {
+        const HgValueShape *xs = ctx->shapes[0];
+        if (!xs || xs->rank < 3)
+            return;
+        double s = -GS_CUBIC_A / 4;
+        for (int i = 2; i < xs->rank; i++) {
+            double w = r.hi - r.lo;
+            r.lo -= s * w;
+            r.hi += s * w;
+        }
+        /* FP64 sums: a relative 2^-50 for 4^r terms, far inside the driver's widening; the stored
+         * value rounds once */
+        r = hg_range_fit(r, dt);
+    }
+    *ctx->outputs[0] = r;
 }
 
 /* How many update elements can land on one output element: at most the number of updates (for
