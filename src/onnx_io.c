@@ -2,8 +2,8 @@
  *
  * Load: map the file, let protobuf-c unpack it, convert every message into the IR (stealing the large
  * raw_data buffers instead of copying them), map external data files read-only, and reject what is
- * invalid. Save: build protobuf-c messages that point into the IR (no copies), and stream them to a
- * temporary file that is renamed over the destination.
+ * invalid. Save: build protobuf-c messages that point into the IR (no copies), and stream them to the
+ * output (src/outfile.c: a temporary file renamed over the destination, or a stream written as is).
  *
  * Lossless round trips rest on three things: the IR keeps every field and the presence of optional
  * ones; protobuf-c keeps unknown fields and writes them back; and the encoding of repeated scalars
@@ -13,6 +13,7 @@
 #include "halfguard/text.h"
 #include "ir_private.h"
 #include "onnx.pb-c.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,6 +269,7 @@ map_external(LoadCtx *c, const char *tensor, const char *loc)
     }
     b = hg_blob_new_mapped(addr, (gsize)st.st_size, fd);
     g_hash_table_insert(c->ext_files, g_strdup(loc), b);
+    hg_outfile_protect(c->model, &st, loc, FALSE);
     return b;
 }
 
@@ -1364,6 +1366,8 @@ hg_model_load(const char *path, GError **error)
         m = load_model(data ? data : (const guint8 *)"", len, dir, file, error);
     }
     hg_blob_unref(file);
+    if (m)
+        hg_outfile_protect(m, &st, path, TRUE);
     return m;
 }
 
@@ -1394,6 +1398,8 @@ typedef struct {
     GPtrArray *allocs;
     HgEncoding encoding;
     GPtrArray *unpacked; /* messages unpacked from pass-through bytes, freed with free_unpacked */
+    /* Tensors that are external in the IR are written as raw_data (hg_model_save to a stream). */
+    gboolean inline_external;
 } SaveCtx;
 
 static gpointer
@@ -1633,7 +1639,11 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
     pb->doc_string = t->doc_string;
     pb->has_data_location = t->has_data_location;
     pb->data_location = (Onnx__TensorProto__DataLocation)t->data_location;
-    pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
+    gboolean inlined = s->inline_external && t->storage == HG_STORAGE_EXTERNAL;
+    if (inlined)
+        pb->has_data_location = FALSE;
+    else
+        pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
     pb->metadata_props = pairs_to_pb(s, t->metadata, &pb->n_metadata_props);
     unknown_to_pb(s, &pb->base, t->unknown);
     if (t->has_segment) {
@@ -1643,6 +1653,12 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
         pb->segment->has_end = t->has_seg_end;
         pb->segment->end = t->seg_end;
         unknown_to_pb(s, &pb->segment->base, t->segment_unknown);
+    }
+    if (inlined) {
+        pb->has_raw_data = TRUE;
+        pb->raw_data.len = t->nbytes;
+        pb->raw_data.data = (uint8_t *)t->data;
+        return pb;
     }
     switch (t->storage) {
     case HG_STORAGE_RAW:
@@ -1934,7 +1950,7 @@ guint8 *
 hg_model_save_bytes(HgModel *m, gsize *len, GError **error)
 {
     g_return_val_if_fail(m != NULL && len != NULL, NULL);
-    SaveCtx s;
+    SaveCtx s = {0};
     save_ctx_init(&s, m);
     Onnx__ModelProto pb;
     guint8 *buf = NULL;
@@ -1979,8 +1995,6 @@ typedef struct {
     GPtrArray *sources; /* HgBlob mappings that large pieces may be copied from by the kernel */
 } FdBuffer;
 
-static gboolean write_all(int fd, const guint8 *p, gsize n, int *err);
-
 /* Copy len bytes at data, which lie inside a mapped file, from that file with copy_file_range: the
  * kernel moves page-cache pages, nothing is read into this process. FALSE when no source holds them
  * or the kernel cannot (the caller then writes them). */
@@ -2006,34 +2020,17 @@ fd_copy_from_source(FdBuffer *b, size_t len, const uint8_t *data)
         if (left == 0)
             return TRUE;
         /* Partial copies leave the file position where the data continues: write the rest. */
-        write_all(b->fd, data + (len - left), left, &b->err);
+        hg_write_all(b->fd, data + (len - left), left, &b->err);
         return TRUE;
     }
     return FALSE;
-}
-
-static gboolean
-write_all(int fd, const guint8 *p, gsize n, int *err)
-{
-    while (n) {
-        ssize_t w = write(fd, p, MIN(n, (gsize)1 << 30));
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            *err = errno;
-            return FALSE;
-        }
-        p += w;
-        n -= (gsize)w;
-    }
-    return TRUE;
 }
 
 static void
 fd_flush(FdBuffer *b)
 {
     if (b->used && !b->err)
-        write_all(b->fd, b->buf, b->used, &b->err);
+        hg_write_all(b->fd, b->buf, b->used, &b->err);
     b->used = 0;
 }
 
@@ -2047,100 +2044,13 @@ fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
     if (len >= b->cap / 2) {
         fd_flush(b);
         if (!b->err && !fd_copy_from_source(b, len, data))
-            write_all(b->fd, data, len, &b->err);
+            hg_write_all(b->fd, data, len, &b->err);
         return;
     }
     if (b->used + len > b->cap)
         fd_flush(b);
     memcpy(b->buf + b->used, data, len);
     b->used += len;
-}
-
-/* Create a temporary file beside path; returns its fd and name. */
-static int
-open_temp_beside(const char *path, char **tmp_name, GError **error)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    char *tmpl = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
-    int fd = g_mkstemp_full(tmpl, O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create a file in %s: %s", dir,
-                    g_strerror(errno));
-        g_free(tmpl);
-        return -1;
-    }
-    /* mkstemp makes 0600; a model is an ordinary file, readable as umask allows. */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    *tmp_name = tmpl;
-    return fd;
-}
-
-/* A written temporary file waiting to be renamed over its destination. */
-typedef struct {
-    char *tmp, *dest;
-} Staged;
-
-static void
-staged_free(gpointer p)
-{
-    Staged *st = p;
-    g_free(st->tmp);
-    g_free(st->dest);
-    g_free(st);
-}
-
-/* Flush and close a finished temporary file; on success add it to staged for commit_staged().
- * On failure (err set, or flushing fails) the temporary is removed. */
-static gboolean
-stage_temp(int fd, char *tmp, const char *path, int err, GPtrArray *staged, GError **error)
-{
-    /* The rename makes the write atomic for every process. Flushing to disk first matters only when
-     * the rename replaces a file, which a crash must not leave empty (ext4's delayed allocation);
-     * GLib's g_file_set_contents follows the same rule, and a new file skips the cost. */
-    struct stat st;
-    if (!err && stat(path, &st) == 0 && fsync(fd) != 0 && errno != EINVAL)
-        err = errno;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    if (err) {
-        unlink(tmp);
-        g_free(tmp);
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", path, g_strerror(err));
-        return FALSE;
-    }
-    Staged *s = g_new0(Staged, 1);
-    s->tmp = tmp;
-    s->dest = g_strdup(path);
-    g_ptr_array_add(staged, s);
-    return TRUE;
-}
-
-static void
-discard_staged(GPtrArray *staged)
-{
-    for (guint i = 0; i < staged->len; i++)
-        unlink(((Staged *)staged->pdata[i])->tmp);
-    g_ptr_array_set_size(staged, 0);
-}
-
-/* Rename every staged file into place, in order (data files before the model that names them). */
-static gboolean
-commit_staged(GPtrArray *staged, GError **error)
-{
-    for (guint i = 0; i < staged->len; i++) {
-        Staged *s = staged->pdata[i];
-        if (rename(s->tmp, s->dest) != 0) {
-            int e = errno;
-            g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", s->dest, g_strerror(e));
-            for (guint k = i; k < staged->len; k++)
-                unlink(((Staged *)staged->pdata[k])->tmp);
-            return FALSE;
-        }
-    }
-    return TRUE;
 }
 
 /* Copy len bytes at off of src into fd at the same offset, without reading them into memory where
@@ -2276,7 +2186,7 @@ set_external_entry(HgTensor *t, const char *key, gint64 v)
     g_ptr_array_add(t->external, sp);
 }
 
-/* Write one external data file beside out_path. Unchanged files are copied whole; otherwise the
+/* Write one external data file in out_dir. Unchanged files are copied whole; otherwise the
  * tensors are laid out again in order, each at a 64-byte boundary, and their offsets updated. */
 static gboolean
 write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **error)
@@ -2287,10 +2197,10 @@ write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **erro
         g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create %s: %s", dest_dir, g_strerror(errno));
         return FALSE;
     }
-    char *tmp = NULL;
-    int fd = open_temp_beside(dest, &tmp, error);
-    if (fd < 0)
+    HgOutFile *f = hg_outfile_open(dest, HG_OUTFILE_SEEKABLE, NULL, error);
+    if (!f)
         return FALSE;
+    int fd = hg_outfile_fd(f);
     int err = 0;
     const HgBlob *src = ext_unchanged_source(e);
     if (src) {
@@ -2314,7 +2224,12 @@ write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **erro
             off += (gint64)t->nbytes;
         }
     }
-    return stage_temp(fd, tmp, dest, err, staged, error);
+    if (!hg_outfile_finish(f, err, error)) {
+        hg_outfile_abort(f);
+        return FALSE;
+    }
+    g_ptr_array_add(staged, f);
+    return TRUE;
 }
 
 /* Mapped files that raw initializers view: the saver copies those bytes from them. */
@@ -2334,57 +2249,53 @@ gboolean
 hg_model_save(HgModel *m, const char *path, GError **error)
 {
     g_return_val_if_fail(m != NULL && path != NULL, FALSE);
-    g_autofree char *out_dir = g_path_get_dirname(path);
+    /* The model's own output is opened first: a path that must not be written fails before any file
+     * is touched, and its resolved target is the folder the data files go to. */
+    HgOutFile *out = hg_outfile_open(path, 0, m, error);
+    if (!out)
+        return FALSE;
+    gboolean stream = hg_outfile_is_stream(out);
+    g_autofree char *out_dir = g_path_get_dirname(hg_outfile_target(out));
     /* Every file is written to a temporary first; only when all of them are complete are they
      * renamed into place, data files before the model. A failure anywhere leaves the destination
      * folder as it was. */
-    g_autoptr(GPtrArray) staged = g_ptr_array_new_with_free_func(staged_free);
-    /* What would make the last rename fail is best found before anything is written. */
-    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: Is a directory", path);
-        return FALSE;
-    }
-    if (m->graph) {
+    g_autoptr(GPtrArray) staged = g_ptr_array_new_with_free_func((GDestroyNotify)hg_outfile_abort);
+    gboolean ok = TRUE;
+    /* A stream (standard output, a FIFO, a device) has no folder for data files: the model goes whole,
+     * its external tensors written as raw_data. */
+    if (m->graph && !stream) {
         ExtPlan plan = {g_ptr_array_new_with_free_func(ext_file_free),
                         g_hash_table_new(g_str_hash, g_str_equal)};
         hg_graph_foreach(m->graph, collect_ext_graph, &plan);
-        gboolean ok = TRUE;
         for (guint i = 0; i < plan.files->len && ok; i++)
             ok = write_ext_file(plan.files->pdata[i], out_dir, staged, error);
         g_ptr_array_unref(plan.files);
         g_hash_table_unref(plan.by_location);
-        if (!ok) {
-            discard_staged(staged);
-            return FALSE;
-        }
     }
-
     SaveCtx s;
-    save_ctx_init(&s, m);
     Onnx__ModelProto pb;
-    if (!model_to_pb(&s, m, &pb, error)) {
-        save_ctx_clear(&s);
-        discard_staged(staged);
-        return FALSE;
+    s.inline_external = stream;
+    save_ctx_init(&s, m);
+    ok = ok && model_to_pb(&s, m, &pb, error);
+    if (ok) {
+        FdBuffer b = {{fd_append}, hg_outfile_fd(out), g_malloc(1 << 20), 0, 1 << 20, 0, 0,
+                      g_ptr_array_new()};
+        if (m->graph)
+            hg_graph_foreach(m->graph, collect_sources, b.sources);
+        protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
+        fd_flush(&b);
+        g_free(b.buf);
+        g_ptr_array_unref(b.sources);
+        ok = hg_outfile_finish(out, b.err, error);
     }
-    char *tmp = NULL;
-    int fd = open_temp_beside(path, &tmp, error);
-    if (fd < 0) {
-        save_ctx_clear(&s);
-        discard_staged(staged);
-        return FALSE;
-    }
-    FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0, g_ptr_array_new()};
-    if (m->graph)
-        hg_graph_foreach(m->graph, collect_sources, b.sources);
-    protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
-    fd_flush(&b);
-    g_free(b.buf);
-    g_ptr_array_unref(b.sources);
     save_ctx_clear(&s);
-    if (!stage_temp(fd, tmp, path, b.err, staged, error)) {
-        discard_staged(staged);
-        return FALSE;
+    /* Data files before the model that names them. */
+    for (guint i = 0; ok && i < staged->len; i++) {
+        ok = hg_outfile_commit(staged->pdata[i], error);
+        staged->pdata[i] = NULL;
     }
-    return commit_staged(staged, error);
+    if (ok)
+        return hg_outfile_commit(out, error);
+    hg_outfile_abort(out);
+    return FALSE;
 }

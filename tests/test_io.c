@@ -782,7 +782,7 @@ test_failed_save_changes_nothing(void **state)
     HgModel *m = hg_model_load(in, &error);
     assert_non_null(m);
     assert_false(hg_model_save(m, out, &error));
-    assert_hg_error(error, HG_ERROR_IO, "Is a directory");
+    assert_hg_error(error, HG_ERROR_OUTPUT, "is a directory");
     g_clear_error(&error);
     g_autoptr(GBytes) after = read_file(theirs);
     assert_int_equal(g_bytes_get_size(after), 5);
@@ -847,7 +847,7 @@ test_atomic_save(void **state)
     /* A folder that does not exist: an error, and no file appears. */
     g_autofree char *bad = g_build_filename(dir, "no", "such", "out.onnx", NULL);
     assert_false(hg_model_save(m, bad, &error));
-    assert_hg_error(error, HG_ERROR_IO, "cannot create a file in");
+    assert_hg_error(error, HG_ERROR_OUTPUT, "cannot create a file in");
     g_clear_error(&error);
     assert_false(g_file_test(bad, G_FILE_TEST_EXISTS));
     hg_model_free(m);

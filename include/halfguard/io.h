@@ -29,9 +29,13 @@ HG_API gboolean hg_model_validate(HgModel *m, GError **error);
  * references are written). */
 HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
 
-/* Write m to path atomically: a temporary file in path's folder, then rename. External data files are
- * written beside path under the same relative names (also atomically). path may be the file the model
- * was loaded from. On failure nothing at path changes. */
+/* Write m to path under the output rules (README "Outputs"): a regular file is replaced atomically
+ * (a temporary in the folder of the file a symbolic link points to, then a rename); a character
+ * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
+ * data files are written beside the target under the same relative names; a stream gets the external
+ * tensors inside the model. path may be the file m was loaded from when m keeps no external data;
+ * it may never be another file a live model was loaded from. On failure nothing at path changes
+ * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
 
 /* A serialized TensorProto (the ONNX test-data format, input_0.pb) as a new tensor, or NULL with an
