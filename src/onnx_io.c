@@ -1398,7 +1398,11 @@ typedef struct {
     GPtrArray *allocs;
     HgEncoding encoding;
     GPtrArray *unpacked; /* messages unpacked from pass-through bytes, freed with free_unpacked */
-    /* Tensors that are external in the IR are written as raw_data (hg_model_save to a stream). */
+    /* Where tensor bytes go (hg_model_save): tensors in placed (HgTensor* -> gint64* offset) are
+     * written as references into the data file called location; with inline_external, tensors that
+     * are external in the IR are written as raw_data instead. */
+    GHashTable *placed;
+    const char *location;
     gboolean inline_external;
 } SaveCtx;
 
@@ -1445,6 +1449,47 @@ pairs_to_pb(SaveCtx *s, const GPtrArray *a, size_t *n)
         out[i]->key = sp->key;
         out[i]->value = sp->value;
         unknown_to_pb(s, &out[i]->base, sp->unknown);
+    }
+    return out;
+}
+
+/* t's external_data entries as written to the output: location, offset and length name its place in
+ * s->location; other entries (checksum, ...) keep their place and value; missing ones are appended. */
+static Onnx__StringStringEntryProto **
+ext_pairs_to_pb(SaveCtx *s, const HgTensor *t, gint64 offset, size_t *n)
+{
+    const char *keys[3] = {"location", "offset", "length"};
+    char *vals[3] = {(char *)s->location, g_strdup_printf("%" G_GINT64_FORMAT, offset),
+                     g_strdup_printf("%" G_GSIZE_FORMAT, t->nbytes)};
+    g_ptr_array_add(s->allocs, vals[1]);
+    g_ptr_array_add(s->allocs, vals[2]);
+    gboolean seen[3] = {FALSE, FALSE, FALSE};
+    guint have = t->external ? t->external->len : 0;
+    Onnx__StringStringEntryProto **out = salloc(s, sizeof(*out) * (have + 3));
+    *n = 0;
+    for (guint i = 0; i < have; i++) {
+        const HgStringPair *sp = t->external->pdata[i];
+        Onnx__StringStringEntryProto *e =
+            SNEW(s, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__init);
+        e->key = sp->key;
+        e->value = sp->value;
+        for (guint k = 0; k < 3; k++) {
+            if (g_strcmp0(sp->key, keys[k]) == 0) {
+                e->value = vals[k];
+                seen[k] = TRUE;
+            }
+        }
+        unknown_to_pb(s, &e->base, sp->unknown);
+        out[(*n)++] = e;
+    }
+    for (guint k = 0; k < 3; k++) {
+        if (seen[k])
+            continue;
+        Onnx__StringStringEntryProto *e =
+            SNEW(s, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__init);
+        e->key = (char *)keys[k];
+        e->value = vals[k];
+        out[(*n)++] = e;
     }
     return out;
 }
@@ -1639,11 +1684,17 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
     pb->doc_string = t->doc_string;
     pb->has_data_location = t->has_data_location;
     pb->data_location = (Onnx__TensorProto__DataLocation)t->data_location;
-    gboolean inlined = s->inline_external && t->storage == HG_STORAGE_EXTERNAL;
-    if (inlined)
+    const gint64 *placed = s->placed ? g_hash_table_lookup(s->placed, t) : NULL;
+    gboolean inlined = !placed && s->inline_external && t->storage == HG_STORAGE_EXTERNAL;
+    if (placed) {
+        pb->has_data_location = TRUE;
+        pb->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        pb->external_data = ext_pairs_to_pb(s, t, *placed, &pb->n_external_data);
+    } else if (inlined) {
         pb->has_data_location = FALSE;
-    else
+    } else {
         pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
+    }
     pb->metadata_props = pairs_to_pb(s, t->metadata, &pb->n_metadata_props);
     unknown_to_pb(s, &pb->base, t->unknown);
     if (t->has_segment) {
@@ -1654,6 +1705,8 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
         pb->segment->end = t->seg_end;
         unknown_to_pb(s, &pb->segment->base, t->segment_unknown);
     }
+    if (placed)
+        return pb;
     if (inlined) {
         pb->has_raw_data = TRUE;
         pb->raw_data.len = t->nbytes;
@@ -2053,12 +2106,12 @@ fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
     b->used += len;
 }
 
-/* Copy len bytes at off of src into fd at the same offset, without reading them into memory where
- * the kernel can do it (copy_file_range), else through a bounded buffer. */
+/* Copy len bytes at src_off of src to dst_off of dst, without reading them into memory where the
+ * kernel can do it (copy_file_range), else through a bounded buffer. */
 static gboolean
-copy_range(int src, int dst, gint64 off, gint64 len, int *err)
+copy_range(int src, gint64 src_off, int dst, gint64 dst_off, gint64 len, int *err)
 {
-    loff_t in = off, out = off;
+    loff_t in = src_off, out = dst_off;
     while (len > 0) {
         ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)MIN(len, (gint64)1 << 30), 0);
         if (n < 0 && errno == EINTR)
@@ -2090,71 +2143,90 @@ copy_range(int src, int dst, gint64 off, gint64 len, int *err)
     return ok;
 }
 
+/* ---------------------------------------------------------------- the output's external data */
+
+/* Every output model that keeps data outside itself gets one data file of its own, named after it
+ * (OUT.onnx -> OUT.onnx.data, ONNX's save_model convention), so that outputs never share or
+ * overwrite one another's data, whatever the inputs called theirs. DataPlan says what goes there. */
 typedef struct {
-    char *location;
-    GPtrArray *tensors; /* of HgTensor, borrowed */
-} ExtFile;
+    GPtrArray *tensors;    /* HgTensor* written to the data file, in file order (borrowed) */
+    GHashTable *offsets;   /* HgTensor* -> gint64* offset in the data file */
+    const HgBlob *whole;   /* a source file copied whole (its tensors keep their offsets), or NULL */
+    gint64 end;            /* the data file's size */
+} DataPlan;
 
 static void
-ext_file_free(gpointer p)
+data_plan_init(DataPlan *p)
 {
-    ExtFile *e = p;
-    g_free(e->location);
-    g_ptr_array_unref(e->tensors);
-    g_free(e);
+    p->tensors = g_ptr_array_new();
+    p->offsets = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    p->whole = NULL;
+    p->end = 0;
 }
 
-typedef struct {
-    GPtrArray *files; /* of ExtFile, in first-use order */
-    GHashTable *by_location;
-} ExtPlan;
+static void
+data_plan_clear(DataPlan *p)
+{
+    g_ptr_array_unref(p->tensors);
+    g_hash_table_unref(p->offsets);
+}
 
 static void
-collect_ext_tensor(ExtPlan *p, HgTensor *t)
+data_plan_put(DataPlan *p, HgTensor *t, gint64 off)
 {
-    if (!t || t->storage != HG_STORAGE_EXTERNAL)
-        return;
-    ExtFile *e = g_hash_table_lookup(p->by_location, t->ext_location);
-    if (!e) {
-        e = g_new0(ExtFile, 1);
-        e->location = g_strdup(t->ext_location);
-        e->tensors = g_ptr_array_new();
-        g_ptr_array_add(p->files, e);
-        g_hash_table_insert(p->by_location, e->location, e);
-    }
-    g_ptr_array_add(e->tensors, t);
+    gint64 *o = g_new(gint64, 1);
+    *o = off;
+    g_hash_table_insert(p->offsets, t, o);
+    g_ptr_array_add(p->tensors, t);
+    p->end = MAX(p->end, off + (gint64)t->nbytes);
+}
+
+/* Append t at the next 64-byte boundary. */
+static void
+data_plan_append(DataPlan *p, HgTensor *t)
+{
+    data_plan_put(p, t, (p->end + 63) & ~(gint64)63);
+}
+
+static void
+collect_ext_tensor(GPtrArray *out, HgTensor *t)
+{
+    if (t && t->storage == HG_STORAGE_EXTERNAL && !g_ptr_array_find(out, t, NULL))
+        g_ptr_array_add(out, t);
 }
 
 static void
 collect_ext_graph(HgGraph *g, gpointer data)
 {
-    ExtPlan *p = data;
+    GPtrArray *out = data;
     for (guint i = 0; i < g->initializers->len; i++)
-        collect_ext_tensor(p, g->initializers->pdata[i]);
+        collect_ext_tensor(out, g->initializers->pdata[i]);
     for (guint i = 0; i < g->sparse_initializers->len; i++) {
         HgSparseTensor *s = g->sparse_initializers->pdata[i];
-        collect_ext_tensor(p, s->values);
-        collect_ext_tensor(p, s->indices);
+        collect_ext_tensor(out, s->values);
+        collect_ext_tensor(out, s->indices);
     }
     for (guint i = 0; i < g->nodes->len; i++) {
         HgNode *n = g->nodes->pdata[i];
         for (guint k = 0; k < n->attrs->len; k++) {
             HgAttr *a = n->attrs->pdata[k];
-            collect_ext_tensor(p, a->t);
+            collect_ext_tensor(out, a->t);
             for (guint j = 0; a->tensors && j < a->tensors->len; j++)
-                collect_ext_tensor(p, a->tensors->pdata[j]);
+                collect_ext_tensor(out, a->tensors->pdata[j]);
         }
     }
 }
 
-/* TRUE when every tensor of e still views the same bytes of one source file at its recorded
- * offset: then the file is copied whole and stays byte-identical. */
+/* The one mapped source file that every tensor in ext still views at its recorded offset, or NULL:
+ * then the file is copied whole and stays byte-identical. Not when those tensors hold less than half
+ * of it (the rest converted, or dropped): the dead bytes would go along. */
 static const HgBlob *
-ext_unchanged_source(const ExtFile *e)
+ext_unchanged_source(const GPtrArray *ext)
 {
     const HgBlob *src = NULL;
-    for (guint i = 0; i < e->tensors->len; i++) {
-        const HgTensor *t = e->tensors->pdata[i];
+    guint64 live = 0;
+    for (guint i = 0; i < ext->len; i++) {
+        const HgTensor *t = ext->pdata[i];
         gsize blen;
         const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
         if (hg_blob_fd(t->blob) < 0 || (src && src != t->blob))
@@ -2162,74 +2234,83 @@ ext_unchanged_source(const ExtFile *e)
         if (t->nbytes && (const guint8 *)t->data != base + t->ext_offset)
             return NULL;
         src = t->blob;
+        live += t->nbytes;
     }
-    return src;
+    gsize len = 0;
+    if (src)
+        hg_blob_data(src, &len);
+    return src && live * 2 >= len ? src : NULL;
 }
 
+/* Place the tensors that are external in the IR: at their offsets when their one source file is
+ * copied whole, else laid out again in order, each at a 64-byte boundary. */
 static void
-set_external_entry(HgTensor *t, const char *key, gint64 v)
+data_plan_external(DataPlan *p, HgModel *m)
 {
-    g_autofree char *val = g_strdup_printf("%" G_GINT64_FORMAT, v);
-    for (guint i = 0; t->external && i < t->external->len; i++) {
-        HgStringPair *sp = t->external->pdata[i];
-        if (g_strcmp0(sp->key, key) == 0) {
-            g_free(sp->value);
-            sp->value = g_steal_pointer(&val);
-            return;
-        }
+    g_autoptr(GPtrArray) ext = g_ptr_array_new();
+    if (m->graph)
+        hg_graph_foreach(m->graph, collect_ext_graph, ext);
+    if (!ext->len)
+        return;
+    p->whole = ext_unchanged_source(ext);
+    if (p->whole) {
+        gsize len;
+        hg_blob_data(p->whole, &len);
+        p->end = (gint64)len;
     }
-    if (!t->external)
-        t->external = g_ptr_array_new_with_free_func(hg_string_pair_free);
-    HgStringPair *sp = g_new0(HgStringPair, 1);
-    sp->key = g_strdup(key);
-    sp->value = g_steal_pointer(&val);
-    g_ptr_array_add(t->external, sp);
+    for (guint i = 0; i < ext->len; i++) {
+        HgTensor *t = ext->pdata[i];
+        if (p->whole)
+            data_plan_put(p, t, t->ext_offset);
+        else
+            data_plan_append(p, t);
+    }
 }
 
-/* Write one external data file in out_dir. Unchanged files are copied whole; otherwise the
- * tensors are laid out again in order, each at a 64-byte boundary, and their offsets updated. */
-static gboolean
-write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **error)
+/* Write the data file: the whole source first when there is one, then every tensor not inside it,
+ * copied by the kernel from a mapped file where it lies in one. */
+static int
+write_data_file(const DataPlan *p, int fd)
 {
-    g_autofree char *dest = g_build_filename(out_dir, e->location, NULL);
-    g_autofree char *dest_dir = g_path_get_dirname(dest);
-    if (g_mkdir_with_parents(dest_dir, 0755) != 0) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create %s: %s", dest_dir, g_strerror(errno));
-        return FALSE;
-    }
-    HgOutFile *f = hg_outfile_open(dest, HG_OUTFILE_SEEKABLE, NULL, error);
-    if (!f)
-        return FALSE;
-    int fd = hg_outfile_fd(f);
     int err = 0;
-    const HgBlob *src = ext_unchanged_source(e);
-    if (src) {
-        gsize slen;
-        hg_blob_data(src, &slen);
-        if (!copy_range(hg_blob_fd(src), fd, 0, (gint64)slen, &err) && !err)
+    if (p->whole) {
+        gsize len;
+        hg_blob_data(p->whole, &len);
+        if (!copy_range(hg_blob_fd(p->whole), 0, fd, 0, (gint64)len, &err) && !err)
             err = EIO;
-    } else {
-        gint64 off = 0;
-        for (guint i = 0; i < e->tensors->len && !err; i++) {
-            HgTensor *t = e->tensors->pdata[i];
-            off = (off + 63) & ~(gint64)63;
-            if (pwrite(fd, t->data, t->nbytes, off) != (ssize_t)t->nbytes) {
-                err = errno ? errno : EIO;
+    }
+    for (guint i = 0; i < p->tensors->len && !err; i++) {
+        const HgTensor *t = p->tensors->pdata[i];
+        if (p->whole && t->blob == p->whole)
+            continue;
+        gint64 off = *(gint64 *)g_hash_table_lookup(p->offsets, t);
+        gsize blen;
+        const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
+        if (hg_blob_fd(t->blob) >= 0 && t->nbytes) {
+            if (!copy_range(hg_blob_fd(t->blob), (const guint8 *)t->data - base, fd, off,
+                            (gint64)t->nbytes, &err) && !err)
+                err = EIO;
+            continue;
+        }
+        const guint8 *d = t->data;
+        gsize left = t->nbytes;
+        while (left && !err) {
+            ssize_t n = pwrite(fd, d, MIN(left, (gsize)1 << 30), off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                err = n < 0 ? errno : EIO;
                 break;
             }
-            t->ext_offset = off;
-            t->ext_length = (gint64)t->nbytes;
-            set_external_entry(t, "offset", off);
-            set_external_entry(t, "length", t->ext_length);
-            off += (gint64)t->nbytes;
+            d += n;
+            off += n;
+            left -= (gsize)n;
         }
     }
-    if (!hg_outfile_finish(f, err, error)) {
-        hg_outfile_abort(f);
-        return FALSE;
-    }
-    g_ptr_array_add(staged, f);
-    return TRUE;
+    /* Trailing padding is not written; the file is as long as its last tensor's end. */
+    if (!err && ftruncate(fd, p->end) != 0)
+        err = errno;
+    return err;
 }
 
 /* Mapped files that raw initializers view: the saver copies those bytes from them. */
@@ -2250,33 +2331,34 @@ hg_model_save(HgModel *m, const char *path, GError **error)
 {
     g_return_val_if_fail(m != NULL && path != NULL, FALSE);
     /* The model's own output is opened first: a path that must not be written fails before any file
-     * is touched, and its resolved target is the folder the data files go to. */
+     * is touched, and its resolved target names the data file. */
     HgOutFile *out = hg_outfile_open(path, 0, m, error);
     if (!out)
         return FALSE;
     gboolean stream = hg_outfile_is_stream(out);
-    g_autofree char *out_dir = g_path_get_dirname(hg_outfile_target(out));
-    /* Every file is written to a temporary first; only when all of them are complete are they
-     * renamed into place, data files before the model. A failure anywhere leaves the destination
-     * folder as it was. */
-    g_autoptr(GPtrArray) staged = g_ptr_array_new_with_free_func((GDestroyNotify)hg_outfile_abort);
-    gboolean ok = TRUE;
-    /* A stream (standard output, a FIFO, a device) has no folder for data files: the model goes whole,
-     * its external tensors written as raw_data. */
-    if (m->graph && !stream) {
-        ExtPlan plan = {g_ptr_array_new_with_free_func(ext_file_free),
-                        g_hash_table_new(g_str_hash, g_str_equal)};
-        hg_graph_foreach(m->graph, collect_ext_graph, &plan);
-        for (guint i = 0; i < plan.files->len && ok; i++)
-            ok = write_ext_file(plan.files->pdata[i], out_dir, staged, error);
-        g_ptr_array_unref(plan.files);
-        g_hash_table_unref(plan.by_location);
-    }
+    g_autofree char *target_base = g_path_get_basename(hg_outfile_target(out));
+    g_autofree char *target_dir = g_path_get_dirname(hg_outfile_target(out));
+    g_autofree char *location = g_strconcat(target_base, ".data", NULL);
+    DataPlan plan;
+    data_plan_init(&plan);
+    if (!stream)
+        data_plan_external(&plan, m);
+
     SaveCtx s;
     Onnx__ModelProto pb;
+    /* The context reads the plan while the messages are built. */
+    s.placed = plan.offsets;
+    s.location = location;
     s.inline_external = stream;
     save_ctx_init(&s, m);
-    ok = ok && model_to_pb(&s, m, &pb, error);
+    gboolean ok = model_to_pb(&s, m, &pb, error);
+    HgOutFile *data = NULL;
+    if (ok && plan.tensors->len) {
+        /* The data file is a regular file beside the model's target, never standard output. */
+        g_autofree char *data_path = g_build_filename(target_dir, location, NULL);
+        data = hg_outfile_open(data_path, HG_OUTFILE_SEEKABLE, NULL, error);
+        ok = data && hg_outfile_finish(data, write_data_file(&plan, hg_outfile_fd(data)), error);
+    }
     if (ok) {
         FdBuffer b = {{fd_append}, hg_outfile_fd(out), g_malloc(1 << 20), 0, 1 << 20, 0, 0,
                       g_ptr_array_new()};
@@ -2289,13 +2371,15 @@ hg_model_save(HgModel *m, const char *path, GError **error)
         ok = hg_outfile_finish(out, b.err, error);
     }
     save_ctx_clear(&s);
-    /* Data files before the model that names them. */
-    for (guint i = 0; ok && i < staged->len; i++) {
-        ok = hg_outfile_commit(staged->pdata[i], error);
-        staged->pdata[i] = NULL;
+    data_plan_clear(&plan);
+    /* Data before the model that names it: the new model never appears without its data. */
+    if (ok && data) {
+        ok = hg_outfile_commit(data, error);
+        data = NULL;
     }
     if (ok)
         return hg_outfile_commit(out, error);
+    hg_outfile_abort(data);
     hg_outfile_abort(out);
     return FALSE;
 }

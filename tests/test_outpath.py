@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Where outputs go and what they must never destroy (issue 15): every writer (convert -o and -O, its
 --report, calibrate -o, run -o's files) against devices, FIFOs, symbolic links, standard output,
-directories, sockets, its own inputs, signals and stale temporaries.
+directories, sockets, its own inputs, signals and stale temporaries; each output's own external data.
 
 Usage: test_outpath.py HALFGUARD. Models are made here with Debian's python3-onnx. Device nodes need
 root and are in tests/test_outpath_root.sh; here the device case uses one made with mknod when root,
@@ -360,12 +360,53 @@ def test_signals(tmp):
     check("stale:link-kept", os.path.islink(link) and read(victim) == b"keep")
 
 
+# ---------------------------------------------------------------- external data of several outputs
+
+def test_data_per_output(tmp):
+    wa = np.full((8, 8), 1.5, np.float32)
+    wb = np.full((8, 8), -7.0, np.float32)
+    for sub, name, w in [("a", "model_a.onnx", wa), ("b", "model_b.onnx", wb)]:
+        os.mkdir(os.path.join(tmp, sub))
+        save_external(add_model(w), os.path.join(tmp, sub, name), "weights.bin")
+    a, b = os.path.join(tmp, "a", "model_a.onnx"), os.path.join(tmp, "b", "model_b.onnx")
+    x = np.arange(64, dtype=np.float32).reshape(8, 8)
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    write_pb(os.path.join(data, "input_0.pb"), x, "x")
+    for passes in (["--passes", "none"], ["--keep-io-types"]):
+        tag = "none" if passes[0] == "--passes" else "default"
+        out = os.path.join(tmp, "out-" + tag)
+        rc, so, se = run("convert", *passes, a, b, "-O", out)
+        check(f"data:{tag}:exit0", rc == 0, se)
+        for name, w in [("model_a.onnx", wa), ("model_b.onnx", wb)]:
+            path = os.path.join(out, name)
+            m = onnx.load(path, load_external_data=False)
+            locs = {e.value for t in m.graph.initializer for e in t.external_data if e.key == "location"}
+            check(f"data:{tag}:{name}:own-file", locs <= {name + ".data"}, str(locs))
+            got = weights_of(path)["w"].astype(np.float32)
+            check(f"data:{tag}:{name}:own-weights", np.array_equal(got, w), str(got.ravel()[:4]))
+            o = os.path.join(tmp, f"run-{tag}-{name}")
+            rc, so, se = run("run", path, "--data", data, "-o", o)
+            y = numpy_helper.to_array(onnx.load_tensor(os.path.join(o, "output_0.pb"))) if rc == 0 else None
+            check(f"data:{tag}:{name}:computes", y is not None and np.allclose(y, x + w, rtol=1e-3), se)
+        check(f"data:{tag}:no-shared-file", not os.path.exists(os.path.join(out, "weights.bin")),
+              str(os.listdir(out)))
+    # An input that already follows the convention round-trips byte for byte.
+    c = os.path.join(tmp, "c")
+    os.mkdir(c)
+    save_external(add_model(wa), os.path.join(c, "m.onnx"), "m.onnx.data")
+    out = os.path.join(tmp, "out-c")
+    rc, so, se = run("convert", "--passes", "none", os.path.join(c, "m.onnx"), "-O", out)
+    check("data:convention-identical", rc == 0 and read(os.path.join(out, "m.onnx")) == read(os.path.join(c, "m.onnx"))
+          and read(os.path.join(out, "m.onnx.data")) == read(os.path.join(c, "m.onnx.data")), se)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hg-outpath-")
     cwd = os.getcwd()
     try:
         for t in (test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected,
-                  test_signals):
+                  test_signals, test_data_per_output):
             d = os.path.join(tmp, t.__name__)
             os.mkdir(d)
             os.chdir(d)  # a relative "-" that a broken build writes as a file lands here

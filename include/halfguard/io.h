@@ -32,8 +32,9 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
 /* Write m to path under the output rules (README "Outputs"): a regular file is replaced atomically
  * (a temporary in the folder of the file a symbolic link points to, then a rename); a character
  * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
- * data files are written beside the target under the same relative names; a stream gets the external
- * tensors inside the model. path may be the file m was loaded from when m keeps no external data;
+ * tensors go to the output's own data file, TARGET.data beside the target (its location entries say
+ * so): copied whole when they come unchanged from one file, else laid out again at 64-byte
+ * boundaries. A stream gets them inside the model. path may be the file m was loaded from when m keeps no external data;
  * it may never be another file a live model was loaded from. On failure nothing at path changes
  * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
