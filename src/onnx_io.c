@@ -2313,6 +2313,104 @@ write_data_file(const DataPlan *p, int fd)
     return err;
 }
 
+/* ---------------------------------------------------------------- the 2 GiB limit */
+
+/* Protobuf cannot parse a message of 2 GiB or more (onnx.load fails; so does every reader built on
+ * the reference library). A model is kept below that, less a margin, by moving its largest
+ * initializers to its data file. HALFGUARD_TEST_PROTOBUF_LIMIT (bytes) lowers the limit: it exists
+ * for the test suite, which checks the mechanism on a small model. */
+#define PROTOBUF_LIMIT (((gint64)1 << 31) - ((gint64)64 << 20))
+/* Initializers smaller than this stay in the model (onnx's convert_model_to_external_data default). */
+#define EXTERNAL_MIN_BYTES 1024
+
+static gint64
+protobuf_limit(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_PROTOBUF_LIMIT");
+    gint64 v;
+    if (env && parse_i64(env, &v) && v > 0 && v < PROTOBUF_LIMIT)
+        return v;
+    return PROTOBUF_LIMIT;
+}
+
+static void
+collect_movable(HgGraph *g, gpointer data)
+{
+    GPtrArray *out = data;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        HgTensor *t = g->initializers->pdata[i];
+        if ((t->storage == HG_STORAGE_RAW || t->storage == HG_STORAGE_TYPED) &&
+            hg_dtype_bits(t->dtype) > 0 && t->nbytes >= EXTERNAL_MIN_BYTES && t->data)
+            g_ptr_array_add(out, t);
+    }
+}
+
+static gint
+by_size_desc(gconstpointer a, gconstpointer b)
+{
+    const HgTensor *x = *(HgTensor *const *)a, *y = *(HgTensor *const *)b;
+    return x->nbytes < y->nbytes ? 1 : x->nbytes > y->nbytes ? -1 : 0;
+}
+
+/* Pack m into pb under s (a fresh SaveCtx) and return its serialized size, or -1 on error. */
+static gint64
+build_pb(SaveCtx *s, HgModel *m, Onnx__ModelProto *pb, GError **error)
+{
+    save_ctx_init(s, m);
+    if (!model_to_pb(s, m, pb, error)) {
+        save_ctx_clear(s);
+        return -1;
+    }
+    return (gint64)protobuf_c_message_get_packed_size(&pb->base);
+}
+
+/* Build pb for m with the plan's placements; when it would pass the limit, move the largest
+ * initializers into the plan until it fits. stream: no data file can be written (every tensor must
+ * be inside the model). Returns the packed size, or -1 with an error (s is then cleared). */
+static gint64
+build_within_limit(SaveCtx *s, HgModel *m, DataPlan *plan, gboolean stream, const char *path,
+                   Onnx__ModelProto *pb, GError **error)
+{
+    gint64 limit = protobuf_limit();
+    gint64 size = build_pb(s, m, pb, error);
+    if (size < 0 || size <= limit)
+        return size;
+    g_autoptr(GPtrArray) movable = g_ptr_array_new();
+    if (!stream && m->graph)
+        hg_graph_foreach(m->graph, collect_movable, movable);
+    /* Stable: equal sizes keep graph order, so the layout is the same on every run. */
+    g_ptr_array_sort(movable, by_size_desc);
+    guint next = 0;
+    while (size > limit && next < movable->len) {
+        gint64 over = size - limit;
+        while (over > 0 && next < movable->len) {
+            HgTensor *t = movable->pdata[next++];
+            data_plan_append(plan, t);
+            over -= (gint64)t->nbytes - 128; /* the reference that replaces it costs about that */
+        }
+        save_ctx_clear(s);
+        size = build_pb(s, m, pb, error);
+        if (size < 0)
+            return -1;
+    }
+    if (size > limit) {
+        save_ctx_clear(s);
+        if (stream)
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
+                        "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf, past the %"
+                        G_GINT64_FORMAT "-byte limit that ONNX readers parse; a stream (standard "
+                        "output, a FIFO, a device) cannot carry external data: write it to a file",
+                        path, size, limit);
+        else
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
+                        "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf even with every "
+                        "initializer in external data, past the %" G_GINT64_FORMAT "-byte limit that "
+                        "ONNX readers parse; not written", path, size, limit);
+        return -1;
+    }
+    return size;
+}
+
 /* Mapped files that raw initializers view: the saver copies those bytes from them. */
 static void
 collect_sources(HgGraph *g, gpointer data)
@@ -2350,9 +2448,9 @@ hg_model_save(HgModel *m, const char *path, GError **error)
     s.placed = plan.offsets;
     s.location = location;
     s.inline_external = stream;
-    save_ctx_init(&s, m);
-    gboolean ok = model_to_pb(&s, m, &pb, error);
+    gint64 size = build_within_limit(&s, m, &plan, stream, path, &pb, error);
     HgOutFile *data = NULL;
+    gboolean ok = size >= 0;
     if (ok && plan.tensors->len) {
         /* The data file is a regular file beside the model's target, never standard output. */
         g_autofree char *data_path = g_build_filename(target_dir, location, NULL);
@@ -2370,7 +2468,8 @@ hg_model_save(HgModel *m, const char *path, GError **error)
         g_ptr_array_unref(b.sources);
         ok = hg_outfile_finish(out, b.err, error);
     }
-    save_ctx_clear(&s);
+    if (size >= 0)
+        save_ctx_clear(&s);
     data_plan_clear(&plan);
     /* Data before the model that names it: the new model never appears without its data. */
     if (ok && data) {

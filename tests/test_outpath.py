@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Where outputs go and what they must never destroy (issue 15): every writer (convert -o and -O, its
 --report, calibrate -o, run -o's files) against devices, FIFOs, symbolic links, standard output,
-directories, sockets, its own inputs, signals and stale temporaries; each output's own external data.
+directories, sockets, its own inputs, signals and stale temporaries; each output's own external data;
+the 2 GiB protobuf limit (lowered for the test through HALFGUARD_TEST_PROTOBUF_LIMIT).
 
 Usage: test_outpath.py HALFGUARD. Models are made here with Debian's python3-onnx. Device nodes need
 root and are in tests/test_outpath_root.sh; here the device case uses one made with mknod when root,
@@ -401,12 +402,60 @@ def test_data_per_output(tmp):
           and read(os.path.join(out, "m.onnx.data")) == read(os.path.join(c, "m.onnx.data")), se)
 
 
+# ---------------------------------------------------------------- the 2 GiB limit
+
+def test_protobuf_limit(tmp):
+    rng = np.random.default_rng(0)
+    ws = {f"w{i}": rng.standard_normal((64, 64)).astype(np.float32) for i in range(6)}
+    nodes, prev = [], "x"
+    for i, name in enumerate(ws):
+        nodes.append(helper.make_node("Add", [prev, name], [f"h{i}"], name=f"add{i}"))
+        prev = f"h{i}"
+    g = helper.make_graph(nodes, "g", [vi("x", (64, 64))], [vi(prev, (64, 64))],
+                          [numpy_helper.from_array(w, n) for n, w in ws.items()])
+    src = os.path.join(tmp, "m.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    limit = 40000  # each FP16 weight is 8 KiB: the model must keep at most four of them inside
+    env = {"HALFGUARD_TEST_PROTOBUF_LIMIT": str(limit)}
+    out_dir = os.path.join(tmp, "out")
+    os.mkdir(out_dir)
+    out = os.path.join(out_dir, "m.fp16.onnx")
+    rc, so, se = run("convert", src, "-o", out, env=env)
+    check("limit:exit0", rc == 0, se)
+    size = os.path.getsize(out) if rc == 0 else None
+    check("limit:model-under-limit", size is not None and size <= limit, size)
+    check("limit:data-file", os.path.exists(out + ".data"), str(os.listdir(out_dir)))
+    try:
+        m = onnx.load(out)
+        onnx.checker.check_model(out)
+        got = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+        same = all(np.array_equal(got[n].astype(np.float32), w.astype(np.float16).astype(np.float32))
+                   for n, w in ws.items())
+        check("limit:onnx-load-same-values", same and len(got) == len(ws), sorted(got))
+        moved = [t.name for t in onnx.load(out, load_external_data=False).graph.initializer if t.external_data]
+        check("limit:largest-moved", 2 <= len(moved) < len(ws), str(moved))
+    except Exception as e:  # noqa: BLE001
+        check("limit:onnx-load-same-values", False, repr(e))
+    # Without the limit, the same conversion keeps everything inside.
+    out2 = os.path.join(out_dir, "plain.onnx")
+    rc, so, se = run("convert", src, "-o", out2)
+    check("limit:default-self-contained", rc == 0 and not os.path.exists(out2 + ".data"), se)
+    # A stream cannot carry external data: an error, nothing unreadable written.
+    rc, so, se = run("convert", src, "-o", "-", env=env)
+    check("limit:stream-refused", rc == 2 and not so and "past the" in se, se)
+    # A limit no initializer can meet.
+    rc, so, se = run("convert", src, "-o", os.path.join(out_dir, "tiny.onnx"),
+                     env={"HALFGUARD_TEST_PROTOBUF_LIMIT": "100"})
+    check("limit:unreachable-refused", rc == 2 and "even with every initializer" in se and
+          not os.path.exists(os.path.join(out_dir, "tiny.onnx")), se)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hg-outpath-")
     cwd = os.getcwd()
     try:
         for t in (test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected,
-                  test_signals, test_data_per_output):
+                  test_signals, test_data_per_output, test_protobuf_limit):
             d = os.path.join(tmp, t.__name__)
             os.mkdir(d)
             os.chdir(d)  # a relative "-" that a broken build writes as a file lands here
