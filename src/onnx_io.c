@@ -1229,6 +1229,52 @@ give_up:
     return NULL;
 }
 
+/* protobuf-c unpacks a string field into a C string, so "x\0evil" would become "x": another name, and
+ * another model than the file holds. Every string field (names, op types, domains, keys, doc
+ * strings; bytes fields such as attribute values may hold any byte) is checked on the wire first,
+ * walking the messages the schema nests with a stack of our own. What is malformed is left to
+ * protobuf-c to refuse. */
+static gboolean
+check_strings(const guint8 *d, gsize len, GError **error)
+{
+    typedef struct {
+        const ProtobufCMessageDescriptor *desc;
+        gsize pos, end;
+    } Frame;
+    g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(Frame));
+    Frame top = {&onnx__model_proto__descriptor, 0, len};
+    g_array_append_val(stack, top);
+    while (stack->len) {
+        Frame *f = &g_array_index(stack, Frame, stack->len - 1);
+        if (f->pos >= f->end) {
+            g_array_set_size(stack, stack->len - 1);
+            continue;
+        }
+        guint32 field;
+        guint wt;
+        gsize vstart, vlen;
+        if (!wire_field(d, f->end, &f->pos, &field, &wt, &vstart, &vlen))
+            return TRUE;
+        if (wt != 2)
+            continue;
+        const ProtobufCMessageDescriptor *desc = f->desc;
+        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, field);
+        if (!fd)
+            continue;
+        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(d + vstart, 0, vlen)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                        "not a valid ONNX model: a string (%s.%s) contains a NUL byte", desc->short_name,
+                        fd->name);
+            return FALSE;
+        }
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+            Frame inner = {fd->descriptor, vstart, vstart + vlen};
+            g_array_append_val(stack, inner); /* f is stale from here */
+        }
+    }
+    return TRUE;
+}
+
 /* Load from bytes; with file set (the mapping of data), large initializers view it. */
 static HgModel *
 load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError **error)
@@ -1241,6 +1287,8 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "empty file, not an ONNX model");
         return NULL;
     }
+    if (!check_strings(data, len, error))
+        return NULL;
     g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(Span));
     g_autoptr(GByteArray) stripped = file ? strip_payloads(data, len, spans) : NULL;
     Onnx__ModelProto *pb = stripped ? onnx__model_proto__unpack(NULL, stripped->len, stripped->data)

@@ -2,7 +2,8 @@
 """Where outputs go and what they must never destroy (issue 15): every writer (convert -o and -O, its
 --report, calibrate -o, run -o's files) against devices, FIFOs, symbolic links, standard output,
 directories, sockets, its own inputs, signals and stale temporaries; each output's own external data;
-the 2 GiB protobuf limit (lowered for the test through HALFGUARD_TEST_PROTOBUF_LIMIT).
+the 2 GiB protobuf limit (lowered for the test through HALFGUARD_TEST_PROTOBUF_LIMIT); NUL bytes in
+names.
 
 Usage: test_outpath.py HALFGUARD. Models are made here with Debian's python3-onnx. Device nodes need
 root and are in tests/test_outpath_root.sh; here the device case uses one made with mknod when root,
@@ -450,12 +451,34 @@ def test_protobuf_limit(tmp):
           not os.path.exists(os.path.join(out_dir, "tiny.onnx")), se)
 
 
+# ---------------------------------------------------------------- names and configuration
+
+def test_nul_name(tmp):
+    m = small_model()
+    m.graph.node[0].name = "x\x00evil"
+    path = os.path.join(tmp, "nul.onnx")
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    for cmd in (["check", path, "-r", "x=0:1"], ["convert", path, "-o", os.path.join(tmp, "o.onnx")]):
+        rc, so, se = run(*cmd)
+        check(f"nul:{cmd[0]}", rc == 2 and se.strip() == f"{path}: not a valid ONNX model: a string "
+              "(NodeProto.name) contains a NUL byte", se)
+    # Bytes fields may hold NUL: a string tensor's value is data.
+    c = helper.make_node("Constant", [], ["y"], name="c",
+                         value=helper.make_tensor("v", TensorProto.STRING, [1], [b"a\x00b"]))
+    g = helper.make_graph([c], "g", [], [vi("y", [1], TensorProto.STRING)])
+    ok = os.path.join(tmp, "bytes.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), ok)
+    rc, so, se = run("dump", ok)
+    check("nul:bytes-field-fine", rc == 0, se)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hg-outpath-")
     cwd = os.getcwd()
     try:
         for t in (test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected,
-                  test_signals, test_data_per_output, test_protobuf_limit):
+                  test_signals, test_data_per_output, test_protobuf_limit, test_nul_name):
             d = os.path.join(tmp, t.__name__)
             os.mkdir(d)
             os.chdir(d)  # a relative "-" that a broken build writes as a file lands here
