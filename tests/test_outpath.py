@@ -3,7 +3,7 @@
 --report, calibrate -o, run -o's files) against devices, FIFOs, symbolic links, standard output,
 directories, sockets, its own inputs, signals and stale temporaries; each output's own external data;
 the 2 GiB protobuf limit (lowered for the test through HALFGUARD_TEST_PROTOBUF_LIMIT); NUL bytes in
-names.
+names; a configuration file that is binary garbage.
 
 Usage: test_outpath.py HALFGUARD. Models are made here with Debian's python3-onnx. Device nodes need
 root and are in tests/test_outpath_root.sh; here the device case uses one made with mknod when root,
@@ -473,12 +473,25 @@ def test_nul_name(tmp):
     check("nul:bytes-field-fine", rc == 0, se)
 
 
+def test_config_garbage(tmp):
+    path = os.path.join(tmp, "m.onnx")
+    onnx.save(small_model(), path)
+    ini = os.path.join(tmp, ".halfguard.ini")
+    for label, data, phrase in [("nul", b"\x00\x00\x00garbage\x01\x02", "it contains a NUL byte"),
+                                ("binary", bytes(range(128, 256)) * 4, "it is not UTF-8 text")]:
+        with open(ini, "wb") as f:
+            f.write(data)
+        rc, so, se = run("check", path, "-r", "x=0:1")
+        check(f"config:{label}", rc == 2 and f"{ini}: not a configuration file: {phrase}" in se, se)
+    os.remove(ini)
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="hg-outpath-")
     cwd = os.getcwd()
     try:
         for t in (test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected,
-                  test_signals, test_data_per_output, test_protobuf_limit, test_nul_name):
+                  test_signals, test_data_per_output, test_protobuf_limit, test_nul_name, test_config_garbage):
             d = os.path.join(tmp, t.__name__)
             os.mkdir(d)
             os.chdir(d)  # a relative "-" that a broken build writes as a file lands here
