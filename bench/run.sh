@@ -190,24 +190,24 @@ if [ -z "$only" ] || [ "$only" = 2 ]; then
   mkdir -p "$d/in"
   name=model-${ext_size_mib}m
   in=$d/in/$name.onnx
-  if [ ! -f "$in" ] || [ ! -f "$d/in/$name.data" ]; then
-    echo; echo "generating $in ($ext_size_mib MiB, external data in $name.data)"
-    "$gen" "$in" "$ext_size_mib" --external "$name.data"
+  if [ ! -f "$in" ] || [ ! -f "$d/in/$name.onnx.data" ]; then
+    echo; echo "generating $in ($ext_size_mib MiB, external data in $name.onnx.data)"
+    "$gen" "$in" "$ext_size_mib" --external "$name.onnx.data"
   fi
-  dsize=$(fsize "$d/in/$name.data")
+  dsize=$(fsize "$d/in/$name.onnx.data")
   mkdir -p "$d/out"
-  clean=("$d/cp.data" "$d/cpsync.data" "$d/out/$name.onnx" "$d/out/$name.data")
+  clean=("$d/cp.data" "$d/cpsync.data" "$d/out/$name.onnx" "$d/out/$name.onnx.data")
   echo; echo "case 2: round trip of a model with $(mib "$dsize") MiB of external data"
-  warm "$in" "$d/in/$name.data"
-  bench cp "cp '$d/in/$name.data' '$d/cp.data'" \
-        cp+fsync "sh -c 'cp \"\$0\" \"\$1\" && sync \"\$1\"' '$d/in/$name.data' '$d/cpsync.data'" \
+  warm "$in" "$d/in/$name.onnx.data"
+  bench cp "cp '$d/in/$name.onnx.data' '$d/cp.data'" \
+        cp+fsync "sh -c 'cp \"\$0\" \"\$1\" && sync \"\$1\"' '$d/in/$name.onnx.data' '$d/cpsync.data'" \
         halfguard "'$hg' convert --passes none '$in' -o '$d/out/$name.onnx'"
   identical=$(same "$in" "$d/out/$name.onnx")
-  identical_data=$(same "$d/in/$name.data" "$d/out/$name.data")
+  identical_data=$(same "$d/in/$name.onnx.data" "$d/out/$name.onnx.data")
   rss_mib=$(kib2mib "${max_rss[halfguard]}")
   v3=$(verdict "$rss_mib" 300)
   echo
-  printf '  %-34s %s MiB in %s; model %s bytes\n' "external data" "$(mib "$dsize")" "$name.data" "$(fsize "$in")"
+  printf '  %-34s %s MiB in %s; model %s bytes\n' "external data" "$(mib "$dsize")" "$name.onnx.data" "$(fsize "$in")"
   printf '  %-34s %s MiB   target <= 300  %s\n' "halfguard peak RSS" "$rss_mib" "$v3"
   printf '  %-34s %s s\n' "cp time (data file)" "${best_t[cp]}"
   printf '  %-34s %s s\n' "cp + fsync time (data file)" "${best_t[cp+fsync]}"

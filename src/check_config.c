@@ -166,7 +166,20 @@ hg_check_config_load(const char *path, GError **error)
     g_return_val_if_fail(path != NULL, NULL);
     g_autoptr(GKeyFile) kf = g_key_file_new();
     g_autoptr(GError) e = NULL;
-    if (!g_key_file_load_from_file(kf, path, G_KEY_FILE_NONE, &e)) {
+    g_autofree char *text = NULL;
+    gsize len = 0;
+    if (!g_file_get_contents(path, &text, &len, &e)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s: %s", path, e->message);
+        return NULL;
+    }
+    /* GKeyFile stops at a NUL byte: binary garbage read as an empty file would check with no
+     * configuration at all. A configuration is UTF-8 text or an error. */
+    if (memchr(text, 0, len) || !g_utf8_validate(text, (gssize)len, NULL)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: not a configuration file: %s", path,
+                    memchr(text, 0, len) ? "it contains a NUL byte" : "it is not UTF-8 text");
+        return NULL;
+    }
+    if (!g_key_file_load_from_data(kf, text, len, G_KEY_FILE_NONE, &e)) {
         g_set_error(error, HG_ERROR, e->domain == G_FILE_ERROR ? HG_ERROR_IO : HG_ERROR_USAGE, "%s: %s",
                     path, e->message);
         return NULL;

@@ -1,6 +1,7 @@
 /* The graph IR: construction, editing, topological order and the invariant checker. */
 #include "halfguard/ir.h"
 #include "ir_private.h"
+#include "outfile.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -489,6 +490,7 @@ hg_model_free(HgModel *m)
 {
     if (!m)
         return;
+    hg_outfile_forget(m);
     g_ptr_array_unref(m->opsets);
     g_free(m->producer_name);
     g_free(m->producer_version);

@@ -1,7 +1,9 @@
 /* JSON writing shared by the reports and files. */
 #include "json_util.h"
+#include "outfile.h"
 
 #include <math.h>
+#include <string.h>
 
 void
 hg_json_add_num(JsonBuilder *b, const char *key, double v)
@@ -52,5 +54,5 @@ gboolean
 hg_json_save(JsonBuilder *b, const char *path, GError **error)
 {
     g_autofree char *text = hg_json_to_text(b);
-    return g_file_set_contents(path, text, -1, error);
+    return hg_outfile_write(path, text, strlen(text), error);
 }

@@ -14,7 +14,7 @@ void hg_json_add_int(JsonBuilder *b, const char *key, gint64 v);
 void hg_json_add_bool(JsonBuilder *b, const char *key, gboolean v);
 /* b's document as pretty-printed text ending in a newline (g_free). */
 char *hg_json_to_text(JsonBuilder *b);
-/* b's document written to path (atomically, as g_file_set_contents does). */
+/* b's document written to path under outfile.h's rules ("-" is standard output). */
 gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
 
 G_END_DECLS

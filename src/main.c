@@ -19,11 +19,14 @@ typedef struct {
 
 static const Command *find_command(const char *name);
 
-/* Print "FILE: message" for a failed model, the way compilers do. */
+/* Print "FILE: message" for a failed model, the way compilers do. An output's error names the output
+ * itself. */
 static void
 report_error(const char *file, const GError *error)
 {
-    if (file)
+    if (g_error_matches(error, HG_ERROR, HG_ERROR_OUTPUT))
+        fprintf(stderr, "%s\n", error->message);
+    else if (file)
         fprintf(stderr, "%s: %s\n", file, error->message);
     else
         fprintf(stderr, "halfguard: %s\n", error->message);
@@ -219,7 +222,8 @@ cmd_convert(int argc, char **argv)
     Analysis an = {0};
     gboolean keep_io = FALSE, trtexec = FALSE;
     GOptionEntry entries[] = {
-        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the model to FILE (one input)", "FILE"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "Write the model to FILE (one input; - for standard output)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
          "Write each model to DIR under its own name (several inputs)", "DIR"},
         ANALYSIS_ENTRIES(an),
@@ -232,7 +236,8 @@ cmd_convert(int argc, char **argv)
         {"force-fp16-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &force_nodes,
          "Run nodes whose name matches REGEX in FP16 whatever the analysis says (repeatable)", "REGEX"},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
-         "Write every decision with its reason and interval to FILE (JSON; one input)", "FILE.json"},
+         "Write every decision with its reason and interval to FILE (JSON; one input; - for stdout)",
+         "FILE.json"},
         {"emit-trtexec", 0, 0, G_OPTION_ARG_NONE, &trtexec,
          "Print trtexec's --precisionConstraints/--layerPrecisions for the FP32 nodes (TensorRT <= 10)",
          NULL},
@@ -246,13 +251,17 @@ cmd_convert(int argc, char **argv)
     g_auto(GStrv) pass_list = NULL;
     g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     const char *usage;
+    int stdout_users;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
+    stdout_users = (output && strcmp(output, "-") == 0) + (report && strcmp(report, "-") == 0) +
+                   (dump_after != NULL);
     usage = argc < 2                  ? "no input model"
             : output && output_dir    ? "give -o or -O, not both"
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
             : output && argc > 2      ? "-o takes one input; use -O DIR for several"
             : report && argc > 2      ? "--report takes one input"
+            : stdout_users > 1        ? "only one of -o -, --report - and --dump-after may use stdout"
                                       : NULL;
     if (usage) {
         fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", usage);
@@ -314,10 +323,11 @@ cmd_convert(int argc, char **argv)
             continue;
         }
         g_autofree char *summary = hg_pass_ctx_summary(&ctx);
-        fprintf(dump_after ? stderr : stdout, "%s -> %s: %s\n", in, out, summary);
+        FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
+        fprintf(info, "%s -> %s: %s\n", in, out, summary);
         g_autofree char *tr = trtexec ? hg_pass_ctx_trtexec(&ctx) : NULL;
         if (trtexec)
-            printf("%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+            fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
         hg_pass_ctx_clear(&ctx);
     }
 out:
@@ -465,7 +475,8 @@ cmd_calibrate(int argc, char **argv)
     GOptionEntry entries[] = {
         {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
          "A folder of inputs (repeat for several samples)", "DIR"},
-        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "The statistics file (JSON)", "FILE"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+         "The statistics file (JSON; - for standard output)", "FILE"},
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
         {NULL},
     };
@@ -780,10 +791,15 @@ static const Command commands[] = {
     {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
      "Make models FP16-safe: mixed precision through the pass pipeline, saved atomically.",
      "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
-     "otherwise), checks the graph after every pass, and writes the result atomically: a\n"
-     "temporary file beside the output, then a rename. The input is never modified; -o may\n"
-     "name the input itself. External data is written beside the output under the same\n"
-     "relative names. With --passes none the output is the input, byte for byte.\n\n"
+     "otherwise), checks the graph after every pass, and writes the result. A regular file is\n"
+     "replaced atomically (a temporary .NAME.halfguard-tmp.PID in its folder, then a rename; a\n"
+     "symbolic link is followed); a character device or a FIFO is written to directly, not\n"
+     "atomically; - is standard output; anything else (a directory, a socket) is an error.\n"
+     "An input is never replaced: -o may name the input itself only when it keeps no external\n"
+     "data, and no output may be one of its data files. External data goes to one file of the\n"
+     "output's own, OUT.data beside it; so do the largest initializers of a model that would\n"
+     "pass protobuf's 2 GiB limit. With --passes none the output is the input, byte for byte\n"
+     "(external data: but for the data file's name).\n\n"
      "Passes, in order: fold_shapes (shape arithmetic becomes constants), fuse_layernorm\n"
      "(decomposed LayerNorm becomes opset-17 LayerNormalization), prescale (a scale after a MatMul\n"
      "moves before it, L2 norms are pre-scaled), avgpool_integral (integral-image\n"

@@ -2,8 +2,8 @@
  *
  * Load: map the file, let protobuf-c unpack it, convert every message into the IR (stealing the large
  * raw_data buffers instead of copying them), map external data files read-only, and reject what is
- * invalid. Save: build protobuf-c messages that point into the IR (no copies), and stream them to a
- * temporary file that is renamed over the destination.
+ * invalid. Save: build protobuf-c messages that point into the IR (no copies), and stream them to the
+ * output (src/outfile.c: a temporary file renamed over the destination, or a stream written as is).
  *
  * Lossless round trips rest on three things: the IR keeps every field and the presence of optional
  * ones; protobuf-c keeps unknown fields and writes them back; and the encoding of repeated scalars
@@ -13,6 +13,7 @@
 #include "halfguard/text.h"
 #include "ir_private.h"
 #include "onnx.pb-c.h"
+#include "outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -268,6 +269,7 @@ map_external(LoadCtx *c, const char *tensor, const char *loc)
     }
     b = hg_blob_new_mapped(addr, (gsize)st.st_size, fd);
     g_hash_table_insert(c->ext_files, g_strdup(loc), b);
+    hg_outfile_protect(c->model, &st, loc, FALSE);
     return b;
 }
 
@@ -1227,6 +1229,52 @@ give_up:
     return NULL;
 }
 
+/* protobuf-c unpacks a string field into a C string, so "x\0evil" would become "x": another name, and
+ * another model than the file holds. Every string field (names, op types, domains, keys, doc
+ * strings; bytes fields such as attribute values may hold any byte) is checked on the wire first,
+ * walking the messages the schema nests with a stack of our own. What is malformed is left to
+ * protobuf-c to refuse. */
+static gboolean
+check_strings(const guint8 *d, gsize len, GError **error)
+{
+    typedef struct {
+        const ProtobufCMessageDescriptor *desc;
+        gsize pos, end;
+    } Frame;
+    g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(Frame));
+    Frame top = {&onnx__model_proto__descriptor, 0, len};
+    g_array_append_val(stack, top);
+    while (stack->len) {
+        Frame *f = &g_array_index(stack, Frame, stack->len - 1);
+        if (f->pos >= f->end) {
+            g_array_set_size(stack, stack->len - 1);
+            continue;
+        }
+        guint32 field;
+        guint wt;
+        gsize vstart, vlen;
+        if (!wire_field(d, f->end, &f->pos, &field, &wt, &vstart, &vlen))
+            return TRUE;
+        if (wt != 2)
+            continue;
+        const ProtobufCMessageDescriptor *desc = f->desc;
+        const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(desc, field);
+        if (!fd)
+            continue;
+        if (fd->type == PROTOBUF_C_TYPE_STRING && memchr(d + vstart, 0, vlen)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                        "not a valid ONNX model: a string (%s.%s) contains a NUL byte", desc->short_name,
+                        fd->name);
+            return FALSE;
+        }
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+            Frame inner = {fd->descriptor, vstart, vstart + vlen};
+            g_array_append_val(stack, inner); /* f is stale from here */
+        }
+    }
+    return TRUE;
+}
+
 /* Load from bytes; with file set (the mapping of data), large initializers view it. */
 static HgModel *
 load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError **error)
@@ -1239,6 +1287,8 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "empty file, not an ONNX model");
         return NULL;
     }
+    if (!check_strings(data, len, error))
+        return NULL;
     g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(Span));
     g_autoptr(GByteArray) stripped = file ? strip_payloads(data, len, spans) : NULL;
     Onnx__ModelProto *pb = stripped ? onnx__model_proto__unpack(NULL, stripped->len, stripped->data)
@@ -1364,6 +1414,8 @@ hg_model_load(const char *path, GError **error)
         m = load_model(data ? data : (const guint8 *)"", len, dir, file, error);
     }
     hg_blob_unref(file);
+    if (m)
+        hg_outfile_protect(m, &st, path, TRUE);
     return m;
 }
 
@@ -1394,6 +1446,12 @@ typedef struct {
     GPtrArray *allocs;
     HgEncoding encoding;
     GPtrArray *unpacked; /* messages unpacked from pass-through bytes, freed with free_unpacked */
+    /* Where tensor bytes go (hg_model_save): tensors in placed (HgTensor* -> gint64* offset) are
+     * written as references into the data file called location; with inline_external, tensors that
+     * are external in the IR are written as raw_data instead. */
+    GHashTable *placed;
+    const char *location;
+    gboolean inline_external;
 } SaveCtx;
 
 static gpointer
@@ -1439,6 +1497,47 @@ pairs_to_pb(SaveCtx *s, const GPtrArray *a, size_t *n)
         out[i]->key = sp->key;
         out[i]->value = sp->value;
         unknown_to_pb(s, &out[i]->base, sp->unknown);
+    }
+    return out;
+}
+
+/* t's external_data entries as written to the output: location, offset and length name its place in
+ * s->location; other entries (checksum, ...) keep their place and value; missing ones are appended. */
+static Onnx__StringStringEntryProto **
+ext_pairs_to_pb(SaveCtx *s, const HgTensor *t, gint64 offset, size_t *n)
+{
+    const char *keys[3] = {"location", "offset", "length"};
+    char *vals[3] = {(char *)s->location, g_strdup_printf("%" G_GINT64_FORMAT, offset),
+                     g_strdup_printf("%" G_GSIZE_FORMAT, t->nbytes)};
+    g_ptr_array_add(s->allocs, vals[1]);
+    g_ptr_array_add(s->allocs, vals[2]);
+    gboolean seen[3] = {FALSE, FALSE, FALSE};
+    guint have = t->external ? t->external->len : 0;
+    Onnx__StringStringEntryProto **out = salloc(s, sizeof(*out) * (have + 3));
+    *n = 0;
+    for (guint i = 0; i < have; i++) {
+        const HgStringPair *sp = t->external->pdata[i];
+        Onnx__StringStringEntryProto *e =
+            SNEW(s, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__init);
+        e->key = sp->key;
+        e->value = sp->value;
+        for (guint k = 0; k < 3; k++) {
+            if (g_strcmp0(sp->key, keys[k]) == 0) {
+                e->value = vals[k];
+                seen[k] = TRUE;
+            }
+        }
+        unknown_to_pb(s, &e->base, sp->unknown);
+        out[(*n)++] = e;
+    }
+    for (guint k = 0; k < 3; k++) {
+        if (seen[k])
+            continue;
+        Onnx__StringStringEntryProto *e =
+            SNEW(s, Onnx__StringStringEntryProto, onnx__string_string_entry_proto__init);
+        e->key = (char *)keys[k];
+        e->value = vals[k];
+        out[(*n)++] = e;
     }
     return out;
 }
@@ -1633,7 +1732,17 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
     pb->doc_string = t->doc_string;
     pb->has_data_location = t->has_data_location;
     pb->data_location = (Onnx__TensorProto__DataLocation)t->data_location;
-    pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
+    const gint64 *placed = s->placed ? g_hash_table_lookup(s->placed, t) : NULL;
+    gboolean inlined = !placed && s->inline_external && t->storage == HG_STORAGE_EXTERNAL;
+    if (placed) {
+        pb->has_data_location = TRUE;
+        pb->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        pb->external_data = ext_pairs_to_pb(s, t, *placed, &pb->n_external_data);
+    } else if (inlined) {
+        pb->has_data_location = FALSE;
+    } else {
+        pb->external_data = pairs_to_pb(s, t->external, &pb->n_external_data);
+    }
     pb->metadata_props = pairs_to_pb(s, t->metadata, &pb->n_metadata_props);
     unknown_to_pb(s, &pb->base, t->unknown);
     if (t->has_segment) {
@@ -1643,6 +1752,14 @@ tensor_to_pb(SaveCtx *s, const HgTensor *t)
         pb->segment->has_end = t->has_seg_end;
         pb->segment->end = t->seg_end;
         unknown_to_pb(s, &pb->segment->base, t->segment_unknown);
+    }
+    if (placed)
+        return pb;
+    if (inlined) {
+        pb->has_raw_data = TRUE;
+        pb->raw_data.len = t->nbytes;
+        pb->raw_data.data = (uint8_t *)t->data;
+        return pb;
     }
     switch (t->storage) {
     case HG_STORAGE_RAW:
@@ -1934,7 +2051,7 @@ guint8 *
 hg_model_save_bytes(HgModel *m, gsize *len, GError **error)
 {
     g_return_val_if_fail(m != NULL && len != NULL, NULL);
-    SaveCtx s;
+    SaveCtx s = {0};
     save_ctx_init(&s, m);
     Onnx__ModelProto pb;
     guint8 *buf = NULL;
@@ -1979,8 +2096,6 @@ typedef struct {
     GPtrArray *sources; /* HgBlob mappings that large pieces may be copied from by the kernel */
 } FdBuffer;
 
-static gboolean write_all(int fd, const guint8 *p, gsize n, int *err);
-
 /* Copy len bytes at data, which lie inside a mapped file, from that file with copy_file_range: the
  * kernel moves page-cache pages, nothing is read into this process. FALSE when no source holds them
  * or the kernel cannot (the caller then writes them). */
@@ -2006,34 +2121,17 @@ fd_copy_from_source(FdBuffer *b, size_t len, const uint8_t *data)
         if (left == 0)
             return TRUE;
         /* Partial copies leave the file position where the data continues: write the rest. */
-        write_all(b->fd, data + (len - left), left, &b->err);
+        hg_write_all(b->fd, data + (len - left), left, &b->err);
         return TRUE;
     }
     return FALSE;
-}
-
-static gboolean
-write_all(int fd, const guint8 *p, gsize n, int *err)
-{
-    while (n) {
-        ssize_t w = write(fd, p, MIN(n, (gsize)1 << 30));
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            *err = errno;
-            return FALSE;
-        }
-        p += w;
-        n -= (gsize)w;
-    }
-    return TRUE;
 }
 
 static void
 fd_flush(FdBuffer *b)
 {
     if (b->used && !b->err)
-        write_all(b->fd, b->buf, b->used, &b->err);
+        hg_write_all(b->fd, b->buf, b->used, &b->err);
     b->used = 0;
 }
 
@@ -2047,7 +2145,7 @@ fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
     if (len >= b->cap / 2) {
         fd_flush(b);
         if (!b->err && !fd_copy_from_source(b, len, data))
-            write_all(b->fd, data, len, &b->err);
+            hg_write_all(b->fd, data, len, &b->err);
         return;
     }
     if (b->used + len > b->cap)
@@ -2056,99 +2154,12 @@ fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
     b->used += len;
 }
 
-/* Create a temporary file beside path; returns its fd and name. */
-static int
-open_temp_beside(const char *path, char **tmp_name, GError **error)
-{
-    g_autofree char *dir = g_path_get_dirname(path);
-    g_autofree char *base = g_path_get_basename(path);
-    char *tmpl = g_strdup_printf("%s/.%s.XXXXXX", dir, base);
-    int fd = g_mkstemp_full(tmpl, O_WRONLY | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create a file in %s: %s", dir,
-                    g_strerror(errno));
-        g_free(tmpl);
-        return -1;
-    }
-    /* mkstemp makes 0600; a model is an ordinary file, readable as umask allows. */
-    mode_t um = umask(0);
-    umask(um);
-    fchmod(fd, 0666 & ~um);
-    *tmp_name = tmpl;
-    return fd;
-}
-
-/* A written temporary file waiting to be renamed over its destination. */
-typedef struct {
-    char *tmp, *dest;
-} Staged;
-
-static void
-staged_free(gpointer p)
-{
-    Staged *st = p;
-    g_free(st->tmp);
-    g_free(st->dest);
-    g_free(st);
-}
-
-/* Flush and close a finished temporary file; on success add it to staged for commit_staged().
- * On failure (err set, or flushing fails) the temporary is removed. */
+/* Copy len bytes at src_off of src to dst_off of dst, without reading them into memory where the
+ * kernel can do it (copy_file_range), else through a bounded buffer. */
 static gboolean
-stage_temp(int fd, char *tmp, const char *path, int err, GPtrArray *staged, GError **error)
+copy_range(int src, gint64 src_off, int dst, gint64 dst_off, gint64 len, int *err)
 {
-    /* The rename makes the write atomic for every process. Flushing to disk first matters only when
-     * the rename replaces a file, which a crash must not leave empty (ext4's delayed allocation);
-     * GLib's g_file_set_contents follows the same rule, and a new file skips the cost. */
-    struct stat st;
-    if (!err && stat(path, &st) == 0 && fsync(fd) != 0 && errno != EINVAL)
-        err = errno;
-    if (close(fd) != 0 && !err)
-        err = errno;
-    if (err) {
-        unlink(tmp);
-        g_free(tmp);
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", path, g_strerror(err));
-        return FALSE;
-    }
-    Staged *s = g_new0(Staged, 1);
-    s->tmp = tmp;
-    s->dest = g_strdup(path);
-    g_ptr_array_add(staged, s);
-    return TRUE;
-}
-
-static void
-discard_staged(GPtrArray *staged)
-{
-    for (guint i = 0; i < staged->len; i++)
-        unlink(((Staged *)staged->pdata[i])->tmp);
-    g_ptr_array_set_size(staged, 0);
-}
-
-/* Rename every staged file into place, in order (data files before the model that names them). */
-static gboolean
-commit_staged(GPtrArray *staged, GError **error)
-{
-    for (guint i = 0; i < staged->len; i++) {
-        Staged *s = staged->pdata[i];
-        if (rename(s->tmp, s->dest) != 0) {
-            int e = errno;
-            g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: %s", s->dest, g_strerror(e));
-            for (guint k = i; k < staged->len; k++)
-                unlink(((Staged *)staged->pdata[k])->tmp);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-/* Copy len bytes at off of src into fd at the same offset, without reading them into memory where
- * the kernel can do it (copy_file_range), else through a bounded buffer. */
-static gboolean
-copy_range(int src, int dst, gint64 off, gint64 len, int *err)
-{
-    loff_t in = off, out = off;
+    loff_t in = src_off, out = dst_off;
     while (len > 0) {
         ssize_t n = copy_file_range(src, &in, dst, &out, (size_t)MIN(len, (gint64)1 << 30), 0);
         if (n < 0 && errno == EINTR)
@@ -2180,71 +2191,90 @@ copy_range(int src, int dst, gint64 off, gint64 len, int *err)
     return ok;
 }
 
+/* ---------------------------------------------------------------- the output's external data */
+
+/* Every output model that keeps data outside itself gets one data file of its own, named after it
+ * (OUT.onnx -> OUT.onnx.data, ONNX's save_model convention), so that outputs never share or
+ * overwrite one another's data, whatever the inputs called theirs. DataPlan says what goes there. */
 typedef struct {
-    char *location;
-    GPtrArray *tensors; /* of HgTensor, borrowed */
-} ExtFile;
+    GPtrArray *tensors;    /* HgTensor* written to the data file, in file order (borrowed) */
+    GHashTable *offsets;   /* HgTensor* -> gint64* offset in the data file */
+    const HgBlob *whole;   /* a source file copied whole (its tensors keep their offsets), or NULL */
+    gint64 end;            /* the data file's size */
+} DataPlan;
 
 static void
-ext_file_free(gpointer p)
+data_plan_init(DataPlan *p)
 {
-    ExtFile *e = p;
-    g_free(e->location);
-    g_ptr_array_unref(e->tensors);
-    g_free(e);
+    p->tensors = g_ptr_array_new();
+    p->offsets = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    p->whole = NULL;
+    p->end = 0;
 }
 
-typedef struct {
-    GPtrArray *files; /* of ExtFile, in first-use order */
-    GHashTable *by_location;
-} ExtPlan;
+static void
+data_plan_clear(DataPlan *p)
+{
+    g_ptr_array_unref(p->tensors);
+    g_hash_table_unref(p->offsets);
+}
 
 static void
-collect_ext_tensor(ExtPlan *p, HgTensor *t)
+data_plan_put(DataPlan *p, HgTensor *t, gint64 off)
 {
-    if (!t || t->storage != HG_STORAGE_EXTERNAL)
-        return;
-    ExtFile *e = g_hash_table_lookup(p->by_location, t->ext_location);
-    if (!e) {
-        e = g_new0(ExtFile, 1);
-        e->location = g_strdup(t->ext_location);
-        e->tensors = g_ptr_array_new();
-        g_ptr_array_add(p->files, e);
-        g_hash_table_insert(p->by_location, e->location, e);
-    }
-    g_ptr_array_add(e->tensors, t);
+    gint64 *o = g_new(gint64, 1);
+    *o = off;
+    g_hash_table_insert(p->offsets, t, o);
+    g_ptr_array_add(p->tensors, t);
+    p->end = MAX(p->end, off + (gint64)t->nbytes);
+}
+
+/* Append t at the next 64-byte boundary. */
+static void
+data_plan_append(DataPlan *p, HgTensor *t)
+{
+    data_plan_put(p, t, (p->end + 63) & ~(gint64)63);
+}
+
+static void
+collect_ext_tensor(GPtrArray *out, HgTensor *t)
+{
+    if (t && t->storage == HG_STORAGE_EXTERNAL && !g_ptr_array_find(out, t, NULL))
+        g_ptr_array_add(out, t);
 }
 
 static void
 collect_ext_graph(HgGraph *g, gpointer data)
 {
-    ExtPlan *p = data;
+    GPtrArray *out = data;
     for (guint i = 0; i < g->initializers->len; i++)
-        collect_ext_tensor(p, g->initializers->pdata[i]);
+        collect_ext_tensor(out, g->initializers->pdata[i]);
     for (guint i = 0; i < g->sparse_initializers->len; i++) {
         HgSparseTensor *s = g->sparse_initializers->pdata[i];
-        collect_ext_tensor(p, s->values);
-        collect_ext_tensor(p, s->indices);
+        collect_ext_tensor(out, s->values);
+        collect_ext_tensor(out, s->indices);
     }
     for (guint i = 0; i < g->nodes->len; i++) {
         HgNode *n = g->nodes->pdata[i];
         for (guint k = 0; k < n->attrs->len; k++) {
             HgAttr *a = n->attrs->pdata[k];
-            collect_ext_tensor(p, a->t);
+            collect_ext_tensor(out, a->t);
             for (guint j = 0; a->tensors && j < a->tensors->len; j++)
-                collect_ext_tensor(p, a->tensors->pdata[j]);
+                collect_ext_tensor(out, a->tensors->pdata[j]);
         }
     }
 }
 
-/* TRUE when every tensor of e still views the same bytes of one source file at its recorded
- * offset: then the file is copied whole and stays byte-identical. */
+/* The one mapped source file that every tensor in ext still views at its recorded offset, or NULL:
+ * then the file is copied whole and stays byte-identical. Not when those tensors hold less than half
+ * of it (the rest converted, or dropped): the dead bytes would go along. */
 static const HgBlob *
-ext_unchanged_source(const ExtFile *e)
+ext_unchanged_source(const GPtrArray *ext)
 {
     const HgBlob *src = NULL;
-    for (guint i = 0; i < e->tensors->len; i++) {
-        const HgTensor *t = e->tensors->pdata[i];
+    guint64 live = 0;
+    for (guint i = 0; i < ext->len; i++) {
+        const HgTensor *t = ext->pdata[i];
         gsize blen;
         const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
         if (hg_blob_fd(t->blob) < 0 || (src && src != t->blob))
@@ -2252,69 +2282,181 @@ ext_unchanged_source(const ExtFile *e)
         if (t->nbytes && (const guint8 *)t->data != base + t->ext_offset)
             return NULL;
         src = t->blob;
+        live += t->nbytes;
     }
-    return src;
+    gsize len = 0;
+    if (src)
+        hg_blob_data(src, &len);
+    return src && live * 2 >= len ? src : NULL;
+}
+
+/* Place the tensors that are external in the IR: at their offsets when their one source file is
+ * copied whole, else laid out again in order, each at a 64-byte boundary. */
+static void
+data_plan_external(DataPlan *p, HgModel *m)
+{
+    g_autoptr(GPtrArray) ext = g_ptr_array_new();
+    if (m->graph)
+        hg_graph_foreach(m->graph, collect_ext_graph, ext);
+    if (!ext->len)
+        return;
+    p->whole = ext_unchanged_source(ext);
+    if (p->whole) {
+        gsize len;
+        hg_blob_data(p->whole, &len);
+        p->end = (gint64)len;
+    }
+    for (guint i = 0; i < ext->len; i++) {
+        HgTensor *t = ext->pdata[i];
+        if (p->whole)
+            data_plan_put(p, t, t->ext_offset);
+        else
+            data_plan_append(p, t);
+    }
+}
+
+/* Write the data file: the whole source first when there is one, then every tensor not inside it,
+ * copied by the kernel from a mapped file where it lies in one. */
+static int
+write_data_file(const DataPlan *p, int fd)
+{
+    int err = 0;
+    if (p->whole) {
+        gsize len;
+        hg_blob_data(p->whole, &len);
+        if (!copy_range(hg_blob_fd(p->whole), 0, fd, 0, (gint64)len, &err) && !err)
+            err = EIO;
+    }
+    for (guint i = 0; i < p->tensors->len && !err; i++) {
+        const HgTensor *t = p->tensors->pdata[i];
+        if (p->whole && t->blob == p->whole)
+            continue;
+        gint64 off = *(gint64 *)g_hash_table_lookup(p->offsets, t);
+        gsize blen;
+        const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
+        if (hg_blob_fd(t->blob) >= 0 && t->nbytes) {
+            if (!copy_range(hg_blob_fd(t->blob), (const guint8 *)t->data - base, fd, off,
+                            (gint64)t->nbytes, &err) && !err)
+                err = EIO;
+            continue;
+        }
+        const guint8 *d = t->data;
+        gsize left = t->nbytes;
+        while (left && !err) {
+            ssize_t n = pwrite(fd, d, MIN(left, (gsize)1 << 30), off);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                err = n < 0 ? errno : EIO;
+                break;
+            }
+            d += n;
+            off += n;
+            left -= (gsize)n;
+        }
+    }
+    /* Trailing padding is not written; the file is as long as its last tensor's end. */
+    if (!err && ftruncate(fd, p->end) != 0)
+        err = errno;
+    return err;
+}
+
+/* ---------------------------------------------------------------- the 2 GiB limit */
+
+/* Protobuf cannot parse a message of 2 GiB or more (onnx.load fails; so does every reader built on
+ * the reference library). A model is kept below that, less a margin, by moving its largest
+ * initializers to its data file. HALFGUARD_TEST_PROTOBUF_LIMIT (bytes) lowers the limit: it exists
+ * for the test suite, which checks the mechanism on a small model. */
+#define PROTOBUF_LIMIT (((gint64)1 << 31) - ((gint64)64 << 20))
+/* Initializers smaller than this stay in the model (onnx's convert_model_to_external_data default). */
+#define EXTERNAL_MIN_BYTES 1024
+
+static gint64
+protobuf_limit(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_PROTOBUF_LIMIT");
+    gint64 v;
+    if (env && parse_i64(env, &v) && v > 0 && v < PROTOBUF_LIMIT)
+        return v;
+    return PROTOBUF_LIMIT;
 }
 
 static void
-set_external_entry(HgTensor *t, const char *key, gint64 v)
+collect_movable(HgGraph *g, gpointer data)
 {
-    g_autofree char *val = g_strdup_printf("%" G_GINT64_FORMAT, v);
-    for (guint i = 0; t->external && i < t->external->len; i++) {
-        HgStringPair *sp = t->external->pdata[i];
-        if (g_strcmp0(sp->key, key) == 0) {
-            g_free(sp->value);
-            sp->value = g_steal_pointer(&val);
-            return;
-        }
+    GPtrArray *out = data;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        HgTensor *t = g->initializers->pdata[i];
+        if ((t->storage == HG_STORAGE_RAW || t->storage == HG_STORAGE_TYPED) &&
+            hg_dtype_bits(t->dtype) > 0 && t->nbytes >= EXTERNAL_MIN_BYTES && t->data)
+            g_ptr_array_add(out, t);
     }
-    if (!t->external)
-        t->external = g_ptr_array_new_with_free_func(hg_string_pair_free);
-    HgStringPair *sp = g_new0(HgStringPair, 1);
-    sp->key = g_strdup(key);
-    sp->value = g_steal_pointer(&val);
-    g_ptr_array_add(t->external, sp);
 }
 
-/* Write one external data file beside out_path. Unchanged files are copied whole; otherwise the
- * tensors are laid out again in order, each at a 64-byte boundary, and their offsets updated. */
-static gboolean
-write_ext_file(ExtFile *e, const char *out_dir, GPtrArray *staged, GError **error)
+static gint
+by_size_desc(gconstpointer a, gconstpointer b)
 {
-    g_autofree char *dest = g_build_filename(out_dir, e->location, NULL);
-    g_autofree char *dest_dir = g_path_get_dirname(dest);
-    if (g_mkdir_with_parents(dest_dir, 0755) != 0) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot create %s: %s", dest_dir, g_strerror(errno));
-        return FALSE;
+    const HgTensor *x = *(HgTensor *const *)a, *y = *(HgTensor *const *)b;
+    return x->nbytes < y->nbytes ? 1 : x->nbytes > y->nbytes ? -1 : 0;
+}
+
+/* Pack m into pb under s (a fresh SaveCtx) and return its serialized size, or -1 on error. */
+static gint64
+build_pb(SaveCtx *s, HgModel *m, Onnx__ModelProto *pb, GError **error)
+{
+    save_ctx_init(s, m);
+    if (!model_to_pb(s, m, pb, error)) {
+        save_ctx_clear(s);
+        return -1;
     }
-    char *tmp = NULL;
-    int fd = open_temp_beside(dest, &tmp, error);
-    if (fd < 0)
-        return FALSE;
-    int err = 0;
-    const HgBlob *src = ext_unchanged_source(e);
-    if (src) {
-        gsize slen;
-        hg_blob_data(src, &slen);
-        if (!copy_range(hg_blob_fd(src), fd, 0, (gint64)slen, &err) && !err)
-            err = EIO;
-    } else {
-        gint64 off = 0;
-        for (guint i = 0; i < e->tensors->len && !err; i++) {
-            HgTensor *t = e->tensors->pdata[i];
-            off = (off + 63) & ~(gint64)63;
-            if (pwrite(fd, t->data, t->nbytes, off) != (ssize_t)t->nbytes) {
-                err = errno ? errno : EIO;
-                break;
-            }
-            t->ext_offset = off;
-            t->ext_length = (gint64)t->nbytes;
-            set_external_entry(t, "offset", off);
-            set_external_entry(t, "length", t->ext_length);
-            off += (gint64)t->nbytes;
+    return (gint64)protobuf_c_message_get_packed_size(&pb->base);
+}
+
+/* Build pb for m with the plan's placements; when it would pass the limit, move the largest
+ * initializers into the plan until it fits. stream: no data file can be written (every tensor must
+ * be inside the model). Returns the packed size, or -1 with an error (s is then cleared). */
+static gint64
+build_within_limit(SaveCtx *s, HgModel *m, DataPlan *plan, gboolean stream, const char *path,
+                   Onnx__ModelProto *pb, GError **error)
+{
+    gint64 limit = protobuf_limit();
+    gint64 size = build_pb(s, m, pb, error);
+    if (size < 0 || size <= limit)
+        return size;
+    g_autoptr(GPtrArray) movable = g_ptr_array_new();
+    if (!stream && m->graph)
+        hg_graph_foreach(m->graph, collect_movable, movable);
+    /* Stable: equal sizes keep graph order, so the layout is the same on every run. */
+    g_ptr_array_sort(movable, by_size_desc);
+    guint next = 0;
+    while (size > limit && next < movable->len) {
+        gint64 over = size - limit;
+        while (over > 0 && next < movable->len) {
+            HgTensor *t = movable->pdata[next++];
+            data_plan_append(plan, t);
+            over -= (gint64)t->nbytes - 128; /* the reference that replaces it costs about that */
         }
+        save_ctx_clear(s);
+        size = build_pb(s, m, pb, error);
+        if (size < 0)
+            return -1;
     }
-    return stage_temp(fd, tmp, dest, err, staged, error);
+    if (size > limit) {
+        save_ctx_clear(s);
+        if (stream)
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
+                        "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf, past the %"
+                        G_GINT64_FORMAT "-byte limit that ONNX readers parse; a stream (standard "
+                        "output, a FIFO, a device) cannot carry external data: write it to a file",
+                        path, size, limit);
+        else
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
+                        "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf even with every "
+                        "initializer in external data, past the %" G_GINT64_FORMAT "-byte limit that "
+                        "ONNX readers parse; not written", path, size, limit);
+        return -1;
+    }
+    return size;
 }
 
 /* Mapped files that raw initializers view: the saver copies those bytes from them. */
@@ -2334,57 +2476,57 @@ gboolean
 hg_model_save(HgModel *m, const char *path, GError **error)
 {
     g_return_val_if_fail(m != NULL && path != NULL, FALSE);
-    g_autofree char *out_dir = g_path_get_dirname(path);
-    /* Every file is written to a temporary first; only when all of them are complete are they
-     * renamed into place, data files before the model. A failure anywhere leaves the destination
-     * folder as it was. */
-    g_autoptr(GPtrArray) staged = g_ptr_array_new_with_free_func(staged_free);
-    /* What would make the last rename fail is best found before anything is written. */
-    if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "cannot write %s: Is a directory", path);
+    /* The model's own output is opened first: a path that must not be written fails before any file
+     * is touched, and its resolved target names the data file. */
+    HgOutFile *out = hg_outfile_open(path, 0, m, error);
+    if (!out)
         return FALSE;
-    }
-    if (m->graph) {
-        ExtPlan plan = {g_ptr_array_new_with_free_func(ext_file_free),
-                        g_hash_table_new(g_str_hash, g_str_equal)};
-        hg_graph_foreach(m->graph, collect_ext_graph, &plan);
-        gboolean ok = TRUE;
-        for (guint i = 0; i < plan.files->len && ok; i++)
-            ok = write_ext_file(plan.files->pdata[i], out_dir, staged, error);
-        g_ptr_array_unref(plan.files);
-        g_hash_table_unref(plan.by_location);
-        if (!ok) {
-            discard_staged(staged);
-            return FALSE;
-        }
-    }
+    gboolean stream = hg_outfile_is_stream(out);
+    g_autofree char *target_base = g_path_get_basename(hg_outfile_target(out));
+    g_autofree char *target_dir = g_path_get_dirname(hg_outfile_target(out));
+    g_autofree char *location = g_strconcat(target_base, ".data", NULL);
+    DataPlan plan;
+    data_plan_init(&plan);
+    if (!stream)
+        data_plan_external(&plan, m);
 
     SaveCtx s;
-    save_ctx_init(&s, m);
     Onnx__ModelProto pb;
-    if (!model_to_pb(&s, m, &pb, error)) {
+    /* The context reads the plan while the messages are built. */
+    s.placed = plan.offsets;
+    s.location = location;
+    s.inline_external = stream;
+    gint64 size = build_within_limit(&s, m, &plan, stream, path, &pb, error);
+    HgOutFile *data = NULL;
+    gboolean ok = size >= 0;
+    if (ok && plan.tensors->len) {
+        /* The data file is a regular file beside the model's target, never standard output. */
+        g_autofree char *data_path = g_build_filename(target_dir, location, NULL);
+        data = hg_outfile_open(data_path, HG_OUTFILE_SEEKABLE, NULL, error);
+        ok = data && hg_outfile_finish(data, write_data_file(&plan, hg_outfile_fd(data)), error);
+    }
+    if (ok) {
+        FdBuffer b = {{fd_append}, hg_outfile_fd(out), g_malloc(1 << 20), 0, 1 << 20, 0, 0,
+                      g_ptr_array_new()};
+        if (m->graph)
+            hg_graph_foreach(m->graph, collect_sources, b.sources);
+        protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
+        fd_flush(&b);
+        g_free(b.buf);
+        g_ptr_array_unref(b.sources);
+        ok = hg_outfile_finish(out, b.err, error);
+    }
+    if (size >= 0)
         save_ctx_clear(&s);
-        discard_staged(staged);
-        return FALSE;
+    data_plan_clear(&plan);
+    /* Data before the model that names it: the new model never appears without its data. */
+    if (ok && data) {
+        ok = hg_outfile_commit(data, error);
+        data = NULL;
     }
-    char *tmp = NULL;
-    int fd = open_temp_beside(path, &tmp, error);
-    if (fd < 0) {
-        save_ctx_clear(&s);
-        discard_staged(staged);
-        return FALSE;
-    }
-    FdBuffer b = {{fd_append}, fd, g_malloc(1 << 20), 0, 1 << 20, 0, 0, g_ptr_array_new()};
-    if (m->graph)
-        hg_graph_foreach(m->graph, collect_sources, b.sources);
-    protobuf_c_message_pack_to_buffer(&pb.base, &b.base);
-    fd_flush(&b);
-    g_free(b.buf);
-    g_ptr_array_unref(b.sources);
-    save_ctx_clear(&s);
-    if (!stage_temp(fd, tmp, path, b.err, staged, error)) {
-        discard_staged(staged);
-        return FALSE;
-    }
-    return commit_staged(staged, error);
+    if (ok)
+        return hg_outfile_commit(out, error);
+    hg_outfile_abort(data);
+    hg_outfile_abort(out);
+    return FALSE;
 }

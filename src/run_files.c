@@ -79,6 +79,11 @@ hg_run_to_dir(HgModel *m, const char *data_dir, const char *out_dir, const char 
               HgTensorFormat format, gboolean mark_all, int threads, GError **error)
 {
     g_return_val_if_fail(m != NULL && data_dir != NULL && out_dir != NULL, FALSE);
+    if (strcmp(out_dir, "-") == 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "-o takes a folder: standard output cannot hold several files");
+        return FALSE;
+    }
     g_autoptr(GPtrArray) feeds = hg_load_feeds(m, data_dir, error);
     if (!feeds)
         return FALSE;

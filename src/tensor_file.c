@@ -3,6 +3,7 @@
 #include "halfguard/io.h"
 #include "halfguard/run.h"
 #include "ir_private.h"
+#include "outfile.h"
 
 #include <string.h>
 
@@ -176,7 +177,7 @@ hg_tensor_save_npy(const HgTensor *t, const char *path, GError **error)
     g_string_append_c(out, (char)(h->len >> 8));
     g_string_append_len(out, h->str, (gssize)h->len);
     g_string_append_len(out, t->data, (gssize)t->nbytes);
-    gboolean ok = g_file_set_contents(path, out->str, (gssize)out->len, error);
+    gboolean ok = hg_outfile_write(path, out->str, out->len, error);
     g_string_free(h, TRUE);
     g_string_free(out, TRUE);
     return ok;
@@ -187,5 +188,5 @@ hg_tensor_save_pb_file(const HgTensor *t, const char *path, GError **error)
 {
     gsize len;
     g_autofree guint8 *buf = hg_tensor_save_pb(t, &len);
-    return g_file_set_contents(path, (const char *)buf, (gssize)len, error);
+    return hg_outfile_write(path, buf, len, error);
 }

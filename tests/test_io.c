@@ -672,12 +672,17 @@ test_external_data_round_trip(void **state)
     assert_int_equal(w->init->storage, HG_STORAGE_EXTERNAL);
     assert_memory_equal(w->init->data, ext_weights, 16);
 
+    /* The output's data file is its own, named after it; unchanged data is copied whole and only the
+     * location differs from the input. */
     g_autofree char *out = g_build_filename(out_dir, "model.onnx", NULL);
     assert_true(hg_model_save(m, out, &error));
     g_autoptr(GBytes) saved = read_file(out);
-    assert_true(g_bytes_equal(saved, bytes));
+    PbModel pm2;
+    g_autoptr(GBytes) renamed = pb_external(&pm2, "model.onnx.data", 8, 16);
+    assert_true(g_bytes_equal(saved, renamed));
+    pb_model_clear(&pm2);
     g_autofree char *wi = g_build_filename(in_dir, "weights.bin", NULL);
-    g_autofree char *wo = g_build_filename(out_dir, "weights.bin", NULL);
+    g_autofree char *wo = g_build_filename(out_dir, "model.onnx.data", NULL);
     g_autoptr(GBytes) win = read_file(wi), wout = read_file(wo);
     assert_non_null(wout);
     assert_true(g_bytes_equal(win, wout)); /* whole file copied, padding included */
@@ -774,7 +779,7 @@ test_failed_save_changes_nothing(void **state)
     g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
     write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
     write_weights(in_dir);
-    g_autofree char *theirs = g_build_filename(out_dir, "weights.bin", NULL);
+    g_autofree char *theirs = g_build_filename(out_dir, "model.onnx.data", NULL);
     write_file(theirs, "OTHER", 5);
     g_autofree char *out = g_build_filename(out_dir, "model.onnx", NULL);
     g_mkdir(out, 0755);
@@ -782,7 +787,7 @@ test_failed_save_changes_nothing(void **state)
     HgModel *m = hg_model_load(in, &error);
     assert_non_null(m);
     assert_false(hg_model_save(m, out, &error));
-    assert_hg_error(error, HG_ERROR_IO, "Is a directory");
+    assert_hg_error(error, HG_ERROR_OUTPUT, "is a directory");
     g_clear_error(&error);
     g_autoptr(GBytes) after = read_file(theirs);
     assert_int_equal(g_bytes_get_size(after), 5);
@@ -847,7 +852,7 @@ test_atomic_save(void **state)
     /* A folder that does not exist: an error, and no file appears. */
     g_autofree char *bad = g_build_filename(dir, "no", "such", "out.onnx", NULL);
     assert_false(hg_model_save(m, bad, &error));
-    assert_hg_error(error, HG_ERROR_IO, "cannot create a file in");
+    assert_hg_error(error, HG_ERROR_OUTPUT, "cannot create a file in");
     g_clear_error(&error);
     assert_false(g_file_test(bad, G_FILE_TEST_EXISTS));
     hg_model_free(m);

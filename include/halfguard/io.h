@@ -29,9 +29,17 @@ HG_API gboolean hg_model_validate(HgModel *m, GError **error);
  * references are written). */
 HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
 
-/* Write m to path atomically: a temporary file in path's folder, then rename. External data files are
- * written beside path under the same relative names (also atomically). path may be the file the model
- * was loaded from. On failure nothing at path changes. */
+/* Write m to path under the output rules (README "Outputs"): a regular file is replaced atomically
+ * (a temporary in the folder of the file a symbolic link points to, then a rename); a character
+ * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
+ * tensors go to the output's own data file, TARGET.data beside the target (its location entries say
+ * so): copied whole when they come unchanged from one file, else laid out again at 64-byte
+ * boundaries. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
+ * less 64 MiB (protobuf's limit; HALFGUARD_TEST_PROTOBUF_LIMIT lowers it for tests) has its
+ * largest initializers moved to the data file; if it cannot fit, or goes to a stream, nothing is
+ * written (HG_ERROR_OUTPUT). path may be the file m was loaded from when m keeps no external data;
+ * it may never be another file a live model was loaded from. On failure nothing at path changes
+ * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
 
 /* A serialized TensorProto (the ONNX test-data format, input_0.pb) as a new tensor, or NULL with an

@@ -37,6 +37,7 @@ typedef enum {
     HG_ERROR_INVALID,     /* a structurally invalid model: undefined value, cycle, duplicate, ... */
     HG_ERROR_UNSUPPORTED, /* valid ONNX that halfguard cannot handle */
     HG_ERROR_USAGE,       /* bad arguments */
+    HG_ERROR_OUTPUT,      /* an output that cannot or must not be written: "PATH: reason" */
 } HgErrorCode;
 
 /* ---------------------------------------------------------------- element types */
