@@ -37,6 +37,7 @@ typedef enum {
     HG_ERROR_INVALID,     /* a structurally invalid model: undefined value, cycle, duplicate, ... */
     HG_ERROR_UNSUPPORTED, /* valid ONNX that halfguard cannot handle */
     HG_ERROR_USAGE,       /* bad arguments */
+    HG_ERROR_INTERNAL,    /* halfguard broke a guarantee of its own (a bug): convert's type check */
 } HgErrorCode;
 
 /* ---------------------------------------------------------------- element types */
