@@ -141,6 +141,41 @@ def test_convert(tmp):
     rc, so, se = run("convert", "--passes", "cleanup", "--dump-after", "cleanup", dead, "-o", out)
     check("convert:dump-after", rc == 0 and "Relu" in so and "Neg" not in so, repr(so[:200]))
 
+    # A model that is already type-invalid (FLOAT + FLOAT16 at one Add) still converts: convert's type
+    # check only refuses what the passes broke.
+    half = helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2, 2])
+    invalid = os.path.join(tmp, "invalid.onnx")
+    onnx.save(model([helper.make_node("Add", ["x", "h"], ["y"], name="mixed")], [vi("x"), half], [vi("y")],
+                    opset=13), invalid)
+    out = os.path.join(tmp, "invalid.out.onnx")
+    rc, so, se = run("convert", invalid, "-o", out)
+    check("convert:input-already-invalid", rc == 0 and os.path.exists(out), repr(se))
+    test_convert_gelu(tmp)
+
+
+def gelu20_model(path):
+    """MatMul, an opset-20 Gelu (an op without a row in the op table), MatMul: issue 11's model."""
+    w = numpy_helper.from_array(np.eye(8, dtype=np.float32), "W")
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm0"),
+         helper.make_node("Gelu", ["h"], ["g"], name="gelu"),
+         helper.make_node("MatMul", ["g", "W"], ["y"], name="mm1")],
+        "g", [vi("x", (2, 8))], [vi("y", (2, 8))], [w]),
+        opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    onnx.save(m, path)
+
+
+def test_convert_gelu(tmp):
+    """Issue 11: the Gelu's input went FP32 with no Cast after it. convert's type check stops that:
+    exit 2, the node named, nothing written."""
+    path, out = os.path.join(tmp, "gelu20.onnx"), os.path.join(tmp, "gelu20.out.onnx")
+    gelu20_model(path)
+    rc, so, se = run("convert", path, "-o", out)
+    check("convert:gelu20-internal-error", rc == 2 and se.startswith(path + ": internal error: the converted "
+          "model does not type-check: node 'mm1' (MatMul): type parameter T is float at input 0 'g' but "
+          "float16 at input 1 'W'"), repr(se))
+    check("convert:gelu20-nothing-written", not os.path.exists(out), str(os.listdir(tmp)))
+
 
 def write_pb(path, array, name):
     with open(path, "wb") as f:
