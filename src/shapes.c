@@ -3,6 +3,7 @@
  * exactly, and small ones carry their values so that shape arithmetic folds. */
 #include "shapes.h"
 #include "ir_private.h"
+#include "ops/types.h"
 
 #include <string.h>
 
@@ -172,6 +173,23 @@ seed_inputs(HgShapes *s, HgGraph *g, const HgShapePin *pins, guint n_pins, GErro
     return TRUE;
 }
 
+/* An op without a row is opaque, but its signature still says which input's element type each output
+ * takes (Gelu's Y is X's T): so the passes know that an unknown op's float output is float. */
+static void
+opaque_dtypes(const HgShapes *s, const HgNode *n, HgValueShape **outs)
+{
+    gint64 opset = n->graph->model ? hg_model_opset(n->graph->model, n->domain) : 0;
+    const HgOpSchema *sig = hg_op_schema_nearest(n->domain, n->op_type, opset);
+    if (!sig)
+        return;
+    g_autofree int *in = g_new0(int, n->n_inputs + 1);
+    for (guint k = 0; k < n->n_inputs; k++)
+        in[k] = n->inputs[k] ? hg_shapes_dtype(s, n->inputs[k]) : HG_DTYPE_UNDEFINED;
+    for (guint k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] && outs[k]->dtype == HG_DTYPE_UNDEFINED)
+            outs[k]->dtype = hg_op_schema_output_dtype(sig, k, n->n_inputs, in);
+}
+
 HgShapes *
 hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error)
 {
@@ -215,6 +233,8 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
             for (guint k = 0; k < n->n_outputs; k++)
                 if (n->outputs[k])
                     hg_vshape_from_type(outs[k], n->outputs[k]->type);
+            /* Where nothing is declared, the op's signature says (Gelu's Y is X's T). */
+            opaque_dtypes(s, n, outs);
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             if (n->outputs[k])

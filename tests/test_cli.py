@@ -141,6 +141,45 @@ def test_convert(tmp):
     rc, so, se = run("convert", "--passes", "cleanup", "--dump-after", "cleanup", dead, "-o", out)
     check("convert:dump-after", rc == 0 and "Relu" in so and "Neg" not in so, repr(so[:200]))
 
+    # A model that is already type-invalid (FLOAT + FLOAT16 at one Add) still converts: convert's type
+    # check only refuses what the passes broke.
+    half = helper.make_tensor_value_info("h", TensorProto.FLOAT16, [2, 2])
+    invalid = os.path.join(tmp, "invalid.onnx")
+    onnx.save(model([helper.make_node("Add", ["x", "h"], ["y"], name="mixed")], [vi("x"), half], [vi("y")],
+                    opset=13), invalid)
+    out = os.path.join(tmp, "invalid.out.onnx")
+    rc, so, se = run("convert", invalid, "-o", out)
+    check("convert:input-already-invalid", rc == 0 and os.path.exists(out), repr(se))
+    test_convert_gelu(tmp)
+
+
+def gelu20_model(path):
+    """MatMul, an opset-20 Gelu (an op without a row in the op table), MatMul: issue 11's model."""
+    w = numpy_helper.from_array(np.eye(8, dtype=np.float32), "W")
+    m = helper.make_model(helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm0"),
+         helper.make_node("Gelu", ["h"], ["g"], name="gelu"),
+         helper.make_node("MatMul", ["g", "W"], ["y"], name="mm1")],
+        "g", [vi("x", (2, 8))], [vi("y", (2, 8))], [w]),
+        opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    onnx.save(m, path)
+
+
+def test_convert_gelu(tmp):
+    """Issue 11: the Gelu's input went FP32 with no Cast after it. Its signature now tells shape
+    inference that its output is float, so the Gelu's FP32 island is closed by a Cast (or its reader
+    joins it) and the model converts."""
+    path, out = os.path.join(tmp, "gelu20.onnx"), os.path.join(tmp, "gelu20.out.onnx")
+    gelu20_model(path)
+    rc, so, se = run("convert", path, "-o", out)
+    check("convert:gelu20", rc == 0 and os.path.exists(out), repr(se))
+    if rc == 0:
+        saved = onnx.load(out)
+        producer = {o: n for n in saved.graph.node for o in n.output}
+        gelu = [n for n in saved.graph.node if n.op_type == "Gelu"][0]
+        check("convert:gelu20-cast-in", producer[gelu.input[0]].op_type == "Cast",
+              str([(n.op_type, list(n.input)) for n in saved.graph.node]))
+
 
 def write_pb(path, array, name):
     with open(path, "wb") as f:

@@ -8,6 +8,7 @@
 #include <halfguard/pass.h>
 #include <halfguard/run.h>
 #include <halfguard/text.h>
+#include <halfguard/typecheck.h>
 
 G_BEGIN_DECLS
 

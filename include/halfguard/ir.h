@@ -38,6 +38,7 @@ typedef enum {
     HG_ERROR_UNSUPPORTED, /* valid ONNX that halfguard cannot handle */
     HG_ERROR_USAGE,       /* bad arguments */
     HG_ERROR_OUTPUT,      /* an output that cannot or must not be written: "PATH: reason" */
+    HG_ERROR_INTERNAL,    /* halfguard broke a guarantee of its own (a bug): convert's type check */
 } HgErrorCode;
 
 /* ---------------------------------------------------------------- element types */

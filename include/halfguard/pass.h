@@ -82,8 +82,10 @@ typedef struct {
     GString *dump_to;
 } HgPipelineOptions;
 
-/* Run the passes on m's main graph, verifying the graph after each. Returns FALSE with an HG_ERROR
- * when a pass fails or a name is unknown (HG_ERROR_USAGE); ctx collects the notes. */
+/* Run the passes on m's main graph, verifying the graph after each, then type-check the model
+ * (hg_model_typecheck). Returns FALSE with an HG_ERROR when a pass fails or a name is unknown
+ * (HG_ERROR_USAGE), or with HG_ERROR_INTERNAL naming the node when the passes left a type violation
+ * that the input did not already have (m is then not fit to save). ctx collects the notes. */
 HG_API gboolean hg_pipeline_run(HgModel *m, const HgPipelineOptions *opts, HgPassCtx *ctx,
                                 GError **error);
 
