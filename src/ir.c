@@ -804,6 +804,43 @@ hg_graph_add_initializer(HgGraph *g, HgValue *v, HgTensor *t)
     hg_graph_touch(g);
 }
 
+void
+hg_value_set_initializer(HgValue *v, HgTensor *t)
+{
+    g_return_if_fail(v != NULL && t != NULL && v->producer == NULL);
+    HgGraph *g = v->graph;
+    if (t->name && g_strcmp0(t->name, v->name) != 0) {
+        g_free(t->name);
+        t->name = NULL;
+    }
+    if (!t->name)
+        t->name = g_strdup(v->name);
+    guint i;
+    if (v->init && g_ptr_array_find(g->initializers, v->init, &i)) {
+        hg_tensor_free(v->init);
+        g->initializers->pdata[i] = t;
+    } else {
+        g_ptr_array_add(g->initializers, t);
+    }
+    v->init = t;
+    if (!v->type)
+        v->type = hg_type_new_tensor(t->dtype, t->rank, t->dims);
+    else
+        hg_value_set_elem_type(v, t->dtype);
+    hg_graph_touch(g);
+}
+
+void
+hg_value_remove_initializer(HgValue *v)
+{
+    g_return_if_fail(v != NULL);
+    guint i;
+    if (v->init && g_ptr_array_find(v->graph->initializers, v->init, &i))
+        g_ptr_array_remove_index(v->graph->initializers, i); /* the array frees it */
+    v->init = NULL;
+    hg_graph_touch(v->graph);
+}
+
 static void
 use_add(HgValue *v, HgNode *n, guint i)
 {
@@ -889,6 +926,104 @@ hg_node_set_input(HgNode *n, guint i, HgValue *v)
             hg_graph_note_outer_ref(n->graph, v);
     }
     hg_graph_touch(n->graph);
+}
+
+void
+hg_node_set_output(HgNode *n, guint i, HgValue *v)
+{
+    g_return_if_fail(n != NULL && i < n->n_outputs);
+    g_return_if_fail(v == NULL || (v->producer == NULL && v->graph == n->graph));
+    if (n->outputs[i] == v)
+        return;
+    if (n->outputs[i]) {
+        n->outputs[i]->producer = NULL;
+        n->outputs[i]->producer_index = 0;
+    }
+    n->outputs[i] = v;
+    if (v) {
+        v->producer = n;
+        v->producer_index = i;
+    }
+    hg_graph_touch(n->graph);
+}
+
+void
+hg_node_set_op(HgNode *n, const char *op_type, const char *domain)
+{
+    g_return_if_fail(n != NULL && op_type != NULL);
+    g_free(n->op_type);
+    n->op_type = g_strdup(op_type);
+    if (g_strcmp0(n->domain, domain) != 0) {
+        g_free(n->domain);
+        n->domain = g_strdup(domain);
+    }
+    hg_graph_touch(n->graph);
+}
+
+void
+hg_node_set_attr(HgNode *n, HgAttr *a)
+{
+    g_return_if_fail(n != NULL && a != NULL && a->name != NULL);
+    for (guint i = 0; i < n->attrs->len; i++) {
+        HgAttr *old = n->attrs->pdata[i];
+        if (g_strcmp0(old->name, a->name) == 0) {
+            hg_attr_free(old);
+            n->attrs->pdata[i] = a;
+            if (a->g)
+                a->g->parent_node = n;
+            hg_graph_touch(n->graph);
+            return;
+        }
+    }
+    hg_node_add_attr(n, a);
+}
+
+HgAttr *
+hg_node_set_attr_int(HgNode *n, const char *name, gint64 value)
+{
+    HgAttr *a = hg_attr_new(name, HG_ATTR_INT);
+    a->i = value;
+    a->has |= HG_ATTR_HAS_I;
+    hg_node_set_attr(n, a);
+    return a;
+}
+
+HgAttr *
+hg_node_set_attr_float(HgNode *n, const char *name, float value)
+{
+    HgAttr *a = hg_attr_new(name, HG_ATTR_FLOAT);
+    a->f = value;
+    a->has |= HG_ATTR_HAS_F;
+    hg_node_set_attr(n, a);
+    return a;
+}
+
+HgAttr *
+hg_node_set_attr_tensor(HgNode *n, const char *name, HgTensor *t)
+{
+    HgAttr *a = hg_attr_new(name, HG_ATTR_TENSOR);
+    a->t = t;
+    hg_node_set_attr(n, a);
+    return a;
+}
+
+gboolean
+hg_node_remove_attr(HgNode *n, const char *name)
+{
+    g_return_val_if_fail(n != NULL && name != NULL, FALSE);
+    for (guint i = 0; i < n->attrs->len; i++)
+        if (g_strcmp0(((HgAttr *)n->attrs->pdata[i])->name, name) == 0) {
+            g_ptr_array_remove_index(n->attrs, i);
+            hg_graph_touch(n->graph);
+            return TRUE;
+        }
+    return FALSE;
+}
+
+gboolean
+hg_node_default_domain(const HgNode *n)
+{
+    return n && (!n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0);
 }
 
 void

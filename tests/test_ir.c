@@ -34,6 +34,61 @@ chain_build(Chain *c)
     hg_type_free(tt);
 }
 
+/* The editing verbs: each changes what it says, keeps the invariants and moves the generation. */
+static void
+test_edit_verbs(void **state)
+{
+    (void)state;
+    Chain c;
+    chain_build(&c);
+    const gint64 dims[] = {2, 3};
+    /* An initializer replaced in place: same slot, the new tensor's type, the old one freed. */
+    guint64 gen = c.g->generation;
+    HgTensor *h = hg_tensor_new("other", HG_DTYPE_FLOAT16, 2, dims);
+    hg_value_set_initializer(c.w, h);
+    assert_ptr_equal(c.w->init, h);
+    assert_string_equal(h->name, "w");
+    assert_ptr_equal(c.g->initializers->pdata[0], h);
+    assert_int_equal(c.g->initializers->len, 1);
+    assert_int_equal(hg_value_elem_type(c.w), HG_DTYPE_FLOAT16);
+    assert_true(c.g->generation > gen);
+    /* Removed: the value stays, without data. */
+    gen = c.g->generation;
+    HgValue *w2 = hg_graph_new_value(c.g, "w2", NULL);
+    hg_graph_add_initializer(c.g, w2, hg_tensor_new("w2", HG_DTYPE_FLOAT, 2, dims));
+    hg_value_remove_initializer(w2);
+    assert_null(w2->init);
+    assert_int_equal(c.g->initializers->len, 1);
+    assert_true(c.g->generation > gen);
+    /* A node output moved to a fresh value: the old one loses its producer. */
+    gen = c.g->generation;
+    HgValue *y2 = hg_graph_new_value(c.g, "y2", NULL);
+    hg_node_set_output(c.relu, 0, y2);
+    assert_ptr_equal(y2->producer, c.relu);
+    assert_null(c.y->producer);
+    assert_true(c.g->generation > gen);
+    assert_false(hg_graph_verify(c.g, NULL)); /* add still reads y, which nothing defines now */
+    hg_node_set_input(c.add, 0, y2);
+    assert_true(hg_graph_verify(c.g, NULL));
+    /* Attributes set in place, replaced, removed; the op changed. */
+    gen = c.g->generation;
+    hg_node_set_attr_int(c.add, "k", 3);
+    hg_node_set_attr_int(c.add, "k", 4);
+    hg_node_set_attr_float(c.add, "f", 0.5f);
+    assert_int_equal(c.add->attrs->len, 2);
+    assert_int_equal(hg_node_attr_int(c.add, "k", 0), 4);
+    assert_true(hg_node_remove_attr(c.add, "k"));
+    assert_false(hg_node_remove_attr(c.add, "k"));
+    assert_int_equal(c.add->attrs->len, 1);
+    hg_node_set_op(c.add, "Sub", "ai.onnx");
+    assert_true(hg_node_is(c.add, "Sub"));
+    assert_true(hg_node_default_domain(c.add));
+    hg_node_set_op(c.add, "Sub", "com.example");
+    assert_false(hg_node_default_domain(c.add));
+    assert_true(c.g->generation > gen);
+    hg_model_free(c.m);
+}
+
 /* A node appended for a rewrite moves before the node it replaces; renaming a value renames its
  * declarations; a set of pattern nodes goes once nothing reads them, a node still read stays. */
 static void
@@ -451,6 +506,7 @@ main(void)
         cmocka_unit_test(test_dtype_names),
         cmocka_unit_test(test_opsets),
         cmocka_unit_test(test_move_rename_remove_unread),
+        cmocka_unit_test(test_edit_verbs),
     };
     return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
 }

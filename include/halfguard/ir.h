@@ -304,7 +304,8 @@ struct HgValue {
     guint nested_outputs; /* output declarations of nested graphs that pass this value through */
     GArray *uses;        /* of HgUse */
     /* The best declared type: graph input, else value_info, else graph output, else the
-     * initializer's (owned by the value, kept in step with the declarations by hg_value_set_type). */
+     * initializer's (owned by the value, kept in step with the declarations by
+     * hg_value_set_elem_type). */
     HgType *type;
     gpointer user;       /* scratch for analyses; not owned */
 };
@@ -441,6 +442,26 @@ HG_API HgNode *hg_graph_add_node(HgGraph *g, const char *op_type, const char *do
 
 /* Replace input i of node n by v (which may be NULL), keeping use lists in step. */
 HG_API void hg_node_set_input(HgNode *n, guint i, HgValue *v);
+/* Make v (a value of n's graph that no node writes, or NULL) output i of n; the value it replaces
+ * loses its producer. */
+HG_API void hg_node_set_output(HgNode *n, guint i, HgValue *v);
+/* Change n's op type and domain (NULL: the default domain). Its inputs, outputs and attributes stay. */
+HG_API void hg_node_set_op(HgNode *n, const char *op_type, const char *domain);
+/* Add attribute a (ownership taken), replacing one of the same name in place. */
+HG_API void hg_node_set_attr(HgNode *n, HgAttr *a);
+/* The same for an INT, FLOAT or TENSOR attribute (the tensor's ownership taken); returns it. */
+HG_API HgAttr *hg_node_set_attr_int(HgNode *n, const char *name, gint64 value);
+HG_API HgAttr *hg_node_set_attr_float(HgNode *n, const char *name, float value);
+HG_API HgAttr *hg_node_set_attr_tensor(HgNode *n, const char *name, HgTensor *t);
+/* Remove the attribute called name; FALSE when n has none. */
+HG_API gboolean hg_node_remove_attr(HgNode *n, const char *name);
+/* Is n of the default domain ("", absent or "ai.onnx")? FALSE for NULL. */
+HG_API gboolean hg_node_default_domain(const HgNode *n);
+/* Make t (ownership taken) v's initializer: in the place of the one v has (freed), else appended.
+ * t takes v's name; v's element type follows t's. v must not be a node output. */
+HG_API void hg_value_set_initializer(HgValue *v, HgTensor *t);
+/* Drop v's initializer (freed); v stays, with its declarations. */
+HG_API void hg_value_remove_initializer(HgValue *v);
 /* Append an attribute (ownership taken). */
 HG_API void hg_node_add_attr(HgNode *n, HgAttr *a);
 /* The attribute called name, or NULL. */
@@ -484,7 +505,9 @@ HG_API void hg_value_set_elem_type(HgValue *v, int dtype);
 /* The element type v's best declaration gives (HG_DTYPE_UNDEFINED when none says, or not a tensor). */
 HG_API int hg_value_elem_type(const HgValue *v);
 
-/* Note a mutation: analyses computed for an older generation are stale. */
+/* Note a mutation: analyses computed for an older generation are stale. Every editing function
+ * here calls it; code that edits the structs' fields directly must call it too, and the pipeline
+ * fails a pass that changed the graph without moving its generation (HALFGUARD_CHECK_EDITS). */
 HG_API void hg_graph_touch(HgGraph *g);
 
 /* ---------------------------------------------------------------- order and invariants */
