@@ -70,6 +70,11 @@ hg_precision_keeps_types(const HgNode *n)
 {
     if (!default_domain(n) || !hg_op_for_node(n))
         return TRUE;
+    for (guint i = 0; i < n->attrs->len; i++) {
+        const HgAttr *a = n->attrs->pdata[i];
+        if (a->g || (a->graphs && a->graphs->len))
+            return TRUE; /* If, Loop, Scan: their bodies are not lowered */
+    }
     return hg_node_attr(n, "dtype") || (strcmp(n->op_type, "Cast") != 0 && hg_node_attr(n, "to"));
 }
 
@@ -82,9 +87,10 @@ no_fp16_form(const HgNode *n, gint64 opset)
     for (guint i = 0; i < G_N_ELEMENTS(fp16_since); i++)
         if (strcmp(n->op_type, fp16_since[i].op) == 0 && opset < fp16_since[i].since)
             return "no FP16 form at this opset";
-    /* Ops whose output type an attribute names, other than those lower retargets. */
+    /* Ops whose output type an attribute names, other than those lower retargets; control flow. */
     if (hg_precision_keeps_types(n))
-        return "its output type is an attribute";
+        return hg_node_attr(n, "dtype") || hg_node_attr(n, "to") ? "its output type is an attribute"
+                                                                  : "its subgraphs keep their types";
     return NULL;
 }
 

@@ -7,6 +7,7 @@
  *
  *     x:f16 -> Cast(to=f32) -> Cast(to=f16) -> B     =>   x -> B   (up then down changes no value)
  *     x -> Cast(to=f16) -> A,  x -> Cast(to=f16) -> B =>   one Cast read by A and B
+ *     x:f16 -> Cast(to=f16) -> A                       =>   x -> A   (a Cast that changes nothing)
  *
  * A Cast pair cancels only up then down (FP16 or BF16 to FP32 or FP64 and back, FP32 to FP64 and
  * back), where the first Cast's input type is known: down then up rounds, so it stays. A Cast whose
@@ -66,6 +67,14 @@ merge_casts(HgGraph *g)
             continue;
         HgValue *y = c->inputs[0], *z = c->outputs[0];
         gint64 to = hg_node_attr_int(c, "to", 0);
+        if (hg_value_elem_type(y) == to && y->graph == g) {
+            /* A Cast to the type its input already has (lower retargets a Cast(to=FLOAT) whose
+             * input went FP16): it changes nothing, and ONNX Runtime's CPU provider refuses an
+             * FP16-to-FP16 one. */
+            hg_value_replace_uses(z, y);
+            n++;
+            continue;
+        }
         HgNode *p = y->producer;
         if (p && is_cast(p) && p->graph == g) {
             HgValue *x = p->inputs[0];
@@ -122,8 +131,7 @@ cleanup_graph(HgGraph *g, gpointer data)
         HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
         if (!v || v->init != t || v->uses->len || v->is_input || v->is_output || v->nested_outputs)
             continue;
-        v->init = NULL;
-        g_ptr_array_remove_index(g->initializers, i);
+        hg_value_remove_initializer(v);
         c->removed_inits++;
     }
     hg_graph_compact(g);

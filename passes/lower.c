@@ -30,6 +30,7 @@ typedef struct {
     GHashTable *target;  /* HgValue* -> GINT_TO_POINTER(dtype): the element type a float value gets */
     GHashTable *casts;   /* "name\x01dtype" -> HgValue*: Cast outputs already made */
     GHashTable *inits;   /* HgValue* -> HgValue*: FP16 copies of initializers */
+    GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
 } Lower;
 
@@ -43,6 +44,33 @@ static int
 dtype_of(const Lower *l, const HgValue *v)
 {
     return hg_shapes_get(l->shapes, v)->dtype;
+}
+
+/* Does n keep the element types the model gives it? An op without a row or with its output type in
+ * an attribute (hg_precision_keeps_types), and a node that reads a value whose element type nobody
+ * knows (an unknown op's undeclared output): retyping its other operands could break its type
+ * constraints, whatever the value turns out to be. */
+static gboolean
+decide_keeps_types(const Lower *l, const HgNode *n)
+{
+    if (hg_precision_keeps_types(n))
+        return TRUE;
+    if (hg_node_is(n, "Cast"))
+        return FALSE;
+    for (guint k = 0; k < n->n_inputs; k++) {
+        const HgValue *x = n->inputs[k];
+        if (x && x->producer && !x->init && dtype_of(l, x) == HG_DTYPE_UNDEFINED)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* The same, as decided for the graph before lower added its Casts (whose outputs shape inference
+ * never saw). */
+static gboolean
+keeps_types(const Lower *l, const HgNode *n)
+{
+    return g_hash_table_contains(l->frozen, n);
 }
 
 static gboolean
@@ -59,7 +87,7 @@ required(const Lower *l, const HgNode *n, guint k)
     const HgOpDef *op = hg_op_for_node(n);
     if (hg_node_is(n, "Cast"))
         return HG_DTYPE_UNDEFINED;
-    if (hg_precision_keeps_types(n))
+    if (keeps_types(l, n))
         return dtype_of(l, n->inputs[k]); /* the type it had: a Cast back where its producer changed */
     if (op && k < 32 && (op->fp32_inputs >> k & 1))
         return HG_DTYPE_FLOAT;
@@ -70,7 +98,7 @@ required(const Lower *l, const HgNode *n, guint k)
 static int
 output_type(const Lower *l, const HgNode *n, guint k)
 {
-    if (hg_precision_keeps_types(n))
+    if (keeps_types(l, n))
         return dtype_of(l, n->outputs[k]); /* as declared: readers that need another type get a Cast */
     if (hg_node_is(n, "LayerNormalization") && k > 0)
         return HG_DTYPE_FLOAT; /* Mean and InvStdDev are stash_type (FP32) */
@@ -250,7 +278,10 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         return FALSE;
     Lower l = {g, ctx, shapes, g_hash_table_new(NULL, NULL),
                g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), g_hash_table_new(NULL, NULL),
-               0, 0, 0};
+               g_hash_table_new(NULL, NULL), 0, 0, 0};
+    for (guint i = 0; i < order->len; i++)
+        if (decide_keeps_types(&l, order->pdata[i]))
+            g_hash_table_add(l.frozen, order->pdata[i]);
 
     /* Where each float tensor lives: node outputs by their node; graph inputs FP16 when an FP16 node
      * computes with them (and --keep-io-types is off). */
@@ -274,8 +305,32 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         g_hash_table_insert(l.target, v, GINT_TO_POINTER(to));
     }
 
-    /* Readers: convert initializers, insert Casts. */
+    /* Values that nodes of subgraphs read from this graph: lower leaves the bodies as they are, so
+     * they read the type the value had, through a Cast here where it changes. */
     gboolean ok = TRUE;
+    for (guint i = 0; ok && i < order->len + g->inputs->len; i++) {
+        HgNode *n = i < order->len ? order->pdata[i] : NULL;
+        guint n_vals = n ? n->n_outputs : 1;
+        for (guint k = 0; ok && k < n_vals; k++) {
+            HgValue *v = n ? n->outputs[k] : ((HgValueDecl *)g->inputs->pdata[i - order->len])->value;
+            gpointer t = v ? g_hash_table_lookup(l.target, v) : NULL;
+            int was = v ? dtype_of(&l, v) : HG_DTYPE_UNDEFINED;
+            if (!t || GPOINTER_TO_INT(t) == was)
+                continue;
+            g_autoptr(GArray) uses = g_array_copy(v->uses);
+            for (guint u = 0; ok && u < uses->len; u++) {
+                HgUse *use = &g_array_index(uses, HgUse, u);
+                if (use->node->graph == g)
+                    continue;
+                HgValue *c = cast_of(&l, v, was, error);
+                ok = c != NULL;
+                if (ok)
+                    hg_node_set_input(use->node, use->index, c);
+            }
+        }
+    }
+
+    /* Readers: convert initializers, insert Casts. */
     for (guint i = 0; ok && i < order->len; i++) {
         HgNode *n = order->pdata[i];
         for (guint k = 0; ok && k < n->n_inputs; k++) {
@@ -375,5 +430,6 @@ out:
     g_hash_table_unref(l.target);
     g_hash_table_unref(l.casts);
     g_hash_table_unref(l.inits);
+    g_hash_table_unref(l.frozen);
     return ok;
 }

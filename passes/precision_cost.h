@@ -39,8 +39,9 @@ gint64 hg_precision_numel(const HgShapes *shapes, const HgValue *v);
 
 /* Does n keep exactly the element types the model gives it (lower neither retypes its outputs nor
  * asks its inputs for FP16 or FP32, only for the types they had)? An op halfguard has no row for, in
- * any domain (its type constraints are unknown), and an op whose output type an attribute names
- * (other than Cast, which lower retargets). Such a node is always an FP32 island in the plan. */
+ * any domain (its type constraints are unknown), an op whose output type an attribute names (other
+ * than Cast, which lower retargets), and control flow (If, Loop, Scan), whose bodies lower leaves as
+ * they are. Such a node is always an FP32 island in the plan. */
 gboolean hg_precision_keeps_types(const HgNode *n);
 
 G_END_DECLS

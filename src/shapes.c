@@ -226,6 +226,12 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
                 for (guint k = 0; k < n->n_outputs; k++)
                     hg_vshape_unknown(outs[k]);
             }
+            /* An element type the rule could not give (inputs it found inconsistent, or unknown):
+             * the declared one, else the op's signature's, so the types around the node stay known. */
+            for (guint k = 0; k < n->n_outputs; k++)
+                if (n->outputs[k] && outs[k]->dtype == HG_DTYPE_UNDEFINED)
+                    outs[k]->dtype = hg_value_elem_type(n->outputs[k]);
+            opaque_dtypes(s, n, outs);
         } else {
             /* An op without a row: what the model declares of its outputs (value_info, graph
              * outputs) is all there is to know, and the passes need at least its element types to
