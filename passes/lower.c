@@ -100,8 +100,9 @@ output_type(const Lower *l, const HgNode *n, guint k)
 {
     if (keeps_types(l, n))
         return dtype_of(l, n->outputs[k]); /* as declared: readers that need another type get a Cast */
-    if (hg_node_is(n, "LayerNormalization") && k > 0)
-        return HG_DTYPE_FLOAT; /* Mean and InvStdDev are stash_type (FP32) */
+    if (hg_node_is(n, "LayerNormalization") && k > 0) /* Mean and InvStdDev are stash_type's */
+        return hg_node_attr_int(n, "stash_type", HG_DTYPE_FLOAT) == HG_DTYPE_DOUBLE ? HG_DTYPE_DOUBLE
+                                                                                    : HG_DTYPE_FLOAT;
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
 }
 

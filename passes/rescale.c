@@ -13,7 +13,7 @@
  * overflows pulls that operand's linear ops into the region: a residual block's trunk and branch
  * both carry 2^-k). An unscaled tensor that must enter is multiplied by 2^-k. The scale is undone
  * where it is absorbed: a scale-invariant normalization (InstanceNormalization, LayerNormalization,
- * GroupNormalization: epsilon times 2^-2k), a constant Mul or Div (the constant absorbs 2^k), a later
+ * GroupNormalization, RMSNormalization: epsilon times 2^-2k), a constant Mul or Div (the constant absorbs 2^k), a later
  * linear op whose output fits again (its weights take 2^k, its bias stays); failing those, a Mul by
  * 2^k before whatever reads the tensor (a graph output keeps its name; where its values pass FP16's
  * range the Mul is the only FP32 node left). Powers of two are exact: in FP32 the outputs before and
@@ -117,7 +117,7 @@ static gboolean
 absorbs(const HgNode *n)
 {
     if (hg_node_is(n, "InstanceNormalization") || hg_node_is(n, "LayerNormalization") ||
-        hg_node_is(n, "GroupNormalization"))
+        hg_node_is(n, "GroupNormalization") || hg_node_is(n, "RMSNormalization"))
         return TRUE;
     return (hg_node_is(n, "Mul") || hg_node_is(n, "Div")) && n->n_inputs == 2 && is_const(n->inputs[1]) &&
            hg_tensor_numel(n->inputs[1]->init) >= 1;
@@ -783,14 +783,8 @@ apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **
                 return FALSE;
             continue;
         }
-        HgAttr *eps = hg_node_attr(a, "epsilon");
-        if (!eps) {
-            eps = hg_attr_new("epsilon", HG_ATTR_FLOAT);
-            eps->has |= HG_ATTR_HAS_F;
-            eps->f = 1e-5f; /* the default of all three */
-            hg_node_add_attr(a, eps);
-        }
-        eps->f = (float)ldexp(eps->f, -2 * k);
+        /* 1e-5 is the default of all four. */
+        hg_node_set_attr_float(a, "epsilon", (float)ldexp(hg_node_attr_float(a, "epsilon", 1e-5f), -2 * k));
     }
     for (guint i = 0; i < R->linear_ends->len; i++)
         if (!scale_const(g, R->linear_ends->pdata[i], 1, k, error))

@@ -1030,7 +1030,8 @@ check_node(Check *c, const HgNode *n)
         const HgScan *scan = hg_ranges_scan(c->ranges, v);
         /* Normalizations compute their statistics internally (FP32 in TensorRT and ONNX Runtime). */
         gboolean norm = hg_node_is(n, "BatchNormalization") || hg_node_is(n, "InstanceNormalization") ||
-                        hg_node_is(n, "LayerNormalization") || hg_node_is(n, "GroupNormalization");
+                        hg_node_is(n, "LayerNormalization") || hg_node_is(n, "GroupNormalization") ||
+                        hg_node_is(n, "RMSNormalization");
         /* An addend that flushes changes the sum by at most 2^-25, less than FP16's rounding of
          * the sum itself: a bias folded from BatchNorm at 1e-10 loses nothing. */
         gboolean addend = ((hg_node_is(n, "Conv") || hg_node_is(n, "ConvTranspose") || hg_node_is(n, "Gemm")) &&
