@@ -129,8 +129,9 @@ def opset_of(model):
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def ort_run(node_path, model_path, feeds, work, timeout, session_only=False):
-    """(outputs {name: array} or None, error or None, session_ok)."""
+def ort_run(node_path, model_path, feeds, work, timeout, session_only=False, level="all"):
+    """(outputs {name: array} or None, error or None, session_ok). level is ONNX Runtime's graph
+    optimization level."""
     os.makedirs(work, exist_ok=True)
     out_dir = os.path.join(work, "ort_out")
     shutil.rmtree(out_dir, ignore_errors=True)
@@ -147,7 +148,7 @@ def ort_run(node_path, model_path, feeds, work, timeout, session_only=False):
         a.tofile(f)
         inputs.append({"name": name, "dtype": dtype, "shape": list(a.shape), "file": f})
     spec = {"model": model_path, "threads": 1, "out_dir": out_dir, "inputs": inputs,
-            "session_only": session_only}
+            "session_only": session_only, "level": level}
     sp = os.path.join(work, "spec.json")
     with open(sp, "w") as f:
         json.dump(spec, f)
@@ -284,8 +285,15 @@ def convert_row(hg, entry, mode, models, node_path, tmp, timeout, shapes, macs=N
             onnx.checker.check_model(m_conv, full_check=True)
             row["checker"] = "ok"
         except Exception as e:
-            row["checker"] = f"{type(e).__name__}: {last_line(str(e), 400)}"
-            row["failures"].append("onnx.checker: " + row["checker"])
+            msg = f"{type(e).__name__}: {last_line(str(e), 400)}"
+            if "GridSample" in msg and "grid has inconsistent type" in msg:
+                # Debian's onnx 1.12 binds GridSample-16's X and grid to one type; the spec (and
+                # ONNX Runtime) give the grid its own, T2. convert keeps the grid FP32.
+                row["checker"] = "ok (but onnx 1.12's GridSample-16 schema bug: grid is T2 in the spec)"
+                row["failures"].append("onnx.checker 1.12 GridSample-16 schema bug (grid FP32 is valid)")
+            else:
+                row["checker"] = msg
+                row["failures"].append("onnx.checker: " + row["checker"])
     else:
         row["checker"] = f"skipped (opset {row['conv_opset']})"
 
@@ -298,10 +306,19 @@ def convert_row(hg, entry, mode, models, node_path, tmp, timeout, shapes, macs=N
         want = NP_OF.get(types.get(name))
         feeds.append((name, a.astype(want) if want is not None and a.dtype != want else a))
     got, err, session_ok = ort_run(node_path, conv, feeds, work, timeout)
+    if not session_ok and err and "crashed" in err:
+        # onnxruntime-node 1.30's optimizer at level 'all' crashes (SIGSEGV) on some valid FP16
+        # graphs, e.g. LayerNormalization -> Transpose(1,0,2) -> MatMul (a 3-node model reproduces
+        # it); 'basic' still checks the types. Run there and say so.
+        got, err2, session_ok = ort_run(node_path, conv, feeds, work, timeout, level="basic")
+        if session_ok:
+            row["ort_note"] = f"ORT level 'all' {err}; 'basic' loads and runs"
+            row["failures"].append(row["ort_note"])
+            err = err2
     row["session"] = "ok" if session_ok else err
     if not session_ok:
         row["failures"].append("onnxruntime " + err)
-    row["valid"] = bool(session_ok and (row["checker"] == "ok" or row["checker"].startswith("skipped")))
+    row["valid"] = bool(session_ok and (row["checker"].startswith("ok") or row["checker"].startswith("skipped")))
     if got is None and session_ok:
         row["ort_error"] = err
         row["failures"].append("onnxruntime " + err)

@@ -2,7 +2,7 @@
 // tests/ort_run.js, plus FLOAT16 and bool tensors, and it says how far it got (a session that cannot
 // be created means the model is not valid for ONNX Runtime).
 // Usage: node ort_run.js SPEC.json
-// SPEC: {"model": path, "threads": N, "out_dir": path, "session_only": bool,
+// SPEC: {"model": path, "threads": N, "out_dir": path, "session_only": bool, "level": "all"|"basic",
 //        "inputs": [{"name", "dtype": "float32"|"float16"|"int64"|"int32"|"bool", "shape", "file"}]}
 // Prints "SESSION_OK" once the session exists; writes OUT_DIR/<k>.bin (raw little-endian; float16 as
 // its 16-bit patterns) and OUT_DIR/result.json with each output's name, type and dims.
@@ -20,7 +20,7 @@ async function main() {
   const spec = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
   const session = await ort.InferenceSession.create(spec.model, {
     intraOpNumThreads: spec.threads || 1, interOpNumThreads: 1, executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
+    graphOptimizationLevel: spec.level || 'all',
   });
   console.log('SESSION_OK');
   if (spec.session_only) return;
