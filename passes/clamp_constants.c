@@ -1,15 +1,17 @@
-/* clamp_constants: mask fills FP16 cannot hold become -65504, where that provably changes nothing.
+/* clamp_constants: mask fills FP16 cannot hold become +-65504, where that provably changes nothing.
  *
  *     fill = Constant(-3.4028235e38)                       fill = Constant(-65504)
  *     m = Mul(Sub(1, mask), fill)                     =>   m = Mul(Sub(1, mask), fill)
  *     p = Softmax(Add(scores, m))                          p = Softmax(Add(scores, m))
  *
- * A constant whose values beyond FP16's range are all negative (float32 min, -inf) is clamped to
- * -65504 only when every path from it ends, through mask arithmetic (Mul by a 0/1 mask, Sub from 0,
- * Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add whose result goes
- * only to Softmax, LogSoftmax, ReduceMax, Max or ArgMax (again through reshaping), or directly in the
- * fill branch of a Where that does: after Softmax a logit at -65504 and one at -3.4e38 both weigh
- * exp(-65504 - max) = 0, and a maximum ignores either. Each clamp is reported. Anything else beyond
+ * A constant's values beyond FP16's range (float32 min or max, +-inf) are clamped to +-65504 only when
+ * every path from it ends, through mask arithmetic (Mul by a 0/1 mask, Sub and Neg, which swap the
+ * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add or a Where's fill
+ * whose result goes only where that side saturates (again through reshaping and selection): for large
+ * negatives Softmax, LogSoftmax, ReduceMax, Max or ArgMax (after Softmax a logit at -65504 and one at
+ * -3.4e38 both weigh exp(-65504 - max) = 0, and a maximum ignores either), for large positives a
+ * minimum, and for both Sigmoid and Tanh (RT-DETR's anchors filled with float32 max before the box
+ * head's Add and a Sigmoid). Each clamp is reported. Anything else beyond
  * FP16's range stays as it is: its readers stay FP32 (assign_precision). Weights that FP16 flushes to
  * zero are reported; conversion keeps their sign (-1e-9 becomes -0).
  */
@@ -24,10 +26,12 @@
 
 #define FP16_MAX 65504.0
 
-/* Is v (carrying the fill) used only as a mask: added to logits that end in a maximum, or chosen by
- * a Where as the fill of such logits, after mask arithmetic? */
+/* Is v (carrying a fill on the side of sign: -1 large negative, +1 large positive) used only as a
+ * mask: added to logits, or chosen by a Where as the fill of logits, that end where a value past
+ * FP16's range on that side weighs what +-65504 does (hg_value_ends_in_saturation), after mask
+ * arithmetic? Sub from something and Neg swap the side. */
 static gboolean
-mask_use(const HgValue *v, int depth)
+mask_use(const HgValue *v, int sign, int depth)
 {
     if (!v || v->is_output || !v->uses->len || depth > 8)
         return FALSE;
@@ -36,9 +40,11 @@ mask_use(const HgValue *v, int depth)
         const HgNode *n = use->node;
         gboolean ok;
         if (hg_node_is(n, "Add") || (hg_node_is(n, "Where") && use->index > 0))
-            ok = hg_value_ends_in_max(n->outputs[0]) || mask_use(n->outputs[0], depth + 1);
-        else if (hg_node_is(n, "Mul") || hg_node_passes_through(n) || (hg_node_is(n, "Sub") && use->index == 1))
-            ok = mask_use(n->outputs[0], depth + 1);
+            ok = hg_value_ends_in_saturation(n->outputs[0], sign) || mask_use(n->outputs[0], sign, depth + 1);
+        else if (hg_node_is(n, "Mul") || hg_node_passes_through(n))
+            ok = mask_use(n->outputs[0], sign, depth + 1);
+        else if ((hg_node_is(n, "Sub") && use->index == 1) || hg_node_is(n, "Neg"))
+            ok = mask_use(n->outputs[0], -sign, depth + 1);
         else
             ok = FALSE;
         if (!ok)
@@ -47,34 +53,34 @@ mask_use(const HgValue *v, int depth)
     return TRUE;
 }
 
-/* The values of t with every value below -65504 (and -inf) raised to -65504; NULL when t holds NaN
- * or values above 65504, or nothing to clamp. */
+/* The values of t with every value past +-65504 (infinities too) brought to +-65504, where v (what
+ * reads them) is a mask on each side that has such values; NULL when t holds NaN, or nothing to
+ * clamp, or a side that is no mask. *worst receives the largest magnitude clamped, with its sign. */
 static HgTensor *
-clamped(const HgTensor *t, double *worst)
+clamped(const HgTensor *t, const HgValue *v, double *worst)
 {
     if (t->dtype != HG_DTYPE_FLOAT)
         return NULL;
     g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
     if (!a)
         return NULL;
-    gboolean any = FALSE;
+    gboolean neg = FALSE, pos = FALSE;
     *worst = 0;
     for (gint64 i = 0; i < a->numel; i++) {
         double x = hg_array_get_f64(a, i);
-        if (isnan(x) || x > FP16_MAX)
+        if (isnan(x))
             return NULL;
-        if (x < -FP16_MAX) {
-            any = TRUE;
-            *worst = MIN(*worst, x);
-        }
+        neg |= x < -FP16_MAX;
+        pos |= x > FP16_MAX;
+        if (fabs(x) > FP16_MAX && fabs(x) > fabs(*worst))
+            *worst = x;
     }
-    if (!any)
+    if ((!neg && !pos) || (neg && !mask_use(v, -1, 0)) || (pos && !mask_use(v, 1, 0)))
         return NULL;
     HgTensor *c = hg_array_to_tensor(a, t->name);
     float *f = hg_tensor_data_mut(c);
     for (gint64 i = 0; i < a->numel; i++)
-        if (f[i] < -FP16_MAX)
-            f[i] = (float)-FP16_MAX;
+        f[i] = (float)CLAMP((double)f[i], -FP16_MAX, FP16_MAX);
     return c;
 }
 
@@ -109,31 +115,28 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         HgTensor *t = g->initializers->pdata[i];
         HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
         double worst;
-        if (!v || v->init != t || v->is_input || !mask_use(v, 0))
+        if (!v || v->init != t || v->is_input)
             continue;
-        HgTensor *c = clamped(t, &worst);
+        HgTensor *c = clamped(t, v, &worst);
         if (!c)
             continue;
-        g->initializers->pdata[i] = c;
-        v->init = c;
-        hg_tensor_free(t);
-        hg_pass_note(ctx, "clamp_constants", "mask fill '%s': %.3g -> -65504", v->name, worst);
+        hg_value_set_initializer(v, c);
+        hg_pass_note(ctx, "clamp_constants", "mask fill '%s': %.3g -> %g", v->name, worst,
+                     worst < 0 ? -FP16_MAX : FP16_MAX);
         n++;
     }
     for (guint i = 0; i < g->nodes->len; i++) {
         HgNode *node = g->nodes->pdata[i];
         HgAttr *a = node->flags & HG_NODE_DEAD ? NULL : hg_node_attr(node, "value");
         double worst;
-        if (!a || !a->t || !(hg_node_is(node, "Constant") || hg_node_is(node, "ConstantOfShape")) ||
-            !mask_use(node->outputs[0], 0))
+        if (!a || !a->t || !(hg_node_is(node, "Constant") || hg_node_is(node, "ConstantOfShape")))
             continue;
-        HgTensor *c = clamped(a->t, &worst);
+        HgTensor *c = clamped(a->t, node->outputs[0], &worst);
         if (!c)
             continue;
-        hg_tensor_free(a->t);
-        a->t = c;
-        hg_pass_note(ctx, "clamp_constants", "mask fill of %s '%s': %.3g -> -65504", node->op_type,
-                     node->name ? node->name : "", worst);
+        hg_node_set_attr_tensor(node, "value", c);
+        hg_pass_note(ctx, "clamp_constants", "mask fill of %s '%s': %.3g -> %g", node->op_type,
+                     node->name ? node->name : "", worst, worst < 0 ? -FP16_MAX : FP16_MAX);
         n++;
     }
     /* A Pad (before opset 11: the fill is an attribute) that pads for a maximum. */
@@ -145,12 +148,10 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (a && a->f < -FP16_MAX) {
             hg_pass_note(ctx, "clamp_constants", "Pad '%s' before a maximum: fill %.3g -> -65504",
                          node->name ? node->name : "", a->f);
-            a->f = (float)-FP16_MAX;
+            hg_node_set_attr_float(node, "value", (float)-FP16_MAX);
             n++;
         }
     }
-    if (n)
-        hg_graph_touch(g);
     ctx->n_changed += n;
     return TRUE;
 }

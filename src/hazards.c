@@ -954,22 +954,38 @@ hg_node_passes_through(const HgNode *n)
     return FALSE;
 }
 
+/* Does every path from v end where a value past FP16's range on the side of sign (-1: large
+ * negative, +1: large positive) weighs what +-65504 does: a maximum or softmax ignores a large
+ * negative (exp(-65504 - max) = 0 as exp(-3.4e38 - max) is), a minimum a large positive, and Sigmoid
+ * and Tanh saturate both ways (sigmoid(65504) = 1 exactly, in FP32 too)? On the way: reshaping and
+ * selection (a Where's branches, the data of Gather, GatherElements and GatherND), an Add (a mask added
+ * to a finite logit keeps its side), Neg (which swaps the side). */
 static gboolean
-ends_in_max(const HgValue *v, int depth)
+ends_in_saturation(const HgValue *v, int sign, int depth)
 {
     if (!v || v->is_output || !v->uses->len || depth > 8)
         return FALSE;
     for (guint u = 0; u < v->uses->len; u++) {
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
-        if (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax") || hg_node_is(n, "ReduceMax") || hg_node_is(n, "Max") ||
-            hg_node_is(n, "ArgMax") || hg_node_is(n, "MaxPool") || hg_node_is(n, "GlobalMaxPool"))
+        const HgOpDef *op = hg_op_for_node(n);
+        if (hg_node_is(n, "Sigmoid") || hg_node_is(n, "Tanh") || (op && (op->traits & HG_TRAIT_SHAPE_ONLY)))
+            continue; /* saturating, or reading the shape alone */
+        if (sign < 0 && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax") || hg_node_is(n, "ReduceMax") ||
+                         hg_node_is(n, "Max") || hg_node_is(n, "ArgMax") || hg_node_is(n, "MaxPool") ||
+                         hg_node_is(n, "GlobalMaxPool")))
             continue;
-        /* Reshaping, a Where's branch, or an Add (an additive mask: -inf added to a logit is -inf). */
-        if (!(((hg_node_passes_through(n) && use->index == 0) || (hg_node_is(n, "Where") && use->index > 0) ||
-               hg_node_is(n, "Add")) &&
-              ends_in_max(n->outputs[0], depth + 1)))
-            return FALSE;
+        if (sign > 0 && (hg_node_is(n, "ReduceMin") || hg_node_is(n, "Min") || hg_node_is(n, "ArgMin")))
+            continue;
+        gboolean select = (hg_node_passes_through(n) && use->index == 0) ||
+                          (hg_node_is(n, "Where") && use->index > 0) ||
+                          ((hg_node_is(n, "Gather") || hg_node_is(n, "GatherElements") ||
+                            hg_node_is(n, "GatherND")) && use->index == 0);
+        if ((select || hg_node_is(n, "Add")) && ends_in_saturation(n->outputs[0], sign, depth + 1))
+            continue;
+        if (hg_node_is(n, "Neg") && ends_in_saturation(n->outputs[0], -sign, depth + 1))
+            continue;
+        return FALSE;
     }
     return TRUE;
 }
@@ -977,17 +993,28 @@ ends_in_max(const HgValue *v, int depth)
 gboolean
 hg_value_ends_in_max(const HgValue *v)
 {
-    return ends_in_max(v, 0);
+    return ends_in_saturation(v, -1, 0);
 }
 
-/* A value that overflows only downwards and only into maxima and softmaxes (masked logits). */
+gboolean
+hg_value_ends_in_saturation(const HgValue *v, int sign)
+{
+    return ends_in_saturation(v, sign < 0 ? -1 : 1, 0);
+}
+
+/* A value that overflows only on a side where every path from it saturates (masked logits into a
+ * softmax, an anchor fill into a Sigmoid). */
 static gboolean
 benign_overflow(const Check *c, const HgValue *v, Decided d)
 {
-    double hi = hg_ranges_get(c->ranges, v)->hi;
-    if (d.source == HG_SOURCE_CALIBRATION && d.stats && !isnan(d.stats->max))
+    const HgRange *r = hg_ranges_get(c->ranges, v);
+    double hi = r->hi, lo = r->lo;
+    if (d.source == HG_SOURCE_CALIBRATION && d.stats && !isnan(d.stats->max)) {
         hi = MIN(hi, d.stats->max >= 0 ? d.stats->max * c->margin : d.stats->max);
-    return !exceeds(c, hi) && ends_in_max(v, 0);
+        lo = MAX(lo, d.stats->min <= 0 ? d.stats->min * c->margin : d.stats->min);
+    }
+    gboolean up = exceeds(c, hi), down = exceeds(c, -lo);
+    return (!up || ends_in_saturation(v, 1, 0)) && (!down || ends_in_saturation(v, -1, 0));
 }
 
 /* Output overflow, reported where it starts: no float input already passes the threshold. */

@@ -27,11 +27,14 @@ void hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *
 /* n only moves values (Reshape, Unsqueeze, Squeeze, Expand, Cast, Identity, Slice, Transpose,
  * Concat, Flatten, Tile). */
 gboolean hg_node_passes_through(const HgNode *n);
-/* Does every reader of v lead, through reshaping, Cast, Slice, Concat, a Where's branches or an Add
- * (an additive mask), only to
- * a maximum or a softmax (Softmax, LogSoftmax, ReduceMax, Max, ArgMax, MaxPool)? There a value
- * overflowing to -inf weighs what -65504 does: nothing. */
+/* Does every reader of v lead, through reshaping, Cast, Slice, Concat, a Where's branches, a Gather's
+ * data or an Add (an additive mask), only to a maximum or a softmax (Softmax, LogSoftmax, ReduceMax,
+ * Max, ArgMax, MaxPool) or a saturating Sigmoid or Tanh? There a value overflowing to -inf weighs
+ * what -65504 does: nothing. */
 gboolean hg_value_ends_in_max(const HgValue *v);
+/* The same for either side: sign < 0 is hg_value_ends_in_max; sign > 0 asks whether every path
+ * from v ends where a large positive value weighs what 65504 does (a minimum, Sigmoid, Tanh). */
+gboolean hg_value_ends_in_saturation(const HgValue *v, int sign);
 
 G_END_DECLS
 

@@ -385,6 +385,27 @@ def causal_mask_initializer():
     return c
 
 
+def anchor_fill_max_sigmoid():
+    c = Case("anchor_fill_max_sigmoid",
+             "Invalid anchors filled with float32 max (+3.4e38), added to the box head's logits, the "
+             "top queries gathered, then a Sigmoid: the fill is inf in FP16, but a Sigmoid of +65504 "
+             "is 1 as a Sigmoid of 3.4e38 is, so convert clamps it to +65504.",
+             "transformers RTDetrModel: anchors = torch.where(valid_mask, anchors, finfo.max), "
+             "enc_outputs_coord_logits = bbox_head(memory) + anchors, gathered by TopK, .sigmoid()")
+    x = c.input("memory", [1, 16, 4], -3, 3, c.rng.normal(0, 1, (1, 16, 4)).clip(-2.9, 2.9))
+    head = c.node("MatMul", "bbox_head", [x, c.init("head_w", c.rng.normal(0, 0.3, (4, 4)))])
+    valid = c.init("valid", np.arange(16).reshape(1, 16, 1).repeat(4, 2) < 12, np.bool_)
+    logs = c.init("anchor_logits", c.rng.normal(0, 1, (1, 16, 4)))
+    fill = c.const("anchor_fill", float(np.finfo(np.float32).max))
+    anchors = c.node("Where", "anchor_where", [valid, logs, fill])
+    coords = c.node("Add", "coord_add", [head, anchors])
+    idx = c.i64("top_idx", np.array([3, 0, 7, 14]).reshape(1, 4, 1).repeat(4, 2))
+    top = c.node("GatherElements", "top_gather", [coords, idx], axis=1)
+    c.output(c.node("Sigmoid", "coord_sigmoid", [top]))
+    c.expect("anchor_fill", "non-finite-constant", "clamp_constants")
+    return c
+
+
 def division_by_zero_relu():
     c = Case("division_by_zero_relu",
              "x / (Relu(y) + 1e-12): in FP16 the epsilon is 0, and Relu gives exact zeros, so the Div "
@@ -788,7 +809,7 @@ CASES = [
     overflow_mul_const, gelu_tanh_pow,
     internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
     layernorm_eps_1e12, underflow_tiny_weights,
-    nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer,
+    nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
