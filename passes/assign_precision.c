@@ -216,9 +216,9 @@ unsafe_for(const HgCheckResult *res, GHashTable *cured, const HgValue *v, const 
 }
 
 /* Build the candidates of g and mark what forces them: hazards of res (but those at nodes in cured),
- * tensors FP16 cannot hold, opsets without an FP16 form, ctx's overrides. */
+ * tensors FP16 cannot hold, opsets without an FP16 form, FP32 in the plan already, the overrides. */
 static gboolean
-build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cured, Cands *cs,
+build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTable *cured, Cands *cs,
             GError **error)
 {
     const HgShapes *shapes = hg_check_shapes(res);
@@ -248,8 +248,9 @@ build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cu
         Cand c = {n, 0, NULL, NULL, node_macs(shapes, n, opset)};
         c.fp32_cost = 1.0 + bytes + FP32_PER_MAC * (double)c.macs;
         c.forced32 = no_fp16_form(n, opset);
-        if (!c.forced32 && ctx->keep_fp32 && g_hash_table_contains(ctx->keep_fp32, n))
-            c.forced32 = "a LayerNorm left unfused (fuse_layernorm)";
+        /* A pass before this one may have set FP32 in the plan to keep a node there. */
+        if (!c.forced32 && n->precision == HG_PRECISION_FP32)
+            c.forced32 = n->precision_reason ? g_intern_string(n->precision_reason) : "kept FP32 by an earlier pass";
         g_array_append_val(cs->cands, c);
         g_hash_table_insert(cs->index, n, GUINT_TO_POINTER(cs->cands->len));
     }
@@ -296,11 +297,11 @@ build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cu
         Cand *c = &g_array_index(cs->cands, Cand, i);
         gboolean bad = FALSE;
         g_autoptr(GError) re_error = NULL;
-        if (strv_has(ctx->block_ops, c->node->op_type))
+        if (strv_has(hg_convert_options_block_ops(env->options), c->node->op_type))
             c->forced32 = "--block-op";
-        else if (regex_any(ctx->block_nodes, c->node->name, &re_error, &bad))
+        else if (regex_any(hg_convert_options_block_nodes(env->options), c->node->name, &re_error, &bad))
             c->forced32 = "--block-node";
-        else if (!bad && regex_any(ctx->force_fp16_nodes, c->node->name, &re_error, &bad) &&
+        else if (!bad && regex_any(hg_convert_options_force_fp16_nodes(env->options), c->node->name, &re_error, &bad) &&
                  !no_fp16_form(c->node, opset))
             c->forced16 = "--force-fp16-node";
         if (bad) {
@@ -316,7 +317,7 @@ build_cands(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cu
 /* The s-t minimum cut over the candidates: *flow receives its value; fp16 (cs->cands->len entries,
  * may be NULL) whether each candidate lands on the FP16 side. */
 static gboolean
-min_cut(HgPassCtx *ctx, const HgShapes *shapes, const Cands *cs, double *flow_out, gboolean *fp16,
+min_cut(const HgPassEnv *env, const HgShapes *shapes, const Cands *cs, double *flow_out, gboolean *fp16,
         GError **error)
 {
     /* The flow network: 0 = source (FP16), 1 = sink (FP32), candidate i = i + 2. Infinite edges are
@@ -351,13 +352,13 @@ min_cut(HgPassCtx *ctx, const HgShapes *shapes, const Cands *cs, double *flow_ou
                 EDGE(v, (igraph_integer_t)pi + 1, cast);
             } else if (x->is_input) {
                 /* A graph input keeps FP32 with --keep-io-types, else becomes FP16. */
-                if (ctx->keep_io_types)
+                if (hg_convert_options_keep_io_types(env->options))
                     EDGE(v, 1, cast);
                 else
                     EDGE(0, v, cast);
             }
         }
-        for (guint k = 0; ctx->keep_io_types && k < c->node->n_outputs; k++) {
+        for (guint k = 0; hg_convert_options_keep_io_types(env->options) && k < c->node->n_outputs; k++) {
             HgValue *y = c->node->outputs[k];
             if (y && y->is_output && is_float(hg_shapes_get(shapes, y)->dtype))
                 EDGE(v, 1, CAST_FIXED + CAST_PER_ELEMENT * (double)hg_precision_numel(shapes, y));
@@ -401,39 +402,39 @@ min_cut(HgPassCtx *ctx, const HgShapes *shapes, const Cands *cs, double *flow_ou
 }
 
 gboolean
-hg_precision_cut_cost(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res, GHashTable *cured,
+hg_precision_cut_cost(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTable *cured,
                       double *cost, GError **error)
 {
-    g_return_val_if_fail(g != NULL && g->model != NULL && ctx != NULL && res != NULL && cost != NULL,
+    g_return_val_if_fail(g != NULL && g->model != NULL && env != NULL && res != NULL && cost != NULL,
                          FALSE);
     g_auto(Cands) cs = {0};
-    if (!build_cands(g, ctx, res, cured, &cs, error))
+    if (!build_cands(g, env, res, cured, &cs, error))
         return FALSE;
-    return min_cut(ctx, hg_check_shapes(res), &cs, cost, NULL, error);
+    return min_cut(env, hg_check_shapes(res), &cs, cost, NULL, error);
 }
 
 gboolean
-hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    HgCheckResult *res = hg_analyses_get(env->analyses, g, error);
     if (!res)
         return FALSE;
     const HgShapes *shapes = hg_check_shapes(res);
     const HgRanges *ranges = hg_check_ranges(res);
     g_auto(Cands) cs = {0};
-    if (!build_cands(g, ctx, res, NULL, &cs, error))
+    if (!build_cands(g, env, res, NULL, &cs, error))
         return FALSE;
     GArray *cands = cs.cands;
     g_autofree gboolean *fp16 = g_new0(gboolean, cands->len + 2);
     double flow;
-    if (!min_cut(ctx, shapes, &cs, &flow, fp16, error))
+    if (!min_cut(env, shapes, &cs, &flow, fp16, error))
         return FALSE;
 
     /* The result, and the figures of the summary line. */
-    if (ctx->fp32_nodes)
-        g_hash_table_unref(ctx->fp32_nodes);
-    ctx->fp32_nodes = g_hash_table_new(NULL, NULL);
-    ctx->macs_total = ctx->macs_fp16 = 0;
+    /* The plan goes into the IR; fp32 is its FP32 side, for the islands below. */
+    g_autoptr(GHashTable) fp32 = g_hash_table_new(NULL, NULL);
+    env->result->planned = TRUE;
+    env->result->macs_total = env->result->macs_fp16 = 0;
     for (guint i = 0; i < cands->len; i++) {
         Cand *c = &g_array_index(cands, Cand, i);
         HgDecision *d = g_new0(HgDecision, 1);
@@ -453,20 +454,21 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
                 d->hi = r->hi;
                 break;
             }
-        g_ptr_array_add(ctx->decisions, d);
-        ctx->macs_total += c->macs;
+        g_ptr_array_add(env->result->decisions, d);
+        hg_node_set_precision(c->node, d->fp32 ? HG_PRECISION_FP32 : HG_PRECISION_FP16, d->reason);
+        env->result->macs_total += c->macs;
         if (d->fp32)
-            g_hash_table_add(ctx->fp32_nodes, c->node);
+            g_hash_table_add(fp32, c->node);
         else
-            ctx->macs_fp16 += c->macs;
+            env->result->macs_fp16 += c->macs;
     }
     /* Islands: FP32 nodes connected through tensors. */
-    guint n32 = g_hash_table_size(ctx->fp32_nodes), islands = 0;
+    guint n32 = g_hash_table_size(fp32), islands = 0;
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
     g_autoptr(GPtrArray) stack = g_ptr_array_new();
     GHashTableIter it;
     gpointer key;
-    g_hash_table_iter_init(&it, ctx->fp32_nodes);
+    g_hash_table_iter_init(&it, fp32);
     while (g_hash_table_iter_next(&it, &key, NULL)) {
         if (g_hash_table_contains(seen, key))
             continue;
@@ -477,19 +479,19 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
             HgNode *n = g_ptr_array_steal_index(stack, stack->len - 1);
             for (guint k = 0; k < n->n_inputs; k++) {
                 HgNode *p = n->inputs[k] ? n->inputs[k]->producer : NULL;
-                if (p && g_hash_table_contains(ctx->fp32_nodes, p) && g_hash_table_add(seen, p))
+                if (p && g_hash_table_contains(fp32, p) && g_hash_table_add(seen, p))
                     g_ptr_array_add(stack, p);
             }
             for (guint k = 0; k < n->n_outputs; k++)
                 for (guint u = 0; n->outputs[k] && u < n->outputs[k]->uses->len; u++) {
                     HgNode *w = g_array_index(n->outputs[k]->uses, HgUse, u).node;
-                    if (g_hash_table_contains(ctx->fp32_nodes, w) && g_hash_table_add(seen, w))
+                    if (g_hash_table_contains(fp32, w) && g_hash_table_add(seen, w))
                         g_ptr_array_add(stack, w);
                 }
         }
     }
-    ctx->n_fp32_nodes = n32;
-    ctx->n_fp32_islands = islands;
+    env->result->n_fp32_nodes = n32;
+    env->result->n_fp32_islands = islands;
     if (res->unknown_ops && res->unknown_ops->len) {
         g_autoptr(GString) ops = g_string_new(NULL);
         guint nodes = 0;
@@ -498,13 +500,13 @@ hg_pass_assign_precision(HgGraph *g, HgPassCtx *ctx, GError **error)
             g_string_append_printf(ops, "%s'%s'", i ? ", " : "", u->op);
             nodes += u->nodes;
         }
-        hg_pass_note(ctx, "assign_precision",
+        hg_pass_note(env->result, "assign_precision",
                      "kept %u node%s of op%s halfguard does not know (%s) FP32 with Casts around %s; what "
                      "is computed from %s is not bounded", nodes, nodes == 1 ? "" : "s",
                      res->unknown_ops->len == 1 ? "" : "s", ops->str, nodes == 1 ? "it" : "them",
                      nodes == 1 ? "it" : "them");
     }
-    hg_pass_note(ctx, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
+    hg_pass_note(env->result, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
                  n32, n32 == 1 ? "" : "s");
     return TRUE;
 }

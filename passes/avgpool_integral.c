@@ -663,7 +663,7 @@ pick_x(const Scan *sc, const Match *mt, int want)
 }
 
 static void
-rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
+rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
 {
     HgGraph *g = sc->g;
     HgNode *div = mt->div;
@@ -710,7 +710,7 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
     g_autofree char *k = dims_text(mt->kernel, ns, "x");
     g_autofree char *p = dims_text(mt->pads, 2 * ns, ",");
     g_autofree char *s = dims_text(mt->strides, ns, "x");
-    hg_pass_note(ctx, PASS, "integral image '%s' -> AveragePool %s (pads %s%s%s)",
+    hg_pass_note(env->result, PASS, "integral image '%s' -> AveragePool %s (pads %s%s%s)",
                  label(mt->cumsum), k, p, strided ? "; strides " : "",
                  strided ? s : "");
     /* The instance's nodes go once nothing reads them; those read elsewhere stay. */
@@ -718,14 +718,14 @@ rewrite(const Scan *sc, HgPassCtx *ctx, Match *mt)
 }
 
 gboolean
-hg_pass_avgpool_integral(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_avgpool_integral(HgGraph *g, const HgPassEnv *env, GError **error)
 {
     if (g->parent || !g->model)
         return TRUE;
     /* CumSum needs opset 11, and AveragePool's count_include_pad 7: an older model has no match. */
     if (hg_model_opset(g->model, "") < 11)
         return TRUE;
-    g_autoptr(HgShapes) s = hg_shapes_infer_specs(g, ctx->shapes, error);
+    g_autoptr(HgShapes) s = hg_shapes_infer_specs(g, hg_convert_options_analysis(env->options)->shapes, error);
     if (!s)
         return FALSE;
     Scan sc = {g, s};
@@ -741,15 +741,15 @@ hg_pass_avgpool_integral(HgGraph *g, HgPassCtx *ctx, GError **error)
             continue;
         }
         if (mt.why)
-            hg_pass_note(ctx, PASS, "left the integral image '%s' (read by '%s') as it is: %s",
+            hg_pass_note(env->result, PASS, "left the integral image '%s' (read by '%s') as it is: %s",
                          label(mt.cumsum), label(n), mt.why);
         match_clear(&mt);
     }
     for (guint i = 0; i < matches->len; i++) {
-        rewrite(&sc, ctx, &g_array_index(matches, Match, i));
+        rewrite(&sc, env, &g_array_index(matches, Match, i));
         match_clear(&g_array_index(matches, Match, i));
     }
-    ctx->n_changed += matches->len;
+    env->result->n_changed += matches->len;
     if (!matches->len)
         return TRUE;
     hg_graph_compact(g);

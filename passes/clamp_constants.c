@@ -85,11 +85,11 @@ clamped(const HgTensor *t, const HgValue *v, double *worst)
 }
 
 gboolean
-hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
 {
     /* Weights FP16 flushes to zero: counted (from the analysis's pass over the weights, before this
      * pass changes anything), reported once for the model. */
-    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    HgCheckResult *res = hg_analyses_get(env->analyses, g, error);
     if (!res)
         return FALSE;
     const HgRanges *ranges = hg_check_ranges(res);
@@ -107,7 +107,7 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         smallest = MIN(smallest, sc->range.tiny);
     }
     if (n_flush)
-        hg_pass_note(ctx, "clamp_constants", "%" G_GINT64_FORMAT " weight%s in %u initializer%s flush%s to "
+        hg_pass_note(env->result, "clamp_constants", "%" G_GINT64_FORMAT " weight%s in %u initializer%s flush%s to "
                      "zero in FP16 (smallest %.3g; signs kept)", n_flush, n_flush == 1 ? "" : "s", n_tensors,
                      n_tensors == 1 ? "" : "s", n_flush == 1 ? "es" : "", smallest);
     guint n = 0;
@@ -121,7 +121,7 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (!c)
             continue;
         hg_value_set_initializer(v, c);
-        hg_pass_note(ctx, "clamp_constants", "mask fill '%s': %.3g -> %g", v->name, worst,
+        hg_pass_note(env->result, "clamp_constants", "mask fill '%s': %.3g -> %g", v->name, worst,
                      worst < 0 ? -FP16_MAX : FP16_MAX);
         n++;
     }
@@ -135,7 +135,7 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (!c)
             continue;
         hg_node_set_attr_tensor(node, "value", c);
-        hg_pass_note(ctx, "clamp_constants", "mask fill of %s '%s': %.3g -> %g", node->op_type,
+        hg_pass_note(env->result, "clamp_constants", "mask fill of %s '%s': %.3g -> %g", node->op_type,
                      node->name ? node->name : "", worst, worst < 0 ? -FP16_MAX : FP16_MAX);
         n++;
     }
@@ -146,12 +146,12 @@ hg_pass_clamp_constants(HgGraph *g, HgPassCtx *ctx, GError **error)
             continue;
         HgAttr *a = hg_node_attr(node, "value");
         if (a && a->f < -FP16_MAX) {
-            hg_pass_note(ctx, "clamp_constants", "Pad '%s' before a maximum: fill %.3g -> -65504",
+            hg_pass_note(env->result, "clamp_constants", "Pad '%s' before a maximum: fill %.3g -> -65504",
                          node->name ? node->name : "", a->f);
             hg_node_set_attr_float(node, "value", (float)-FP16_MAX);
             n++;
         }
     }
-    ctx->n_changed += n;
+    env->result->n_changed += n;
     return TRUE;
 }

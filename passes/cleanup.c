@@ -98,7 +98,7 @@ merge_casts(HgGraph *g)
 }
 
 typedef struct {
-    HgPassCtx *ctx;
+    const HgPassEnv *env;
     guint removed, removed_inits, merged;
     GError **error;
     gboolean ok;
@@ -145,27 +145,27 @@ collect_graph(HgGraph *g, gpointer data)
 }
 
 gboolean
-hg_pass_cleanup(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    CleanupCtx c = {ctx, 0, 0, 0, error, TRUE};
+    CleanupCtx c = {env, 0, 0, 0, error, TRUE};
     /* Collect graphs first: removing nodes frees subgraphs that a live walk would visit. */
     g_autoptr(GPtrArray) graphs = g_ptr_array_new();
     hg_graph_foreach(g, collect_graph, graphs);
     for (guint i = graphs->len; i-- > 0 && c.ok;)
         cleanup_graph(graphs->pdata[i], &c);
     if (c.merged) {
-        hg_pass_note(ctx, "cleanup", "merged %u Cast%s", c.merged, c.merged == 1 ? "" : "s");
-        ctx->n_changed += c.merged;
-        ctx->n_casts -= MIN(ctx->n_casts, c.merged);
+        hg_pass_note(env->result, "cleanup", "merged %u Cast%s", c.merged, c.merged == 1 ? "" : "s");
+        env->result->n_changed += c.merged;
+        env->result->n_casts -= MIN(env->result->n_casts, c.merged);
     }
     if (c.removed) {
-        hg_pass_note(ctx, "cleanup", "removed %u dead node%s", c.removed, c.removed == 1 ? "" : "s");
-        ctx->n_changed += c.removed;
+        hg_pass_note(env->result, "cleanup", "removed %u dead node%s", c.removed, c.removed == 1 ? "" : "s");
+        env->result->n_changed += c.removed;
     }
     if (c.removed_inits) {
-        hg_pass_note(ctx, "cleanup", "removed %u unused initializer%s", c.removed_inits,
+        hg_pass_note(env->result, "cleanup", "removed %u unused initializer%s", c.removed_inits,
                      c.removed_inits == 1 ? "" : "s");
-        ctx->n_changed += c.removed_inits;
+        env->result->n_changed += c.removed_inits;
     }
     return c.ok;
 }

@@ -60,13 +60,13 @@ pin_declaration(HgValueDecl *d, const HgShapes *s)
 }
 
 gboolean
-hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    guint n_pins = ctx->shapes ? g_strv_length((char **)ctx->shapes) : 0;
+    guint n_pins = hg_convert_options_analysis(env->options)->shapes ? g_strv_length((char **)hg_convert_options_analysis(env->options)->shapes) : 0;
     g_autofree HgShapePin *pins = g_new0(HgShapePin, n_pins + 1);
     gboolean ok = TRUE;
     for (guint i = 0; i < n_pins && ok; i++)
-        ok = hg_shape_pin_parse(ctx->shapes[i], &pins[i], error);
+        ok = hg_shape_pin_parse(hg_convert_options_analysis(env->options)->shapes[i], &pins[i], error);
     g_autoptr(HgShapes) s = ok ? hg_shapes_infer(g, pins, n_pins, error) : NULL;
     if (!s) {
         for (guint i = 0; i < n_pins; i++)
@@ -124,9 +124,9 @@ hg_pass_fold_shapes(HgGraph *g, HgPassCtx *ctx, GError **error)
     for (guint i = 0; i < n_pins; i++)
         g_free(pins[i].name);
     if (folded) {
-        hg_pass_note(ctx, "fold_shapes", "folded %u shape node%s to constants", folded,
+        hg_pass_note(env->result, "fold_shapes", "folded %u shape node%s to constants", folded,
                      folded == 1 ? "" : "s");
-        ctx->n_changed += folded;
+        env->result->n_changed += folded;
     }
     return TRUE;
 }

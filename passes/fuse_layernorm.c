@@ -904,11 +904,11 @@ rewrite(Fuse *f, Match *mt)
 }
 
 gboolean
-hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_fuse_layernorm(HgGraph *g, const HgPassEnv *env, GError **error)
 {
     if (g->parent || !g->model)
         return TRUE;
-    g_autoptr(HgShapes) s = hg_shapes_infer_specs(g, ctx->shapes, error);
+    g_autoptr(HgShapes) s = hg_shapes_infer_specs(g, hg_convert_options_analysis(env->options)->shapes, error);
     if (!s)
         return FALSE;
     Fuse f = {g, s, g_hash_table_new(NULL, NULL)};
@@ -942,7 +942,7 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
     }
     for (guint i = 0; i < reasons->len; i++) {
         guint c = GPOINTER_TO_UINT(g_hash_table_lookup(skipped, reasons->pdata[i]));
-        hg_pass_note(ctx, PASS, "left %u LayerNorm-like pattern%s unfused: %s", c, c == 1 ? "" : "s",
+        hg_pass_note(env->result, PASS, "left %u LayerNorm-like pattern%s unfused: %s", c, c == 1 ? "" : "s",
                      (const char *)reasons->pdata[i]);
     }
     gboolean fused = FALSE;
@@ -950,33 +950,32 @@ hg_pass_fuse_layernorm(HgGraph *g, HgPassCtx *ctx, GError **error)
         gint64 opset = hg_model_opset(g->model, "");
         g_autofree char *why = NULL;
         if (opset < LN_OPSET && !hg_opset_can_upgrade(g->model, s, LN_OPSET, &why)) {
-            hg_pass_note(ctx, PASS, "left %u LayerNorm unfused (kept FP32): opset %" G_GINT64_FORMAT
+            hg_pass_note(env->result, PASS, "left %u LayerNorm unfused (kept FP32): opset %" G_GINT64_FORMAT
                          " cannot be raised to %d: %s", matches->len, opset, LN_OPSET, why);
-            if (!ctx->keep_fp32)
-                ctx->keep_fp32 = g_hash_table_new(NULL, NULL);
+            /* The plan in the IR keeps them there: assign_precision honours an FP32 set before it. */
             for (guint i = 0; i < matches->len; i++) {
                 GHashTableIter it;
                 gpointer node;
                 g_hash_table_iter_init(&it, g_array_index(matches, Match, i).nodes);
                 while (g_hash_table_iter_next(&it, &node, NULL))
-                    g_hash_table_add(ctx->keep_fp32, node);
+                    hg_node_set_precision(node, HG_PRECISION_FP32, "a LayerNorm left unfused (fuse_layernorm)");
             }
         } else {
             if (opset < LN_OPSET) {
                 guint rewritten;
                 hg_opset_upgrade(g->model, s, LN_OPSET, &rewritten);
                 if (rewritten)
-                    hg_pass_note(ctx, PASS, "raised the opset from %" G_GINT64_FORMAT " to %d (rewrote %u node%s"
+                    hg_pass_note(env->result, PASS, "raised the opset from %" G_GINT64_FORMAT " to %d (rewrote %u node%s"
                                  " whose form changed)", opset, LN_OPSET, rewritten, rewritten == 1 ? "" : "s");
                 else
-                    hg_pass_note(ctx, PASS, "raised the opset from %" G_GINT64_FORMAT " to %d", opset, LN_OPSET);
-                ctx->n_changed += rewritten + 1;
+                    hg_pass_note(env->result, PASS, "raised the opset from %" G_GINT64_FORMAT " to %d", opset, LN_OPSET);
+                env->result->n_changed += rewritten + 1;
             }
             for (guint i = 0; i < matches->len; i++)
                 rewrite(&f, &g_array_index(matches, Match, i));
-            hg_pass_note(ctx, PASS, "fused %u LayerNorm", matches->len);
-            ctx->n_fused_layernorm += matches->len;
-            ctx->n_changed += matches->len;
+            hg_pass_note(env->result, PASS, "fused %u LayerNorm", matches->len);
+            env->result->n_fused_layernorm += matches->len;
+            env->result->n_changed += matches->len;
             fused = TRUE;
         }
     }

@@ -3,7 +3,8 @@
  *     x:f32 -> Conv(W:f32) -> Relu -> Pow -> y:f32         Pow FP32, the rest FP16
  *  => x:f16 -> Conv(W:f16) -> Relu -> Cast(to=f32) -> Pow -> y:f32
  *
- * Float tensors written by FP16 nodes become FLOAT16, those of FP32 nodes FLOAT; where a node reads a
+ * The plan is the IR's (HgNode.precision, from assign_precision). Float tensors written by FP16 nodes
+ * become FLOAT16, those of FP32 nodes FLOAT; where a node reads a
  * tensor of the other precision a Cast is inserted (one per tensor and direction: node
  * "<tensor>/to_fp16" writing "<tensor>/fp16", or the same with fp32; shared by every reader).
  * Initializers read by FP16 nodes are converted: in place when every reader is FP16, else into a copy
@@ -25,7 +26,7 @@
 
 typedef struct {
     HgGraph *g;
-    HgPassCtx *ctx;
+    const HgPassEnv *env;
     HgShapes *shapes;
     GHashTable *target;  /* HgValue* -> GINT_TO_POINTER(dtype): the element type a float value gets */
     GHashTable *casts;   /* "name\x01dtype" -> HgValue*: Cast outputs already made */
@@ -76,7 +77,7 @@ keeps_types(const Lower *l, const HgNode *n)
 static gboolean
 fp16_node(const Lower *l, const HgNode *n)
 {
-    return !g_hash_table_contains(l->ctx->fp32_nodes, n);
+    return n->precision != HG_PRECISION_FP32; /* the plan in the IR */
 }
 
 /* The element type input k of n must have, or HG_DTYPE_UNDEFINED when any type will do (a Cast
@@ -265,19 +266,19 @@ retype_value_attr(Lower *l, HgNode *n, int to)
 }
 
 gboolean
-hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    if (!ctx->fp32_nodes) {
-        hg_pass_note(ctx, "lower", "nothing to lower: assign_precision did not run");
+    if (!hg_graph_has_plan(g)) {
+        hg_pass_note(env->result, "lower", "nothing to lower: the graph has no precision plan");
         return TRUE;
     }
-    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(g, ctx->shapes, error);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(g, hg_convert_options_analysis(env->options)->shapes, error);
     if (!shapes)
         return FALSE;
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return FALSE;
-    Lower l = {g, ctx, shapes, g_hash_table_new(NULL, NULL),
+    Lower l = {g, env, shapes, g_hash_table_new(NULL, NULL),
                g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), g_hash_table_new(NULL, NULL),
                g_hash_table_new(NULL, NULL), 0, 0, 0};
     for (guint i = 0; i < order->len; i++)
@@ -298,7 +299,7 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (v->init || !is_float(dt))
             continue;
         int to = dt;
-        for (guint u = 0; !ctx->keep_io_types && u < v->uses->len; u++) {
+        for (guint u = 0; !hg_convert_options_keep_io_types(env->options) && u < v->uses->len; u++) {
             HgUse *use = &g_array_index(v->uses, HgUse, u);
             if (use->node->graph == g && required(&l, use->node, use->index) == HG_DTYPE_FLOAT16)
                 to = HG_DTYPE_FLOAT16;
@@ -376,7 +377,7 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
     while (g_hash_table_iter_next(&it, &key, &val))
         if (dtype_of(&l, key) != GPOINTER_TO_INT(val))
             hg_value_set_elem_type(key, GPOINTER_TO_INT(val));
-    for (guint i = 0; ctx->keep_io_types && ok && i < g->outputs->len; i++) {
+    for (guint i = 0; hg_convert_options_keep_io_types(env->options) && ok && i < g->outputs->len; i++) {
         HgValueDecl *d = g->outputs->pdata[i];
         HgValue *v = d->value;
         int was = dtype_of(&l, v);
@@ -411,7 +412,7 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
     }
     /* The Casts were appended: put each before its readers. */
     ok = hg_graph_sort(g, error);
-    ctx->weight_bytes_total = ctx->weight_bytes_fp16 = 0;
+    env->result->weight_bytes_total = env->result->weight_bytes_fp16 = 0;
     for (guint i = 0; i < g->initializers->len; i++) {
         const HgTensor *t = g->initializers->pdata[i];
         /* Weights nothing reads (the originals of copies an earlier pass scaled) go in cleanup. */
@@ -419,14 +420,14 @@ hg_pass_lower(HgGraph *g, HgPassCtx *ctx, GError **error)
         if (tv && !tv->uses->len && !tv->is_output && !tv->nested_outputs && !tv->is_input)
             continue;
         gint64 n = is_float(t->dtype) ? hg_tensor_numel(t) : 0;
-        ctx->weight_bytes_total += 4 * MAX(n, 0);
+        env->result->weight_bytes_total += 4 * MAX(n, 0);
         if (t->dtype == HG_DTYPE_FLOAT16)
-            ctx->weight_bytes_fp16 += 4 * MAX(n, 0);
+            env->result->weight_bytes_fp16 += 4 * MAX(n, 0);
     }
-    ctx->n_casts += l.n_casts;
-    hg_pass_note(ctx, "lower", "%u Cast%s, %u initializer%s converted", l.n_casts, l.n_casts == 1 ? "" : "s",
+    env->result->n_casts += l.n_casts;
+    hg_pass_note(env->result, "lower", "%u Cast%s, %u initializer%s converted", l.n_casts, l.n_casts == 1 ? "" : "s",
                  l.n_inits, l.n_inits == 1 ? "" : "s");
-    ctx->n_changed += l.n_casts + l.n_inits + l.n_retargets;
+    env->result->n_changed += l.n_casts + l.n_inits + l.n_retargets;
 out:
     g_hash_table_unref(l.target);
     g_hash_table_unref(l.casts);

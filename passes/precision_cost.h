@@ -26,7 +26,7 @@ G_BEGIN_DECLS
  *   forced as before.
  * With cured NULL or empty this is the cut hg_pass_assign_precision makes. FALSE with an HG_ERROR
  * when a node-name pattern is bad (HG_ERROR_USAGE) or the cut fails; *cost is then unchanged. */
-gboolean hg_precision_cut_cost(HgGraph *g, HgPassCtx *ctx, const HgCheckResult *res,
+gboolean hg_precision_cut_cost(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res,
                                GHashTable *cured, double *cost, GError **error);
 
 /* What a node a rewrite adds costs to run in FP16, in the same units: a kernel launch (the same fixed

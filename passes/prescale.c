@@ -30,7 +30,7 @@
  *
  * Every value whose contents change is renamed (NAME_prescaled), and where calibration statistics
  * exist for the old name the scaled statistics are added under the new one (into the caller's table,
- * ctx->check->stats): the later passes decide on what the tensor now holds.
+ * hg_analyses_options(env->analyses)->stats): the later passes decide on what the tensor now holds.
  *
  * A rewrite is made only where it costs less than the FP32 island it spares, both by
  * assign_precision's cost model (passes/precision_cost.h): the island is how much its minimum cut
@@ -82,7 +82,7 @@ typedef struct {
 
 typedef struct {
     HgGraph *g;
-    HgPassCtx *ctx;
+    const HgPassEnv *env;
     const HgCheckResult *res;
     const HgShapes *s;
     const HgRanges *r;
@@ -276,7 +276,7 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
     if (p->error)
         return FALSE;
     if (isnan(p->cut_now) &&
-        !hg_precision_cut_cost(p->g, p->ctx, p->res, p->cured, &p->cut_now, &p->error))
+        !hg_precision_cut_cost(p->g, p->env, p->res, p->cured, &p->cut_now, &p->error))
         return FALSE;
     g_autoptr(GHashTable) cured = g_hash_table_new(NULL, NULL);
     GHashTableIter it;
@@ -288,7 +288,7 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
         if (cure[i])
             g_hash_table_add(cured, cure[i]);
     double cut_cured;
-    if (!hg_precision_cut_cost(p->g, p->ctx, p->res, cured, &cut_cured, &p->error))
+    if (!hg_precision_cut_cost(p->g, p->env, p->res, cured, &cut_cured, &p->error))
         return FALSE;
     double rewrite = 0;
     if (pl->x) {
@@ -305,7 +305,7 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
     if (island < 1e-9 * MAX(p->cut_now, 1.0))
         island = 0;
     if (!(rewrite < island || rewrite <= 0)) {
-        hg_pass_note(p->ctx, PASS, "left %s in FP32: the island costs %.3g, the rewrite %.3g", what,
+        hg_pass_note(p->env->result, PASS, "left %s in FP32: the island costs %.3g, the rewrite %.3g", what,
                      island, rewrite);
         return FALSE;
     }
@@ -416,13 +416,13 @@ match_scale(Pre *p, HgNode *sn)
         HgValue *w = chain->pdata[i];
         HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
         if (!private_value(w, next)) {
-            hg_pass_note(p->ctx, PASS, "left %s '%s' after MatMul '%s' in place: '%s' (the unscaled product) "
+            hg_pass_note(p->env->result, PASS, "left %s '%s' after MatMul '%s' in place: '%s' (the unscaled product) "
                          "has other readers", sn->op_type, node_name(sn), node_name(mm), w->name);
             return;
         }
     }
     if (!fits(p, ldexp(b, e))) {
-        hg_pass_note(p->ctx, PASS, "left %s '%s' after MatMul '%s' in place: its product may reach %.3g, "
+        hg_pass_note(p->env->result, PASS, "left %s '%s' after MatMul '%s' in place: its product may reach %.3g, "
                      "and the 2^%d it could move would not bring it under %g", sn->op_type,
                      node_name(sn), node_name(mm), b, e, p->threshold);
         return;
@@ -712,7 +712,7 @@ match_l2(Pre *p, HgNode *d)
     /* The sum of squares, by the measures the check uses: the sum itself, the squares, and, where
      * the reduction keeps its running sum in FP16 (the accumulation model), the accumulator
      * (elements x the largest square). */
-    HgAccumulateModel model = p->ctx->check && p->ctx->check->accumulate == HG_CHECK_ACCUMULATE_FP16
+    HgAccumulateModel model = hg_analyses_options(p->env->analyses)->accumulate == HG_CHECK_ACCUMULATE_FP16
                                   ? HG_ACCUMULATE_FP16
                                   : HG_ACCUMULATE_TARGETS;
     gboolean acc16 = hg_op_for_node(m.reduce) ? hg_op_accumulates_fp16(hg_op_for_node(m.reduce), model)
@@ -745,7 +745,7 @@ match_l2(Pre *p, HgNode *d)
         return;
     }
     if (!isfinite(need)) {
-        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares has no finite bound",
+        hg_pass_note(p->env->result, PASS, "left %s at %s '%s' alone: its sum of squares has no finite bound",
                      what, d->op_type, node_name(d));
         plan_clear(&pl);
         return;
@@ -755,14 +755,14 @@ match_l2(Pre *p, HgNode *d)
         k++;
     double tiny = hg_ranges_get(p->r, x)->tiny;
     if (!fits(p, ldexp(need, -2 * k))) {
-        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its sum of squares may reach %.3g, beyond "
+        hg_pass_note(p->env->result, PASS, "left %s at %s '%s' alone: its sum of squares may reach %.3g, beyond "
                      "what 2^-%d can bring under %g", what, d->op_type, node_name(d), need, MAX_K,
                      p->threshold);
         plan_clear(&pl);
         return;
     }
     if (tiny >= FP16_MIN_NORMAL && ldexp(tiny, -k) < FP16_MIN_NORMAL) {
-        hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: pre-scaling by 2^-%d would push x's smallest "
+        hg_pass_note(p->env->result, PASS, "left %s at %s '%s' alone: pre-scaling by 2^-%d would push x's smallest "
                      "magnitude %.3g below FP16's normal range", what, d->op_type, node_name(d), k, tiny);
         plan_clear(&pl);
         return;
@@ -778,7 +778,7 @@ match_l2(Pre *p, HgNode *d)
         g_autoptr(HgArray) a = const_array(p, ce->node->inputs[ce->index]);
         ce->scaled = a ? scaled_exact(a, ce->e) : NULL;
         if (!ce->scaled) {
-            hg_pass_note(p->ctx, PASS, "left %s at %s '%s' alone: its epsilon cannot be scaled by 2^%d "
+            hg_pass_note(p->env->result, PASS, "left %s at %s '%s' alone: its epsilon cannot be scaled by 2^%d "
                          "exactly", what, d->op_type, node_name(d), ce->e);
             plan_clear(&pl);
             return;
@@ -951,23 +951,22 @@ apply(Pre *p, Plan *pl)
                 g_ptr_array_remove_index(g->value_info, i);
         hg_graph_touch(g);
     }
-    hg_pass_note(p->ctx, PASS, "%s", pl->note);
-    p->ctx->n_changed++;
+    hg_pass_note(p->env->result, PASS, "%s", pl->note);
+    p->env->result->n_changed++;
 }
 
 gboolean
-hg_pass_prescale(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
 {
     if (g->parent || !g->model)
         return TRUE;
-    HgCheckOptions none = {0};
-    const HgCheckOptions *co = ctx->check ? ctx->check : &none;
-    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    const HgCheckOptions *co = hg_analyses_options(env->analyses);
+    HgCheckResult *res = hg_analyses_get(env->analyses, g, error);
     if (!res)
         return FALSE;
     Pre p = {
         .g = g,
-        .ctx = ctx,
+        .env = env,
         .res = res,
         .s = hg_check_shapes(res),
         .r = hg_check_ranges(res),

@@ -622,7 +622,7 @@ typedef struct {
 } CumsumFound;
 
 static guint
-normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheckOptions *opts,
+normalized_cumsums(HgGraph *g, const HgPassEnv *env, HgCheckResult *res, const HgCheckOptions *opts,
                    GPtrArray *order, GArray *found, GHashTable *accept, const char *const *costs,
                    Probe *probe, GError **error, gboolean *ok)
 {
@@ -690,7 +690,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
         const HgRange *xr = hg_ranges_get(ranges, c->inputs[0]);
         if (ldexp(MAX(fabs(xr->lo), fabs(xr->hi)), -k) < 0x1p-4) {
             if (found)
-                hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: 2^-%d would push its "
+                hg_pass_note(env->result, "rescale", "left the normalized CumSum '%s' unscaled: 2^-%d would push its "
                              "input below 2^-4", c->name ? c->name : "", k);
             continue;
         }
@@ -699,7 +699,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
             g_hash_table_add(vals, c->inputs[0]);
             g_autofree char *why = NULL;
             if (!values_reach(probe, g, opts, res, vals, k, &why)) {
-                hg_pass_note(ctx, "rescale", "left the normalized CumSum '%s' unscaled: %s", c->name ? c->name : "",
+                hg_pass_note(env->result, "rescale", "left the normalized CumSum '%s' unscaled: %s", c->name ? c->name : "",
                              why);
                 continue;
             }
@@ -722,7 +722,7 @@ normalized_cumsums(HgGraph *g, HgPassCtx *ctx, HgCheckResult *res, const HgCheck
             *ok = scale_const(g, add, add->inputs[0] == sv ? 1 : 0, -k, error);
         stats_scaled(opts, cv->name, cv, k);
         stats_scaled(opts, sv->name, sv, k);
-        hg_pass_note(ctx, "rescale", "normalized CumSum '%s': input x 2^-%d (its sums reach %.3g > 2048; "
+        hg_pass_note(env->result, "rescale", "normalized CumSum '%s': input x 2^-%d (its sums reach %.3g > 2048; "
                      "over %" G_GINT64_FORMAT " elements an FP16 CumSum's worst-case relative error is %.2g)%s",
                      c->name ? c->name : "", k, big, len, (double)len / 2048.0, costs[at - 1]);
         n_done++;
@@ -839,11 +839,11 @@ region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgCheckResult
 }
 
 gboolean
-hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
+hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error)
 {
     HgCheckOptions none = {0};
-    const HgCheckOptions *opts = ctx->check ? ctx->check : &none;
-    HgCheckResult *res = hg_pass_ctx_analysis(ctx, g, error);
+    const HgCheckOptions *opts = hg_analyses_options(env->analyses) ? hg_analyses_options(env->analyses) : &none;
+    HgCheckResult *res = hg_analyses_get(env->analyses, g, error);
     if (!res)
         return FALSE;
     const HgShapes *shapes = hg_check_shapes(res);
@@ -858,7 +858,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
      * CumSums, then the regions in the order of their first unsafe tensor (each region's nodes are
      * not part of a later one). */
     g_autoptr(GArray) cumsums = g_array_new(FALSE, FALSE, sizeof(CumsumFound));
-    normalized_cumsums(g, ctx, res, opts, order, cumsums, NULL, NULL, &probe, error, &ok);
+    normalized_cumsums(g, env, res, opts, order, cumsums, NULL, NULL, &probe, error, &ok);
     g_autoptr(GArray) plans = g_array_new(FALSE, TRUE, sizeof(Planned));
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
@@ -899,9 +899,9 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         const char *at = n->name ? n->name : n->op_type;
         if (!(known && k > 0 && k < 60 && ldexp(small, -k) >= 0x1p-4)) {
             if (!planned)
-                hg_pass_note(ctx, "rescale", "left '%s' unscaled: a nested graph reads a tensor of its region", at);
+                hg_pass_note(env->result, "rescale", "left '%s' unscaled: a nested graph reads a tensor of its region", at);
             else if (known && k > 0) /* (an unbounded region is left without a note: calibration bounds it) */
-                hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
+                hg_pass_note(env->result, "rescale", "left the region of '%s' unscaled: 2^-%d would push its values "
                              "(down to %.3g) below 2^-4", at, k, small);
             region_clear(&P.R);
             continue;
@@ -917,7 +917,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         }
         g_autofree char *why = NULL;
         if (!values_reach(&probe, g, opts, res, vals, k, &why)) {
-            hg_pass_note(ctx, "rescale", "left the region of '%s' unscaled: %s; calibration (--calib) "
+            hg_pass_note(env->result, "rescale", "left the region of '%s' unscaled: %s; calibration (--calib) "
                          "decides with what the values reach", at, why);
             region_clear(&P.R);
             continue;
@@ -946,7 +946,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     g_autoptr(GPtrArray) cumsum_costs = g_ptr_array_new_with_free_func(g_free);
     double island = 0;
     if (cumsums->len + plans->len)
-        ok = ok && hg_precision_cut_cost(g, ctx, res, cured, &island, error);
+        ok = ok && hg_precision_cut_cost(g, env, res, cured, &island, error);
     for (guint i = 0; ok && i < cumsums->len + plans->len; i++) {
         CumsumFound *f = i < cumsums->len ? &g_array_index(cumsums, CumsumFound, i) : NULL;
         Planned *P = f ? NULL : &g_array_index(plans, Planned, i - cumsums->len);
@@ -968,7 +968,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             rewrite = region_rewrite_cost(&P->R, shapes, res, threshold);
         }
         double after = 0;
-        ok = hg_precision_cut_cost(g, ctx, res, trial, &after, error);
+        ok = hg_precision_cut_cost(g, env, res, trial, &after, error);
         if (!ok)
             break;
         /* What the island costs over the cured graph (the flows carry rounding noise near 0); a
@@ -979,7 +979,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         gboolean take = rewrite < saved || rewrite <= 0;
         const HgNode *at = f ? f->nodes[0] : P->at;
         if (!take) {
-            hg_pass_note(ctx, "rescale", "left %s '%s' in FP32: the island costs %.3g, the rewrite %.3g",
+            hg_pass_note(env->result, "rescale", "left %s '%s' in FP32: the island costs %.3g, the rewrite %.3g",
                          f ? "the normalized CumSum" : "the region of", at->name ? at->name : at->op_type,
                          saved, rewrite);
             if (f)
@@ -1003,7 +1003,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
     /* 3. The accepted rewrites. */
     guint n_done = 0;
     if (ok && g_hash_table_size(accept))
-        n_done += normalized_cumsums(g, ctx, res, opts, order, NULL, accept,
+        n_done += normalized_cumsums(g, env, res, opts, order, NULL, accept,
                                      (const char *const *)cumsum_costs->pdata, &probe, error, &ok);
     for (guint i = 0; i < plans->len; i++) {
         Planned *P = &g_array_index(plans, Planned, i);
@@ -1035,7 +1035,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
             const char *at = P->at->name ? P->at->name : P->at->op_type;
             ok = apply_region(g, R, k, opts, error);
             if (ok) {
-                hg_pass_note(ctx, "rescale", "region of %u node%s at '%s': weights x 2^-%d in %s (k = %d: its "
+                hg_pass_note(env->result, "rescale", "region of %u node%s at '%s': weights x 2^-%d in %s (k = %d: its "
                              "tensors reach %.3g > %g)%s%s", R->members->len, R->members->len == 1 ? "" : "s", at, k,
                              sources->len ? src_names : "no linear op", k, P->big, threshold, how->str,
                              P->cost_note);
@@ -1050,7 +1050,7 @@ hg_pass_rescale(HgGraph *g, HgPassCtx *ctx, GError **error)
         return FALSE;
     if (n_done) {
         hg_graph_touch(g);
-        ctx->n_changed += n_done;
+        env->result->n_changed += n_done;
         return hg_graph_sort(g, error);
     }
     return TRUE;

@@ -61,29 +61,28 @@ hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCheckResult *r, GE
     if (!copy)
         return FALSE;
     g_clear_pointer(&bytes, g_free);
-    g_autoptr(GHashTable) stats = opts->stats ? hg_stats_copy(opts->stats) : NULL;
-    HgCheckOptions o = *opts;
-    o.stats = stats;
-    HgPassCtx ctx;
-    hg_pass_ctx_init(&ctx);
-    ctx.shapes = opts->shapes;
-    ctx.check = &o;
+    /* The analyses copy the statistics: the rescaling passes record what calibration saw of the
+     * tensors they scale under the new values' names, and the caller's stay as they are. */
+    g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+    hg_convert_options_set_analysis(o, opts);
+    g_autoptr(HgAnalyses) an = hg_analyses_new(o);
+    g_autoptr(HgConvertResult) result = hg_convert_result_new();
     guint n_passes;
     const HgPassInfo *passes = hg_pass_list(&n_passes);
     gboolean ok = TRUE;
     guint pending = r->hazards->len;
     for (guint i = 0; ok && pending && i < n_passes && strcmp(passes[i].name, "assign_precision") != 0; i++) {
-        guint before = ctx.n_changed;
-        ok = passes[i].run(copy->graph, &ctx, error) && hg_graph_verify(copy->graph, error);
+        const HgPassInfo *p = &passes[i];
+        guint before = result->n_changed;
+        ok = hg_pipeline_run_passes(copy, &p, 1, o, an, result, NULL, error);
         if (!ok)
-            g_prefix_error(error, "while finding what convert fixes, pass %s: ", passes[i].name);
-        if (!ok || ctx.n_changed == before)
+            g_prefix_error(error, "while finding what convert fixes, pass %s: ", p->name);
+        if (!ok || result->n_changed == before)
             continue;
-        HgCheckResult *now = hg_pass_ctx_analysis(&ctx, copy->graph, error);
+        HgCheckResult *now = hg_analyses_get(an, copy->graph, error);
         ok = now != NULL;
         if (ok)
-            pending -= mark_gone(r, now, passes[i].name);
+            pending -= mark_gone(r, now, p->name);
     }
-    hg_pass_ctx_clear(&ctx);
     return ok;
 }

@@ -11,7 +11,7 @@
 
 /* Notes of passes the figures do not already cover (cleanup, fold_shapes, clamp_constants, ...). */
 static void
-append_notes(GString *s, const HgPassCtx *ctx, gboolean skip_figured)
+append_notes(GString *s, const HgConvertResult *ctx, gboolean skip_figured)
 {
     for (guint k = 0; k < ctx->notes->len; k++) {
         const HgPassNote *note = ctx->notes->pdata[k];
@@ -27,10 +27,10 @@ append_notes(GString *s, const HgPassCtx *ctx, gboolean skip_figured)
 }
 
 char *
-hg_pass_ctx_summary(const HgPassCtx *ctx)
+hg_convert_result_summary(const HgConvertResult *ctx)
 {
     GString *s = g_string_new(NULL);
-    if (!ctx->fp32_nodes) {
+    if (!ctx->planned) {
         append_notes(s, ctx, FALSE);
         if (!s->len)
             g_string_append(s, "no changes");
@@ -64,14 +64,14 @@ hg_pass_ctx_summary(const HgPassCtx *ctx)
 
 
 gboolean
-hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *path, GError **error)
+hg_convert_result_write_report(const HgConvertResult *ctx, const char *model, const char *path, GError **error)
 {
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     hg_json_add_str(b, "format", "halfguard-convert-report");
     hg_json_add_int(b, "version", 1);
     hg_json_add_str(b, "model", model);
-    g_autofree char *summary = hg_pass_ctx_summary(ctx);
+    g_autofree char *summary = hg_convert_result_summary(ctx);
     hg_json_add_str(b, "summary", summary);
     json_builder_set_member_name(b, "passes");
     json_builder_begin_array(b);
@@ -119,7 +119,7 @@ hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *pa
 }
 
 char *
-hg_pass_ctx_trtexec(const HgPassCtx *ctx)
+hg_convert_result_trtexec(const HgConvertResult *ctx)
 {
     g_autoptr(GString) s = g_string_new(NULL);
     for (guint i = 0; ctx->decisions && i < ctx->decisions->len; i++) {

@@ -102,6 +102,7 @@ typedef struct {
     GHashTable *fp32;      /* HgValue*: float values that feed shape math or FP32-only inputs */
     GHashTable *seen_init; /* HgValue*: initializers already checked */
     GPtrArray *hazards;
+    guint64 generation;    /* the main graph's when computed: what the passes' reads are checked against */
 } Check;
 
 static void
@@ -1157,6 +1158,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     res->unknown_ops = g_ptr_array_new_with_free_func(unknown_op_free);
     mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);
+    c->generation = g->generation;
     for (guint i = 0; i < order->len; i++)
         check_node(c, order->pdata[i]);
     res->priv = c;
@@ -1165,22 +1167,32 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
 
 /* ---------------------------------------------------------------- for the passes */
 
+/* The analysis of r, asserted current: a pass that changed the graph and reads an analysis of before
+ * fails here, in debug builds and tests, instead of deciding on stale facts. */
+static const Check *
+current(const HgCheckResult *r)
+{
+    const Check *c = r->priv;
+    g_assert(c->model->graph->generation == c->generation);
+    return c;
+}
+
 const HgShapes *
 hg_check_shapes(const HgCheckResult *r)
 {
-    return ((const Check *)r->priv)->shapes;
+    return current(r)->shapes;
 }
 
 const HgRanges *
 hg_check_ranges(const HgCheckResult *r)
 {
-    return ((const Check *)r->priv)->ranges;
+    return current(r)->ranges;
 }
 
 double
 hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibrated)
 {
-    const Check *c = r->priv;
+    const Check *c = current(r);
     Decided d = decide(c, v);
     if (calibrated)
         *calibrated = d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v));
@@ -1190,7 +1202,7 @@ hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibra
 gboolean
 hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
 {
-    const Check *c = r->priv;
+    const Check *c = current(r);
     if (!v || !is_float_value(c, v))
         return FALSE;
     if (g_hash_table_contains(c->fp32, v))
@@ -1244,7 +1256,7 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
 void
 hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes)
 {
-    const Check *c = r->priv;
+    const Check *c = current(r);
     const HgNode *n = h->at;
     if (!n)
         return;

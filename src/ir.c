@@ -594,6 +594,7 @@ node_free(gpointer p)
     }
     g_ptr_array_unref(n->attrs);
     g_free(n->doc_string);
+    g_free(n->precision_reason);
     if (n->metadata)
         g_ptr_array_unref(n->metadata);
     hg_unknown_free(n->unknown);
@@ -1017,6 +1018,28 @@ hg_node_remove_attr(HgNode *n, const char *name)
             hg_graph_touch(n->graph);
             return TRUE;
         }
+    return FALSE;
+}
+
+void
+hg_node_set_precision(HgNode *n, HgPrecision precision, const char *reason)
+{
+    g_return_if_fail(n != NULL);
+    if (n->precision == precision && g_strcmp0(n->precision_reason, reason) == 0)
+        return;
+    n->precision = precision;
+    g_free(n->precision_reason);
+    n->precision_reason = g_strdup(reason);
+    hg_graph_touch(n->graph);
+}
+
+gboolean
+hg_graph_has_plan(const HgGraph *g)
+{
+    g_return_val_if_fail(g != NULL, FALSE);
+    for (guint i = 0; i < g->nodes->len; i++)
+        if (((const HgNode *)g->nodes->pdata[i])->precision != HG_PRECISION_UNSET)
+            return TRUE;
     return FALSE;
 }
 

@@ -300,35 +300,32 @@ cmd_convert(int argc, char **argv)
         report_warnings(in, m);
         HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, use, an.margin,
                              an.threshold, (const char *const *)an.shapes, an.accumulate_model};
-        HgPassCtx ctx;
-        hg_pass_ctx_init(&ctx);
-        ctx.shapes = (const char *const *)an.shapes;
-        ctx.check = &co;
-        ctx.block_ops = (const char *const *)block_ops;
-        ctx.block_nodes = (const char *const *)block_nodes;
-        ctx.force_fp16_nodes = (const char *const *)force_nodes;
-        ctx.keep_io_types = keep_io;
+        g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+        hg_convert_options_set_analysis(o, &co);
+        hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
+        hg_convert_options_set_block_nodes(o, (const char *const *)block_nodes);
+        hg_convert_options_set_force_fp16_nodes(o, (const char *const *)force_nodes);
+        hg_convert_options_set_keep_io_types(o, keep_io);
         g_autoptr(GString) dump = g_string_new(NULL);
         HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
-        gboolean ok = hg_pipeline_run(m, &po, &ctx, &error) && hg_model_save(m, out, &error) &&
-                      (!report || hg_pass_ctx_write_report(&ctx, in, report, &error));
+        g_autoptr(HgConvertResult) result = hg_convert(m, o, &po, &error);
+        gboolean ok = result && hg_model_save(m, out, &error) &&
+                      (!report || hg_convert_result_write_report(result, in, report, &error));
         if (dump->len)
             fputs(dump->str, stdout);
         if (!ok) {
             report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
             rc = EXIT_ERROR;
-            hg_pass_ctx_clear(&ctx);
             if (error->code == HG_ERROR_USAGE)
                 break;
             continue;
         }
-        g_autofree char *summary = hg_pass_ctx_summary(&ctx);
+        g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
         fprintf(info, "%s -> %s: %s\n", in, out, summary);
-        g_autofree char *tr = trtexec ? hg_pass_ctx_trtexec(&ctx) : NULL;
+        g_autofree char *tr = trtexec ? hg_convert_result_trtexec(result) : NULL;
         if (trtexec)
             fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
-        hg_pass_ctx_clear(&ctx);
     }
 out:
     analysis_clear(&an);

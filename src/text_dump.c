@@ -12,7 +12,7 @@
  *   >
  *   {
  *     T = Mul(X, "input.1")
- *     Y = Add(T, W)  #@ name: "add_0"
+ *     Y = Add(T, W)  #@ name: "add_0", precision: "fp32 (overflow)"
  *   }
  *
  * What onnx 1.12 reads is written as it reads it: the header, the signature, initializers and
@@ -900,6 +900,15 @@ dump_node(Dump *d, GString *o, const HgNode *n, guint indent)
     if (n->doc_string && *n->doc_string) {
         pragma_key(pragma, "doc_string");
         append_str(pragma, n->doc_string);
+    }
+    if (n->precision != HG_PRECISION_UNSET) {
+        /* The plan: "fp16" or "fp32", and the reason in parentheses. */
+        g_autofree char *plan = g_strdup_printf("%s%s%s%s", n->precision == HG_PRECISION_FP32 ? "fp32" : "fp16",
+                                                n->precision_reason ? " (" : "",
+                                                n->precision_reason ? n->precision_reason : "",
+                                                n->precision_reason ? ")" : "");
+        pragma_key(pragma, "precision");
+        append_str(pragma, plan);
     }
     g_string_append_len(o, notes->str, (gssize)notes->len);
     g_string_append_len(o, line->str, (gssize)line->len);

@@ -96,6 +96,7 @@ typedef struct {
 typedef struct {
     Loc loc;
     char *op_type, *domain, *name, *overload, *doc_string;
+    char *precision;          /* the plan's annotation: "fp16" or "fp32", then " (reason)" */
     GArray *outputs, *inputs; /* of Ref */
     GPtrArray *attrs;         /* of AttrAst */
 } NodeAst;
@@ -144,6 +145,7 @@ node_ast_free(gpointer p)
     g_free(n->name);
     g_free(n->overload);
     g_free(n->doc_string);
+    g_free(n->precision);
     g_array_unref(n->outputs);
     g_array_unref(n->inputs);
     g_ptr_array_unref(n->attrs);
@@ -637,10 +639,11 @@ enum {
     PRAGMA_OVERLOAD = 1 << 2,
     PRAGMA_DOC = 1 << 3,
     PRAGMA_TYPE = 1 << 4,
+    PRAGMA_PRECISION = 1 << 5,
 };
 
 typedef struct {
-    char **name, **domain, **overload, **doc_string;
+    char **name, **domain, **overload, **doc_string, **precision;
     HgType **type;
 } PragmaTarget;
 
@@ -655,7 +658,7 @@ parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
         guint bit;
     } keys[] = {
         {"name", PRAGMA_NAME},         {"domain", PRAGMA_DOMAIN}, {"overload", PRAGMA_OVERLOAD},
-        {"doc_string", PRAGMA_DOC},    {"type", PRAGMA_TYPE},
+        {"doc_string", PRAGMA_DOC},    {"type", PRAGMA_TYPE},     {"precision", PRAGMA_PRECISION},
     };
     while (peek(p)->kind == TK_PRAGMA) {
         advance(p);
@@ -674,11 +677,12 @@ parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
             advance(p);
             if (!expect(p, ':', "':' after the annotation key"))
                 return FALSE;
-            char **field = bit == PRAGMA_NAME       ? target->name
-                           : bit == PRAGMA_DOMAIN   ? target->domain
-                           : bit == PRAGMA_OVERLOAD ? target->overload
-                           : bit == PRAGMA_DOC      ? target->doc_string
-                                                    : NULL;
+            char **field = bit == PRAGMA_NAME        ? target->name
+                           : bit == PRAGMA_DOMAIN    ? target->domain
+                           : bit == PRAGMA_OVERLOAD  ? target->overload
+                           : bit == PRAGMA_DOC       ? target->doc_string
+                           : bit == PRAGMA_PRECISION ? target->precision
+                                                     : NULL;
             if (field ? *field != NULL : *target->type != NULL)
                 return fail_at(p, loc_of(kt), "'%s' is given twice", kt->text);
             if (field) {
@@ -1539,9 +1543,13 @@ parse_node(Parser *p, GPtrArray *nodes)
     /* The annotation gives the domain only where the op cannot be written qualified. */
     g_autofree char *domain = NULL;
     PragmaTarget target = {.name = &n->name, .domain = &domain, .overload = &n->overload,
-                           .doc_string = &n->doc_string};
-    if (!parse_pragmas(p, PRAGMA_NAME | PRAGMA_DOMAIN | PRAGMA_OVERLOAD | PRAGMA_DOC, &target))
+                           .doc_string = &n->doc_string, .precision = &n->precision};
+    if (!parse_pragmas(p, PRAGMA_NAME | PRAGMA_DOMAIN | PRAGMA_OVERLOAD | PRAGMA_DOC | PRAGMA_PRECISION,
+                       &target))
         return FALSE;
+    if (n->precision && !g_str_has_prefix(n->precision, "fp16") && !g_str_has_prefix(n->precision, "fp32"))
+        return fail_at(p, n->loc, "precision '%s': expected \"fp16\" or \"fp32\", then an optional "
+                       "\" (reason)\"", n->precision);
     if (domain && n->domain)
         return fail_at(p, n->loc, "the node's domain is given twice");
     if (domain)
@@ -1739,6 +1747,14 @@ build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
                                       na->outputs->len, outs);
         n->overload = g_strdup(na->overload);
         n->doc_string = g_strdup(na->doc_string);
+        if (na->precision) {
+            /* "fp32 (reason)": the reason is what the parentheses hold. */
+            const char *open = strchr(na->precision, '(');
+            g_autofree char *reason = open ? g_strndup(open + 1, strlen(open + 1) - (g_str_has_suffix(open, ")") ? 1 : 0))
+                                           : NULL;
+            hg_node_set_precision(n, g_str_has_prefix(na->precision, "fp32") ? HG_PRECISION_FP32 : HG_PRECISION_FP16,
+                                  reason);
+        }
     }
     for (guint i = 0; i < ga->nodes->len; i++) {
         NodeAst *na = ga->nodes->pdata[i];

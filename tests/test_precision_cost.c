@@ -34,7 +34,10 @@ static const char clean_text[] = HEADER
 
 typedef struct {
     HgModel *m;
-    HgPassCtx ctx;
+    HgConvertOptions *opts;
+    HgAnalyses *an;
+    HgConvertResult *result;
+    HgPassEnv env;
     HgInputRangeSpec range;
     HgCheckOptions check;
     HgCheckResult *res;
@@ -50,18 +53,23 @@ fixture_open(Fixture *f, const char *text)
         print_error("%s\n", error->message);
     assert_non_null(f->m);
     assert_verified(f->m->graph);
-    hg_pass_ctx_init(&f->ctx);
     f->range = (HgInputRangeSpec){(char *)"x", 0, 100};
     f->check = (HgCheckOptions){.ranges = &f->range, .n_ranges = 1};
-    f->ctx.check = &f->check;
-    f->res = hg_pass_ctx_analysis(&f->ctx, f->m->graph, &error);
+    f->opts = hg_convert_options_new();
+    hg_convert_options_set_analysis(f->opts, &f->check);
+    f->an = hg_analyses_new(f->opts);
+    f->result = hg_convert_result_new();
+    f->env = (HgPassEnv){f->opts, f->an, f->result};
+    f->res = hg_analyses_get(f->an, f->m->graph, &error);
     assert_non_null(f->res);
 }
 
 static void
 fixture_close(Fixture *f)
 {
-    hg_pass_ctx_clear(&f->ctx);
+    hg_convert_result_free(f->result);
+    hg_analyses_free(f->an);
+    hg_convert_options_free(f->opts);
     hg_model_free(f->m);
 }
 
@@ -79,7 +87,7 @@ cut(Fixture *f, GHashTable *cured)
 {
     g_autoptr(GError) error = NULL;
     double cost = -1;
-    gboolean ok = hg_precision_cut_cost(f->m->graph, &f->ctx, f->res, cured, &cost, &error);
+    gboolean ok = hg_precision_cut_cost(f->m->graph, &f->env, f->res, cured, &cost, &error);
     if (!ok)
         print_error("%s\n", error->message);
     assert_true(ok);
@@ -97,12 +105,12 @@ test_clean_model_costs_nothing(void **state)
     assert_int_equal(f.res->hazards->len, 0);
     assert_cost(cut(&f, NULL), 0);
     /* With --keep-io-types FP16 would pay a Cast in and one out; FP32 costs the Relu's excess. */
-    f.ctx.keep_io_types = TRUE;
+    hg_convert_options_set_keep_io_types(f.opts, TRUE);
     assert_cost(cut(&f, NULL), RELU_FP32);
     /* A --block-op forces it, and x (FP16 without --keep-io-types) needs a Cast to reach it. */
-    f.ctx.keep_io_types = FALSE;
+    hg_convert_options_set_keep_io_types(f.opts, FALSE);
     const char *block[] = {"Relu", NULL};
-    f.ctx.block_ops = block;
+    hg_convert_options_set_block_ops(f.opts, block);
     assert_cost(cut(&f, NULL), RELU_FP32 + CAST_64);
     fixture_close(&f);
 }
@@ -143,17 +151,19 @@ test_hazard_forces_and_cured_lifts(void **state)
     /* A cure lifts what the analysis forces, not the user's overrides: m1 blocked and cured stays FP32
      * between Casts (a in, b out to each MatMul), the MatMuls go FP16. */
     const char *block_m1[] = {"^m1$", NULL};
-    f.ctx.block_nodes = block_m1;
+    hg_convert_options_set_block_nodes(f.opts, block_m1);
     assert_cost(cut(&f, at_m1), M1_FP32 + 3 * CAST_64);
-    f.ctx.block_nodes = NULL;
+    hg_convert_options_set_block_nodes(f.opts, NULL);
 
     /* assign_precision makes the uncured cut: m1 and the MatMuls FP32, the Relu FP16. */
     g_autoptr(GError) error = NULL;
-    assert_true(hg_pass_find("assign_precision")->run(f.m->graph, &f.ctx, &error));
-    assert_int_equal(g_hash_table_size(f.ctx.fp32_nodes), 3);
-    assert_true(g_hash_table_contains(f.ctx.fp32_nodes, m1));
-    assert_true(g_hash_table_contains(f.ctx.fp32_nodes, mm));
-    assert_true(g_hash_table_contains(f.ctx.fp32_nodes, mm2));
+    assert_true(hg_pass_find("assign_precision")->run(f.m->graph, &f.env, &error));
+    assert_int_equal(f.result->n_fp32_nodes, 3);
+    assert_int_equal(m1->precision, HG_PRECISION_FP32);
+    assert_int_equal(mm->precision, HG_PRECISION_FP32);
+    assert_int_equal(mm2->precision, HG_PRECISION_FP32);
+    assert_int_equal(node(&f, "a")->precision, HG_PRECISION_FP16);
+    assert_string_equal(m1->precision_reason, "overflow");
     fixture_close(&f);
 }
 
@@ -164,10 +174,10 @@ test_bad_pattern_is_an_error(void **state)
     Fixture f;
     fixture_open(&f, clean_text);
     const char *bad[] = {"(", NULL};
-    f.ctx.block_nodes = bad;
+    hg_convert_options_set_block_nodes(f.opts, bad);
     g_autoptr(GError) error = NULL;
     double cost = 123;
-    assert_false(hg_precision_cut_cost(f.m->graph, &f.ctx, f.res, NULL, &cost, &error));
+    assert_false(hg_precision_cut_cost(f.m->graph, &f.env, f.res, NULL, &cost, &error));
     assert_hg_error(error, HG_ERROR_USAGE, "bad node-name pattern");
     assert_cost(cost, 123);
     fixture_close(&f);

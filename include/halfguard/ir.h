@@ -314,6 +314,12 @@ enum {
     HG_NODE_DEAD = 1 << 0,
 };
 
+/* The precision plan, kept in the IR: what a node computes in. assign_precision sets it for every node
+ * that computes with floats (a pass before it may set FP32 to keep a node there); lower reads it. UNSET
+ * nodes count as FP16. The text form shows it (`#@ precision: "fp32 (overflow)"`) and reads it back;
+ * ONNX files do not hold it. */
+typedef enum { HG_PRECISION_UNSET = 0, HG_PRECISION_FP16, HG_PRECISION_FP32 } HgPrecision;
+
 struct HgNode {
     char *name;          /* NULL when absent */
     char *op_type;
@@ -329,6 +335,8 @@ struct HgNode {
     HgGraph *graph;
     guint flags;
     guint order;         /* position in graph->nodes */
+    HgPrecision precision;  /* the plan (hg_node_set_precision) */
+    char *precision_reason; /* why, or NULL */
     /* Output names written back for slots whose value was dropped at load: a Constant whose output a
      * later Constant of the same name redefines (ONNX Runtime lets the later one win, and so do we).
      * NULL, or n_outputs entries (NULL where the slot was not dropped). */
@@ -455,6 +463,10 @@ HG_API HgAttr *hg_node_set_attr_float(HgNode *n, const char *name, float value);
 HG_API HgAttr *hg_node_set_attr_tensor(HgNode *n, const char *name, HgTensor *t);
 /* Remove the attribute called name; FALSE when n has none. */
 HG_API gboolean hg_node_remove_attr(HgNode *n, const char *name);
+/* Set n's place in the precision plan and why (copied; may be NULL). */
+HG_API void hg_node_set_precision(HgNode *n, HgPrecision precision, const char *reason);
+/* Does any node of g carry a precision (is there a plan)? */
+HG_API gboolean hg_graph_has_plan(const HgGraph *g);
 /* Is n of the default domain ("", absent or "ai.onnx")? FALSE for NULL. */
 HG_API gboolean hg_node_default_domain(const HgNode *n);
 /* Make t (ownership taken) v's initializer: in the place of the one v has (freed), else appended.

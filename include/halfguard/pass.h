@@ -1,8 +1,18 @@
-/* halfguard: passes and the pipeline that runs them.
+/* halfguard: passes, the objects they work with, and the pipeline that runs them.
  *
- * Each pass is one file in passes/ with one entry point of type HgPassFunc. passes/registry.c lists
- * them in default order with one line of help; the pipeline runs a list of them by name, verifies the
- * graph after each, and can print the graph after a named pass.
+ * A conversion has three objects, each with one owner:
+ *  - HgConvertOptions: what the caller asks for (ranges, calibration, overrides, --keep-io-types).
+ *    Opaque; the caller builds it with the setters and owns it; the passes only read it.
+ *  - HgAnalyses: shapes, ranges and hazards of the graph (one hg_check), owned by the pipeline driver
+ *    and rebuilt when the graph's generation moves; its own copy of the calibration statistics, which
+ *    the rewriting passes update for the tensors they scale.
+ *  - HgConvertResult: what the passes report (notes, the decisions, the summary's figures), owned by
+ *    the caller once hg_convert returns it.
+ * The precision plan itself lives in the IR (HgNode.precision): assign_precision writes it, lower reads
+ * it, and the text form shows it.
+ *
+ * Each pass is one file in passes/ with one entry point of type HgPassFunc; passes/registry.c lists
+ * them in default order with what each needs and which must come before it.
  */
 #ifndef HALFGUARD_PASS_H
 #define HALFGUARD_PASS_H
@@ -11,6 +21,34 @@
 #include <halfguard/ir.h>
 
 G_BEGIN_DECLS
+
+/* ---------------------------------------------------------------- the caller's options */
+
+typedef struct HgConvertOptions HgConvertOptions;
+
+/* New options: no input ranges, no calibration, default margin and threshold, no overrides. */
+HG_API HgConvertOptions *hg_convert_options_new(void);
+HG_API void hg_convert_options_free(HgConvertOptions *o);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgConvertOptions, hg_convert_options_free)
+/* What the analysis reads, as for hg_check: the ranges and shape pins are copied; the statistics are
+ * borrowed (they must outlive the conversion) and never changed. */
+HG_API void hg_convert_options_set_analysis(HgConvertOptions *o, const HgCheckOptions *check);
+/* Graph inputs and outputs keep their element types (and names); Casts go inside. */
+HG_API void hg_convert_options_set_keep_io_types(HgConvertOptions *o, gboolean keep);
+/* assign_precision's overrides (NULL-terminated, copied; NULL clears): op types and node-name
+ * regular expressions (GRegex) kept FP32, node-name regular expressions run in FP16. */
+HG_API void hg_convert_options_set_block_ops(HgConvertOptions *o, const char *const *ops);
+HG_API void hg_convert_options_set_block_nodes(HgConvertOptions *o, const char *const *patterns);
+HG_API void hg_convert_options_set_force_fp16_nodes(HgConvertOptions *o, const char *const *patterns);
+
+/* The getters the passes use. The pointers are o's. */
+HG_API const HgCheckOptions *hg_convert_options_analysis(const HgConvertOptions *o);
+HG_API gboolean hg_convert_options_keep_io_types(const HgConvertOptions *o);
+HG_API const char *const *hg_convert_options_block_ops(const HgConvertOptions *o);
+HG_API const char *const *hg_convert_options_block_nodes(const HgConvertOptions *o);
+HG_API const char *const *hg_convert_options_force_fp16_nodes(const HgConvertOptions *o);
+
+/* ---------------------------------------------------------------- what the passes report */
 
 /* What a pass did, for the one-line summary and the report. */
 typedef struct {
@@ -28,42 +66,80 @@ typedef struct {
 } HgDecision;
 
 typedef struct {
-    GPtrArray *notes;   /* of HgPassNote, appended by passes */
-    guint n_changed;    /* graph edits, summed over passes */
-    /* Dims for symbolic graph inputs, "NAME:1x3x512x512" each ("*" matches every input of that
-     * rank whose dims are not all known); NULL-terminated, may be NULL. Set by the caller. */
-    const char *const *shapes;
-    /* What the passes that need value ranges read (clamp_constants, assign_precision): input ranges,
-     * calibration statistics, margin and threshold, as for check. May be NULL: no input ranges. */
-    const HgCheckOptions *check;
-    /* assign_precision's overrides (NULL-terminated lists, may be NULL): op types and node-name
-     * regular expressions (GRegex) kept FP32, and node-name regular expressions made FP16. */
-    const char *const *block_ops;
-    const char *const *block_nodes;
-    const char *const *force_fp16_nodes;
-    gboolean keep_io_types;  /* graph inputs and outputs keep their element types */
-    /* Nodes an earlier pass wants kept FP32 (HgNode* set, NULL when none): a LayerNorm left unfused
-     * because the opset cannot be raised. assign_precision honours it. */
-    GHashTable *keep_fp32;
-    /* Set by assign_precision, read by lower: the HgNode* that stay FP32 (every other node with
-     * float values runs in FP16). NULL until assign_precision has run. */
-    GHashTable *fp32_nodes;
+    GPtrArray *notes;        /* of HgPassNote, appended by passes */
+    guint n_changed;         /* graph edits, summed over passes */
     GPtrArray *decisions;    /* of HgDecision, one per node with float values (assign_precision) */
-    /* The hazard analysis of the main graph under check (hg_pass_ctx_analysis), and the graph
-     * generation it was computed for. */
-    HgCheckResult *analysis;
-    guint64 analysis_generation;
-    /* Figures for convert's summary line, set by the passes. */
+    gboolean planned;        /* assign_precision ran */
+    /* Figures for convert's summary line. */
     guint n_fused_layernorm, n_casts, n_fp32_islands, n_fp32_nodes;
     gint64 macs_total, macs_fp16, weight_bytes_total, weight_bytes_fp16;
-} HgPassCtx;
+} HgConvertResult;
 
-typedef gboolean (*HgPassFunc)(HgGraph *g, HgPassCtx *ctx, GError **error);
+HG_API HgConvertResult *hg_convert_result_new(void);
+HG_API void hg_convert_result_free(HgConvertResult *r);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgConvertResult, hg_convert_result_free)
+/* Record a note from pass `pass` (printf-style). */
+HG_API void hg_pass_note(HgConvertResult *r, const char *pass, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* convert's one-line summary, e.g. "fused 25 LayerNorm; 3 FP32 islands (12 nodes, 0.4% of MACs);
+ * 14 Casts; FP16: 99.6% of MACs, 98% of weight bytes" (the pass notes when no precision was
+ * assigned). New string. */
+HG_API char *hg_convert_result_summary(const HgConvertResult *r);
+/* Every decision with its reason and interval, the pass notes and the figures, as JSON (README:
+ * "convert --report"). */
+HG_API gboolean hg_convert_result_write_report(const HgConvertResult *r, const char *model, const char *path,
+                                               GError **error);
+/* trtexec options for TensorRT 10 and older (weak typing) that pin the FP32 nodes:
+ * "--precisionConstraints=obey --layerPrecisions=NAME:fp32,..." (NULL when every node is FP16). */
+HG_API char *hg_convert_result_trtexec(const HgConvertResult *r);
+
+/* ---------------------------------------------------------------- the analyses */
+
+typedef struct HgAnalyses HgAnalyses;
+
+/* New analyses for conversions with options o (borrowed: it must outlive them): a copy of o's
+ * statistics, nothing computed yet. hg_convert makes its own; callers that drive passes themselves
+ * (hg_pipeline_run_passes) may share one between runs. */
+HG_API HgAnalyses *hg_analyses_new(const HgConvertOptions *o);
+HG_API void hg_analyses_free(HgAnalyses *an);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgAnalyses, hg_analyses_free)
+
+/* The hazard analysis (hg_check with the options' ranges and the analyses' statistics) of g as it is
+ * now: computed on first need and again whenever g's generation has moved since. Owned by an: valid
+ * until g changes. NULL with an error when the analysis fails. */
+HG_API HgCheckResult *hg_analyses_get(HgAnalyses *an, HgGraph *g, GError **error);
+/* The options the analysis runs with: the caller's, with the analyses' own statistics (NULL when the
+ * caller gave none). A pass that scales a tensor calibration saw records what it holds now there, under
+ * the new value's name (hg_stats_set). */
+HG_API const HgCheckOptions *hg_analyses_options(HgAnalyses *an);
+
+/* ---------------------------------------------------------------- passes */
+
+/* What a pass is given: the caller's options, the driver's analyses, the result to report into. */
+typedef struct {
+    const HgConvertOptions *options;
+    HgAnalyses *analyses;
+    HgConvertResult *result;
+} HgPassEnv;
+
+typedef gboolean (*HgPassFunc)(HgGraph *g, const HgPassEnv *env, GError **error);
+
+/* What a pass reads that another must have made (HgPassInfo.needs, .makes). Shapes, ranges and hazards
+ * the analyses compute on demand; the plan only assign_precision makes (or a model read from text that
+ * carries one). */
+enum {
+    HG_NEEDS_ANALYSIS = 1 << 0, /* shapes, ranges, hazards (always available: computed on demand) */
+    HG_NEEDS_PLAN = 1 << 1,     /* the precision plan in the IR */
+};
 
 typedef struct {
     const char *name;
     HgPassFunc run;
     const char *help;
+    guint needs;              /* HG_NEEDS_*: what the pass reads */
+    guint makes;              /* HG_NEEDS_*: what it leaves for later passes */
+    /* Passes that must come before this one when both run (the plan is made after every rewrite: a
+     * rewrite after assign_precision would leave its nodes out of the plan). NULL-terminated. */
+    const char *const *after;
 } HgPassInfo;
 
 /* The registered passes in default order; *n receives their count. */
@@ -71,8 +147,7 @@ HG_API const HgPassInfo *hg_pass_list(guint *n);
 /* The pass called name, or NULL. */
 HG_API const HgPassInfo *hg_pass_find(const char *name);
 
-/* Record a note from pass `pass` (printf-style). */
-HG_API void hg_pass_note(HgPassCtx *ctx, const char *pass, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+/* ---------------------------------------------------------------- the pipeline */
 
 typedef struct {
     /* Pass names to run in order; NULL runs the default list, an empty list (or "none") runs none. */
@@ -82,32 +157,22 @@ typedef struct {
     GString *dump_to;
 } HgPipelineOptions;
 
-/* Run the passes on m's main graph, verifying the graph after each, then type-check the model
- * (hg_model_typecheck). Returns FALSE with an HG_ERROR when a pass fails or a name is unknown
- * (HG_ERROR_USAGE), or with HG_ERROR_INTERNAL naming the node when the passes left a type violation
- * that the input did not already have (m is then not fit to save). ctx collects the notes. */
-HG_API gboolean hg_pipeline_run(HgModel *m, const HgPipelineOptions *opts, HgPassCtx *ctx,
-                                GError **error);
+/* Convert m in place: run the passes (po may be NULL: all, in default order) with the options o, verify
+ * the graph after each, then type-check the model (hg_model_typecheck). Returns the result (free with
+ * hg_convert_result_free), or NULL with an HG_ERROR: HG_ERROR_USAGE for an unknown pass, or a list whose
+ * passes miss what they need or come in an order that cannot work (`lower` without the plan); what a
+ * pass reports; HG_ERROR_INTERNAL naming the node when the passes left a type violation the input did
+ * not already have (m is then not fit to save) or, where the environment sets HALFGUARD_CHECK_EDITS
+ * (the test suite does), when a pass changed the graph without moving its generation. */
+HG_API HgConvertResult *hg_convert(HgModel *m, const HgConvertOptions *o, const HgPipelineOptions *po,
+                                   GError **error);
 
-/* convert's one-line summary, e.g. "fused 25 LayerNorm; 3 FP32 islands (12 nodes, 0.4% of MACs);
- * 14 Casts; FP16: 99.6% of MACs, 98% of weight bytes" (the pass notes when no precision was
- * assigned). */
-HG_API char *hg_pass_ctx_summary(const HgPassCtx *ctx);
-/* Every decision with its reason and interval, the pass notes and the figures, as JSON (README:
- * "convert --report"). */
-HG_API gboolean hg_pass_ctx_write_report(const HgPassCtx *ctx, const char *model, const char *path,
-                                         GError **error);
-/* trtexec options for TensorRT 10 and older (weak typing) that pin the FP32 nodes:
- * "--precisionConstraints=obey --layerPrecisions=NAME:fp32,..." (NULL when every node is FP16). */
-HG_API char *hg_pass_ctx_trtexec(const HgPassCtx *ctx);
-
-/* The hazard analysis (hg_check with ctx->check) of g, computed once and shared by the passes until
- * one of them changes the graph. Owned by ctx: valid until the next call after a change, or
- * hg_pass_ctx_clear. NULL with an error when the analysis fails. */
-HG_API HgCheckResult *hg_pass_ctx_analysis(HgPassCtx *ctx, HgGraph *g, GError **error);
-
-HG_API void hg_pass_ctx_init(HgPassCtx *ctx);
-HG_API void hg_pass_ctx_clear(HgPassCtx *ctx);
+/* Run the given passes, in this order, as hg_convert does but without checking their needs and order
+ * or type-checking the result (for tests, and for hg_check_mark_fixed, which analyses between passes).
+ * an may be NULL (then a new one is used and dropped); result receives the notes and figures. */
+HG_API gboolean hg_pipeline_run_passes(HgModel *m, const HgPassInfo *const *passes, guint n,
+                                       const HgConvertOptions *o, HgAnalyses *an, HgConvertResult *result,
+                                       const HgPipelineOptions *po, GError **error);
 
 G_END_DECLS
 
