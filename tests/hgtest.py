@@ -262,3 +262,10 @@ def pathology_cases(outdir, *names):
         raise RuntimeError(f"make_cases.py failed: {p.stderr}")
     with open(os.path.join(outdir, "cases.json")) as f:
         return json.load(f)["cases"]
+
+
+def case_flags(case, outdir, options=True):
+    """convert's flags for a pathology case generated into outdir: --calib with its sample, -r with each
+    of its input ranges, and (options) the case's own options."""
+    return (["--calib", os.path.join(outdir, case["data"])] + range_args(case["input_ranges"])
+            + (case.get("options", []) if options else []))
