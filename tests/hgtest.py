@@ -200,12 +200,12 @@ def elem_types(m):
 
 def checker_error(m):
     """None when onnx.checker.check_model(full_check=True) accepts m (a model or a path), else its
-    message."""
+    message (the exception's name where it has none)."""
     try:
         onnx.checker.check_model(onnx.load(m) if isinstance(m, str) else m, full_check=True)
         return None
     except Exception as e:  # noqa: BLE001
-        return str(e)
+        return str(e) if str(e).strip() else type(e).__name__
 
 
 # ---------------------------------------------------------------- tensor files
