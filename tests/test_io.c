@@ -313,11 +313,8 @@ test_packed_scalar_style_detected(void **state)
 {
     (void)state;
     /* PyTorch 0.2 packed attribute ints and tensor dims; ONNX declares them unpacked. */
-    const char *corpus = g_getenv("HG_CORPUS");
-    if (!corpus)
-        skip();
-    g_autofree char *path = g_build_filename(
-        corpus, "microsoft_onnxruntime/winml/test/collateral/models/starry-night-fp16.onnx", NULL);
+    g_autofree char *path =
+        test_data("HG_CORPUS", "microsoft_onnxruntime/winml/test/collateral/models/starry-night-fp16.onnx");
     GError *error = NULL;
     HgModel *m = hg_model_load(path, &error);
     assert_non_null(m);
@@ -860,27 +857,21 @@ test_atomic_save(void **state)
     rm_rf(dir);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic_round_trip),
-        cmocka_unit_test(test_everything_rides_along),
-        cmocka_unit_test(test_packed_scalar_style_detected),
-        cmocka_unit_test(test_duplicate_constants_later_wins),
-        cmocka_unit_test(test_subgraph_reads_outer_scope),
-        cmocka_unit_test(test_garbage_and_truncation),
-        cmocka_unit_test(test_field_number_zero),
-        cmocka_unit_test(test_undefined_value),
-        cmocka_unit_test(test_cycle),
-        cmocka_unit_test(test_duplicate_definitions),
-        cmocka_unit_test(test_bad_tensor_sizes),
-        cmocka_unit_test(test_external_data_round_trip),
-        cmocka_unit_test(test_external_data_escapes_refused),
-        cmocka_unit_test(test_external_data_fifo_refused),
-        cmocka_unit_test(test_failed_save_changes_nothing),
-        cmocka_unit_test(test_run_output_lists),
-        cmocka_unit_test(test_atomic_save),
-    };
-    return cmocka_run_group_tests_name("io", tests, NULL, NULL);
-}
+HG_TEST_MAIN("io",
+             cmocka_unit_test(test_basic_round_trip),
+             cmocka_unit_test(test_everything_rides_along),
+             cmocka_unit_test(test_packed_scalar_style_detected),
+             cmocka_unit_test(test_duplicate_constants_later_wins),
+             cmocka_unit_test(test_subgraph_reads_outer_scope),
+             cmocka_unit_test(test_garbage_and_truncation),
+             cmocka_unit_test(test_field_number_zero),
+             cmocka_unit_test(test_undefined_value),
+             cmocka_unit_test(test_cycle),
+             cmocka_unit_test(test_duplicate_definitions),
+             cmocka_unit_test(test_bad_tensor_sizes),
+             cmocka_unit_test(test_external_data_round_trip),
+             cmocka_unit_test(test_external_data_escapes_refused),
+             cmocka_unit_test(test_external_data_fifo_refused),
+             cmocka_unit_test(test_failed_save_changes_nothing),
+             cmocka_unit_test(test_run_output_lists),
+             cmocka_unit_test(test_atomic_save))

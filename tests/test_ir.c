@@ -485,28 +485,22 @@ test_opsets(void **state)
     hg_model_free(m);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_and_links),
-        cmocka_unit_test(test_duplicate_value_refused),
-        cmocka_unit_test(test_topo_order_keeps_sorted_file_order),
-        cmocka_unit_test(test_topo_order_sorts_unsorted_file),
-        cmocka_unit_test(test_cycle_detected),
-        cmocka_unit_test(test_replace_uses_and_remove),
-        cmocka_unit_test(test_replace_uses_renames_graph_output),
-        cmocka_unit_test(test_unique_names),
-        cmocka_unit_test(test_verify_catches_broken_invariants),
-        cmocka_unit_test(test_subgraph_outer_reference_orders_parent),
-        cmocka_unit_test(test_compact_keeps_values_nested_graphs_declare),
-        cmocka_unit_test(test_many_uses_stay_linear),
-        cmocka_unit_test(test_set_elem_type_updates_declarations),
-        cmocka_unit_test(test_tensor_sizes),
-        cmocka_unit_test(test_dtype_names),
-        cmocka_unit_test(test_opsets),
-        cmocka_unit_test(test_move_rename_remove_unread),
-        cmocka_unit_test(test_edit_verbs),
-    };
-    return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
-}
+HG_TEST_MAIN("ir",
+             cmocka_unit_test(test_build_and_links),
+             cmocka_unit_test(test_duplicate_value_refused),
+             cmocka_unit_test(test_topo_order_keeps_sorted_file_order),
+             cmocka_unit_test(test_topo_order_sorts_unsorted_file),
+             cmocka_unit_test(test_cycle_detected),
+             cmocka_unit_test(test_replace_uses_and_remove),
+             cmocka_unit_test(test_replace_uses_renames_graph_output),
+             cmocka_unit_test(test_unique_names),
+             cmocka_unit_test(test_verify_catches_broken_invariants),
+             cmocka_unit_test(test_subgraph_outer_reference_orders_parent),
+             cmocka_unit_test(test_compact_keeps_values_nested_graphs_declare),
+             cmocka_unit_test(test_many_uses_stay_linear),
+             cmocka_unit_test(test_set_elem_type_updates_declarations),
+             cmocka_unit_test(test_tensor_sizes),
+             cmocka_unit_test(test_dtype_names),
+             cmocka_unit_test(test_opsets),
+             cmocka_unit_test(test_move_rename_remove_unread),
+             cmocka_unit_test(test_edit_verbs))

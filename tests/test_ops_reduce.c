@@ -1622,34 +1622,28 @@ test_range_softmax_norms(void **state)
     vs_free(p2);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_family_rows),
-        cmocka_unit_test(test_reduce_sum_attr_and_input),
-        cmocka_unit_test(test_reduce_axes_errors),
-        cmocka_unit_test(test_reduce_mean_opset18),
-        cmocka_unit_test(test_reduce_kinds),
-        cmocka_unit_test(test_reduce_special_values),
-        cmocka_unit_test(test_reduce_fp16),
-        cmocka_unit_test(test_reduce_fp16_bits),
-        cmocka_unit_test(test_reduce_integers),
-        cmocka_unit_test(test_reduce_infer),
-        cmocka_unit_test(test_costs),
-        cmocka_unit_test(test_argmax),
-        cmocka_unit_test(test_softmax_versions),
-        cmocka_unit_test(test_softmax_numerics),
-        cmocka_unit_test(test_cumsum),
-        cmocka_unit_test(test_cumsum_fp16_sequential),
-        cmocka_unit_test(test_topk),
-        cmocka_unit_test(test_batchnorm),
-        cmocka_unit_test(test_instancenorm),
-        cmocka_unit_test(test_layernorm),
-        cmocka_unit_test(test_rmsnorm),
-        cmocka_unit_test(test_losses),
-        cmocka_unit_test(test_range_reduce),
-        cmocka_unit_test(test_range_softmax_norms),
-    };
-    return cmocka_run_group_tests_name("ops_reduce", tests, NULL, NULL);
-}
+HG_TEST_MAIN("ops_reduce",
+             cmocka_unit_test(test_family_rows),
+             cmocka_unit_test(test_reduce_sum_attr_and_input),
+             cmocka_unit_test(test_reduce_axes_errors),
+             cmocka_unit_test(test_reduce_mean_opset18),
+             cmocka_unit_test(test_reduce_kinds),
+             cmocka_unit_test(test_reduce_special_values),
+             cmocka_unit_test(test_reduce_fp16),
+             cmocka_unit_test(test_reduce_fp16_bits),
+             cmocka_unit_test(test_reduce_integers),
+             cmocka_unit_test(test_reduce_infer),
+             cmocka_unit_test(test_costs),
+             cmocka_unit_test(test_argmax),
+             cmocka_unit_test(test_softmax_versions),
+             cmocka_unit_test(test_softmax_numerics),
+             cmocka_unit_test(test_cumsum),
+             cmocka_unit_test(test_cumsum_fp16_sequential),
+             cmocka_unit_test(test_topk),
+             cmocka_unit_test(test_batchnorm),
+             cmocka_unit_test(test_instancenorm),
+             cmocka_unit_test(test_layernorm),
+             cmocka_unit_test(test_rmsnorm),
+             cmocka_unit_test(test_losses),
+             cmocka_unit_test(test_range_reduce),
+             cmocka_unit_test(test_range_softmax_norms))

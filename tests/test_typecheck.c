@@ -4,22 +4,6 @@
 
 #include <string.h>
 
-static HgModel *
-parse_at(const char *text, const char *file, int line)
-{
-    GError *error = NULL;
-    HgModel *m = hg_model_parse_text(text, strlen(text), &error);
-    if (!m) {
-        print_error("%s:%d: parse failed: %s\n", file, line, error->message);
-        g_error_free(error);
-        _fail(file, line);
-        return NULL;
-    }
-    hg_assert_verified_at(m->graph, file, line);
-    return m;
-}
-#define parse(text) parse_at((text), __FILE__, __LINE__)
-
 /* Assert the violations' messages, in order (NULL-terminated list; none for a valid model). */
 static void
 assert_violations_at(HgModel *m, const char *const *want, const char *file, int line)
@@ -50,7 +34,7 @@ static void
 test_valid_mixed(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
                                  "g (float[2,4] x) => (float[8] y)\n"
                                  "<\n  float16[4,4] W = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}\n>\n"
                                  "{\n"
@@ -70,7 +54,7 @@ static void
 test_parameter_mismatch(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 9,\n  opset_import: [\"\" : 20]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 9,\n  opset_import: [\"\" : 20]\n>\n"
                                  "g (float16[2,8] x, float16[8,8] W) => (float16[2,8] y)\n"
                                  "{\n"
                                  "  h = MatMul(x, W)  #@ name: \"mm0\"\n"
@@ -94,7 +78,7 @@ static void
 test_variadic_and_outputs(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
                                  "g (float[2] a, float[2] b, float16[2] c) => (float16[6] y, float16[2] z)\n"
                                  "{\n"
                                  "  y = Concat <axis = 0> (a, b, c)  #@ name: \"cat\"\n"
@@ -117,10 +101,10 @@ test_float16_not_allowed_at_old_opset(void **state)
     "{\n  y = CumSum(x, axis)  #@ name: \"cs\"\n}\n"
     const char *old = CUMSUM("13"), *now = CUMSUM("14");
 #undef CUMSUM
-    g_autoptr(HgModel) m13 = parse(old);
+    g_autoptr(HgModel) m13 = parse_ok(old);
     assert_violations(m13, "node 'cs' (CumSum): type parameter T is float16 at input 0 'x', which CumSum-11 "
                            "does not allow (it allows float, int32, int64, double, uint32, uint64)");
-    g_autoptr(HgModel) m14 = parse(now);
+    g_autoptr(HgModel) m14 = parse_ok(now);
     assert_valid(m14);
 }
 
@@ -129,7 +113,7 @@ static void
 test_literal_mismatch(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 14]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 14]\n>\n"
                                  "g (float[2,3] x, float[2] s) => (float[3,2] y)\n"
                                  "{\n  y = Reshape(x, s)  #@ name: \"rs\"\n}\n");
     g_autoptr(GPtrArray) v = hg_model_typecheck(m);
@@ -145,7 +129,7 @@ static void
 test_nested_if(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
                                  "g (bool c, float[2] x, float16[2] w) => (float[2] z)\n"
                                  "{\n"
                                  "  t = Relu(x)  #@ name: \"relu\"\n"
@@ -177,13 +161,13 @@ test_untyped_value(void **state)
                        "  y = Relu(u)  #@ name: \"relu\"\n"
                        "}\n";
     g_autofree char *bare = g_strconcat(head, body, NULL);
-    g_autoptr(HgModel) m = parse(bare);
+    g_autoptr(HgModel) m = parse_ok(bare);
     assert_violations(m, "node 'relu' (Relu): input 0 'u' has no known type");
     g_autofree char *declared = g_strconcat(head, "<\n  float[2] u\n>\n", body, NULL);
-    g_autoptr(HgModel) ok = parse(declared);
+    g_autoptr(HgModel) ok = parse_ok(declared);
     assert_valid(ok);
     g_autofree char *wrong = g_strconcat(head, "<\n  float16[2] u\n>\n", body, NULL);
-    g_autoptr(HgModel) bad = parse(wrong);
+    g_autoptr(HgModel) bad = parse_ok(wrong);
     assert_violations(bad, "node 'relu' (Relu): type parameter T is float16 at input 0 'u' but float at output 0 'y'");
 }
 
@@ -193,7 +177,7 @@ static void
 test_op_before_its_opset(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
                                  "g (float16[2,4] x, float16[4] s, float[2,4] r) => (float16[2,4] y)\n"
                                  "{\n"
                                  "  n = LayerNormalization(x, s)  #@ name: \"ln\"\n"
@@ -208,7 +192,7 @@ static void
 test_loop_heterogeneous(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
                                  "g (int64 n, bool c, float[2] a, float16[2] b) => (float[2] ya, float16[2] yb)\n"
                                  "{\n"
                                  "  ya, yb = Loop(n, c, a, b) <\n"
@@ -237,9 +221,9 @@ test_none_new(void **state)
     g_autofree char *t_worse = g_strconcat(head, "g (float[2] a, float16[2] b) => (float[2] y, float[2] z)\n"
                                                  "{\n  y = Add(a, b)  #@ name: \"add\"\n  z = Mul(a, b)\n"
                                                  "  w = Sub(a, b)  #@ name: \"sub\"\n}\n", NULL);
-    g_autoptr(HgModel) in = parse(t_in);
-    g_autoptr(HgModel) same = parse(t_same);
-    g_autoptr(HgModel) worse = parse(t_worse);
+    g_autoptr(HgModel) in = parse_ok(t_in);
+    g_autoptr(HgModel) same = parse_ok(t_same);
+    g_autoptr(HgModel) worse = parse_ok(t_worse);
     g_autoptr(GPtrArray) before = hg_model_typecheck(in);
     g_autoptr(GPtrArray) after_same = hg_model_typecheck(same);
     g_autoptr(GPtrArray) after_worse = hg_model_typecheck(worse);
@@ -266,7 +250,7 @@ static void
 test_sequences(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) m = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
+    g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
                                  "g (float[2] a, float[2] b, float16[2] c) => (float16[2] y)\n"
                                  "<\n  int64 i = {0}\n>\n"
                                  "{\n"
@@ -284,11 +268,11 @@ static void
 test_output_decided_elsewhere(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) cast = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
+    g_autoptr(HgModel) cast = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
                                     "g (float[2] x) => (float16[2] y)\n"
                                     "{\n  y = Cast <to = 1> (x)  #@ name: \"c\"\n}\n");
     assert_violations(cast, "node 'c' (Cast): output 0 'y' is float16 but attribute 'to' makes it float");
-    g_autoptr(HgModel) loop = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
+    g_autoptr(HgModel) loop = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
                                     "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
                                     "{\n"
                                     "  ya = Loop(n, c, a) <\n"
@@ -300,7 +284,7 @@ test_output_decided_elsewhere(void **state)
                                     "}\n");
     assert_violations(loop, "node 'loop' (Loop): output 0 'ya' is float16 but body output 1 makes it float");
     /* fp16model_loop converted: the carried value FP32, the body's input FP16. */
-    g_autoptr(HgModel) fed = parse("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
+    g_autoptr(HgModel) fed = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
                                    "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
                                    "{\n"
                                    "  ya = Loop(n, c, a) <\n"
@@ -313,22 +297,16 @@ test_output_decided_elsewhere(void **state)
     assert_violations(fed, "node 'loop' (Loop): body input 2 'xa' is float16 but input 2 'a' is float");
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_valid_mixed),
-        cmocka_unit_test(test_parameter_mismatch),
-        cmocka_unit_test(test_variadic_and_outputs),
-        cmocka_unit_test(test_float16_not_allowed_at_old_opset),
-        cmocka_unit_test(test_literal_mismatch),
-        cmocka_unit_test(test_nested_if),
-        cmocka_unit_test(test_untyped_value),
-        cmocka_unit_test(test_op_before_its_opset),
-        cmocka_unit_test(test_loop_heterogeneous),
-        cmocka_unit_test(test_none_new),
-        cmocka_unit_test(test_sequences),
-        cmocka_unit_test(test_output_decided_elsewhere),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+HG_TEST_MAIN("typecheck",
+             cmocka_unit_test(test_valid_mixed),
+             cmocka_unit_test(test_parameter_mismatch),
+             cmocka_unit_test(test_variadic_and_outputs),
+             cmocka_unit_test(test_float16_not_allowed_at_old_opset),
+             cmocka_unit_test(test_literal_mismatch),
+             cmocka_unit_test(test_nested_if),
+             cmocka_unit_test(test_untyped_value),
+             cmocka_unit_test(test_op_before_its_opset),
+             cmocka_unit_test(test_loop_heterogeneous),
+             cmocka_unit_test(test_none_new),
+             cmocka_unit_test(test_sequences),
+             cmocka_unit_test(test_output_decided_elsewhere))
