@@ -649,6 +649,18 @@ write_weights(const char *dir)
     write_file(p, buf, sizeof buf);
 }
 
+/* dir/model.onnx, whose initializer w is ext_weights at offset 8 of dir/weights.bin (written too);
+ * returns its path. pm holds the model's protobuf until pb_model_clear(). */
+static char *
+write_external_model(PbModel *pm, const char *dir)
+{
+    g_autoptr(GBytes) bytes = pb_external(pm, "weights.bin", 8, 16);
+    char *path = g_build_filename(dir, "model.onnx", NULL);
+    write_file(path, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    write_weights(dir);
+    return path;
+}
+
 static void
 test_external_data_round_trip(void **state)
 {
@@ -656,10 +668,7 @@ test_external_data_round_trip(void **state)
     g_autofree char *in_dir = make_tmpdir();
     g_autofree char *out_dir = make_tmpdir();
     PbModel pm;
-    g_autoptr(GBytes) bytes = pb_external(&pm, "weights.bin", 8, 16);
-    g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
-    write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
-    write_weights(in_dir);
+    g_autofree char *in = write_external_model(&pm, in_dir);
 
     GError *error = NULL;
     HgModel *m = hg_model_load(in, &error);
@@ -772,10 +781,7 @@ test_failed_save_changes_nothing(void **state)
     g_autofree char *in_dir = make_tmpdir();
     g_autofree char *out_dir = make_tmpdir();
     PbModel pm;
-    g_autoptr(GBytes) bytes = pb_external(&pm, "weights.bin", 8, 16);
-    g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
-    write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
-    write_weights(in_dir);
+    g_autofree char *in = write_external_model(&pm, in_dir);
     g_autofree char *theirs = g_build_filename(out_dir, "model.onnx.data", NULL);
     write_file(theirs, "OTHER", 5);
     g_autofree char *out = g_build_filename(out_dir, "model.onnx", NULL);

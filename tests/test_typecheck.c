@@ -28,6 +28,19 @@ assert_violations_at(HgModel *m, const char *const *want, const char *file, int 
     assert_violations_at((m), (const char *const[]){__VA_ARGS__, NULL}, __FILE__, __LINE__)
 #define assert_valid(m) assert_violations_at((m), (const char *const[]){NULL}, __FILE__, __LINE__)
 
+/* Assert that m has exactly one violation, with message want, and return it; *list holds the
+ * violations (the caller's g_autoptr). */
+static const HgTypeViolation *
+one_violation_at(HgModel *m, GPtrArray **list, const char *want, const char *file, int line)
+{
+    *list = hg_model_typecheck(m);
+    _assert_int_equal((*list)->len, 1, file, line);
+    const HgTypeViolation *x = (*list)->pdata[0];
+    _assert_string_equal(x->message, want, file, line);
+    return x;
+}
+#define one_violation(m, list, want) one_violation_at((m), (list), (want), __FILE__, __LINE__)
+
 /* A mixed-precision graph whose types all agree, with types inferred through Cast, Constant, Shape
  * and a Reshape whose shape is int64. */
 static void
@@ -35,17 +48,17 @@ test_valid_mixed(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
-                                 "g (float[2,4] x) => (float[8] y)\n"
-                                 "<\n  float16[4,4] W = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}\n>\n"
-                                 "{\n"
-                                 "  h = Cast <to = 10> (x)  #@ name: \"down\"\n"
-                                 "  p = MatMul(h, W)  #@ name: \"mm\"\n"
-                                 "  c = Constant <value = float16[1] {2}> ()  #@ name: \"two\"\n"
-                                 "  q = Mul(p, c)  #@ name: \"scale\"\n"
-                                 "  s = Constant <value = int64[1] {-1}> ()  #@ name: \"shape\"\n"
-                                 "  r = Reshape(q, s)  #@ name: \"flat\"\n"
-                                 "  y = Cast <to = 1> (r)  #@ name: \"up\"\n"
-                                 "}\n");
+                                    "g (float[2,4] x) => (float[8] y)\n"
+                                    "<\n  float16[4,4] W = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}\n>\n"
+                                    "{\n"
+                                    "  h = Cast <to = 10> (x)  #@ name: \"down\"\n"
+                                    "  p = MatMul(h, W)  #@ name: \"mm\"\n"
+                                    "  c = Constant <value = float16[1] {2}> ()  #@ name: \"two\"\n"
+                                    "  q = Mul(p, c)  #@ name: \"scale\"\n"
+                                    "  s = Constant <value = int64[1] {-1}> ()  #@ name: \"shape\"\n"
+                                    "  r = Reshape(q, s)  #@ name: \"flat\"\n"
+                                    "  y = Cast <to = 1> (r)  #@ name: \"up\"\n"
+                                    "}\n");
     assert_valid(m);
 }
 
@@ -55,18 +68,16 @@ test_parameter_mismatch(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 9,\n  opset_import: [\"\" : 20]\n>\n"
-                                 "g (float16[2,8] x, float16[8,8] W) => (float16[2,8] y)\n"
-                                 "{\n"
-                                 "  h = MatMul(x, W)  #@ name: \"mm0\"\n"
-                                 "  hf = Cast <to = 1> (h)  #@ name: \"h/to_fp32\"\n"
-                                 "  g = Gelu(hf)  #@ name: \"gelu\"\n"
-                                 "  y = MatMul(g, W)  #@ name: \"mm1\"\n"
-                                 "}\n");
-    g_autoptr(GPtrArray) v = hg_model_typecheck(m);
-    assert_int_equal(v->len, 1);
-    const HgTypeViolation *x = v->pdata[0];
-    assert_string_equal(x->message,
-                        "node 'mm1' (MatMul): type parameter T is float at input 0 'g' but float16 at input 1 'W'");
+                                    "g (float16[2,8] x, float16[8,8] W) => (float16[2,8] y)\n"
+                                    "{\n"
+                                    "  h = MatMul(x, W)  #@ name: \"mm0\"\n"
+                                    "  hf = Cast <to = 1> (h)  #@ name: \"h/to_fp32\"\n"
+                                    "  g = Gelu(hf)  #@ name: \"gelu\"\n"
+                                    "  y = MatMul(g, W)  #@ name: \"mm1\"\n"
+                                    "}\n");
+    g_autoptr(GPtrArray) v = NULL;
+    const HgTypeViolation *x = one_violation(
+        m, &v, "node 'mm1' (MatMul): type parameter T is float at input 0 'g' but float16 at input 1 'W'");
     assert_string_equal(x->node, "mm1");
     assert_string_equal(x->op, "MatMul");
     assert_string_equal(x->param, "T");
@@ -79,11 +90,11 @@ test_variadic_and_outputs(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
-                                 "g (float[2] a, float[2] b, float16[2] c) => (float16[6] y, float16[2] z)\n"
-                                 "{\n"
-                                 "  y = Concat <axis = 0> (a, b, c)  #@ name: \"cat\"\n"
-                                 "  z = Relu(a)  #@ name: \"relu\"\n"
-                                 "}\n");
+                                    "g (float[2] a, float[2] b, float16[2] c) => (float16[6] y, float16[2] z)\n"
+                                    "{\n"
+                                    "  y = Concat <axis = 0> (a, b, c)  #@ name: \"cat\"\n"
+                                    "  z = Relu(a)  #@ name: \"relu\"\n"
+                                    "}\n");
     assert_violations(m,
                       "node 'cat' (Concat): type parameter T is float at input 0 'a' but float16 at input 2 'c'",
                       "node 'relu' (Relu): type parameter T is float at input 0 'a' but float16 at output 0 'z'");
@@ -114,12 +125,11 @@ test_literal_mismatch(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 14]\n>\n"
-                                 "g (float[2,3] x, float[2] s) => (float[3,2] y)\n"
-                                 "{\n  y = Reshape(x, s)  #@ name: \"rs\"\n}\n");
-    g_autoptr(GPtrArray) v = hg_model_typecheck(m);
-    assert_int_equal(v->len, 1);
-    const HgTypeViolation *x = v->pdata[0];
-    assert_string_equal(x->message, "node 'rs' (Reshape): input 1 's' is float, not int64 as Reshape-14 requires");
+                                    "g (float[2,3] x, float[2] s) => (float[3,2] y)\n"
+                                    "{\n  y = Reshape(x, s)  #@ name: \"rs\"\n}\n");
+    g_autoptr(GPtrArray) v = NULL;
+    const HgTypeViolation *x =
+        one_violation(m, &v, "node 'rs' (Reshape): input 1 's' is float, not int64 as Reshape-14 requires");
     assert_string_equal(x->param, "tensor(int64)");
 }
 
@@ -130,19 +140,19 @@ test_nested_if(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
-                                 "g (bool c, float[2] x, float16[2] w) => (float[2] z)\n"
-                                 "{\n"
-                                 "  t = Relu(x)  #@ name: \"relu\"\n"
-                                 "  y = If(c) <\n"
-                                 "    then_branch = then_g () => (float16[2] o) {\n"
-                                 "      o = Add(t, w)  #@ name: \"inner_add\"\n"
-                                 "    },\n"
-                                 "    else_branch = else_g () => (float16[2] o2) {\n"
-                                 "      o2 = Identity(w)  #@ name: \"inner_id\"\n"
-                                 "    }\n"
-                                 "  >  #@ name: \"if\"\n"
-                                 "  z = Sub(y, x)  #@ name: \"outer_sub\"\n"
-                                 "}\n");
+                                    "g (bool c, float[2] x, float16[2] w) => (float[2] z)\n"
+                                    "{\n"
+                                    "  t = Relu(x)  #@ name: \"relu\"\n"
+                                    "  y = If(c) <\n"
+                                    "    then_branch = then_g () => (float16[2] o) {\n"
+                                    "      o = Add(t, w)  #@ name: \"inner_add\"\n"
+                                    "    },\n"
+                                    "    else_branch = else_g () => (float16[2] o2) {\n"
+                                    "      o2 = Identity(w)  #@ name: \"inner_id\"\n"
+                                    "    }\n"
+                                    "  >  #@ name: \"if\"\n"
+                                    "  z = Sub(y, x)  #@ name: \"outer_sub\"\n"
+                                    "}\n");
     assert_violations(m,
                       "node 'inner_add' (Add): type parameter T is float at input 0 't' but float16 at input 1 'w'",
                       "node 'outer_sub' (Sub): type parameter T is float16 at input 0 'y' but float at input 1 'x'");
@@ -178,11 +188,11 @@ test_op_before_its_opset(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 13]\n>\n"
-                                 "g (float16[2,4] x, float16[4] s, float[2,4] r) => (float16[2,4] y)\n"
-                                 "{\n"
-                                 "  n = LayerNormalization(x, s)  #@ name: \"ln\"\n"
-                                 "  y = Add(n, r)  #@ name: \"add\"\n"
-                                 "}\n");
+                                    "g (float16[2,4] x, float16[4] s, float[2,4] r) => (float16[2,4] y)\n"
+                                    "{\n"
+                                    "  n = LayerNormalization(x, s)  #@ name: \"ln\"\n"
+                                    "  y = Add(n, r)  #@ name: \"add\"\n"
+                                    "}\n");
     assert_violations(m, "node 'add' (Add): type parameter T is float16 at input 0 'n' but float at input 1 'r'");
 }
 
@@ -193,16 +203,16 @@ test_loop_heterogeneous(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
-                                 "g (int64 n, bool c, float[2] a, float16[2] b) => (float[2] ya, float16[2] yb)\n"
-                                 "{\n"
-                                 "  ya, yb = Loop(n, c, a, b) <\n"
-                                 "    body = body (i, cond, xa, xb) => (bool co, float[2] oa, float16[2] ob) {\n"
-                                 "      co = Identity(cond)  #@ name: \"keep\"\n"
-                                 "      oa = Relu(xa)  #@ name: \"ra\"\n"
-                                 "      ob = Relu(xb)  #@ name: \"rb\"\n"
-                                 "    }\n"
-                                 "  >  #@ name: \"loop\"\n"
-                                 "}\n");
+                                    "g (int64 n, bool c, float[2] a, float16[2] b) => (float[2] ya, float16[2] yb)\n"
+                                    "{\n"
+                                    "  ya, yb = Loop(n, c, a, b) <\n"
+                                    "    body = body (i, cond, xa, xb) => (bool co, float[2] oa, float16[2] ob) {\n"
+                                    "      co = Identity(cond)  #@ name: \"keep\"\n"
+                                    "      oa = Relu(xa)  #@ name: \"ra\"\n"
+                                    "      ob = Relu(xb)  #@ name: \"rb\"\n"
+                                    "    }\n"
+                                    "  >  #@ name: \"loop\"\n"
+                                    "}\n");
     assert_valid(m);
 }
 
@@ -251,13 +261,13 @@ test_sequences(void **state)
 {
     (void)state;
     g_autoptr(HgModel) m = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
-                                 "g (float[2] a, float[2] b, float16[2] c) => (float16[2] y)\n"
-                                 "<\n  int64 i = {0}\n>\n"
-                                 "{\n"
-                                 "  s = SequenceConstruct(a, b)  #@ name: \"seq\"\n"
-                                 "  e = SequenceAt(s, i)  #@ name: \"at\"\n"
-                                 "  y = Add(e, c)  #@ name: \"add\"\n"
-                                 "}\n");
+                                    "g (float[2] a, float[2] b, float16[2] c) => (float16[2] y)\n"
+                                    "<\n  int64 i = {0}\n>\n"
+                                    "{\n"
+                                    "  s = SequenceConstruct(a, b)  #@ name: \"seq\"\n"
+                                    "  e = SequenceAt(s, i)  #@ name: \"at\"\n"
+                                    "  y = Add(e, c)  #@ name: \"add\"\n"
+                                    "}\n");
     assert_violations(m, "node 'add' (Add): type parameter T is float at input 0 'e' but float16 at input 1 'c'");
 }
 
@@ -269,31 +279,31 @@ test_output_decided_elsewhere(void **state)
 {
     (void)state;
     g_autoptr(HgModel) cast = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
-                                    "g (float[2] x) => (float16[2] y)\n"
-                                    "{\n  y = Cast <to = 1> (x)  #@ name: \"c\"\n}\n");
+                                       "g (float[2] x) => (float16[2] y)\n"
+                                       "{\n  y = Cast <to = 1> (x)  #@ name: \"c\"\n}\n");
     assert_violations(cast, "node 'c' (Cast): output 0 'y' is float16 but attribute 'to' makes it float");
     g_autoptr(HgModel) loop = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
-                                    "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
-                                    "{\n"
-                                    "  ya = Loop(n, c, a) <\n"
-                                    "    body = body (int64 i, bool cond, float[2] xa) => (bool co, float[2] oa) {\n"
-                                    "      co = Identity(cond)  #@ name: \"keep\"\n"
-                                    "      oa = Relu(xa)  #@ name: \"ra\"\n"
-                                    "    }\n"
-                                    "  >  #@ name: \"loop\"\n"
-                                    "}\n");
+                                       "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
+                                       "{\n"
+                                       "  ya = Loop(n, c, a) <\n"
+                                       "    body = body (int64 i, bool cond, float[2] xa) => (bool co, float[2] oa) {\n"
+                                       "      co = Identity(cond)  #@ name: \"keep\"\n"
+                                       "      oa = Relu(xa)  #@ name: \"ra\"\n"
+                                       "    }\n"
+                                       "  >  #@ name: \"loop\"\n"
+                                       "}\n");
     assert_violations(loop, "node 'loop' (Loop): output 0 'ya' is float16 but body output 1 makes it float");
     /* fp16model_loop converted: the carried value FP32, the body's input FP16. */
     g_autoptr(HgModel) fed = parse_ok("<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
-                                   "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
-                                   "{\n"
-                                   "  ya = Loop(n, c, a) <\n"
-                                   "    body = body (int64 i, bool cond, float16[2] xa) => (bool co, float16[2] oa) {\n"
-                                   "      co = Identity(cond)  #@ name: \"keep\"\n"
-                                   "      oa = Relu(xa)  #@ name: \"ra\"\n"
-                                   "    }\n"
-                                   "  >  #@ name: \"loop\"\n"
-                                   "}\n");
+                                      "g (int64 n, bool c, float[2] a) => (float16[2] ya)\n"
+                                      "{\n"
+                                      "  ya = Loop(n, c, a) <\n"
+                                      "    body = body (int64 i, bool cond, float16[2] xa) => (bool co, float16[2] oa) {\n"
+                                      "      co = Identity(cond)  #@ name: \"keep\"\n"
+                                      "      oa = Relu(xa)  #@ name: \"ra\"\n"
+                                      "    }\n"
+                                      "  >  #@ name: \"loop\"\n"
+                                      "}\n");
     assert_violations(fed, "node 'loop' (Loop): body input 2 'xa' is float16 but input 2 'a' is float");
 }
 
