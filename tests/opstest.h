@@ -249,6 +249,15 @@ result_free(Result *r)
     g_clear_error(&r->error);
 }
 
+/* RUN() on the inputs listed, which must fail with an error of code (in HG_ERROR) whose message holds
+ * needle: RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", arr(...)). */
+#define RUN_FAILS(n, opset, code, needle, ...)                                                     \
+    do {                                                                                           \
+        Result r_ = RUN((n), (opset), __VA_ARGS__);                                                \
+        assert_hg_error(r_.error, (code), (needle));                                               \
+        result_free(&r_);                                                                          \
+    } while (0)
+
 /* ---------------------------------------------------------------- shape inference through the table */
 
 /* Set *s, whatever it held (a value it held is not released), to unknown: dtype UNDEFINED, rank -1. */

@@ -23,20 +23,24 @@ typedef struct {
     Onnx__OperatorSetIdProto *opsets[1];
 } PbModel;
 
+/* p (g_free'd by pb_model_clear()). */
+static gpointer
+pb_keep(PbModel *pm, gpointer p)
+{
+    g_ptr_array_add(pm->allocs, p);
+    return p;
+}
+
 static gpointer
 pb_alloc(PbModel *pm, gsize n)
 {
-    gpointer p = g_malloc0(n);
-    g_ptr_array_add(pm->allocs, p);
-    return p;
+    return pb_keep(pm, g_malloc0(n));
 }
 
 static char *
 pb_str(PbModel *pm, const char *s)
 {
-    char *d = g_strdup(s);
-    g_ptr_array_add(pm->allocs, d);
-    return d;
+    return pb_keep(pm, g_strdup(s));
 }
 
 static void
