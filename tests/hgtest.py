@@ -13,12 +13,14 @@ What is here:
   HG_TESTDATA, HG_CORPUS, HG_ORT_CACHE), with the defaults a test run by hand falls back to;
 - `Checks`: the `check(name, cond, detail)` results, their lines and the summary line, and the exit
   status (0 pass, 1 fail; 77, skipped, is the test's own to return);
-- `run` and `tool`: a command's exit status, stdout and stderr;
-- models made with onnx.helper: `vi`, `make_model`, `save_model` (opset 17, IR version 8 unless told);
-- tensor files as halfguard reads and writes them: `write_pb`, `read_pb`, `write_inputs` (a --data
-  folder: input_K.pb in feed order, or NAME.npy), `read_outputs` (a run -o folder's output_K.pb);
-- the pathology suite (`pathology_cases`), `range_args` for -r options, `opset`, `elem_types`, and
-  `checker_error` (onnx.checker's verdict);
+- `run` and `tool`: a command's exit status, stdout and stderr; `close` for reported numbers;
+- models made with onnx.helper: `F32`/`F16`, `vi`, `make_model`, `save_model` (opset 17, IR version 8
+  unless told), and what a model says: `opset`, `elem_types`, `checker_error` (onnx.checker's verdict);
+- tensor files as halfguard reads and writes them: `write_pb`, `read_tensor`/`read_pb`,
+  `write_inputs` (a --data folder: input_K.pb in feed order, or NAME.npy), `read_outputs` and
+  `count_outputs` (a run -o folder's output_K.pb);
+- the pathology suite: `pathology_cases`, `case_flags` (a case's --calib, -r and options), and
+  `range_args` for -r options of any model;
 - `temp_folders`: each test function in its own empty folder under one temporary folder.
 ONNX Runtime (npm's onnxruntime-node) is in tests/ortlib.py, which builds on this module.
 Needs Debian's python3-onnx (1.12) and numpy.
