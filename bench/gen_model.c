@@ -31,6 +31,7 @@
  * which writes references only, and written atomically with g_file_set_contents().
  */
 #include <halfguard/halfguard.h>
+#include "ir_private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -69,17 +70,8 @@ fill_uniform(float *p, gsize n, guint64 *state, float scale)
         p[i] = (float)(guint32)(xs_next(state) >> 40) * k - scale;
 }
 
-/* The external_data entries of a tensor: the GPtrArray's own free function releases them, so this
- * matches what the loader builds (ir.h offers no public HgStringPair constructor or destructor). */
-static void
-pair_free(gpointer p)
-{
-    HgStringPair *sp = p;
-    g_free(sp->key);
-    g_free(sp->value);
-    g_free(sp);
-}
-
+/* The external_data entries of a tensor, freed by the GPtrArray with the library's own destructor
+ * (ir_private.h), as the loader builds them: ir.h offers no public HgStringPair constructor. */
 static void
 add_pair(GPtrArray *a, const char *key, char *value /* taken */)
 {
@@ -142,7 +134,7 @@ add_weight(Gen *gen, const char *name, guint rank, const gint64 *dims, float sca
         t->ext_length = (gint64)t->nbytes;
         t->has_data_location = TRUE;
         t->data_location = 1; /* TensorProto.EXTERNAL */
-        t->external = g_ptr_array_new_with_free_func(pair_free);
+        t->external = g_ptr_array_new_with_free_func(hg_string_pair_free);
         add_pair(t->external, "location", g_strdup(gen->location));
         add_pair(t->external, "offset", g_strdup_printf("%" G_GINT64_FORMAT, off));
         add_pair(t->external, "length", g_strdup_printf("%" G_GINT64_FORMAT, t->ext_length));

@@ -7,35 +7,34 @@ MACs in FP16, Casts and verify's verdict, without -> with. Usage: keep_fp16.py H
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import hgtest  # noqa: E402
+
 tool = sys.argv[1]
 only = set(sys.argv[2:])
-root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 WITHOUT = "fold_shapes,fuse_layernorm,clamp_constants,assign_precision,lower,cleanup"
 
 
 def convert(model, out, data, ranges, options, passes=None):
     args = [tool, "convert", model, "-o", out, "--calib", data, "--report", out + ".json"]
-    args += [a for r in ranges for a in ("-r", r)] + options
+    args += hgtest.range_args(ranges) + options
     if passes:
         args += ["--passes", passes]
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode:
+    rc, so, _ = hgtest.run(args)
+    if rc:
         return None
     fig = json.load(open(out + ".json"))["figures"]
     share = 100.0 * fig["macs_fp16"] / fig["macs"] if fig["macs"] else float("nan")
-    casts = re.search(r"(\d+) Casts?", p.stdout)
-    v = subprocess.run([tool, "verify", model, out, "--data", data], capture_output=True, text=True)
-    return share, int(casts.group(1)) if casts else 0, "pass" if v.returncode == 0 else "FAIL"
+    casts = re.search(r"(\d+) Casts?", so)
+    vrc, _, _ = hgtest.run([tool, "verify", model, out, "--data", data])
+    return share, int(casts.group(1)) if casts else 0, "pass" if vrc == 0 else "FAIL"
 
 
 with tempfile.TemporaryDirectory(prefix="hg-keep-fp16-") as tmp:
-    subprocess.run(["/usr/bin/python3", os.path.join(root, "tests", "pathology", "make_cases.py"), tmp],
-                   check=True, capture_output=True)
-    cases = json.load(open(os.path.join(tmp, "cases.json")))["cases"]
+    cases = hgtest.pathology_cases(tmp)
     print(f"{'case':34} {'MACs FP16 % (without -> with)':>30} {'Casts':>9} {'verify':>12}")
     for c in cases:
         if only and c["name"] not in only:

@@ -1,7 +1,9 @@
 # shellcheck shell=bash disable=SC2034,SC2154  # variables shared with the sourcing script
 # bench/lib.sh: what bench/check.sh and bench/convert.sh share, sourced by them, never run. Both time
 # one halfguard subcommand on generated 1 GiB models against `cp` of the same file, in the same run,
-# alternating, and keep medians; see bench/RESULTS.md.
+# alternating, and keep medians; see bench/RESULTS.md. bench/run.sh, which measures its own way,
+# takes its options, tools and helpers from here too (bench_options, bench_counts, bench_tools and the
+# helpers below).
 #
 # A script that sources it: sets `sub` (the subcommand; also the prefix of its scratch folders) and
 # `scratch` (names, in a model's scratch folder, deleted before every timed command and at the end),
@@ -13,26 +15,47 @@ me=$(basename "$0")
 
 usage() { awk 'NR >= 5 && !/^#/ { exit } NR >= 5 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
 
+# bench_options SPEC... -- ARG...: each SPEC is OPTION=VAR (--OPTION takes a value, stored in VAR) or
+# OPTION=!VAR (--OPTION alone sets VAR to 1); -h or --help, an unknown ARG or a missing value shows the
+# usage and exits 2.
+bench_options() {
+  local -A takes=() flags=()
+  local s
+  while [ "$1" != -- ]; do
+    s=$1; shift
+    if [[ ${s#*=} == !* ]]; then flags[--${s%%=*}]=${s#*=!}; else takes[--${s%%=*}]=${s#*=}; fi
+  done
+  shift
+  while [ $# -gt 0 ]; do
+    if [ -n "${takes[$1]:-}" ] && [ $# -ge 2 ]; then
+      printf -v "${takes[$1]}" '%s' "$2"; shift 2
+    elif [ -n "${flags[$1]:-}" ]; then
+      printf -v "${flags[$1]}" 1; shift
+    elif [ "$1" = -h ] || [ "$1" = --help ] || [ -n "${takes[$1]:-}" ]; then
+      usage
+    else
+      echo "$me: unknown argument '$1'" >&2; usage
+    fi
+  done
+}
+
+# bench_counts WARMUP N...: exits 2 unless WARMUP is a number and every N a positive one.
+bench_counts() {
+  [[ $1 =~ ^[0-9]+$ ]] || { echo "$me: --warmup wants a number" >&2; exit 2; }
+  shift
+  local n
+  for n; do
+    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "$me: '$n' is not a positive number" >&2; exit 2; }
+  done
+}
+
 # bench_parse BUILD_DIR [OPTION...]: sets build size_mib archs runs warmup keep.
 bench_parse() {
   [ $# -ge 1 ] || usage
   build=$1; shift
   size_mib=1024 arch=both runs=5 warmup=1 keep=0
-  while [ $# -gt 0 ]; do
-    case $1 in
-      --size-mib) size_mib=$2; shift 2 ;;
-      --arch) arch=$2; shift 2 ;;
-      --runs) runs=$2; shift 2 ;;
-      --warmup) warmup=$2; shift 2 ;;
-      --keep) keep=1; shift ;;
-      -h|--help) usage ;;
-      *) echo "$me: unknown argument '$1'" >&2; usage ;;
-    esac
-  done
-  for n in "$size_mib" "$runs"; do
-    [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "$me: '$n' is not a positive number" >&2; exit 2; }
-  done
-  [[ $warmup =~ ^[0-9]+$ ]] || { echo "$me: --warmup wants a number" >&2; exit 2; }
+  bench_options size-mib=size_mib arch=arch runs=runs warmup=warmup keep=!keep -- "$@"
+  bench_counts "$warmup" "$size_mib" "$runs"
   case $arch in
     mlp|cnn) archs=("$arch") ;;
     both) archs=(mlp cnn) ;;
@@ -40,22 +63,34 @@ bench_parse() {
   esac
 }
 
-# bench_setup: sets here hg gen tmp fstype after checking the tools, makes the scratch folder and
-# arranges for the generated models to go however the script ends (unless --keep).
-bench_setup() {
+# bench_tools: sets here hg gen tmp (the scratch folder) after checking that the two programs are there.
+bench_tools() {
   here=$(cd "$(dirname "$0")" && pwd)
   hg=${HALFGUARD:-$build/halfguard}
   gen=${GEN_MODEL:-$build/bench/gen_model}
   tmp=${BENCH_TMP:-$here/out}
+  local x
   for x in "$hg" "$gen"; do
     [ -x "$x" ] || { echo "$me: $x is missing; build first (meson setup BUILD_DIR && ninja -C BUILD_DIR)" >&2; exit 2; }
   done
-  "$hg" help "$sub" >/dev/null 2>&1 || { echo "$me: $hg has no '$sub' subcommand" >&2; exit 2; }
-  /usr/bin/time --version 2>&1 | grep -q GNU || { echo "$me: needs GNU time (apt-get install time)" >&2; exit 2; }
+}
+
+# bench_scratch: makes the scratch folder tmp if need be (created_tmp=1 when it was made here) and
+# makes tmp absolute.
+bench_scratch() {
   created_tmp=0
   [ -d "$tmp" ] || created_tmp=1
   mkdir -p "$tmp"
   tmp=$(cd "$tmp" && pwd)
+}
+
+# bench_setup: bench_tools, then checks the subcommand and GNU time, makes the scratch folder, sets
+# fstype and arranges for the generated models to go however the script ends (unless --keep).
+bench_setup() {
+  bench_tools
+  "$hg" help "$sub" >/dev/null 2>&1 || { echo "$me: $hg has no '$sub' subcommand" >&2; exit 2; }
+  /usr/bin/time --version 2>&1 | grep -q GNU || { echo "$me: needs GNU time (apt-get install time)" >&2; exit 2; }
+  bench_scratch
   fstype=$(df -PT "$tmp" | awk 'NR == 2 { print $2 }')
   [ "$fstype" != tmpfs ] || echo "$me: warning: $tmp is on tmpfs; cp then copies memory, not a disk file" >&2
   trap bench_cleanup EXIT

@@ -11,7 +11,9 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import hgtest  # noqa: E402
 
 tool, model_path, rng_spec = sys.argv[1:4]
 n = int(sys.argv[4]) if len(sys.argv) > 4 else 8
@@ -27,13 +29,9 @@ rng = np.random.default_rng(0)
 def calibrate(d, count):
     dirs = []
     for k in range(count):
-        sub = os.path.join(d, f"s{k}")
-        os.makedirs(sub)
         # Smooth inputs (a blurred field) look more like images than white noise.
         x = rng.uniform(lo, hi, size=dims).astype(np.float32)
-        with open(os.path.join(sub, "input_0.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(x, feed.name).SerializeToString())
-        dirs += ["--data", sub]
+        dirs += ["--data", hgtest.write_inputs(os.path.join(d, f"s{k}"), [(feed.name, x)])]
     out = os.path.join(d, "stats.json")
     subprocess.run([tool, "calibrate", model_path, *dirs, "-o", out], check=True, capture_output=True)
     return json.load(open(out))["tensors"]

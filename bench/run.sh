@@ -21,39 +21,16 @@
 # one command's write-back does not land on the next one's clock.
 set -euo pipefail
 
-usage() { awk 'NR >= 5 && !/^#/ { exit } NR >= 5 { sub(/^# ?/, ""); print }' "$0"; exit 2; }
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 
 [ $# -ge 1 ] || usage
 build=$1; shift
 size_mib=1024 ext_size_mib=4096 runs=3 warmup=1 only= keep=0
-while [ $# -gt 0 ]; do
-  case $1 in
-    --size-mib) size_mib=$2; shift 2 ;;
-    --ext-size-mib) ext_size_mib=$2; shift 2 ;;
-    --runs) runs=$2; shift 2 ;;
-    --warmup) warmup=$2; shift 2 ;;
-    --only) only=$2; shift 2 ;;
-    --keep) keep=1; shift ;;
-    -h|--help) usage ;;
-    *) echo "run.sh: unknown argument '$1'" >&2; usage ;;
-  esac
-done
-for n in "$size_mib" "$ext_size_mib" "$runs"; do
-  [[ $n =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: '$n' is not a positive number" >&2; exit 2; }
-done
-[[ $warmup =~ ^[0-9]+$ ]] || { echo "run.sh: --warmup wants a number" >&2; exit 2; }
-
-here=$(cd "$(dirname "$0")" && pwd)
-hg=${HALFGUARD:-$build/halfguard}
-gen=${GEN_MODEL:-$build/bench/gen_model}
-tmp=${BENCH_TMP:-$here/out}
-for x in "$hg" "$gen"; do
-  [ -x "$x" ] || { echo "run.sh: $x is missing; build first (meson setup BUILD_DIR && ninja -C BUILD_DIR)" >&2; exit 2; }
-done
-created_tmp=0
-[ -d "$tmp" ] || created_tmp=1
-mkdir -p "$tmp"
-tmp=$(cd "$tmp" && pwd)
+bench_options size-mib=size_mib ext-size-mib=ext_size_mib runs=runs warmup=warmup only=only keep=!keep -- "$@"
+bench_counts "$warmup" "$size_mib" "$ext_size_mib" "$runs"
+bench_tools
+bench_scratch
 # Generated models are large: remove them however the script ends, unless --keep.
 cleanup() {
   if [ "$keep" = 0 ]; then
@@ -104,15 +81,9 @@ else
   exit 2
 fi
 
-# ---------------------------------------------------------------- helpers
-fsize() { stat -c %s "$1"; }
-mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
-kib2mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
-verdict() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t) ? "PASS" : "FAIL" }'; }
+# ---------------------------------------------------------------- helpers (and lib.sh's)
 minf() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b < a) ? b : a }'; }
 maxf() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || b > a) ? b : a }'; }
-warm() { cat "$@" >/dev/null; }
 
 # Best time and largest peak RSS of each labelled command over $runs interleaved rounds, after
 # $warmup untimed ones.

@@ -26,7 +26,6 @@ import math
 import os
 import re
 import struct
-import subprocess
 import sys
 
 import numpy as np
@@ -34,7 +33,10 @@ import onnx
 import onnx.parser
 from onnx import numpy_helper
 
-TESTDATA = os.environ.get("HG_TESTDATA", "/usr/share/libonnx-testdata/data")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+
+TESTDATA = hgtest.TESTDATA
 SUITES = ["node", "pytorch-converted", "pytorch-operator", "simple", "real"]
 
 # Dumps that onnx 1.12 cannot read, because 1.12 has no syntax for what the model holds.
@@ -219,12 +221,12 @@ def compare_graph(orig, parsed, where, errors, initializers):
                     compare_tensor(t, got[t.name], f"{where}: initializer {t.name}", errors)
 
 
-def check(binary, path):
-    """A list of what differs (empty when the dump reads back the same), or raise on parse errors."""
-    run = subprocess.run([binary, "dump", path], capture_output=True)
-    if run.returncode != 0:
-        return [f"halfguard dump exited {run.returncode}: {run.stderr.decode(errors='replace').strip()}"]
-    text = mangle_quoted_names(run.stdout.decode("utf-8"))
+def dump_differences(binary, path):
+    """A list of what differs (empty when the dump reads back the same)."""
+    rc, out, err = hgtest.run([binary, "dump", path], binary=True)
+    if rc != 0:
+        return [f"halfguard dump exited {rc}: {err.strip()}"]
+    text = mangle_quoted_names(out.decode("utf-8"))
     try:
         parsed = onnx.parser.parse_model(text)
     except Exception as e:  # 1.12 raises ParseError, and IndexError from std::stof on subnormals
@@ -245,23 +247,20 @@ def main():
     if not models:
         print(f"no models under {TESTDATA}", file=sys.stderr)
         return 2
-    passed = failed = known = 0
+    check = hgtest.Checks(echo="none")
+    known = 0
     for path in models:
         key = os.path.relpath(os.path.dirname(path), TESTDATA)
-        errors = check(binary, path)
+        errors = dump_differences(binary, path)
         if key in KNOWN_1_12_GAPS:
             if errors:
                 known += 1
                 continue
             errors = ["listed in KNOWN_1_12_GAPS but 1.12 reads it: remove it from the list"]
-        if errors:
-            failed += 1
+        if not check(key, not errors):
             print(f"FAIL {key}: " + "; ".join(errors[:5]))
-        else:
-            passed += 1
     print(f"{known} known gaps of onnx 1.12 skipped: " + ", ".join(sorted(KNOWN_1_12_GAPS)))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

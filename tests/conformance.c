@@ -28,15 +28,6 @@ typedef struct {
     GHashTable *reasons;    /* name -> reason */
 } Stats;
 
-static gboolean
-in_scope(HgGraph *g)
-{
-    for (guint i = 0; i < g->nodes->len; i++)
-        if (!hg_op_for_node(g->nodes->pdata[i]))
-            return FALSE;
-    return TRUE;
-}
-
 static char *
 compare(const HgTensor *want, const HgTensor *got)
 {
@@ -127,7 +118,7 @@ run_test(const char *dir, HgModel *m)
             g_ptr_array_add(sets, g_build_filename(dir, e, NULL));
     if (!sets->len)
         return g_strdup("no test_data_set_* folder");
-    g_ptr_array_sort(sets, (GCompareFunc)g_strcmp0);
+    g_ptr_array_sort(sets, hg_test_str_cmp);
     for (guint s = 0; s < sets->len; s++) {
         g_autoptr(GError) error = NULL;
         g_autoptr(GPtrArray) ins = load_numbered(sets->pdata[s], "input", &error);
@@ -195,7 +186,7 @@ run_in_child(const char *dir)
     g_autoptr(HgModel) m = hg_model_load(model, &error);
     if (!m)
         return g_strdup_printf("Fload: %s", error->message);
-    if (!in_scope(m->graph))
+    if (!hg_test_in_scope(m->graph))
         return g_strdup("S");
     g_autofree char *why = run_test(dir, m);
     return why ? g_strdup_printf("F%s", why) : g_strdup("P");
@@ -242,12 +233,6 @@ walk_folder(const char *dir, gpointer data)
     run_folder(dir, data);
 }
 
-static int
-by_str(gconstpointer a, gconstpointer b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -261,13 +246,8 @@ main(int argc, char **argv)
         {"skip-absent", 0, 0, G_OPTION_ARG_NONE, &skip_absent, "Skip (exit 77) when a folder is absent", NULL},
         {NULL},
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("DIR...");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    g_autoptr(GError) error = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc < 2) {
-        fprintf(stderr, "conformance: %s\n", error ? error->message : "no folder given");
+    if (!hg_test_parse_args(&argc, &argv, entries, "conformance", "DIR...", "no folder given"))
         return 2;
-    }
     for (int i = 1; skip_absent && i < argc; i++)
         if (!g_file_test(argv[i], G_FILE_TEST_IS_DIR)) {
             printf("skipped: %s is absent\n", argv[i]);
@@ -280,6 +260,7 @@ main(int argc, char **argv)
         hg_test_walk(argv[i], walk_folder, &st);
 
     g_autoptr(GHashTable) expected = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GError) error = NULL;
     if (xfail) {
         g_autofree char *text = NULL;
         if (!g_file_get_contents(xfail, &text, NULL, &error)) {
@@ -296,7 +277,7 @@ main(int argc, char **argv)
             g_hash_table_add(expected, g_strdup(l));
         }
     }
-    g_ptr_array_sort(st.failed, by_str);
+    g_ptr_array_sort(st.failed, hg_test_str_cmp);
     guint unexpected = 0, known = 0;
     for (guint i = 0; i < st.failed->len; i++) {
         const char *name = st.failed->pdata[i];

@@ -127,12 +127,20 @@ attr_s(HgNode *n, const char *name, const char *v)
     hg_node_add_attr(n, a);
 }
 
+/* A new GArray of len elements of size bytes copied from v. */
+static inline GArray *
+garray_of(const void *v, guint len, guint size)
+{
+    GArray *g = g_array_new(FALSE, FALSE, size);
+    g_array_append_vals(g, v, len);
+    return g;
+}
+
 static inline void
 attr_ints(HgNode *n, const char *name, guint len, const gint64 *v)
 {
     HgAttr *a = hg_attr_new(name, HG_ATTR_INTS);
-    a->ints = g_array_new(FALSE, FALSE, sizeof(gint64));
-    g_array_append_vals(a->ints, v, len);
+    a->ints = garray_of(v, len, sizeof(gint64));
     hg_node_add_attr(n, a);
 }
 
@@ -140,8 +148,7 @@ static inline void
 attr_floats(HgNode *n, const char *name, guint len, const float *v)
 {
     HgAttr *a = hg_attr_new(name, HG_ATTR_FLOATS);
-    a->floats = g_array_new(FALSE, FALSE, sizeof(float));
-    g_array_append_vals(a->floats, v, len);
+    a->floats = garray_of(v, len, sizeof(float));
     hg_node_add_attr(n, a);
 }
 
@@ -156,39 +163,24 @@ attr_t(HgNode *n, const char *name, const HgArray *v)
 
 /* ---------------------------------------------------------------- arrays from literal values */
 
-/* A new array of dtype and shape holding v (numel values, or none when v is NULL: zeros), converted
- * as hg_array_store_f64() does: FP16 rounds, integers truncate. The caller owns the reference. */
-static inline HgArray *
-arr(int dtype, guint rank, const gint64 *dims, const double *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    assert_non_null(a);
-    if (v && a->numel)
-        hg_array_store_f64(a, v);
-    return a;
-}
+/* Defines name(dtype, rank, dims, v): a new array of dtype and shape holding v (numel values of type
+ * T, or none when v is NULL: zeros), stored by store. The caller owns the reference. */
+#define HG_ARR_FROM(name, T, store)                                                                \
+    static inline HgArray *name(int dtype, guint rank, const gint64 *dims, const T *v)             \
+    {                                                                                              \
+        HgArray *a = hg_array_new(dtype, rank, dims, NULL);                                        \
+        assert_non_null(a);                                                                        \
+        if (v && a->numel)                                                                         \
+            store(a, v);                                                                           \
+        return a;                                                                                  \
+    }
 
-/* The same from floats, converted as hg_array_store_f32() does. */
-static inline HgArray *
-arr_f32(int dtype, guint rank, const gint64 *dims, const float *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    assert_non_null(a);
-    if (v && a->numel)
-        hg_array_store_f32(a, v);
-    return a;
-}
-
-/* The same from int64 values, exact where dtype holds them (narrower integers wrap, as a cast does). */
-static inline HgArray *
-arr_i(int dtype, guint rank, const gint64 *dims, const gint64 *v)
-{
-    HgArray *a = hg_array_new(dtype, rank, dims, NULL);
-    assert_non_null(a);
-    if (v && a->numel)
-        hg_array_store_i64(a, v);
-    return a;
-}
+/* arr(): from doubles, converted as hg_array_store_f64() does: FP16 rounds, integers truncate. */
+HG_ARR_FROM(arr, double, hg_array_store_f64)
+/* arr_f32(): from floats, converted as hg_array_store_f32() does. */
+HG_ARR_FROM(arr_f32, float, hg_array_store_f32)
+/* arr_i(): from int64 values, exact where dtype holds them (narrower integers wrap, as a cast does). */
+HG_ARR_FROM(arr_i, gint64, hg_array_store_i64)
 
 /* An int64 array (doubles cannot hold every int64). */
 static inline HgArray *
@@ -256,6 +248,15 @@ result_free(Result *r)
             hg_array_unref(r->out[i]);
     g_clear_error(&r->error);
 }
+
+/* RUN() on the inputs listed, which must fail with an error of code (in HG_ERROR) whose message holds
+ * needle: RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", arr(...)). */
+#define RUN_FAILS(n, opset, code, needle, ...)                                                     \
+    do {                                                                                           \
+        Result r_ = RUN((n), (opset), __VA_ARGS__);                                                \
+        assert_hg_error(r_.error, (code), (needle));                                               \
+        result_free(&r_);                                                                          \
+    } while (0)
 
 /* ---------------------------------------------------------------- shape inference through the table */
 
@@ -356,6 +357,18 @@ hg_assert_shape_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, 
     }
 }
 
+/* Whether a holds n elements; else fail, and say so. */
+static inline gboolean
+hg_assert_numel_at(const HgArray *a, gint64 n, const char *file, int line)
+{
+    if (a && a->numel == n)
+        return TRUE;
+    print_error("%s:%d: %" G_GINT64_FORMAT " values, expected %" G_GINT64_FORMAT "\n", file, line,
+                a ? a->numel : -1, n);
+    _fail(file, line);
+    return FALSE;
+}
+
 /* A file's rule for comparing values: whether got matches want within tol. */
 typedef gboolean (*HgMatchFunc)(double got, double want, double tol);
 
@@ -364,12 +377,8 @@ static inline void
 hg_assert_values_at(const HgArray *a, const double *want, gint64 n, double tol, HgMatchFunc match,
                     const char *file, int line)
 {
-    if (!a || a->numel != n) {
-        print_error("%s:%d: %" G_GINT64_FORMAT " values, expected %" G_GINT64_FORMAT "\n", file, line,
-                    a ? a->numel : -1, n);
-        _fail(file, line);
+    if (!hg_assert_numel_at(a, n, file, line))
         return;
-    }
     for (gint64 i = 0; i < n; i++) {
         double got = hg_array_get_f64(a, i);
         if (!match(got, want[i], tol)) {
@@ -384,12 +393,8 @@ hg_assert_values_at(const HgArray *a, const double *want, gint64 n, double tol, 
 static inline void
 hg_assert_ints_at(const HgArray *a, const gint64 *want, gint64 n, const char *file, int line)
 {
-    if (!a || a->numel != n) {
-        print_error("%s:%d: %" G_GINT64_FORMAT " values, expected %" G_GINT64_FORMAT "\n", file, line,
-                    a ? a->numel : -1, n);
-        _fail(file, line);
+    if (!hg_assert_numel_at(a, n, file, line))
         return;
-    }
     for (gint64 i = 0; i < n; i++) {
         gint64 got = hg_array_get_i64(a, i);
         if (got != want[i]) {

@@ -1,4 +1,4 @@
-"""Shared by the ONNX Runtime cross-check test and the interpreter benchmark: installs npm's
+"""ONNX Runtime for the tests and benchmarks, on top of tests/hgtest.py: installs npm's
 onnxruntime-node once into a cache folder, makes seeded inputs for the corpus models, and runs a model
 through ONNX Runtime (tests/ort_run.js) and through `halfguard run`."""
 import json
@@ -8,15 +8,18 @@ import subprocess
 import time
 
 import numpy as np
-from onnx import numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CORPUS = os.environ.get("HG_CORPUS", os.path.join(HERE, "..", "..", "shared", "corpus"))
+import hgtest
+
+HERE = hgtest.HERE
+CORPUS = hgtest.CORPUS
 ORT_VERSION = "1.30.0"
 
 
-def ensure_ort(cache):
-    """node_modules with onnxruntime-node under cache; returns the folder to put on NODE_PATH."""
+def ensure_ort(cache=None):
+    """node_modules with onnxruntime-node under cache ($HG_ORT_CACHE, as meson sets it, by default);
+    returns the folder to put on NODE_PATH."""
+    cache = cache or hgtest.ORT_CACHE
     mod = os.path.join(cache, "node_modules", "onnxruntime-node")
     if not os.path.isdir(mod):
         if not shutil.which("node") or not shutil.which("npm"):
@@ -70,6 +73,12 @@ def feed_order(model_path):
     return [i.name for i in m.graph.input if i.name not in inits], [o.name for o in m.graph.output]
 
 
+def write_feeds(model, feeds, folder):
+    """feeds ({input: array}) as a --data folder of input_K.pb in the model's feed order."""
+    order, _ = feed_order(model)
+    return hgtest.write_inputs(folder, [(n, feeds[n]) for n in order])
+
+
 def run_ort(node_path, model, feeds, outputs, work, threads=1, repeat=1):
     """(list of arrays, list of run times in ms)."""
     os.makedirs(work, exist_ok=True)
@@ -110,12 +119,7 @@ def run_ort(node_path, model, feeds, outputs, work, threads=1, repeat=1):
 
 def run_halfguard(hg, model, feeds, outputs, work, threads=1):
     """(list of arrays, wall seconds of the run command)."""
-    order, _ = feed_order(model)
-    data = os.path.join(work, "hg_in")
-    os.makedirs(data, exist_ok=True)
-    for k, name in enumerate(order):
-        with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(feeds[name], name).SerializeToString())
+    data = write_feeds(model, feeds, os.path.join(work, "hg_in"))
     out = os.path.join(work, "hg_out")
     cmd = [hg, "run", model, "--data", data, "-o", out, "--threads", str(threads)]
     if outputs:
@@ -126,10 +130,4 @@ def run_halfguard(hg, model, feeds, outputs, work, threads=1):
     if p.returncode:
         raise RuntimeError(f"halfguard run: {p.stderr.strip()[-500:]}")
     n = len(outputs) if outputs else len(feed_order(model)[1])
-    res = []
-    for k in range(n):
-        from onnx import TensorProto
-        t = TensorProto()
-        t.ParseFromString(open(os.path.join(out, f"output_{k}.pb"), "rb").read())
-        res.append(numpy_helper.to_array(t))
-    return res, dt
+    return hgtest.read_outputs(out, n), dt

@@ -32,15 +32,6 @@ typedef struct {
     guint bad;
 } Check;
 
-static gboolean
-in_scope(HgGraph *g)
-{
-    for (guint i = 0; i < g->nodes->len; i++)
-        if (!hg_op_for_node(g->nodes->pdata[i]))
-            return FALSE;
-    return TRUE;
-}
-
 static guint64 *
 op_counts(Stats *st, const char *op)
 {
@@ -131,7 +122,7 @@ run_folder(const char *dir, Stats *st)
     g_autofree char *model = g_build_filename(dir, "model.onnx", NULL);
     g_autofree char *name = g_path_get_basename(dir);
     g_autoptr(HgModel) m = hg_model_load(model, NULL);
-    if (!m || !in_scope(m->graph))
+    if (!m || !hg_test_in_scope(m->graph))
         return;
     g_autofree char *set = g_build_filename(dir, "test_data_set_0", NULL);
     g_autoptr(GPtrArray) feeds = hg_run_feeds(m);

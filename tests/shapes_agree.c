@@ -8,6 +8,7 @@
  * so the list stays honest. */
 #include "halfguard/halfguard.h"
 #include "shapes.h"
+#include "testwalk.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -62,8 +63,9 @@ check_decl(const char *path, const HgShapes *s, const HgValueDecl *d, Stats *st,
 }
 
 static void
-check_model(const char *path, Stats *st)
+check_model(const char *path, gpointer data)
 {
+    Stats *st = data;
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = hg_model_load(path, &error);
     if (!m) {
@@ -103,26 +105,6 @@ check_model(const char *path, Stats *st)
             printf("%s: note: %s\n", path, (const char *)s->warnings->pdata[i]);
 }
 
-static void
-walk(const char *path, Stats *st)
-{
-    if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
-        if (g_str_has_suffix(path, ".onnx"))
-            check_model(path, st);
-        return;
-    }
-    g_autoptr(GDir) d = g_dir_open(path, 0, NULL);
-    if (!d)
-        return;
-    g_autoptr(GPtrArray) subs = g_ptr_array_new_with_free_func(g_free);
-    const char *e;
-    while ((e = g_dir_read_name(d)))
-        g_ptr_array_add(subs, g_build_filename(path, e, NULL));
-    g_ptr_array_sort(subs, (GCompareFunc)g_strcmp0);
-    for (guint i = 0; i < subs->len; i++)
-        walk(subs->pdata[i], st);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -136,13 +118,9 @@ main(int argc, char **argv)
          "Fail when fewer declared dims than this (percent) are inferred", "PCT"},
         {NULL},
     };
-    g_autoptr(GOptionContext) ctx = g_option_context_new("PATH...");
-    g_option_context_add_main_entries(ctx, entries, NULL);
-    g_autoptr(GError) error = NULL;
-    if (!g_option_context_parse(ctx, &argc, &argv, &error) || argc < 2) {
-        fprintf(stderr, "shapes_agree: %s\n", error ? error->message : "no path given");
+    if (!hg_test_parse_args(&argc, &argv, entries, "shapes_agree", "PATH...", "no path given"))
         return 2;
-    }
+    g_autoptr(GError) error = NULL;
     Stats st = {0};
     st.verbose = verbose;
     st.xfail_hit = g_hash_table_new(NULL, NULL);
@@ -163,7 +141,7 @@ main(int argc, char **argv)
         }
     }
     for (int i = 1; i < argc; i++)
-        walk(argv[i], &st);
+        hg_test_walk_files(argv[i], ".onnx", check_model, &st);
     double cov = st.dims_declared ? 100.0 * (double)st.dims_inferred / (double)st.dims_declared : 0;
     printf("models: %u (%u did not load); declared dims: %" G_GUINT64_FORMAT "; inferred: %" G_GUINT64_FORMAT
            " (%.1f%%); agree: %" G_GUINT64_FORMAT "; disagree: %" G_GUINT64_FORMAT

@@ -144,17 +144,11 @@ test_broadcasting(void **state)
     g_error_free(error);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_half_round_trip_every_value),
-        cmocka_unit_test(test_half_rounding),
-        cmocka_unit_test(test_bfloat16),
-        cmocka_unit_test(test_store_rounds_once),
-        cmocka_unit_test(test_new_refuses_bad_shapes),
-        cmocka_unit_test(test_tensor_views),
-        cmocka_unit_test(test_broadcasting),
-    };
-    return cmocka_run_group_tests_name("array", tests, NULL, NULL);
-}
+HG_TEST_MAIN("array",
+             cmocka_unit_test(test_half_round_trip_every_value),
+             cmocka_unit_test(test_half_rounding),
+             cmocka_unit_test(test_bfloat16),
+             cmocka_unit_test(test_store_rounds_once),
+             cmocka_unit_test(test_new_refuses_bad_shapes),
+             cmocka_unit_test(test_tensor_views),
+             cmocka_unit_test(test_broadcasting))

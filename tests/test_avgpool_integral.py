@@ -30,7 +30,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
@@ -38,24 +37,20 @@ import numpy as np
 import onnx
 from onnx import TensorProto, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import elem_types  # noqa: E402
+
 HG = sys.argv[1] if len(sys.argv) > 1 else "build/halfguard"
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.environ.get("HG_SOURCE_ROOT", os.path.dirname(HERE))
-GOLDEN = os.path.join(ROOT, "golden", "avgpool_integral")
+GOLDEN = os.path.join(hgtest.ROOT, "golden", "avgpool_integral")
 PATHOLOGY = ["integral_image_nafnet", "integral_image_features"]
 EPS32 = 2.0 ** -24
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond)))
-    print(("ok   " if cond else "FAIL ") + name + ("" if cond else f": {str(detail)[:1500]}"))
-    return bool(cond)
+check = hgtest.Checks(echo="now", limit=1500)
 
 
 def hg(*args):
-    p = subprocess.run([HG, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+    rc, so, se = hgtest.run([HG, *args])
+    return rc, so + se
 
 
 def ops(m):
@@ -121,8 +116,7 @@ def write_inputs(m, d, rng, hi):
         dt = np.float16 if tt.elem_type == TensorProto.FLOAT16 else np.float32
         a = rng.uniform(0, hi, shape).astype(dt)
         feeds[vi.name] = a
-        with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(a, vi.name).SerializeToString())
+        hgtest.write_pb(os.path.join(d, f"input_{k}.pb"), a, vi.name)
     return feeds
 
 
@@ -130,13 +124,7 @@ def run(model, data, out):
     rc, msg = hg("run", model, "--data", data, "-o", out, "--threads", "1")
     if rc:
         raise RuntimeError(f"run {model}: {msg[-600:]}")
-    res = []
-    for k in range(len(glob.glob(os.path.join(out, "output_*.pb")))):
-        t = TensorProto()
-        with open(os.path.join(out, f"output_{k}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        res.append(numpy_helper.to_array(t))
-    return res
+    return hgtest.read_outputs(out)
 
 
 def integral_bound(m, feeds):
@@ -204,25 +192,19 @@ def differential(name, src, tmp, rng, hi, seeds=3):
 SUMMARY = re.compile(r"(\d+) FP32 islands? \((\d+) nodes?[^)]*\); (\d+) Casts?; FP16: ([\d.]+)% of MACs")
 
 
-def elem_types(m):
-    m = onnx.shape_inference.infer_shapes(m)
-    g = m.graph
-    return {vi.name: vi.type.tensor_type.elem_type for vi in list(g.input) + list(g.value_info) + list(g.output)}
-
-
 def pathology(tmp):
     out = os.path.join(tmp, "pathology")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), out, *PATHOLOGY],
-                       capture_output=True, text=True)
-    if not check("pathology:make_cases", p.returncode == 0, p.stderr):
+    try:
+        cases = {c["name"]: c for c in hgtest.pathology_cases(out, *PATHOLOGY)}
+    except RuntimeError as e:
+        check("pathology:make_cases", False, e)
         return None
-    with open(os.path.join(out, "cases.json")) as f:
-        cases = {c["name"]: c for c in json.load(f)["cases"]}
+    check("pathology:make_cases", True)
     for name in PATHOLOGY:
         c = cases[name]
         src, data = os.path.join(out, c["model"]), os.path.join(out, c["data"])
         dst, report = os.path.join(tmp, name + ".fp16.onnx"), os.path.join(tmp, name + ".json")
-        flags = [f for r in c["input_ranges"] for f in ("-r", r)] + ["--calib", data]
+        flags = hgtest.case_flags(c, out, options=False)
         rc, msg = hg("convert", src, "-o", dst, *flags, "--report", report)
         if not check(f"{name}:convert", rc == 0, msg):
             continue
@@ -296,9 +278,7 @@ def main():
                 hi = float(cases[name]["input_ranges"][0].split(":")[1])
                 differential(name, os.path.join(out, cases[name]["model"]), tmp, rng, hi)
         negatives(tmp, rng)
-    bad = [n for n, ok in results if not ok]
-    print(f"{len(results) - len(bad)} passed, {len(bad)} failed")
-    return 1 if bad else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

@@ -5,35 +5,18 @@ Usage: test_cli.py HALFGUARD. Bad models are made here with Debian's python3-onn
 not validate, so it writes whatever defect we ask for).
 """
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-HG = sys.argv[1]
-results = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import make_model as model, read_pb, vi, write_pb  # noqa: E402
 
-
-def run(*args):
-    p = subprocess.run([HG, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def model(nodes, inputs, outputs, inits=(), opset=17):
-    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
-
-
-def vi(name, shape=(2, 2)):
-    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+run = hgtest.tool(sys.argv[1])
+check = hgtest.Checks()
 
 
 def good_model():
@@ -133,11 +116,8 @@ def test_convert(tmp):
     saved = onnx.load(out)
     check("convert:cleanup-result", [n.name for n in saved.graph.node] == ["add", "relu"],
           str([n.name for n in saved.graph.node]))
-    try:
-        onnx.checker.check_model(saved, full_check=True)
-        check("convert:checker", True)
-    except Exception as e:  # noqa: BLE001
-        check("convert:checker", False, str(e))
+    err = hgtest.checker_error(saved)
+    check("convert:checker", err is None, err)
     rc, so, se = run("convert", "--passes", "cleanup", "--dump-after", "cleanup", dead, "-o", out)
     check("convert:dump-after", rc == 0 and "Relu" in so and "Neg" not in so, repr(so[:200]))
 
@@ -157,13 +137,10 @@ def opaque20_model(path):
     """MatMul, an op without a row in the op table (Shrink; issue 11 met the dynamo exporter's
     opset-20 Gelu before it had one), MatMul, with no declared type for the op's output."""
     w = numpy_helper.from_array(np.eye(8, dtype=np.float32), "W")
-    m = helper.make_model(helper.make_graph(
-        [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm0"),
-         helper.make_node("Shrink", ["h"], ["g"], name="shrink"),
-         helper.make_node("MatMul", ["g", "W"], ["y"], name="mm1")],
-        "g", [vi("x", (2, 8))], [vi("y", (2, 8))], [w]),
-        opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
-    onnx.save(m, path)
+    hgtest.save_model(path, [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm0"),
+                             helper.make_node("Shrink", ["h"], ["g"], name="shrink"),
+                             helper.make_node("MatMul", ["g", "W"], ["y"], name="mm1")],
+                      [vi("x", (2, 8))], [vi("y", (2, 8))], [w], opset=20, ir_version=9)
 
 
 def test_convert_opaque(tmp):
@@ -180,18 +157,6 @@ def test_convert_opaque(tmp):
         op = [n for n in saved.graph.node if n.op_type == "Shrink"][0]
         check("convert:opaque20-cast-in", producer[op.input[0]].op_type == "Cast",
               str([(n.op_type, list(n.input)) for n in saved.graph.node]))
-
-
-def write_pb(path, array, name):
-    with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(array, name).SerializeToString())
-
-
-def read_pb(path):
-    t = TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t)
 
 
 def test_run_and_calibrate(tmp):
@@ -280,7 +245,7 @@ def test_run_and_calibrate(tmp):
     check("calibrate:nan-counted", js["tensors"].get("t", {}).get("nan") == 1, str(js["tensors"].get("t")))
 
 
-def test_help():
+def test_help(_tmp):
     rc, so, _ = run("--help")
     check("help:exit0", rc == 0 and "convert" in so and "dump" in so, so)
     rc, so, _ = run("--version")
@@ -297,26 +262,5 @@ def test_help():
     check("no-args", rc == 2)
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="hg-cli-")
-    try:
-        test_help()
-        d = os.path.join(tmp, "bad")
-        os.mkdir(d)
-        test_bad_inputs(d)
-        d = os.path.join(tmp, "convert")
-        os.mkdir(d)
-        test_convert(d)
-        d = os.path.join(tmp, "run")
-        os.mkdir(d)
-        test_run_and_calibrate(d)
-    finally:
-        shutil.rmtree(tmp)
-    failed = [r for r in results if not r[1]]
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed or not results else 0)
-
-
-main()
+hgtest.temp_folders(check, "hg-cli-", [test_help, test_bad_inputs, test_convert, test_run_and_calibrate])
+sys.exit(check.finish())

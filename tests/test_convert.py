@@ -23,64 +23,27 @@ Then the flags on chosen cases: --emit-trtexec names exactly the FP32 nodes; --b
 import json
 import os
 import re
-import subprocess
 import sys
 
 import onnx
-from onnx import TensorProto
 
-HG = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import F16, F32, elem_types, opset  # noqa: E402
+
+run = hgtest.tool(sys.argv[1])
 OUT = os.path.abspath(sys.argv[2])
 ONLY = set(sys.argv[3:])
-HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL = 1e-2
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
 INSERTED_CAST = re.compile(r"/to_fp(16|32)(_\d+)?$")
 SUMMARY = re.compile(r"^(?:fused (\d+) LayerNorm; )?(\d+) FP32 islands? \((\d+) nodes?(?:, ([\d.e+-]+)% of MACs)?\); "
                      r"(\d+) Casts?; FP16: (?:([\d.e+-]+)% of MACs, )?([\d.e+-]+)% of weight bytes")
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    if not cond:
-        print(f"FAIL {name}: {str(detail)[:2000]}")
-    return bool(cond)
-
-
-def run(*args):
-    p = subprocess.run([HG, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+check = hgtest.Checks(echo="fail", limit=2000)
 
 
 def read(path):
     with open(path, "rb") as f:
         return f.read()
-
-
-def opset(m):
-    return next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), None)
-
-
-def elem_types(m):
-    """name -> element type of every tensor of the top graph the model declares or infers."""
-    try:
-        m = onnx.shape_inference.infer_shapes(m)
-    except Exception:  # noqa: BLE001 (types then come from the declarations alone)
-        pass
-    g = m.graph
-    t = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.elem_type:
-            t[vi.name] = vi.type.tensor_type.elem_type
-    for init in g.initializer:
-        t[init.name] = init.data_type
-    for n in g.node:
-        if n.op_type == "Constant":
-            for a in n.attribute:
-                if a.name == "value":
-                    t[n.output[0]] = a.t.data_type
-    return t
 
 
 def summary_of(text, src, dst):
@@ -214,22 +177,14 @@ def check_model_checker(tag, orig, conv):
         check(f"{tag}:ir-version", conv.ir_version == orig.ir_version and op_out == op_in,
               (orig.ir_version, conv.ir_version, op_in, op_out))
     if op_out <= 17 and conv.ir_version <= 8:
-        try:
-            onnx.checker.check_model(conv, full_check=True)
-            ok, err = True, ""
-        except Exception as e:  # noqa: BLE001
-            ok, err = False, str(e)[:600]
-        check(f"{tag}:onnx-checker", ok, err)
+        err = hgtest.checker_error(conv)
+        check(f"{tag}:onnx-checker", err is None, (err or "")[:600])
 
 
 # ---------------------------------------------------------------- the suite, case by case
 
 os.makedirs(OUT, exist_ok=True)
-gen = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), OUT],
-                     capture_output=True, text=True)
-if gen.returncode:
-    sys.exit(f"make_cases.py failed: {gen.stderr}")
-cases = json.load(open(os.path.join(OUT, "cases.json")))["cases"]
+cases = hgtest.pathology_cases(OUT)
 conv_dir = os.path.join(OUT, "converted")
 os.makedirs(conv_dir, exist_ok=True)
 figures = []
@@ -239,7 +194,7 @@ for c in cases:
         continue
     src = os.path.join(OUT, c["model"])
     data = os.path.join(OUT, c["data"])
-    flags = ["--calib", data] + [a for r in c["input_ranges"] for a in ("-r", r)] + c.get("options", [])
+    flags = hgtest.case_flags(c, OUT)
     dst = os.path.join(conv_dir, name + ".onnx")
     report = os.path.join(conv_dir, name + ".report.json")
     rc, so, se = convert(src, dst, flags, report)
@@ -302,15 +257,10 @@ def case(name):
     return next((c for c in cases if c["name"] == name), None)
 
 
-def flags_of(c):
-    return (["--calib", os.path.join(OUT, c["data"])] + [a for r in c["input_ranges"] for a in ("-r", r)]
-            + c.get("options", []))
-
-
 def converted(c, extra, tag):
     dst = os.path.join(conv_dir, f"{c['name']}.{tag}.onnx")
     report = os.path.join(conv_dir, f"{c['name']}.{tag}.json")
-    rc, so, se = convert(os.path.join(OUT, c["model"]), dst, flags_of(c) + extra, report)
+    rc, so, se = convert(os.path.join(OUT, c["model"]), dst, hgtest.case_flags(c, OUT) + extra, report)
     ok = check(f"flags:{tag}:convert", rc == 0, se)
     return (rc, so, se, json.load(open(report)) if ok else None, onnx.load(dst) if ok else None)
 
@@ -391,6 +341,4 @@ if not ONLY or flag_cases & ONLY:
 print("\ncase                              FP16 % MACs  Casts  FP32 nodes")
 for name, share, casts, n32, control in figures:
     print(f"{name:34s}{share:10.2f}  {casts:5d}  {n32:10d}{'  control' if control else ''}")
-failed = [r for r in results if not r[1]]
-print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-sys.exit(1 if failed or not results else 0)
+sys.exit(check.finish())

@@ -15,15 +15,14 @@ Prints per model the summary line and the verify errors. Usage: test_convert_cor
 [MODEL...]"""
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402
 
 HG = sys.argv[1]
@@ -53,15 +52,6 @@ def in_range(name, a, ranges):
     return bool(np.all(a >= lo) and np.all(a <= hi))
 
 
-def write_data(model, feeds, folder):
-    order, _ = ortlib.feed_order(model)
-    os.makedirs(folder)
-    for k, n in enumerate(order):
-        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(feeds[n], n).SerializeToString())
-    return folder
-
-
 def summary_line(text, model):
     for line in text.splitlines():
         if line.startswith(model + " -> "):
@@ -69,7 +59,7 @@ def summary_line(text, model):
     return None
 
 
-passed = failed = 0
+check = hgtest.Checks(echo="none")
 calib_cases = ortlib.model_cases(CALIB_SEED)
 verify_cases = ortlib.model_cases(VERIFY_SEED)
 for name, ranges in RANGES.items():
@@ -85,18 +75,16 @@ for name, ranges in RANGES.items():
                     problems.append(f"{tag} sample of '{n}' leaves its declared range")
         if all(np.array_equal(feeds[n], feeds2[n]) for n in feeds):
             problems.append("the verify sample equals the calibration sample")
-        calib = write_data(model, feeds, os.path.join(work, "calib"))
-        data = write_data(model, feeds2, os.path.join(work, "verify"))
+        calib = ortlib.write_feeds(model, feeds, os.path.join(work, "calib"))
+        data = ortlib.write_feeds(model, feeds2, os.path.join(work, "verify"))
         out = os.path.join(work, name + ".fp16.onnx")
         report = os.path.join(work, "report.json")
-        args = [HG, "convert", model, "-o", out, "--calib", calib, "--report", report]
-        for r in ranges:
-            args += ["-r", r]
-        p = subprocess.run(args, capture_output=True, text=True)
-        line = summary_line(p.stdout + p.stderr, model)
-        print(f"{name}: {line.split(': ', 1)[1] if line else (p.stdout + p.stderr).strip()[-500:]}")
-        if p.returncode != 0 or line is None:
-            problems.append(f"convert exit {p.returncode}")
+        args = [HG, "convert", model, "-o", out, "--calib", calib, "--report", report, *hgtest.range_args(ranges)]
+        rc, so, se = hgtest.run(args)
+        line = summary_line(so + se, model)
+        print(f"{name}: {line.split(': ', 1)[1] if line else (so + se).strip()[-500:]}")
+        if rc != 0 or line is None:
+            problems.append(f"convert exit {rc}")
         else:
             fig = json.load(open(report))["figures"]
             share = 100.0 * fig["macs_fp16"] / fig["macs"] if fig["macs"] else 100.0
@@ -110,40 +98,32 @@ for name, ranges in RANGES.items():
                 # Symbolic dims leave the MACs unknown: pin them to the sample's for the figure.
                 pinned = os.path.join(work, "pinned.onnx")
                 shapes = [a for n, x in feeds.items() for a in ("--shapes", f"{n}:{'x'.join(map(str, x.shape))}")]
-                q = subprocess.run(args[:4] + [pinned] + args[5:] + shapes, capture_output=True, text=True)
-                pl = summary_line(q.stdout + q.stderr, model)
-                print(f"  with --shapes of the sample: {pl.split(': ', 1)[1] if pl else q.stderr.strip()[-300:]}")
+                _, qo, qe = hgtest.run(args[:4] + [pinned] + args[5:] + shapes)
+                pl = summary_line(qo + qe, model)
+                print(f"  with --shapes of the sample: {pl.split(': ', 1)[1] if pl else qe.strip()[-300:]}")
             # onnx.checker (Debian's 1.12 knows opsets up to 17 and IR up to 8); the ir_version stays
             # unless the opset was raised to 17.
             mi, mo = onnx.load(model, load_external_data=False), onnx.load(out, load_external_data=False)
-            opi, opo = (next(o.version for o in x.opset_import if o.domain in ("", "ai.onnx")) for x in (mi, mo))
+            opi, opo = hgtest.opset(mi), hgtest.opset(mo)
             if not (mo.ir_version == mi.ir_version or (opo == 17 and opi < 17 and mo.ir_version >= 8)):
                 problems.append(f"ir_version {mi.ir_version} -> {mo.ir_version} (opset {opi} -> {opo})")
             if opo <= 17 and mo.ir_version <= 8:
                 # What the checker refuses in the original for the same reason (squeezenet's string
                 # Constant, which onnx 1.12's shape inference rejects) is not held against the
                 # conversion; anything else is.
-                orig_err = None
-                try:
-                    onnx.checker.check_model(mi, full_check=True)
-                except Exception as e:  # noqa: BLE001
-                    orig_err = str(e)
-                try:
-                    onnx.checker.check_model(mo, full_check=True)
-                except Exception as e:  # noqa: BLE001
-                    if str(e) != orig_err:
-                        problems.append(f"onnx.checker: {str(e)[:300]}")
-                    else:
-                        print(f"  onnx.checker refuses the original for the same reason: {str(e)[:200]}")
+                orig_err, err = hgtest.checker_error(mi), hgtest.checker_error(mo)
+                if err is not None and err != orig_err:
+                    problems.append(f"onnx.checker: {err[:300]}")
+                elif err is not None:
+                    print(f"  onnx.checker refuses the original for the same reason: {err[:200]}")
             only_outputs = ["--outputs", ",".join(CUT[name])] if name in CUT else []
-            v = subprocess.run([HG, "verify", model, out, "--data", data, "--format", "json", *only_outputs],
-                               capture_output=True, text=True)
+            vrc, vo, ve = hgtest.run([HG, "verify", model, out, "--data", data, "--format", "json", *only_outputs])
             try:
-                js = json.loads(v.stdout)
+                js = json.loads(vo)
             except ValueError:
                 js = None
             if js is None:
-                problems.append(f"verify exit {v.returncode}: {v.stderr.strip()[-500:]}")
+                problems.append(f"verify exit {vrc}: {ve.strip()[-500:]}")
             else:
                 for o in js["outputs"]:
                     rel = o["rel_l2"]
@@ -154,12 +134,10 @@ for name, ranges in RANGES.items():
                         problems.append(f"output '{o['name']}' non-finite or over {RTOL}")
                 if not js["outputs"]:
                     problems.append("verify compared no outputs")
-                if (v.returncode == 0) != bool(js["pass"]) or not js["pass"]:
-                    problems.append(f"verify exit {v.returncode}, pass {js['pass']}, first non-finite "
+                if (vrc == 0) != bool(js["pass"]) or not js["pass"]:
+                    problems.append(f"verify exit {vrc}, pass {js['pass']}, first non-finite "
                                     f"{js['first_nonfinite']}")
     for msg in problems:
         print(f"  FAIL {name}: {msg}")
-    passed += not problems
-    failed += bool(problems)
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+    check(name, not problems)
+sys.exit(check.finish())

@@ -16,24 +16,25 @@ import multiprocessing
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from onnx import TensorProto, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+
 HG = os.path.abspath(sys.argv[1])
-NODE = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-    os.environ.get("HG_TESTDATA", "/usr/share/libonnx-testdata/data"), "node")
+NODE = sys.argv[2] if len(sys.argv) > 2 else os.path.join(hgtest.TESTDATA, "node")
 ONLY = set(sys.argv[3:])
-HERE = os.path.dirname(os.path.abspath(__file__))
 RTOL, ATOL = 1e-2, 1e-3
+run = hgtest.tool(HG)
 
 
 def xfail_list():
     names = set()
-    with open(os.path.join(HERE, "conformance_xfail.txt")) as f:
+    with open(os.path.join(hgtest.HERE, "conformance_xfail.txt")) as f:
         for line in f:
             name = line.split("#", 1)[0].strip()
             if name:
@@ -44,9 +45,7 @@ def xfail_list():
 def load_tensor(path):
     """The tensor as numpy; BFLOAT16 as float32 (onnx 1.12 gives its raw bits as uint16 from
     int32_data but floats from raw_data)."""
-    t = TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
+    t = hgtest.read_tensor(path)
     if t.data_type == TensorProto.BFLOAT16:
         bits = (np.frombuffer(t.raw_data, "<u2") if t.raw_data else np.array(t.int32_data, np.uint16))
         return (bits.astype(np.uint32) << 16).view(np.float32).reshape(tuple(t.dims))
@@ -54,7 +53,7 @@ def load_tensor(path):
 
 
 def outputs(folder, n):
-    return [load_tensor(os.path.join(folder, f"output_{k}.pb")) for k in range(n)]
+    return hgtest.read_outputs(folder, n, load_tensor)
 
 
 def bf16_bits(want, got, got_types):
@@ -65,13 +64,7 @@ def bf16_bits(want, got, got_types):
 
 
 def data_types(folder, n):
-    types = []
-    for k in range(n):
-        t = TensorProto()
-        with open(os.path.join(folder, f"output_{k}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        types.append(t.data_type)
-    return types
+    return [t.data_type for t in hgtest.read_outputs(folder, n, hgtest.read_tensor)]
 
 
 def compare(want, got):
@@ -97,29 +90,26 @@ def one(name):
     model = os.path.join(d, "model.onnx")
     work = tempfile.mkdtemp(prefix="hg-convert-node-")
     try:
-        p = subprocess.run([HG, "run", model, "--data", data, "-o", os.path.join(work, "orig")],
-                           capture_output=True, text=True)
-        if p.returncode:
+        rc, _, se = run("run", model, "--data", data, "-o", os.path.join(work, "orig"))
+        if rc:
             # Exit 2 with a message is the interpreter refusing the model (an op it lacks, data it
             # does not read); anything else (a crash, a sanitizer's abort) is a failure.
-            if p.returncode == 2 and p.stderr.strip():
-                return name, "out-of-scope", p.stderr.strip()[-200:]
-            return name, "fail", f"run of the original model, exit {p.returncode}: {p.stderr.strip()[-400:]}"
-        n_out = len([f for f in os.listdir(data) if f.startswith("output_") and f.endswith(".pb")])
+            if rc == 2 and se.strip():
+                return name, "out-of-scope", se.strip()[-200:]
+            return name, "fail", f"run of the original model, exit {rc}: {se.strip()[-400:]}"
+        n_out = hgtest.count_outputs(data)
         try:
             want = outputs(data, n_out)
         except Exception as e:  # noqa: BLE001 (sequence or optional outputs)
             return name, "out-of-scope", f"expected outputs are not tensors: {e}"
         conv = os.path.join(work, "conv.onnx")
         report = os.path.join(work, "report.json")
-        p = subprocess.run([HG, "convert", model, "-o", conv, "--calib", data, "--keep-io-types",
-                            "--report", report], capture_output=True, text=True)
-        if p.returncode:
-            return name, "fail", f"convert exit {p.returncode}: {p.stderr.strip()[-400:]}"
-        p = subprocess.run([HG, "run", conv, "--data", data, "-o", os.path.join(work, "conv")],
-                           capture_output=True, text=True)
-        if p.returncode:
-            return name, "fail", f"run of the converted model, exit {p.returncode}: {p.stderr.strip()[-400:]}"
+        rc, _, se = run("convert", model, "-o", conv, "--calib", data, "--keep-io-types", "--report", report)
+        if rc:
+            return name, "fail", f"convert exit {rc}: {se.strip()[-400:]}"
+        rc, _, se = run("run", conv, "--data", data, "-o", os.path.join(work, "conv"))
+        if rc:
+            return name, "fail", f"run of the converted model, exit {rc}: {se.strip()[-400:]}"
         got = outputs(os.path.join(work, "conv"), n_out)
         want = bf16_bits(want, got, data_types(os.path.join(work, "conv"), n_out))
         decisions = json.load(open(report))["decisions"]

@@ -34,15 +34,13 @@ import sys
 
 import onnx
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402
+from hgtest import CORPUS, HERE, ROOT, TESTDATA  # noqa: E402
 
 HG, TYPECHECK, OUT = (os.path.abspath(a) for a in sys.argv[1:4])
 XFAIL = sys.argv[4] if len(sys.argv) > 4 else os.path.join(HERE, "converted_valid_xfail.txt")
-ROOT = os.environ.get("HG_SOURCE_ROOT", os.path.dirname(HERE))
-TESTDATA = os.environ.get("HG_TESTDATA", "/usr/share/libonnx-testdata/data")
-CORPUS = os.environ.get("HG_CORPUS", os.path.join(ROOT, "..", "shared", "corpus"))
 CHECKER_OPSETS = {"": 17, "ai.onnx": 17, "ai.onnx.ml": 3}
 FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE,
                onnx.TensorProto.BFLOAT16}
@@ -66,21 +64,18 @@ def cases():
     for p in sorted(glob.glob(os.path.join(ROOT, "examples", "*.onnx"))):
         out.append(("examples/" + os.path.basename(p), p, [default, ranged]))
     path_dir = os.path.join(OUT, "pathology")
-    gen = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), path_dir],
-                         capture_output=True, text=True)
-    if gen.returncode:
-        sys.exit(f"make_cases.py failed: {gen.stderr}")
-    for c in json.load(open(os.path.join(path_dir, "cases.json")))["cases"]:
-        args = [a for r in c["input_ranges"] for a in ("-r", r)]
+    for c in hgtest.pathology_cases(path_dir):
         out.append(("pathology/" + c["name"], os.path.join(path_dir, c["model"]),
-                    [default, ("ranged", args)]))
+                    [default, ("ranged", hgtest.range_args(c["input_ranges"]))]))
     # Golden inputs are ONNX text: written as protobuf first (convert --passes none), so that
     # onnx.checker and ONNX Runtime can judge the original too.
     for p in sorted(glob.glob(os.path.join(ROOT, "golden", "*", "*.onnxtxt"))):
         rel = os.path.relpath(p, os.path.join(ROOT, "golden"))
         binary = os.path.join(OUT, "golden", rel.replace(".onnxtxt", ".onnx"))
         os.makedirs(os.path.dirname(binary), exist_ok=True)
-        subprocess.run([HG, "convert", "--passes", "none", p, "-o", binary], check=True, capture_output=True)
+        rc, _, se = hgtest.run([HG, "convert", "--passes", "none", p, "-o", binary])
+        if rc:
+            sys.exit(f"{p}: convert --passes none failed: {se}")
         out.append(("golden/" + rel, binary, [default, ranged]))
     node = os.path.join(TESTDATA, "node")
     for t in sorted(os.listdir(node)) if os.path.isdir(node) else []:
@@ -103,21 +98,19 @@ def convert(job):
     cid, model, variant, args = job
     dest = os.path.join(OUT, "out", variant, cid.replace("/", "__") + ".onnx")
     os.makedirs(os.path.dirname(dest), exist_ok=True)
-    try:
-        p = subprocess.run([HG, "convert", model, "-o", dest] + args, capture_output=True, text=True,
-                           timeout=300)
-    except subprocess.TimeoutExpired:
+    rc, _, err = hgtest.run([HG, "convert", model, "-o", dest] + args, timeout=300)
+    if rc == "timeout":
         return (cid, variant), None, "fail", "convert timed out"
-    err = p.stderr.strip().replace(model + ": ", "")
-    if p.returncode == 0:
+    err = err.strip().replace(model + ": ", "")
+    if rc == 0:
         return (cid, variant), dest, "ok", ""
     if os.path.exists(dest):
-        return (cid, variant), None, "written", f"exit {p.returncode}, yet the output was written: {err[-300:]}"
-    if p.returncode == 2 and err and "internal error" not in err:
+        return (cid, variant), None, "written", f"exit {rc}, yet the output was written: {err[-300:]}"
+    if rc == 2 and err and "internal error" not in err:
         return (cid, variant), None, "refused", err.splitlines()[-1][:300]
-    if p.returncode == 2 and not re.search(r"internal error: .*node '[^']*' \(\w+\): ", err):
+    if rc == 2 and not re.search(r"internal error: .*node '[^']*' \(\w+\): ", err):
         return (cid, variant), None, "message", f"an internal error that names no node: {err[-300:]}"
-    return (cid, variant), None, "fail", f"exit {p.returncode}: {err[-400:]}"
+    return (cid, variant), None, "fail", f"exit {rc}: {err[-400:]}"
 
 
 def typecheck(paths):
@@ -146,11 +139,8 @@ def checker(path):
             return "skip"
     if any(t.data_location == onnx.TensorProto.EXTERNAL for t in m.graph.initializer):
         return "skip"
-    try:
-        onnx.checker.check_model(m, full_check=True)
-        return None
-    except Exception as e:  # noqa: BLE001
-        return str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__
+    err = hgtest.checker_error(m)
+    return None if err is None else err.strip().splitlines()[0][:300]
 
 
 def ort_load(paths, node_path):

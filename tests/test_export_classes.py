@@ -21,37 +21,26 @@ itself is in test_check_cli.py.
 Usage: test_export_classes.py HALFGUARD
 """
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402
+from hgtest import vi  # noqa: E402
 
 HG = os.path.abspath(sys.argv[1])
 RTOL = 1e-2
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    return bool(cond)
-
-
-def vi(name, shape, elem=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, elem, list(shape))
+check = hgtest.Checks()
 
 
 def save(path, nodes, inputs, outputs, inits, opset, domains=(), value_info=()):
-    g = helper.make_graph(nodes, os.path.basename(path)[:-5], inputs, outputs, inits, value_info=list(value_info))
-    ops = [helper.make_opsetid("", opset)] + [helper.make_opsetid(d, 1) for d in domains]
-    onnx.save(helper.make_model(g, opset_imports=ops, ir_version=8), path)
-    return path
+    return hgtest.save_model(path, nodes, inputs, outputs, inits, opset=opset, domains=domains,
+                             value_info=value_info, name=os.path.basename(path)[:-5])
 
 
 def mlp_around(path, op, opset, domain="", attrs=None, rng=None):
@@ -105,18 +94,9 @@ def rel_l2(got, want):
     return float(np.linalg.norm(got - want) / n) if n else float(np.linalg.norm(got))
 
 
-def write_data(folder, feeds):
-    os.makedirs(folder, exist_ok=True)
-    for k, (name, a) in enumerate(feeds.items()):
-        with open(os.path.join(folder, f"input_{k}.pb"), "wb") as f:
-            f.write(numpy_helper.from_array(a, name).SerializeToString())
-    return folder
-
-
 def convert(src, dst, ranges):
-    args = [HG, "convert", src, "-o", dst, "--keep-io-types"] + [a for r in ranges for a in ("-r", r)]
-    p = subprocess.run(args, capture_output=True, text=True)
-    return p.returncode, p.stdout + p.stderr
+    rc, so, se = hgtest.run([HG, "convert", src, "-o", dst, "--keep-io-types", *hgtest.range_args(ranges)])
+    return rc, so + se
 
 
 def ort_outputs(node_path, model, feeds, work):
@@ -145,14 +125,13 @@ def case(name, tmp, node_path, src, ranges, feeds, ort_model=None, verify=True, 
     errs = [rel_l2(g, w) for g, w in zip(got, want)]
     check(f"{name}:ort-rel-l2", max(errs) <= RTOL, f"rel L2 {errs} > {RTOL}\n{out}")
     if verify:
-        data = write_data(os.path.join(tmp, name + ".data"), feeds)
-        p = subprocess.run([HG, "verify", src, dst, "--data", data], capture_output=True, text=True)
-        check(f"{name}:verify", p.returncode == 0, p.stdout + p.stderr)
+        data = hgtest.write_inputs(os.path.join(tmp, name + ".data"), feeds)
+        rc, so, se = hgtest.run([HG, "verify", src, dst, "--data", data])
+        check(f"{name}:verify", rc == 0, so + se)
 
 
 def main():
-    node_path = ortlib.ensure_ort(os.environ.get("HG_ORT_CACHE") or os.path.join(tempfile.gettempdir(),
-                                                                               "halfguard-ort"))
+    node_path = ortlib.ensure_ort()
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory(prefix="hg-classes-") as tmp:
         x = rng.uniform(-1, 1, (2, 16)).astype(np.float32)
@@ -177,11 +156,7 @@ def main():
         src = frozen_bn(os.path.join(tmp, "frozen_bn.onnx"), rng)
         case("frozen_bn", tmp, node_path, src, ["x=-3:3"],
              {"x": rng.uniform(-3, 3, (1, 3, 16, 16)).astype(np.float32)})
-    failed = [r for r in results if not r[1]]
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    return 1 if failed or not results else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

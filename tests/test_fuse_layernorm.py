@@ -10,37 +10,27 @@ Needs Debian's python3-onnx (1.12) and numpy. Exit 0 when every check passes.
 import collections
 import glob
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402  (the seeded feeds of the corpus models)
 
 HG = sys.argv[1] if len(sys.argv) > 1 else "build/halfguard"
-CORPUS = ortlib.CORPUS
+CORPUS = hgtest.CORPUS
 FUSION = os.path.join(CORPUS, "microsoft_onnxruntime/onnxruntime/test/testdata/transform/fusion")
 MODELS = os.path.join(CORPUS, "microsoft_onnxruntime/onnxruntime/test/python/transformers/test_data/models")
-NODE_DIRS = ["/usr/share/libonnx-testdata/data/node",
+NODE_DIRS = [os.path.join(hgtest.TESTDATA, "node"),
              os.path.join(CORPUS, "onnx_onnx/onnx/backend/test/data/node")]
 PASSES = "fold_shapes,fuse_layernorm,cleanup"
 LN_PART = ("ReduceMean", "Pow", "Sqrt", "Div", "Sub")
 
-failures = []
-passed = 0
-
-
-def check(ok, what):
-    global passed
-    if ok:
-        passed += 1
-    else:
-        failures.append(what)
-        print("FAIL:", what)
+check = hgtest.Checks(echo="fail")
 
 
 def counts(path):
@@ -49,36 +39,26 @@ def counts(path):
 
 
 def convert(src, dst):
-    p = subprocess.run([HG, "convert", "--passes", PASSES, src, "-o", dst], capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError(f"convert {src}: {p.stderr.strip()[-800:]}")
-    return p.stdout + p.stderr
+    rc, so, se = hgtest.run([HG, "convert", "--passes", PASSES, src, "-o", dst])
+    if rc:
+        raise RuntimeError(f"convert {src}: {se.strip()[-800:]}")
+    return so + se
 
 
 def checker(path, what):
     """onnx.checker with full_check where the converted model is within what onnx 1.12 knows."""
     m = onnx.load(path)
-    opset = max((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), default=0)
-    if opset > 17 or m.ir_version > 8:
+    if hgtest.opset(m, 0) > 17 or m.ir_version > 8:
         return
-    try:
-        onnx.checker.check_model(m, full_check=True)
-        check(True, what)
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: onnx.checker: {str(e)[:300]}")
+    err = hgtest.checker_error(m)
+    check(what if err is None else f"{what}: onnx.checker: {err[:300]}", err is None)
 
 
 def run(model, data, out):
-    p = subprocess.run([HG, "run", model, "--data", data, "-o", out, "--threads", "2"],
-                       capture_output=True, text=True)
-    if p.returncode:
-        raise RuntimeError(f"run {model}: {p.stderr.strip()[-500:]}")
-    res = []
-    for k in range(len(glob.glob(os.path.join(out, "output_*.pb")))):
-        t = TensorProto()
-        t.ParseFromString(open(os.path.join(out, f"output_{k}.pb"), "rb").read())
-        res.append(numpy_helper.to_array(t))
-    return res
+    rc, _, se = hgtest.run([HG, "run", model, "--data", data, "-o", out, "--threads", "2"])
+    if rc:
+        raise RuntimeError(f"run {model}: {se.strip()[-500:]}")
+    return hgtest.read_outputs(out)
 
 
 def close(a, b, rtol, atol):
@@ -98,7 +78,7 @@ EXPECT_LN = {"layer_norm_shared_input.onnx": 2}
 def fusion_cases(tmp):
     files = sorted(glob.glob(os.path.join(FUSION, "layer_norm*.onnx")) +
                    glob.glob(os.path.join(FUSION, "skip_layer_norm*.onnx")))
-    check(len(files) >= 20, f"found {len(files)} layer_norm*/skip_layer_norm* fusion cases")
+    check(f"found {len(files)} layer_norm*/skip_layer_norm* fusion cases", len(files) >= 20)
     for src in files:
         name = os.path.basename(src)
         dst = os.path.join(tmp, name)
@@ -106,17 +86,17 @@ def fusion_cases(tmp):
         convert(src, dst)
         after = counts(dst)
         if name in NEGATIVE or name in ALREADY:
-            check(after == before, f"{name}: untouched ({dict(before)} -> {dict(after)})")
+            check(f"{name}: untouched ({dict(before)} -> {dict(after)})", after == before)
             print(f"{name}: untouched, LayerNormalization={after['LayerNormalization']}")
             continue
         n = EXPECT_LN.get(name, 1)
         left = {op: after[op] for op in LN_PART if after[op]}
         # each fused instance took its eps Add and its beta Add; the residual Adds stay plain Adds
         ok = after["LayerNormalization"] == n and not left and after["Add"] == before["Add"] - 2 * n
-        check(ok, f"{name}: LayerNormalization={after['LayerNormalization']} (want {n}), "
-                  f"left {left}, Add {before['Add']} -> {after['Add']}")
-        check(not any(o.domain == "com.microsoft" for o in onnx.load(dst).graph.node),
-              f"{name}: no com.microsoft op")
+        check(f"{name}: LayerNormalization={after['LayerNormalization']} (want {n}), "
+              f"left {left}, Add {before['Add']} -> {after['Add']}", ok)
+        check(f"{name}: no com.microsoft op",
+              not any(o.domain == "com.microsoft" for o in onnx.load(dst).graph.node))
         print(f"{name}: LayerNormalization={after['LayerNormalization']} Add {before['Add']}->{after['Add']}"
               f" Cast {before['Cast']}->{after['Cast']}")
         checker(dst, f"{name}: checker")
@@ -125,8 +105,7 @@ def fusion_cases(tmp):
 def mismatched_axes(tmp):
     """Negative: the variance reduces over another axis than the mean, and non-consecutive axes."""
     for tag, a1, a2 in (("mismatched", [-1], [-2]), ("gap", [1, 3], [1, 3])):
-        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5])
-        y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        x, y = hgtest.vi("x", [2, 3, 4, 5]), hgtest.vi("y", None)
         inits = [numpy_helper.from_array(np.array(2.0, np.float32), "two"),
                  numpy_helper.from_array(np.array(1e-5, np.float32), "eps")]
         nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=a1),
@@ -136,13 +115,11 @@ def mismatched_axes(tmp):
                  helper.make_node("Add", ["v", "eps"], ["ve"]),
                  helper.make_node("Sqrt", ["ve"], ["s"]),
                  helper.make_node("Div", ["d", "s"], ["y"])]
-        m = helper.make_model(helper.make_graph(nodes, tag, [x], [y], inits),
-                              opset_imports=[helper.make_opsetid("", 13)])
         src, dst = os.path.join(tmp, f"{tag}_in.onnx"), os.path.join(tmp, f"{tag}_out.onnx")
-        onnx.save(m, src)
+        hgtest.save_model(src, nodes, [x], [y], inits, opset=13, name=tag)
         convert(src, dst)
-        check(counts(dst) == counts(src), f"{tag} axes: untouched")
-        check(onnx.load(dst).opset_import[0].version == 13, f"{tag} axes: opset unchanged")
+        check(f"{tag} axes: untouched", counts(dst) == counts(src))
+        check(f"{tag} axes: opset unchanged", onnx.load(dst).opset_import[0].version == 13)
 
 
 # ---------------------------------------------------------------- whole models
@@ -154,7 +131,7 @@ def whole_models(tmp):
         dst = os.path.join(tmp, name + ".onnx")
         note = convert(src, dst)
         c = counts(dst)
-        check(c["LayerNormalization"] == want, f"{name}: LayerNormalization={c['LayerNormalization']} (want {want})")
+        check(f"{name}: LayerNormalization={c['LayerNormalization']} (want {want})", c["LayerNormalization"] == want)
         print(f"{name}: LayerNormalization={c['LayerNormalization']}; {note.strip().splitlines()[-1]}")
         checker(dst, f"{name}: checker")
         w1, w2 = os.path.join(tmp, name + "_a"), os.path.join(tmp, name + "_b")
@@ -166,7 +143,7 @@ def whole_models(tmp):
             y = np.asarray(y, np.float64)
             worst = max(worst, float(np.max(np.abs(x - y) / (np.abs(x) + 1e-6))) if x.size else 0.0)
         ok = len(a) == len(b) and all(close(x, y, 1e-4, 1e-5) for x, y in zip(a, b))
-        check(ok, f"{name}: outputs before/after fusion agree (worst relative {worst:.2e})")
+        check(f"{name}: outputs before/after fusion agree (worst relative {worst:.2e})", ok)
         print(f"{name}: {len(a)} outputs agree before/after, worst relative difference {worst:.2e}")
 
 
@@ -176,30 +153,26 @@ def node_tests(tmp):
     dirs = []
     for root in NODE_DIRS:
         dirs += sorted(glob.glob(os.path.join(root, "test_layer_normalization_*_expanded*")))
-    check(len(dirs) >= 19, f"found {len(dirs)} expanded LayerNormalization node tests")
+    check(f"found {len(dirs)} expanded LayerNormalization node tests", len(dirs) >= 19)
     for d in dirs:
         tag = os.path.basename(os.path.dirname(d)) + "/" + os.path.basename(d)
         dst = os.path.join(tmp, tag.replace("/", "_") + ".onnx")
         convert(os.path.join(d, "model.onnx"), dst)
         c = counts(dst)
-        check(c["LayerNormalization"] == 1 and not any(c[op] for op in LN_PART),
-              f"{tag}: one LayerNormalization ({dict(c)})")
+        check(f"{tag}: one LayerNormalization ({dict(c)})",
+              c["LayerNormalization"] == 1 and not any(c[op] for op in LN_PART))
         data = os.path.join(d, "test_data_set_0")
         got = run(dst, data, os.path.join(tmp, "out_" + tag.replace("/", "_")))
-        want = []
-        for k in range(len(glob.glob(os.path.join(data, "output_*.pb")))):
-            t = TensorProto()
-            t.ParseFromString(open(os.path.join(data, f"output_{k}.pb"), "rb").read())
-            want.append(numpy_helper.to_array(t))
+        want = hgtest.read_outputs(data)
         ok = len(got) == len(want) and all(close(g, w, 1e-4, 1e-5) for g, w in zip(got, want))
-        check(ok, f"{tag}: outputs match output_*.pb")
+        check(f"{tag}: outputs match output_*.pb", ok)
         checker(dst, f"{tag}: checker")
     print(f"{len(dirs)} expanded LayerNormalization node tests: converted, run and compared")
 
 
 # ---------------------------------------------------------------- opset upgrades
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "fuse_layernorm")
+GOLDEN = os.path.join(hgtest.ROOT, "golden", "fuse_layernorm")
 
 
 def upgrade_equivalence(tmp):
@@ -207,27 +180,23 @@ def upgrade_equivalence(tmp):
     on random inputs), and the result passes onnx.checker."""
     rng = np.random.default_rng(7)
     cases = sorted(glob.glob(os.path.join(GOLDEN, "opset*.onnxtxt")))
-    check(len(cases) >= 4, f"found {len(cases)} opset golden cases")
+    check(f"found {len(cases)} opset golden cases", len(cases) >= 4)
     for txt in cases:
         tag = os.path.basename(txt)[:-len(".onnxtxt")]
         src, dst = os.path.join(tmp, tag + "_in.onnx"), os.path.join(tmp, tag + "_out.onnx")
-        p = subprocess.run([HG, "convert", "--passes", "none", txt, "-o", src], capture_output=True, text=True)
-        if p.returncode:
-            raise RuntimeError(f"{tag}: {p.stderr}")
+        rc, _, se = hgtest.run([HG, "convert", "--passes", "none", txt, "-o", src])
+        if rc:
+            raise RuntimeError(f"{tag}: {se}")
         convert(src, dst)
         m_in, m_out = onnx.load(src), onnx.load(dst)
         raised = m_out.opset_import[0].version != m_in.opset_import[0].version
-        data = os.path.join(tmp, tag + "_data")
-        os.makedirs(data, exist_ok=True)
-        for k, i in enumerate(m_in.graph.input):
-            shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-            a = rng.standard_normal(shape).astype(np.float32)
-            with open(os.path.join(data, f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(a, i.name).SerializeToString())
+        data = hgtest.write_inputs(os.path.join(tmp, tag + "_data"), [
+            (i.name, rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32))
+            for i in m_in.graph.input])
         a = run(src, data, os.path.join(tmp, tag + "_a"))
         b = run(dst, data, os.path.join(tmp, tag + "_b"))
         ok = len(a) == len(b) and all(close(x, y, 1e-4, 1e-5) for x, y in zip(a, b))
-        check(ok, f"{tag}: outputs agree after the opset upgrade")
+        check(f"{tag}: outputs agree after the opset upgrade", ok)
         print(f"{tag}: opset {m_in.opset_import[0].version} -> {m_out.opset_import[0].version}, "
               f"LayerNormalization={counts(dst)['LayerNormalization']}, {len(a)} outputs agree")
         if raised:
@@ -241,8 +210,7 @@ def main():
         node_tests(tmp)
         upgrade_equivalence(tmp)
         whole_models(tmp)
-    print(f"{passed} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return check.finish()
 
 
 if __name__ == "__main__":

@@ -23,20 +23,24 @@ typedef struct {
     Onnx__OperatorSetIdProto *opsets[1];
 } PbModel;
 
+/* p (g_free'd by pb_model_clear()). */
+static gpointer
+pb_keep(PbModel *pm, gpointer p)
+{
+    g_ptr_array_add(pm->allocs, p);
+    return p;
+}
+
 static gpointer
 pb_alloc(PbModel *pm, gsize n)
 {
-    gpointer p = g_malloc0(n);
-    g_ptr_array_add(pm->allocs, p);
-    return p;
+    return pb_keep(pm, g_malloc0(n));
 }
 
 static char *
 pb_str(PbModel *pm, const char *s)
 {
-    char *d = g_strdup(s);
-    g_ptr_array_add(pm->allocs, d);
-    return d;
+    return pb_keep(pm, g_strdup(s));
 }
 
 static void
@@ -313,11 +317,8 @@ test_packed_scalar_style_detected(void **state)
 {
     (void)state;
     /* PyTorch 0.2 packed attribute ints and tensor dims; ONNX declares them unpacked. */
-    const char *corpus = g_getenv("HG_CORPUS");
-    if (!corpus)
-        skip();
-    g_autofree char *path = g_build_filename(
-        corpus, "microsoft_onnxruntime/winml/test/collateral/models/starry-night-fp16.onnx", NULL);
+    g_autofree char *path =
+        test_data("HG_CORPUS", "microsoft_onnxruntime/winml/test/collateral/models/starry-night-fp16.onnx");
     GError *error = NULL;
     HgModel *m = hg_model_load(path, &error);
     assert_non_null(m);
@@ -652,6 +653,18 @@ write_weights(const char *dir)
     write_file(p, buf, sizeof buf);
 }
 
+/* dir/model.onnx, whose initializer w is ext_weights at offset 8 of dir/weights.bin (written too);
+ * returns its path. pm holds the model's protobuf until pb_model_clear(). */
+static char *
+write_external_model(PbModel *pm, const char *dir)
+{
+    g_autoptr(GBytes) bytes = pb_external(pm, "weights.bin", 8, 16);
+    char *path = g_build_filename(dir, "model.onnx", NULL);
+    write_file(path, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
+    write_weights(dir);
+    return path;
+}
+
 static void
 test_external_data_round_trip(void **state)
 {
@@ -659,10 +672,7 @@ test_external_data_round_trip(void **state)
     g_autofree char *in_dir = make_tmpdir();
     g_autofree char *out_dir = make_tmpdir();
     PbModel pm;
-    g_autoptr(GBytes) bytes = pb_external(&pm, "weights.bin", 8, 16);
-    g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
-    write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
-    write_weights(in_dir);
+    g_autofree char *in = write_external_model(&pm, in_dir);
 
     GError *error = NULL;
     HgModel *m = hg_model_load(in, &error);
@@ -775,10 +785,7 @@ test_failed_save_changes_nothing(void **state)
     g_autofree char *in_dir = make_tmpdir();
     g_autofree char *out_dir = make_tmpdir();
     PbModel pm;
-    g_autoptr(GBytes) bytes = pb_external(&pm, "weights.bin", 8, 16);
-    g_autofree char *in = g_build_filename(in_dir, "model.onnx", NULL);
-    write_file(in, g_bytes_get_data(bytes, NULL), g_bytes_get_size(bytes));
-    write_weights(in_dir);
+    g_autofree char *in = write_external_model(&pm, in_dir);
     g_autofree char *theirs = g_build_filename(out_dir, "model.onnx.data", NULL);
     write_file(theirs, "OTHER", 5);
     g_autofree char *out = g_build_filename(out_dir, "model.onnx", NULL);
@@ -860,27 +867,21 @@ test_atomic_save(void **state)
     rm_rf(dir);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_basic_round_trip),
-        cmocka_unit_test(test_everything_rides_along),
-        cmocka_unit_test(test_packed_scalar_style_detected),
-        cmocka_unit_test(test_duplicate_constants_later_wins),
-        cmocka_unit_test(test_subgraph_reads_outer_scope),
-        cmocka_unit_test(test_garbage_and_truncation),
-        cmocka_unit_test(test_field_number_zero),
-        cmocka_unit_test(test_undefined_value),
-        cmocka_unit_test(test_cycle),
-        cmocka_unit_test(test_duplicate_definitions),
-        cmocka_unit_test(test_bad_tensor_sizes),
-        cmocka_unit_test(test_external_data_round_trip),
-        cmocka_unit_test(test_external_data_escapes_refused),
-        cmocka_unit_test(test_external_data_fifo_refused),
-        cmocka_unit_test(test_failed_save_changes_nothing),
-        cmocka_unit_test(test_run_output_lists),
-        cmocka_unit_test(test_atomic_save),
-    };
-    return cmocka_run_group_tests_name("io", tests, NULL, NULL);
-}
+HG_TEST_MAIN("io",
+             cmocka_unit_test(test_basic_round_trip),
+             cmocka_unit_test(test_everything_rides_along),
+             cmocka_unit_test(test_packed_scalar_style_detected),
+             cmocka_unit_test(test_duplicate_constants_later_wins),
+             cmocka_unit_test(test_subgraph_reads_outer_scope),
+             cmocka_unit_test(test_garbage_and_truncation),
+             cmocka_unit_test(test_field_number_zero),
+             cmocka_unit_test(test_undefined_value),
+             cmocka_unit_test(test_cycle),
+             cmocka_unit_test(test_duplicate_definitions),
+             cmocka_unit_test(test_bad_tensor_sizes),
+             cmocka_unit_test(test_external_data_round_trip),
+             cmocka_unit_test(test_external_data_escapes_refused),
+             cmocka_unit_test(test_external_data_fifo_refused),
+             cmocka_unit_test(test_failed_save_changes_nothing),
+             cmocka_unit_test(test_run_output_lists),
+             cmocka_unit_test(test_atomic_save))

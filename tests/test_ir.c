@@ -34,6 +34,17 @@ chain_build(Chain *c)
     hg_type_free(tt);
 }
 
+/* A new model (*m, the caller's) whose graph has one input, x (untyped); returns x. */
+static HgValue *
+model_with_input(HgModel **m)
+{
+    *m = hg_model_new();
+    HgGraph *g = (*m)->graph = hg_graph_new(*m, NULL);
+    HgValue *x = hg_graph_new_value(g, "x", NULL);
+    hg_graph_add_input(g, x, NULL);
+    return x;
+}
+
 /* The editing verbs: each changes what it says, keeps the invariants and moves the generation. */
 static void
 test_edit_verbs(void **state)
@@ -175,10 +186,9 @@ test_topo_order_sorts_unsorted_file(void **state)
     (void)state;
     /* File order: C(b) -> c, B(a) -> b, A(x) -> a, D(x) -> d. Topological: A B C, with D kept
      * where the file puts it relative to the others that are ready (smallest file index first). */
-    HgModel *m = hg_model_new();
-    HgGraph *g = m->graph = hg_graph_new(m, NULL);
-    HgValue *x = hg_graph_new_value(g, "x", NULL);
-    hg_graph_add_input(g, x, NULL);
+    HgModel *m;
+    HgValue *x = model_with_input(&m);
+    HgGraph *g = m->graph;
     HgValue *a = hg_graph_new_value(g, "a", NULL), *b = hg_graph_new_value(g, "b", NULL);
     HgValue *cv = hg_graph_new_value(g, "c", NULL), *d = hg_graph_new_value(g, "d", NULL);
     HgNode *nc = hg_graph_add_node(g, "Relu", NULL, "C", 1, &b, 1, &cv);
@@ -310,26 +320,57 @@ test_verify_catches_broken_invariants(void **state)
     hg_model_free(c.m);
 }
 
+/* A graph with inputs x and cond and values t and out, for an If (cond -> out) whose branch reads an
+ * outer value. */
+typedef struct {
+    HgModel *m;
+    HgGraph *g;
+    HgValue *x, *cond, *t, *out;
+} OuterScope;
+
+static OuterScope
+outer_scope_new(void)
+{
+    OuterScope o;
+    o.x = model_with_input(&o.m);
+    o.g = o.m->graph;
+    o.cond = hg_graph_new_value(o.g, "cond", NULL);
+    hg_graph_add_input(o.g, o.cond, NULL);
+    o.t = hg_graph_new_value(o.g, "t", NULL);
+    o.out = hg_graph_new_value(o.g, "out", NULL);
+    return o;
+}
+
+/* A then_branch for nif in o's model: bo = Identity(read) at node 'inner' (returned in *inner unless
+ * inner is NULL). */
+static HgGraph *
+add_then_branch(OuterScope *o, HgNode *nif, HgValue *read, HgNode **inner)
+{
+    HgGraph *branch = hg_graph_new(o->m, o->g);
+    HgValue *bo = hg_graph_new_value(branch, "bo", NULL);
+    HgNode *n = hg_graph_add_node(branch, "Identity", NULL, "inner", 1, &read, 1, &bo);
+    if (inner)
+        *inner = n;
+    hg_graph_add_output(branch, bo, NULL);
+    HgAttr *a = hg_attr_new("then_branch", HG_ATTR_GRAPH);
+    a->g = branch;
+    hg_node_add_attr(nif, a);
+    return branch;
+}
+
 static void
 test_subgraph_outer_reference_orders_parent(void **state)
 {
     (void)state;
     /* File order: If (its branch reads t), then the node that defines t. */
-    HgModel *m = hg_model_new();
-    HgGraph *g = m->graph = hg_graph_new(m, NULL);
-    HgValue *x = hg_graph_new_value(g, "x", NULL), *cond = hg_graph_new_value(g, "cond", NULL);
-    hg_graph_add_input(g, x, NULL);
-    hg_graph_add_input(g, cond, NULL);
-    HgValue *t = hg_graph_new_value(g, "t", NULL), *out = hg_graph_new_value(g, "out", NULL);
-    HgNode *nif = hg_graph_add_node(g, "If", NULL, "if", 1, &cond, 1, &out);
+    OuterScope o = outer_scope_new();
+    HgModel *m = o.m;
+    HgGraph *g = o.g;
+    HgValue *x = o.x, *t = o.t, *out = o.out;
+    HgNode *nif = hg_graph_add_node(g, "If", NULL, "if", 1, &o.cond, 1, &out);
     HgNode *nt = hg_graph_add_node(g, "Relu", NULL, "make_t", 1, &x, 1, &t);
-    HgGraph *branch = hg_graph_new(m, g);
-    HgValue *bo = hg_graph_new_value(branch, "bo", NULL);
-    HgNode *inner = hg_graph_add_node(branch, "Identity", NULL, "inner", 1, &t, 1, &bo);
-    hg_graph_add_output(branch, bo, NULL);
-    HgAttr *a = hg_attr_new("then_branch", HG_ATTR_GRAPH);
-    a->g = branch;
-    hg_node_add_attr(nif, a);
+    HgNode *inner;
+    HgGraph *branch = add_then_branch(&o, nif, t, &inner);
     hg_graph_add_output(g, out, NULL);
     assert_verified(g);
     assert_int_equal(t->uses->len, 1);
@@ -353,23 +394,15 @@ test_compact_keeps_values_nested_graphs_declare(void **state)
     (void)state;
     /* A branch's value_info names t, a value of the main graph that nothing reads: compacting the
      * main graph must not free t while the declaration points at it. */
-    HgModel *m = hg_model_new();
-    HgGraph *g = m->graph = hg_graph_new(m, NULL);
-    HgValue *x = hg_graph_new_value(g, "x", NULL), *cond = hg_graph_new_value(g, "cond", NULL);
-    hg_graph_add_input(g, x, NULL);
-    hg_graph_add_input(g, cond, NULL);
-    HgValue *t = hg_graph_new_value(g, "t", NULL), *out = hg_graph_new_value(g, "out", NULL);
-    HgNode *relu = hg_graph_add_node(g, "Relu", NULL, "relu", 1, &x, 1, &t);
-    HgNode *nif = hg_graph_add_node(g, "If", NULL, "if", 1, &cond, 1, &out);
-    HgGraph *branch = hg_graph_new(m, g);
-    HgValue *bo = hg_graph_new_value(branch, "bo", NULL);
-    hg_graph_add_node(branch, "Identity", NULL, "inner", 1, &x, 1, &bo);
-    hg_graph_add_output(branch, bo, NULL);
+    OuterScope o = outer_scope_new();
+    HgModel *m = o.m;
+    HgGraph *g = o.g;
+    HgValue *t = o.t;
+    HgNode *relu = hg_graph_add_node(g, "Relu", NULL, "relu", 1, &o.x, 1, &t);
+    HgNode *nif = hg_graph_add_node(g, "If", NULL, "if", 1, &o.cond, 1, &o.out);
+    HgGraph *branch = add_then_branch(&o, nif, o.x, NULL);
     hg_graph_add_value_info(branch, t, NULL);
-    HgAttr *a = hg_attr_new("then_branch", HG_ATTR_GRAPH);
-    a->g = branch;
-    hg_node_add_attr(nif, a);
-    hg_graph_add_output(g, out, NULL);
+    hg_graph_add_output(g, o.out, NULL);
     hg_node_remove(relu);
     hg_graph_compact(g);
     assert_ptr_equal(hg_graph_lookup(g, "t"), t);
@@ -384,10 +417,9 @@ test_many_uses_stay_linear(void **state)
     (void)state;
     /* 20000 nodes read one value: verifying and removing them all must not scan the use list once
      * per use (it took seconds at 10^5 before). The check here is the bookkeeping, exactly. */
-    HgModel *m = hg_model_new();
-    HgGraph *g = m->graph = hg_graph_new(m, NULL);
-    HgValue *x = hg_graph_new_value(g, "x", NULL);
-    hg_graph_add_input(g, x, NULL);
+    HgModel *m;
+    HgValue *x = model_with_input(&m);
+    HgGraph *g = m->graph;
     enum { N = 20000 };
     for (guint i = 0; i < N; i++) {
         g_autofree char *name = g_strdup_printf("y%u", i);
@@ -485,28 +517,22 @@ test_opsets(void **state)
     hg_model_free(m);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_build_and_links),
-        cmocka_unit_test(test_duplicate_value_refused),
-        cmocka_unit_test(test_topo_order_keeps_sorted_file_order),
-        cmocka_unit_test(test_topo_order_sorts_unsorted_file),
-        cmocka_unit_test(test_cycle_detected),
-        cmocka_unit_test(test_replace_uses_and_remove),
-        cmocka_unit_test(test_replace_uses_renames_graph_output),
-        cmocka_unit_test(test_unique_names),
-        cmocka_unit_test(test_verify_catches_broken_invariants),
-        cmocka_unit_test(test_subgraph_outer_reference_orders_parent),
-        cmocka_unit_test(test_compact_keeps_values_nested_graphs_declare),
-        cmocka_unit_test(test_many_uses_stay_linear),
-        cmocka_unit_test(test_set_elem_type_updates_declarations),
-        cmocka_unit_test(test_tensor_sizes),
-        cmocka_unit_test(test_dtype_names),
-        cmocka_unit_test(test_opsets),
-        cmocka_unit_test(test_move_rename_remove_unread),
-        cmocka_unit_test(test_edit_verbs),
-    };
-    return cmocka_run_group_tests_name("ir", tests, NULL, NULL);
-}
+HG_TEST_MAIN("ir",
+             cmocka_unit_test(test_build_and_links),
+             cmocka_unit_test(test_duplicate_value_refused),
+             cmocka_unit_test(test_topo_order_keeps_sorted_file_order),
+             cmocka_unit_test(test_topo_order_sorts_unsorted_file),
+             cmocka_unit_test(test_cycle_detected),
+             cmocka_unit_test(test_replace_uses_and_remove),
+             cmocka_unit_test(test_replace_uses_renames_graph_output),
+             cmocka_unit_test(test_unique_names),
+             cmocka_unit_test(test_verify_catches_broken_invariants),
+             cmocka_unit_test(test_subgraph_outer_reference_orders_parent),
+             cmocka_unit_test(test_compact_keeps_values_nested_graphs_declare),
+             cmocka_unit_test(test_many_uses_stay_linear),
+             cmocka_unit_test(test_set_elem_type_updates_declarations),
+             cmocka_unit_test(test_tensor_sizes),
+             cmocka_unit_test(test_dtype_names),
+             cmocka_unit_test(test_opsets),
+             cmocka_unit_test(test_move_rename_remove_unread),
+             cmocka_unit_test(test_edit_verbs))

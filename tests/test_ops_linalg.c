@@ -1455,9 +1455,7 @@ test_attention(void **state)
     assert_values(r.out[0], 1e-6, 1.3070787, 2.3070788, 1.430727, 2.430727);
     result_free(&r);
     /* a mask that does not broadcast */
-    r = RUN(&n, 23, ATTN_QKV, F32(2, DIMS(3, 2), 0, 0, 0, 0, 0, 0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "does not broadcast");
-    result_free(&r);
+    RUN_FAILS(&n, 23, HG_ERROR_INVALID, "does not broadcast", ATTN_QKV, F32(2, DIMS(3, 2), 0, 0, 0, 0, 0, 0));
     node_free(&n);
     /* scale 2 and the qk_matmul_output modes: 0 the scaled product [[2, 0], [0, 2]], 1 after softcap
      * 0.5 tanh(S / 0.5), 2 plus the mask, 3 the softmax */
@@ -1487,10 +1485,8 @@ test_attention(void **state)
     assert_values(r.out[0], 1e-6, 1.6604767, 2.6604767, 2.3395228, 3.3395228, 1.3911406, 2.3911405, 2, 3);
     result_free(&r);
     /* 3 query heads over 2 key/value heads is an error */
-    r = RUN(&n, 23, F32(4, DIMS(1, 3, 1, 2), 1, 0, 0, 1, 2, 0), F32(4, DIMS(1, 2, 1, 2), 1, 0, 0, 1),
-            F32(4, DIMS(1, 2, 1, 2), 1, 2, 3, 4));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "not a multiple");
-    result_free(&r);
+    RUN_FAILS(&n, 23, HG_ERROR_INVALID, "not a multiple", F32(4, DIMS(1, 3, 1, 2), 1, 0, 0, 1, 2, 0),
+              F32(4, DIMS(1, 2, 1, 2), 1, 0, 0, 1), F32(4, DIMS(1, 2, 1, 2), 1, 2, 3, 4));
     node_free(&n);
     /* the same in 3-D: (batch, seq, heads * head), Y back in that layout */
     n = node_new("Attention", "q,k,v", "y");
@@ -1503,10 +1499,8 @@ test_attention(void **state)
     result_free(&r);
     node_free(&n);
     n = node_new("Attention", "q,k,v", "y");
-    r = RUN(&n, 23, F32(3, DIMS(1, 2, 4), 1, 0, 2, 0, 0, 1, 0, 0), F32(3, DIMS(1, 2, 2), 1, 0, 0, 1),
-            F32(3, DIMS(1, 2, 2), 1, 2, 3, 4));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "q_num_heads");
-    result_free(&r);
+    RUN_FAILS(&n, 23, HG_ERROR_INVALID, "q_num_heads", F32(3, DIMS(1, 2, 4), 1, 0, 2, 0, 0, 1, 0, 0),
+              F32(3, DIMS(1, 2, 2), 1, 0, 0, 1), F32(3, DIMS(1, 2, 2), 1, 2, 3, 4));
     node_free(&n);
     /* a cache: present = past then new; causal counts the past (query 0 sees both keys), and both
      * scores are 1, so Y is the mean of [5, 6] and [1, 2] */
@@ -1520,10 +1514,8 @@ test_attention(void **state)
     assert_values(r.out[2], 0, 5, 6, 1, 2);
     result_free(&r);
     /* past_key without past_value */
-    r = RUN(&n, 23, F32(4, DIMS(1, 1, 1, 2), 1, 1), F32(4, DIMS(1, 1, 1, 2), 1, 0), F32(4, DIMS(1, 1, 1, 2), 1, 2), NULL,
-            F32(4, DIMS(1, 1, 1, 2), 0, 1), NULL);
-    assert_hg_error(r.error, HG_ERROR_INVALID, "together");
-    result_free(&r);
+    RUN_FAILS(&n, 23, HG_ERROR_INVALID, "together", F32(4, DIMS(1, 1, 1, 2), 1, 1), F32(4, DIMS(1, 1, 1, 2), 1, 0),
+              F32(4, DIMS(1, 1, 1, 2), 1, 2), NULL, F32(4, DIMS(1, 1, 1, 2), 0, 1), NULL);
     node_free(&n);
 
     /* Y is a convex combination of V's rows: with every value 0.1f across 1000 keys and scores
@@ -1546,9 +1538,8 @@ test_attention(void **state)
     node_free(&n);
     /* opset 24's nonpad_kv_seqlen is not implemented */
     n = node_new_n("Attention", 7, 1);
-    r = RUN(&n, 24, ATTN_QKV, NULL, NULL, NULL, arr_i64(1, DIMS(1), INTS(2)));
-    assert_hg_error(r.error, HG_ERROR_UNSUPPORTED, "nonpad_kv_seqlen");
-    result_free(&r);
+    RUN_FAILS(&n, 24, HG_ERROR_UNSUPPORTED, "nonpad_kv_seqlen", ATTN_QKV, NULL, NULL, NULL,
+              arr_i64(1, DIMS(1), INTS(2)));
     hg_model_free(n.model);
 
     /* shape rule: 3-D with a cache; present (batch, kv_heads, past + new, head); qk
@@ -1970,38 +1961,32 @@ test_range_attention(void **state)
     vs_free(mb);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_family_rows),
-        cmocka_unit_test(test_conv_spec_examples),
-        cmocka_unit_test(test_conv_auto_pad),
-        cmocka_unit_test(test_conv_group_dilation_bias),
-        cmocka_unit_test(test_conv_random_vs_reference),
-        cmocka_unit_test(test_conv_fp16_bias_rounds_twice),
-        cmocka_unit_test(test_conv_errors),
-        cmocka_unit_test(test_conv_infer_and_cost),
-        cmocka_unit_test(test_convtranspose_spec_examples),
-        cmocka_unit_test(test_convtranspose_random_vs_reference),
-        cmocka_unit_test(test_convtranspose_infer_cost_errors),
-        cmocka_unit_test(test_maxpool),
-        cmocka_unit_test(test_averagepool),
-        cmocka_unit_test(test_global_pools),
-        cmocka_unit_test(test_gemm),
-        cmocka_unit_test(test_gemm_infer_errors),
-        cmocka_unit_test(test_matmul),
-        cmocka_unit_test(test_matmul_batched_vs_loop),
-        cmocka_unit_test(test_matmul_infer_fold_cost),
-        cmocka_unit_test(test_einsum),
-        cmocka_unit_test(test_einsum_infer_errors),
-        cmocka_unit_test(test_rotary_embedding),
-        cmocka_unit_test(test_attention),
-        cmocka_unit_test(test_range_conv),
-        cmocka_unit_test(test_range_matmul_gemm),
-        cmocka_unit_test(test_range_pools),
-        cmocka_unit_test(test_range_rotary),
-        cmocka_unit_test(test_range_attention),
-    };
-    return cmocka_run_group_tests_name("ops_linalg", tests, NULL, NULL);
-}
+HG_TEST_MAIN("ops_linalg",
+             cmocka_unit_test(test_family_rows),
+             cmocka_unit_test(test_conv_spec_examples),
+             cmocka_unit_test(test_conv_auto_pad),
+             cmocka_unit_test(test_conv_group_dilation_bias),
+             cmocka_unit_test(test_conv_random_vs_reference),
+             cmocka_unit_test(test_conv_fp16_bias_rounds_twice),
+             cmocka_unit_test(test_conv_errors),
+             cmocka_unit_test(test_conv_infer_and_cost),
+             cmocka_unit_test(test_convtranspose_spec_examples),
+             cmocka_unit_test(test_convtranspose_random_vs_reference),
+             cmocka_unit_test(test_convtranspose_infer_cost_errors),
+             cmocka_unit_test(test_maxpool),
+             cmocka_unit_test(test_averagepool),
+             cmocka_unit_test(test_global_pools),
+             cmocka_unit_test(test_gemm),
+             cmocka_unit_test(test_gemm_infer_errors),
+             cmocka_unit_test(test_matmul),
+             cmocka_unit_test(test_matmul_batched_vs_loop),
+             cmocka_unit_test(test_matmul_infer_fold_cost),
+             cmocka_unit_test(test_einsum),
+             cmocka_unit_test(test_einsum_infer_errors),
+             cmocka_unit_test(test_rotary_embedding),
+             cmocka_unit_test(test_attention),
+             cmocka_unit_test(test_range_conv),
+             cmocka_unit_test(test_range_matmul_gemm),
+             cmocka_unit_test(test_range_pools),
+             cmocka_unit_test(test_range_rotary),
+             cmocka_unit_test(test_range_attention))

@@ -252,9 +252,7 @@ test_constant(void **state)
 
     n = node_new("Constant", "", "y");
     hg_node_add_attr(n.node, hg_attr_new("sparse_value", HG_ATTR_SPARSE_TENSOR));
-    r = RUN(&n, 13, NULL);
-    assert_hg_error(r.error, HG_ERROR_UNSUPPORTED, "sparse");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_UNSUPPORTED, "sparse", NULL);
     node_free(&n);
 }
 
@@ -288,9 +286,7 @@ test_constant_of_shape(void **state)
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(0));
     result_free(&r);
-    r = RUN(&n, 9, VEC(2, -1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "negative");
-    result_free(&r);
+    RUN_FAILS(&n, 9, HG_ERROR_INVALID, "negative", VEC(2, -1));
 
     /* inference: the shape value gives dims and a folded value; only its length gives the rank */
     Infer f = {0};
@@ -331,9 +327,7 @@ test_range(void **state)
     assert_shape(r.out[0], HG_DTYPE_INT64, 1, DIMS(0));
     result_free(&r);
 
-    r = RUN(&n, 11, SCALAR_I64(0), SCALAR_I64(3), SCALAR_I64(0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "delta");
-    result_free(&r);
+    RUN_FAILS(&n, 11, HG_ERROR_INVALID, "delta", SCALAR_I64(0), SCALAR_I64(3), SCALAR_I64(0));
 
     /* inference folds a known range */
     Infer f = {0};
@@ -363,12 +357,8 @@ test_reshape(void **state)
                       23);
     result_free(&r);
 
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 1, DIMS(6)), VEC(4, -1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "reshape");
-    result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 1, DIMS(6)), VEC(-1, -1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "-1");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "reshape", iota(HG_DTYPE_FLOAT, 1, DIMS(6)), VEC(4, -1));
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "-1", iota(HG_DTYPE_FLOAT, 1, DIMS(6)), VEC(-1, -1));
     node_free(&n);
 
     /* allowzero (opset 14): 0 is a real zero dim */
@@ -463,9 +453,7 @@ test_squeeze_unsqueeze(void **state)
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(3));
     result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 1)), VEC(1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "squeeze");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "squeeze", iota(HG_DTYPE_FLOAT, 3, DIMS(1, 3, 1)), VEC(1));
     node_free(&n);
 
     /* no axes: every 1 goes */
@@ -490,12 +478,8 @@ test_squeeze_unsqueeze(void **state)
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 4, DIMS(3, 1, 4, 1));
     result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(3, 4)), VEC(1, 1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "repeated");
-    result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(3, 4)), VEC(4));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "repeated", iota(HG_DTYPE_FLOAT, 2, DIMS(3, 4)), VEC(1, 1));
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", iota(HG_DTYPE_FLOAT, 2, DIMS(3, 4)), VEC(4));
 
     /* inference keeps symbolic dims and folds shape vectors */
     Infer f = {0};
@@ -555,9 +539,7 @@ test_transpose(void **state)
     result_free(&r);
 
     /* perm must be a permutation of the rank */
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 4)));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "perm");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "perm", iota(HG_DTYPE_FLOAT, 3, DIMS(2, 3, 4)));
     node_free(&n);
 }
 
@@ -572,9 +554,7 @@ test_concat(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3));
     assert_values(r.out[0], 1, 3, 4, 2, 5, 6);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 1), 1, 2), F32(2, DIMS(3, 1), 3, 4, 5));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "dim");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "dim", F32(2, DIMS(2, 1), 1, 2), F32(2, DIMS(3, 1), 3, 4, 5));
 
     /* strings move by reference */
     HgArray *s0 = hg_array_new(HG_DTYPE_STRING, 1, DIMS(1), NULL), *s1 = hg_array_new(HG_DTYPE_STRING, 1, DIMS(1), NULL);
@@ -623,9 +603,7 @@ test_split(void **state)
     assert_values(r.out[0], 1, 2, 4, 5);
     assert_values(r.out[1], 3, 6);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6), VEC(2, 2));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "split");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "split", F32(2, DIMS(2, 3), 1, 2, 3, 4, 5, 6), VEC(2, 2));
     node_free(&n);
 
     /* opset 18: num_outputs, the last chunk smaller (7 = 3 + 3 + 1) */
@@ -679,12 +657,9 @@ test_slice(void **state)
     assert_ok(r);
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 0));
     result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 5)), VEC(0), VEC(3), VEC(1), VEC(0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "step");
-    result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 5)), VEC(0), VEC(3), VEC(2), VEC(1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "step", iota(HG_DTYPE_FLOAT, 2, DIMS(2, 5)), VEC(0), VEC(3), VEC(1), VEC(0));
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", iota(HG_DTYPE_FLOAT, 2, DIMS(2, 5)), VEC(0), VEC(3), VEC(2),
+              VEC(1));
 
     /* inference: x[1:INT_MAX] of a symbolic dim is unknown, x[0:INT_MAX] keeps it */
     Infer f = {0};
@@ -741,9 +716,7 @@ test_expand_tile(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 3, 2));
     assert_values(r.out[0], 1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3);
     result_free(&r);
-    r = RUN(&n, 13, F32(1, DIMS(3), 1, 2, 3), VEC(2));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "broadcast");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "broadcast", F32(1, DIMS(3), 1, 2, 3), VEC(2));
     node_free(&n);
 
     n = node_new("Tile", "x,r", "y");
@@ -752,9 +725,7 @@ test_expand_tile(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(4, 6));
     assert_values(r.out[0], 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4, 1, 2, 1, 2, 1, 2, 3, 4, 3, 4, 3, 4);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), VEC(2));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "repeats");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "repeats", F32(2, DIMS(2, 2), 1, 2, 3, 4), VEC(2));
     node_free(&n);
 }
 
@@ -818,17 +789,13 @@ test_pad(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3));
     assert_values(r.out[0], 0, 1, 2, 0, 3, 4);
     result_free(&r);
-    r = RUN(&n, 18, F32(2, DIMS(2, 2), 1, 2, 3, 4), VEC(1, 0, 0), NULL, VEC(-1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "pads");
-    result_free(&r);
+    RUN_FAILS(&n, 18, HG_ERROR_INVALID, "pads", F32(2, DIMS(2, 2), 1, 2, 3, 4), VEC(1, 0, 0), NULL, VEC(-1));
     node_free(&n);
 
     /* edge padding of an empty axis has nothing to copy */
     n = node_new("Pad", "x,p", "y");
     attr_s(n.node, "mode", "edge");
-    r = RUN(&n, 13, hg_array_new(HG_DTYPE_FLOAT, 1, DIMS(0), NULL), VEC(1, 1));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "empty");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "empty", hg_array_new(HG_DTYPE_FLOAT, 1, DIMS(0), NULL), VEC(1, 1));
     node_free(&n);
 }
 
@@ -854,9 +821,7 @@ test_depth_space(void **state)
     assert_values(r.out[0], 0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15, 16, 20, 17, 21, 24, 28, 25, 29,
                   18, 22, 19, 23, 26, 30, 27, 31);
     result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 4, DIMS(1, 6, 2, 2)));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "blocksize");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "blocksize", iota(HG_DTYPE_FLOAT, 4, DIMS(1, 6, 2, 2)));
     node_free(&n);
 
     n = node_new("SpaceToDepth", "x", "y");
@@ -907,12 +872,8 @@ test_gather(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 1, 2));
     assert_values(r.out[0], 2, 0, 5, 3);
     result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), VEC(3));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
-    r = RUN(&n, 13, iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), VEC(-4));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), VEC(3));
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", iota(HG_DTYPE_FLOAT, 2, DIMS(2, 3)), VEC(-4));
     node_free(&n);
 
     /* the typical shape fold: Gather(Shape(x), 0) is a scalar */
@@ -944,13 +905,11 @@ test_gather_elements_nd(void **state)
     assert_ok(r);
     assert_values(r.out[0], 1, 1, 4, 3);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(2, 2), INTS(0, 0, 2, 0)));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", F32(2, DIMS(2, 2), 1, 2, 3, 4),
+              arr_i64(2, DIMS(2, 2), INTS(0, 0, 2, 0)));
     /* indices larger than the data along another axis would read out of bounds */
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(3, 1), INTS(0, 0, 0)));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "indices dim");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "indices dim", F32(2, DIMS(2, 2), 1, 2, 3, 4),
+              arr_i64(2, DIMS(3, 1), INTS(0, 0, 0)));
     node_free(&n);
 
     n = node_new("GatherND", "x,i", "y");
@@ -969,9 +928,8 @@ test_gather_elements_nd(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 1, DIMS(2));
     assert_values(r.out[0], 0, 3);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 0, 1, 2, 3), arr_i64(2, DIMS(1, 2), INTS(2, 0)));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", F32(2, DIMS(2, 2), 0, 1, 2, 3),
+              arr_i64(2, DIMS(1, 2), INTS(2, 0)));
     node_free(&n);
 }
 
@@ -1021,9 +979,8 @@ test_scatter_elements(void **state)
     assert_ok(r);
     assert_values(r.out[0], 1, 9, 8, 4);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 2), INTS(2, 0)), F32(2, DIMS(1, 2), 8, 9));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", F32(2, DIMS(2, 2), 1, 2, 3, 4),
+              arr_i64(2, DIMS(1, 2), INTS(2, 0)), F32(2, DIMS(1, 2), 8, 9));
     node_free(&n);
 }
 
@@ -1042,12 +999,10 @@ test_scatter_nd(void **state)
     assert_ok(r);
     assert_values(r.out[0], 1, 2, 7, 8);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(2)), F32(2, DIMS(1, 2), 7, 8));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "out of range");
-    result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(0)), F32(2, DIMS(1, 3), 7, 8, 9));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "updates");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "out of range", F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(2)),
+              F32(2, DIMS(1, 2), 7, 8));
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "updates", F32(2, DIMS(2, 2), 1, 2, 3, 4), arr_i64(2, DIMS(1, 1), INTS(0)),
+              F32(2, DIMS(1, 3), 7, 8, 9));
     node_free(&n);
 
     n = node_new("ScatterND", "x,i,u", "y");
@@ -1092,9 +1047,7 @@ test_resize_nearest(void **state)
     assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(1, 6));
     assert_values(r.out[0], 1, 2, 2, 3, 4, 4);
     result_free(&r);
-    r = RUN(&n, 13, F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, NULL, VEC(6));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "sizes");
-    result_free(&r);
+    RUN_FAILS(&n, 13, HG_ERROR_INVALID, "sizes", F32(2, DIMS(1, 4), 1, 2, 3, 4), NULL, NULL, VEC(6));
     node_free(&n);
 
     /* Upsample opset 7 (scales attribute) and 9 (input): floor of x / scale */
@@ -1426,20 +1379,14 @@ test_gridsample(void **state)
     node_free(&n);
     n = node_new("GridSample", "x,g", "y");
     attr_s(n.node, "mode", "linear");
-    r = RUN(&n, 16, F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4), F32(4, DIMS(1, 1, 1, 2), 0, 0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "mode 'linear'");
-    result_free(&r);
+    RUN_FAILS(&n, 16, HG_ERROR_INVALID, "mode 'linear'", F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4),
+              F32(4, DIMS(1, 1, 1, 2), 0, 0));
     node_free(&n);
     n = node_new("GridSample", "x,g", "y");
-    r = RUN(&n, 16, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(1, 1, 1), 0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "4-D");
-    result_free(&r);
-    r = RUN(&n, 20, F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4), F32(4, DIMS(1, 1, 1, 3), 0, 0, 0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "grid's last dim is 3");
-    result_free(&r);
-    r = RUN(&n, 20, F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(2, 1, 1), 0, 0));
-    assert_hg_error(r.error, HG_ERROR_INVALID, "batch");
-    result_free(&r);
+    RUN_FAILS(&n, 16, HG_ERROR_INVALID, "4-D", F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(1, 1, 1), 0));
+    RUN_FAILS(&n, 20, HG_ERROR_INVALID, "grid's last dim is 3", F32(4, DIMS(1, 1, 2, 2), 1, 2, 3, 4),
+              F32(4, DIMS(1, 1, 1, 3), 0, 0, 0));
+    RUN_FAILS(&n, 20, HG_ERROR_INVALID, "batch", F32(3, DIMS(1, 1, 3), 1, 5, 2), F32(3, DIMS(2, 1, 1), 0, 0));
 
     /* shape rule: (N, C) from X, the output's spatial dims from the grid; the grid stays FP32 */
     Infer f = {0};
@@ -1732,44 +1679,38 @@ test_range_rules_gridsample(void **state)
     vs_free(shapes[1]);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_family_rows),
-        cmocka_unit_test(test_shape),
-        cmocka_unit_test(test_shape_infer_value),
-        cmocka_unit_test(test_size),
-        cmocka_unit_test(test_constant),
-        cmocka_unit_test(test_constant_of_shape),
-        cmocka_unit_test(test_range),
-        cmocka_unit_test(test_reshape),
-        cmocka_unit_test(test_reshape_infer),
-        cmocka_unit_test(test_flatten),
-        cmocka_unit_test(test_squeeze_unsqueeze),
-        cmocka_unit_test(test_transpose),
-        cmocka_unit_test(test_concat),
-        cmocka_unit_test(test_split),
-        cmocka_unit_test(test_slice),
-        cmocka_unit_test(test_slice_fold_chain),
-        cmocka_unit_test(test_expand_tile),
-        cmocka_unit_test(test_pad),
-        cmocka_unit_test(test_depth_space),
-        cmocka_unit_test(test_trilu),
-        cmocka_unit_test(test_gather),
-        cmocka_unit_test(test_gather_elements_nd),
-        cmocka_unit_test(test_scatter_elements),
-        cmocka_unit_test(test_scatter_nd),
-        cmocka_unit_test(test_resize_nearest),
-        cmocka_unit_test(test_resize_linear_cubic),
-        cmocka_unit_test(test_resize_opset18_19),
-        cmocka_unit_test(test_resize_fp16),
-        cmocka_unit_test(test_gridsample),
-        cmocka_unit_test(test_unknown_and_odd_inputs),
-        cmocka_unit_test(test_range_rules_movement),
-        cmocka_unit_test(test_range_rules_scatter),
-        cmocka_unit_test(test_range_rules_resize),
-        cmocka_unit_test(test_range_rules_gridsample),
-    };
-    return cmocka_run_group_tests_name("ops_tensor", tests, NULL, NULL);
-}
+HG_TEST_MAIN("ops_tensor",
+             cmocka_unit_test(test_family_rows),
+             cmocka_unit_test(test_shape),
+             cmocka_unit_test(test_shape_infer_value),
+             cmocka_unit_test(test_size),
+             cmocka_unit_test(test_constant),
+             cmocka_unit_test(test_constant_of_shape),
+             cmocka_unit_test(test_range),
+             cmocka_unit_test(test_reshape),
+             cmocka_unit_test(test_reshape_infer),
+             cmocka_unit_test(test_flatten),
+             cmocka_unit_test(test_squeeze_unsqueeze),
+             cmocka_unit_test(test_transpose),
+             cmocka_unit_test(test_concat),
+             cmocka_unit_test(test_split),
+             cmocka_unit_test(test_slice),
+             cmocka_unit_test(test_slice_fold_chain),
+             cmocka_unit_test(test_expand_tile),
+             cmocka_unit_test(test_pad),
+             cmocka_unit_test(test_depth_space),
+             cmocka_unit_test(test_trilu),
+             cmocka_unit_test(test_gather),
+             cmocka_unit_test(test_gather_elements_nd),
+             cmocka_unit_test(test_scatter_elements),
+             cmocka_unit_test(test_scatter_nd),
+             cmocka_unit_test(test_resize_nearest),
+             cmocka_unit_test(test_resize_linear_cubic),
+             cmocka_unit_test(test_resize_opset18_19),
+             cmocka_unit_test(test_resize_fp16),
+             cmocka_unit_test(test_gridsample),
+             cmocka_unit_test(test_unknown_and_odd_inputs),
+             cmocka_unit_test(test_range_rules_movement),
+             cmocka_unit_test(test_range_rules_scatter),
+             cmocka_unit_test(test_range_rules_resize),
+             cmocka_unit_test(test_range_rules_gridsample))

@@ -11,13 +11,13 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402
 
 hg = sys.argv[1]
 only = set(sys.argv[2:])
-cache = os.environ.get("HG_ORT_CACHE", os.path.join(tempfile.gettempdir(), "halfguard-ort"))
-node_path = ortlib.ensure_ort(cache)
-passed = failed = 0
+node_path = ortlib.ensure_ort()
+check = hgtest.Checks(echo="none")
 for name, (model, feeds, outputs) in ortlib.model_cases().items():
     if only and name not in only:
         continue
@@ -27,7 +27,7 @@ for name, (model, feeds, outputs) in ortlib.model_cases().items():
             got, _ = ortlib.run_halfguard(hg, model, feeds, outputs, work)
         except Exception as e:  # noqa: BLE001
             print(f"FAIL {name}: {e}")
-            failed += 1
+            check(name, False)
             continue
     worst = 0.0
     ok = len(ref) == len(got)
@@ -44,7 +44,5 @@ for name, (model, feeds, outputs) in ortlib.model_cases().items():
         worst = max(worst, err)
         ok &= err <= 1e-4 and bool(np.all(np.isfinite(g) == np.isfinite(r)))
     print(f"{'ok  ' if ok else 'FAIL'} {name}: {len(ref)} outputs, worst relative error {worst:.2e}")
-    passed += ok
-    failed += not ok
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed or not passed else 0)
+    check(name, ok)
+sys.exit(check.finish())

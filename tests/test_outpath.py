@@ -11,45 +11,35 @@ else /dev/null itself (which a non-root run cannot replace even when the code is
 """
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import make_model, vi, write_pb  # noqa: E402
+
 HG = sys.argv[1]
-results = []
+check = hgtest.Checks()
 TMP_TAG = ".halfguard-tmp."
 
 
 def run(*args, env=None, stdin=None):
-    e = dict(os.environ, **(env or {}))
-    p = subprocess.run([HG, *args], capture_output=True, env=e, stdin=stdin)
-    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-    return bool(cond)
-
-
-def vi(name, shape, elem=TensorProto.FLOAT):
-    return helper.make_tensor_value_info(name, elem, list(shape))
+    """(rc, stdout as bytes, stderr)."""
+    return hgtest.run([HG, *args], env=env, stdin=stdin, binary=True)
 
 
 def add_model(w, name="w"):
     """y = x + w, w an initializer of w's shape."""
-    g = helper.make_graph([helper.make_node("Add", ["x", name], ["y"], name="add")], "g",
-                          [vi("x", w.shape)], [vi("y", w.shape)], [numpy_helper.from_array(w, name)])
-    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return make_model([helper.make_node("Add", ["x", name], ["y"], name="add")],
+                      [vi("x", w.shape)], [vi("y", w.shape)], [numpy_helper.from_array(w, name)])
 
 
 def small_model():
@@ -81,11 +71,6 @@ def jloads(data):
 def weights_of(path):
     m = onnx.load(path)
     return {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
-
-
-def write_pb(path, array, name):
-    with open(path, "wb") as f:
-        f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
 # ---------------------------------------------------------------- devices, FIFOs, links, stdout
@@ -412,10 +397,8 @@ def test_protobuf_limit(tmp):
     for i, name in enumerate(ws):
         nodes.append(helper.make_node("Add", [prev, name], [f"h{i}"], name=f"add{i}"))
         prev = f"h{i}"
-    g = helper.make_graph(nodes, "g", [vi("x", (64, 64))], [vi(prev, (64, 64))],
-                          [numpy_helper.from_array(w, n) for n, w in ws.items()])
-    src = os.path.join(tmp, "m.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), src)
+    src = hgtest.save_model(os.path.join(tmp, "m.onnx"), nodes, [vi("x", (64, 64))], [vi(prev, (64, 64))],
+                            [numpy_helper.from_array(w, n) for n, w in ws.items()])
     limit = 40000  # each FP16 weight is 8 KiB: the model must keep at most four of them inside
     env = {"HALFGUARD_TEST_PROTOBUF_LIMIT": str(limit)}
     out_dir = os.path.join(tmp, "out")
@@ -466,9 +449,7 @@ def test_nul_name(tmp):
     # Bytes fields may hold NUL: a string tensor's value is data.
     c = helper.make_node("Constant", [], ["y"], name="c",
                          value=helper.make_tensor("v", TensorProto.STRING, [1], [b"a\x00b"]))
-    g = helper.make_graph([c], "g", [], [vi("y", [1], TensorProto.STRING)])
-    ok = os.path.join(tmp, "bytes.onnx")
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), ok)
+    ok = hgtest.save_model(os.path.join(tmp, "bytes.onnx"), [c], [], [vi("y", [1], TensorProto.STRING)])
     rc, so, se = run("dump", ok)
     check("nul:bytes-field-fine", rc == 0, se)
 
@@ -486,28 +467,9 @@ def test_config_garbage(tmp):
     os.remove(ini)
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="hg-outpath-")
-    cwd = os.getcwd()
-    try:
-        for t in (test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected,
-                  test_signals, test_data_per_output, test_protobuf_limit, test_nul_name, test_config_garbage):
-            d = os.path.join(tmp, t.__name__)
-            os.mkdir(d)
-            os.chdir(d)  # a relative "-" that a broken build writes as a file lands here
-            try:
-                t(d)
-            except Exception as e:  # noqa: BLE001 -- a failure to report, not to stop at
-                check(f"{t.__name__}:ran", False, repr(e))
-            os.chdir(cwd)
-    finally:
-        os.chdir(cwd)
-        shutil.rmtree(tmp)
-    failed = [r for r in results if not r[1]]
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed or not results else 0)
-
-
-main()
+# Each in its own folder, as the working directory: a relative "-" that a broken build writes as a
+# file lands there.
+hgtest.temp_folders(check, "hg-outpath-", [
+    test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected, test_signals,
+    test_data_per_output, test_protobuf_limit, test_nul_name, test_config_garbage], chdir=True, catch=True)
+sys.exit(check.finish())

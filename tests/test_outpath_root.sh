@@ -18,18 +18,16 @@ fail=0
 ok() { echo "ok   $1"; }
 bad() { echo "FAIL $1: $2"; fail=1; }
 
-/usr/bin/python3 - "$tmp" <<'EOF'
-import sys, numpy as np, onnx
-from onnx import TensorProto, helper, numpy_helper
+/usr/bin/python3 - "$tmp" "$(dirname "$0")" <<'EOF'
+import sys
+import numpy as np
+from onnx import helper, numpy_helper
 d = sys.argv[1]
-vi = lambda n: helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 2])
+sys.path.insert(0, sys.argv[2])
+from hgtest import save_model, vi, write_inputs  # noqa: E402
 w = numpy_helper.from_array(np.arange(4, dtype=np.float32).reshape(2, 2), "w")
-g = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"], name="add")], "g", [vi("x")], [vi("y")], [w])
-onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), f"{d}/m.onnx")
-mkdir = __import__("os").mkdir
-mkdir(f"{d}/data")
-with open(f"{d}/data/input_0.pb", "wb") as f:
-    f.write(numpy_helper.from_array(np.ones((2, 2), np.float32), "x").SerializeToString())
+save_model(f"{d}/m.onnx", [helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x")], [vi("y")], [w])
+write_inputs(f"{d}/data", [("x", np.ones((2, 2), np.float32))])
 EOF
 
 mknod "$tmp/null" c 1 3 && chmod 666 "$tmp/null"

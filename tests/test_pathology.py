@@ -19,18 +19,14 @@ Hazards beyond the expected ones are listed as notes, not failures. Prints one l
 """
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def run(args):
-    p = subprocess.run(args, capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import run  # noqa: E402
 
 
 def check_witnesses(hg, outdir, case, errors):
@@ -63,9 +59,7 @@ def check_witnesses(hg, outdir, case, errors):
 def check_json(hg, outdir, case, calib, errors):
     """Run check; the model's unsuppressed hazards, or None when the run itself failed."""
     args = [hg, "check", os.path.join(outdir, case["model"]), "--format", "json", "--no-config"]
-    for r in case["input_ranges"]:
-        args += ["--input-range", r]
-    args += case.get("options", [])
+    args += hgtest.range_args(case["input_ranges"], "--input-range") + case.get("options", [])
     if calib:
         args += ["--calib", os.path.join(outdir, case["data"])]
     tag = "calib" if calib else "static"
@@ -130,16 +124,15 @@ def main(argv):
     if len(argv) < 3:
         sys.exit("usage: test_pathology.py HALFGUARD OUTDIR [CASE...]")
     hg, outdir, only = argv[1], argv[2], argv[3:]
-    gen = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), outdir, *only])
-    if gen.returncode != 0:
-        print("FAIL make_cases.py")
+    try:
+        cases = hgtest.pathology_cases(outdir, *only)
+    except RuntimeError as e:
+        print(f"FAIL make_cases.py: {e}")
         return 1
-    with open(os.path.join(outdir, "cases.json")) as f:
-        cases = json.load(f)["cases"]
     if not cases:
         print("FAIL cases.json lists no case")
         return 1
-    passed = failed = 0
+    check = hgtest.Checks(echo="none")
     for case in cases:
         errors, notes, counts = check_case(hg, outdir, case)
         what = ("control" if case["negative_control"]
@@ -151,12 +144,8 @@ def main(argv):
             print(f"    error: {e}")
         for n in notes:
             print(f"    note: {n}")
-        if errors:
-            failed += 1
-        else:
-            passed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+        check(case["name"], not errors)
+    return check.finish()
 
 
 if __name__ == "__main__":

@@ -48,9 +48,7 @@ fixture_open(Fixture *f, const char *text)
 {
     g_autoptr(GError) error = NULL;
     memset(f, 0, sizeof *f);
-    f->m = hg_model_parse_text(text, strlen(text), &error);
-    if (!f->m)
-        print_error("%s\n", error->message);
+    f->m = parse_ok(text);
     assert_non_null(f->m);
     assert_verified(f->m->graph);
     f->range = (HgInputRangeSpec){(char *)"x", 0, 100};
@@ -192,14 +190,8 @@ test_fp16_node_cost(void **state)
     assert_cost(hg_precision_fp16_node_cost(7681, 7680), 8192 + 2.0 * (7681 + 7680));
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_clean_model_costs_nothing),
-        cmocka_unit_test(test_hazard_forces_and_cured_lifts),
-        cmocka_unit_test(test_bad_pattern_is_an_error),
-        cmocka_unit_test(test_fp16_node_cost),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+HG_TEST_MAIN("precision_cost",
+             cmocka_unit_test(test_clean_model_costs_nothing),
+             cmocka_unit_test(test_hazard_forces_and_cured_lifts),
+             cmocka_unit_test(test_bad_pattern_is_an_error),
+             cmocka_unit_test(test_fp16_node_cost))

@@ -38,19 +38,18 @@ Usage: test_prescale.py HALFGUARD [CASE...]
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
 
-HG = sys.argv[1]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+
+run = hgtest.tool(sys.argv[1])
 ONLY = set(sys.argv[2:])
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-GOLDEN = os.path.join(ROOT, "golden", "prescale")
+GOLDEN = os.path.join(hgtest.ROOT, "golden", "prescale")
 PATHOLOGY = ["attention_logits_scaled_after", "attention_scale_cures", "l2norm_reducesum"]
 # Cases with nothing for FP32 once prescale has run: 100% of MACs in FP16, no exception.
 ALL_FP16 = {"attention_scale_cures", "l2norm_reducesum"}
@@ -70,19 +69,7 @@ COSTS = {
     "const_operand_keep_io": {"made": [(0, 0)]},
     "two_scales_keep_io": {"made": [(44000, 56800), (44000, 158000)]},
 }
-results = []
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond)))
-    if not cond:
-        print(f"FAIL {name}: {str(detail)[:3000]}")
-    return bool(cond)
-
-
-def run(*args):
-    p = subprocess.run([HG, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+check = hgtest.Checks(echo="fail", limit=3000)
 
 
 def ranges_of(args):
@@ -125,12 +112,9 @@ def samples(inputs, ranges, rng, n_random=4):
 
 
 def run_model(model, feed, tmp, tag):
-    d = os.path.join(tmp, tag + ".in")
+    d = hgtest.write_inputs(os.path.join(tmp, tag + ".in"), feed, "npy")
     o = os.path.join(tmp, tag + ".out")
-    os.makedirs(d, exist_ok=True)
     os.makedirs(o, exist_ok=True)
-    for name, a in feed.items():
-        np.save(os.path.join(d, name + ".npy"), a)
     rc, so, se = run("run", model, "--data", d, "-o", o, "--format", "npy", "--threads", "1")
     if rc != 0:
         return None, se
@@ -214,13 +198,8 @@ def golden_cases(tmp, rng):
 
 def load_feed(data, inputs):
     """The case's own sample (input_K.pb in graph-input order)."""
-    feed = {}
-    for i, (name, _) in enumerate(inputs):
-        t = onnx.TensorProto()
-        with open(os.path.join(data, f"input_{i}.pb"), "rb") as f:
-            t.ParseFromString(f.read())
-        feed[name] = numpy_helper.to_array(t).astype(np.float32)
-    return feed
+    return {name: hgtest.read_pb(os.path.join(data, f"input_{i}.pb")).astype(np.float32)
+            for i, (name, _) in enumerate(inputs)}
 
 
 def pathology(tmp, rng):
@@ -228,16 +207,17 @@ def pathology(tmp, rng):
     if not names:
         return
     out = os.path.join(tmp, "pathology")
-    p = subprocess.run([sys.executable, os.path.join(HERE, "pathology", "make_cases.py"), out, *names],
-                       capture_output=True, text=True)
-    if not check("pathology:make_cases", p.returncode == 0, p.stderr):
+    try:
+        cases = {c["name"]: c for c in hgtest.pathology_cases(out, *names)}
+    except RuntimeError as e:
+        check("pathology:make_cases", False, e)
         return
-    cases = {c["name"]: c for c in json.load(open(os.path.join(out, "cases.json")))["cases"]}
+    check("pathology:make_cases", True)
     for name in names:
         c = cases[name]
         src = os.path.join(out, c["model"])
         data = os.path.join(out, c["data"])
-        flags = ["--calib", data] + [a for r in c["input_ranges"] for a in ("-r", r)]
+        flags = hgtest.case_flags(c, out, options=False)
         inputs = float_inputs(src)
         # the rewrite alone, in FP32: bit for bit
         new = os.path.join(tmp, name + ".prescaled.onnx")
@@ -280,9 +260,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         golden_cases(tmp, rng)
         pathology(tmp, rng)
-    failed = [n for n, ok in results if not ok]
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed or not results else 0)
+    sys.exit(check.finish())
 
 
 if __name__ == "__main__":

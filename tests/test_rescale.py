@@ -8,34 +8,25 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper, TensorProto
 
-tool = sys.argv[1]
-root = os.environ.get("HG_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-results = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
 
-
-def check(name, ok, detail=""):
-    results.append((name, ok, detail))
-
-
-def run(*args):
-    p = subprocess.run([tool, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
+run = hgtest.tool(sys.argv[1])
+root = hgtest.ROOT
+check = hgtest.Checks()
 
 
 def outputs(model, data, out):
     rc, _, se = run("run", model, "--data", data, "-o", out)
     if rc:
         return None, se
-    return [numpy_helper.to_array(TensorProto.FromString(open(f, "rb").read()))
-            for f in sorted(glob.glob(os.path.join(out, "output_*.pb")))], ""
+    return hgtest.read_outputs(out), ""
 
 
 with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
@@ -64,11 +55,8 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
         dims = [d.dim_value for d in onnx.load(orig).graph.input[0].type.tensor_type.shape.dim]
         rng = np.random.default_rng(11)
         for seed in range(3):
-            data = os.path.join(tmp, f"{name}.data{seed}")
-            os.mkdir(data)
             x = rng.uniform(lo, hi, dims).astype(np.float32)
-            with open(os.path.join(data, "input_0.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(x, "x").SerializeToString())
+            data = hgtest.write_inputs(os.path.join(tmp, f"{name}.data{seed}"), [("x", x)])
             a, e1 = outputs(orig, data, os.path.join(tmp, f"{name}.a{seed}"))
             b, e2 = outputs(out, data, os.path.join(tmp, f"{name}.b{seed}"))
             same = a is not None and b is not None and len(a) == len(b) and all(
@@ -81,12 +69,10 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
 
     # The pathology conv chain and residual net, through the whole pipeline, with and without rescale.
     pdir = os.path.join(tmp, "pathology")
-    subprocess.run(["/usr/bin/python3", os.path.join(root, "tests", "pathology", "make_cases.py"), pdir],
-                   check=True, capture_output=True)
-    cases = {c["name"]: c for c in json.load(open(os.path.join(pdir, "cases.json")))["cases"]}
+    cases = {c["name"]: c for c in hgtest.pathology_cases(pdir)}
     for name, tag in (("conv_chain_no_norm", "conv_chain"), ("resnet_no_norm", "resnet")):
         c = cases[name]
-        rng_args = [a for r in c["input_ranges"] for a in ("-r", r)]
+        rng_args = hgtest.range_args(c["input_ranges"])
         model, data = os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"])
         out = os.path.join(tmp, f"{tag}.fp16.onnx")
         report = os.path.join(tmp, f"{tag}.json")
@@ -112,8 +98,4 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
     check("resnet:one-region", so.count("region of") == 1 and "undone by" not in so and
           "0 FP32 islands" in so and "0 Casts" in so, so)
 
-failed = [r for r in results if not r[1]]
-for name, ok, detail in results:
-    print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-sys.exit(1 if failed or not results else 0)
+sys.exit(check.finish())

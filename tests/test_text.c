@@ -1,6 +1,7 @@
 /* The text form: dump -> parse -> dump on the ONNX node tests, each syntax feature read into the IR,
  * errors with their positions, and summaries of large tensors. */
 #include "testutil.h"
+#include "testwalk.h"
 
 #include "elem.h"
 #include "ops/array.h"
@@ -10,22 +11,6 @@
 #include <string.h>
 
 /* ---------------------------------------------------------------- helpers */
-
-static HgModel *
-parse_ok_at(const char *text, const char *file, int line)
-{
-    GError *error = NULL;
-    HgModel *m = hg_model_parse_text(text, strlen(text), &error);
-    if (!m) {
-        print_error("%s:%d: parse failed: %s\n--- text ---\n%s\n", file, line, error->message, text);
-        g_error_free(error);
-        _fail(file, line);
-        return NULL;
-    }
-    hg_assert_verified_at(m->graph, file, line);
-    return m;
-}
-#define parse_ok(text) parse_ok_at((text), __FILE__, __LINE__)
 
 static char *
 dump_all(HgModel *m)
@@ -320,27 +305,21 @@ static void
 test_node_models_round_trip(void **state)
 {
     (void)state;
-    const char *root = g_getenv("HG_TESTDATA");
-    if (!root)
+    g_autofree char *node_dir = test_data("HG_TESTDATA", "node");
+    if (!g_file_test(node_dir, G_FILE_TEST_IS_DIR))
         skip();
-    g_autofree char *node_dir = g_build_filename(root, "node", NULL);
-    g_autoptr(GDir) dir = g_dir_open(node_dir, 0, NULL);
-    if (!dir)
-        skip();
-    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-    for (const char *e; (e = g_dir_read_name(dir));)
-        g_ptr_array_add(names, g_strdup(e));
-    g_ptr_array_sort(names, (GCompareFunc)(void *)g_strcmp0);
+    g_autoptr(GPtrArray) subs = hg_test_children(node_dir);
 
     guint tried = 0, failed = 0;
-    for (guint i = 0; i < names->len; i++) {
-        g_autofree char *path = g_build_filename(node_dir, names->pdata[i], "model.onnx", NULL);
+    for (guint i = 0; i < subs->len; i++) {
+        g_autofree char *path = g_build_filename(subs->pdata[i], "model.onnx", NULL);
+        g_autofree char *name = g_path_get_basename(subs->pdata[i]);
         if (!g_file_test(path, G_FILE_TEST_EXISTS))
             continue;
         GError *error = NULL;
         g_autoptr(HgModel) m = hg_model_load(path, &error);
         if (!m) {
-            print_error("%s: load: %s\n", (char *)names->pdata[i], error->message);
+            print_error("%s: load: %s\n", name, error->message);
             g_error_free(error);
             failed++;
             continue;
@@ -349,7 +328,7 @@ test_node_models_round_trip(void **state)
         tried++;
         g_autofree char *why = round_trip(m);
         if (why) {
-            print_error("%s: %s\n", (char *)names->pdata[i], why);
+            print_error("%s: %s\n", name, why);
             failed++;
         }
     }
@@ -1115,26 +1094,20 @@ test_canonical_nan(void **state)
     assert_true(hg_bits_are_nan(0x7f80u, HG_DTYPE_FLOAT16)); /* bfloat16's inf */
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_header),
-        cmocka_unit_test(test_signature),
-        cmocka_unit_test(test_initializers_and_value_info),
-        cmocka_unit_test(test_nodes),
-        cmocka_unit_test(test_attributes),
-        cmocka_unit_test(test_subgraphs),
-        cmocka_unit_test(test_tensor_types),
-        cmocka_unit_test(test_float_round_trip_exhaustive),
-        cmocka_unit_test(test_annotations_and_comments),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_truncated_input_never_crashes),
-        cmocka_unit_test(test_large_initializer_summarised),
-        cmocka_unit_test(test_node_models_round_trip),
-        cmocka_unit_test(test_f8_codes),
-        cmocka_unit_test(test_f8_rounding),
-        cmocka_unit_test(test_canonical_nan),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+HG_TEST_MAIN("text",
+             cmocka_unit_test(test_header),
+             cmocka_unit_test(test_signature),
+             cmocka_unit_test(test_initializers_and_value_info),
+             cmocka_unit_test(test_nodes),
+             cmocka_unit_test(test_attributes),
+             cmocka_unit_test(test_subgraphs),
+             cmocka_unit_test(test_tensor_types),
+             cmocka_unit_test(test_float_round_trip_exhaustive),
+             cmocka_unit_test(test_annotations_and_comments),
+             cmocka_unit_test(test_errors),
+             cmocka_unit_test(test_truncated_input_never_crashes),
+             cmocka_unit_test(test_large_initializer_summarised),
+             cmocka_unit_test(test_node_models_round_trip),
+             cmocka_unit_test(test_f8_codes),
+             cmocka_unit_test(test_f8_rounding),
+             cmocka_unit_test(test_canonical_nan))

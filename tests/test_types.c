@@ -147,16 +147,10 @@ test_output_dtype(void **state)
     assert_int_equal(hg_op_schema_output_dtype(ln, 1, 3, ln_in), HG_DTYPE_UNDEFINED); /* U: stash_type */
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lookup_by_opset),
-        cmocka_unit_test(test_deprecated_and_nearest),
-        cmocka_unit_test(test_opsets_18_to_23),
-        cmocka_unit_test(test_gridsample),
-        cmocka_unit_test(test_formals),
-        cmocka_unit_test(test_output_dtype),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+HG_TEST_MAIN("types",
+             cmocka_unit_test(test_lookup_by_opset),
+             cmocka_unit_test(test_deprecated_and_nearest),
+             cmocka_unit_test(test_opsets_18_to_23),
+             cmocka_unit_test(test_gridsample),
+             cmocka_unit_test(test_formals),
+             cmocka_unit_test(test_output_dtype))

@@ -74,17 +74,6 @@ test_convert_refuses_integers(void **state)
     assert_non_null(copy);
 }
 
-static HgModel *
-parse(const char *text)
-{
-    g_autoptr(GError) error = NULL;
-    HgModel *m = hg_model_parse_text(text, strlen(text), &error);
-    if (!m)
-        print_error("%s\n", error->message);
-    assert_non_null(m);
-    return m;
-}
-
 #define HEADER "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
 
 /* y = (x * 300) * 300 in FP32, and in FP16 with FP16 graph I/O. */
@@ -99,8 +88,8 @@ static void
 test_verify_api(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) orig = parse(orig_text);
-    g_autoptr(HgModel) conv = parse(conv_text);
+    g_autoptr(HgModel) orig = parse_ok(orig_text);
+    g_autoptr(HgModel) conv = parse_ok(conv_text);
     g_autofree char *dir = g_dir_make_tmp("hg-verify-XXXXXX", NULL);
     assert_non_null(dir);
     const float x[] = {0.01f, -0.5f, 1.0f, 2.0f}; /* the last two overflow in FP16: 90000, 180000 */
@@ -166,14 +155,14 @@ static void
 test_verify_output_mismatch(void **state)
 {
     (void)state;
-    g_autoptr(HgModel) orig = parse(orig_text);
+    g_autoptr(HgModel) orig = parse_ok(orig_text);
     g_autofree char *other = g_strdup(conv_text);
     /* rename the output y -> z */
     char *p = strstr(other, "=> (float16[4] y)");
     p[strlen("=> (float16[4] ")] = 'z';
     p = strstr(other, "  y = Mul");
     p[2] = 'z';
-    g_autoptr(HgModel) conv = parse(other);
+    g_autoptr(HgModel) conv = parse_ok(other);
     const char *dirs[] = {"/nonexistent", NULL};
     g_autoptr(GError) error = NULL;
     assert_null(hg_verify(orig, conv, dirs, NULL, &error));
@@ -182,14 +171,8 @@ test_verify_output_mismatch(void **state)
                        "of the converted model is not an output of the original", __FILE__, __LINE__);
 }
 
-int
-main(void)
-{
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_convert_float_types),
-        cmocka_unit_test(test_convert_refuses_integers),
-        cmocka_unit_test(test_verify_api),
-        cmocka_unit_test(test_verify_output_mismatch),
-    };
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
+HG_TEST_MAIN("verify",
+             cmocka_unit_test(test_convert_float_types),
+             cmocka_unit_test(test_convert_refuses_integers),
+             cmocka_unit_test(test_verify_api),
+             cmocka_unit_test(test_verify_output_mismatch))

@@ -8,57 +8,29 @@ models, and the models' own outputs (from `halfguard run`) for the rest.
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
-HG = sys.argv[1]
-F32, F16 = TensorProto.FLOAT, TensorProto.FLOAT16
-results = []
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import F16, F32, close, vi  # noqa: E402
 
-
-def run(*args):
-    p = subprocess.run([HG, *args], capture_output=True, text=True)
-    return p.returncode, p.stdout, p.stderr
-
-
-def check(name, cond, detail=""):
-    results.append((name, bool(cond), detail))
-
-
-def close(a, b, rel=1e-9):
-    return a is not None and b is not None and abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+run = hgtest.tool(sys.argv[1])
+check = hgtest.Checks()
 
 
 def save(tmp, name, nodes, inputs, outputs, inits=()):
-    g = helper.make_graph(nodes, name, inputs, outputs, list(inits))
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    onnx.checker.check_model(m)
-    path = os.path.join(tmp, name + ".onnx")
-    onnx.save(m, path)
-    return path
-
-
-def vi(name, elem, shape):
-    return helper.make_tensor_value_info(name, elem, list(shape))
+    return hgtest.save_model(os.path.join(tmp, name + ".onnx"), nodes, inputs, outputs, inits, name=name,
+                             checker=True)
 
 
 def data_dir(tmp, name, arrays, layout="pb"):
     """A --data folder: input_K.pb (arrays in feed order) or NAME.npy."""
-    d = os.path.join(tmp, name)
-    os.mkdir(d)
-    for k, (n, a) in enumerate(arrays):
-        if layout == "pb":
-            with open(os.path.join(d, f"input_{k}.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(a, n).SerializeToString())
-        else:
-            np.save(os.path.join(d, n + ".npy"), a)
-    return d
+    return hgtest.write_inputs(os.path.join(tmp, name), arrays, layout)
 
 
 def verify_json(*args):
@@ -94,7 +66,7 @@ def check_metrics(name, got, want):
     for k in ("rel_l2", "max_abs"):
         w = want[k]
         g = got.get(k)
-        ok = g is None if not np.isfinite(w) else close(g, w)
+        ok = g is None if not np.isfinite(w) else close(g, w, 1e-9)
         check(f"{name}:{k}", ok, f"{g} != {w}")
 
 
@@ -116,7 +88,7 @@ def scale_chain(tmp, name, elem, cast_io=False):
     else:
         nodes = [helper.make_node("Identity", ["x"], ["xin"], name="id_in")] + nodes + \
                 [helper.make_node("Identity", ["yout"], ["y"], name="id_out")]
-    return save(tmp, name, nodes, [vi("x", io, (2, 4))], [vi("y", io, (2, 4))], [c300, inv])
+    return save(tmp, name, nodes, [vi("x", (2, 4), io)], [vi("y", (2, 4), io)], [c300, inv])
 
 
 def fp16_store(v):
@@ -215,7 +187,7 @@ def test_rtol(tmp):
     def mm(name, weights, elem=F32):
         t = np.float16 if elem == F16 else np.float32
         return save(tmp, name, [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
-                    [vi("x", elem, (2, 4))], [vi("y", elem, (2, 3))],
+                    [vi("x", (2, 4), elem)], [vi("y", (2, 3), elem)],
                     [numpy_helper.from_array(weights.astype(t), "w")])
 
     orig = mm("mm", w)
@@ -257,7 +229,7 @@ def test_nonfinite_in_both(tmp):
              helper.make_node("Mul", ["t", "big"], ["u"], name="m2"),
              helper.make_node("Min", ["u", "one"], ["y"], name="clip"),
              helper.make_node("Mul", ["u", "one"], ["z"], name="m3")]
-    m = save(tmp, "both_inf", nodes, [vi("x", F32, (4,))], [vi("y", F32, (4,)), vi("z", F32, (4,))],
+    m = save(tmp, "both_inf", nodes, [vi("x", (4,))], [vi("y", (4,)), vi("z", (4,))],
              [big, one])
     d = data_dir(tmp, "both_data", [("x", np.array([1, 2, -1, 0.5], np.float32))])
     rc, js, se = verify_json(m, m, "--data", d)
@@ -275,9 +247,9 @@ def test_zero(tmp):
     zero = numpy_helper.from_array(np.zeros((), np.float32), "k")
     tiny = numpy_helper.from_array(np.array(1e-3, np.float32), "k")
     a = save(tmp, "zero_a", [helper.make_node("Mul", ["x", "k"], ["y"], name="m")],
-             [vi("x", F32, (3,))], [vi("y", F32, (3,))], [zero])
+             [vi("x", (3,))], [vi("y", (3,))], [zero])
     b = save(tmp, "zero_b", [helper.make_node("Mul", ["x", "k"], ["y"], name="m")],
-             [vi("x", F32, (3,))], [vi("y", F32, (3,))], [tiny])
+             [vi("x", (3,))], [vi("y", (3,))], [tiny])
     d = data_dir(tmp, "zero_data", [("x", np.array([1, 2, 3], np.float32))])
     rc, js, _ = verify_json(a, a, "--data", d)
     check("zero:0/0", rc == 0 and outputs_by_name(js).get("y", {}).get("rel_l2") == 0, js)
@@ -343,31 +315,16 @@ def test_errors(tmp):
         check("usage:" + " ".join(args[3:]), rc == 2 and so == "" and phrase in se, se)
 
 
-def test_help():
+def test_help(_tmp):
     rc, so, _ = run("help", "verify")
     check("help-verify", rc == 0 and "--rtol" in so and "ORIG CONVERTED" in so and "Exit status" in so, so)
     rc, so, _ = run("--help")
     check("help-lists-verify", rc == 0 and "verify" in so, so)
 
 
-def main():
-    tmp = tempfile.mkdtemp(prefix="hg-verify-")
-    try:
-        test_help()
-        test_identical(tmp)
-        test_overflow(tmp)
-        test_input_overflow(tmp)
-        test_rtol(tmp)
-        test_nonfinite_in_both(tmp)
-        test_zero(tmp)
-        test_errors(tmp)
-    finally:
-        shutil.rmtree(tmp)
-    failed = [r for r in results if not r[1]]
-    for name, ok, detail in results:
-        print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f": {detail}"))
-    print(f"{len(results) - len(failed)} passed, {len(failed)} failed")
-    sys.exit(1 if failed or not results else 0)
-
-
-main()
+# One folder for all: test_input_overflow and test_errors read test_overflow's models and data.
+with tempfile.TemporaryDirectory(prefix="hg-verify-") as tmp:
+    for t in (test_help, test_identical, test_overflow, test_input_overflow, test_rtol, test_nonfinite_in_both,
+              test_zero, test_errors):
+        t(tmp)
+sys.exit(check.finish())

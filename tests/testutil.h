@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -39,5 +40,43 @@ hg_assert_error_at(GError *error, int code, const char *needle, const char *file
     }
 }
 #define assert_hg_error(e, code, needle) hg_assert_error_at((e), (code), (needle), __FILE__, __LINE__)
+
+/* The model text parses to (the caller owns it), or fail, showing the text; its graph must verify. */
+static inline HgModel *
+hg_parse_ok_at(const char *text, const char *file, int line)
+{
+    GError *error = NULL;
+    HgModel *m = hg_model_parse_text(text, strlen(text), &error);
+    if (!m) {
+        print_error("%s:%d: parse failed: %s\n--- text ---\n%s\n", file, line, error->message, text);
+        g_error_free(error);
+        _fail(file, line);
+        return NULL;
+    }
+    hg_assert_verified_at(m->graph, file, line);
+    return m;
+}
+#define parse_ok(text) hg_parse_ok_at((text), __FILE__, __LINE__)
+
+/* The path rel under the folder the environment variable env names (HG_TESTDATA, HG_CORPUS: meson
+ * sets them); the test is skipped where env is unset. The caller frees the path. */
+static inline char *
+hg_test_data_at(const char *env, const char *rel, const char *file, int line)
+{
+    const char *root = g_getenv(env);
+    if (!root)
+        _skip(file, line);
+    return g_build_filename(root, rel, NULL);
+}
+#define test_data(env, rel) hg_test_data_at((env), (rel), __FILE__, __LINE__)
+
+/* A test file's main: HG_TEST_MAIN("name", cmocka_unit_test(a), cmocka_unit_test(b), ...) runs the
+ * tests listed as the group name. */
+#define HG_TEST_MAIN(name, ...)                                                                    \
+    int main(void)                                                                                 \
+    {                                                                                              \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                                           \
+        return cmocka_run_group_tests_name((name), tests, NULL, NULL);                             \
+    }
 
 #endif

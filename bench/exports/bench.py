@@ -30,17 +30,17 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests"))
+import hgtest  # noqa: E402
 import ortlib  # noqa: E402
 
 RTOL = 1e-2
@@ -63,23 +63,11 @@ def last_line(text, n=300):
     return (lines[-1] if lines else "")[:n]
 
 
-def run(cmd, timeout, **kw):
+def run(cmd, timeout, env=None):
     """(returncode or 'timeout', stdout, stderr, seconds)."""
     t0 = time.monotonic()
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kw)
-        return p.returncode, p.stdout, p.stderr, time.monotonic() - t0
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-        return "timeout", out, err, time.monotonic() - t0
-
-
-def read_pb(path):
-    t = TensorProto()
-    with open(path, "rb") as f:
-        t.ParseFromString(f.read())
-    return numpy_helper.to_array(t), t.name
+    rc, out, err = hgtest.run(cmd, timeout=timeout, env=env)
+    return rc, out, err, time.monotonic() - t0
 
 
 def rel_l2(got, ref):
@@ -125,10 +113,6 @@ def graph_io(model):
     return ins, outs
 
 
-def opset_of(model):
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-
-
 def ort_run(node_path, model_path, feeds, work, timeout, session_only=False, level="all"):
     """(outputs {name: array} or None, error or None, session_ok). level is ONNX Runtime's graph
     optimization level."""
@@ -152,8 +136,8 @@ def ort_run(node_path, model_path, feeds, work, timeout, session_only=False, lev
     sp = os.path.join(work, "spec.json")
     with open(sp, "w") as f:
         json.dump(spec, f)
-    rc, out, err, _ = run(["node", os.path.join(HERE, "ort_run.js"), sp], timeout,
-                          env=dict(os.environ, NODE_PATH=node_path))
+    rc, out, err, _ = run(["node", os.path.join(hgtest.HERE, "ort_run.js"), sp], timeout,
+                          env={"NODE_PATH": node_path})
     session_ok = "SESSION_OK" in out
     if rc != 0:
         what = "timeout" if rc == "timeout" else (last_line(err, 400) or (
@@ -176,8 +160,7 @@ def load_samples(folder, orig_inputs):
     """[(name, array)] of folder's input_K.pb in the original model's graph-input order."""
     arrays = []
     for k, (name, _) in enumerate(orig_inputs):
-        a, _ = read_pb(os.path.join(folder, f"input_{k}.pb"))
-        arrays.append((name, a))
+        arrays.append((name, hgtest.read_pb(os.path.join(folder, f"input_{k}.pb"))))
     return arrays
 
 
@@ -188,7 +171,7 @@ def reference_outputs(entry, mdir, orig_path, orig_inputs, orig_outputs, node_pa
         p = os.path.join(vdir, f"output_{k}.pb")
         if not os.path.exists(p):
             break
-        ref[name] = read_pb(p)[0]
+        ref[name] = hgtest.read_pb(p)
     if len(ref) == len(orig_outputs):
         return ref, None
     got, err, _ = ort_run(node_path, orig_path, load_samples(vdir, orig_inputs), work, timeout)
@@ -275,7 +258,7 @@ def convert_row(hg, entry, mode, models, node_path, tmp, timeout, shapes, macs=N
     try:
         m_conv = onnx.load(conv)
         conv_inputs, conv_outputs = graph_io(m_conv)
-        row["conv_opset"] = opset_of(m_conv)
+        row["conv_opset"] = hgtest.opset(m_conv)
     except Exception as e:
         row["failures"].append(f"converted model unreadable by onnx 1.12: {type(e).__name__}: {e}")
         row["valid"] = False

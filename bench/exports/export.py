@@ -258,17 +258,20 @@ def build_bert(torch, attn):
         ["last_hidden_state", "pooler_output"], "transformers BertModel, 2 layers, hidden 32"
 
 
+def _causal_lm(m, what):
+    """The entry of a decoder-only language model: logits from input_ids and attention_mask, no cache."""
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, use_cache=False, return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["logits"], what
+
+
 def build_gpt2(torch, attn):
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = _hf_cfg(GPT2Config, attn, vocab_size=VOCAB, n_positions=128, n_embd=32, n_layer=2,
                   n_head=4, use_cache=False)
     m = _hf_model(GPT2LMHeadModel, cfg, attn)
-
-    def fn(mod, a, b):
-        return mod(input_ids=a, attention_mask=b, use_cache=False, return_dict=True).logits
-
-    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["logits"], \
-        "transformers GPT2LMHeadModel, 2 layers, n_embd 32, tied head"
+    return _causal_lm(m, "transformers GPT2LMHeadModel, 2 layers, n_embd 32, tied head")
 
 
 def build_t5_small(torch, attn):
@@ -296,12 +299,16 @@ def build_llama(torch, attn):
                   max_position_embeddings=128, hidden_act="silu", rms_norm_eps=1e-5,
                   tie_word_embeddings=False, use_cache=False)
     m = _hf_model(LlamaForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers LlamaForCausalLM (RMSNorm, rotary, SiLU gated MLP, GQA 4/2 heads), "
+                         "hidden 32")
 
-    def fn(mod, a, b):
-        return mod(input_ids=a, attention_mask=b, use_cache=False, return_dict=True).logits
 
-    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["logits"], \
-        "transformers LlamaForCausalLM (RMSNorm, rotary, SiLU gated MLP, GQA 4/2 heads), hidden 32"
+def _one_input(m, key, spec, out, what):
+    """The entry of a model with one input, passed as keyword key, whose output is its return_dict's out."""
+    def fn(mod, a):
+        return getattr(mod(**{key: a}, return_dict=True), out)
+
+    return (m, fn), [spec], [out], what
 
 
 def build_whisper_encoder(torch, attn):
@@ -316,12 +323,9 @@ def build_whisper_encoder(torch, attn):
     except Exception:
         from transformers import WhisperModel
         m = _hf_model(WhisperModel, cfg, attn).get_encoder()
-
-    def fn(mod, a):
-        return mod(input_features=a, return_dict=True).last_hidden_state
-
-    return (m, fn), [mel("input_features")], ["last_hidden_state"], \
-        "transformers WhisperEncoder (conv stem, GELU, sinusoidal positions), 2 layers, d_model 48, 128 frames"
+    return _one_input(m, "input_features", mel("input_features"), "last_hidden_state",
+                      "transformers WhisperEncoder (conv stem, GELU, sinusoidal positions), 2 layers, d_model 48, "
+                      "128 frames")
 
 
 def build_wav2vec2(torch, attn):
@@ -333,12 +337,9 @@ def build_wav2vec2(torch, attn):
                   feat_extract_norm="group", do_stable_layer_norm=False, mask_time_prob=0.0,
                   hidden_act="gelu")
     m = _hf_model(Wav2Vec2ForCTC, cfg, attn)
-
-    def fn(mod, a):
-        return mod(input_values=a, return_dict=True).logits
-
-    return (m, fn), [audio("input_values")], ["logits"], \
-        "transformers Wav2Vec2ForCTC (GroupNorm conv feature encoder, weight-normed conv positions, post-LN), hidden 48"
+    return _one_input(m, "input_values", audio("input_values"), "logits",
+                      "transformers Wav2Vec2ForCTC (GroupNorm conv feature encoder, weight-normed conv positions, "
+                      "post-LN), hidden 48")
 
 
 def build_segformer(torch, attn):
@@ -348,12 +349,9 @@ def build_segformer(torch, attn):
                   strides=[4, 2, 2, 2], num_attention_heads=[1, 1, 2, 4], mlp_ratios=[4, 4, 4, 4],
                   decoder_hidden_size=32, num_labels=6)
     m = _hf_model(SegformerForSemanticSegmentation, cfg, attn)
-
-    def fn(mod, a):
-        return mod(pixel_values=a, return_dict=True).logits
-
-    return (m, fn), [image("pixel_values")], ["logits"], \
-        "transformers SegformerForSemanticSegmentation (overlapping patch embeds, reduced-KV attention, Mix-FFN, all-MLP head), hidden 8-32"
+    return _one_input(m, "pixel_values", image("pixel_values"), "logits",
+                      "transformers SegformerForSemanticSegmentation (overlapping patch embeds, reduced-KV attention, "
+                      "Mix-FFN, all-MLP head), hidden 8-32")
 
 
 def build_clip_vit(torch, attn):
