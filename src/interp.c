@@ -6,6 +6,7 @@
 #include "ir_private.h"
 #include "ops/op.h"
 
+#include <pthread.h>
 #include <string.h>
 
 GPtrArray *
@@ -89,7 +90,9 @@ check_feed(const HgValueDecl *d, const HgTensor *t, GError **error)
 /* A run compiled once per model (and per list of requested outputs): values get slot numbers, nodes
  * become steps that read and write slots, and nodes whose inputs are all constants (initializers,
  * Constant nodes, and what they feed) are evaluated once here, as ONNX Runtime folds them when it
- * creates a session. Cached on the model until the graph changes. */
+ * creates a session. Cached on the model until the graph changes. A plan is immutable once built and
+ * counted: runs in several threads share it, and one that replaces the cache (other outputs) leaves
+ * the old plan to the runs still holding it. */
 typedef struct {
     HgNode *node;
     const HgOpDef *op;
@@ -98,6 +101,7 @@ typedef struct {
 } Step;
 
 typedef struct {
+    gint refcount;
     guint64 generation;
     char *outputs_key;
     guint n_slots;
@@ -308,20 +312,46 @@ plan_build(HgModel *m, const char *const *outputs, GError **error)
 }
 
 static Plan *
+plan_ref(Plan *pl)
+{
+    g_atomic_int_inc(&pl->refcount);
+    return pl;
+}
+
+static void
+plan_unref(gpointer p)
+{
+    Plan *pl = p;
+    if (pl && g_atomic_int_dec_and_test(&pl->refcount))
+        plan_free(pl);
+}
+
+/* The cache of every model, guarded by one lock: looking it up is brief, and building a plan under it
+ * keeps two threads from building one model's plan twice. A pthread mutex rather than GMutex: GLib's
+ * futex-based GMutex is invisible to helgrind and ThreadSanitizer, which the suite runs this under. */
+static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A reference to the plan for m and these outputs (plan_unref it), built and cached when the cached one
+ * is for other outputs or an older graph. */
+static Plan *
 plan_for(HgModel *m, const char *const *outputs, GError **error)
 {
-    Plan *pl = m->run_plan;
     g_autofree char *key = outputs_key(outputs);
-    if (pl && pl->generation == m->graph->generation && strcmp(pl->outputs_key, key) == 0)
-        return pl;
-    if (m->run_plan_free)
-        m->run_plan_free(m->run_plan);
-    m->run_plan = NULL;
-    pl = plan_build(m, outputs, error);
-    if (!pl)
-        return NULL;
-    m->run_plan = pl;
-    m->run_plan_free = plan_free;
+    pthread_mutex_lock(&plans_lock);
+    Plan *pl = m->run_plan;
+    if (!(pl && pl->generation == m->graph->generation && strcmp(pl->outputs_key, key) == 0)) {
+        pl = plan_build(m, outputs, error);
+        if (pl) {
+            pl->refcount = 1; /* the cache's */
+            if (m->run_plan_free)
+                m->run_plan_free(m->run_plan);
+            m->run_plan = pl;
+            m->run_plan_free = plan_unref;
+        }
+    }
+    if (pl)
+        plan_ref(pl);
+    pthread_mutex_unlock(&plans_lock);
     return pl;
 }
 
@@ -416,6 +446,7 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     if (inputs->len != pl->n_feeds) {
         g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "the model takes %u inputs, %u were given",
                     pl->n_feeds, inputs->len);
+        plan_unref(pl);
         return NULL;
     }
     int threads = opts && opts->threads > 0 ? opts->threads : (int)g_get_num_processors();
@@ -467,6 +498,7 @@ out:
         hg_array_unref(arrays[i]);
     g_free(arrays);
     g_free(left);
+    plan_unref(pl);
     return result;
 }
 

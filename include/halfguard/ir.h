@@ -401,7 +401,8 @@ struct HgModel {
     char *dir;            /* folder of the file it was loaded from (external data), or NULL */
     GHashTable *names;    /* private: every value and node name in use, built on first need */
     GPtrArray *warnings;  /* of char*: what the loader accepted but the user should hear about */
-    gpointer run_plan;    /* private: the interpreter's compiled plan, freed with run_plan_free */
+    gpointer run_plan;    /* private: the interpreter's compiled plan (immutable, counted, replaced
+                           * under a lock: threads may run one model at once), freed with run_plan_free */
     GDestroyNotify run_plan_free;
 };
 

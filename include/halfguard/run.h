@@ -32,7 +32,8 @@ typedef struct {
  * a new array of HgValueDecl (borrowed). */
 HG_API GPtrArray *hg_run_feeds(HgModel *m);
 
-/* Run m's main graph. inputs holds one HgTensor per feed (hg_run_feeds order); each must have the
+/* Run m's main graph. Several threads may run one model at once (the compiled plan it caches is
+ * shared and immutable), as long as none changes the model meanwhile. inputs holds one HgTensor per feed (hg_run_feeds order); each must have the
  * declared element type, rank and known dims. Returns a new array of HgTensor (free with
  * g_ptr_array_unref), one per graph output (or per opts->outputs name), or NULL with an HG_ERROR naming
  * the node or input at fault (an op without a kernel is HG_ERROR_UNSUPPORTED; an unknown output name

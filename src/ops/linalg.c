@@ -24,6 +24,7 @@
 #include <cblas.h>
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -113,8 +114,13 @@ win_taps(const Win *w, int axis)
 static void
 blas_threads(int threads)
 {
+    /* One setting at a time: runs in several threads (hg_run is reentrant) may each ask. (pthread's
+     * mutex, which helgrind sees, as in interp.c.) */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
     if (threads > 0 && openblas_get_num_threads() != threads)
         openblas_set_num_threads(threads);
+    pthread_mutex_unlock(&lock);
 }
 
 /* Row-major GEMM, C = alpha op(A) op(B) + beta C, one per compute type. Callers keep every size
