@@ -812,7 +812,7 @@ match_l2(Pre *p, HgNode *d)
 static void
 carry_stats(Pre *p, const char *old_name, const char *new_name, int e)
 {
-    const HgTensorStats *st = p->stats ? g_hash_table_lookup(p->stats, old_name) : NULL;
+    const HgTensorStats *st = p->stats ? hg_stats_get(p->stats, old_name) : NULL;
     if (!st)
         return;
     HgTensorStats n = *st;

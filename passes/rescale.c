@@ -484,7 +484,7 @@ scale_member(HgGraph *g, HgNode *m, Role role, int k, GError **error)
 static void
 stats_scaled(const HgCheckOptions *opts, const char *was, const HgValue *v, int k)
 {
-    HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, was) : NULL;
+    const HgTensorStats *s = opts->stats ? hg_stats_get(opts->stats, was) : NULL;
     if (!s)
         return;
     HgTensorStats scaled = *s;
@@ -546,7 +546,7 @@ typedef struct {
 static void
 probe_clear(Probe *pr)
 {
-    g_clear_pointer(&pr->stats, g_hash_table_unref);
+    g_clear_pointer(&pr->stats, hg_stats_unref);
     g_clear_pointer(&pr->why, g_free);
 }
 
@@ -568,14 +568,14 @@ probe_get(Probe *pr, HgGraph *g, const HgCheckOptions *opts)
 static double
 reached_absmax(Probe *pr, HgGraph *g, const HgCheckOptions *opts, const HgValue *v, gboolean *failed)
 {
-    const HgTensorStats *s = opts->stats ? g_hash_table_lookup(opts->stats, v->name) : NULL;
+    const HgTensorStats *s = opts->stats ? hg_stats_get(opts->stats, v->name) : NULL;
     if (!s) {
         HgStats *ps = probe_get(pr, g, opts);
         if (!ps) {
             *failed = TRUE;
             return NAN;
         }
-        s = g_hash_table_lookup(ps, v->name);
+        s = hg_stats_get(ps, v->name);
     }
     return s && isfinite(s->absmax) && s->absmax > 0 ? s->absmax : NAN;
 }
@@ -610,7 +610,7 @@ values_reach(Probe *pr, HgGraph *g, const HgCheckOptions *opts, const HgCheckRes
     *why = g_strdup_printf("'%s' may reach %.3g by its bound, but in-range inputs reach %.3g%s: 2^-%d would "
                            "leave it at %.3g, within 16x of FP16's subnormals", worst->name,
                            hg_check_value_bound(res, worst, NULL), worst_a,
-                           opts->stats && g_hash_table_contains(opts->stats, worst->name) ? " (calibration)"
+                           opts->stats && hg_stats_get(opts->stats, worst->name) ? " (calibration)"
                                                                                           : " (synthetic probe)",
                            k, ldexp(worst_a, -k));
     return FALSE;

@@ -156,7 +156,7 @@ exceeds(const Check *c, double b)
 static const HgTensorStats *
 stats_of(const Check *c, const HgValue *v)
 {
-    return c->stats && v ? g_hash_table_lookup(c->stats, v->name) : NULL;
+    return c->stats && v ? hg_stats_get(c->stats, v->name) : NULL;
 }
 
 static double

@@ -136,7 +136,7 @@ typedef struct {
 /* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
  * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
 static gboolean
-model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, GHashTable **owned,
+model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, HgStats **owned,
             GError **error)
 {
     *owned = NULL;
@@ -191,7 +191,7 @@ analysis_prepare(Analysis *a, const Command *cmd)
         }
         if (a->file_stats) {
             hg_stats_merge(a->file_stats, st);
-            g_hash_table_unref(st);
+            hg_stats_unref(st);
         } else {
             a->file_stats = st;
         }
@@ -208,7 +208,7 @@ analysis_clear(Analysis *a)
     g_strfreev(a->shapes);
     g_free(a->accumulate);
     g_clear_pointer(&a->specs, g_array_unref);
-    g_clear_pointer(&a->file_stats, g_hash_table_unref);
+    g_clear_pointer(&a->file_stats, hg_stats_unref);
 }
 
 /* ---------------------------------------------------------------- convert */
@@ -291,7 +291,7 @@ cmd_convert(int argc, char **argv)
         g_autoptr(GError) error = NULL;
         g_autoptr(HgModel) m = hg_model_load(in, &error);
         HgStats *use = NULL;
-        g_autoptr(GHashTable) owned = NULL;
+        g_autoptr(HgStats) owned = NULL;
         if (!m || !model_stats(m, an.calib, an.file_stats, &use, &owned, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
@@ -551,7 +551,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         if (cfg)
             hg_check_config_ranges(cfg, path, ranges);
         HgStats *stats = NULL;
-        g_autoptr(GHashTable) calib = NULL;
+        g_autoptr(HgStats) calib = NULL;
         double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
         double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
         if (model_stats(m, a->an.calib, a->an.file_stats, &stats, &calib, &error)) {

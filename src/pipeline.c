@@ -220,8 +220,7 @@ hg_analyses_free(HgAnalyses *an)
     if (!an)
         return;
     hg_check_result_free(an->result);
-    if (an->stats)
-        g_hash_table_unref(an->stats);
+    hg_stats_unref(an->stats);
     g_free(an);
 }
 

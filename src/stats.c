@@ -15,28 +15,74 @@
 #include "ops/op.h"
 
 /* The statistics of one tensor, with its first-seen position (the file lists tensors in that order,
- * which for the interpreter is the topological order). HgStats's values are these. */
+ * which for the interpreter is the topological order). HgStats's table holds these. */
 typedef struct {
     HgTensorStats s;
     guint seq;
 } Entry;
 
+struct HgStats {
+    gint refcount;
+    GHashTable *t; /* name -> Entry */
+};
+
 static HgStats *
 stats_new(void)
 {
-    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    HgStats *st = g_new0(HgStats, 1);
+    st->refcount = 1;
+    st->t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    return st;
+}
+
+HgStats *
+hg_stats_new(void)
+{
+    return stats_new();
+}
+
+HgStats *
+hg_stats_ref(HgStats *st)
+{
+    g_return_val_if_fail(st != NULL, NULL);
+    g_atomic_int_inc(&st->refcount);
+    return st;
+}
+
+void
+hg_stats_unref(HgStats *st)
+{
+    if (!st || !g_atomic_int_dec_and_test(&st->refcount))
+        return;
+    g_hash_table_unref(st->t);
+    g_free(st);
+}
+
+const HgTensorStats *
+hg_stats_get(const HgStats *st, const char *name)
+{
+    g_return_val_if_fail(st != NULL, NULL);
+    const Entry *e = name ? g_hash_table_lookup(st->t, name) : NULL;
+    return e ? &e->s : NULL;
+}
+
+guint
+hg_stats_size(const HgStats *st)
+{
+    g_return_val_if_fail(st != NULL, 0);
+    return g_hash_table_size(st->t);
 }
 
 static Entry *
 stats_entry(HgStats *st, const char *name, int dtype)
 {
-    Entry *e = g_hash_table_lookup(st, name);
+    Entry *e = g_hash_table_lookup(st->t, name);
     if (!e) {
         e = g_new0(Entry, 1);
         e->s.dtype = dtype;
         e->s.min = e->s.max = e->s.absmax = e->s.min_abs_nonzero = NAN;
-        e->seq = g_hash_table_size(st);
-        g_hash_table_insert(st, g_strdup(name), e);
+        e->seq = g_hash_table_size(st->t);
+        g_hash_table_insert(st->t, g_strdup(name), e);
     }
     return e;
 }
@@ -102,10 +148,10 @@ hg_stats_copy(HgStats *stats)
     HgStats *c = stats_new();
     GHashTableIter it;
     gpointer k, v;
-    g_hash_table_iter_init(&it, stats);
+    g_hash_table_iter_init(&it, stats->t);
     while (g_hash_table_iter_next(&it, &k, &v)) {
         Entry *e = g_memdup2(v, sizeof(Entry));
-        g_hash_table_insert(c, g_strdup(k), e);
+        g_hash_table_insert(c->t, g_strdup(k), e);
     }
     return c;
 }
@@ -114,9 +160,9 @@ void
 hg_stats_merge(HgStats *dst, HgStats *src)
 {
     g_return_if_fail(dst != NULL && src != NULL);
-    g_autoptr(GList) keys = g_hash_table_get_keys(src);
+    g_autoptr(GList) keys = g_hash_table_get_keys(src->t);
     for (GList *k = keys; k; k = k->next) {
-        const HgTensorStats *s = g_hash_table_lookup(src, k->data);
+        const HgTensorStats *s = hg_stats_get(src, k->data);
         HgTensorStats *d = &stats_entry(dst, k->data, s->dtype)->s;
         d->min = min_known(d->min, s->min);
         d->max = max_known(d->max, s->max);
@@ -189,7 +235,7 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
         g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
         if (!outs) {
             g_prefix_error(error, "%s: ", data_dirs[i]);
-            g_hash_table_unref(st);
+            hg_stats_unref(st);
             return NULL;
         }
     }
@@ -209,7 +255,7 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
         g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
         if (!outs) {
             g_prefix_error(error, "synthetic sample %u: ", i);
-            g_hash_table_unref(st);
+            hg_stats_unref(st);
             return NULL;
         }
     }
@@ -222,8 +268,8 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
 static int
 by_seq(gconstpointer a, gconstpointer b, gpointer st)
 {
-    const Entry *x = g_hash_table_lookup(st, *(char *const *)a);
-    const Entry *y = g_hash_table_lookup(st, *(char *const *)b);
+    const Entry *x = g_hash_table_lookup(((HgStats *)st)->t, *(char *const *)a);
+    const Entry *y = g_hash_table_lookup(((HgStats *)st)->t, *(char *const *)b);
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -232,11 +278,11 @@ hg_stats_save(HgStats *st, const char *path, GError **error)
 {
     g_return_val_if_fail(st != NULL && path != NULL, FALSE);
     guint n;
-    g_autofree char **names = (char **)g_hash_table_get_keys_as_array(st, &n);
+    g_autofree char **names = (char **)g_hash_table_get_keys_as_array(st->t, &n);
     g_qsort_with_data(names, (gint)n, sizeof *names, by_seq, st);
     guint samples = 0;
     for (guint i = 0; i < n; i++)
-        samples = MAX(samples, ((HgTensorStats *)g_hash_table_lookup(st, names[i]))->samples);
+        samples = MAX(samples, hg_stats_get(st, names[i])->samples);
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     json_builder_set_member_name(b, "format");
@@ -248,7 +294,7 @@ hg_stats_save(HgStats *st, const char *path, GError **error)
     json_builder_set_member_name(b, "tensors");
     json_builder_begin_object(b);
     for (guint i = 0; i < n; i++) {
-        const HgTensorStats *s = g_hash_table_lookup(st, names[i]);
+        const HgTensorStats *s = hg_stats_get(st, names[i]);
         json_builder_set_member_name(b, names[i]);
         json_builder_begin_object(b);
         json_builder_set_member_name(b, "dtype");
@@ -276,7 +322,7 @@ gboolean
 hg_calibrate(HgModel *m, const char *const *data_dirs, int threads, const char *json_path, GError **error)
 {
     g_return_val_if_fail(m != NULL && data_dirs != NULL && json_path != NULL, FALSE);
-    g_autoptr(GHashTable) st = hg_stats_collect(m, data_dirs, threads, error);
+    g_autoptr(HgStats) st = hg_stats_collect(m, data_dirs, threads, error);
     return st && hg_stats_save(st, json_path, error);
 }
 
@@ -337,7 +383,7 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
         s.n_nan = get_count(o, "nan");
         s.count = get_count(o, "count");
         s.samples = (guint)MIN(get_count(o, "samples"), G_MAXUINT);
-        g_autoptr(GHashTable) one = stats_new();
+        g_autoptr(HgStats) one = stats_new();
         *(HgTensorStats *)stats_entry(one, l->data, s.dtype) = s;
         hg_stats_merge(st, one);
     }
@@ -458,7 +504,7 @@ hg_stats_load(const char *path, GError **error)
     }
     if (!ok) {
         g_prefix_error(error, "%s: ", path);
-        g_hash_table_unref(st);
+        hg_stats_unref(st);
         return NULL;
     }
     return st;

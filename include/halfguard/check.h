@@ -61,8 +61,18 @@ typedef struct {
     guint samples;
 } HgTensorStats;
 
-/* Statistics by tensor name: name (char*) -> HgTensorStats*. */
-typedef GHashTable HgStats;
+/* Statistics by tensor name (opaque, reference-counted). */
+typedef struct HgStats HgStats;
+
+/* A new, empty table. */
+HG_API HgStats *hg_stats_new(void);
+HG_API HgStats *hg_stats_ref(HgStats *stats);
+HG_API void hg_stats_unref(HgStats *stats);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgStats, hg_stats_unref)
+/* The statistics of tensor name (owned by stats), or NULL when it has none. */
+HG_API const HgTensorStats *hg_stats_get(const HgStats *stats, const char *name);
+/* How many tensors stats covers. */
+HG_API guint hg_stats_size(const HgStats *stats);
 
 /* Run m on every data folder (hg_load_feeds layout) and collect the statistics of its float tensors. */
 HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error);
