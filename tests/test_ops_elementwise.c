@@ -1171,6 +1171,17 @@ test_range_helpers(void **state)
     expect_range(hg_range_fit(rg(2, 3), HG_DTYPE_BOOL), 1, 1, FALSE);
     HgRange nan_in = {1, 2, 0, TRUE};
     assert_false(hg_range_fit(nan_in, HG_DTYPE_INT32).nan);
+    /* subnormal FP16: rounding is absolute there (1e-6 stores as 1.013e-6, 6% up), and never changes
+     * a sign (a positive range keeps lo >= 0, a negative one hi <= 0) */
+    const float sub[] = {1e-6f, 3e-8f, 2.5e-5f, 1e-7f};
+    for (guint i = 0; i < G_N_ELEMENTS(sub); i++) {
+        double h = hg_half_to_float(hg_float_to_half(sub[i]));
+        HgRange p = hg_range_fit(rg(sub[i], sub[i]), HG_DTYPE_FLOAT16);
+        HgRange n = hg_range_fit(rg(-sub[i], -sub[i]), HG_DTYPE_FLOAT16);
+        assert_true(p.lo <= h && h <= p.hi && p.lo >= 0);
+        assert_true(n.lo <= -h && -h <= n.hi && n.hi <= 0);
+    }
+    expect_range(hg_range_fit(rg(0, 0), HG_DTYPE_FLOAT16), 0, 0, FALSE);
 }
 
 /* Decomposed LayerNorm, PyTorch (Y = d / sqrt(mean(d^2) + eps)) and TF (T = X * m + (B - mean * m))

@@ -377,11 +377,18 @@ hg_range_fit(HgRange r, int dtype)
     }
     if (hg_dtype_is_float(dtype)) {
         /* rounding to nearest is monotone: a value inside [lo, hi] rounds inside [round(lo),
-         * round(hi)], which is within half an ulp (relative rel / 2) of the bounds */
-        if (isfinite(r.lo))
-            r.lo -= fabs(r.lo) * rel;
-        if (isfinite(r.hi))
-            r.hi += fabs(r.hi) * rel;
+         * round(hi)], which is within half an ulp (relative rel / 2) of the bounds; below the normal
+         * range half an ulp is absolute (half the subnormal spacing, sub * rel / 2 for FP16), and
+         * rounding never changes a sign, so a bound at or past 0 stays there */
+        double half_sub = sub * rel / 2;
+        if (isfinite(r.lo) && r.lo > 0)
+            r.lo = MAX(0, r.lo - r.lo * rel - half_sub);
+        else if (isfinite(r.lo) && r.lo < 0)
+            r.lo += r.lo * rel - half_sub;
+        if (isfinite(r.hi) && r.hi < 0)
+            r.hi = MIN(0, r.hi - r.hi * rel + half_sub);
+        else if (isfinite(r.hi) && r.hi > 0)
+            r.hi += r.hi * rel + half_sub;
         if (r.lo < -max)
             r.lo = -INFINITY;
         if (r.hi > max)
