@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "index_exact.h"
 #include "ops/array.h"
 #include "ops/op.h"
 #include "ranges.h"
@@ -461,6 +462,81 @@ from_integers(const Check *c, const HgValue *v, int depth)
     return any;
 }
 
+/* Collect the chain that computes v from one integer tensor (see index_exact.h), post-order so that
+ * the nodes come out from source to result. */
+static gboolean
+chain_collect(const Check *c, const HgValue *v, HgIndexChain *ch, GHashTable *seen, int depth)
+{
+    if (!v || depth > 16 || ch->nodes->len >= HG_INDEX_CHAIN_MAX)
+        return FALSE;
+    if (g_hash_table_contains(seen, v))
+        return TRUE;
+    g_hash_table_add(seen, (gpointer)v);
+    if (is_constant(c, v)) {
+        g_autoptr(HgArray) a = const_value(c, v);
+        if (!a || a->numel != 1)
+            return FALSE;
+        g_ptr_array_add(ch->constants, (gpointer)v);
+        HgRange *r = g_new(HgRange, 1);
+        *r = hg_range_of_array(a);
+        g_ptr_array_add(ch->constant_ranges, r);
+        return TRUE;
+    }
+    const HgNode *p = v->producer;
+    if (!p || p->n_outputs != 1 || !is_float_value(c, v))
+        return FALSE;
+    if (hg_node_is(p, "Cast") && p->inputs[0] && !is_float_value(c, p->inputs[0])) {
+        int dt = hg_shapes_get(c->shapes, p->inputs[0])->dtype;
+        if ((!is_int_dtype(dt) && dt != HG_DTYPE_BOOL) || (ch->source && ch->source != v))
+            return FALSE;
+        ch->source = v;
+        ch->source_dtype = hg_shapes_get(c->shapes, v)->dtype;
+        return TRUE;
+    }
+    gboolean moves = hg_index_chain_moves_only(p);
+    const HgOpDef *op = hg_op_for_node(p);
+    if (!moves && !(op && (op->traits & HG_TRAIT_ELEMENTWISE)))
+        return FALSE;
+    for (guint k = 0; k < p->n_inputs; k++) {
+        const HgValue *x = p->inputs[k];
+        if (moves && k > 0)
+            continue; /* shapes, indices, axes */
+        if (!x || !chain_collect(c, x, ch, seen, depth + 1))
+            return FALSE;
+    }
+    g_ptr_array_add(ch->nodes, (gpointer)p);
+    return TRUE;
+}
+
+/* Is the float math that v (read by a Cast to integer type `to`) holds exact in FP16 for every integer
+ * its source can hold? The source's static range decides; what calibration saw (its magnitudes times
+ * the margin, its signs as seen) narrows it only for tensors larger than shape math: sizes at
+ * deployment differ from the samples' more than any margin allows, and shape math in FP32 costs
+ * nothing. */
+static gboolean
+index_math_exact(const Check *c, const HgValue *v, int to)
+{
+    HgIndexChain ch;
+    hg_index_chain_init(&ch, c->shapes, hg_model_opset(c->model, ""));
+    ch.result = v;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    gboolean ok = chain_collect(c, v, &ch, seen, 0) && ch.source && ch.nodes->len;
+    if (ok) {
+        const HgRange *r = hg_ranges_get(c->ranges, ch.source);
+        double lo = r->lo, hi = r->hi;
+        gint64 numel = hg_vshape_numel(hg_shapes_get(c->shapes, v));
+        const HgTensorStats *s = stats_of(c, ch.source);
+        if (!(numel >= 0 && numel <= SMALL_NUMEL) && s && !s->n_nan && !s->n_inf && !isnan(s->min)) {
+            /* what calibration saw, its magnitudes times the margin, its signs as seen */
+            lo = MAX(lo, s->min < 0 ? s->min * c->margin : s->min / c->margin);
+            hi = MIN(hi, s->max > 0 ? s->max * c->margin : s->max / c->margin);
+        }
+        ok = hg_index_chain_exact(&ch, lo, hi, to);
+    }
+    hg_index_chain_clear(&ch);
+    return ok;
+}
+
 /* Float values that decide sizes or indices and that FP16 could change: inputs the op table keeps
  * FP32 (Resize scales, ...) and inputs of Casts to integers, computed at run time or folded to values
  * FP16 does not hold (2049 becomes 2048), followed back through their producers while the tensors
@@ -478,7 +554,7 @@ mark_fp32(Check *c, GPtrArray *order)
                 continue;
             gint64 to = hg_node_is(n, "Cast") ? hg_node_attr_int(n, "to", 0) : HG_DTYPE_UNDEFINED;
             gboolean sink = (op && k < 32 && (op->fp32_inputs >> k & 1)) ||
-                            (is_int_dtype(to) && to != HG_DTYPE_BOOL);
+                            (is_int_dtype(to) && to != HG_DTYPE_BOOL && !index_math_exact(c, v, (int)to));
             if (sink)
                 g_ptr_array_add(work, v);
         }

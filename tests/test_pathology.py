@@ -13,6 +13,8 @@ Generates the cases into OUTDIR with tests/pathology/make_cases.py, then for eve
     count must cover exactly the hazards convert does not fix by itself; an overflow
     must say "source": "static" without calibration and "calibration" with it (every tensor has
     statistics then);
+  - a [node, kind] in `static_only` must be reported without calibration and not with it (a proof
+    that holds over the calibrated range);
   - a negative control must be clean with calibration; without it, its count is printed only.
 Hazards beyond the expected ones are listed as notes, not failures. Prints one line per case and
 `N passed, M failed`; exits 1 on any failure.
@@ -111,7 +113,12 @@ def check_case(hg, outdir, case):
                     errors.append(f"[{tag}] overflow at '{node}': source {h.get('source')!r}, want {want!r}")
                 if calib and h.get("observed") is None:
                     errors.append(f"[{tag}] overflow at '{node}': no observed range with --calib")
-        expected = {(e[0], e[1]) for e in case["expected"]}
+        for node, kind in case.get("static_only", []):
+            if not calib and (node, kind) not in found:
+                errors.append(f"[static] missing {kind} at '{node}'")
+            if calib and (node, kind) in found:
+                errors.append(f"[calib] {kind} at '{node}': calibration bounds it, the proof should clear it")
+        expected = {(e[0], e[1]) for e in case["expected"] + case.get("static_only", [])}
         extra = [f"{h['node']}/{h['kind']}" for h in hazards if (h["node"], h["kind"]) not in expected]
         if case["negative_control"] and calib and hazards:
             errors.append(f"[calib] control reports {len(hazards)} hazards: {', '.join(extra)}")
@@ -137,7 +144,9 @@ def main(argv):
         errors, notes, counts = check_case(hg, outdir, case)
         what = ("control" if case["negative_control"]
                 else ", ".join(f"{e[1]} at {e[0]}" + (f" (fixed by {e[2]})" if len(e) > 2 else "")
-                               for e in case["expected"]))
+                               for e in case["expected"])
+                + "".join(f"{', ' if case['expected'] or i else ''}{e[1]} at {e[0]} (static only)"
+                          for i, e in enumerate(case.get("static_only", []))))
         tally = f"hazards static {counts.get('static', '?')}, calib {counts.get('calib', '?')}"
         print(f"{'PASS' if not errors else 'FAIL'} {case['name']}: {what} ({tally})")
         for e in errors:

@@ -52,6 +52,7 @@ class Case:
         self.nodes, self.inits, self.inputs, self.outputs = [], [], [], []
         self.ranges, self.samples = [], []
         self.expected, self.witnesses = [], []
+        self.static_only = []
         self.options = []
 
     def input(self, name, shape, lo, hi, sample):
@@ -94,6 +95,11 @@ class Case:
         """A hazard check must report at node; fixed_by names the pass that convert rewrites it away
         with (check then lists it as fixed and does not count it), None when convert keeps it FP32."""
         self.expected.append([node, kind] + ([fixed_by] if fixed_by else []))
+
+    def expect_static_only(self, node, kind):
+        """A hazard check must report at node from the ranges alone, and must not report once
+        calibration bounds what the node sees (a proof that needs the calibrated range)."""
+        self.static_only.append([node, kind])
 
     def witness(self, value, check, limit, why):
         self.witnesses.append({"value": value, "check": check, "limit": limit, "why": why})
@@ -454,8 +460,11 @@ def index_math_buckets():
     c = Case("index_math_buckets",
              "T5's relative-position buckets: |i - j| of integer positions cast to float, divided, "
              "logged (log(0) = -inf in FP32 as in FP16), scaled and cast back to an index into a bias "
-             "table. Float math on integers that decides an index stays FP32, as PyTorch computes it "
-             "(.float()); the -inf that FP32 computes too is no FP16 overflow.",
+             "table. Float math on integers that decides an index stays FP32 while its positions are "
+             "unbounded (a symbolic sequence); once calibration bounds them (24 tokens, margin 2), "
+             "check follows each position 0..46 through the interval rules and proves that FP16 "
+             "gives a bucket FP32 gives too, and the chain may run in FP16. The -inf FP32 computes "
+             "too is no overflow.",
              "transformers T5Attention._relative_position_bucket, exported with a symbolic sequence")
     x = c.input("x", [1, "seq", 4], -1, 1, c.rng.uniform(-1, 1, (1, 24, 4)))
     shape = c.node("Shape", "x_shape", [x])
@@ -473,8 +482,31 @@ def index_math_buckets():
     bias = c.node("Gather", "bias_gather", [c.init("bias_table", c.rng.normal(0, 1, 8)), idx], axis=0)
     pooled = c.node("ReduceMean", "pool", [x], axes=[2], keepdims=1)
     c.output(c.node("MatMul", "apply_bias", [bias, pooled]), [1, "seq", 1])
-    c.expect("bucket_mul", "must-stay-fp32")
+    c.expect_static_only("bucket_mul", "must-stay-fp32")
     c.witness("bucket_log_out", "has_inf", 0, "log(0) on the diagonal: -inf in FP32 already")
+    return c
+
+
+def index_math_long_positions():
+    c = Case("index_math_long_positions",
+             "Coarse position buckets over a long sequence: |i - j| cast to float, divided by 3 and "
+             "cast back to an index. Past 2048 FP16 holds only even integers, so positions 2049, "
+             "2051, ... land in the wrong bucket; calibration on 2100 tokens sees them, and trying "
+             "every position proves the chain inexact: it stays FP32 with calibration too.",
+             "bucketed relative positions (T5-style) over sequences past 2048 tokens")
+    x = c.input("x", [1, "seq"], -1, 1, c.rng.uniform(-1, 1, (1, 2100)))
+    shape = c.node("Shape", "x_shape", [x])
+    seq = c.node("Gather", "seq_len", [shape, c.i64("seq_axis", 1)], axis=0)
+    pos = c.node("Range", "positions", [c.i64("zero", 0), seq, c.i64("step", 1)])
+    rel = c.node("Sub", "rel_sub", [c.node("Unsqueeze", "pos_row", [pos, c.i64("row_axes", [0])]),
+                                    c.node("Unsqueeze", "pos_col", [pos, c.i64("col_axes", [1])])])
+    f = c.node("Cast", "rel_to_float", [c.node("Abs", "rel_abs", [rel])], to=onnx.TensorProto.FLOAT)
+    idx = c.node("Cast", "bucket_to_int", [c.node("Div", "bucket_div", [f, c.init("width", 3.0)])],
+                 to=onnx.TensorProto.INT64)
+    bias = c.node("Gather", "bias_gather", [c.init("bias_table", c.rng.normal(0, 1, 700)), idx], axis=0)
+    c.output(c.node("ReduceMean", "pool", [bias], axes=[1], keepdims=0), ["seq"])
+    c.expect("bucket_div", "must-stay-fp32")
+    c.witness("rel_to_float_out", "absmax_gt", 2048.0, "positions past 2048, where FP16 skips odd integers")
     return c
 
 
@@ -811,7 +843,7 @@ CASES = [
     layernorm_eps_1e12, underflow_tiny_weights,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu,
-    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets,
+    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
@@ -834,8 +866,8 @@ def main(argv):
             continue
         c = make()
         assert c.name == make.__name__, c.name
-        assert c.negative_control == (not c.expected), c.name
-        assert all(e[1] in KINDS for e in c.expected), c.name
+        assert c.negative_control == (not c.expected and not c.static_only), c.name
+        assert all(e[1] in KINDS for e in c.expected + c.static_only), c.name
         m = c.model()
         onnx.save(m, os.path.join(outdir, c.name + ".onnx"))
         data = os.path.join(outdir, c.name + ".data")
@@ -848,6 +880,7 @@ def main(argv):
                 f.write(t.SerializeToString())
         manifest.append({"name": c.name, "model": c.name + ".onnx", "data": c.name + ".data",
                          "input_ranges": c.ranges, "options": c.options, "expected": c.expected,
+                         "static_only": c.static_only,
                          "negative_control": c.negative_control, "description": c.description,
                          "origin": c.origin, "witnesses": c.witnesses})
     if only and len(manifest) != len(only):
