@@ -132,10 +132,14 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             /* A value shape inference computed is known exactly, whatever the rule said. */
-            if (oshapes[k]->value)
+            if (oshapes[k]->value) {
                 *outs[k] = hg_range_of_array(oshapes[k]->value);
-            else
+            } else {
                 widen(outs[k]);
+                /* stored in the output's float type: past its range inf, under its subnormals 0 */
+                if (hg_dtype_is_float(oshapes[k]->dtype))
+                    *outs[k] = hg_range_fit(*outs[k], oshapes[k]->dtype);
+            }
             if (n->outputs[k])
                 g_hash_table_replace(r->ranges, n->outputs[k], outs[k]);
             else

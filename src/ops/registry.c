@@ -357,12 +357,13 @@ hg_range_monotone(HgRange x, double (*f)(double), gboolean increasing)
 HgRange
 hg_range_fit(HgRange r, int dtype)
 {
-    double max = 0, min = 0, rel = 0, sub = 0;
+    /* half_sub: half the subnormal spacing, the absolute rounding below the normal range */
+    double max = 0, min = 0, rel = 0, sub = 0, half_sub = 0;
     switch (dtype) {
     case HG_DTYPE_DOUBLE: return r;
-    case HG_DTYPE_FLOAT: max = FLT_MAX; sub = FLT_MIN; break;
-    case HG_DTYPE_FLOAT16: max = 65504.0; rel = 1.0 / 1024; sub = 6.103515625e-05; break;
-    case HG_DTYPE_BFLOAT16: max = 3.3895313892515355e38; rel = 1.0 / 128; sub = FLT_MIN; break;
+    case HG_DTYPE_FLOAT: max = FLT_MAX; sub = FLT_MIN; half_sub = 0x1p-150; break;
+    case HG_DTYPE_FLOAT16: max = 65504.0; rel = 1.0 / 1024; sub = 6.103515625e-05; half_sub = 0x1p-25; break;
+    case HG_DTYPE_BFLOAT16: max = 3.3895313892515355e38; rel = 1.0 / 128; sub = FLT_MIN; half_sub = 0x1p-134; break;
     case HG_DTYPE_BOOL: min = 0; max = 1; break;
     case HG_DTYPE_INT8: min = G_MININT8; max = G_MAXINT8; break;
     case HG_DTYPE_UINT8: min = 0; max = G_MAXUINT8; break;
@@ -377,10 +378,10 @@ hg_range_fit(HgRange r, int dtype)
     }
     if (hg_dtype_is_float(dtype)) {
         /* rounding to nearest is monotone: a value inside [lo, hi] rounds inside [round(lo),
-         * round(hi)], which is within half an ulp (relative rel / 2) of the bounds; below the normal
-         * range half an ulp is absolute (half the subnormal spacing, sub * rel / 2 for FP16), and
-         * rounding never changes a sign, so a bound at or past 0 stays there */
-        double half_sub = sub * rel / 2;
+         * round(hi)], which is within half an ulp (relative rel / 2; FP32's relative rounding is the
+         * range driver's widening) of the bounds; below the normal range half an ulp is absolute (a
+         * positive bound under half_sub may store as 0: exp(-200) is 0 in FP32), and rounding never
+         * changes a sign, so a bound at or past 0 stays there */
         if (isfinite(r.lo) && r.lo > 0)
             r.lo = MAX(0, r.lo - r.lo * rel - half_sub);
         else if (isfinite(r.lo) && r.lo < 0)
