@@ -101,6 +101,20 @@ hg_check_format_json(const HgCheckFile *files, guint n)
         for (guint i = 0; r && i < r->unranged_inputs->len; i++)
             json_builder_add_string_value(b, r->unranged_inputs->pdata[i]);
         json_builder_end_array(b);
+        json_builder_set_member_name(b, "inputs");
+        json_builder_begin_array(b);
+        for (guint i = 0; r && r->inputs && i < r->inputs->len; i++) {
+            const HgInputInfo *in = r->inputs->pdata[i];
+            gboolean ranged = in->source == HG_INPUT_RANGE_GIVEN || in->source == HG_INPUT_RANGE_DERIVED;
+            json_builder_begin_object(b);
+            hg_json_add_str(b, "name", in->name);
+            hg_json_add_str(b, "dtype", hg_dtype_name(in->dtype));
+            hg_json_add_str(b, "source", hg_input_range_source_name(in->source));
+            add_range(b, "range", ranged, in->lo, in->hi);
+            hg_json_add_str(b, "why", in->why);
+            json_builder_end_object(b);
+        }
+        json_builder_end_array(b);
         json_builder_set_member_name(b, "unknown_ops");
         json_builder_begin_array(b);
         for (guint i = 0; r && r->unknown_ops && i < r->unknown_ops->len; i++) {

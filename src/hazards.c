@@ -8,6 +8,7 @@
  * the constants below are the FP16 facts they rest on. */
 #include "hazards.h"
 #include "halfguard/run.h"
+#include "derive.h"
 
 #include <math.h>
 #include <string.h>
@@ -139,6 +140,8 @@ hg_check_result_free(HgCheckResult *r)
         check_free(r->priv);
     g_ptr_array_unref(r->hazards);
     g_ptr_array_unref(r->unranged_inputs);
+    if (r->inputs)
+        g_ptr_array_unref(r->inputs);
     if (r->unknown_ops)
         g_ptr_array_unref(r->unknown_ops);
     g_free(r);
@@ -1130,22 +1133,20 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return NULL;
-    g_autofree HgInputRange *ir = g_new0(HgInputRange, opts->n_ranges + 1);
-    for (guint i = 0; i < opts->n_ranges; i++) {
-        ir[i].name = opts->ranges[i].name;
-        ir[i].range = hg_range_exact(opts->ranges[i].lo, opts->ranges[i].hi);
-    }
+    /* Each input's range: the caller's, else what the model implies (src/derive.c). */
+    GPtrArray *inputs = hg_derive_inputs(m, shapes, opts->ranges, opts->n_ranges);
+    g_autofree HgInputRange *ir = g_new0(HgInputRange, inputs->len + 1);
+    guint n_ir = 0;
     HgCheckResult *res = g_new0(HgCheckResult, 1);
     res->hazards = g_ptr_array_new_with_free_func(hazard_free);
     res->unranged_inputs = g_ptr_array_new_with_free_func(g_free);
-    for (guint k = 0; k < feeds->len; k++) {
-        HgValue *v = ((HgValueDecl *)feeds->pdata[k])->value;
-        gboolean ranged = FALSE;
-        for (guint i = 0; i < opts->n_ranges && !ranged; i++)
-            ranged = strcmp(ir[i].name, v->name) == 0 || strcmp(ir[i].name, "*") == 0;
-        int dt = hg_shapes_get(shapes, v)->dtype;
-        if (!ranged && dt != HG_DTYPE_BOOL && dt != HG_DTYPE_STRING)
-            g_ptr_array_add(res->unranged_inputs, g_strdup(v->name));
+    res->inputs = inputs;
+    for (guint k = 0; k < inputs->len; k++) {
+        const HgInputInfo *in = inputs->pdata[k];
+        if (in->source == HG_INPUT_RANGE_GIVEN || in->source == HG_INPUT_RANGE_DERIVED)
+            ir[n_ir++] = (HgInputRange){in->name, hg_range_exact(in->lo, in->hi)};
+        else if (in->source == HG_INPUT_RANGE_NONE && in->dtype != HG_DTYPE_STRING)
+            g_ptr_array_add(res->unranged_inputs, g_strdup(in->name));
     }
     Check *c = g_new0(Check, 1);
     *c = (Check){m, opts->stats, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
@@ -1154,7 +1155,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
-    c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);
+    c->ranges = hg_ranges_infer(g, c->shapes, ir, n_ir);
     res->unknown_ops = g_ptr_array_new_with_free_func(unknown_op_free);
     mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);

@@ -79,6 +79,21 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
     }
 }
 
+/* One note per input whose range the model itself gives (derived) or that needs none. */
+static void
+report_derived(const char *file, const HgCheckResult *r)
+{
+    for (guint i = 0; r->inputs && i < r->inputs->len; i++) {
+        const HgInputInfo *in = r->inputs->pdata[i];
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        if (in->source == HG_INPUT_RANGE_DERIVED)
+            fprintf(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s\n", file, in->name, dt,
+                    in->lo, in->hi, in->why);
+        else if (in->source == HG_INPUT_RANGE_UNNEEDED)
+            fprintf(stderr, "%s: note: input '%s' (%s) needs no range: %s\n", file, in->name, dt, in->why);
+    }
+}
+
 /* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
 static gboolean
 parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
@@ -581,6 +596,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
                 "range are not checked; give --input-range NAME=LO:HI or a [ranges] group in "
                 ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
     }
+    report_derived(path, r);
     report_unknown_ops(path, r);
     report_fixed(path, r, a->show_fixed);
     return r;
@@ -772,7 +788,10 @@ static const Command commands[] = {
      "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
      "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
      "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
-     "it is not checked, and a note names it. A hazard that convert rewrites away by itself (an\n"
+     "it is not checked, and a note names it. Ranges that follow from the model are derived: an\n"
+     "integer input that only indexes Gathers takes [0, rows - 1] of its table, a bool input [0, 1],\n"
+     "and an input read only by Sigmoid or Tanh (or for its shape) needs none; a note says so.\n"
+     "A hazard that convert rewrites away by itself (an\n"
      "epsilon kept inside a fused LayerNorm, a mask fill clamped to -65504, an integral image made an\n"
      "AveragePool, an overflow scaled away) is not counted: a note says how many, --show-fixed lists\n"
      "them. Internal overflow is checked where a running sum stays\n"

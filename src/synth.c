@@ -17,19 +17,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "derive.h"
 #include "shapes.h"
-
-static const HgInputRangeSpec *
-range_of(const HgCheckOptions *opts, const char *name)
-{
-    for (guint i = 0; opts && i < opts->n_ranges; i++)
-        if (strcmp(opts->ranges[i].name, name) == 0)
-            return &opts->ranges[i];
-    for (guint i = 0; opts && i < opts->n_ranges; i++)
-        if (strcmp(opts->ranges[i].name, "*") == 0)
-            return &opts->ranges[i];
-    return NULL;
-}
 
 static double
 clip_end(double x)
@@ -39,7 +28,7 @@ clip_end(double x)
 
 /* One feed: decl's type, dims from the declaration or the pins (else 1), values drawn from rng. */
 static HgTensor *
-synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCheckOptions *opts,
+synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgInputInfo *info,
           GRand *rng, GError **error)
 {
     const HgType *ty = d->type;
@@ -78,7 +67,8 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCh
         return NULL;
     }
     gint64 n = hg_tensor_numel(t);
-    const HgInputRangeSpec *r = range_of(opts, name);
+    gboolean ranged = info && (info->source == HG_INPUT_RANGE_GIVEN || info->source == HG_INPUT_RANGE_DERIVED);
+    const HgInputInfo *r = ranged ? info : NULL;
     void *data = n ? hg_tensor_data_mut(t) : NULL;
     if (gen == HG_DTYPE_FLOAT) {
         double lo = r ? clip_end(r->lo) : -1, hi = r ? clip_end(r->hi) : 1;
@@ -115,6 +105,11 @@ hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **er
 {
     g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
     g_autoptr(GPtrArray) decls = hg_run_feeds(m);
+    /* The ranges: the caller's, else those the model implies (token ids index their table). */
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(m->graph, opts ? opts->shapes : NULL, error);
+    if (!shapes)
+        return NULL;
+    g_autoptr(GPtrArray) infos = hg_derive_inputs(m, shapes, opts ? opts->ranges : NULL, opts ? opts->n_ranges : 0);
     g_autoptr(GArray) pins = g_array_new(FALSE, TRUE, sizeof(HgShapePin));
     for (guint i = 0; opts && opts->shapes && opts->shapes[i]; i++) {
         HgShapePin p;
@@ -131,8 +126,8 @@ hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **er
     for (guint i = 0; i < decls->len && feeds; i++) {
         guint32 key[3] = {(guint32)seed, (guint32)(seed >> 32), i};
         g_autoptr(GRand) rng = g_rand_new_with_seed_array(key, 3);
-        HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len, opts,
-                                rng, error);
+        HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len,
+                                infos->pdata[i], rng, error);
         if (!t)
             g_clear_pointer(&feeds, g_ptr_array_unref);
         else

@@ -96,6 +96,31 @@ typedef struct {
 /* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
 HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
 
+/* Where the range of a graph input comes from (hg_check, HgCheckResult.inputs). */
+typedef enum {
+    HG_INPUT_RANGE_GIVEN,    /* the caller's: --input-range or .halfguard.ini */
+    HG_INPUT_RANGE_DERIVED,  /* follows from the model: an integer input that only indexes Gathers
+                                takes [0, rows - 1] of the smallest table; a bool input [0, 1] */
+    HG_INPUT_RANGE_UNNEEDED, /* no range needed: every value the input reaches saturates (Sigmoid,
+                                Tanh) or is read for its shape alone, so no range changes a bound */
+    HG_INPUT_RANGE_NONE,     /* none: the input is unbounded */
+} HgInputRangeSource;
+
+/* What the analysis knows of one graph input. */
+typedef struct {
+    char *name;
+    int dtype;               /* its element type (HG_DTYPE_UNDEFINED when unknown) */
+    HgInputRangeSource source;
+    double lo, hi;           /* GIVEN or DERIVED: the range; otherwise -inf and inf */
+    char *why;               /* DERIVED or UNNEEDED: the reason ("indexes Gather 'emb' (20 rows)") */
+    /* NONE: its values reach float arithmetic (a float input; an integer one that a Cast or another
+     * op turns into floats), so what is computed from it is unbounded for lack of its range. */
+    gboolean reaches_float;
+} HgInputInfo;
+
+/* "given", "derived", "unneeded", "none". */
+HG_API const char *hg_input_range_source_name(HgInputRangeSource source);
+
 typedef struct {
     const HgInputRangeSpec *ranges; /* n_ranges entries */
     guint n_ranges;
@@ -135,9 +160,11 @@ typedef struct {
 
 typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
-    GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
+    GPtrArray *unranged_inputs;  /* char*: inputs with no range (HG_INPUT_RANGE_NONE), bool and
+                                    string inputs excepted */
     gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
     GPtrArray *unknown_ops;      /* HgUnknownOp*, by first appearance in topological order */
+    GPtrArray *inputs;           /* HgInputInfo*: every graph input to feed, in feed order */
 } HgCheckResult;
 
 /* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad
