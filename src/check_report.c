@@ -68,7 +68,7 @@ hazard_fields(JsonBuilder *b, const HgHazard *h)
     hg_json_add_str(b, "value", h->value);
     hg_json_add_str(b, "message", h->message);
     hg_json_add_num(b, "bound", h->bound);
-    hg_json_add_str(b, "source", h->source == HG_SOURCE_CALIBRATION ? "calibration" : "static");
+    hg_json_add_str(b, "source", hg_bound_source_name(h->source));
     add_range(b, "static", h->value != NULL, h->static_lo, h->static_hi);
     add_range(b, "observed", h->has_observed, h->observed_lo, h->observed_hi);
     hg_json_add_str(b, "action", h->action);

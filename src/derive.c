@@ -250,3 +250,13 @@ hg_derive_inputs(HgModel *m, const HgShapes *shapes, const HgInputRangeSpec *giv
     }
     return out;
 }
+
+GPtrArray *
+hg_check_inputs(HgModel *m, const HgCheckOptions *opts, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(m->graph, opts ? opts->shapes : NULL, error);
+    if (!shapes)
+        return NULL;
+    return hg_derive_inputs(m, shapes, opts ? opts->ranges : NULL, opts ? opts->n_ranges : 0);
+}

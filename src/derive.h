@@ -12,7 +12,6 @@ G_BEGIN_DECLS
  * range needed), else none. shapes is hg_shapes_infer's of m's main graph. Returns a new array of
  * HgInputInfo* (with its free function). Never fails: what cannot be derived is NONE. */
 GPtrArray *hg_derive_inputs(HgModel *m, const HgShapes *shapes, const HgInputRangeSpec *given, guint n_given);
-void hg_input_info_free(HgInputInfo *info);
 
 G_END_DECLS
 

@@ -58,6 +58,13 @@ hg_hazard_kind_description(HgHazardKind kind)
     return (guint)kind < HG_HAZARD_N_KINDS ? kinds[kind].description : "";
 }
 
+const char *
+hg_bound_source_name(HgBoundSource source)
+{
+    static const char *const names[] = {"static", "calibration", "synthetic", "assumed"};
+    return (guint)source < G_N_ELEMENTS(names) ? names[source] : "static";
+}
+
 int
 hg_hazard_kind_from_name(const char *name)
 {
@@ -224,6 +231,13 @@ add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decid
     va_end(ap);
     h->bound = d.bound;
     h->source = d.source;
+    /* Statistics from inputs halfguard drew itself decide like calibration, and say so. */
+    if (d.source == HG_SOURCE_CALIBRATION && d.stats && d.stats->synthetic) {
+        h->source = HG_SOURCE_SYNTHETIC;
+        g_auto(GStrv) parts = g_strsplit(h->message, "calibration", -1);
+        g_free(h->message);
+        h->message = g_strjoinv("synthetic calibration", parts);
+    }
     const HgRange *r = hg_ranges_get(c->ranges, v);
     h->static_lo = v ? r->lo : NAN;
     h->static_hi = v ? r->hi : NAN;
@@ -1198,6 +1212,18 @@ hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibra
     if (calibrated)
         *calibrated = d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v));
     return isnan(d.bound) ? INFINITY : d.bound;
+}
+
+HgBoundSource
+hg_check_value_source(const HgCheckResult *r, const HgValue *v)
+{
+    const Check *c = current(r);
+    Decided d = decide(c, v);
+    if (!d.known)
+        return HG_SOURCE_ASSUMED;
+    if (d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v)))
+        return d.stats && d.stats->synthetic ? HG_SOURCE_SYNTHETIC : HG_SOURCE_CALIBRATION;
+    return HG_SOURCE_STATIC;
 }
 
 gboolean

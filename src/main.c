@@ -81,10 +81,10 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
 
 /* One note per input whose range the model itself gives (derived) or that needs none. */
 static void
-report_derived(const char *file, const HgCheckResult *r)
+report_derived(const char *file, const GPtrArray *inputs)
 {
-    for (guint i = 0; r->inputs && i < r->inputs->len; i++) {
-        const HgInputInfo *in = r->inputs->pdata[i];
+    for (guint i = 0; inputs && i < inputs->len; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
         const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
         if (in->source == HG_INPUT_RANGE_DERIVED)
             fprintf(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s\n", file, in->name, dt,
@@ -125,7 +125,12 @@ typedef struct {
     int accumulate_model;     /* HG_CHECK_ACCUMULATE_*, parsed from accumulate */
     GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
     HgStats *file_stats;      /* --stats files merged, or NULL */
+    int calib_random;         /* --calib-random N; -1 when not given */
+    gint64 seed;              /* --seed */
 } Analysis;
+
+/* An Analysis before its options are parsed. */
+#define ANALYSIS_INIT {.calib_random = -1}
 
 #define ANALYSIS_ENTRIES(a)                                                                        \
     {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &(a).ranges,                                \
@@ -146,25 +151,182 @@ typedef struct {
     {"accumulate", 0, 0, G_OPTION_ARG_STRING, &(a).accumulate,                                     \
      "Where FP16 nodes keep running sums: targets (FP32, but CumSum; the default: TensorRT, ONNX " \
      "Runtime CUDA, PyTorch) or fp16 (every reduction, for runtimes that do)",                    \
-     "targets|fp16"}
+     "targets|fp16"},                                                                              \
+    {"calib-random", 0, 0, G_OPTION_ARG_INT, &(a).calib_random,                                    \
+     "Also run N synthetic input sets, drawn in the input ranges (a float input without one: "     \
+     "uniform in [-64, 64]); what rests on them is marked synthetic", "N"},                       \
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &(a).seed, "Seed of the synthetic inputs (default 0)", "S"}
 
-/* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
- * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
+/* Does stats hold data of the caller's (not synthetic) for input `name`? */
 static gboolean
-model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, HgStats **owned,
-            GError **error)
+has_real_data(HgStats *stats, const char *name)
+{
+    const HgTensorStats *s = stats ? hg_stats_get(stats, name) : NULL;
+    return s && s->samples > s->synthetic;
+}
+
+/* Inputs of m (HgInputInfo*) whose values reach float math with neither a range nor data in stats
+ * (covered: --calib data gave every input its values). */
+static GPtrArray *
+inputs_without_data(HgModel *m, const HgCheckOptions *co, HgStats *stats, gboolean covered, GError **error)
+{
+    g_autoptr(GPtrArray) infos = hg_check_inputs(m, co, error);
+    if (!infos)
+        return NULL;
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hg_input_info_free);
+    for (guint i = 0; i < infos->len; i++) {
+        HgInputInfo *in = infos->pdata[i];
+        if (in->source == HG_INPUT_RANGE_NONE && in->reaches_float && !covered && !has_real_data(stats, in->name))
+            g_ptr_array_add(out, g_ptr_array_steal_index(infos, i--));
+    }
+    return out;
+}
+
+/* What model_stats did about synthetic data, for the notes. */
+typedef struct {
+    guint samples;    /* synthetic samples run (0: none) */
+    gboolean by_default; /* convert drew them because an input had neither range nor data */
+    char *failed;     /* why convert's default synthetic data could not be drawn, or NULL */
+} Synthetic;
+
+static void
+synthetic_clear(Synthetic *syn)
+{
+    g_clear_pointer(&syn->failed, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Synthetic, synthetic_clear)
+
+/* Statistics for one model with the options co (ranges, shape pins): --stats files (merged once by
+ * the caller), --calib runs of this model, and synthetic samples: --calib-random N, or for convert
+ * (by_default) DEFAULT samples when an input whose values reach float math has neither a range nor
+ * data. convert with --calib-random 0 refuses such an input instead. Returns the table to use
+ * (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
+static gboolean
+model_stats(HgModel *m, const Analysis *a, const HgCheckOptions *co, gboolean by_default, HgStats **use,
+            HgStats **owned, Synthetic *syn, GError **error)
 {
     *owned = NULL;
-    *use = file_stats;
-    if (!calib)
+    *use = a->file_stats;
+    memset(syn, 0, sizeof *syn);
+    if (a->calib) {
+        *owned = hg_stats_collect(m, (const char *const *)a->calib, 0, error);
+        if (!*owned)
+            return FALSE;
+        if (a->file_stats)
+            hg_stats_merge(*owned, a->file_stats);
+        *use = *owned;
+    }
+    guint n = a->calib_random > 0 ? (guint)a->calib_random : 0;
+    if (by_default && a->calib_random <= 0) {
+        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, a->calib != NULL, error);
+        if (!bare)
+            return FALSE;
+        if (bare->len && a->calib_random == 0) {
+            g_autoptr(GString) names = g_string_new(NULL);
+            for (guint i = 0; i < bare->len; i++)
+                g_string_append_printf(names, "%s'%s'", i ? ", " : "", ((HgInputInfo *)bare->pdata[i])->name);
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "input%s %s ha%s no range and no data, and --calib-random 0 forbids synthetic data: "
+                        "give -r NAME=LO:HI, --calib DATA, or a [ranges] group in .halfguard.ini",
+                        bare->len > 1 ? "s" : "", names->str, bare->len > 1 ? "ve" : "s");
+            return FALSE;
+        }
+        if (bare->len) {
+            n = HG_SYNTH_DEFAULT_SAMPLES;
+            syn->by_default = TRUE;
+        }
+    }
+    if (!n)
         return TRUE;
-    *owned = hg_stats_collect(m, (const char *const *)calib, 0, error);
-    if (!*owned)
-        return FALSE;
-    if (file_stats)
-        hg_stats_merge(*owned, file_stats);
+    g_autoptr(GError) e = NULL;
+    g_autoptr(HgStats) synth = hg_stats_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
+    if (!synth) {
+        /* convert's own choice failing is no error: it goes on, and says what its decisions then
+         * rest on. What the user asked for failing is. */
+        if (!syn->by_default) {
+            g_propagate_prefixed_error(error, g_steal_pointer(&e), "--calib-random: ");
+            return FALSE;
+        }
+        syn->failed = g_strdup(e->message);
+        return TRUE;
+    }
+    syn->samples = n;
+    if (!*use) {
+        *owned = g_steal_pointer(&synth);
+    } else {
+        if (!*owned)
+            *owned = hg_stats_copy(*use);
+        hg_stats_merge(*owned, synth);
+    }
     *use = *owned;
     return TRUE;
+}
+
+/* How to give inputs `names` ("x" or "x', 'y") a range: the option, and the .halfguard.ini group
+ * that would apply (config: the file that applies to model_path, or NULL for one beside the model).
+ * New string. */
+static char *
+range_fix(const char *names, gboolean several, const char *model_path, const char *config)
+{
+    g_autofree char *abs = g_canonicalize_filename(model_path, NULL);
+    g_autofree char *dir = config ? g_path_get_dirname(config) : g_path_get_dirname(abs);
+    g_autofree char *cdir = g_canonicalize_filename(dir, NULL);
+    gsize n = strlen(cdir);
+    const char *rel = strncmp(abs, cdir, n) == 0 && abs[n] == '/' ? abs + n + 1 : abs;
+    g_autofree char *ini = config ? g_strdup(config) : g_build_filename(dir, ".halfguard.ini", NULL);
+    if (several)
+        return g_strdup_printf("-r 'NAME=LO:HI' for each (or --calib DATA), or 'NAME = LO:HI' lines under "
+                               "[ranges %s] in %s", rel, ini);
+    return g_strdup_printf("-r '%s=LO:HI' (or --calib DATA), or '%s = LO:HI' under [ranges %s] in %s", names,
+                           names, rel, ini);
+}
+
+/* The notes on every input whose values reach float math without a range: what was assumed for it
+ * (what synthetic inputs drew), and what fixes it; inputs with the same element type and the same
+ * assumption share one line. covered: --calib data gave every input its values. */
+static void
+report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gboolean covered,
+                const Synthetic *syn, gint64 seed, const char *config)
+{
+    guint n = inputs ? inputs->len : 0;
+    g_autofree gboolean *done = g_new0(gboolean, n + 1);
+    for (guint i = 0; i < n; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
+        if (done[i] || in->source != HG_INPUT_RANGE_NONE || !in->reaches_float)
+            continue;
+        gboolean data = covered || has_real_data(stats, in->name);
+        g_autofree char *draw = !data && syn->samples ? hg_synth_describe(in) : NULL;
+        g_autoptr(GString) names = g_string_new(NULL);
+        guint count = 0;
+        for (guint k = i; k < n; k++) {
+            const HgInputInfo *o = inputs->pdata[k];
+            if (done[k] || o->source != HG_INPUT_RANGE_NONE || !o->reaches_float || o->dtype != in->dtype ||
+                (covered || has_real_data(stats, o->name)) != data)
+                continue;
+            g_autofree char *odraw = !data && syn->samples ? hg_synth_describe(o) : NULL;
+            if (g_strcmp0(odraw, draw) != 0)
+                continue;
+            done[k] = TRUE;
+            g_string_append_printf(names, "%s%s", count++ ? "', '" : "", o->name);
+        }
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        g_autofree char *fix = range_fix(names->str, count > 1, file, config);
+        const char *s = count > 1 ? "s" : "", *has = count > 1 ? "have" : "has";
+        if (data)
+            fprintf(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
+                    "observations; fix: %s\n", file, s, names->str, dt, has, fix);
+        else if (draw)
+            fprintf(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
+                    "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s\n",
+                    file, s, names->str, dt, has, draw, syn->samples, syn->samples == 1 ? "" : "s", seed,
+                    syn->by_default ? ", convert's default" : "", count > 1 ? "them" : "it", fix);
+        else
+            fprintf(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
+                    "computed from %s goes unchecked%s%s; fix: %s\n", file, syn->failed ? "warning" : "note", s,
+                    names->str, dt, has, count > 1 ? "them" : "it",
+                    syn->failed ? ", and no synthetic data could be drawn: " : "", syn->failed ? syn->failed : "",
+                    fix);
+    }
 }
 
 static void
@@ -183,6 +345,8 @@ analysis_prepare(Analysis *a, const Command *cmd)
     g_array_set_clear_func(a->specs, range_spec_clear);
     const char *usage =
         a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    if (!usage && a->calib_random < -1)
+        usage = "--calib-random takes a count, 0 or more";
     if (!usage && a->accumulate && strcmp(a->accumulate, "targets") != 0 && strcmp(a->accumulate, "fp16") != 0)
         usage = "--accumulate must be targets or fp16";
     a->accumulate_model = a->accumulate && strcmp(a->accumulate, "fp16") == 0 ? HG_CHECK_ACCUMULATE_FP16
@@ -234,7 +398,7 @@ cmd_convert(int argc, char **argv)
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
-    Analysis an = {0};
+    Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -307,14 +471,16 @@ cmd_convert(int argc, char **argv)
         g_autoptr(HgModel) m = hg_model_load(in, &error);
         HgStats *use = NULL;
         g_autoptr(HgStats) owned = NULL;
-        if (!m || !model_stats(m, an.calib, an.file_stats, &use, &owned, &error)) {
+        g_auto(Synthetic) syn = {0};
+        HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, NULL, an.margin,
+                             an.threshold, (const char *const *)an.shapes, an.accumulate_model};
+        if (!m || !model_stats(m, &an, &co, TRUE, &use, &owned, &syn, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
             continue;
         }
+        co.stats = use;
         report_warnings(in, m);
-        HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, use, an.margin,
-                             an.threshold, (const char *const *)an.shapes, an.accumulate_model};
         g_autoptr(HgConvertOptions) o = hg_convert_options_new();
         hg_convert_options_set_analysis(o, &co);
         hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
@@ -335,6 +501,8 @@ cmd_convert(int argc, char **argv)
                 break;
             continue;
         }
+        report_derived(in, result->inputs);
+        report_unranged(in, result->inputs, use, an.calib != NULL, &syn, an.seed, NULL);
         g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
         fprintf(info, "%s -> %s: %s\n", in, out, summary);
@@ -554,6 +722,9 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
                         cpath);
     }
     HgCheckResult *r = NULL;
+    HgStats *stats = NULL;
+    g_autoptr(HgStats) calib = NULL;
+    g_auto(Synthetic) syn = {0};
     if (m && !error) {
         report_warnings(path, m);
         g_autoptr(GArray) ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
@@ -565,13 +736,12 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         }
         if (cfg)
             hg_check_config_ranges(cfg, path, ranges);
-        HgStats *stats = NULL;
-        g_autoptr(HgStats) calib = NULL;
         double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
         double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
-        if (model_stats(m, a->an.calib, a->an.file_stats, &stats, &calib, &error)) {
-            HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats, margin,
-                                threshold, (const char *const *)a->an.shapes, a->an.accumulate_model};
+        HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, NULL, margin, threshold,
+                            (const char *const *)a->an.shapes, a->an.accumulate_model};
+        if (model_stats(m, &a->an, &o, FALSE, &stats, &calib, &syn, &error)) {
+            o.stats = stats;
             r = hg_check(m, &o, &error);
             if (r && !hg_check_mark_fixed(m, &o, r, &error))
                 g_clear_pointer(&r, hg_check_result_free);
@@ -587,16 +757,9 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
     }
     f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
     f->result = r;
-    if (r->unranged_inputs->len) {
-        g_autoptr(GString) names = g_string_new(NULL);
-        guint n = r->unranged_inputs->len;
-        for (guint i = 0; i < n; i++)
-            g_string_append_printf(names, "%s%s", i ? "', '" : "", (char *)r->unranged_inputs->pdata[i]);
-        fprintf(stderr, "%s: note: no range for input%s '%s': tensors that are unbounded for lack of %s "
-                "range are not checked; give --input-range NAME=LO:HI or a [ranges] group in "
-                ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
-    }
-    report_derived(path, r);
+    report_unranged(path, r->inputs, stats, a->an.calib != NULL, &syn, a->an.seed,
+                    cfg ? hg_check_config_path(cfg) : NULL);
+    report_derived(path, r->inputs);
     report_unknown_ops(path, r);
     report_fixed(path, r, a->show_fixed);
     return r;
@@ -608,7 +771,7 @@ cmd_check(int argc, char **argv)
     const Command *cmd = find_command("check");
     char *format = NULL, *config = NULL;
     gboolean show_suppressed = FALSE;
-    CheckArgs a = {{0}, NULL, FALSE, FALSE, FALSE};
+    CheckArgs a = {ANALYSIS_INIT, NULL, FALSE, FALSE, FALSE};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
@@ -794,7 +957,8 @@ static const Command commands[] = {
      "A hazard that convert rewrites away by itself (an\n"
      "epsilon kept inside a fused LayerNorm, a mask fill clamped to -65504, an integral image made an\n"
      "AveragePool, an overflow scaled away) is not counted: a note says how many, --show-fixed lists\n"
-     "them. Internal overflow is checked where a running sum stays\n"
+     "them. --calib-random N decides also on N synthetic input sets, marked synthetic.\n"
+     "Internal overflow is checked where a running sum stays\n"
      "in FP16: CumSum on TensorRT, ONNX Runtime CUDA and PyTorch (--accumulate targets, the\n"
      "default), every reduction, pool and norm with --accumulate fp16.\n\n"
      "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"
@@ -824,9 +988,12 @@ static const Command commands[] = {
      "assign_precision (FP16 or FP32 per node: hazards force FP32, a minimum cut places the\n"
      "boundaries), lower (element types, initializers, Casts), cleanup (cancelling and duplicate\n"
      "Casts, dead nodes, topological order).\n\n"
-     "Give input ranges (-r) or calibration (--calib, --stats): without them, what is unbounded only\n"
-     "for lack of a range is not treated as a hazard. The summary line gives the LayerNorms fused,\n"
-     "the FP32 islands, the Casts and the FP16 share of MACs and weight bytes.\n\n"
+     "Give input ranges (-r) or calibration (--calib, --stats). An input whose values reach float\n"
+     "math with neither gets synthetic calibration by default: 4 seeded input sets (a float input\n"
+     "uniform in [-64, 64], an integer one 0 or 1), and a warning names the input, what was assumed\n"
+     "and what fixes it; --calib-random 0 refuses such a model instead. The summary line gives the\n"
+     "LayerNorms fused, the FP32 islands, the Casts, the FP16 share of MACs and weight bytes, and how\n"
+     "many decisions rest on synthetic data.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"

@@ -175,6 +175,10 @@ hg_convert_result_free(HgConvertResult *r)
         return;
     g_ptr_array_unref(r->notes);
     g_ptr_array_unref(r->decisions);
+    if (r->inputs)
+        g_ptr_array_unref(r->inputs);
+    if (r->synthetic_draw)
+        g_ptr_array_unref(r->synthetic_draw);
     g_free(r);
 }
 

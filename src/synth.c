@@ -3,12 +3,15 @@
  * statistics gathered without calibration data.
  *
  * Each feed gets its declared element type and shape; a dim the model leaves symbolic takes the
- * --shapes pin, else 1. Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
+ * --shapes pin, else 1. The ranges are the caller's, else those the model implies (src/derive.c: token
+ * ids index their table). Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
  * every machine):
  *   - a float input with a range: uniform in [lo, hi] (an infinite end is clipped to +-1e4);
- *   - a float input without one: uniform in [-1, 1];
- *   - an integer input with a range: uniform over the integers in it; without one: 0 (a valid index
- *     into every table);
+ *   - a float input without one: uniform in [-HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND], 64: a
+ *     decision on it then keeps FP32 what reaches 512 at unit scale, as AutoCast's default does
+ *     (README.md, "Synthetic calibration");
+ *   - an integer input with a range: uniform over the integers in it; without one: 0 or 1 (a mask's
+ *     values, and a valid index into every table of two rows or more);
  *   - bool: 0 or 1 with equal odds.
  */
 #include "halfguard/check.h"
@@ -71,7 +74,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgIn
     const HgInputInfo *r = ranged ? info : NULL;
     void *data = n ? hg_tensor_data_mut(t) : NULL;
     if (gen == HG_DTYPE_FLOAT) {
-        double lo = r ? clip_end(r->lo) : -1, hi = r ? clip_end(r->hi) : 1;
+        double lo = r ? clip_end(r->lo) : -HG_SYNTH_FLOAT_BOUND, hi = r ? clip_end(r->hi) : HG_SYNTH_FLOAT_BOUND;
         float *f = data;
         for (gint64 i = 0; i < n; i++)
             f[i] = (float)(lo + (hi - lo) * g_rand_double(rng));
@@ -80,7 +83,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgIn
         for (gint64 i = 0; i < n; i++)
             b[i] = g_rand_boolean(rng) ? 1 : 0;
     } else {
-        double lo = r ? ceil(clip_end(r->lo)) : 0, hi = r ? floor(clip_end(r->hi)) : 0;
+        double lo = r ? ceil(clip_end(r->lo)) : 0, hi = r ? floor(clip_end(r->hi)) : 1;
         if (hi < lo)
             hi = lo;
         for (gint64 i = 0; i < n; i++) {
@@ -98,6 +101,22 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgIn
     if (gen != dtype)
         return hg_tensor_convert(t, dtype, error);
     return g_steal_pointer(&t);
+}
+
+char *
+hg_synth_describe(const HgInputInfo *info)
+{
+    g_return_val_if_fail(info != NULL, NULL);
+    gboolean ranged = info->source == HG_INPUT_RANGE_GIVEN || info->source == HG_INPUT_RANGE_DERIVED;
+    if (info->dtype == HG_DTYPE_BOOL)
+        return g_strdup("0 or 1");
+    if (hg_dtype_is_float(info->dtype))
+        return ranged ? g_strdup_printf("uniform in [%g, %g]", clip_end(info->lo), clip_end(info->hi))
+                      : g_strdup_printf("uniform in [%g, %g]", -HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND);
+    if (!ranged)
+        return g_strdup("0 or 1");
+    double lo = ceil(clip_end(info->lo)), hi = MAX(lo, floor(clip_end(info->hi)));
+    return g_strdup_printf("the integers of [%g, %g]", lo, hi);
 }
 
 GPtrArray *

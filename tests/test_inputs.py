@@ -7,11 +7,19 @@ says and does about an input it has no range for.
   whose every value saturates (Sigmoid, Tanh) or is read for its shape needs none. Each is listed in
   check's JSON as "derived" or "unneeded" with the reason, and noted on stderr; what cannot be derived
   soundly (an id cast to float, a Softmax's input, an integer that is a Reshape's shape) is not.
+- Synthetic calibration: `--calib-random N` (check, convert) draws seeded inputs inside the ranges
+  (a float input without one uniform in [-64, 64], an integer one 0 or 1) and decides with what the
+  model computes on them; hazards and convert's decisions that rest on them say "synthetic".
+  convert with neither range nor data for an input draws 4 sets by default and says so, loudly: a
+  warning naming the input, what was assumed and what fixes it, and the summary line;
+  `--calib-random 0` makes it refuse instead (exit 2, nothing written).
+- The corpus's BERT and GPT-2 with no flags: ids derived, the conversion labelled, verify passes.
 
 Usage: test_inputs.py HALFGUARD
 """
 import json
 import os
+import re
 import sys
 
 import jsonschema
@@ -120,8 +128,120 @@ def test_derived(tmp):
     check("derived:given-wins", ids.get("source") == "given" and ids.get("range") == {"lo": 0.0, "hi": 3.0}, ids)
 
 
+def scale_model(path, k=1000.0):
+    """y = x * k at node 'scale': x in [-64, 64] reaches 64000, which passes 65504 with the margin."""
+    return save_model(path, [helper.make_node("Mul", ["x", "k"], ["y"], name="scale")],
+                      [vi("x")], [vi("y")], [numpy_helper.from_array(np.array(k, np.float32), "k")])
+
+
+def tok_model(path):
+    """An int64 input cast to float and scaled: no range can be derived for it."""
+    return save_model(path, [helper.make_node("Cast", ["tok"], ["tf"], name="tok_cast", to=TensorProto.FLOAT),
+                             helper.make_node("Mul", ["tf", "k"], ["y"], name="tok_mul")],
+                      [vi("tok", (2, 2), I64)], [vi("y")],
+                      [numpy_helper.from_array(np.array(3.0, np.float32), "k")])
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def convert(src, dst, *args):
+    """convert SRC -o DST --report DST.json ARGS: (rc, stdout + stderr, the report or None)."""
+    if os.path.exists(dst):
+        os.unlink(dst)
+    rc, so, se = run("convert", src, "-o", dst, "--report", dst + ".json", *args)
+    rep = json.load(open(dst + ".json")) if rc == 0 else None
+    return rc, so + se, rep
+
+
+def decision(rep, node):
+    return next((d for d in rep["decisions"] if d["node"] == node), {}) if rep else {}
+
+
+def test_synthetic(tmp):
+    m = scale_model(os.path.join(tmp, "scale.onnx"))
+    out = os.path.join(tmp, "out.onnx")
+    # No flags: synthetic calibration by default, and it says so.
+    rc, text, rep = convert(m, out)
+    check("default:converts", rc == 0, text)
+    check("default:warning", re.search(r"warning: input 'x' \(float\) has no range and no data: assumed uniform in "
+                                       r"\[-64, 64\] \(4 synthetic samples, seed 0, convert's default\)", text), text)
+    check("default:fix", "fix: -r 'x=LO:HI'" in text and "'x = LO:HI' under [ranges scale.onnx] in " in text
+          and ".halfguard.ini" in text, text)
+    check("default:summary", re.search(r"-> .*: .*; 1 of 1 decisions rest on synthetic data \(no range or data "
+                                       r"for 'x'\)", text), text)
+    d = decision(rep, "scale")
+    check("default:decided-fp32-on-synthetic", d.get("precision") == "fp32" and d.get("source") == "synthetic", d)
+    x = next((i for i in rep["inputs"] if i["name"] == "x"), {}) if rep else {}
+    check("default:report-input", x.get("source") == "none" and x.get("synthetic") == "uniform in [-64, 64]"
+          and rep["figures"]["decisions_synthetic"] == 1, x)
+    first = read(out) if rc == 0 else b""
+    rc, text, _ = convert(m, out)
+    check("default:deterministic", rc == 0 and read(out) == first, text)
+    rc, text, _ = convert(m, out, "--seed", "7")
+    check("default:seed", rc == 0 and "seed 7" in text, text)
+    # --calib-random 0: refused, naming the input and what to give; nothing written.
+    rc, text, _ = convert(m, out, "--calib-random", "0")
+    check("refuse:exit2", rc == 2 and not os.path.exists(out), text)
+    check("refuse:message", "input 'x' has no range and no data" in text and "-r NAME=LO:HI" in text
+          and "--calib" in text and ".halfguard.ini" in text, text)
+    # A range: nothing synthetic, the static bound decides.
+    rc, text, rep = convert(m, out, "-r", "x=0:1")
+    check("ranged:no-synthetic", rc == 0 and "synthetic data" not in text and "warning" not in text
+          and decision(rep, "scale").get("source")
+          == "static" and decision(rep, "scale").get("precision") == "fp16", (text, decision(rep, "scale")))
+    # Real data: decided on it, and the note says so.
+    data = hgtest.write_inputs(os.path.join(tmp, "data"), {"x": np.full((2, 2), 3.0, np.float32)})
+    rc, text, rep = convert(m, out, "--calib", data)
+    check("calib:note", rc == 0 and "input 'x' (float) has no range: decided on the calibration data's "
+          "observations" in text and "synthetic data" not in text and "warning" not in text, text)
+    check("calib:source", decision(rep, "scale").get("source") == "calibration", decision(rep, "scale"))
+    # An integer that reaches float math: drawn 0 or 1.
+    t = tok_model(os.path.join(tmp, "tok.onnx"))
+    rc, text, rep = convert(t, out)
+    check("int:warning", rc == 0 and "input 'tok' (int64) has no range and no data: assumed 0 or 1" in text, text)
+    # check --calib-random: what the synthetic data shows, marked synthetic.
+    rc, doc, se = check_json("check-synthetic", m, "--no-config", "-r", "x=0:100", "--calib-random", "2")
+    h = next((h for h in doc["models"][0]["hazards"] if h["node"] == "scale"), {}) if doc else {}
+    check("check:synthetic-source", rc == 1 and h.get("source") == "synthetic" and h.get("observed")
+          and "(synthetic calibration" in h.get("message", ""), h)
+    rc, doc, se = check_json("check-static", m, "--no-config", "-r", "x=0:100")
+    h = next((h for h in doc["models"][0]["hazards"] if h["node"] == "scale"), {}) if doc else {}
+    check("check:static-source", h.get("source") == "static", h)
+    rc, so, se = run("check", m, "--calib-random", "-3")
+    check("check:bad-count", rc == 2 and "--calib-random" in se, show(rc, so, se))
+
+
+def test_corpus(tmp):
+    """BERT and GPT-2 converted with no flags: ids derived, the conversion labelled, verify passes on
+    realistic inputs (tests/ortlib.py's seeded feeds)."""
+    import ortlib
+    cases = ortlib.model_cases(98765)
+    want = {"gpt2_past": ["input_ids"], "TFBertForQuestionAnswering": ["input_ids", "token_type_ids"]}
+    for name, ids in want.items():
+        if name not in cases or not os.path.exists(cases[name][0]):
+            print(f"SKIP {name}: not in the corpus")
+            continue
+        model, feeds, _ = cases[name]
+        data = ortlib.write_feeds(model, feeds, os.path.join(tmp, name + ".data"))
+        out = os.path.join(tmp, name + ".fp16.onnx")
+        rc, text, rep = convert(model, out)
+        check(f"{name}:converts", rc == 0, text[-2000:])
+        if rc:
+            continue
+        for i in ids:
+            check(f"{name}:{i}-derived", re.search(rf"note: input '{i}' \(int(32|64)\): range \[0, \d+\] derived", text)
+                  and next(x for x in rep["inputs"] if x["name"] == i)["source"] == "derived", text[-2000:])
+        check(f"{name}:labelled", "decisions rest on synthetic data" in rep["summary"]
+              and rep["figures"]["decisions_synthetic"] > 0 and "warning: input" in text, rep["summary"])
+        vrc, vo, ve = run("verify", model, out, "--data", data)
+        check(f"{name}:verify", vrc == 0, vo + ve)
+
+
 def main():
-    hgtest.temp_folders(check, "hg-inputs-", [test_derived])
+    hgtest.temp_folders(check, "hg-inputs-", [test_derived, test_synthetic, test_corpus])
     sys.exit(check.finish())
 
 

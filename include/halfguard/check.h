@@ -31,7 +31,14 @@ HG_API int hg_hazard_kind_from_name(const char *name);
 /* One sentence describing the kind (SARIF rule help, --help). */
 HG_API const char *hg_hazard_kind_description(HgHazardKind kind);
 
-typedef enum { HG_SOURCE_STATIC, HG_SOURCE_CALIBRATION } HgBoundSource;
+/* What a decision rests on: the static bound (sound for inputs in their ranges), calibration data
+ * (observed magnitudes times the margin), synthetic data (the same, from inputs halfguard drew
+ * itself: --calib-random, or convert's default for an input with neither range nor data), or nothing
+ * (assumed: unbounded for lack of an input range and not observed). */
+typedef enum { HG_SOURCE_STATIC, HG_SOURCE_CALIBRATION, HG_SOURCE_SYNTHETIC, HG_SOURCE_ASSUMED } HgBoundSource;
+
+/* "static", "calibration", "synthetic", "assumed". */
+HG_API const char *hg_bound_source_name(HgBoundSource source);
 
 typedef struct {
     HgHazardKind kind;
@@ -59,6 +66,9 @@ typedef struct {
     double min, max, absmax, min_abs_nonzero; /* NAN when no finite (nonzero) value was seen */
     guint64 n_inf, n_nan, count;
     guint samples;
+    /* How many of those samples were synthetic (hg_stats_collect_synthetic): a decision that rests on
+     * statistics with synthetic samples says so (HG_SOURCE_SYNTHETIC). */
+    guint synthetic;
 } HgTensorStats;
 
 /* Statistics by tensor name (opaque, reference-counted). */
@@ -120,8 +130,16 @@ typedef struct {
 
 /* "given", "derived", "unneeded", "none". */
 HG_API const char *hg_input_range_source_name(HgInputRangeSource source);
+HG_API void hg_input_info_free(HgInputInfo *info);
 
-typedef struct {
+typedef struct HgCheckOptions HgCheckOptions;
+
+/* What hg_check will know of each graph input of m to feed (its ranges from opts, else derived from
+ * the model), without the rest of the analysis: for a caller that must decide what data to give it.
+ * New array of HgInputInfo* (free function set), or NULL with HG_ERROR_USAGE for a bad shape pin. */
+HG_API GPtrArray *hg_check_inputs(HgModel *m, const HgCheckOptions *opts, GError **error);
+
+struct HgCheckOptions {
     const HgInputRangeSpec *ranges; /* n_ranges entries */
     guint n_ranges;
     HgStats *stats;                 /* may be NULL: static analysis only */
@@ -133,19 +151,31 @@ typedef struct {
      * ONNX Runtime CUDA and PyTorch do; HG_CHECK_ACCUMULATE_FP16 says every accumulating op (reductions,
      * matrix products, pools, norms) sums in FP16, for runtimes that really do. */
     int accumulate;
-} HgCheckOptions;
+};
 
 #define HG_CHECK_ACCUMULATE_TARGETS 0
 #define HG_CHECK_ACCUMULATE_FP16 1
 
+/* The bound of the default distribution of a float input that has no range: synthetic inputs draw it
+ * uniformly from [-HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND] (README.md, "Synthetic calibration",
+ * says why 64). */
+#define HG_SYNTH_FLOAT_BOUND 64.0
+/* How many synthetic input sets convert draws when an input has neither a range nor data. */
+#define HG_SYNTH_DEFAULT_SAMPLES 4
+
 /* Seeded synthetic feeds for m (hg_run_feeds order), drawn inside the ranges of opts (opts->ranges
- * and opts->shapes are read; opts may be NULL): a float input uniform in its range ([-1, 1] without
- * one), an integer input uniform over the integers of its range (0 without one), bool 0 or 1; a
- * symbolic dim takes its --shapes pin, else 1. The same seed gives the same values on every machine.
- * NULL with HG_ERROR_UNSUPPORTED for an input without a declared tensor type and shape, or of an
- * element type it cannot draw (strings). */
+ * and opts->shapes are read; opts may be NULL), else the ranges the model implies (hg_check's
+ * derived ones): a float input uniform in its range (uniform in [-HG_SYNTH_FLOAT_BOUND,
+ * HG_SYNTH_FLOAT_BOUND] without one), an integer input uniform over the integers of its range (0 or 1
+ * without one), bool 0 or 1; a symbolic dim takes its --shapes pin, else 1. The same seed gives the
+ * same values on every machine. NULL with HG_ERROR_UNSUPPORTED for an input without a declared tensor
+ * type and shape, or of an element type it cannot draw (strings). */
 HG_API GPtrArray *hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **error);
-/* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...). */
+/* What hg_synth_feeds draws for an input (info from hg_check_inputs): "uniform in [-64, 64]", "the
+ * integers of [0, 19]", "0 or 1". New string. */
+HG_API char *hg_synth_describe(const HgInputInfo *info);
+/* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...); every entry counts
+ * its samples as synthetic. */
 HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opts, guint samples,
                                            guint64 seed, int threads, GError **error);
 
