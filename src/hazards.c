@@ -44,6 +44,9 @@ static const struct {
                        "the cancellation of large prefix sums, or a long FP16 CumSum."},
     {"must-stay-fp32", "Shape arithmetic, Resize scales or integer-valued float math: FP16 would change "
                        "sizes or indices."},
+    {"unranged-input", "A graph input whose values reach float arithmetic has no range (given or derived) "
+                       "and no calibration data: what is computed from it is unbounded for lack of "
+                       "information, so nothing about it is proven."},
 };
 
 const char *
@@ -1122,6 +1125,34 @@ check_node(Check *c, const HgNode *n)
         check_overflow(c, n);
 }
 
+/* An input without a range whose values reach float math, unless the caller's data covers it: what is
+ * computed from it is unbounded for lack of information, which is a finding of its own (the rules
+ * above stay silent on it). Synthetic statistics show something, and say so, but prove nothing. */
+static void
+check_unranged(Check *c, const HgInputInfo *in, const HgValue *v)
+{
+    if (in->source != HG_INPUT_RANGE_NONE || !in->reaches_float)
+        return;
+    const HgTensorStats *s = stats_of(c, v);
+    if (s && s->samples > s->synthetic)
+        return;
+    const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+    Decided d = {INFINITY, s ? HG_SOURCE_CALIBRATION : HG_SOURCE_ASSUMED, TRUE, s};
+    g_autofree char *draw = s ? hg_synth_describe(in) : NULL;
+    HgHazard *h = add_hazard(
+        c, HG_HAZARD_UNRANGED_INPUT, NULL, v, d,
+        "convert draws synthetic inputs for it (labelled synthetic) unless given a range or data",
+        "%s input with no range%s%s%s: give --input-range '%s=LO:HI', data (--calib), or "
+        "'%s = LO:HI' in a [ranges GLOB] group of .halfguard.ini", dt,
+        draw ? " and no data; synthetic inputs drew it " : ": what is computed from it is unbounded for "
+                                                          "lack of it and goes unchecked",
+        draw ? draw : "", draw ? ", and what rests on them is marked synthetic" : "", v->name, v->name);
+    g_free(h->node);
+    h->node = g_strdup(v->name);
+    g_free(h->op);
+    h->op = g_strdup("input");
+}
+
 /* ---------------------------------------------------------------- driver */
 
 HgCheckResult *
@@ -1174,6 +1205,8 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);
     c->generation = g->generation;
+    for (guint k = 0; k < inputs->len; k++)
+        check_unranged(c, inputs->pdata[k], ((HgValueDecl *)feeds->pdata[k])->value);
     for (guint i = 0; i < order->len; i++)
         check_node(c, order->pdata[i]);
     res->priv = c;

@@ -335,6 +335,25 @@ range_spec_clear(gpointer p)
     g_free(((HgInputRangeSpec *)p)->name);
 }
 
+/* Append to ranges what cfg gives model_path, but for inputs m does not have: a [ranges *] group
+ * names the inputs of many models. (A name nothing matches leaves its input unranged, and the
+ * unranged-input finding names that input, so a typo does not go unseen.) */
+static void
+config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArray *ranges)
+{
+    guint given = ranges->len;
+    hg_check_config_ranges(cfg, model_path, ranges);
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    for (guint i = given; i < ranges->len; i++) {
+        const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
+        gboolean known = strcmp(name, "*") == 0;
+        for (guint k = 0; k < feeds->len && !known; k++)
+            known = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, name) == 0;
+        if (!known)
+            g_array_remove_index(ranges, i--);
+    }
+}
+
 /* Parse the shared options after the command's own: the ranges (a mistake is a usage error with the
  * command's hint) and the --stats files merged. FALSE after printing the problem. */
 static gboolean
@@ -735,7 +754,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
             g_array_append_val(ranges, copy);
         }
         if (cfg)
-            hg_check_config_ranges(cfg, path, ranges);
+            config_ranges(cfg, path, m, ranges);
         double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
         double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
         HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, NULL, margin, threshold,
@@ -948,10 +967,12 @@ static const Command commands[] = {
      "Find FP16 hazards statically (and with calibration); exit 1 if any.",
      "Infers shapes and sound value intervals for every tensor from the input ranges, the weights and\n"
      "each op's interval rule, and reports what would go wrong in FP16: overflow, internal-overflow,\n"
-     "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
+     "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32,\n"
+     "unranged-input. With --calib or\n"
      "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
      "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
-     "it is not checked, and a note names it. Ranges that follow from the model are derived: an\n"
+     "it is not checked, the input itself is an unranged-input finding (exit 1) that says how to give\n"
+     "its range, and a note names what was assumed. Ranges that follow from the model are derived: an\n"
      "integer input that only indexes Gathers takes [0, rows - 1] of its table, a bool input [0, 1],\n"
      "and an input read only by Sigmoid or Tanh (or for its shape) needs none; a note says so.\n"
      "A hazard that convert rewrites away by itself (an\n"

@@ -13,6 +13,10 @@ says and does about an input it has no range for.
   convert with neither range nor data for an input draws 4 sets by default and says so, loudly: a
   warning naming the input, what was assumed and what fixes it, and the summary line;
   `--calib-random 0` makes it refuse instead (exit 2, nothing written).
+- The unranged-input finding: check exits 1 on an input whose values reach float math with no range
+  and no data of the caller's, at "input 'x'" (text), as a SARIF warning on a parameter, suppressible
+  with a reason like any other; with --calib-random it shows what was drawn, marked synthetic; data
+  for the input (--calib) ends it.
 - The corpus's BERT and GPT-2 with no flags: ids derived, the conversion labelled, verify passes.
 
 Usage: test_inputs.py HALFGUARD
@@ -214,6 +218,42 @@ def test_synthetic(tmp):
     check("check:bad-count", rc == 2 and "--calib-random" in se, show(rc, so, se))
 
 
+def test_unranged(tmp):
+    m = scale_model(os.path.join(tmp, "scale.onnx"))
+    rc, so, se = run("check", m, "--no-config", "-r", "x=0:1")
+    check("unranged:ranged-clean", rc == 0 and so == "", show(rc, so, se))
+    rc, so, se = run("check", m, "--no-config")
+    check("unranged:text", rc == 1 and so.startswith(f"{m}: input 'x': unranged-input: float input with no range: ")
+          and "--input-range 'x=LO:HI'" in so and so.count("\n") == 1, show(rc, so, se))
+    rc, doc, se = check_json("unranged-synthetic", m, "--no-config", "--calib-random", "2")
+    h = next((h for h in doc["models"][0]["hazards"] if h["kind"] == "unranged-input"), {}) if doc else {}
+    obs = h.get("observed") or {}
+    check("unranged:synthetic", rc == 1 and h.get("source") == "synthetic" and -64 <= obs.get("lo", -99) < -32
+          and 32 < obs.get("hi", 99) <= 64 and "synthetic inputs drew it uniform in [-64, 64]" in h.get("message", ""), h)
+    check("unranged:synthetic-overflow", any(x["node"] == "scale" and x["kind"] == "overflow" and x["source"] == "synthetic"
+                                             for x in doc["models"][0]["hazards"]) if doc else False, doc)
+    data = hgtest.write_inputs(os.path.join(tmp, "data"), {"x": np.full((2, 2), 3.0, np.float32)})
+    rc, doc, se = check_json("unranged-data", m, "--no-config", "--calib", data)
+    check("unranged:data-covers", rc == 0 and doc and doc["models"][0]["hazards"] == [], doc)
+    # SARIF: a warning located at the input.
+    rc, so, se = run("check", m, "--no-config", "--format", "sarif")
+    res = json.loads(so)["runs"][0]["results"] if rc == 1 else []
+    r = res[0] if len(res) == 1 else {}
+    loc = r.get("locations", [{}])[0].get("logicalLocations", [{}])[0]
+    check("unranged:sarif", r.get("ruleId") == "unranged-input" and r.get("level") == "warning"
+          and loc.get("kind") == "parameter" and loc.get("name") == "x"
+          and r.get("properties", {}).get("source") == "assumed" and r["message"]["text"].startswith("input 'x': "),
+          show(rc, so, se))
+    # Suppressed with a reason: listed, not counted.
+    with open(os.path.join(tmp, ".halfguard.ini"), "w") as f:
+        f.write("[suppress x-free]\nnode = x\nkind = unranged-input\nreason = x is any sensor reading; measured\n")
+    rc, doc, se = check_json("unranged-suppressed", m)
+    h = doc["models"][0]["hazards"][0] if doc and doc["models"][0]["hazards"] else {}
+    check("unranged:suppressed", rc == 0 and h.get("kind") == "unranged-input"
+          and h.get("suppressed") == "x is any sensor reading; measured", doc)
+    os.unlink(os.path.join(tmp, ".halfguard.ini"))
+
+
 def test_corpus(tmp):
     """BERT and GPT-2 converted with no flags: ids derived, the conversion labelled, verify passes on
     realistic inputs (tests/ortlib.py's seeded feeds)."""
@@ -241,7 +281,7 @@ def test_corpus(tmp):
 
 
 def main():
-    hgtest.temp_folders(check, "hg-inputs-", [test_derived, test_synthetic, test_corpus])
+    hgtest.temp_folders(check, "hg-inputs-", [test_derived, test_synthetic, test_unranged, test_corpus])
     sys.exit(check.finish())
 
 

@@ -20,11 +20,12 @@ typedef enum {
     HG_HAZARD_DIVISION_BY_ZERO,  /* a divisor whose FP16 range reaches 0 */
     HG_HAZARD_PRECISION_LOSS,    /* the needed spread exceeds FP16's 11 bits */
     HG_HAZARD_MUST_STAY_FP32,    /* shape math, Resize scales, integer-valued float math */
+    HG_HAZARD_UNRANGED_INPUT,    /* an input whose values reach float math has no range nor data */
     HG_HAZARD_N_KINDS
 } HgHazardKind;
 
 /* "overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
- * "precision-loss", "must-stay-fp32". */
+ * "precision-loss", "must-stay-fp32", "unranged-input". */
 HG_API const char *hg_hazard_kind_name(HgHazardKind kind);
 /* The kind named name, or -1. */
 HG_API int hg_hazard_kind_from_name(const char *name);
@@ -42,8 +43,8 @@ HG_API const char *hg_bound_source_name(HgBoundSource source);
 
 typedef struct {
     HgHazardKind kind;
-    char *node;          /* the node's name ("" when the node has none) */
-    char *op;            /* its op type */
+    char *node;          /* the node's name ("" when the node has none); unranged-input: the input's */
+    char *op;            /* its op type; unranged-input: "input" */
     char *value;         /* the tensor concerned (may be NULL) */
     char *message;       /* what can happen, e.g. "output may reach 2.1e+06" */
     double bound;        /* the deciding magnitude (INFINITY when unbounded; NAN when not numeric) */
