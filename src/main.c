@@ -125,6 +125,7 @@ typedef struct {
     int accumulate_model;     /* HG_CHECK_ACCUMULATE_*, parsed from accumulate */
     GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
     HgStats *file_stats;      /* --stats files merged, or NULL */
+    GPtrArray *samples;       /* --calib, opened (HgSamples*) */
     int calib_random;         /* --calib-random N; -1 when not given */
     gint64 seed;              /* --seed */
 } Analysis;
@@ -137,7 +138,9 @@ typedef struct {
      "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",      \
      "NAME=LO:HI"},                                                                                \
     {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).calib,                                       \
-     "Run the model on the inputs in DIR and decide with what it sees (repeatable)", "DIR"},      \
+     "Run the model on these inputs and decide with what it sees: a folder of input_K.pb or "      \
+     "NAME.npy (or of such folders), an .npz, or Polygraphy --save-inputs JSON (repeatable)",      \
+     "DATA"},                                                                                      \
     {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).stats,                                       \
      "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)",      \
      "FILE"},                                                                                      \
@@ -208,8 +211,16 @@ model_stats(HgModel *m, const Analysis *a, const HgCheckOptions *co, gboolean by
     *owned = NULL;
     *use = a->file_stats;
     memset(syn, 0, sizeof *syn);
-    if (a->calib) {
-        *owned = hg_stats_collect(m, (const char *const *)a->calib, 0, error);
+    if (a->samples && a->samples->len) {
+        g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+        for (guint i = 0; i < a->samples->len; i++) {
+            g_autoptr(GPtrArray) part = hg_samples_feeds(a->samples->pdata[i], m, TRUE, error);
+            if (!part)
+                return FALSE;
+            while (part->len)
+                g_ptr_array_add(all, g_ptr_array_steal_index(part, 0));
+        }
+        *owned = hg_stats_collect_samples(m, all, 0, error);
         if (!*owned)
             return FALSE;
         if (a->file_stats)
@@ -218,7 +229,7 @@ model_stats(HgModel *m, const Analysis *a, const HgCheckOptions *co, gboolean by
     }
     guint n = a->calib_random > 0 ? (guint)a->calib_random : 0;
     if (by_default && a->calib_random <= 0) {
-        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, a->calib != NULL, error);
+        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, a->samples && a->samples->len, error);
         if (!bare)
             return FALSE;
         if (bare->len && a->calib_random == 0) {
@@ -381,6 +392,16 @@ analysis_prepare(Analysis *a, const Command *cmd)
         fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, usage, cmd->name);
         return FALSE;
     }
+    /* The calibration files are read (and a malformed one refused) before any model is. */
+    a->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    for (guint i = 0; a->calib && a->calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(a->calib[i], &error);
+        if (!smp) {
+            fprintf(stderr, "%s\n", error->message); /* it names the file */
+            return FALSE;
+        }
+        g_ptr_array_add(a->samples, smp);
+    }
     for (guint i = 0; a->stats && a->stats[i]; i++) {
         HgStats *st = hg_stats_load(a->stats[i], &error);
         if (!st) {
@@ -406,6 +427,7 @@ analysis_clear(Analysis *a)
     g_strfreev(a->shapes);
     g_free(a->accumulate);
     g_clear_pointer(&a->specs, g_array_unref);
+    g_clear_pointer(&a->samples, g_ptr_array_unref);
     g_clear_pointer(&a->file_stats, hg_stats_unref);
 }
 
@@ -521,7 +543,7 @@ cmd_convert(int argc, char **argv)
             continue;
         }
         report_derived(in, result->inputs);
-        report_unranged(in, result->inputs, use, an.calib != NULL, &syn, an.seed, NULL);
+        report_unranged(in, result->inputs, use, an.samples && an.samples->len, &syn, an.seed, NULL);
         g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
         fprintf(info, "%s -> %s: %s\n", in, out, summary);
@@ -673,7 +695,8 @@ cmd_calibrate(int argc, char **argv)
     int threads = 0;
     GOptionEntry entries[] = {
         {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
-         "A folder of inputs (repeat for several samples)", "DIR"},
+         "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
+         "--save-inputs JSON (repeatable)", "DATA"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "The statistics file (JSON; - for standard output)", "FILE"},
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
@@ -682,6 +705,8 @@ cmd_calibrate(int argc, char **argv)
     int rc = EXIT_OK;
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = NULL;
+    g_autoptr(GPtrArray) samples = NULL;
+    g_autoptr(HgStats) st = NULL;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     if (argc != 2 || !data || !output || threads < 0) {
@@ -698,7 +723,20 @@ cmd_calibrate(int argc, char **argv)
         goto out;
     }
     report_warnings(argv[1], m);
-    if (!hg_calibrate(m, (const char *const *)data, threads, output, &error)) {
+    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    for (guint i = 0; data[i]; i++) {
+        g_autoptr(HgSamples) src = hg_samples_open(data[i], &error);
+        g_autoptr(GPtrArray) part = src ? hg_samples_feeds(src, m, TRUE, &error) : NULL;
+        if (!part) {
+            report_error(argv[1], error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+        while (part->len)
+            g_ptr_array_add(samples, g_ptr_array_steal_index(part, 0));
+    }
+    st = hg_stats_collect_samples(m, samples, threads, &error);
+    if (!st || !hg_stats_save(st, output, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;
     }
@@ -776,7 +814,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
     }
     f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
     f->result = r;
-    report_unranged(path, r->inputs, stats, a->an.calib != NULL, &syn, a->an.seed,
+    report_unranged(path, r->inputs, stats, a->an.samples && a->an.samples->len, &syn, a->an.seed,
                     cfg ? hg_check_config_path(cfg) : NULL);
     report_derived(path, r->inputs);
     report_unknown_ops(path, r);
@@ -880,7 +918,8 @@ cmd_verify(int argc, char **argv)
     int threads = 0;
     GOptionEntry entries[] = {
         {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
-         "A folder of inputs, laid out as for 'run' (repeat for several samples)", "DIR"},
+         "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
+         "--save-inputs JSON (repeatable)", "DATA"},
         {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
          "Largest relative L2 error an output may have (default 1e-2)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
@@ -895,6 +934,7 @@ cmd_verify(int argc, char **argv)
     g_autoptr(HgModel) orig = NULL;
     g_autoptr(HgModel) conv = NULL;
     g_autoptr(HgVerifyReport) r = NULL;
+    g_autoptr(GPtrArray) samples = NULL;
     g_auto(GStrv) names = NULL;
     g_autofree char *text = NULL;
     HgVerifyOptions vo;
@@ -926,7 +966,19 @@ cmd_verify(int argc, char **argv)
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
-    r = hg_verify(orig, conv, (const char *const *)data, &vo, &error);
+    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    for (guint i = 0; data[i]; i++) {
+        g_autoptr(HgSamples) src = hg_samples_open(data[i], &error);
+        g_autoptr(GPtrArray) part = src ? hg_samples_feeds(src, orig, TRUE, &error) : NULL;
+        if (!part) {
+            fprintf(stderr, "halfguard verify: %s\n", error->message);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+        while (part->len)
+            g_ptr_array_add(samples, g_ptr_array_steal_index(part, 0));
+    }
+    r = hg_verify_samples(orig, conv, samples, &vo, &error);
     if (!r) {
         fprintf(stderr, "halfguard verify: %s\n", error->message);
         rc = EXIT_ERROR;
@@ -963,7 +1015,7 @@ cmd_help(int argc, char **argv)
 }
 
 static const Command commands[] = {
-    {"check", cmd_check, "MODEL... [--input-range NAME=LO:HI]... [--calib DIR]... [--stats FILE]...",
+    {"check", cmd_check, "MODEL... [--input-range NAME=LO:HI]... [--calib DATA]... [--stats FILE]...",
      "Find FP16 hazards statically (and with calibration); exit 1 if any.",
      "Infers shapes and sound value intervals for every tensor from the input ranges, the weights and\n"
      "each op's interval rule, and reports what would go wrong in FP16: overflow, internal-overflow,\n"
@@ -1033,15 +1085,18 @@ static const Command commands[] = {
      "Exit status: 0 on success, 2 on an error (a missing input, or one with the wrong name, element\n"
      "type or shape; an op the interpreter does not implement).\n\n"
      "Example:\n  halfguard run model.onnx --data test_data_set_0 -o out/"},
-    {"calibrate", cmd_calibrate, "MODEL --data DIR [--data DIR...] -o stats.json",
+    {"calibrate", cmd_calibrate, "MODEL --data DATA [--data DATA...] -o stats.json",
      "Record per-tensor value statistics over sample inputs.",
-     "Runs the model on each --data folder and writes, per float tensor: min, max, absmax, the smallest\n"
+     "Runs the model on each sample of each --data (a folder of input_K.pb or NAME.npy, a folder of\n"
+     "such folders, an .npz, or Polygraphy --save-inputs JSON) and writes, per float tensor (and per\n"
+     "integer graph input): min, max, absmax, the smallest\n"
      "nonzero |x|, the counts of inf and NaN values, the element count and the number of samples.\n"
      "The JSON format is documented in the README.\n\n"
      "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json"},
-    {"verify", cmd_verify, "ORIG CONVERTED --data DIR [--data DIR...] [--rtol R] [--format text|json]",
+    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--rtol R] [--format text|json]",
      "Run a model and its converted form on the same data; exit 1 if they disagree.",
-     "Runs both models with the built-in interpreter on each --data folder (laid out as for 'run';\n"
+     "Runs both models with the built-in interpreter on each sample of each --data (a folder laid out\n"
+     "as for 'run', a folder of such folders, an .npz, or Polygraphy --save-inputs JSON;\n"
      "the files must fit ORIG, and CONVERTED's inputs get the same values converted to the element\n"
      "types it declares, so an FP16-input model takes FP32 data). Graph outputs are matched by name.\n"
      "Per output, over all folders: the relative L2 error ||conv - orig|| / ||orig|| (0 when both\n"

@@ -259,6 +259,25 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
 }
 
 HgStats *
+hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && samples != NULL, NULL);
+    HgStats *st = stats_new();
+    g_auto(GStrv) leaves = runnable_leaves(m);
+    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
+    for (guint i = 0; i < samples->len; i++) {
+        const HgSample *smp = samples->pdata[i];
+        g_autoptr(GPtrArray) outs = hg_run(m, smp->feeds, &opts, error);
+        if (!outs) {
+            g_prefix_error(error, "%s: ", smp->label);
+            hg_stats_unref(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+HgStats *
 hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
                            int threads, GError **error)
 {
@@ -421,8 +440,8 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
 /* A Polygraphy-encoded array: {"array": base64 of a .npy file, "polygraphy_class": "ndarray"} (older
  * files mark it with "__polygraphy_encoded_ndarray"), possibly wrapped in a LazyArray {"values": ...}.
  * Returns NULL when node is not one (no error), or NULL with error when it is one but is broken. */
-static HgTensor *
-polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error)
+HgTensor *
+hg_polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error)
 {
     *is_array = FALSE;
     if (!JSON_NODE_HOLDS_OBJECT(node))
@@ -430,7 +449,7 @@ polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **
     JsonObject *o = json_node_get_object(node);
     JsonNode *values = json_object_get_member(o, "values");
     if (values && JSON_NODE_HOLDS_OBJECT(values))
-        return polygraphy_array(values, name, is_array, error);
+        return hg_polygraphy_array(values, name, is_array, error);
     JsonNode *arr = json_object_get_member(o, "array");
     if (!arr || !JSON_NODE_HOLDS_VALUE(arr) || json_node_get_value_type(arr) != G_TYPE_STRING)
         return NULL;
@@ -452,7 +471,7 @@ load_feed_dict(HgStats *st, JsonObject *o, gboolean inputs, GError **error)
     for (GList *l = names; l; l = l->next) {
         gboolean is_array;
         JsonNode *node = json_object_get_member(o, l->data);
-        g_autoptr(HgTensor) t = polygraphy_array(node, l->data, &is_array, error);
+        g_autoptr(HgTensor) t = hg_polygraphy_array(node, l->data, &is_array, error);
         if (is_array && !t)
             return FALSE;
         if (t && (hg_dtype_is_float(t->dtype) || (inputs && numeric(t->dtype))))

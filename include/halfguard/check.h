@@ -87,6 +87,8 @@ HG_API guint hg_stats_size(const HgStats *stats);
 
 /* Run m on every data folder (hg_load_feeds layout) and collect the statistics of its float tensors. */
 HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error);
+/* hg_stats_collect over samples already fitted to m (HgSample*, hg_samples_feeds). */
+HG_API HgStats *hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error);
 /* Read a stats file: halfguard's own (`halfguard calibrate`), or Polygraphy's --save-outputs /
  * --save-inputs JSON (arrays as base64 .npy). */
 HG_API HgStats *hg_stats_load(const char *path, GError **error);
