@@ -134,9 +134,34 @@ only_indexes(const HgValue *v, IndexWalk *w)
     return TRUE;
 }
 
+/* Inputs (by index, a bit each) that give a shape, axes, sizes, counts or positions: their values
+ * decide where values go or how many there are, never what they are. */
+static const struct {
+    const char *op;
+    guint inputs;
+} placing[] = {
+    {"Reshape", 1u << 1}, {"Expand", 1u << 1}, {"Tile", 1u << 1}, {"Slice", 0x1eu}, {"Squeeze", 1u << 1},
+    {"Unsqueeze", 1u << 1}, {"ConstantOfShape", 1u << 0}, {"Pad", (1u << 1) | (1u << 3)}, {"TopK", 1u << 1},
+    {"Resize", 0xeu}, {"Upsample", 1u << 1}, {"OneHot", 1u << 1}, {"Split", 1u << 1}, {"CumSum", 1u << 1},
+    {"Gather", 1u << 1}, {"GatherElements", 1u << 1}, {"GatherND", 1u << 1}, {"ScatterND", 1u << 1},
+    {"ScatterElements", 1u << 1}, {"Trilu", 1u << 1}, {"ReduceSum", 1u << 1}, {"ReduceMean", 1u << 1},
+    {"ReduceMax", 1u << 1}, {"ReduceMin", 1u << 1}, {"ReduceProd", 1u << 1}, {"ReduceL1", 1u << 1},
+    {"ReduceL2", 1u << 1}, {"ReduceSumSquare", 1u << 1}, {"ReduceLogSum", 1u << 1},
+    {"ReduceLogSumExp", 1u << 1},
+};
+
+static gboolean
+places_values(const HgNode *n, guint index)
+{
+    for (guint i = 0; i < G_N_ELEMENTS(placing); i++)
+        if (hg_node_is(n, placing[i].op))
+            return index < 32 && (placing[i].inputs >> index & 1);
+    return FALSE;
+}
+
 /* Do v's values reach float arithmetic: a float output of a node that reads them (a Cast to float,
- * say), through integer math? Shape readers and Gather indices do not count: neither passes values
- * on. */
+ * say), through integer math? Shape readers, Gather indices and other inputs that only place values
+ * (a Reshape's shape, a Slice's starts) do not count: none passes values on. */
 static gboolean
 reaches_float(const HgShapes *shapes, const HgValue *v, GHashTable *seen)
 {
@@ -145,8 +170,7 @@ reaches_float(const HgShapes *shapes, const HgValue *v, GHashTable *seen)
     for (guint u = 0; u < v->uses->len; u++) {
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
-        if (shape_only(n) || ((hg_node_is(n, "Gather") || hg_node_is(n, "GatherElements") ||
-                               hg_node_is(n, "GatherND")) && use->index == 1))
+        if (shape_only(n) || places_values(n, use->index))
             continue;
         for (guint k = 0; k < n->n_outputs; k++) {
             const HgValue *o = n->outputs[k];

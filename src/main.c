@@ -116,27 +116,49 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
 
 /* ---------------------------------------------------------------- ranges and calibration */
 
-/* The options check and convert share: input ranges, calibration and its margin, the threshold, the
- * dims of symbolic inputs. */
+/* The options the commands that analyse a model share (check, convert; calibrate and verify take the
+ * input ones): input ranges, calibration and its margin, the threshold, the dims of symbolic inputs,
+ * synthetic inputs, and the configuration (.halfguard.ini), which all four read alike. */
 typedef struct {
-    char **ranges, **calib, **stats, **shapes;
+    char **ranges, **calib, **stats, **shapes, **dim_max;
     double margin, threshold; /* 0: the configuration's (check), else the default */
     char *accumulate;         /* --accumulate: "targets" (NULL) or "fp16" */
     int accumulate_model;     /* HG_CHECK_ACCUMULATE_*, parsed from accumulate */
     GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
     HgStats *file_stats;      /* --stats files merged, or NULL */
     GPtrArray *samples;       /* --calib, opened (HgSamples*) */
-    int calib_random;         /* --calib-random N; -1 when not given */
+    int calib_random;         /* --calib-random N (calibrate, verify: --random N); -1 when not given */
     gint64 seed;              /* --seed */
+    char *config;             /* --config FILE */
+    gboolean no_config;       /* --no-config */
+    HgCheckConfig *fixed;     /* --config, loaded */
+    GHashTable *found;        /* path of a .halfguard.ini found above a model -> it (NULL: invalid) */
 } Analysis;
 
 /* An Analysis before its options are parsed. */
 #define ANALYSIS_INIT {.calib_random = -1}
 
-#define ANALYSIS_ENTRIES(a)                                                                        \
+/* The inputs: ranges, symbolic dims, and the size synthetic inputs give symbolic dims. */
+#define INPUT_ENTRIES(a)                                                                           \
     {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &(a).ranges,                                \
      "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",      \
      "NAME=LO:HI"},                                                                                \
+    {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
+     "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
+     "NAME:DIMS"},                                                                                 \
+    {"dim-max", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).dim_max,                                     \
+     "Size synthetic inputs give the symbolic dims called NAME (N alone: every other one; default " \
+     "1), e.g. seq_len=512 (repeatable)", "NAME=N"}
+
+/* .halfguard.ini: the nearest one above each model, another, or none. */
+#define CONFIG_ENTRIES(a)                                                                          \
+    {"config", 'c', 0, G_OPTION_ARG_FILENAME, &(a).config,                                         \
+     "Use FILE instead of the nearest .halfguard.ini", "FILE"},                                    \
+    {"no-config", 0, 0, G_OPTION_ARG_NONE, &(a).no_config, "Ignore .halfguard.ini files", NULL}
+
+#define ANALYSIS_ENTRIES(a)                                                                        \
+    INPUT_ENTRIES(a),                                                                              \
+    CONFIG_ENTRIES(a),                                                                             \
     {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).calib,                                       \
      "Run the model on these inputs and decide with what it sees: a folder of input_K.pb or "      \
      "NAME.npy (or of such folders), an .npz, or Polygraphy --save-inputs JSON (repeatable)",      \
@@ -148,9 +170,6 @@ typedef struct {
      "Multiply observed magnitudes by M before deciding (default 2)", "M"},                        \
     {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &(a).threshold,                                       \
      "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},                           \
-    {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
-     "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
-     "NAME:DIMS"},                                                                                 \
     {"accumulate", 0, 0, G_OPTION_ARG_STRING, &(a).accumulate,                                     \
      "Where FP16 nodes keep running sums: targets (FP32, but CumSum; the default: TensorRT, ONNX " \
      "Runtime CUDA, PyTorch) or fp16 (every reduction, for runtimes that do)",                    \
@@ -199,22 +218,132 @@ synthetic_clear(Synthetic *syn)
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Synthetic, synthetic_clear)
 
-/* Statistics for one model with the options co (ranges, shape pins): --stats files (merged once by
- * the caller), --calib runs of this model, and synthetic samples: --calib-random N, or for convert
- * (by_default) DEFAULT samples when an input whose values reach float math has neither a range nor
- * data. convert with --calib-random 0 refuses such an input instead. Returns the table to use
- * (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
+static void
+range_spec_clear(gpointer p)
+{
+    g_free(((HgInputRangeSpec *)p)->name);
+}
+
+/* The configuration that applies to model_path: --config's, none with --no-config, else the nearest
+ * .halfguard.ini at or above its folder (each file loaded once). *cfg is NULL when none applies. FALSE
+ * with the file's error (once; later models it applies to say it was reported). */
 static gboolean
-model_stats(HgModel *m, const Analysis *a, const HgCheckOptions *co, gboolean by_default, HgStats **use,
+config_for(Analysis *a, const char *model_path, const HgCheckConfig **cfg, GError **error)
+{
+    *cfg = a->fixed;
+    if (a->fixed || a->no_config)
+        return TRUE;
+    g_autofree char *cpath = hg_check_config_find(model_path);
+    if (!cpath)
+        return TRUE;
+    if (!a->found)
+        a->found = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)hg_check_config_free);
+    gpointer hit = NULL;
+    if (g_hash_table_lookup_extended(a->found, cpath, NULL, &hit)) {
+        if (!hit)
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)", cpath);
+        *cfg = hit;
+        return hit != NULL;
+    }
+    HgCheckConfig *loaded = hg_check_config_load(cpath, error);
+    g_hash_table_insert(a->found, g_strdup(cpath), loaded);
+    *cfg = loaded;
+    return loaded != NULL;
+}
+
+/* Append to ranges what cfg gives model_path, but for inputs m does not have: a [ranges *] group
+ * names the inputs of many models. (A name nothing matches leaves its input unranged, and the
+ * unranged-input finding names that input, so a typo does not go unseen.) */
+static void
+config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArray *ranges)
+{
+    guint given = ranges->len;
+    hg_check_config_ranges(cfg, model_path, ranges);
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    for (guint i = given; i < ranges->len; i++) {
+        const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
+        gboolean known = strcmp(name, "*") == 0;
+        for (guint k = 0; k < feeds->len && !known; k++)
+            known = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, name) == 0;
+        if (!known)
+            g_array_remove_index(ranges, i--);
+    }
+}
+
+/* What the analysis of one model reads: the command line's options, then its configuration's. */
+typedef struct {
+    const HgCheckConfig *cfg; /* the configuration that applies, or NULL */
+    GArray *ranges;           /* HgInputRangeSpec: the command line's, then the configuration's */
+    char **dim_max;           /* the command line's, else the configuration's */
+    GPtrArray *samples;       /* HgSamples*: --calib's, else the configuration's calib */
+    HgCheckOptions co;        /* over the above (stats NULL) */
+} ModelSetup;
+
+static void
+model_setup_clear(ModelSetup *ms)
+{
+    g_clear_pointer(&ms->ranges, g_array_unref);
+    g_clear_pointer(&ms->dim_max, g_strfreev);
+    g_clear_pointer(&ms->samples, g_ptr_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ModelSetup, model_setup_clear)
+
+/* Fill ms for model m (read from path): options on the command line win over the configuration's.
+ * FALSE with an error: an invalid configuration, or calibration data of the configuration's that
+ * cannot be read. */
+static gboolean
+model_setup(Analysis *a, HgModel *m, const char *path, ModelSetup *ms, GError **error)
+{
+    if (!config_for(a, path, &ms->cfg, error))
+        return FALSE;
+    ms->ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(ms->ranges, range_spec_clear);
+    for (guint i = 0; a->specs && i < a->specs->len; i++) {
+        const HgInputRangeSpec *s = &g_array_index(a->specs, HgInputRangeSpec, i);
+        HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
+        g_array_append_val(ms->ranges, copy);
+    }
+    if (ms->cfg)
+        config_ranges(ms->cfg, path, m, ms->ranges);
+    ms->dim_max = a->dim_max ? g_strdupv(a->dim_max) : ms->cfg ? hg_check_config_dim_max(ms->cfg, path) : NULL;
+    ms->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    g_auto(GStrv) calib = !(a->samples && a->samples->len) && ms->cfg ? hg_check_config_calib(ms->cfg, path) : NULL;
+    for (guint i = 0; calib && calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(calib[i], error);
+        if (!smp) {
+            g_prefix_error(error, "calib of %s: ", hg_check_config_path(ms->cfg));
+            return FALSE;
+        }
+        g_ptr_array_add(ms->samples, smp);
+    }
+    if (!calib)
+        for (guint i = 0; a->samples && i < a->samples->len; i++)
+            g_ptr_array_add(ms->samples, hg_samples_ref(a->samples->pdata[i]));
+    double margin = a->margin > 0 ? a->margin : ms->cfg ? hg_check_config_margin(ms->cfg) : 0;
+    double threshold = a->threshold > 0 ? a->threshold : ms->cfg ? hg_check_config_threshold(ms->cfg) : 0;
+    ms->co = (HgCheckOptions){(HgInputRangeSpec *)(void *)ms->ranges->data, ms->ranges->len, NULL, margin,
+                              threshold, (const char *const *)a->shapes, a->accumulate_model,
+                              (const char *const *)ms->dim_max};
+    return TRUE;
+}
+
+/* Statistics for one model with its setup ms: --stats files (merged once by the caller), runs on
+ * its calibration data, and synthetic samples: --calib-random N, or for convert (by_default)
+ * DEFAULT samples when an input whose values reach float math has neither a range nor data. convert
+ * with --calib-random 0 refuses such an input instead. Returns the table to use (file_stats itself,
+ * a new table in *owned, or NULL), FALSE on error. */
+static gboolean
+model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_default, HgStats **use,
             HgStats **owned, Synthetic *syn, GError **error)
 {
+    const HgCheckOptions *co = &ms->co;
     *owned = NULL;
     *use = a->file_stats;
     memset(syn, 0, sizeof *syn);
-    if (a->samples && a->samples->len) {
+    if (ms->samples->len) {
         g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
-        for (guint i = 0; i < a->samples->len; i++) {
-            g_autoptr(GPtrArray) part = hg_samples_feeds(a->samples->pdata[i], m, TRUE, error);
+        for (guint i = 0; i < ms->samples->len; i++) {
+            g_autoptr(GPtrArray) part = hg_samples_feeds(ms->samples->pdata[i], m, TRUE, error);
             if (!part)
                 return FALSE;
             while (part->len)
@@ -229,7 +358,7 @@ model_stats(HgModel *m, const Analysis *a, const HgCheckOptions *co, gboolean by
     }
     guint n = a->calib_random > 0 ? (guint)a->calib_random : 0;
     if (by_default && a->calib_random <= 0) {
-        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, a->samples && a->samples->len, error);
+        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, ms->samples->len > 0, error);
         if (!bare)
             return FALSE;
         if (bare->len && a->calib_random == 0) {
@@ -340,31 +469,6 @@ report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gbool
     }
 }
 
-static void
-range_spec_clear(gpointer p)
-{
-    g_free(((HgInputRangeSpec *)p)->name);
-}
-
-/* Append to ranges what cfg gives model_path, but for inputs m does not have: a [ranges *] group
- * names the inputs of many models. (A name nothing matches leaves its input unranged, and the
- * unranged-input finding names that input, so a typo does not go unseen.) */
-static void
-config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArray *ranges)
-{
-    guint given = ranges->len;
-    hg_check_config_ranges(cfg, model_path, ranges);
-    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
-    for (guint i = given; i < ranges->len; i++) {
-        const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
-        gboolean known = strcmp(name, "*") == 0;
-        for (guint k = 0; k < feeds->len && !known; k++)
-            known = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, name) == 0;
-        if (!known)
-            g_array_remove_index(ranges, i--);
-    }
-}
-
 /* Parse the shared options after the command's own: the ranges (a mistake is a usage error with the
  * command's hint) and the --stats files merged. FALSE after printing the problem. */
 static gboolean
@@ -376,7 +480,12 @@ analysis_prepare(Analysis *a, const Command *cmd)
     const char *usage =
         a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
     if (!usage && a->calib_random < -1)
-        usage = "--calib-random takes a count, 0 or more";
+        usage = "--calib-random and --random take a count, 0 or more";
+    if (!usage && a->config && a->no_config)
+        usage = "give --config or --no-config, not both";
+    for (guint i = 0; !usage && a->dim_max && a->dim_max[i]; i++)
+        if (!hg_dim_max_parse(a->dim_max[i], NULL, NULL, &error))
+            usage = error->message;
     if (!usage && a->accumulate && strcmp(a->accumulate, "targets") != 0 && strcmp(a->accumulate, "fp16") != 0)
         usage = "--accumulate must be targets or fp16";
     a->accumulate_model = a->accumulate && strcmp(a->accumulate, "fp16") == 0 ? HG_CHECK_ACCUMULATE_FP16
@@ -390,6 +499,10 @@ analysis_prepare(Analysis *a, const Command *cmd)
     }
     if (usage) {
         fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, usage, cmd->name);
+        return FALSE;
+    }
+    if (a->config && !(a->fixed = hg_check_config_load(a->config, &error))) {
+        report_error(NULL, error);
         return FALSE;
     }
     /* The calibration files are read (and a malformed one refused) before any model is. */
@@ -425,7 +538,11 @@ analysis_clear(Analysis *a)
     g_strfreev(a->calib);
     g_strfreev(a->stats);
     g_strfreev(a->shapes);
+    g_strfreev(a->dim_max);
     g_free(a->accumulate);
+    g_free(a->config);
+    g_clear_pointer(&a->fixed, hg_check_config_free);
+    g_clear_pointer(&a->found, g_hash_table_unref);
     g_clear_pointer(&a->specs, g_array_unref);
     g_clear_pointer(&a->samples, g_ptr_array_unref);
     g_clear_pointer(&a->file_stats, hg_stats_unref);
@@ -513,13 +630,14 @@ cmd_convert(int argc, char **argv)
         HgStats *use = NULL;
         g_autoptr(HgStats) owned = NULL;
         g_auto(Synthetic) syn = {0};
-        HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, NULL, an.margin,
-                             an.threshold, (const char *const *)an.shapes, an.accumulate_model};
-        if (!m || !model_stats(m, &an, &co, TRUE, &use, &owned, &syn, &error)) {
+        g_auto(ModelSetup) ms = {0};
+        if (!m || !model_setup(&an, m, in, &ms, &error) ||
+            !model_stats(m, &an, &ms, TRUE, &use, &owned, &syn, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
             continue;
         }
+        HgCheckOptions co = ms.co;
         co.stats = use;
         report_warnings(in, m);
         g_autoptr(HgConvertOptions) o = hg_convert_options_new();
@@ -543,7 +661,8 @@ cmd_convert(int argc, char **argv)
             continue;
         }
         report_derived(in, result->inputs);
-        report_unranged(in, result->inputs, use, an.samples && an.samples->len, &syn, an.seed, NULL);
+        report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, an.seed,
+                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
         g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
         fprintf(info, "%s -> %s: %s\n", in, out, summary);
@@ -687,18 +806,79 @@ out:
 
 /* ---------------------------------------------------------------- calibrate */
 
+/* Samples of m drawn by hg_synth_feeds with co: n of them, seeds seed, seed + 1, ... (HgSample*,
+ * labelled "synthetic K (seed S)"), appended to out. */
+static gboolean
+synthetic_samples(HgModel *m, const HgCheckOptions *co, guint n, gint64 seed, GPtrArray *out, GError **error)
+{
+    for (guint k = 0; k < n; k++) {
+        GPtrArray *feeds = hg_synth_feeds(m, co, (guint64)seed + k, error);
+        if (!feeds)
+            return FALSE;
+        HgSample *smp = g_new0(HgSample, 1);
+        smp->label = g_strdup_printf("synthetic %u (seed %" G_GINT64_FORMAT ")", k, seed + (gint64)k);
+        smp->feeds = feeds;
+        g_ptr_array_add(out, smp);
+    }
+    return TRUE;
+}
+
+/* Every sample of sources fitted to m, appended to out (HgSample*). */
+static gboolean
+source_samples(HgModel *m, const GPtrArray *sources, GPtrArray *out, GError **error)
+{
+    for (guint i = 0; i < sources->len; i++) {
+        g_autoptr(GPtrArray) part = hg_samples_feeds(sources->pdata[i], m, TRUE, error);
+        if (!part)
+            return FALSE;
+        while (part->len)
+            g_ptr_array_add(out, g_ptr_array_steal_index(part, 0));
+    }
+    return TRUE;
+}
+
+/* Write samples as input sets dir/K/input_J.pb (K from 0, J in feed order). */
+static gboolean
+write_sets(const GPtrArray *samples, const char *dir, GError **error)
+{
+    for (guint k = 0; k < samples->len; k++) {
+        const HgSample *smp = samples->pdata[k];
+        g_autofree char *sub = g_strdup_printf("%s/%u", dir, k);
+        if (g_mkdir_with_parents(sub, 0755) != 0) {
+            int e = errno;
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", sub, g_strerror(e));
+            return FALSE;
+        }
+        for (guint j = 0; j < smp->feeds->len; j++) {
+            g_autofree char *path = g_strdup_printf("%s/input_%u.pb", sub, j);
+            if (!hg_tensor_save_pb_file(smp->feeds->pdata[j], path, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static int
 cmd_calibrate(int argc, char **argv)
 {
     const Command *cmd = find_command("calibrate");
-    char **data = NULL, *output = NULL;
+    char *output = NULL, *output_dir = NULL;
     int threads = 0;
+    Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
-        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &a.calib,
          "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
          "--save-inputs JSON (repeatable)", "DATA"},
+        {"random", 0, 0, G_OPTION_ARG_INT, &a.calib_random,
+         "Draw N synthetic input sets in the input ranges (a float input without one: uniform in "
+         "[-64, 64])", "N"},
+        {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "The statistics file (JSON; - for standard output)", "FILE"},
+        {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
+         "Write the input sets to DIR/K/input_J.pb, to inspect, edit and reuse with --calib DIR", "DIR"},
+        INPUT_ENTRIES(a),
+        CONFIG_ENTRIES(a),
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
         {NULL},
     };
@@ -706,43 +886,79 @@ cmd_calibrate(int argc, char **argv)
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = NULL;
     g_autoptr(GPtrArray) samples = NULL;
+    g_autoptr(GPtrArray) drawn = NULL;
     g_autoptr(HgStats) st = NULL;
+    g_auto(ModelSetup) ms = {0};
+    const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
-    if (argc != 2 || !data || !output || threads < 0) {
-        fprintf(stderr, "halfguard calibrate: %s\nTry 'halfguard help calibrate'.\n",
-                argc != 2 ? "give one model" : threads < 0 ? "--threads must be positive"
-                                                           : "give --data DIR (one or more) and -o FILE");
+    usage = argc != 2                  ? "give one model"
+            : threads < 0              ? "--threads must be positive"
+            : !output && !output_dir   ? "say what to write: -o stats.json and/or -O DIR"
+                                       : NULL;
+    if (usage) {
+        fprintf(stderr, "halfguard calibrate: %s\nTry 'halfguard help calibrate'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!analysis_prepare(&a, cmd)) {
         rc = EXIT_ERROR;
         goto out;
     }
     m = hg_model_load(argv[1], &error);
-    if (!m) {
+    if (!m || !model_setup(&a, m, argv[1], &ms, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;
         goto out;
     }
     report_warnings(argv[1], m);
+    if (!ms.samples->len && a.calib_random <= 0) {
+        fprintf(stderr, "halfguard calibrate: give --data DATA or --random N (or calib = DATA in a [model] "
+                        "group of .halfguard.ini)\nTry 'halfguard help calibrate'.\n");
+        rc = EXIT_ERROR;
+        goto out;
+    }
     samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
-    for (guint i = 0; data[i]; i++) {
-        g_autoptr(HgSamples) src = hg_samples_open(data[i], &error);
-        g_autoptr(GPtrArray) part = src ? hg_samples_feeds(src, m, TRUE, &error) : NULL;
-        if (!part) {
+    drawn = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    if (!source_samples(m, ms.samples, samples, &error) ||
+        !synthetic_samples(m, &ms.co, a.calib_random > 0 ? (guint)a.calib_random : 0, a.seed, drawn, &error)) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (drawn->len) {
+        g_autoptr(GPtrArray) inputs = hg_check_inputs(m, &ms.co, NULL);
+        Synthetic syn = {drawn->len, FALSE, NULL};
+        report_unranged(argv[1], inputs, NULL, samples->len > 0, &syn, a.seed,
+                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    }
+    if (output) {
+        /* Synthetic statistics count as such (hg_stats_collect_synthetic draws what synthetic_samples
+         * drew: the same seeds). */
+        st = samples->len ? hg_stats_collect_samples(m, samples, threads, &error) : hg_stats_new();
+        g_autoptr(HgStats) syn_st =
+            st && drawn->len ? hg_stats_collect_synthetic(m, &ms.co, drawn->len, (guint64)a.seed, threads, &error)
+                             : NULL;
+        if (syn_st)
+            hg_stats_merge(st, syn_st);
+        if (!st || (drawn->len && !syn_st) || !hg_stats_save(st, output, &error)) {
             report_error(argv[1], error);
             rc = EXIT_ERROR;
             goto out;
         }
-        while (part->len)
-            g_ptr_array_add(samples, g_ptr_array_steal_index(part, 0));
     }
-    st = hg_stats_collect_samples(m, samples, threads, &error);
-    if (!st || !hg_stats_save(st, output, &error)) {
-        report_error(argv[1], error);
-        rc = EXIT_ERROR;
+    if (output_dir) {
+        while (drawn->len)
+            g_ptr_array_add(samples, g_ptr_array_steal_index(drawn, 0));
+        if (!write_sets(samples, output_dir, &error)) {
+            report_error(NULL, error);
+            rc = EXIT_ERROR;
+        }
     }
 out:
-    g_strfreev(data);
+    analysis_clear(&a);
     g_free(output);
+    g_free(output_dir);
     return rc;
 }
 
@@ -750,13 +966,12 @@ out:
 
 typedef struct {
     Analysis an;
-    HgCheckConfig *config;    /* --config, or NULL to search per model */
-    gboolean no_config, strict_lfs, show_fixed;
+    gboolean strict_lfs, show_fixed;
 } CheckArgs;
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
 static HgCheckResult *
-check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *configs, char **message)
+check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
 {
     g_autoptr(GError) error = NULL;
     f->file = path;
@@ -767,37 +982,17 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         fprintf(stderr, "%s: note: %s\n", path, *message);
         return NULL;
     }
-    HgCheckConfig *cfg = a->config;
-    if (m && !cfg && !a->no_config) {
-        g_autofree char *cpath = hg_check_config_find(path);
-        if (cpath && !g_hash_table_lookup_extended(configs, cpath, NULL, (gpointer *)&cfg)) {
-            cfg = hg_check_config_load(cpath, &error);
-            g_hash_table_insert(configs, g_strdup(cpath), cfg);
-        }
-        if (cpath && !cfg && !error)
-            g_set_error(&error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)",
-                        cpath);
-    }
     HgCheckResult *r = NULL;
     HgStats *stats = NULL;
     g_autoptr(HgStats) calib = NULL;
     g_auto(Synthetic) syn = {0};
-    if (m && !error) {
+    g_auto(ModelSetup) ms = {0};
+    const HgCheckConfig *cfg = NULL;
+    if (m && model_setup(&a->an, m, path, &ms, &error)) {
+        cfg = ms.cfg;
         report_warnings(path, m);
-        g_autoptr(GArray) ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
-        g_array_set_clear_func(ranges, range_spec_clear);
-        for (guint i = 0; i < a->an.specs->len; i++) {
-            const HgInputRangeSpec *s = &g_array_index(a->an.specs, HgInputRangeSpec, i);
-            HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
-            g_array_append_val(ranges, copy);
-        }
-        if (cfg)
-            config_ranges(cfg, path, m, ranges);
-        double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
-        double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
-        HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, NULL, margin, threshold,
-                            (const char *const *)a->an.shapes, a->an.accumulate_model};
-        if (model_stats(m, &a->an, &o, FALSE, &stats, &calib, &syn, &error)) {
+        HgCheckOptions o = ms.co;
+        if (model_stats(m, &a->an, &ms, FALSE, &stats, &calib, &syn, &error)) {
             o.stats = stats;
             r = hg_check(m, &o, &error);
             if (r && !hg_check_mark_fixed(m, &o, r, &error))
@@ -814,7 +1009,7 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
     }
     f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
     f->result = r;
-    report_unranged(path, r->inputs, stats, a->an.samples && a->an.samples->len, &syn, a->an.seed,
+    report_unranged(path, r->inputs, stats, ms.samples->len > 0, &syn, a->an.seed,
                     cfg ? hg_check_config_path(cfg) : NULL);
     report_derived(path, r->inputs);
     report_unknown_ops(path, r);
@@ -826,16 +1021,13 @@ static int
 cmd_check(int argc, char **argv)
 {
     const Command *cmd = find_command("check");
-    char *format = NULL, *config = NULL;
+    char *format = NULL;
     gboolean show_suppressed = FALSE;
-    CheckArgs a = {ANALYSIS_INIT, NULL, FALSE, FALSE, FALSE};
+    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
          "FORMAT"},
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
-         "Use FILE instead of the nearest .halfguard.ini", "FILE"},
-        {"no-config", 0, 0, G_OPTION_ARG_NONE, &a.no_config, "Ignore .halfguard.ini files", NULL},
         {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &a.strict_lfs,
          "A Git LFS pointer is an error, not a skipped file", NULL},
         {"show-suppressed", 0, 0, G_OPTION_ARG_NONE, &show_suppressed,
@@ -845,9 +1037,6 @@ cmd_check(int argc, char **argv)
         {NULL},
     };
     int rc = EXIT_OK;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GHashTable) configs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                                          (GDestroyNotify)hg_check_config_free);
     g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
     g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_free);
     g_autofree HgCheckFile *files = NULL;
@@ -858,8 +1047,7 @@ cmd_check(int argc, char **argv)
     usage = argc < 2 ? "no input model"
                         : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
                             ? "--format must be text, json or sarif"
-                        : config && a.no_config ? "give --config or --no-config, not both"
-                                                : NULL;
+                            : NULL;
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
@@ -869,15 +1057,10 @@ cmd_check(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    if (config && !(a.config = hg_check_config_load(config, &error))) {
-        report_error(NULL, error);
-        rc = EXIT_ERROR;
-        goto out;
-    }
     files = g_new0(HgCheckFile, argc);
     for (int i = 1; i < argc; i++) {
         char *msg = NULL;
-        HgCheckResult *r = check_one(&a, argv[i], &files[i - 1], configs, &msg);
+        HgCheckResult *r = check_one(&a, argv[i], &files[i - 1], &msg);
         if (r)
             g_ptr_array_add(results, r);
         if (msg)
@@ -902,8 +1085,6 @@ cmd_check(int argc, char **argv)
 out:
     analysis_clear(&a.an);
     g_free(format);
-    g_free(config);
-    hg_check_config_free(a.config);
     return rc;
 }
 
@@ -913,13 +1094,20 @@ static int
 cmd_verify(int argc, char **argv)
 {
     const Command *cmd = find_command("verify");
-    char **data = NULL, *format = NULL, *outputs = NULL;
+    char *format = NULL, *outputs = NULL;
     double rtol = HG_VERIFY_DEFAULT_RTOL;
     int threads = 0;
+    Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
-        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &a.calib,
          "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
          "--save-inputs JSON (repeatable)", "DATA"},
+        {"random", 0, 0, G_OPTION_ARG_INT, &a.calib_random,
+         "Also compare on N synthetic input sets drawn in the input ranges (a float input without one: "
+         "uniform in [-64, 64])", "N"},
+        {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
+        INPUT_ENTRIES(a),
+        CONFIG_ENTRIES(a),
         {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
          "Largest relative L2 error an output may have (default 1e-2)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
@@ -936,19 +1124,23 @@ cmd_verify(int argc, char **argv)
     g_autoptr(HgVerifyReport) r = NULL;
     g_autoptr(GPtrArray) samples = NULL;
     g_auto(GStrv) names = NULL;
+    g_auto(ModelSetup) ms = {0};
     g_autofree char *text = NULL;
     HgVerifyOptions vo;
     const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     usage = argc != 3                                          ? "give two models: ORIG CONVERTED"
-            : !data                                            ? "give --data DIR (one or more)"
             : !(rtol >= 0)                                     ? "--rtol must be a number >= 0"
             : threads < 0                                      ? "--threads must be positive"
             : format && strcmp(format, "text") && strcmp(format, "json") ? "--format must be text or json"
                                                                : NULL;
     if (usage) {
         fprintf(stderr, "halfguard verify: %s\nTry 'halfguard help verify'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!analysis_prepare(&a, cmd)) {
         rc = EXIT_ERROR;
         goto out;
     }
@@ -962,22 +1154,34 @@ cmd_verify(int argc, char **argv)
         report_warnings(argv[i], m);
         *(i == 1 ? &orig : &conv) = m;
     }
+    /* The data: --data, else the configuration's calib for ORIG; and --random N sets. */
+    if (!model_setup(&a, orig, argv[1], &ms, &error)) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!ms.samples->len && a.calib_random <= 0) {
+        fprintf(stderr, "halfguard verify: give --data DATA (one or more) or --random N (or calib = DATA in a "
+                        "[model] group of .halfguard.ini)\nTry 'halfguard help verify'.\n");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    if (!source_samples(orig, ms.samples, samples, &error) ||
+        !synthetic_samples(orig, &ms.co, a.calib_random > 0 ? (guint)a.calib_random : 0, a.seed, samples, &error)) {
+        fprintf(stderr, "halfguard verify: %s\n", error->message);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (a.calib_random > 0) {
+        g_autoptr(GPtrArray) inputs = hg_check_inputs(orig, &ms.co, NULL);
+        Synthetic syn = {(guint)a.calib_random, FALSE, NULL};
+        report_unranged(argv[1], inputs, NULL, FALSE, &syn, a.seed, ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    }
     vo.rtol = rtol;
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
-    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
-    for (guint i = 0; data[i]; i++) {
-        g_autoptr(HgSamples) src = hg_samples_open(data[i], &error);
-        g_autoptr(GPtrArray) part = src ? hg_samples_feeds(src, orig, TRUE, &error) : NULL;
-        if (!part) {
-            fprintf(stderr, "halfguard verify: %s\n", error->message);
-            rc = EXIT_ERROR;
-            goto out;
-        }
-        while (part->len)
-            g_ptr_array_add(samples, g_ptr_array_steal_index(part, 0));
-    }
     r = hg_verify_samples(orig, conv, samples, &vo, &error);
     if (!r) {
         fprintf(stderr, "halfguard verify: %s\n", error->message);
@@ -988,7 +1192,7 @@ cmd_verify(int argc, char **argv)
     fputs(text, stdout);
     rc = r->pass ? EXIT_OK : EXIT_FINDINGS;
 out:
-    g_strfreev(data);
+    analysis_clear(&a);
     g_free(format);
     g_free(outputs);
     return rc;
@@ -1035,7 +1239,9 @@ static const Command commands[] = {
      "in FP16: CumSum on TensorRT, ONNX Runtime CUDA and PyTorch (--accumulate targets, the\n"
      "default), every reduction, pool and norm with --accumulate fp16.\n\n"
      "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"
-     "margin, [ranges GLOB] input ranges, [suppress NAME] node/kind/model/reason); see the README.\n"
+     "margin, [ranges GLOB] input ranges, [model GLOB] calib and dim-max, [suppress NAME]\n"
+     "node/kind/model/reason), read alike by check, convert, calibrate and verify; see the README. An\n"
+     "unknown group or key is an error naming the file and line.\n"
      "Git LFS pointers are skipped with a note (--strict-lfs: an error).\n\n"
      "Output: text (compiler-style lines on stdout, notes on stderr), json or sarif (SARIF 2.1.0).\n"
      "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
@@ -1067,6 +1273,8 @@ static const Command commands[] = {
      "and what fixes it; --calib-random 0 refuses such a model instead. The summary line gives the\n"
      "LayerNorms fused, the FP32 islands, the Casts, the FP16 share of MACs and weight bytes, and how\n"
      "many decisions rest on synthetic data.\n\n"
+     "It reads .halfguard.ini exactly as check does ([check], [ranges], [model] calib and dim-max;\n"
+     "--config FILE, --no-config); options on the command line win.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
@@ -1085,14 +1293,19 @@ static const Command commands[] = {
      "Exit status: 0 on success, 2 on an error (a missing input, or one with the wrong name, element\n"
      "type or shape; an op the interpreter does not implement).\n\n"
      "Example:\n  halfguard run model.onnx --data test_data_set_0 -o out/"},
-    {"calibrate", cmd_calibrate, "MODEL --data DATA [--data DATA...] -o stats.json",
-     "Record per-tensor value statistics over sample inputs.",
+    {"calibrate", cmd_calibrate, "MODEL (--data DATA... | --random N) (-o stats.json | -O DIR)",
+     "Record per-tensor value statistics over sample inputs; draw synthetic input sets.",
      "Runs the model on each sample of each --data (a folder of input_K.pb or NAME.npy, a folder of\n"
      "such folders, an .npz, or Polygraphy --save-inputs JSON) and writes, per float tensor (and per\n"
      "integer graph input): min, max, absmax, the smallest\n"
      "nonzero |x|, the counts of inf and NaN values, the element count and the number of samples.\n"
-     "The JSON format is documented in the README.\n\n"
-     "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json"},
+     "The JSON format is documented in the README. --random N draws N synthetic input sets (seeded:\n"
+     "--seed) inside the input ranges (-r, .halfguard.ini, derived; a float input without one uniform in\n"
+     "[-64, 64], an integer one 0 or 1), counted as synthetic in the statistics; -O DIR writes the\n"
+     "sets used as DIR/K/input_J.pb to inspect, edit and give back with --calib DIR. Without --data or\n"
+     "--random, the calib of the model's [model] group in .halfguard.ini is the data.\n\n"
+     "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json\n"
+     "  halfguard calibrate model.onnx --random 8 -O calib/"},
     {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--rtol R] [--format text|json]",
      "Run a model and its converted form on the same data; exit 1 if they disagree.",
      "Runs both models with the built-in interpreter on each sample of each --data (a folder laid out\n"
@@ -1104,6 +1317,8 @@ static const Command commands[] = {
      "in both models, and the count of inf/NaN values in CONVERTED (and in ORIG, when it has some).\n"
      "It names the first tensor, in CONVERTED's execution order, that holds inf or NaN where ORIG's\n"
      "tensor of the same name is finite, and the node that produced it.\n\n"
+     "--random N adds N synthetic input sets drawn in the input ranges (-r, .halfguard.ini, derived).\n"
+     "Without --data, the calib of ORIG's [model] group in .halfguard.ini is the data.\n\n"
      "Output: text, or json (fields in the README).\n"
      "Exit status: 0 every output finite and within --rtol; 1 an output non-finite where ORIG's is\n"
      "finite, or over --rtol; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"

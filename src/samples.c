@@ -17,6 +17,7 @@
 typedef enum { SRC_FOLDER, SRC_FOLDERS, SRC_ARRAYS } SourceKind;
 
 struct HgSamples {
+    gint refcount;
     char *path;
     SourceKind kind;
     GPtrArray *folders;  /* SRC_FOLDERS: char* paths, in name order */
@@ -37,10 +38,18 @@ hg_sample_free(HgSample *s)
     g_free(s);
 }
 
+HgSamples *
+hg_samples_ref(HgSamples *s)
+{
+    g_return_val_if_fail(s != NULL, NULL);
+    g_atomic_int_inc(&s->refcount);
+    return s;
+}
+
 void
 hg_samples_free(HgSamples *s)
 {
-    if (!s)
+    if (!s || !g_atomic_int_dec_and_test(&s->refcount))
         return;
     g_free(s->path);
     if (s->folders)
@@ -197,6 +206,7 @@ hg_samples_open(const char *path, GError **error)
 {
     g_return_val_if_fail(path != NULL, NULL);
     g_autoptr(HgSamples) s = g_new0(HgSamples, 1);
+    s->refcount = 1;
     s->path = g_strdup(path);
     if (g_file_test(path, G_FILE_TEST_IS_DIR))
         return open_folder(s, error) ? g_steal_pointer(&s) : NULL;

@@ -3,7 +3,7 @@
  * statistics gathered without calibration data.
  *
  * Each feed gets its declared element type and shape; a dim the model leaves symbolic takes the
- * --shapes pin, else 1. The ranges are the caller's, else those the model implies (src/derive.c: token
+ * --shapes pin, else its dim-max (by the dim's name, else the "*" one), else 1. The ranges are the caller's, else those the model implies (src/derive.c: token
  * ids index their table). Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
  * every machine):
  *   - a float input with a range: uniform in [lo, hi] (an infinite end is clipped to +-1e4);
@@ -23,6 +23,25 @@
 #include "derive.h"
 #include "shapes.h"
 
+/* The size dim-max gives a symbolic dim called param (NULL: unnamed): its NAME=N, else the N for
+ * every dim, else 1. */
+static gint64
+dim_max_of(const char *const *specs, const char *param)
+{
+    gint64 any = 1;
+    for (guint i = 0; specs && specs[i]; i++) {
+        g_autofree char *name = NULL;
+        gint64 v;
+        if (!hg_dim_max_parse(specs[i], &name, &v, NULL))
+            continue;
+        if (param && strcmp(name, param) == 0)
+            return v;
+        if (strcmp(name, "*") == 0)
+            any = v;
+    }
+    return any;
+}
+
 static double
 clip_end(double x)
 {
@@ -31,8 +50,8 @@ clip_end(double x)
 
 /* One feed: decl's type, dims from the declaration or the pins (else 1), values drawn from rng. */
 static HgTensor *
-synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgInputInfo *info,
-          GRand *rng, GError **error)
+synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const char *const *dim_max,
+          const HgInputInfo *info, GRand *rng, GError **error)
 {
     const HgType *ty = d->type;
     const char *name = d->value->name;
@@ -54,7 +73,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgIn
     gint64 dims[HG_MAX_RANK];
     for (guint k = 0; k < ty->shape->rank; k++) {
         const HgDim *dm = &ty->shape->dims[k];
-        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : 1;
+        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : dim_max_of(dim_max, dm->param);
     }
     int dtype = ty->elem_type;
     int gen = hg_dtype_is_float(dtype) ? HG_DTYPE_FLOAT : dtype;
@@ -146,7 +165,7 @@ hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **er
         guint32 key[3] = {(guint32)seed, (guint32)(seed >> 32), i};
         g_autoptr(GRand) rng = g_rand_new_with_seed_array(key, 3);
         HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len,
-                                infos->pdata[i], rng, error);
+                                opts ? opts->dim_max : NULL, infos->pdata[i], rng, error);
         if (!t)
             g_clear_pointer(&feeds, g_ptr_array_unref);
         else

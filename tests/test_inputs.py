@@ -17,6 +17,9 @@ says and does about an input it has no range for.
   and no data of the caller's, at "input 'x'" (text), as a SARIF warning on a parameter, suppressible
   with a reason like any other; with --calib-random it shows what was drawn, marked synthetic; data
   for the input (--calib) ends it.
+- calibrate --random N -O DIR writes the sets (DIR/K/input_J.pb) for users to inspect and reuse:
+  ids inside their derived range, floats in [-64, 64], the same bytes for the same seed; --calib DIR
+  reads them back as N samples; calibrate -o counts them as synthetic in the statistics.
 - The corpus's BERT and GPT-2 with no flags: ids derived, the conversion labelled, verify passes.
 
 Usage: test_inputs.py HALFGUARD
@@ -68,7 +71,7 @@ def i64(name, values):
     return numpy_helper.from_array(np.array(values, np.int64), name)
 
 
-def derive_model(path):
+def derive_model(path, with_shape=True):
     """ids: Gather(table 30x4) and, through Cast(int32) and Unsqueeze, Gather(12x3 table... along axis
     -1 of a 3x12 table), plus a Shape reader: derived [0, 11]. flag (bool): Where. gate (float):
     Sigmoid only: unneeded. logit (float): Softmax: none. tok (int64): Cast to float: none, reaches
@@ -91,6 +94,10 @@ def derive_model(path):
               vi("tok", (2, 2), I64), vi("shp", (2,), I64), vi("lens", (5,), I64)]
     outputs = [vi("w", (2, 3, 4)), vi("c", None), vi("g", (2, 2)), vi("p", (2, 2)), vi("tokf", (2, 2)),
                vi("r", None), vi("ids_shape", (2,), I64), vi("lens_shape", (1,), I64)]
+    if not with_shape:  # no Reshape by an input's values: synthetic inputs cannot draw a valid shape
+        nodes = [n for n in nodes if n.name != "reshape"]
+        inputs = [i for i in inputs if i.name != "shp"]
+        outputs = [o for o in outputs if o.name != "r"]
     return save_model(path, nodes, inputs, outputs, [table("emb", (30, 4)), table("cols", (3, 12)), i64("ax0", [0])])
 
 
@@ -120,6 +127,9 @@ def test_derived(tmp):
           and inputs.get("gate", {}).get("dtype") == "float", inputs)
     check("derived:unranged-list", set(doc["models"][0]["unranged_inputs"]) == {"logit", "tok", "shp"},
           doc["models"][0]["unranged_inputs"])
+    # Only inputs whose values reach float math are findings: not shp, a Reshape's shape.
+    check("derived:findings", sorted(h["node"] for h in doc["models"][0]["hazards"] if h["kind"] == "unranged-input")
+          == ["logit", "tok"], doc["models"][0]["hazards"])
     check("derived:note", "input 'ids' (int64): range [0, 11] derived: it only indexes 2 Gathers" in se
           and "input 'gate' (float) needs no range" in se, se)
     # The derived range is the analysis's: the embedding lookup is bounded by its table, no note of a
@@ -254,6 +264,44 @@ def test_unranged(tmp):
     os.unlink(os.path.join(tmp, ".halfguard.ini"))
 
 
+def test_calibrate_random(tmp):
+    m = derive_model(os.path.join(tmp, "derive.onnx"), with_shape=False)
+    sets = os.path.join(tmp, "sets")
+    rc, so, se = run("calibrate", m, "--random", "3", "-O", sets, "--no-config")
+    if not check("random:writes", rc == 0 and sorted(os.listdir(sets)) == ["0", "1", "2"], show(rc, so, se)):
+        return
+    ids = np.concatenate([hgtest.read_pb(os.path.join(sets, k, "input_0.pb")).ravel() for k in "012"])
+    logit = np.concatenate([hgtest.read_pb(os.path.join(sets, k, "input_3.pb")).ravel() for k in "012"])
+    flag = hgtest.read_pb(os.path.join(sets, "0", "input_1.pb"))
+    check("random:ids-in-derived-range", ids.dtype == np.int64 and ids.min() >= 0 and ids.max() <= 11
+          and len(set(ids.tolist())) > 1, ids)
+    check("random:floats-in-default", logit.dtype == np.float32 and -64 <= logit.min() < -16 and 16 < logit.max() <= 64,
+          logit)
+    check("random:bool", flag.dtype == np.bool_ and flag.any() and not flag.all(), flag)
+    check("random:warning", "input 'logit' (float) has no range and no data: assumed uniform in [-64, 64] "
+          "(3 synthetic samples, seed 0)" in se and "input 'tok' (int64) has no range and no data: assumed 0 or 1" in se,
+          se)
+    again = os.path.join(tmp, "again")
+    rc, so, se = run("calibrate", m, "--random", "3", "-O", again, "--no-config")
+    check("random:deterministic", rc == 0 and all(read(os.path.join(sets, k, f)) == read(os.path.join(again, k, f))
+                                                  for k in "012" for f in os.listdir(os.path.join(sets, k))), se)
+    seeded = os.path.join(tmp, "seeded")
+    rc, so, se = run("calibrate", m, "--random", "1", "-O", seeded, "--seed", "5", "--no-config")
+    check("random:seed", rc == 0 and read(os.path.join(seeded, "0", "input_3.pb")) != read(os.path.join(sets, "0", "input_3.pb")), se)
+    # Reused with --calib DIR (a folder of sample folders), they are real data to check: no finding.
+    st1, st2 = os.path.join(tmp, "reused.json"), os.path.join(tmp, "synthetic.json")
+    rc1, _, se1 = run("calibrate", m, "--data", sets, "-o", st1, "--no-config")
+    rc2, _, se2 = run("calibrate", m, "--random", "3", "-o", st2, "--no-config")
+    a, b = (json.load(open(p))["tensors"] for p in (st1, st2)) if rc1 == 0 and rc2 == 0 else ({}, {})
+    check("random:stats-synthetic", b.get("g", {}).get("synthetic") == 3 and "synthetic" not in a.get("g", {})
+          and a.get("g", {}).get("max") == b.get("g", {}).get("max"), (se1, se2, a.get("g"), b.get("g")))
+    rc, doc, se = check_json("random-reused", m, "--no-config", "--calib", sets)
+    check("random:reused-covers-inputs", doc and not any(h["kind"] == "unranged-input" for h in doc["models"][0]["hazards"]),
+          doc)
+    rc, so, se = run("calibrate", m, "--no-config", "-o", st1)
+    check("random:needs-data", rc == 2 and "--random" in se, show(rc, so, se))
+
+
 def test_corpus(tmp):
     """BERT and GPT-2 converted with no flags: ids derived, the conversion labelled, verify passes on
     realistic inputs (tests/ortlib.py's seeded feeds)."""
@@ -281,7 +329,7 @@ def test_corpus(tmp):
 
 
 def main():
-    hgtest.temp_folders(check, "hg-inputs-", [test_derived, test_synthetic, test_unranged, test_corpus])
+    hgtest.temp_folders(check, "hg-inputs-", [test_derived, test_synthetic, test_unranged, test_calibrate_random, test_corpus])
     sys.exit(check.finish())
 
 

@@ -154,6 +154,9 @@ struct HgCheckOptions {
      * ONNX Runtime CUDA and PyTorch do; HG_CHECK_ACCUMULATE_FP16 says every accumulating op (reductions,
      * matrix products, pools, norms) sums in FP16, for runtimes that really do. */
     int accumulate;
+    /* The size synthetic inputs give a symbolic dim that --shapes does not pin: "NAME=N" for the dims
+     * called NAME, "N" (or "*=N") for the others (NULL-terminated, may be NULL: 1). */
+    const char *const *dim_max;
 };
 
 #define HG_CHECK_ACCUMULATE_TARGETS 0
@@ -212,13 +215,15 @@ HG_API gboolean hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCh
                                     GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)
 
-/* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it): check's threshold
- * and margin, input ranges per model glob, and suppressions by node-name glob and kind, each with a
- * reason. Globs are matched against the model's path relative to the file's folder. */
+/* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it), read alike by
+ * check, convert, calibrate and verify: the threshold and margin, input ranges per model glob,
+ * calibration data and dim-max per model glob, and suppressions by node-name glob and kind, each
+ * with a reason. Globs are matched against the model's path relative to the file's folder. */
 typedef struct HgCheckConfig HgCheckConfig;
 
-/* Load path; NULL with HG_ERROR_USAGE naming the file and line of a mistake (a suppression without a
- * reason, an unknown kind, a bad range or number). */
+/* Load path; NULL with HG_ERROR_USAGE naming the file and line of a mistake ("FILE:LINE: [GROUP]:
+ * ...": an unknown group or key, a suppression without a reason, an unknown kind, a bad range, number
+ * or dim-max). */
 HG_API HgCheckConfig *hg_check_config_load(const char *path, GError **error);
 /* The nearest .halfguard.ini at or above the folder of model_path, or NULL (no error) when none. */
 HG_API char *hg_check_config_find(const char *model_path);
@@ -231,6 +236,15 @@ HG_API double hg_check_config_margin(const HgCheckConfig *cfg);
 /* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func) the ranges of
  * every [ranges GLOB] group matching model_path, skipping names already present. */
 HG_API void hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray *ranges);
+/* The calibration data the first [model GLOB] group matching model_path gives (calib = ...; paths made
+ * absolute against the file's folder), or NULL. New NULL-terminated array. */
+HG_API char **hg_check_config_calib(const HgCheckConfig *cfg, const char *model_path);
+/* The dim-max specs ("N" or "NAME=N") of the first [model GLOB] group matching model_path that sets
+ * them, or NULL. New NULL-terminated array. */
+HG_API char **hg_check_config_dim_max(const HgCheckConfig *cfg, const char *model_path);
+/* Parse a dim-max spec: "N" (every symbolic dim; *name "*") or "NAME=N", N >= 1. name (may be NULL)
+ * receives a new string. FALSE with HG_ERROR_USAGE. */
+HG_API gboolean hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error);
 /* Mark the hazards of r that a [suppress] group matching model_path covers (HgHazard.suppressed). */
 HG_API void hg_check_config_suppress(const HgCheckConfig *cfg, const char *model_path, HgCheckResult *r);
 

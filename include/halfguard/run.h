@@ -72,6 +72,8 @@ typedef struct HgSamples HgSamples;
 /* Open path. NULL with HG_ERROR_IO (cannot be read) or HG_ERROR_PARSE (not a valid .npz, JSON or .npy
  * inside; a JSON that is not a list of feed dicts). */
 HG_API HgSamples *hg_samples_open(const char *path, GError **error);
+/* Samples are reference-counted: hg_samples_free drops one reference. */
+HG_API HgSamples *hg_samples_ref(HgSamples *s);
 HG_API void hg_samples_free(HgSamples *s);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgSamples, hg_samples_free)
 /* The path it was opened from. */
