@@ -413,6 +413,46 @@ hg_precision_cut_cost(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res
     return min_cut(env, hg_check_shapes(res), &cs, cost, NULL, error);
 }
 
+/* The weakest source among the bounds of n's float values: what its decision rests on. */
+static HgBoundSource
+node_source(const HgCheckResult *res, const HgShapes *shapes, const HgNode *n)
+{
+    static const int weight[] = {[HG_SOURCE_STATIC] = 0, [HG_SOURCE_CALIBRATION] = 1,
+                                 [HG_SOURCE_SYNTHETIC] = 2, [HG_SOURCE_ASSUMED] = 3};
+    HgBoundSource worst = HG_SOURCE_STATIC;
+    for (guint side = 0; side < 2; side++) {
+        guint count = side ? n->n_outputs : n->n_inputs;
+        for (guint k = 0; k < count; k++) {
+            const HgValue *v = side ? n->outputs[k] : n->inputs[k];
+            if (!v || v->init || !is_float(hg_shapes_get(shapes, v)->dtype))
+                continue;
+            HgBoundSource s = hg_check_value_source(res, v);
+            if (weight[s] > weight[worst])
+                worst = s;
+        }
+    }
+    return worst;
+}
+
+/* The inputs as res saw them, and what synthetic inputs drew for those whose statistics are synthetic. */
+static void
+record_inputs(HgConvertResult *result, const HgCheckResult *res, const HgCheckOptions *opts)
+{
+    g_clear_pointer(&result->inputs, g_ptr_array_unref);
+    g_clear_pointer(&result->synthetic_draw, g_ptr_array_unref);
+    result->inputs = g_ptr_array_new_with_free_func((GDestroyNotify)hg_input_info_free);
+    result->synthetic_draw = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; res->inputs && i < res->inputs->len; i++) {
+        const HgInputInfo *in = res->inputs->pdata[i];
+        HgInputInfo *copy = g_memdup2(in, sizeof *in);
+        copy->name = g_strdup(in->name);
+        copy->why = g_strdup(in->why);
+        g_ptr_array_add(result->inputs, copy);
+        const HgTensorStats *st = opts->stats ? hg_stats_get(opts->stats, in->name) : NULL;
+        g_ptr_array_add(result->synthetic_draw, st && st->synthetic ? hg_synth_describe(in) : NULL);
+    }
+}
+
 gboolean
 hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
 {
@@ -435,6 +475,12 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
     g_autoptr(GHashTable) fp32 = g_hash_table_new(NULL, NULL);
     env->result->planned = TRUE;
     env->result->macs_total = env->result->macs_fp16 = 0;
+    env->result->n_synthetic = env->result->n_assumed = 0;
+    record_inputs(env->result, res, hg_analyses_options(env->analyses));
+    /* Read from the analysis before the plan goes into the IR (which moves the generation). */
+    g_autofree HgBoundSource *sources = g_new0(HgBoundSource, cands->len + 1);
+    for (guint i = 0; i < cands->len; i++)
+        sources[i] = node_source(res, shapes, g_array_index(cands, Cand, i).node);
     for (guint i = 0; i < cands->len; i++) {
         Cand *c = &g_array_index(cands, Cand, i);
         HgDecision *d = g_new0(HgDecision, 1);
@@ -446,6 +492,9 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
                              : d->fp32 ? "cheaper in FP32 than the Casts around it (minimum cut)"
                                        : "prefers FP16");
         d->macs = c->macs;
+        d->source = sources[i];
+        env->result->n_synthetic += d->source == HG_SOURCE_SYNTHETIC;
+        env->result->n_assumed += d->source == HG_SOURCE_ASSUMED;
         d->lo = d->hi = NAN;
         for (guint k = 0; k < c->node->n_outputs; k++)
             if (c->node->outputs[k] && is_float(hg_shapes_get(shapes, c->node->outputs[k])->dtype)) {

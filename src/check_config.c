@@ -1,9 +1,12 @@
-/* .halfguard.ini: check's per-repository configuration (GKeyFile). Groups:
+/* .halfguard.ini: the per-repository configuration that check, convert, calibrate and verify all read
+ * (GKeyFile). Groups:
  *   [check]           threshold, margin
  *   [ranges GLOB]     INPUT = LO:HI (INPUT may be *) for models matching GLOB
+ *   [model GLOB]      calib = DATA[;DATA...] (relative to the file's folder), dim-max = N or NAME=N[;...]
  *   [suppress NAME]   node = GLOB, kind = KIND or * (default *), model = GLOB (optional), reason = TEXT
  * Globs use g_pattern_match_simple ('*' and '?'; '*' crosses '/') on the model's path relative to the
- * file's folder. */
+ * file's folder. A mistake (an unknown group or key, a bad value) is an error naming the file and the
+ * line: GKeyFile does not keep lines, so the loader scans the text for them itself. */
 #include "halfguard/check.h"
 
 #include <math.h>
@@ -21,11 +24,19 @@ typedef struct {
     int kind; /* -1: every kind */
 } Suppression;
 
+typedef struct {
+    char *glob;
+    char **calib;   /* absolute paths, or NULL */
+    char **dim_max; /* NAME=N specs, or NULL */
+} ModelGroup;
+
 struct HgCheckConfig {
     char *path, *dir;
     double threshold, margin;
     GPtrArray *range_groups; /* RangeGroup* */
     GPtrArray *suppressions; /* Suppression* */
+    GPtrArray *model_groups; /* ModelGroup* */
+    GHashTable *lines;       /* "GROUP" and "GROUP\x01KEY" -> line number (first seen) */
 };
 
 static void
@@ -54,6 +65,16 @@ suppression_free(gpointer p)
     g_free(s);
 }
 
+static void
+model_group_free(gpointer p)
+{
+    ModelGroup *g = p;
+    g_free(g->glob);
+    g_strfreev(g->calib);
+    g_strfreev(g->dim_max);
+    g_free(g);
+}
+
 void
 hg_check_config_free(HgCheckConfig *cfg)
 {
@@ -63,6 +84,9 @@ hg_check_config_free(HgCheckConfig *cfg)
     g_free(cfg->dir);
     g_ptr_array_unref(cfg->range_groups);
     g_ptr_array_unref(cfg->suppressions);
+    g_ptr_array_unref(cfg->model_groups);
+    if (cfg->lines)
+        g_hash_table_unref(cfg->lines);
     g_free(cfg);
 }
 
@@ -84,23 +108,82 @@ hg_check_config_margin(const HgCheckConfig *cfg)
     return cfg->margin;
 }
 
-static gboolean
-bad(GError **error, const char *path, const char *group, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+/* Where each group and key is in the text: GROUP -> line, GROUP\x01KEY -> line (the first seen). */
+static GHashTable *
+scan_lines(const char *text)
+{
+    GHashTable *lines = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_auto(GStrv) rows = g_strsplit(text, "\n", -1);
+    g_autofree char *group = NULL;
+    for (guint i = 0; rows[i]; i++) {
+        g_autofree char *row = g_strstrip(g_strdup(rows[i]));
+        gsize n = strlen(row);
+        if (!n || row[0] == '#')
+            continue;
+        if (row[0] == '[' && row[n - 1] == ']') {
+            g_free(group);
+            group = g_strndup(row + 1, n - 2);
+            if (!g_hash_table_contains(lines, group))
+                g_hash_table_insert(lines, g_strdup(group), GUINT_TO_POINTER(i + 1));
+            continue;
+        }
+        const char *eq = strchr(row, '=');
+        if (!group || !eq)
+            continue;
+        g_autofree char *key = g_strstrip(g_strndup(row, (gsize)(eq - row)));
+        g_autofree char *id = g_strdup_printf("%s\x01%s", group, key);
+        if (!g_hash_table_contains(lines, id))
+            g_hash_table_insert(lines, g_steal_pointer(&id), GUINT_TO_POINTER(i + 1));
+    }
+    return lines;
+}
+
+/* The line of group's key (key NULL: of the group itself), or 0. */
+static guint
+line_of(const HgCheckConfig *cfg, const char *group, const char *key)
+{
+    g_autofree char *id = key ? g_strdup_printf("%s\x01%s", group, key) : g_strdup(group);
+    return cfg->lines ? GPOINTER_TO_UINT(g_hash_table_lookup(cfg->lines, id)) : 0;
+}
 
 static gboolean
-bad(GError **error, const char *path, const char *group, const char *fmt, ...)
+bad(GError **error, const HgCheckConfig *cfg, const char *group, const char *key, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+
+/* "FILE:LINE: [GROUP]: message", the line of key in group (of the group when key is NULL or unseen). */
+static gboolean
+bad(GError **error, const HgCheckConfig *cfg, const char *group, const char *key, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     g_autofree char *msg = g_strdup_vprintf(fmt, ap);
     va_end(ap);
-    g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: [%s]: %s", path, group, msg);
+    guint line = key ? line_of(cfg, group, key) : 0;
+    if (!line)
+        line = line_of(cfg, group, NULL);
+    if (line)
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s:%u: [%s]: %s", cfg->path, line, group, msg);
+    else
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: [%s]: %s", cfg->path, group, msg);
     return FALSE;
+}
+
+/* Every key of group must be one of known (NULL-terminated; their list in the message). */
+static gboolean
+known_keys(const HgCheckConfig *cfg, GKeyFile *kf, const char *group, const char *const *known, GError **error)
+{
+    g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
+    for (guint i = 0; keys && keys[i]; i++)
+        if (!g_strv_contains(known, keys[i])) {
+            g_autofree char *list = g_strjoinv(", ", (char **)known);
+            return bad(error, cfg, group, keys[i], "unknown key '%s' (%s)", keys[i], list);
+        }
+    return TRUE;
 }
 
 /* A positive number from [check]; 0 when absent. */
 static gboolean
-check_number(GKeyFile *kf, const char *path, const char *key, double *out, GError **error)
+check_number(HgCheckConfig *cfg, GKeyFile *kf, const char *key, double *out, GError **error)
 {
     *out = 0;
     if (!g_key_file_has_key(kf, "check", key, NULL))
@@ -109,8 +192,70 @@ check_number(GKeyFile *kf, const char *path, const char *key, double *out, GErro
     char *end;
     double x = g_ascii_strtod(v, &end);
     if (end == v || *end || !(x > 0) || !isfinite(x))
-        return bad(error, path, "check", "%s must be a positive number, not '%s'", key, v);
+        return bad(error, cfg, "check", key, "%s must be a positive number, not '%s'", key, v);
     *out = x;
+    return TRUE;
+}
+
+gboolean
+hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error)
+{
+    const char *eq = strrchr(spec, '=');
+    const char *num = eq ? eq + 1 : spec;
+    char *end;
+    gint64 v = g_ascii_strtoll(num, &end, 10);
+    if (end == num || *end || v < 1 || (eq && eq == spec)) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "bad dim-max '%s': expected N or NAME=N (a symbolic dim's name), N >= 1", spec);
+        return FALSE;
+    }
+    if (name)
+        *name = eq ? g_strndup(spec, (gsize)(eq - spec)) : g_strdup("*");
+    if (value)
+        *value = v;
+    return TRUE;
+}
+
+static gboolean
+load_model_group(HgCheckConfig *cfg, GKeyFile *kf, const char *group, GError **error)
+{
+    static const char *const known[] = {"calib", "dim-max", NULL};
+    ModelGroup *mg = g_new0(ModelGroup, 1);
+    mg->glob = g_strdup(group + strlen("model "));
+    g_ptr_array_add(cfg->model_groups, mg);
+    if (!known_keys(cfg, kf, group, known, error))
+        return FALSE;
+    g_auto(GStrv) calib = g_key_file_get_string_list(kf, group, "calib", NULL, NULL);
+    if (calib) {
+        GPtrArray *paths = g_ptr_array_new();
+        for (guint i = 0; calib[i]; i++) {
+            g_strstrip(calib[i]);
+            if (!*calib[i])
+                continue;
+            g_ptr_array_add(paths, g_path_is_absolute(calib[i]) ? g_strdup(calib[i])
+                                                                : g_build_filename(cfg->dir, calib[i], NULL));
+        }
+        g_ptr_array_add(paths, NULL);
+        mg->calib = (char **)g_ptr_array_free(paths, FALSE);
+        if (!mg->calib[0])
+            return bad(error, cfg, group, "calib", "calib names no data (calib = DIR, FILE.npz or FILE.json)");
+    }
+    g_auto(GStrv) dims = g_key_file_get_string_list(kf, group, "dim-max", NULL, NULL);
+    if (dims) {
+        GPtrArray *specs = g_ptr_array_new();
+        for (guint i = 0; dims[i]; i++) {
+            g_strstrip(dims[i]);
+            g_autoptr(GError) e = NULL;
+            if (!hg_dim_max_parse(dims[i], NULL, NULL, &e)) {
+                g_ptr_array_add(specs, NULL);
+                g_strfreev((char **)g_ptr_array_free(specs, FALSE));
+                return bad(error, cfg, group, "dim-max", "%s", e->message);
+            }
+            g_ptr_array_add(specs, g_strdup(dims[i]));
+        }
+        g_ptr_array_add(specs, NULL);
+        mg->dim_max = (char **)g_ptr_array_free(specs, FALSE);
+    }
     return TRUE;
 }
 
@@ -129,7 +274,7 @@ load_ranges(HgCheckConfig *cfg, GKeyFile *kf, const char *group, GError **error)
         HgInputRangeSpec spec;
         g_autoptr(GError) e = NULL;
         if (!hg_input_range_parse(text, &spec, &e))
-            return bad(error, cfg->path, group, "%s", e->message);
+            return bad(error, cfg, group, keys[i], "%s", e->message);
         g_array_append_val(rg->ranges, spec);
     }
     return TRUE;
@@ -145,18 +290,16 @@ load_suppression(HgCheckConfig *cfg, GKeyFile *kf, const char *group, GError **e
     s->reason = g_key_file_get_string(kf, group, "reason", NULL);
     g_autofree char *kind = g_key_file_get_value(kf, group, "kind", NULL);
     g_ptr_array_add(cfg->suppressions, s);
-    g_auto(GStrv) keys = g_key_file_get_keys(kf, group, NULL, NULL);
-    for (guint i = 0; keys && keys[i]; i++)
-        if (strcmp(keys[i], "node") && strcmp(keys[i], "model") && strcmp(keys[i], "reason") &&
-            strcmp(keys[i], "kind"))
-            return bad(error, cfg->path, group, "unknown key '%s' (node, kind, model, reason)", keys[i]);
+    static const char *const known[] = {"node", "kind", "model", "reason", NULL};
+    if (!known_keys(cfg, kf, group, known, error))
+        return FALSE;
     if (!s->reason || !*g_strstrip(s->reason))
-        return bad(error, cfg->path, group, "a suppression needs a reason (reason = ...)");
+        return bad(error, cfg, group, "reason", "a suppression needs a reason (reason = ...)");
     if (!s->node || !*s->node)
-        return bad(error, cfg->path, group, "a suppression needs a node pattern (node = GLOB)");
+        return bad(error, cfg, group, "node", "a suppression needs a node pattern (node = GLOB)");
     s->kind = !kind || strcmp(kind, "*") == 0 ? -1 : hg_hazard_kind_from_name(kind);
     if (kind && strcmp(kind, "*") != 0 && s->kind < 0)
-        return bad(error, cfg->path, group, "unknown hazard kind '%s'", kind);
+        return bad(error, cfg, group, "kind", "unknown hazard kind '%s'", kind);
     return TRUE;
 }
 
@@ -190,19 +333,25 @@ hg_check_config_load(const char *path, GError **error)
     cfg->dir = g_path_get_dirname(abs);
     cfg->range_groups = g_ptr_array_new_with_free_func(range_group_free);
     cfg->suppressions = g_ptr_array_new_with_free_func(suppression_free);
+    cfg->model_groups = g_ptr_array_new_with_free_func(model_group_free);
+    cfg->lines = scan_lines(text);
     g_auto(GStrv) groups = g_key_file_get_groups(kf, NULL);
     for (guint i = 0; groups[i]; i++) {
         const char *gname = groups[i];
+        static const char *const check_keys[] = {"threshold", "margin", NULL};
         gboolean ok;
         if (strcmp(gname, "check") == 0) {
-            ok = check_number(kf, path, "threshold", &cfg->threshold, error) &&
-                 check_number(kf, path, "margin", &cfg->margin, error);
+            ok = known_keys(cfg, kf, gname, check_keys, error) &&
+                 check_number(cfg, kf, "threshold", &cfg->threshold, error) &&
+                 check_number(cfg, kf, "margin", &cfg->margin, error);
         } else if (g_str_has_prefix(gname, "ranges ")) {
             ok = load_ranges(cfg, kf, gname, error);
+        } else if (g_str_has_prefix(gname, "model ")) {
+            ok = load_model_group(cfg, kf, gname, error);
         } else if (g_str_has_prefix(gname, "suppress ")) {
             ok = load_suppression(cfg, kf, gname, error);
         } else {
-            ok = bad(error, path, gname, "unknown group (check, ranges GLOB, suppress NAME)");
+            ok = bad(error, cfg, gname, NULL, "unknown group (check, ranges GLOB, model GLOB, suppress NAME)");
         }
         if (!ok)
             return NULL;
@@ -265,6 +414,34 @@ hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray 
             }
         }
     }
+}
+
+/* The first [model GLOB] group matching model_path that sets key (its value), or NULL. */
+static char **
+model_value(const HgCheckConfig *cfg, const char *model_path, gboolean calib)
+{
+    g_autofree char *rel = relative(cfg, model_path);
+    for (guint i = 0; i < cfg->model_groups->len; i++) {
+        const ModelGroup *mg = cfg->model_groups->pdata[i];
+        char **v = calib ? mg->calib : mg->dim_max;
+        if (v && g_pattern_match_simple(mg->glob, rel))
+            return g_strdupv(v);
+    }
+    return NULL;
+}
+
+char **
+hg_check_config_calib(const HgCheckConfig *cfg, const char *model_path)
+{
+    g_return_val_if_fail(cfg != NULL && model_path != NULL, NULL);
+    return model_value(cfg, model_path, TRUE);
+}
+
+char **
+hg_check_config_dim_max(const HgCheckConfig *cfg, const char *model_path)
+{
+    g_return_val_if_fail(cfg != NULL && model_path != NULL, NULL);
+    return model_value(cfg, model_path, FALSE);
 }
 
 void

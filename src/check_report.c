@@ -28,8 +28,12 @@ hg_check_format_text(const HgCheckFile *files, guint n, guint flags)
             if ((h->suppressed && !(flags & HG_CHECK_SHOW_SUPPRESSED)) ||
                 (h->fixed_by && !(flags & HG_CHECK_SHOW_FIXED)))
                 continue;
-            g_string_append_printf(s, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
-                                   hg_hazard_kind_name(h->kind), h->message);
+            if (h->kind == HG_HAZARD_UNRANGED_INPUT)
+                g_string_append_printf(s, "%s: input '%s': %s: %s", files[f].file, h->node,
+                                       hg_hazard_kind_name(h->kind), h->message);
+            else
+                g_string_append_printf(s, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
+                                       hg_hazard_kind_name(h->kind), h->message);
             if (h->suppressed)
                 g_string_append_printf(s, " [suppressed: %s]", h->suppressed);
             if (h->fixed_by)
@@ -68,7 +72,7 @@ hazard_fields(JsonBuilder *b, const HgHazard *h)
     hg_json_add_str(b, "value", h->value);
     hg_json_add_str(b, "message", h->message);
     hg_json_add_num(b, "bound", h->bound);
-    hg_json_add_str(b, "source", h->source == HG_SOURCE_CALIBRATION ? "calibration" : "static");
+    hg_json_add_str(b, "source", hg_bound_source_name(h->source));
     add_range(b, "static", h->value != NULL, h->static_lo, h->static_hi);
     add_range(b, "observed", h->has_observed, h->observed_lo, h->observed_hi);
     hg_json_add_str(b, "action", h->action);
@@ -100,6 +104,20 @@ hg_check_format_json(const HgCheckFile *files, guint n)
         json_builder_begin_array(b);
         for (guint i = 0; r && i < r->unranged_inputs->len; i++)
             json_builder_add_string_value(b, r->unranged_inputs->pdata[i]);
+        json_builder_end_array(b);
+        json_builder_set_member_name(b, "inputs");
+        json_builder_begin_array(b);
+        for (guint i = 0; r && r->inputs && i < r->inputs->len; i++) {
+            const HgInputInfo *in = r->inputs->pdata[i];
+            gboolean ranged = in->source == HG_INPUT_RANGE_GIVEN || in->source == HG_INPUT_RANGE_DERIVED;
+            json_builder_begin_object(b);
+            hg_json_add_str(b, "name", in->name);
+            hg_json_add_str(b, "dtype", hg_dtype_name(in->dtype));
+            hg_json_add_str(b, "source", hg_input_range_source_name(in->source));
+            add_range(b, "range", ranged, in->lo, in->hi);
+            hg_json_add_str(b, "why", in->why);
+            json_builder_end_object(b);
+        }
         json_builder_end_array(b);
         json_builder_set_member_name(b, "unknown_ops");
         json_builder_begin_array(b);
@@ -138,6 +156,7 @@ sarif_level(HgHazardKind k)
     switch (k) {
     case HG_HAZARD_UNDERFLOW:
     case HG_HAZARD_PRECISION_LOSS:
+    case HG_HAZARD_UNRANGED_INPUT:
         return "warning";
     case HG_HAZARD_MUST_STAY_FP32:
         return "note";
@@ -191,7 +210,9 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     hg_json_add_str(b, "level", h->fixed_by ? "note" : sarif_level(h->kind));
     json_builder_set_member_name(b, "message");
     json_builder_begin_object(b);
-    g_autofree char *text = g_strdup_printf("node '%s' (%s): %s", h->node, h->op, h->message);
+    gboolean input = h->kind == HG_HAZARD_UNRANGED_INPUT;
+    g_autofree char *text = input ? g_strdup_printf("input '%s': %s", h->node, h->message)
+                                  : g_strdup_printf("node '%s' (%s): %s", h->node, h->op, h->message);
     hg_json_add_str(b, "text", text);
     json_builder_end_object(b);
     json_builder_set_member_name(b, "locations");
@@ -202,7 +223,7 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_begin_array(b);
     json_builder_begin_object(b);
     hg_json_add_str(b, "name", h->node);
-    hg_json_add_str(b, "kind", "function");
+    hg_json_add_str(b, "kind", input ? "parameter" : "function");
     g_autofree char *fqn = g_strdup_printf("%s::%s", file, h->node);
     hg_json_add_str(b, "fullyQualifiedName", fqn);
     json_builder_end_object(b);

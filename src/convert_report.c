@@ -26,6 +26,27 @@ append_notes(GString *s, const HgConvertResult *ctx, gboolean skip_figured)
     }
 }
 
+/* A conversion whose decisions rest on synthetic data or on nothing says so, naming the inputs that
+ * had neither range nor data. */
+static void
+append_sources(GString *s, const HgConvertResult *ctx)
+{
+    guint n = ctx->decisions ? ctx->decisions->len : 0;
+    if (ctx->n_synthetic) {
+        g_autoptr(GString) names = g_string_new(NULL);
+        for (guint i = 0; ctx->inputs && i < ctx->inputs->len; i++) {
+            const HgInputInfo *in = ctx->inputs->pdata[i];
+            if (in->source == HG_INPUT_RANGE_NONE && ctx->synthetic_draw->pdata[i])
+                g_string_append_printf(names, "%s'%s'", names->len ? ", " : "", in->name);
+        }
+        g_string_append_printf(s, "; %u of %u decisions rest on synthetic data%s%s%s", ctx->n_synthetic, n,
+                               names->len ? " (no range or data for " : "", names->str, names->len ? ")" : "");
+    }
+    if (ctx->n_assumed)
+        g_string_append_printf(s, "; %u of %u decisions rest on no data at all (assumed: unbounded for lack of "
+                               "an input range or an op's rule)", ctx->n_assumed, n);
+}
+
 char *
 hg_convert_result_summary(const HgConvertResult *ctx)
 {
@@ -57,11 +78,18 @@ hg_convert_result_summary(const HgConvertResult *ctx)
                                ctx->n_fp32_nodes == 1 ? "" : "s", ctx->n_casts, ctx->n_casts == 1 ? "" : "s",
                                wpct);
     append_notes(s, ctx, TRUE);
+    append_sources(s, ctx);
     return g_string_free(s, FALSE);
 }
 
 
 
+
+static JsonNode *
+interval_end(double x)
+{
+    return isfinite(x) ? json_node_init_double(json_node_alloc(), x) : json_node_init_null(json_node_alloc());
+}
 
 gboolean
 hg_convert_result_write_report(const HgConvertResult *ctx, const char *model, const char *path, GError **error)
@@ -93,7 +121,32 @@ hg_convert_result_write_report(const HgConvertResult *ctx, const char *model, co
     hg_json_add_int(b, "macs_fp16", ctx->macs_fp16);
     hg_json_add_int(b, "weight_bytes", ctx->weight_bytes_total);
     hg_json_add_int(b, "weight_bytes_fp16", ctx->weight_bytes_fp16);
+    hg_json_add_int(b, "decisions_synthetic", ctx->n_synthetic);
+    hg_json_add_int(b, "decisions_assumed", ctx->n_assumed);
     json_builder_end_object(b);
+    json_builder_set_member_name(b, "inputs");
+    json_builder_begin_array(b);
+    for (guint i = 0; ctx->inputs && i < ctx->inputs->len; i++) {
+        const HgInputInfo *in = ctx->inputs->pdata[i];
+        gboolean ranged = in->source == HG_INPUT_RANGE_GIVEN || in->source == HG_INPUT_RANGE_DERIVED;
+        json_builder_begin_object(b);
+        hg_json_add_str(b, "name", in->name);
+        hg_json_add_str(b, "dtype", hg_dtype_name(in->dtype));
+        hg_json_add_str(b, "source", hg_input_range_source_name(in->source));
+        json_builder_set_member_name(b, "range");
+        if (ranged) {
+            json_builder_begin_array(b);
+            json_builder_add_value(b, interval_end(in->lo));
+            json_builder_add_value(b, interval_end(in->hi));
+            json_builder_end_array(b);
+        } else {
+            json_builder_add_null_value(b);
+        }
+        hg_json_add_str(b, "why", in->why);
+        hg_json_add_str(b, "synthetic", ctx->synthetic_draw->pdata[i]);
+        json_builder_end_object(b);
+    }
+    json_builder_end_array(b);
     json_builder_set_member_name(b, "decisions");
     json_builder_begin_array(b);
     for (guint i = 0; ctx->decisions && i < ctx->decisions->len; i++) {
@@ -105,12 +158,11 @@ hg_convert_result_write_report(const HgConvertResult *ctx, const char *model, co
         hg_json_add_str(b, "reason", d->reason);
         json_builder_set_member_name(b, "interval");
         json_builder_begin_array(b);
-        json_builder_add_value(b, isfinite(d->lo) ? json_node_init_double(json_node_alloc(), d->lo)
-                                                  : json_node_init_null(json_node_alloc()));
-        json_builder_add_value(b, isfinite(d->hi) ? json_node_init_double(json_node_alloc(), d->hi)
-                                                  : json_node_init_null(json_node_alloc()));
+        json_builder_add_value(b, interval_end(d->lo));
+        json_builder_add_value(b, interval_end(d->hi));
         json_builder_end_array(b);
         hg_json_add_num(b, "macs", d->macs >= 0 ? (double)d->macs : NAN);
+        hg_json_add_str(b, "source", hg_bound_source_name(d->source));
         json_builder_end_object(b);
     }
     json_builder_end_array(b);

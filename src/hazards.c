@@ -8,6 +8,7 @@
  * the constants below are the FP16 facts they rest on. */
 #include "hazards.h"
 #include "halfguard/run.h"
+#include "derive.h"
 
 #include <math.h>
 #include <string.h>
@@ -44,6 +45,9 @@ static const struct {
                        "the cancellation of large prefix sums, or a long FP16 CumSum."},
     {"must-stay-fp32", "Shape arithmetic, Resize scales or integer-valued float math: FP16 would change "
                        "sizes or indices."},
+    {"unranged-input", "A graph input whose values reach float arithmetic has no range (given or derived) "
+                       "and no calibration data: what is computed from it is unbounded for lack of "
+                       "information, so nothing about it is proven."},
 };
 
 const char *
@@ -56,6 +60,13 @@ const char *
 hg_hazard_kind_description(HgHazardKind kind)
 {
     return (guint)kind < HG_HAZARD_N_KINDS ? kinds[kind].description : "";
+}
+
+const char *
+hg_bound_source_name(HgBoundSource source)
+{
+    static const char *const names[] = {"static", "calibration", "synthetic", "assumed"};
+    return (guint)source < G_N_ELEMENTS(names) ? names[source] : "static";
 }
 
 int
@@ -140,6 +151,8 @@ hg_check_result_free(HgCheckResult *r)
         check_free(r->priv);
     g_ptr_array_unref(r->hazards);
     g_ptr_array_unref(r->unranged_inputs);
+    if (r->inputs)
+        g_ptr_array_unref(r->inputs);
     if (r->unknown_ops)
         g_ptr_array_unref(r->unknown_ops);
     g_free(r);
@@ -222,6 +235,13 @@ add_hazard(Check *c, HgHazardKind kind, const HgNode *n, const HgValue *v, Decid
     va_end(ap);
     h->bound = d.bound;
     h->source = d.source;
+    /* Statistics from inputs halfguard drew itself decide like calibration, and say so. */
+    if (d.source == HG_SOURCE_CALIBRATION && d.stats && d.stats->synthetic) {
+        h->source = HG_SOURCE_SYNTHETIC;
+        g_auto(GStrv) parts = g_strsplit(h->message, "calibration", -1);
+        g_free(h->message);
+        h->message = g_strjoinv("synthetic calibration", parts);
+    }
     const HgRange *r = hg_ranges_get(c->ranges, v);
     h->static_lo = v ? r->lo : NAN;
     h->static_hi = v ? r->hi : NAN;
@@ -1181,6 +1201,34 @@ check_node(Check *c, const HgNode *n)
         check_overflow(c, n);
 }
 
+/* An input without a range whose values reach float math, unless the caller's data covers it: what is
+ * computed from it is unbounded for lack of information, which is a finding of its own (the rules
+ * above stay silent on it). Synthetic statistics show something, and say so, but prove nothing. */
+static void
+check_unranged(Check *c, const HgInputInfo *in, const HgValue *v)
+{
+    if (in->source != HG_INPUT_RANGE_NONE || !in->reaches_float)
+        return;
+    const HgTensorStats *s = stats_of(c, v);
+    if (s && s->samples > s->synthetic)
+        return;
+    const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+    Decided d = {INFINITY, s ? HG_SOURCE_CALIBRATION : HG_SOURCE_ASSUMED, TRUE, s};
+    g_autofree char *draw = s ? hg_synth_describe(in) : NULL;
+    HgHazard *h = add_hazard(
+        c, HG_HAZARD_UNRANGED_INPUT, NULL, v, d,
+        "convert draws synthetic inputs for it (labelled synthetic) unless given a range or data",
+        "%s input with no range%s%s%s: give --input-range '%s=LO:HI', data (--calib), or "
+        "'%s = LO:HI' in a [ranges GLOB] group of .halfguard.ini", dt,
+        draw ? " and no data; synthetic inputs drew it " : ": what is computed from it is unbounded for "
+                                                          "lack of it and goes unchecked",
+        draw ? draw : "", draw ? ", and what rests on them is marked synthetic" : "", v->name, v->name);
+    g_free(h->node);
+    h->node = g_strdup(v->name);
+    g_free(h->op);
+    h->op = g_strdup("input");
+}
+
 /* ---------------------------------------------------------------- driver */
 
 HgCheckResult *
@@ -1206,22 +1254,20 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, error);
     if (!order)
         return NULL;
-    g_autofree HgInputRange *ir = g_new0(HgInputRange, opts->n_ranges + 1);
-    for (guint i = 0; i < opts->n_ranges; i++) {
-        ir[i].name = opts->ranges[i].name;
-        ir[i].range = hg_range_exact(opts->ranges[i].lo, opts->ranges[i].hi);
-    }
+    /* Each input's range: the caller's, else what the model implies (src/derive.c). */
+    GPtrArray *inputs = hg_derive_inputs(m, shapes, opts->ranges, opts->n_ranges);
+    g_autofree HgInputRange *ir = g_new0(HgInputRange, inputs->len + 1);
+    guint n_ir = 0;
     HgCheckResult *res = g_new0(HgCheckResult, 1);
     res->hazards = g_ptr_array_new_with_free_func(hazard_free);
     res->unranged_inputs = g_ptr_array_new_with_free_func(g_free);
-    for (guint k = 0; k < feeds->len; k++) {
-        HgValue *v = ((HgValueDecl *)feeds->pdata[k])->value;
-        gboolean ranged = FALSE;
-        for (guint i = 0; i < opts->n_ranges && !ranged; i++)
-            ranged = strcmp(ir[i].name, v->name) == 0 || strcmp(ir[i].name, "*") == 0;
-        int dt = hg_shapes_get(shapes, v)->dtype;
-        if (!ranged && dt != HG_DTYPE_BOOL && dt != HG_DTYPE_STRING)
-            g_ptr_array_add(res->unranged_inputs, g_strdup(v->name));
+    res->inputs = inputs;
+    for (guint k = 0; k < inputs->len; k++) {
+        const HgInputInfo *in = inputs->pdata[k];
+        if (in->source == HG_INPUT_RANGE_GIVEN || in->source == HG_INPUT_RANGE_DERIVED)
+            ir[n_ir++] = (HgInputRange){in->name, hg_range_exact(in->lo, in->hi)};
+        else if (in->source == HG_INPUT_RANGE_NONE && in->dtype != HG_DTYPE_STRING)
+            g_ptr_array_add(res->unranged_inputs, g_strdup(in->name));
     }
     Check *c = g_new0(Check, 1);
     *c = (Check){m, opts->stats, opts->margin > 0 ? opts->margin : HG_DEFAULT_MARGIN,
@@ -1230,11 +1276,13 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
-    c->ranges = hg_ranges_infer(g, c->shapes, ir, opts->n_ranges);
+    c->ranges = hg_ranges_infer(g, c->shapes, ir, n_ir);
     res->unknown_ops = g_ptr_array_new_with_free_func(unknown_op_free);
     mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);
     c->generation = g->generation;
+    for (guint k = 0; k < inputs->len; k++)
+        check_unranged(c, inputs->pdata[k], ((HgValueDecl *)feeds->pdata[k])->value);
     for (guint i = 0; i < order->len; i++)
         check_node(c, order->pdata[i]);
     res->priv = c;
@@ -1273,6 +1321,18 @@ hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibra
     if (calibrated)
         *calibrated = d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v));
     return isnan(d.bound) ? INFINITY : d.bound;
+}
+
+HgBoundSource
+hg_check_value_source(const HgCheckResult *r, const HgValue *v)
+{
+    const Check *c = current(r);
+    Decided d = decide(c, v);
+    if (!d.known)
+        return HG_SOURCE_ASSUMED;
+    if (d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v)))
+        return d.stats && d.stats->synthetic ? HG_SOURCE_SYNTHETIC : HG_SOURCE_CALIBRATION;
+    return HG_SOURCE_STATIC;
 }
 
 gboolean

@@ -19,6 +19,11 @@ gboolean hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v);
  * INFINITY where nothing bounds it. *calibrated (may be NULL) says whether calibration made it
  * smaller than the static bound. */
 double hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibrated);
+/* What the decision on v rests on: HG_SOURCE_STATIC (its static bound), HG_SOURCE_CALIBRATION or
+ * HG_SOURCE_SYNTHETIC (observed magnitudes times the margin, tighter than the static bound, from the
+ * caller's data or from synthetic inputs), HG_SOURCE_ASSUMED (unbounded for lack of an input range or
+ * of an op's rule, and never observed: nothing bounds it). */
+HgBoundSource hg_check_value_source(const HgCheckResult *r, const HgValue *v);
 /* The nodes besides h->at that must stay FP32 with hazard h (appended to nodes, HgNode*): the chain
  * from a flushing epsilon to the division it feeds; the prefix sums from a CumSum to the Sub that
  * cancels them. */

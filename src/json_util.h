@@ -17,6 +17,12 @@ char *hg_json_to_text(JsonBuilder *b);
 /* b's document written to path under outfile.h's rules ("-" is standard output). */
 gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
 
+typedef struct HgTensor HgTensor;
+/* A Polygraphy-encoded array (src/stats.c): {"array": base64 of a .npy file, "polygraphy_class":
+ * "ndarray"}, possibly wrapped in a LazyArray {"values": ...}. NULL with *is_array FALSE when node is
+ * not one; NULL with *is_array TRUE and an error when it is one but is broken; else a new tensor. */
+HgTensor *hg_polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error);
+
 G_END_DECLS
 
 #endif

@@ -79,6 +79,21 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
     }
 }
 
+/* One note per input whose range the model itself gives (derived) or that needs none. */
+static void
+report_derived(const char *file, const GPtrArray *inputs)
+{
+    for (guint i = 0; inputs && i < inputs->len; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        if (in->source == HG_INPUT_RANGE_DERIVED)
+            fprintf(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s\n", file, in->name, dt,
+                    in->lo, in->hi, in->why);
+        else if (in->source == HG_INPUT_RANGE_UNNEEDED)
+            fprintf(stderr, "%s: note: input '%s' (%s) needs no range: %s\n", file, in->name, dt, in->why);
+    }
+}
+
 /* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
 static gboolean
 parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
@@ -101,23 +116,53 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
 
 /* ---------------------------------------------------------------- ranges and calibration */
 
-/* The options check and convert share: input ranges, calibration and its margin, the threshold, the
- * dims of symbolic inputs. */
+/* The options the commands that analyse a model share (check, convert; calibrate and verify take the
+ * input ones): input ranges, calibration and its margin, the threshold, the dims of symbolic inputs,
+ * synthetic inputs, and the configuration (.halfguard.ini), which all four read alike. */
 typedef struct {
-    char **ranges, **calib, **stats, **shapes;
+    char **ranges, **calib, **stats, **shapes, **dim_max;
     double margin, threshold; /* 0: the configuration's (check), else the default */
     char *accumulate;         /* --accumulate: "targets" (NULL) or "fp16" */
     int accumulate_model;     /* HG_CHECK_ACCUMULATE_*, parsed from accumulate */
     GArray *specs;            /* --input-range, parsed (HgInputRangeSpec) */
     HgStats *file_stats;      /* --stats files merged, or NULL */
+    GPtrArray *samples;       /* --calib, opened (HgSamples*) */
+    int calib_random;         /* --calib-random N (calibrate, verify: --random N); -1 when not given */
+    gint64 seed;              /* --seed */
+    char *config;             /* --config FILE */
+    gboolean no_config;       /* --no-config */
+    HgCheckConfig *fixed;     /* --config, loaded */
+    GHashTable *found;        /* path of a .halfguard.ini found above a model -> it (NULL: invalid) */
 } Analysis;
 
-#define ANALYSIS_ENTRIES(a)                                                                        \
+/* An Analysis before its options are parsed. */
+#define ANALYSIS_INIT {.calib_random = -1}
+
+/* The inputs: ranges, symbolic dims, and the size synthetic inputs give symbolic dims. */
+#define INPUT_ENTRIES(a)                                                                           \
     {"input-range", 'r', 0, G_OPTION_ARG_STRING_ARRAY, &(a).ranges,                                \
      "Values of graph input NAME lie in [LO, HI] (repeatable; NAME * for every other input)",      \
      "NAME=LO:HI"},                                                                                \
+    {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
+     "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
+     "NAME:DIMS"},                                                                                 \
+    {"dim-max", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).dim_max,                                     \
+     "Size synthetic inputs give the symbolic dims called NAME (N alone: every other one; default " \
+     "1), e.g. seq_len=512 (repeatable)", "NAME=N"}
+
+/* .halfguard.ini: the nearest one above each model, another, or none. */
+#define CONFIG_ENTRIES(a)                                                                          \
+    {"config", 'c', 0, G_OPTION_ARG_FILENAME, &(a).config,                                         \
+     "Use FILE instead of the nearest .halfguard.ini", "FILE"},                                    \
+    {"no-config", 0, 0, G_OPTION_ARG_NONE, &(a).no_config, "Ignore .halfguard.ini files", NULL}
+
+#define ANALYSIS_ENTRIES(a)                                                                        \
+    INPUT_ENTRIES(a),                                                                              \
+    CONFIG_ENTRIES(a),                                                                             \
     {"calib", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).calib,                                       \
-     "Run the model on the inputs in DIR and decide with what it sees (repeatable)", "DIR"},      \
+     "Run the model on these inputs and decide with what it sees: a folder of input_K.pb or "      \
+     "NAME.npy (or of such folders), an .npz, or Polygraphy --save-inputs JSON (repeatable)",      \
+     "DATA"},                                                                                      \
     {"stats", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &(a).stats,                                       \
      "Statistics from 'halfguard calibrate' or Polygraphy --save-outputs JSON (repeatable)",      \
      "FILE"},                                                                                      \
@@ -125,37 +170,303 @@ typedef struct {
      "Multiply observed magnitudes by M before deciding (default 2)", "M"},                        \
     {"threshold", 0, 0, G_OPTION_ARG_DOUBLE, &(a).threshold,                                       \
      "Magnitude a tensor must stay under in FP16 (default 65504)", "T"},                           \
-    {"shapes", 0, 0, G_OPTION_ARG_STRING_ARRAY, &(a).shapes,                                       \
-     "Dims of a symbolic input, e.g. input:1x3x512x512 (repeatable; * for every input)",           \
-     "NAME:DIMS"},                                                                                 \
     {"accumulate", 0, 0, G_OPTION_ARG_STRING, &(a).accumulate,                                     \
      "Where FP16 nodes keep running sums: targets (FP32, but CumSum; the default: TensorRT, ONNX " \
      "Runtime CUDA, PyTorch) or fp16 (every reduction, for runtimes that do)",                    \
-     "targets|fp16"}
+     "targets|fp16"},                                                                              \
+    {"calib-random", 0, 0, G_OPTION_ARG_INT, &(a).calib_random,                                    \
+     "Also run N synthetic input sets, drawn in the input ranges (a float input without one: "     \
+     "uniform in [-64, 64]); what rests on them is marked synthetic", "N"},                       \
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &(a).seed, "Seed of the synthetic inputs (default 0)", "S"}
 
-/* Statistics for one model: --stats files (merged once by the caller) and --calib runs of this model.
- * Returns the table to use (file_stats itself, a new table in *owned, or NULL), FALSE on error. */
+/* Does stats hold data of the caller's (not synthetic) for input `name`? */
 static gboolean
-model_stats(HgModel *m, char **calib, HgStats *file_stats, HgStats **use, HgStats **owned,
-            GError **error)
+has_real_data(HgStats *stats, const char *name)
 {
-    *owned = NULL;
-    *use = file_stats;
-    if (!calib)
-        return TRUE;
-    *owned = hg_stats_collect(m, (const char *const *)calib, 0, error);
-    if (!*owned)
-        return FALSE;
-    if (file_stats)
-        hg_stats_merge(*owned, file_stats);
-    *use = *owned;
-    return TRUE;
+    const HgTensorStats *s = stats ? hg_stats_get(stats, name) : NULL;
+    return s && s->samples > s->synthetic;
 }
+
+/* Inputs of m (HgInputInfo*) whose values reach float math with neither a range nor data in stats
+ * (covered: --calib data gave every input its values). */
+static GPtrArray *
+inputs_without_data(HgModel *m, const HgCheckOptions *co, HgStats *stats, gboolean covered, GError **error)
+{
+    g_autoptr(GPtrArray) infos = hg_check_inputs(m, co, error);
+    if (!infos)
+        return NULL;
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hg_input_info_free);
+    for (guint i = 0; i < infos->len; i++) {
+        HgInputInfo *in = infos->pdata[i];
+        if (in->source == HG_INPUT_RANGE_NONE && in->reaches_float && !covered && !has_real_data(stats, in->name))
+            g_ptr_array_add(out, g_ptr_array_steal_index(infos, i--));
+    }
+    return out;
+}
+
+/* What model_stats did about synthetic data, for the notes. */
+typedef struct {
+    guint samples;    /* synthetic samples run (0: none) */
+    gboolean by_default; /* convert drew them because an input had neither range nor data */
+    char *failed;     /* why convert's default synthetic data could not be drawn, or NULL */
+} Synthetic;
+
+static void
+synthetic_clear(Synthetic *syn)
+{
+    g_clear_pointer(&syn->failed, g_free);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Synthetic, synthetic_clear)
 
 static void
 range_spec_clear(gpointer p)
 {
     g_free(((HgInputRangeSpec *)p)->name);
+}
+
+/* The configuration that applies to model_path: --config's, none with --no-config, else the nearest
+ * .halfguard.ini at or above its folder (each file loaded once). *cfg is NULL when none applies. FALSE
+ * with the file's error (once; later models it applies to say it was reported). */
+static gboolean
+config_for(Analysis *a, const char *model_path, const HgCheckConfig **cfg, GError **error)
+{
+    *cfg = a->fixed;
+    if (a->fixed || a->no_config)
+        return TRUE;
+    g_autofree char *cpath = hg_check_config_find(model_path);
+    if (!cpath)
+        return TRUE;
+    if (!a->found)
+        a->found = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)hg_check_config_free);
+    gpointer hit = NULL;
+    if (g_hash_table_lookup_extended(a->found, cpath, NULL, &hit)) {
+        if (!hit)
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)", cpath);
+        *cfg = hit;
+        return hit != NULL;
+    }
+    HgCheckConfig *loaded = hg_check_config_load(cpath, error);
+    g_hash_table_insert(a->found, g_strdup(cpath), loaded);
+    *cfg = loaded;
+    return loaded != NULL;
+}
+
+/* Append to ranges what cfg gives model_path, but for inputs m does not have: a [ranges *] group
+ * names the inputs of many models. (A name nothing matches leaves its input unranged, and the
+ * unranged-input finding names that input, so a typo does not go unseen.) */
+static void
+config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArray *ranges)
+{
+    guint given = ranges->len;
+    hg_check_config_ranges(cfg, model_path, ranges);
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    for (guint i = given; i < ranges->len; i++) {
+        const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
+        gboolean known = strcmp(name, "*") == 0;
+        for (guint k = 0; k < feeds->len && !known; k++)
+            known = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, name) == 0;
+        if (!known)
+            g_array_remove_index(ranges, i--);
+    }
+}
+
+/* What the analysis of one model reads: the command line's options, then its configuration's. */
+typedef struct {
+    const HgCheckConfig *cfg; /* the configuration that applies, or NULL */
+    GArray *ranges;           /* HgInputRangeSpec: the command line's, then the configuration's */
+    char **dim_max;           /* the command line's, else the configuration's */
+    GPtrArray *samples;       /* HgSamples*: --calib's, else the configuration's calib */
+    HgCheckOptions co;        /* over the above (stats NULL) */
+} ModelSetup;
+
+static void
+model_setup_clear(ModelSetup *ms)
+{
+    g_clear_pointer(&ms->ranges, g_array_unref);
+    g_clear_pointer(&ms->dim_max, g_strfreev);
+    g_clear_pointer(&ms->samples, g_ptr_array_unref);
+}
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(ModelSetup, model_setup_clear)
+
+/* Fill ms for model m (read from path): options on the command line win over the configuration's.
+ * FALSE with an error: an invalid configuration, or calibration data of the configuration's that
+ * cannot be read. */
+static gboolean
+model_setup(Analysis *a, HgModel *m, const char *path, ModelSetup *ms, GError **error)
+{
+    if (!config_for(a, path, &ms->cfg, error))
+        return FALSE;
+    ms->ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(ms->ranges, range_spec_clear);
+    for (guint i = 0; a->specs && i < a->specs->len; i++) {
+        const HgInputRangeSpec *s = &g_array_index(a->specs, HgInputRangeSpec, i);
+        HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
+        g_array_append_val(ms->ranges, copy);
+    }
+    if (ms->cfg)
+        config_ranges(ms->cfg, path, m, ms->ranges);
+    ms->dim_max = a->dim_max ? g_strdupv(a->dim_max) : ms->cfg ? hg_check_config_dim_max(ms->cfg, path) : NULL;
+    ms->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    g_auto(GStrv) calib = !(a->samples && a->samples->len) && ms->cfg ? hg_check_config_calib(ms->cfg, path) : NULL;
+    for (guint i = 0; calib && calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(calib[i], error);
+        if (!smp) {
+            g_prefix_error(error, "calib of %s: ", hg_check_config_path(ms->cfg));
+            return FALSE;
+        }
+        g_ptr_array_add(ms->samples, smp);
+    }
+    if (!calib)
+        for (guint i = 0; a->samples && i < a->samples->len; i++)
+            g_ptr_array_add(ms->samples, hg_samples_ref(a->samples->pdata[i]));
+    double margin = a->margin > 0 ? a->margin : ms->cfg ? hg_check_config_margin(ms->cfg) : 0;
+    double threshold = a->threshold > 0 ? a->threshold : ms->cfg ? hg_check_config_threshold(ms->cfg) : 0;
+    ms->co = (HgCheckOptions){(HgInputRangeSpec *)(void *)ms->ranges->data, ms->ranges->len, NULL, margin,
+                              threshold, (const char *const *)a->shapes, a->accumulate_model,
+                              (const char *const *)ms->dim_max};
+    return TRUE;
+}
+
+/* Statistics for one model with its setup ms: --stats files (merged once by the caller), runs on
+ * its calibration data, and synthetic samples: --calib-random N, or for convert (by_default)
+ * DEFAULT samples when an input whose values reach float math has neither a range nor data. convert
+ * with --calib-random 0 refuses such an input instead. Returns the table to use (file_stats itself,
+ * a new table in *owned, or NULL), FALSE on error. */
+static gboolean
+model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_default, HgStats **use,
+            HgStats **owned, Synthetic *syn, GError **error)
+{
+    const HgCheckOptions *co = &ms->co;
+    *owned = NULL;
+    *use = a->file_stats;
+    memset(syn, 0, sizeof *syn);
+    if (ms->samples->len) {
+        g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+        for (guint i = 0; i < ms->samples->len; i++) {
+            g_autoptr(GPtrArray) part = hg_samples_feeds(ms->samples->pdata[i], m, TRUE, error);
+            if (!part)
+                return FALSE;
+            while (part->len)
+                g_ptr_array_add(all, g_ptr_array_steal_index(part, 0));
+        }
+        *owned = hg_stats_collect_samples(m, all, 0, error);
+        if (!*owned)
+            return FALSE;
+        if (a->file_stats)
+            hg_stats_merge(*owned, a->file_stats);
+        *use = *owned;
+    }
+    guint n = a->calib_random > 0 ? (guint)a->calib_random : 0;
+    if (by_default && a->calib_random <= 0) {
+        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, ms->samples->len > 0, error);
+        if (!bare)
+            return FALSE;
+        if (bare->len && a->calib_random == 0) {
+            g_autoptr(GString) names = g_string_new(NULL);
+            for (guint i = 0; i < bare->len; i++)
+                g_string_append_printf(names, "%s'%s'", i ? ", " : "", ((HgInputInfo *)bare->pdata[i])->name);
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "input%s %s ha%s no range and no data, and --calib-random 0 forbids synthetic data: "
+                        "give -r NAME=LO:HI, --calib DATA, or a [ranges] group in .halfguard.ini",
+                        bare->len > 1 ? "s" : "", names->str, bare->len > 1 ? "ve" : "s");
+            return FALSE;
+        }
+        if (bare->len) {
+            n = HG_SYNTH_DEFAULT_SAMPLES;
+            syn->by_default = TRUE;
+        }
+    }
+    if (!n)
+        return TRUE;
+    g_autoptr(GError) e = NULL;
+    g_autoptr(HgStats) synth = hg_stats_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
+    if (!synth) {
+        /* convert's own choice failing is no error: it goes on, and says what its decisions then
+         * rest on. What the user asked for failing is. */
+        if (!syn->by_default) {
+            g_propagate_prefixed_error(error, g_steal_pointer(&e), "--calib-random: ");
+            return FALSE;
+        }
+        syn->failed = g_strdup(e->message);
+        return TRUE;
+    }
+    syn->samples = n;
+    if (!*use) {
+        *owned = g_steal_pointer(&synth);
+    } else {
+        if (!*owned)
+            *owned = hg_stats_copy(*use);
+        hg_stats_merge(*owned, synth);
+    }
+    *use = *owned;
+    return TRUE;
+}
+
+/* How to give inputs `names` ("x" or "x', 'y") a range: the option, and the .halfguard.ini group
+ * that would apply (config: the file that applies to model_path, or NULL for one beside the model).
+ * New string. */
+static char *
+range_fix(const char *names, gboolean several, const char *model_path, const char *config)
+{
+    g_autofree char *abs = g_canonicalize_filename(model_path, NULL);
+    g_autofree char *dir = config ? g_path_get_dirname(config) : g_path_get_dirname(abs);
+    g_autofree char *cdir = g_canonicalize_filename(dir, NULL);
+    gsize n = strlen(cdir);
+    const char *rel = strncmp(abs, cdir, n) == 0 && abs[n] == '/' ? abs + n + 1 : abs;
+    g_autofree char *ini = config ? g_strdup(config) : g_build_filename(dir, ".halfguard.ini", NULL);
+    if (several)
+        return g_strdup_printf("-r 'NAME=LO:HI' for each (or --calib DATA), or 'NAME = LO:HI' lines under "
+                               "[ranges %s] in %s", rel, ini);
+    return g_strdup_printf("-r '%s=LO:HI' (or --calib DATA), or '%s = LO:HI' under [ranges %s] in %s", names,
+                           names, rel, ini);
+}
+
+/* The notes on every input whose values reach float math without a range: what was assumed for it
+ * (what synthetic inputs drew), and what fixes it; inputs with the same element type and the same
+ * assumption share one line. covered: --calib data gave every input its values. */
+static void
+report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gboolean covered,
+                const Synthetic *syn, gint64 seed, const char *config)
+{
+    guint n = inputs ? inputs->len : 0;
+    g_autofree gboolean *done = g_new0(gboolean, n + 1);
+    for (guint i = 0; i < n; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
+        if (done[i] || in->source != HG_INPUT_RANGE_NONE || !in->reaches_float)
+            continue;
+        gboolean data = covered || has_real_data(stats, in->name);
+        g_autofree char *draw = !data && syn->samples ? hg_synth_describe(in) : NULL;
+        g_autoptr(GString) names = g_string_new(NULL);
+        guint count = 0;
+        for (guint k = i; k < n; k++) {
+            const HgInputInfo *o = inputs->pdata[k];
+            if (done[k] || o->source != HG_INPUT_RANGE_NONE || !o->reaches_float || o->dtype != in->dtype ||
+                (covered || has_real_data(stats, o->name)) != data)
+                continue;
+            g_autofree char *odraw = !data && syn->samples ? hg_synth_describe(o) : NULL;
+            if (g_strcmp0(odraw, draw) != 0)
+                continue;
+            done[k] = TRUE;
+            g_string_append_printf(names, "%s%s", count++ ? "', '" : "", o->name);
+        }
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        g_autofree char *fix = range_fix(names->str, count > 1, file, config);
+        const char *s = count > 1 ? "s" : "", *has = count > 1 ? "have" : "has";
+        if (data)
+            fprintf(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
+                    "observations; fix: %s\n", file, s, names->str, dt, has, fix);
+        else if (draw)
+            fprintf(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
+                    "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s\n",
+                    file, s, names->str, dt, has, draw, syn->samples, syn->samples == 1 ? "" : "s", seed,
+                    syn->by_default ? ", convert's default" : "", count > 1 ? "them" : "it", fix);
+        else
+            fprintf(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
+                    "computed from %s goes unchecked%s%s; fix: %s\n", file, syn->failed ? "warning" : "note", s,
+                    names->str, dt, has, count > 1 ? "them" : "it",
+                    syn->failed ? ", and no synthetic data could be drawn: " : "", syn->failed ? syn->failed : "",
+                    fix);
+    }
 }
 
 /* Parse the shared options after the command's own: the ranges (a mistake is a usage error with the
@@ -168,6 +479,13 @@ analysis_prepare(Analysis *a, const Command *cmd)
     g_array_set_clear_func(a->specs, range_spec_clear);
     const char *usage =
         a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    if (!usage && a->calib_random < -1)
+        usage = "--calib-random and --random take a count, 0 or more";
+    if (!usage && a->config && a->no_config)
+        usage = "give --config or --no-config, not both";
+    for (guint i = 0; !usage && a->dim_max && a->dim_max[i]; i++)
+        if (!hg_dim_max_parse(a->dim_max[i], NULL, NULL, &error))
+            usage = error->message;
     if (!usage && a->accumulate && strcmp(a->accumulate, "targets") != 0 && strcmp(a->accumulate, "fp16") != 0)
         usage = "--accumulate must be targets or fp16";
     a->accumulate_model = a->accumulate && strcmp(a->accumulate, "fp16") == 0 ? HG_CHECK_ACCUMULATE_FP16
@@ -182,6 +500,20 @@ analysis_prepare(Analysis *a, const Command *cmd)
     if (usage) {
         fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, usage, cmd->name);
         return FALSE;
+    }
+    if (a->config && !(a->fixed = hg_check_config_load(a->config, &error))) {
+        report_error(NULL, error);
+        return FALSE;
+    }
+    /* The calibration files are read (and a malformed one refused) before any model is. */
+    a->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    for (guint i = 0; a->calib && a->calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(a->calib[i], &error);
+        if (!smp) {
+            fprintf(stderr, "%s\n", error->message); /* it names the file */
+            return FALSE;
+        }
+        g_ptr_array_add(a->samples, smp);
     }
     for (guint i = 0; a->stats && a->stats[i]; i++) {
         HgStats *st = hg_stats_load(a->stats[i], &error);
@@ -206,8 +538,13 @@ analysis_clear(Analysis *a)
     g_strfreev(a->calib);
     g_strfreev(a->stats);
     g_strfreev(a->shapes);
+    g_strfreev(a->dim_max);
     g_free(a->accumulate);
+    g_free(a->config);
+    g_clear_pointer(&a->fixed, hg_check_config_free);
+    g_clear_pointer(&a->found, g_hash_table_unref);
     g_clear_pointer(&a->specs, g_array_unref);
+    g_clear_pointer(&a->samples, g_ptr_array_unref);
     g_clear_pointer(&a->file_stats, hg_stats_unref);
 }
 
@@ -219,7 +556,7 @@ cmd_convert(int argc, char **argv)
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
-    Analysis an = {0};
+    Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -292,14 +629,17 @@ cmd_convert(int argc, char **argv)
         g_autoptr(HgModel) m = hg_model_load(in, &error);
         HgStats *use = NULL;
         g_autoptr(HgStats) owned = NULL;
-        if (!m || !model_stats(m, an.calib, an.file_stats, &use, &owned, &error)) {
+        g_auto(Synthetic) syn = {0};
+        g_auto(ModelSetup) ms = {0};
+        if (!m || !model_setup(&an, m, in, &ms, &error) ||
+            !model_stats(m, &an, &ms, TRUE, &use, &owned, &syn, &error)) {
             report_error(in, error);
             rc = EXIT_ERROR;
             continue;
         }
+        HgCheckOptions co = ms.co;
+        co.stats = use;
         report_warnings(in, m);
-        HgCheckOptions co = {(HgInputRangeSpec *)(void *)an.specs->data, an.specs->len, use, an.margin,
-                             an.threshold, (const char *const *)an.shapes, an.accumulate_model};
         g_autoptr(HgConvertOptions) o = hg_convert_options_new();
         hg_convert_options_set_analysis(o, &co);
         hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
@@ -320,6 +660,9 @@ cmd_convert(int argc, char **argv)
                 break;
             continue;
         }
+        report_derived(in, result->inputs);
+        report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, an.seed,
+                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
         g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
         fprintf(info, "%s -> %s: %s\n", in, out, summary);
@@ -463,46 +806,159 @@ out:
 
 /* ---------------------------------------------------------------- calibrate */
 
+/* Samples of m drawn by hg_synth_feeds with co: n of them, seeds seed, seed + 1, ... (HgSample*,
+ * labelled "synthetic K (seed S)"), appended to out. */
+static gboolean
+synthetic_samples(HgModel *m, const HgCheckOptions *co, guint n, gint64 seed, GPtrArray *out, GError **error)
+{
+    for (guint k = 0; k < n; k++) {
+        GPtrArray *feeds = hg_synth_feeds(m, co, (guint64)seed + k, error);
+        if (!feeds)
+            return FALSE;
+        HgSample *smp = g_new0(HgSample, 1);
+        smp->label = g_strdup_printf("synthetic %u (seed %" G_GINT64_FORMAT ")", k, seed + (gint64)k);
+        smp->feeds = feeds;
+        g_ptr_array_add(out, smp);
+    }
+    return TRUE;
+}
+
+/* Every sample of sources fitted to m, appended to out (HgSample*). */
+static gboolean
+source_samples(HgModel *m, const GPtrArray *sources, GPtrArray *out, GError **error)
+{
+    for (guint i = 0; i < sources->len; i++) {
+        g_autoptr(GPtrArray) part = hg_samples_feeds(sources->pdata[i], m, TRUE, error);
+        if (!part)
+            return FALSE;
+        while (part->len)
+            g_ptr_array_add(out, g_ptr_array_steal_index(part, 0));
+    }
+    return TRUE;
+}
+
+/* Write samples as input sets dir/K/input_J.pb (K from 0, J in feed order). */
+static gboolean
+write_sets(const GPtrArray *samples, const char *dir, GError **error)
+{
+    for (guint k = 0; k < samples->len; k++) {
+        const HgSample *smp = samples->pdata[k];
+        g_autofree char *sub = g_strdup_printf("%s/%u", dir, k);
+        if (g_mkdir_with_parents(sub, 0755) != 0) {
+            int e = errno;
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", sub, g_strerror(e));
+            return FALSE;
+        }
+        for (guint j = 0; j < smp->feeds->len; j++) {
+            g_autofree char *path = g_strdup_printf("%s/input_%u.pb", sub, j);
+            if (!hg_tensor_save_pb_file(smp->feeds->pdata[j], path, error))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static int
 cmd_calibrate(int argc, char **argv)
 {
     const Command *cmd = find_command("calibrate");
-    char **data = NULL, *output = NULL;
+    char *output = NULL, *output_dir = NULL;
     int threads = 0;
+    Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
-        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
-         "A folder of inputs (repeat for several samples)", "DIR"},
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &a.calib,
+         "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
+         "--save-inputs JSON (repeatable)", "DATA"},
+        {"random", 0, 0, G_OPTION_ARG_INT, &a.calib_random,
+         "Draw N synthetic input sets in the input ranges (a float input without one: uniform in "
+         "[-64, 64])", "N"},
+        {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "The statistics file (JSON; - for standard output)", "FILE"},
+        {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
+         "Write the input sets to DIR/K/input_J.pb, to inspect, edit and reuse with --calib DIR", "DIR"},
+        INPUT_ENTRIES(a),
+        CONFIG_ENTRIES(a),
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
         {NULL},
     };
     int rc = EXIT_OK;
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = NULL;
+    g_autoptr(GPtrArray) samples = NULL;
+    g_autoptr(GPtrArray) drawn = NULL;
+    g_autoptr(HgStats) st = NULL;
+    g_auto(ModelSetup) ms = {0};
+    const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
-    if (argc != 2 || !data || !output || threads < 0) {
-        fprintf(stderr, "halfguard calibrate: %s\nTry 'halfguard help calibrate'.\n",
-                argc != 2 ? "give one model" : threads < 0 ? "--threads must be positive"
-                                                           : "give --data DIR (one or more) and -o FILE");
+    usage = argc != 2                  ? "give one model"
+            : threads < 0              ? "--threads must be positive"
+            : !output && !output_dir   ? "say what to write: -o stats.json and/or -O DIR"
+                                       : NULL;
+    if (usage) {
+        fprintf(stderr, "halfguard calibrate: %s\nTry 'halfguard help calibrate'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!analysis_prepare(&a, cmd)) {
         rc = EXIT_ERROR;
         goto out;
     }
     m = hg_model_load(argv[1], &error);
-    if (!m) {
+    if (!m || !model_setup(&a, m, argv[1], &ms, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;
         goto out;
     }
     report_warnings(argv[1], m);
-    if (!hg_calibrate(m, (const char *const *)data, threads, output, &error)) {
+    if (!ms.samples->len && a.calib_random <= 0) {
+        fprintf(stderr, "halfguard calibrate: give --data DATA or --random N (or calib = DATA in a [model] "
+                        "group of .halfguard.ini)\nTry 'halfguard help calibrate'.\n");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    drawn = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    if (!source_samples(m, ms.samples, samples, &error) ||
+        !synthetic_samples(m, &ms.co, a.calib_random > 0 ? (guint)a.calib_random : 0, a.seed, drawn, &error)) {
         report_error(argv[1], error);
         rc = EXIT_ERROR;
+        goto out;
+    }
+    if (drawn->len) {
+        g_autoptr(GPtrArray) inputs = hg_check_inputs(m, &ms.co, NULL);
+        Synthetic syn = {drawn->len, FALSE, NULL};
+        report_unranged(argv[1], inputs, NULL, samples->len > 0, &syn, a.seed,
+                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    }
+    if (output) {
+        /* Synthetic statistics count as such (hg_stats_collect_synthetic draws what synthetic_samples
+         * drew: the same seeds). */
+        st = samples->len ? hg_stats_collect_samples(m, samples, threads, &error) : hg_stats_new();
+        g_autoptr(HgStats) syn_st =
+            st && drawn->len ? hg_stats_collect_synthetic(m, &ms.co, drawn->len, (guint64)a.seed, threads, &error)
+                             : NULL;
+        if (syn_st)
+            hg_stats_merge(st, syn_st);
+        if (!st || (drawn->len && !syn_st) || !hg_stats_save(st, output, &error)) {
+            report_error(argv[1], error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+    }
+    if (output_dir) {
+        while (drawn->len)
+            g_ptr_array_add(samples, g_ptr_array_steal_index(drawn, 0));
+        if (!write_sets(samples, output_dir, &error)) {
+            report_error(NULL, error);
+            rc = EXIT_ERROR;
+        }
     }
 out:
-    g_strfreev(data);
+    analysis_clear(&a);
     g_free(output);
+    g_free(output_dir);
     return rc;
 }
 
@@ -510,13 +966,12 @@ out:
 
 typedef struct {
     Analysis an;
-    HgCheckConfig *config;    /* --config, or NULL to search per model */
-    gboolean no_config, strict_lfs, show_fixed;
+    gboolean strict_lfs, show_fixed;
 } CheckArgs;
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
 static HgCheckResult *
-check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *configs, char **message)
+check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
 {
     g_autoptr(GError) error = NULL;
     f->file = path;
@@ -527,36 +982,18 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
         fprintf(stderr, "%s: note: %s\n", path, *message);
         return NULL;
     }
-    HgCheckConfig *cfg = a->config;
-    if (m && !cfg && !a->no_config) {
-        g_autofree char *cpath = hg_check_config_find(path);
-        if (cpath && !g_hash_table_lookup_extended(configs, cpath, NULL, (gpointer *)&cfg)) {
-            cfg = hg_check_config_load(cpath, &error);
-            g_hash_table_insert(configs, g_strdup(cpath), cfg);
-        }
-        if (cpath && !cfg && !error)
-            g_set_error(&error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)",
-                        cpath);
-    }
     HgCheckResult *r = NULL;
-    if (m && !error) {
+    HgStats *stats = NULL;
+    g_autoptr(HgStats) calib = NULL;
+    g_auto(Synthetic) syn = {0};
+    g_auto(ModelSetup) ms = {0};
+    const HgCheckConfig *cfg = NULL;
+    if (m && model_setup(&a->an, m, path, &ms, &error)) {
+        cfg = ms.cfg;
         report_warnings(path, m);
-        g_autoptr(GArray) ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
-        g_array_set_clear_func(ranges, range_spec_clear);
-        for (guint i = 0; i < a->an.specs->len; i++) {
-            const HgInputRangeSpec *s = &g_array_index(a->an.specs, HgInputRangeSpec, i);
-            HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
-            g_array_append_val(ranges, copy);
-        }
-        if (cfg)
-            hg_check_config_ranges(cfg, path, ranges);
-        HgStats *stats = NULL;
-        g_autoptr(HgStats) calib = NULL;
-        double margin = a->an.margin > 0 ? a->an.margin : cfg ? hg_check_config_margin(cfg) : 0;
-        double threshold = a->an.threshold > 0 ? a->an.threshold : cfg ? hg_check_config_threshold(cfg) : 0;
-        if (model_stats(m, a->an.calib, a->an.file_stats, &stats, &calib, &error)) {
-            HgCheckOptions o = {(HgInputRangeSpec *)(void *)ranges->data, ranges->len, stats, margin,
-                                threshold, (const char *const *)a->an.shapes, a->an.accumulate_model};
+        HgCheckOptions o = ms.co;
+        if (model_stats(m, &a->an, &ms, FALSE, &stats, &calib, &syn, &error)) {
+            o.stats = stats;
             r = hg_check(m, &o, &error);
             if (r && !hg_check_mark_fixed(m, &o, r, &error))
                 g_clear_pointer(&r, hg_check_result_free);
@@ -572,15 +1009,9 @@ check_one(const CheckArgs *a, const char *path, HgCheckFile *f, GHashTable *conf
     }
     f->status = hg_check_result_count(r) ? HG_CHECK_HAZARDS : HG_CHECK_CLEAN;
     f->result = r;
-    if (r->unranged_inputs->len) {
-        g_autoptr(GString) names = g_string_new(NULL);
-        guint n = r->unranged_inputs->len;
-        for (guint i = 0; i < n; i++)
-            g_string_append_printf(names, "%s%s", i ? "', '" : "", (char *)r->unranged_inputs->pdata[i]);
-        fprintf(stderr, "%s: note: no range for input%s '%s': tensors that are unbounded for lack of %s "
-                "range are not checked; give --input-range NAME=LO:HI or a [ranges] group in "
-                ".halfguard.ini\n", path, n > 1 ? "s" : "", names->str, n > 1 ? "their" : "its");
-    }
+    report_unranged(path, r->inputs, stats, ms.samples->len > 0, &syn, a->an.seed,
+                    cfg ? hg_check_config_path(cfg) : NULL);
+    report_derived(path, r->inputs);
     report_unknown_ops(path, r);
     report_fixed(path, r, a->show_fixed);
     return r;
@@ -590,16 +1021,13 @@ static int
 cmd_check(int argc, char **argv)
 {
     const Command *cmd = find_command("check");
-    char *format = NULL, *config = NULL;
+    char *format = NULL;
     gboolean show_suppressed = FALSE;
-    CheckArgs a = {{0}, NULL, FALSE, FALSE, FALSE};
+    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
          "FORMAT"},
-        {"config", 'c', 0, G_OPTION_ARG_FILENAME, &config,
-         "Use FILE instead of the nearest .halfguard.ini", "FILE"},
-        {"no-config", 0, 0, G_OPTION_ARG_NONE, &a.no_config, "Ignore .halfguard.ini files", NULL},
         {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &a.strict_lfs,
          "A Git LFS pointer is an error, not a skipped file", NULL},
         {"show-suppressed", 0, 0, G_OPTION_ARG_NONE, &show_suppressed,
@@ -609,9 +1037,6 @@ cmd_check(int argc, char **argv)
         {NULL},
     };
     int rc = EXIT_OK;
-    g_autoptr(GError) error = NULL;
-    g_autoptr(GHashTable) configs = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                                          (GDestroyNotify)hg_check_config_free);
     g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
     g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_free);
     g_autofree HgCheckFile *files = NULL;
@@ -622,8 +1047,7 @@ cmd_check(int argc, char **argv)
     usage = argc < 2 ? "no input model"
                         : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
                             ? "--format must be text, json or sarif"
-                        : config && a.no_config ? "give --config or --no-config, not both"
-                                                : NULL;
+                            : NULL;
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
@@ -633,15 +1057,10 @@ cmd_check(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    if (config && !(a.config = hg_check_config_load(config, &error))) {
-        report_error(NULL, error);
-        rc = EXIT_ERROR;
-        goto out;
-    }
     files = g_new0(HgCheckFile, argc);
     for (int i = 1; i < argc; i++) {
         char *msg = NULL;
-        HgCheckResult *r = check_one(&a, argv[i], &files[i - 1], configs, &msg);
+        HgCheckResult *r = check_one(&a, argv[i], &files[i - 1], &msg);
         if (r)
             g_ptr_array_add(results, r);
         if (msg)
@@ -666,8 +1085,6 @@ cmd_check(int argc, char **argv)
 out:
     analysis_clear(&a.an);
     g_free(format);
-    g_free(config);
-    hg_check_config_free(a.config);
     return rc;
 }
 
@@ -677,12 +1094,20 @@ static int
 cmd_verify(int argc, char **argv)
 {
     const Command *cmd = find_command("verify");
-    char **data = NULL, *format = NULL, *outputs = NULL;
+    char *format = NULL, *outputs = NULL;
     double rtol = HG_VERIFY_DEFAULT_RTOL;
     int threads = 0;
+    Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
-        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &data,
-         "A folder of inputs, laid out as for 'run' (repeat for several samples)", "DIR"},
+        {"data", 'd', 0, G_OPTION_ARG_FILENAME_ARRAY, &a.calib,
+         "Inputs: a folder laid out as for 'run' (or a folder of such folders), an .npz, or Polygraphy "
+         "--save-inputs JSON (repeatable)", "DATA"},
+        {"random", 0, 0, G_OPTION_ARG_INT, &a.calib_random,
+         "Also compare on N synthetic input sets drawn in the input ranges (a float input without one: "
+         "uniform in [-64, 64])", "N"},
+        {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
+        INPUT_ENTRIES(a),
+        CONFIG_ENTRIES(a),
         {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
          "Largest relative L2 error an output may have (default 1e-2)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
@@ -697,20 +1122,25 @@ cmd_verify(int argc, char **argv)
     g_autoptr(HgModel) orig = NULL;
     g_autoptr(HgModel) conv = NULL;
     g_autoptr(HgVerifyReport) r = NULL;
+    g_autoptr(GPtrArray) samples = NULL;
     g_auto(GStrv) names = NULL;
+    g_auto(ModelSetup) ms = {0};
     g_autofree char *text = NULL;
     HgVerifyOptions vo;
     const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     usage = argc != 3                                          ? "give two models: ORIG CONVERTED"
-            : !data                                            ? "give --data DIR (one or more)"
             : !(rtol >= 0)                                     ? "--rtol must be a number >= 0"
             : threads < 0                                      ? "--threads must be positive"
             : format && strcmp(format, "text") && strcmp(format, "json") ? "--format must be text or json"
                                                                : NULL;
     if (usage) {
         fprintf(stderr, "halfguard verify: %s\nTry 'halfguard help verify'.\n", usage);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!analysis_prepare(&a, cmd)) {
         rc = EXIT_ERROR;
         goto out;
     }
@@ -724,11 +1154,35 @@ cmd_verify(int argc, char **argv)
         report_warnings(argv[i], m);
         *(i == 1 ? &orig : &conv) = m;
     }
+    /* The data: --data, else the configuration's calib for ORIG; and --random N sets. */
+    if (!model_setup(&a, orig, argv[1], &ms, &error)) {
+        report_error(argv[1], error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (!ms.samples->len && a.calib_random <= 0) {
+        fprintf(stderr, "halfguard verify: give --data DATA (one or more) or --random N (or calib = DATA in a "
+                        "[model] group of .halfguard.ini)\nTry 'halfguard help verify'.\n");
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    if (!source_samples(orig, ms.samples, samples, &error) ||
+        !synthetic_samples(orig, &ms.co, a.calib_random > 0 ? (guint)a.calib_random : 0, a.seed, samples, &error)) {
+        fprintf(stderr, "halfguard verify: %s\n", error->message);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (a.calib_random > 0) {
+        g_autoptr(GPtrArray) inputs = hg_check_inputs(orig, &ms.co, NULL);
+        Synthetic syn = {(guint)a.calib_random, FALSE, NULL};
+        report_unranged(argv[1], inputs, NULL, FALSE, &syn, a.seed, ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    }
     vo.rtol = rtol;
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
-    r = hg_verify(orig, conv, (const char *const *)data, &vo, &error);
+    r = hg_verify_samples(orig, conv, samples, &vo, &error);
     if (!r) {
         fprintf(stderr, "halfguard verify: %s\n", error->message);
         rc = EXIT_ERROR;
@@ -738,7 +1192,7 @@ cmd_verify(int argc, char **argv)
     fputs(text, stdout);
     rc = r->pass ? EXIT_OK : EXIT_FINDINGS;
 out:
-    g_strfreev(data);
+    analysis_clear(&a);
     g_free(format);
     g_free(outputs);
     return rc;
@@ -765,21 +1219,29 @@ cmd_help(int argc, char **argv)
 }
 
 static const Command commands[] = {
-    {"check", cmd_check, "MODEL... [--input-range NAME=LO:HI]... [--calib DIR]... [--stats FILE]...",
+    {"check", cmd_check, "MODEL... [--input-range NAME=LO:HI]... [--calib DATA]... [--stats FILE]...",
      "Find FP16 hazards statically (and with calibration); exit 1 if any.",
      "Infers shapes and sound value intervals for every tensor from the input ranges, the weights and\n"
      "each op's interval rule, and reports what would go wrong in FP16: overflow, internal-overflow,\n"
-     "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32. With --calib or\n"
+     "underflow, non-finite-constant, division-by-zero, precision-loss, must-stay-fp32,\n"
+     "unranged-input. With --calib or\n"
      "--stats a decision uses the observed magnitude times --margin where that is below the static\n"
      "bound, and the report shows both. An input without a range is unbounded: what depends only on\n"
-     "it is not checked, and a note names it. A hazard that convert rewrites away by itself (an\n"
+     "it is not checked, the input itself is an unranged-input finding (exit 1) that says how to give\n"
+     "its range, and a note names what was assumed. Ranges that follow from the model are derived: an\n"
+     "integer input that only indexes Gathers takes [0, rows - 1] of its table, a bool input [0, 1],\n"
+     "and an input read only by Sigmoid or Tanh (or for its shape) needs none; a note says so.\n"
+     "A hazard that convert rewrites away by itself (an\n"
      "epsilon kept inside a fused LayerNorm, a mask fill clamped to -65504, an integral image made an\n"
      "AveragePool, an overflow scaled away) is not counted: a note says how many, --show-fixed lists\n"
-     "them. Internal overflow is checked where a running sum stays\n"
+     "them. --calib-random N decides also on N synthetic input sets, marked synthetic.\n"
+     "Internal overflow is checked where a running sum stays\n"
      "in FP16: CumSum on TensorRT, ONNX Runtime CUDA and PyTorch (--accumulate targets, the\n"
      "default), every reduction, pool and norm with --accumulate fp16.\n\n"
      "Configuration: the nearest .halfguard.ini at or above each model's folder ([check] threshold and\n"
-     "margin, [ranges GLOB] input ranges, [suppress NAME] node/kind/model/reason); see the README.\n"
+     "margin, [ranges GLOB] input ranges, [model GLOB] calib and dim-max, [suppress NAME]\n"
+     "node/kind/model/reason), read alike by check, convert, calibrate and verify; see the README. An\n"
+     "unknown group or key is an error naming the file and line.\n"
      "Git LFS pointers are skipped with a note (--strict-lfs: an error).\n\n"
      "Output: text (compiler-style lines on stdout, notes on stderr), json or sarif (SARIF 2.1.0).\n"
      "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
@@ -805,9 +1267,14 @@ static const Command commands[] = {
      "assign_precision (FP16 or FP32 per node: hazards force FP32, a minimum cut places the\n"
      "boundaries), lower (element types, initializers, Casts), cleanup (cancelling and duplicate\n"
      "Casts, dead nodes, topological order).\n\n"
-     "Give input ranges (-r) or calibration (--calib, --stats): without them, what is unbounded only\n"
-     "for lack of a range is not treated as a hazard. The summary line gives the LayerNorms fused,\n"
-     "the FP32 islands, the Casts and the FP16 share of MACs and weight bytes.\n\n"
+     "Give input ranges (-r) or calibration (--calib, --stats). An input whose values reach float\n"
+     "math with neither gets synthetic calibration by default: 4 seeded input sets (a float input\n"
+     "uniform in [-64, 64], an integer one 0 or 1), and a warning names the input, what was assumed\n"
+     "and what fixes it; --calib-random 0 refuses such a model instead. The summary line gives the\n"
+     "LayerNorms fused, the FP32 islands, the Casts, the FP16 share of MACs and weight bytes, and how\n"
+     "many decisions rest on synthetic data.\n\n"
+     "It reads .halfguard.ini exactly as check does ([check], [ranges], [model] calib and dim-max;\n"
+     "--config FILE, --no-config); options on the command line win.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
@@ -826,15 +1293,23 @@ static const Command commands[] = {
      "Exit status: 0 on success, 2 on an error (a missing input, or one with the wrong name, element\n"
      "type or shape; an op the interpreter does not implement).\n\n"
      "Example:\n  halfguard run model.onnx --data test_data_set_0 -o out/"},
-    {"calibrate", cmd_calibrate, "MODEL --data DIR [--data DIR...] -o stats.json",
-     "Record per-tensor value statistics over sample inputs.",
-     "Runs the model on each --data folder and writes, per float tensor: min, max, absmax, the smallest\n"
+    {"calibrate", cmd_calibrate, "MODEL (--data DATA... | --random N) (-o stats.json | -O DIR)",
+     "Record per-tensor value statistics over sample inputs; draw synthetic input sets.",
+     "Runs the model on each sample of each --data (a folder of input_K.pb or NAME.npy, a folder of\n"
+     "such folders, an .npz, or Polygraphy --save-inputs JSON) and writes, per float tensor (and per\n"
+     "integer graph input): min, max, absmax, the smallest\n"
      "nonzero |x|, the counts of inf and NaN values, the element count and the number of samples.\n"
-     "The JSON format is documented in the README.\n\n"
-     "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json"},
-    {"verify", cmd_verify, "ORIG CONVERTED --data DIR [--data DIR...] [--rtol R] [--format text|json]",
+     "The JSON format is documented in the README. --random N draws N synthetic input sets (seeded:\n"
+     "--seed) inside the input ranges (-r, .halfguard.ini, derived; a float input without one uniform in\n"
+     "[-64, 64], an integer one 0 or 1), counted as synthetic in the statistics; -O DIR writes the\n"
+     "sets used as DIR/K/input_J.pb to inspect, edit and give back with --calib DIR. Without --data or\n"
+     "--random, the calib of the model's [model] group in .halfguard.ini is the data.\n\n"
+     "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json\n"
+     "  halfguard calibrate model.onnx --random 8 -O calib/"},
+    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--rtol R] [--format text|json]",
      "Run a model and its converted form on the same data; exit 1 if they disagree.",
-     "Runs both models with the built-in interpreter on each --data folder (laid out as for 'run';\n"
+     "Runs both models with the built-in interpreter on each sample of each --data (a folder laid out\n"
+     "as for 'run', a folder of such folders, an .npz, or Polygraphy --save-inputs JSON;\n"
      "the files must fit ORIG, and CONVERTED's inputs get the same values converted to the element\n"
      "types it declares, so an FP16-input model takes FP32 data). Graph outputs are matched by name.\n"
      "Per output, over all folders: the relative L2 error ||conv - orig|| / ||orig|| (0 when both\n"
@@ -842,6 +1317,8 @@ static const Command commands[] = {
      "in both models, and the count of inf/NaN values in CONVERTED (and in ORIG, when it has some).\n"
      "It names the first tensor, in CONVERTED's execution order, that holds inf or NaN where ORIG's\n"
      "tensor of the same name is finite, and the node that produced it.\n\n"
+     "--random N adds N synthetic input sets drawn in the input ranges (-r, .halfguard.ini, derived).\n"
+     "Without --data, the calib of ORIG's [model] group in .halfguard.ini is the data.\n\n"
      "Output: text, or json (fields in the README).\n"
      "Exit status: 0 every output finite and within --rtol; 1 an output non-finite where ORIG's is\n"
      "finite, or over --rtol; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"

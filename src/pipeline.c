@@ -20,6 +20,7 @@ struct HgConvertOptions {
     HgCheckOptions check;   /* ranges (owned copy below), stats (borrowed), margin, threshold, shapes */
     GArray *ranges;         /* of HgInputRangeSpec, names owned */
     char **shapes;          /* owned copy of check.shapes */
+    char **dim_max;         /* owned copy of check.dim_max */
     gboolean keep_io_types;
     char **block_ops, **block_nodes, **force_fp16_nodes;
 };
@@ -46,6 +47,7 @@ hg_convert_options_free(HgConvertOptions *o)
         return;
     g_array_unref(o->ranges);
     g_strfreev(o->shapes);
+    g_strfreev(o->dim_max);
     g_strfreev(o->block_ops);
     g_strfreev(o->block_nodes);
     g_strfreev(o->force_fp16_nodes);
@@ -63,10 +65,13 @@ hg_convert_options_set_analysis(HgConvertOptions *o, const HgCheckOptions *check
     }
     g_strfreev(o->shapes);
     o->shapes = g_strdupv((char **)check->shapes);
+    g_strfreev(o->dim_max);
+    o->dim_max = g_strdupv((char **)check->dim_max);
     o->check = *check;
     o->check.ranges = (const HgInputRangeSpec *)(void *)o->ranges->data;
     o->check.n_ranges = o->ranges->len;
     o->check.shapes = (const char *const *)o->shapes;
+    o->check.dim_max = (const char *const *)o->dim_max;
 }
 
 void
@@ -175,6 +180,10 @@ hg_convert_result_free(HgConvertResult *r)
         return;
     g_ptr_array_unref(r->notes);
     g_ptr_array_unref(r->decisions);
+    if (r->inputs)
+        g_ptr_array_unref(r->inputs);
+    if (r->synthetic_draw)
+        g_ptr_array_unref(r->synthetic_draw);
     g_free(r);
 }
 

@@ -172,16 +172,32 @@ hg_stats_merge(HgStats *dst, HgStats *src)
         d->n_nan += s->n_nan;
         d->count += s->count;
         d->samples += s->samples;
+        d->synthetic += s->synthetic;
     }
 }
 
 /* ---------------------------------------------------------------- the interpreter */
 
+/* Numbers the statistics can hold: floats, integers, bool. */
+static gboolean
+numeric(int dtype)
+{
+    switch (dtype) {
+    case HG_DTYPE_BOOL: case HG_DTYPE_INT8: case HG_DTYPE_INT16: case HG_DTYPE_INT32: case HG_DTYPE_INT64:
+    case HG_DTYPE_UINT8: case HG_DTYPE_UINT16: case HG_DTYPE_UINT32: case HG_DTYPE_UINT64:
+        return TRUE;
+    default:
+        return hg_dtype_is_float(dtype);
+    }
+}
+
+/* Every float tensor, and the graph inputs of any numeric type: what the data covered of an integer
+ * input (a mask, ids) is known too. */
 static gboolean
 collect_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
 {
     (void)error;
-    if (hg_dtype_is_float(t->dtype))
+    if (hg_dtype_is_float(t->dtype) || (!v->producer && !v->init && numeric(t->dtype)))
         stats_add(data, v->name, t);
     return TRUE;
 }
@@ -243,6 +259,25 @@ hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError *
 }
 
 HgStats *
+hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && samples != NULL, NULL);
+    HgStats *st = stats_new();
+    g_auto(GStrv) leaves = runnable_leaves(m);
+    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
+    for (guint i = 0; i < samples->len; i++) {
+        const HgSample *smp = samples->pdata[i];
+        g_autoptr(GPtrArray) outs = hg_run(m, smp->feeds, &opts, error);
+        if (!outs) {
+            g_prefix_error(error, "%s: ", smp->label);
+            hg_stats_unref(st);
+            return NULL;
+        }
+    }
+    return st;
+}
+
+HgStats *
 hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
                            int threads, GError **error)
 {
@@ -259,6 +294,11 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
             return NULL;
         }
     }
+    GHashTableIter it;
+    gpointer e;
+    g_hash_table_iter_init(&it, st->t);
+    while (g_hash_table_iter_next(&it, NULL, &e))
+        ((Entry *)e)->s.synthetic = ((Entry *)e)->s.samples;
     return st;
 }
 
@@ -311,6 +351,10 @@ hg_stats_save(HgStats *st, const char *path, GError **error)
         json_builder_add_int_value(b, (gint64)s->count);
         json_builder_set_member_name(b, "samples");
         json_builder_add_int_value(b, s->samples);
+        if (s->synthetic) {
+            json_builder_set_member_name(b, "synthetic");
+            json_builder_add_int_value(b, s->synthetic);
+        }
         json_builder_end_object(b);
     }
     json_builder_end_object(b);
@@ -369,7 +413,7 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
         JsonObject *o = json_node_get_object(en);
         const char *dt =
             json_object_has_member(o, "dtype") ? json_object_get_string_member(o, "dtype") : NULL;
-        HgTensorStats s = {dt ? hg_dtype_from_name(dt) : HG_DTYPE_UNDEFINED, 0, 0, 0, 0, 0, 0, 0, 0};
+        HgTensorStats s = {dt ? hg_dtype_from_name(dt) : HG_DTYPE_UNDEFINED, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         if (!get_number(o, "min", &s.min) || !get_number(o, "max", &s.max) ||
             !get_number(o, "absmax", &s.absmax) || !get_number(o, "min_abs_nonzero", &s.min_abs_nonzero) ||
             (!isnan(s.min) && !isnan(s.max) && s.min > s.max)) {
@@ -383,6 +427,7 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
         s.n_nan = get_count(o, "nan");
         s.count = get_count(o, "count");
         s.samples = (guint)MIN(get_count(o, "samples"), G_MAXUINT);
+        s.synthetic = (guint)MIN(get_count(o, "synthetic"), s.samples);
         g_autoptr(HgStats) one = stats_new();
         *(HgTensorStats *)stats_entry(one, l->data, s.dtype) = s;
         hg_stats_merge(st, one);
@@ -395,8 +440,8 @@ load_halfguard(HgStats *st, JsonObject *root, GError **error)
 /* A Polygraphy-encoded array: {"array": base64 of a .npy file, "polygraphy_class": "ndarray"} (older
  * files mark it with "__polygraphy_encoded_ndarray"), possibly wrapped in a LazyArray {"values": ...}.
  * Returns NULL when node is not one (no error), or NULL with error when it is one but is broken. */
-static HgTensor *
-polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error)
+HgTensor *
+hg_polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **error)
 {
     *is_array = FALSE;
     if (!JSON_NODE_HOLDS_OBJECT(node))
@@ -404,7 +449,7 @@ polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **
     JsonObject *o = json_node_get_object(node);
     JsonNode *values = json_object_get_member(o, "values");
     if (values && JSON_NODE_HOLDS_OBJECT(values))
-        return polygraphy_array(values, name, is_array, error);
+        return hg_polygraphy_array(values, name, is_array, error);
     JsonNode *arr = json_object_get_member(o, "array");
     if (!arr || !JSON_NODE_HOLDS_VALUE(arr) || json_node_get_value_type(arr) != G_TYPE_STRING)
         return NULL;
@@ -417,18 +462,19 @@ polygraphy_array(JsonNode *node, const char *name, gboolean *is_array, GError **
     return t;
 }
 
-/* {name: array, ...}: every array member becomes a sample of that tensor. */
+/* {name: array, ...}: every float array member becomes a sample of that tensor; of a feed dict
+ * (inputs), every numeric one. */
 static gboolean
-load_feed_dict(HgStats *st, JsonObject *o, GError **error)
+load_feed_dict(HgStats *st, JsonObject *o, gboolean inputs, GError **error)
 {
     g_autoptr(GList) names = json_object_get_members(o);
     for (GList *l = names; l; l = l->next) {
         gboolean is_array;
         JsonNode *node = json_object_get_member(o, l->data);
-        g_autoptr(HgTensor) t = polygraphy_array(node, l->data, &is_array, error);
+        g_autoptr(HgTensor) t = hg_polygraphy_array(node, l->data, &is_array, error);
         if (is_array && !t)
             return FALSE;
-        if (t && hg_dtype_is_float(t->dtype))
+        if (t && (hg_dtype_is_float(t->dtype) || (inputs && numeric(t->dtype))))
             stats_add(st, l->data, t);
     }
     return TRUE;
@@ -449,7 +495,7 @@ load_polygraphy(HgStats *st, JsonNode *root, GError **error)
         JsonArray *a = json_node_get_array(root);
         for (guint i = 0; i < json_array_get_length(a); i++) {
             JsonNode *it = json_array_get_element(a, i);
-            if (!JSON_NODE_HOLDS_OBJECT(it) || !load_feed_dict(st, json_node_get_object(it), error))
+            if (!JSON_NODE_HOLDS_OBJECT(it) || !load_feed_dict(st, json_node_get_object(it), TRUE, error))
                 return not_polygraphy(error);
         }
         return TRUE;
@@ -471,7 +517,7 @@ load_polygraphy(HgStats *st, JsonNode *root, GError **error)
             JsonNode *ir = json_array_get_element(ia, k);
             JsonNode *outs = JSON_NODE_HOLDS_OBJECT(ir)
                                  ? json_object_get_member(json_node_get_object(ir), "outputs") : NULL;
-            if (!outs || !JSON_NODE_HOLDS_OBJECT(outs) || !load_feed_dict(st, json_node_get_object(outs), error))
+            if (!outs || !JSON_NODE_HOLDS_OBJECT(outs) || !load_feed_dict(st, json_node_get_object(outs), FALSE, error))
                 return not_polygraphy(error);
         }
     }

@@ -3,12 +3,15 @@
  * statistics gathered without calibration data.
  *
  * Each feed gets its declared element type and shape; a dim the model leaves symbolic takes the
- * --shapes pin, else 1. Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
+ * --shapes pin, else its dim-max (by the dim's name, else the "*" one), else 1. The ranges are the caller's, else those the model implies (src/derive.c: token
+ * ids index their table). Values, from GLib's Mersenne Twister seeded with `seed` (the same bytes on
  * every machine):
  *   - a float input with a range: uniform in [lo, hi] (an infinite end is clipped to +-1e4);
- *   - a float input without one: uniform in [-1, 1];
- *   - an integer input with a range: uniform over the integers in it; without one: 0 (a valid index
- *     into every table);
+ *   - a float input without one: uniform in [-HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND], 64: a
+ *     decision on it then keeps FP32 what reaches 512 at unit scale, as AutoCast's default does
+ *     (README.md, "Synthetic calibration");
+ *   - an integer input with a range: uniform over the integers in it; without one: 0 or 1 (a mask's
+ *     values, and a valid index into every table of two rows or more);
  *   - bool: 0 or 1 with equal odds.
  */
 #include "halfguard/check.h"
@@ -17,18 +20,26 @@
 #include <math.h>
 #include <string.h>
 
+#include "derive.h"
 #include "shapes.h"
 
-static const HgInputRangeSpec *
-range_of(const HgCheckOptions *opts, const char *name)
+/* The size dim-max gives a symbolic dim called param (NULL: unnamed): its NAME=N, else the N for
+ * every dim, else 1. */
+static gint64
+dim_max_of(const char *const *specs, const char *param)
 {
-    for (guint i = 0; opts && i < opts->n_ranges; i++)
-        if (strcmp(opts->ranges[i].name, name) == 0)
-            return &opts->ranges[i];
-    for (guint i = 0; opts && i < opts->n_ranges; i++)
-        if (strcmp(opts->ranges[i].name, "*") == 0)
-            return &opts->ranges[i];
-    return NULL;
+    gint64 any = 1;
+    for (guint i = 0; specs && specs[i]; i++) {
+        g_autofree char *name = NULL;
+        gint64 v;
+        if (!hg_dim_max_parse(specs[i], &name, &v, NULL))
+            continue;
+        if (param && strcmp(name, param) == 0)
+            return v;
+        if (strcmp(name, "*") == 0)
+            any = v;
+    }
+    return any;
 }
 
 static double
@@ -39,8 +50,8 @@ clip_end(double x)
 
 /* One feed: decl's type, dims from the declaration or the pins (else 1), values drawn from rng. */
 static HgTensor *
-synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCheckOptions *opts,
-          GRand *rng, GError **error)
+synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const char *const *dim_max,
+          const HgInputInfo *info, GRand *rng, GError **error)
 {
     const HgType *ty = d->type;
     const char *name = d->value->name;
@@ -62,7 +73,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCh
     gint64 dims[HG_MAX_RANK];
     for (guint k = 0; k < ty->shape->rank; k++) {
         const HgDim *dm = &ty->shape->dims[k];
-        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : 1;
+        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : dim_max_of(dim_max, dm->param);
     }
     int dtype = ty->elem_type;
     int gen = hg_dtype_is_float(dtype) ? HG_DTYPE_FLOAT : dtype;
@@ -78,10 +89,11 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCh
         return NULL;
     }
     gint64 n = hg_tensor_numel(t);
-    const HgInputRangeSpec *r = range_of(opts, name);
+    gboolean ranged = info && (info->source == HG_INPUT_RANGE_GIVEN || info->source == HG_INPUT_RANGE_DERIVED);
+    const HgInputInfo *r = ranged ? info : NULL;
     void *data = n ? hg_tensor_data_mut(t) : NULL;
     if (gen == HG_DTYPE_FLOAT) {
-        double lo = r ? clip_end(r->lo) : -1, hi = r ? clip_end(r->hi) : 1;
+        double lo = r ? clip_end(r->lo) : -HG_SYNTH_FLOAT_BOUND, hi = r ? clip_end(r->hi) : HG_SYNTH_FLOAT_BOUND;
         float *f = data;
         for (gint64 i = 0; i < n; i++)
             f[i] = (float)(lo + (hi - lo) * g_rand_double(rng));
@@ -90,7 +102,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCh
         for (gint64 i = 0; i < n; i++)
             b[i] = g_rand_boolean(rng) ? 1 : 0;
     } else {
-        double lo = r ? ceil(clip_end(r->lo)) : 0, hi = r ? floor(clip_end(r->hi)) : 0;
+        double lo = r ? ceil(clip_end(r->lo)) : 0, hi = r ? floor(clip_end(r->hi)) : 1;
         if (hi < lo)
             hi = lo;
         for (gint64 i = 0; i < n; i++) {
@@ -110,11 +122,32 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const HgCh
     return g_steal_pointer(&t);
 }
 
+char *
+hg_synth_describe(const HgInputInfo *info)
+{
+    g_return_val_if_fail(info != NULL, NULL);
+    gboolean ranged = info->source == HG_INPUT_RANGE_GIVEN || info->source == HG_INPUT_RANGE_DERIVED;
+    if (info->dtype == HG_DTYPE_BOOL)
+        return g_strdup("0 or 1");
+    if (hg_dtype_is_float(info->dtype))
+        return ranged ? g_strdup_printf("uniform in [%g, %g]", clip_end(info->lo), clip_end(info->hi))
+                      : g_strdup_printf("uniform in [%g, %g]", -HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND);
+    if (!ranged)
+        return g_strdup("0 or 1");
+    double lo = ceil(clip_end(info->lo)), hi = MAX(lo, floor(clip_end(info->hi)));
+    return g_strdup_printf("the integers of [%g, %g]", lo, hi);
+}
+
 GPtrArray *
 hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **error)
 {
     g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
     g_autoptr(GPtrArray) decls = hg_run_feeds(m);
+    /* The ranges: the caller's, else those the model implies (token ids index their table). */
+    g_autoptr(HgShapes) shapes = hg_shapes_infer_specs(m->graph, opts ? opts->shapes : NULL, error);
+    if (!shapes)
+        return NULL;
+    g_autoptr(GPtrArray) infos = hg_derive_inputs(m, shapes, opts ? opts->ranges : NULL, opts ? opts->n_ranges : 0);
     g_autoptr(GArray) pins = g_array_new(FALSE, TRUE, sizeof(HgShapePin));
     for (guint i = 0; opts && opts->shapes && opts->shapes[i]; i++) {
         HgShapePin p;
@@ -131,8 +164,8 @@ hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **er
     for (guint i = 0; i < decls->len && feeds; i++) {
         guint32 key[3] = {(guint32)seed, (guint32)(seed >> 32), i};
         g_autoptr(GRand) rng = g_rand_new_with_seed_array(key, 3);
-        HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len, opts,
-                                rng, error);
+        HgTensor *t = synth_one(decls->pdata[i], (const HgShapePin *)(void *)pins->data, pins->len,
+                                opts ? opts->dim_max : NULL, infos->pdata[i], rng, error);
         if (!t)
             g_clear_pointer(&feeds, g_ptr_array_unref);
         else

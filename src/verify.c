@@ -313,15 +313,13 @@ convert_feeds(GPtrArray *orig_decls, GPtrArray *orig_feeds, GPtrArray *conv_decl
     return out;
 }
 
+/* One sample: feeds for orig (hg_run_feeds order); dir labels it in the report and errors. */
 static gboolean
-verify_folder(HgModel *orig, HgModel *conv, const char *dir, const guint *map, Sums *sums,
+verify_folder(HgModel *orig, HgModel *conv, const char *dir, GPtrArray *feeds, const guint *map, Sums *sums,
               HgVerifyReport *r, guint *best_seq, int threads, const char *const *names, GError **error)
 {
     g_autoptr(GPtrArray) orig_decls = hg_run_feeds(orig);
     g_autoptr(GPtrArray) conv_decls = hg_run_feeds(conv);
-    g_autoptr(GPtrArray) feeds = hg_load_feeds(orig, dir, error);
-    if (!feeds)
-        return FALSE;
     g_autoptr(GPtrArray) conv_feeds = convert_feeds(orig_decls, feeds, conv_decls, error);
     if (!conv_feeds)
         return FALSE;
@@ -368,6 +366,20 @@ hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs, const HgVe
 {
     g_return_val_if_fail(orig != NULL && conv != NULL && data_dirs != NULL && data_dirs[0] != NULL,
                          NULL);
+    g_autoptr(GPtrArray) samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+    for (guint k = 0; data_dirs[k]; k++) {
+        HgSample *smp = g_new0(HgSample, 1);
+        smp->label = g_strdup(data_dirs[k]);
+        g_ptr_array_add(samples, smp);
+    }
+    return hg_verify_samples(orig, conv, samples, opts, error);
+}
+
+HgVerifyReport *
+hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples, const HgVerifyOptions *opts,
+                  GError **error)
+{
+    g_return_val_if_fail(orig != NULL && conv != NULL && samples != NULL && samples->len > 0, NULL);
     g_return_val_if_fail(!opts || opts->rtol >= 0, NULL);
     if (!orig->graph || !conv->graph) {
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the %s model has no graph",
@@ -406,8 +418,11 @@ hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs, const HgVe
     }
     g_autofree Sums *sums = g_new0(Sums, r->n_outputs + 1);
     guint best_seq = 0;
-    for (guint k = 0; data_dirs[k]; k++) {
-        if (!verify_folder(orig, conv, data_dirs[k], map, sums, r, &best_seq,
+    for (guint k = 0; k < samples->len; k++) {
+        const HgSample *smp = samples->pdata[k];
+        g_autoptr(GPtrArray) loaded = smp->feeds ? NULL : hg_load_feeds(orig, smp->label, error);
+        if ((!smp->feeds && !loaded) ||
+            !verify_folder(orig, conv, smp->label, smp->feeds ? smp->feeds : loaded, map, sums, r, &best_seq,
                            opts ? opts->threads : 0, names, error))
             return NULL;
         r->samples++;

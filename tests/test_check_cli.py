@@ -49,12 +49,12 @@ SARIF_MEMBER = "package/lib/schemas/sarif-2.1.0-rtm.5.json"
 SARIF_SHA256 = "2d99159ae54a3eea97f81781cff48780548657c35949f4b7f25e99a2ba4de4f8"
 
 KINDS = ["overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
-         "precision-loss", "must-stay-fp32"]
+         "precision-loss", "must-stay-fp32", "unranged-input"]
 SARIF_LEVEL = {"overflow": "error", "internal-overflow": "error", "non-finite-constant": "error",
                "division-by-zero": "error", "underflow": "warning", "precision-loss": "warning",
-               "must-stay-fp32": "note"}
-# MODEL: node 'NAME' (OP): KIND: MESSAGE
-LINE = re.compile(r"^(?P<file>.+?): node '(?P<node>[^']*)' \((?P<op>[A-Za-z0-9_.]+)\): "
+               "must-stay-fp32": "note", "unranged-input": "warning"}
+# MODEL: node 'NAME' (OP): KIND: MESSAGE, or MODEL: input 'NAME': unranged-input: MESSAGE
+LINE = re.compile(r"^(?P<file>.+?): (?:node '(?P<node>[^']*)' \((?P<op>[A-Za-z0-9_.]+)\)|input '(?P<input>[^']*)'): "
                   r"(?P<kind>" + "|".join(map(re.escape, KINDS)) + r"): (?P<msg>\S.*)$")
 NUM = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 LFS_POINTER = (b"version https://git-lfs.github.com/spec/v1\n"
@@ -215,10 +215,15 @@ def test_exit_codes_and_text(tmp):
     rc, so, se = run(scale, "--input-range", "x=-70:0")
     check("hazard:negative-side-exit1", rc == 1, show(rc, so, se))
 
-    # An input without a range: what depends on it is not checked, and a note on stderr names it.
+    # An input without a range: a finding of its own (exit 1), telling how to give one; what depends on
+    # it is not checked; a note on stderr names it, what was assumed and the fix.
     rc, so, se = run(scale)
-    check("unranged:exit0", rc == 0 and so == "", show(rc, so, se))
-    check("unranged:note", re.search(r"^" + re.escape(scale) + r": note: .*input 'x'", se, re.M),
+    m = text_lines("unranged", so)
+    check("unranged:exit1", rc == 1, show(rc, so, se))
+    check("unranged:finding", len(m) == 1 and m[0]["input"] == "x" and m[0]["kind"] == "unranged-input"
+          and "--input-range 'x=LO:HI'" in m[0]["msg"] and ".halfguard.ini" in m[0]["msg"], show(rc, so, se))
+    check("unranged:note", re.search(r"^" + re.escape(scale) + r": note: input 'x' \(float\) has no range and no "
+                                     r"data: nothing is assumed.*fix: -r 'x=LO:HI'.*\[ranges scale.onnx\]", se, re.M),
           show(rc, so, se))
     rc, so, se = run(scale, "--input-range", "x=0:100")
     check("ranged:no-note", "note" not in se, show(rc, so, se))
@@ -314,11 +319,14 @@ def test_json(tmp):
                   and abs(h["static"]["lo"]) <= 1e-6, str(h))
             check("json:observed-null", h["observed"] is None, str(h))
             check("json:not-suppressed", h["suppressed"] is None, str(h))
-    # No range: the input is named, nothing that depends on it is reported.
+    # No range: the input is named and is the one finding; nothing that depends on it is reported.
     rc, doc, se = run_json("json-unranged", scale, files=[scale])
     if doc:
-        check("json-unranged:listed", doc["models"][0]["unranged_inputs"] == ["x"]
-              and doc["models"][0]["hazards"] == [] and rc == 0, json.dumps(doc)[:800])
+        hs = doc["models"][0]["hazards"]
+        check("json-unranged:listed", doc["models"][0]["unranged_inputs"] == ["x"] and rc == 1
+              and [(h["node"], h["op"], h["kind"], h["value"], h["source"]) for h in hs]
+              == [("x", "input", "unranged-input", "x", "assumed")] and hs[0]["bound"] is None,
+              json.dumps(doc)[:800])
     # 1 / x with 0 in x's range: y is unbounded; infinite numbers must come out as null (strict_json
     # refuses Infinity and NaN).
     div = div_model(os.path.join(tmp, "div.onnx"))
@@ -378,9 +386,10 @@ def test_config(tmp):
     # applies shows as the overflow it makes visible (x in [0, 100]: y reaches 1e5); one that does not
     # leaves x unranged (exit 0, a note). Then [0, 50] tells the range's value is the file's.
     unranged = re.compile(r"^.*scale\.onnx: note: .*input 'x'", re.M)
+    finding = re.compile(r"^.*scale\.onnx: input 'x': unranged-input: ", re.M)
     cfg("[ranges a/b/*.onnx]\nx = 0:100\n")
     rc, so, se = run(model)
-    check("config:ranges-exit1", rc == 1 and not unranged.search(se), show(rc, so, se))
+    check("config:ranges-exit1", rc == 1 and not unranged.search(se) and not finding.search(so), show(rc, so, se))
     rc, so, se = run("b/scale.onnx", cwd=os.path.join(proj, "a"))
     check("config:relative-path-exit1", rc == 1, show(rc, so, se))
     rc, so, se = run(model, cwd="/")
@@ -388,13 +397,13 @@ def test_config(tmp):
     rc, doc, se = run_json("config", model, files=[model])
     check("config:json-ranged", doc is not None and doc["models"][0]["unranged_inputs"] == [], se)
     rc, so, se = run(model, "--no-config")
-    check("config:no-config-unranged", rc == 0 and unranged.search(se), show(rc, so, se))
+    check("config:no-config-unranged", rc == 1 and unranged.search(se) and finding.search(so), show(rc, so, se))
     cfg("[ranges a/b/*.onnx]\nx = 0:50\n")
     rc, so, se = run(model)
     check("config:range-value-exit0", rc == 0 and not unranged.search(se), show(rc, so, se))
     cfg("[ranges other/*.onnx]\nx = 0:100\n")
     rc, so, se = run(model)
-    check("config:glob-mismatch-unranged", rc == 0 and unranged.search(se), show(rc, so, se))
+    check("config:glob-mismatch-unranged", rc == 1 and unranged.search(se) and finding.search(so), show(rc, so, se))
     cfg("[ranges *]\n* = 0:100\n")
     rc, so, se = run(model)
     check("config:star-glob-and-key-exit1", rc == 1, show(rc, so, se))
@@ -402,7 +411,7 @@ def test_config(tmp):
     inner = os.path.join(proj, "a", ".halfguard.ini")
     cfg("[check]\nthreshold = 65504\n", inner)
     rc, so, se = run(model)
-    check("config:nearest-wins-unranged", rc == 0 and unranged.search(se), show(rc, so, se))
+    check("config:nearest-wins-unranged", rc == 1 and unranged.search(se) and finding.search(so), show(rc, so, se))
     os.remove(inner)
     # The command line's ranges win over the file's.
     cfg("[ranges *]\nx = 0:100\n")
@@ -473,6 +482,7 @@ def test_stats(tmp):
 
     # Polygraphy --save-outputs, two runners (FP32 and FP16 arrays), two iterations: the large values
     # decide the hazard. x has no range, so the static bound is unbounded: the bound is calibration's.
+    # These statistics hold the output alone, not x: x stays an unranged-input finding, counted apart.
     outs = write(os.path.join(tmp, "outputs.json"), poly_outputs([
         ("onnxrt-runner-N0-11/22/26-10:03:00", [{"y": small}]),
         ("trt-runner-N0-11/22/26-10:03:00", [{"y": small}, {"y": big.astype(np.float16)}]),
@@ -489,7 +499,7 @@ def test_stats(tmp):
             check("polygraphy:bound-margin", close(h["bound"], 2 * 49152.0, 1e-6), str(h))
             check("polygraphy:static-kept", h["static"]["hi"] is None, str(h))
     rc, so, se = run(scale, "--stats", outs)
-    m = text_lines("polygraphy", so)
+    m = [g for g in text_lines("polygraphy", so) if g["kind"] != "unranged-input"]
     if check("polygraphy:text-line", len(m) == 1, show(rc, so, se)):
         msg = m[0]["msg"]
         check("polygraphy:text-calibration", "(calibration)" in msg, msg)
@@ -497,7 +507,8 @@ def test_stats(tmp):
             close(float(x), 49152.0, 0.02) for x in re.findall(NUM, msg)), msg)
     # The margin is what makes it a hazard: 49152 * 1 < 65504.
     rc, so, se = run(scale, "--stats", outs, "--margin", "1")
-    check("polygraphy:margin1-exit0", rc == 0 and so == "", show(rc, so, se))
+    check("polygraphy:margin1-no-overflow", [g["kind"] for g in text_lines("polygraphy-margin1", so)]
+          == ["unranged-input"], show(rc, so, se))
 
     # Statistics lower a static bound: static 1e5, observed 1e4 * 2 = 2e4.
     small_outs = write(os.path.join(tmp, "small.json"),

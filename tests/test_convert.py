@@ -83,7 +83,7 @@ def check_verify(tag, rc, js, err):
 
 def check_report_structure(tag, rep, body, model_path):
     ok = check(f"{tag}:report-keys", set(rep) >= {"format", "version", "model", "summary", "passes",
-                                                  "figures", "decisions"}, sorted(rep))
+                                                  "figures", "inputs", "decisions"}, sorted(rep))
     if not ok:
         return False
     check(f"{tag}:report-header", rep["format"] == "halfguard-convert-report" and rep["version"] == 1
@@ -95,7 +95,7 @@ def check_report_structure(tag, rep, body, model_path):
         rep["passes"])
     fig = rep["figures"]
     keys = {"fused_layernorm", "fp32_islands", "fp32_nodes", "casts", "macs", "macs_fp16", "weight_bytes",
-            "weight_bytes_fp16"}
+            "weight_bytes_fp16", "decisions_synthetic", "decisions_assumed"}
     check(f"{tag}:report-figures", set(fig) == keys and all(isinstance(fig[k], int) and fig[k] >= 0
                                                             for k in keys)
           and fig["macs_fp16"] <= fig["macs"] and fig["weight_bytes_fp16"] <= fig["weight_bytes"]
@@ -104,7 +104,8 @@ def check_report_structure(tag, rep, body, model_path):
     good = True
     for d in decs:
         iv = d.get("interval")
-        good &= (set(d) == {"node", "op", "precision", "reason", "interval", "macs"}
+        good &= (set(d) == {"node", "op", "precision", "reason", "interval", "macs", "source"}
+                 and d["source"] in ("static", "calibration", "synthetic", "assumed")
                  and isinstance(d["node"], str) and isinstance(d["op"], str) and d["op"]
                  and d["precision"] in ("fp16", "fp32") and isinstance(d["reason"], str) and d["reason"]
                  and isinstance(iv, list) and len(iv) == 2

@@ -15,7 +15,9 @@ Generates the cases into OUTDIR with tests/pathology/make_cases.py, then for eve
     statistics then);
   - a [node, kind] in `static_only` must be reported without calibration and not with it (a proof
     that holds over the calibrated range);
-  - a negative control must be clean with calibration; without it, its count is printed only.
+  - a negative control must be clean with calibration; without it, its count is printed only;
+  - with no ranges at all (and no configuration), check exits 1 on every case, controls included,
+    with one unranged-input finding per float input, which tells how to give its range.
 Hazards beyond the expected ones are listed as notes, not failures. Prints one line per case and
 `N passed, M failed`; exits 1 on any failure.
 """
@@ -25,6 +27,7 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
@@ -85,10 +88,30 @@ def check_json(hg, outdir, case, calib, errors):
     return hazards
 
 
+def check_unconfigured(hg, outdir, case, errors):
+    """check with no range and no configuration: exit 1, an unranged-input finding per float input
+    whose values reach arithmetic (not one only a Shape or Size reads: its values never matter)."""
+    rc, out, err = run([hg, "check", os.path.join(outdir, case["model"]), "--format", "json", "--no-config"]
+                       + case.get("options", []))
+    try:
+        hazards = json.loads(out)["models"][0]["hazards"]
+    except (ValueError, KeyError, IndexError):
+        errors.append(f"[unconfigured] check exited {rc}: {err.strip()[:300]}")
+        return
+    graph = onnx.load(os.path.join(outdir, case["model"]), load_external_data=False).graph
+    values_read = {i for n in graph.node if n.op_type not in ("Shape", "Size") for i in n.input}
+    want = sorted(r.split("=", 1)[0] for r in case["input_ranges"] if r.split("=", 1)[0] in values_read)
+    got = sorted(h["node"] for h in hazards if h["kind"] == "unranged-input"
+                 and f"--input-range '{h['node']}=LO:HI'" in h["message"])
+    if rc != 1 or got != want:
+        errors.append(f"[unconfigured] exit {rc}, unranged-input findings {got}, want {want}")
+
+
 def check_case(hg, outdir, case):
     """(errors, notes) of one case."""
     errors, notes = [], []
     check_witnesses(hg, outdir, case, errors)
+    check_unconfigured(hg, outdir, case, errors)
     counts = {}
     for calib in (False, True):
         tag = "calib" if calib else "static"

@@ -14,7 +14,8 @@
 #define HEADER "<\n  ir_version: 8,\n  opset_import: [\"\" : 17]\n>\n"
 
 /* With x in [0, 100], b reaches 4.1e5: an overflow at m1, and mm and mm2 read b. w has no range, so
- * their products are no hazard (unbounded only for lack of one). */
+ * their products are no hazard (unbounded only for lack of one); w itself is an unranged-input
+ * finding, at no node, which forces nothing. */
 static const char hazard_text[] = HEADER
     "h (float[1,64] x, float[64,64] w) => (float[1,64] y, float[1,64] z)\n<\n  float big = {4096}\n>\n"
     "{\n  a = Relu(x)  #@ name: \"relu\"\n  b = Mul(a, big)  #@ name: \"m1\"\n"
@@ -120,8 +121,12 @@ test_hazard_forces_and_cured_lifts(void **state)
     Fixture f;
     fixture_open(&f, hazard_text);
     HgNode *m1 = node(&f, "b"), *mm = node(&f, "y"), *mm2 = node(&f, "z");
-    assert_int_equal(f.res->hazards->len, 1);
-    assert_ptr_equal(((HgHazard *)f.res->hazards->pdata[0])->at, m1);
+    assert_int_equal(f.res->hazards->len, 2);
+    const HgHazard *w = f.res->hazards->pdata[0];
+    assert_int_equal(w->kind, HG_HAZARD_UNRANGED_INPUT);
+    assert_string_equal(w->node, "w");
+    assert_null(w->at);
+    assert_ptr_equal(((HgHazard *)f.res->hazards->pdata[1])->at, m1);
 
     /* m1 (the overflow), mm and mm2 (they read b) FP32, w cast up for each MatMul, a cast up for m1:
      * the Relu stays FP16 (in FP32 it would need x cast up instead, and cost its excess too). */

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The repository's .pre-commit-hooks.yaml, run for real by Debian's pre-commit on a temporary git
-# repository: a model with an FP16 hazard cannot be committed and the hazard lines are shown; a clean
-# model, a suppressed hazard and a Git LFS pointer commit.
+# repository: a model with an FP16 hazard cannot be committed and the hazard lines are shown; so does
+# a model with an input that no range covers, with check's note (stderr) telling how to give one; a
+# clean model, a suppressed hazard and a Git LFS pointer commit.
 #
 # Usage: test_precommit.sh HALFGUARD_BUILD_DIR   (the folder holding the halfguard executable)
 # pre-commit clones a hooks repository at a rev, so the hook file is committed alone to a temporary
@@ -82,6 +83,12 @@ def save(name, nodes, inits=()):
 save("scale.onnx", [helper.make_node("Mul", ["x", "k"], ["y"], name="scale")],
      [numpy_helper.from_array(np.array(1000.0, np.float32), "k")])
 save("relu.onnx", [helper.make_node("Relu", ["x"], ["y"], name="relu")])
+# The same Relu on an input named z, which the repository's [ranges] group does not cover.
+g = helper.make_graph([helper.make_node("Relu", ["z"], ["y"], name="relu")], "g",
+                      [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 2])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8),
+          os.path.join(out, "free.onnx"))
 EOF
 [ $? -eq 0 ] || { fail "making the models"; echo "$passed passed, $failed failed"; exit 1; }
 
@@ -109,6 +116,24 @@ else
 fi
 if grep -q "exit code: 1" <<<"$out"; then ok "hazard: exit code 1"; else fail "hazard: exit code 1" "$out"; fi
 git rm -q --cached models/bad.onnx && rm -f models/bad.onnx
+
+# 1b. An input without a range: the commit is refused, and the output shows both the finding
+# (stdout) and check's note with the fix (stderr), which a passing hook would hide.
+cp "$tmp/models/free.onnx" models/free.onnx
+git add models/free.onnx
+commit "a model whose input has no range"
+if [ $rc -ne 0 ] && [ "$moved" = no ]; then ok "unranged: commit refused"; else fail "unranged: commit refused (rc=$rc)" "$out"; fi
+if grep -qE "^models/free\.onnx: input 'z': unranged-input: .*--input-range 'z=LO:HI'" <<<"$out"; then
+  ok "unranged: finding shown"
+else
+  fail "unranged: finding shown" "$out"
+fi
+if grep -qE "^models/free\.onnx: note: input 'z' \(float\) has no range.*fix: -r 'z=LO:HI'.*\[ranges models/free\.onnx\] in .*\.halfguard\.ini" <<<"$out"; then
+  ok "unranged: stderr note with the fix shown"
+else
+  fail "unranged: stderr note with the fix shown" "$out"
+fi
+git rm -q --cached models/free.onnx && rm -f models/free.onnx
 
 # 2. A clean model commits.
 cp "$tmp/models/relu.onnx" models/good.onnx

@@ -20,23 +20,31 @@ typedef enum {
     HG_HAZARD_DIVISION_BY_ZERO,  /* a divisor whose FP16 range reaches 0 */
     HG_HAZARD_PRECISION_LOSS,    /* the needed spread exceeds FP16's 11 bits */
     HG_HAZARD_MUST_STAY_FP32,    /* shape math, Resize scales, integer-valued float math */
+    HG_HAZARD_UNRANGED_INPUT,    /* an input whose values reach float math has no range nor data */
     HG_HAZARD_N_KINDS
 } HgHazardKind;
 
 /* "overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
- * "precision-loss", "must-stay-fp32". */
+ * "precision-loss", "must-stay-fp32", "unranged-input". */
 HG_API const char *hg_hazard_kind_name(HgHazardKind kind);
 /* The kind named name, or -1. */
 HG_API int hg_hazard_kind_from_name(const char *name);
 /* One sentence describing the kind (SARIF rule help, --help). */
 HG_API const char *hg_hazard_kind_description(HgHazardKind kind);
 
-typedef enum { HG_SOURCE_STATIC, HG_SOURCE_CALIBRATION } HgBoundSource;
+/* What a decision rests on: the static bound (sound for inputs in their ranges), calibration data
+ * (observed magnitudes times the margin), synthetic data (the same, from inputs halfguard drew
+ * itself: --calib-random, or convert's default for an input with neither range nor data), or nothing
+ * (assumed: unbounded for lack of an input range and not observed). */
+typedef enum { HG_SOURCE_STATIC, HG_SOURCE_CALIBRATION, HG_SOURCE_SYNTHETIC, HG_SOURCE_ASSUMED } HgBoundSource;
+
+/* "static", "calibration", "synthetic", "assumed". */
+HG_API const char *hg_bound_source_name(HgBoundSource source);
 
 typedef struct {
     HgHazardKind kind;
-    char *node;          /* the node's name ("" when the node has none) */
-    char *op;            /* its op type */
+    char *node;          /* the node's name ("" when the node has none); unranged-input: the input's */
+    char *op;            /* its op type; unranged-input: "input" */
     char *value;         /* the tensor concerned (may be NULL) */
     char *message;       /* what can happen, e.g. "output may reach 2.1e+06" */
     double bound;        /* the deciding magnitude (INFINITY when unbounded; NAN when not numeric) */
@@ -59,6 +67,9 @@ typedef struct {
     double min, max, absmax, min_abs_nonzero; /* NAN when no finite (nonzero) value was seen */
     guint64 n_inf, n_nan, count;
     guint samples;
+    /* How many of those samples were synthetic (hg_stats_collect_synthetic): a decision that rests on
+     * statistics with synthetic samples says so (HG_SOURCE_SYNTHETIC). */
+    guint synthetic;
 } HgTensorStats;
 
 /* Statistics by tensor name (opaque, reference-counted). */
@@ -76,6 +87,8 @@ HG_API guint hg_stats_size(const HgStats *stats);
 
 /* Run m on every data folder (hg_load_feeds layout) and collect the statistics of its float tensors. */
 HG_API HgStats *hg_stats_collect(HgModel *m, const char *const *data_dirs, int threads, GError **error);
+/* hg_stats_collect over samples already fitted to m (HgSample*, hg_samples_feeds). */
+HG_API HgStats *hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error);
 /* Read a stats file: halfguard's own (`halfguard calibrate`), or Polygraphy's --save-outputs /
  * --save-inputs JSON (arrays as base64 .npy). */
 HG_API HgStats *hg_stats_load(const char *path, GError **error);
@@ -96,7 +109,40 @@ typedef struct {
 /* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
 HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
 
+/* Where the range of a graph input comes from (hg_check, HgCheckResult.inputs). */
+typedef enum {
+    HG_INPUT_RANGE_GIVEN,    /* the caller's: --input-range or .halfguard.ini */
+    HG_INPUT_RANGE_DERIVED,  /* follows from the model: an integer input that only indexes Gathers
+                                takes [0, rows - 1] of the smallest table; a bool input [0, 1] */
+    HG_INPUT_RANGE_UNNEEDED, /* no range needed: every value the input reaches saturates (Sigmoid,
+                                Tanh) or is read for its shape alone, so no range changes a bound */
+    HG_INPUT_RANGE_NONE,     /* none: the input is unbounded */
+} HgInputRangeSource;
+
+/* What the analysis knows of one graph input. */
 typedef struct {
+    char *name;
+    int dtype;               /* its element type (HG_DTYPE_UNDEFINED when unknown) */
+    HgInputRangeSource source;
+    double lo, hi;           /* GIVEN or DERIVED: the range; otherwise -inf and inf */
+    char *why;               /* DERIVED or UNNEEDED: the reason ("indexes Gather 'emb' (20 rows)") */
+    /* NONE: its values reach float arithmetic (a float input; an integer one that a Cast or another
+     * op turns into floats), so what is computed from it is unbounded for lack of its range. */
+    gboolean reaches_float;
+} HgInputInfo;
+
+/* "given", "derived", "unneeded", "none". */
+HG_API const char *hg_input_range_source_name(HgInputRangeSource source);
+HG_API void hg_input_info_free(HgInputInfo *info);
+
+typedef struct HgCheckOptions HgCheckOptions;
+
+/* What hg_check will know of each graph input of m to feed (its ranges from opts, else derived from
+ * the model), without the rest of the analysis: for a caller that must decide what data to give it.
+ * New array of HgInputInfo* (free function set), or NULL with HG_ERROR_USAGE for a bad shape pin. */
+HG_API GPtrArray *hg_check_inputs(HgModel *m, const HgCheckOptions *opts, GError **error);
+
+struct HgCheckOptions {
     const HgInputRangeSpec *ranges; /* n_ranges entries */
     guint n_ranges;
     HgStats *stats;                 /* may be NULL: static analysis only */
@@ -108,19 +154,34 @@ typedef struct {
      * ONNX Runtime CUDA and PyTorch do; HG_CHECK_ACCUMULATE_FP16 says every accumulating op (reductions,
      * matrix products, pools, norms) sums in FP16, for runtimes that really do. */
     int accumulate;
-} HgCheckOptions;
+    /* The size synthetic inputs give a symbolic dim that --shapes does not pin: "NAME=N" for the dims
+     * called NAME, "N" (or "*=N") for the others (NULL-terminated, may be NULL: 1). */
+    const char *const *dim_max;
+};
 
 #define HG_CHECK_ACCUMULATE_TARGETS 0
 #define HG_CHECK_ACCUMULATE_FP16 1
 
+/* The bound of the default distribution of a float input that has no range: synthetic inputs draw it
+ * uniformly from [-HG_SYNTH_FLOAT_BOUND, HG_SYNTH_FLOAT_BOUND] (README.md, "Synthetic calibration",
+ * says why 64). */
+#define HG_SYNTH_FLOAT_BOUND 64.0
+/* How many synthetic input sets convert draws when an input has neither a range nor data. */
+#define HG_SYNTH_DEFAULT_SAMPLES 4
+
 /* Seeded synthetic feeds for m (hg_run_feeds order), drawn inside the ranges of opts (opts->ranges
- * and opts->shapes are read; opts may be NULL): a float input uniform in its range ([-1, 1] without
- * one), an integer input uniform over the integers of its range (0 without one), bool 0 or 1; a
- * symbolic dim takes its --shapes pin, else 1. The same seed gives the same values on every machine.
- * NULL with HG_ERROR_UNSUPPORTED for an input without a declared tensor type and shape, or of an
- * element type it cannot draw (strings). */
+ * and opts->shapes are read; opts may be NULL), else the ranges the model implies (hg_check's
+ * derived ones): a float input uniform in its range (uniform in [-HG_SYNTH_FLOAT_BOUND,
+ * HG_SYNTH_FLOAT_BOUND] without one), an integer input uniform over the integers of its range (0 or 1
+ * without one), bool 0 or 1; a symbolic dim takes its --shapes pin, else 1. The same seed gives the
+ * same values on every machine. NULL with HG_ERROR_UNSUPPORTED for an input without a declared tensor
+ * type and shape, or of an element type it cannot draw (strings). */
 HG_API GPtrArray *hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64 seed, GError **error);
-/* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...). */
+/* What hg_synth_feeds draws for an input (info from hg_check_inputs): "uniform in [-64, 64]", "the
+ * integers of [0, 19]", "0 or 1". New string. */
+HG_API char *hg_synth_describe(const HgInputInfo *info);
+/* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...); every entry counts
+ * its samples as synthetic. */
 HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opts, guint samples,
                                            guint64 seed, int threads, GError **error);
 
@@ -135,9 +196,11 @@ typedef struct {
 
 typedef struct {
     GPtrArray *hazards;          /* HgHazard*, in topological order of their nodes */
-    GPtrArray *unranged_inputs;  /* char*: float graph inputs that had no range */
+    GPtrArray *unranged_inputs;  /* char*: inputs with no range (HG_INPUT_RANGE_NONE), bool and
+                                    string inputs excepted */
     gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
     GPtrArray *unknown_ops;      /* HgUnknownOp*, by first appearance in topological order */
+    GPtrArray *inputs;           /* HgInputInfo*: every graph input to feed, in feed order */
 } HgCheckResult;
 
 /* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad
@@ -152,13 +215,15 @@ HG_API gboolean hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCh
                                     GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)
 
-/* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it): check's threshold
- * and margin, input ranges per model glob, and suppressions by node-name glob and kind, each with a
- * reason. Globs are matched against the model's path relative to the file's folder. */
+/* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it), read alike by
+ * check, convert, calibrate and verify: the threshold and margin, input ranges per model glob,
+ * calibration data and dim-max per model glob, and suppressions by node-name glob and kind, each
+ * with a reason. Globs are matched against the model's path relative to the file's folder. */
 typedef struct HgCheckConfig HgCheckConfig;
 
-/* Load path; NULL with HG_ERROR_USAGE naming the file and line of a mistake (a suppression without a
- * reason, an unknown kind, a bad range or number). */
+/* Load path; NULL with HG_ERROR_USAGE naming the file and line of a mistake ("FILE:LINE: [GROUP]:
+ * ...": an unknown group or key, a suppression without a reason, an unknown kind, a bad range, number
+ * or dim-max). */
 HG_API HgCheckConfig *hg_check_config_load(const char *path, GError **error);
 /* The nearest .halfguard.ini at or above the folder of model_path, or NULL (no error) when none. */
 HG_API char *hg_check_config_find(const char *model_path);
@@ -171,6 +236,15 @@ HG_API double hg_check_config_margin(const HgCheckConfig *cfg);
 /* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func) the ranges of
  * every [ranges GLOB] group matching model_path, skipping names already present. */
 HG_API void hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray *ranges);
+/* The calibration data the first [model GLOB] group matching model_path gives (calib = ...; paths made
+ * absolute against the file's folder), or NULL. New NULL-terminated array. */
+HG_API char **hg_check_config_calib(const HgCheckConfig *cfg, const char *model_path);
+/* The dim-max specs ("N" or "NAME=N") of the first [model GLOB] group matching model_path that sets
+ * them, or NULL. New NULL-terminated array. */
+HG_API char **hg_check_config_dim_max(const HgCheckConfig *cfg, const char *model_path);
+/* Parse a dim-max spec: "N" (every symbolic dim; *name "*") or "NAME=N", N >= 1. name (may be NULL)
+ * receives a new string. FALSE with HG_ERROR_USAGE. */
+HG_API gboolean hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error);
 /* Mark the hazards of r that a [suppress] group matching model_path covers (HgHazard.suppressed). */
 HG_API void hg_check_config_suppress(const HgCheckConfig *cfg, const char *model_path, HgCheckResult *r);
 

@@ -63,6 +63,9 @@ typedef struct {
     char *reason;        /* why: "prefers FP16", a hazard, an override, the cut */
     double lo, hi;       /* the static range of the node's first float output (NAN when none) */
     gint64 macs;         /* multiply-accumulates (-1 when unknown) */
+    /* What the decision rests on: the weakest source among the bounds of the node's float inputs and
+     * outputs (assumed, then synthetic, then calibration, then static). */
+    HgBoundSource source;
 } HgDecision;
 
 typedef struct {
@@ -73,6 +76,14 @@ typedef struct {
     /* Figures for convert's summary line. */
     guint n_fused_layernorm, n_casts, n_fp32_islands, n_fp32_nodes;
     gint64 macs_total, macs_fp16, weight_bytes_total, weight_bytes_fp16;
+    /* Decisions that rest on synthetic data, and on nothing (HgDecision.source): the summary names
+     * them, so a conversion built on guesses never reads as proven. */
+    guint n_synthetic, n_assumed;
+    /* The graph inputs as the plan's analysis saw them (HgInputInfo*, feed order), with what
+     * synthetic inputs drew for those without data (synthetic_draw, NULL where the statistics of the
+     * input are not synthetic). Filled by assign_precision. */
+    GPtrArray *inputs;
+    GPtrArray *synthetic_draw; /* char*, parallel to inputs */
 } HgConvertResult;
 
 HG_API HgConvertResult *hg_convert_result_new(void);

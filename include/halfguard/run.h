@@ -55,6 +55,46 @@ HG_API GPtrArray *hg_load_feeds(HgModel *m, const char *dir, GError **error);
  * sample data for a model whose inputs convert made FP16 (calibration, check, convert). */
 HG_API GPtrArray *hg_load_feeds_converted(HgModel *m, const char *dir, GError **error);
 
+/* ---------------------------------------------------------------- sample inputs */
+
+/* Sample inputs from one file or folder, in the formats users have (README.md, "Calibration data"):
+ *   - a folder of input_K.pb (K in feed order) or NAME.npy files: one sample (hg_load_feeds);
+ *   - a folder of such folders, and no input files of its own: one sample per folder, in name order
+ *     (what `calibrate --random -O` writes; ONNX's test_data_set_K layout);
+ *   - an .npz (numpy's zip of .npy files): arrays keyed by input name, each with an optional leading
+ *     sample axis (one more dim than the input declares), as AutoCast reads them; arrays without it
+ *     are the same in every sample;
+ *   - Polygraphy's --save-inputs JSON: a list of {input name: encoded array}, one sample each.
+ * Opening reads and checks the file's own structure (a malformed file is an error here, before any
+ * model is touched); hg_samples_feeds fits the samples to a model. */
+typedef struct HgSamples HgSamples;
+
+/* Open path. NULL with HG_ERROR_IO (cannot be read) or HG_ERROR_PARSE (not a valid .npz, JSON or .npy
+ * inside; a JSON that is not a list of feed dicts). */
+HG_API HgSamples *hg_samples_open(const char *path, GError **error);
+/* Samples are reference-counted: hg_samples_free drops one reference. */
+HG_API HgSamples *hg_samples_ref(HgSamples *s);
+HG_API void hg_samples_free(HgSamples *s);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgSamples, hg_samples_free)
+/* The path it was opened from. */
+HG_API const char *hg_samples_path(const HgSamples *s);
+
+/* One sample fitted to a model: a label naming where it comes from ("calib/0", "data.npz[3]",
+ * "inputs.json[0]") and its feeds in hg_run_feeds order (HgTensor*, owned). */
+typedef struct {
+    char *label;
+    GPtrArray *feeds;
+} HgSample;
+
+HG_API void hg_sample_free(HgSample *s);
+
+/* Every sample of s as feeds for m: a new array of HgSample*. With convert, a float array becomes the
+ * float type the model declares (rounding once: FP32 data for a model whose inputs are FP16), and an
+ * integer array the integer type it declares where every value fits (numpy's default int64 for an
+ * int32 input). NULL with HG_ERROR_USAGE naming the file, the sample and the input that is missing,
+ * has the wrong type or shape, or an array that is no input of m. */
+HG_API GPtrArray *hg_samples_feeds(const HgSamples *s, HgModel *m, gboolean convert, GError **error);
+
 typedef enum { HG_FORMAT_PB, HG_FORMAT_NPY } HgTensorFormat;
 
 /* Run m on the feeds in data_dir (hg_load_feeds) and write output_K.pb (or .npy) into out_dir, which
@@ -143,6 +183,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgVerifyReport, hg_verify_report_free)
  * hg_run report otherwise, prefixed with the model and the folder. A negative rtol is a caller bug. */
 HG_API HgVerifyReport *hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs,
                                  const HgVerifyOptions *opts, GError **error);
+
+/* hg_verify on samples already fitted to orig (HgSample*, hg_samples_feeds; at least one), each
+ * labelled in the report by its label instead of a folder (a sample whose feeds are NULL is loaded
+ * from the folder its label names, when its turn comes). */
+HG_API HgVerifyReport *hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples,
+                                         const HgVerifyOptions *opts, GError **error);
 
 /* The report as text: one line per output, the first non-finite value, a verdict line. New string. */
 HG_API char *hg_verify_format_text(const HgVerifyReport *r);
