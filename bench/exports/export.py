@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 18 model families, each with
-both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
+"""Exports halfguard's real-export corpus: small random-init versions of 35 model families (the
+real-exports issue's 18 and 17 more), each with both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
 onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
@@ -444,6 +444,190 @@ def build_rt_detr(torch, attn):
         "transformers RTDetrForObjectDetection (ResNet-vd backbone, AIFI + CCFF hybrid encoder, deformable attention decoder), d_model 32"
 
 
+# ---------------------------------------------------------------------------------------------
+# More families, beyond the real-exports issue's 18: other position encodings (DeBERTa's log buckets,
+# Swin V2's log-spaced continuous bias, BEiT's relative bias, ALiBi, partial rotary), other norms
+# (Gemma's 1 + w RMSNorm, ConvNeXt V2's global response norm, layer scale), other forms (an
+# encoder-decoder with learned positions, GQA with biases, MobileViT's unfold/fold, MaxViT's grid
+# attention, DINOv2's interpolated positions, RAFT's correlation lookups through grid_sample,
+# ShuffleNet's channel shuffle, DenseNet's concatenations, a Conformer's relative attention).
+
+def _encoder(m, what, out="last_hidden_state"):
+    def fn(mod, a, b):
+        return getattr(mod(input_ids=a, attention_mask=b, return_dict=True), out)
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask")], [out], what
+
+
+def build_deberta_v2(torch, attn):
+    from transformers import DebertaV2Config, DebertaV2Model
+    cfg = _hf_cfg(DebertaV2Config, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=128,
+                  relative_attention=True, position_buckets=32, max_relative_positions=64,
+                  pos_att_type=["p2c", "c2p"], type_vocab_size=0, norm_rel_ebd="layer_norm",
+                  share_att_key=True)
+    m = _hf_model(DebertaV2Model, cfg, attn)
+    return _encoder(m, "transformers DebertaV2Model (disentangled attention, log-bucketed relative positions), hidden 32")
+
+
+def build_distilbert(torch, attn):
+    from transformers import DistilBertConfig, DistilBertModel
+    cfg = _hf_cfg(DistilBertConfig, attn, vocab_size=VOCAB, dim=32, n_layers=2, n_heads=4, hidden_dim=64,
+                  max_position_embeddings=128)
+    m = _hf_model(DistilBertModel, cfg, attn)
+    return _encoder(m, "transformers DistilBertModel, 2 layers, dim 32")
+
+
+def build_bart(torch, attn):
+    from transformers import BartConfig, BartForConditionalGeneration
+    cfg = _hf_cfg(BartConfig, attn, vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                  decoder_ffn_dim=64, max_position_embeddings=128, use_cache=False, pad_token_id=1,
+                  bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+    m = _hf_model(BartForConditionalGeneration, cfg, attn)
+
+    def fn(mod, a, b, c):
+        return mod(input_ids=a, attention_mask=b, decoder_input_ids=c, use_cache=False,
+                   return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"),
+                     ids("decoder_input_ids", seq=7, seqname="decoder_sequence")], ["logits"], \
+        "transformers BartForConditionalGeneration (learned positions, post-LN, GELU), d_model 32"
+
+
+def build_gpt_neox(torch, attn):
+    from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
+    cfg = _hf_cfg(GPTNeoXConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, rotary_pct=0.25,
+                  max_position_embeddings=128, use_parallel_residual=True, use_cache=False)
+    m = _hf_model(GPTNeoXForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers GPTNeoXForCausalLM (partial rotary, parallel residual), hidden 32")
+
+
+def build_bloom(torch, attn):
+    from transformers import BloomConfig, BloomForCausalLM
+    cfg = _hf_cfg(BloomConfig, attn, vocab_size=VOCAB, hidden_size=32, n_layer=2, n_head=4, use_cache=False)
+    m = _hf_model(BloomForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers BloomForCausalLM (ALiBi, embedding LayerNorm), hidden 32")
+
+
+def build_gemma(torch, attn):
+    from transformers import GemmaConfig, GemmaForCausalLM
+    cfg = _hf_cfg(GemmaConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=8,
+                  max_position_embeddings=128, use_cache=False)
+    m = _hf_model(GemmaForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers GemmaForCausalLM (RMSNorm with 1 + w, sqrt(d)-scaled embeddings, "
+                         "GeGLU, MQA), hidden 32")
+
+
+def build_qwen2(torch, attn):
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    cfg = _hf_cfg(Qwen2Config, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, use_cache=False, tie_word_embeddings=False)
+    m = _hf_model(Qwen2ForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers Qwen2ForCausalLM (QKV biases, rotary, GQA), hidden 32")
+
+
+def build_swinv2(torch, attn):
+    from transformers import Swinv2Config, Swinv2Model
+    cfg = _hf_cfg(Swinv2Config, attn, image_size=64, patch_size=4, embed_dim=8, depths=[2, 2, 2, 1],
+                  num_heads=[1, 2, 4, 8], window_size=4)
+    m = _hf_model(Swinv2Model, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "pooler_output",
+                      "transformers Swinv2Model (cosine attention, log-spaced continuous position bias, "
+                      "res-post-norm), window 4, dim 8")
+
+
+def build_beit(torch, attn):
+    from transformers import BeitConfig, BeitModel
+    cfg = _hf_cfg(BeitConfig, attn, image_size=64, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, use_relative_position_bias=True,
+                  layer_scale_init_value=0.1, use_mean_pooling=True)
+    m = _hf_model(BeitModel, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "pooler_output",
+                      "transformers BeitModel (relative position bias, layer scale, mean pooling), hidden 32")
+
+
+def build_dinov2(torch, attn):
+    from transformers import Dinov2Config, Dinov2Model
+    cfg = _hf_cfg(Dinov2Config, attn, image_size=64, patch_size=8, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, mlp_ratio=2, layerscale_value=0.1)
+    m = _hf_model(Dinov2Model, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "pooler_output",
+                      "transformers Dinov2Model (layer scale, interpolated position embeddings), hidden 32")
+
+
+def build_mobilevit(torch, attn):
+    from transformers import MobileViTConfig, MobileViTForImageClassification
+    cfg = _hf_cfg(MobileViTConfig, attn, image_size=64, patch_size=2, hidden_sizes=[16, 24, 32],
+                  neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64], num_attention_heads=4, num_labels=10)
+    m = _hf_model(MobileViTForImageClassification, cfg, attn)
+    return _one_input(m, "pixel_values", pixels01("pixel_values"), "logits",
+                      "transformers MobileViTForImageClassification (MobileNetV2 blocks, unfold/fold transformer), narrow")
+
+
+def build_convnextv2(torch, attn):
+    from transformers import ConvNextV2Config, ConvNextV2ForImageClassification
+    cfg = _hf_cfg(ConvNextV2Config, attn, num_channels=3, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 2, 1],
+                  num_labels=10)
+    m = _hf_model(ConvNextV2ForImageClassification, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "logits",
+                      "transformers ConvNextV2ForImageClassification (global response normalization), dims 8-64")
+
+
+def build_wav2vec2_conformer(torch, attn):
+    from transformers import Wav2Vec2ConformerConfig, Wav2Vec2ConformerForCTC
+    cfg = _hf_cfg(Wav2Vec2ConformerConfig, attn, vocab_size=32, hidden_size=48, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=96, conv_dim=(32,) * 7,
+                  conv_stride=(5, 2, 2, 2, 2, 2, 2), conv_kernel=(10, 3, 3, 3, 3, 2, 2), conv_bias=False,
+                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, feat_extract_norm="group",
+                  mask_time_prob=0.0, position_embeddings_type="relative", conv_depthwise_kernel_size=7)
+    m = _hf_model(Wav2Vec2ConformerForCTC, cfg, attn)
+    return _one_input(m, "input_values", audio("input_values"), "logits",
+                      "transformers Wav2Vec2ConformerForCTC (relative-position attention, depthwise conv "
+                      "module, GLU), hidden 48")
+
+
+def build_maxvit(torch, attn):
+    from torchvision.models.maxvit import MaxVit
+    m = MaxVit(input_size=(64, 64), stem_channels=8, partition_size=2, block_channels=[16, 32],
+               block_layers=[1, 1], head_dim=8, stochastic_depth_prob=0.0, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision MaxVit (MBConv with SE, block and grid attention, relative bias), 16-32 channels"
+
+
+def build_raft_small(torch, attn):
+    import torch.nn as nn
+    from torchvision.models.optical_flow import raft_small
+
+    class Flow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = raft_small(weights=None, progress=False)
+
+        def forward(self, a, b):
+            return self.m(a, b, num_flow_updates=4)[-1]
+
+    half = ((0.5, 0.5, 0.5), (0.5, 0.5, 0.5))
+    # RAFT's correlation pyramid needs feature maps of 16 x 16: images of 128 x 128
+    return Flow(), [image("image1", hw=128, norm=half, rng_range=(-1.0, 1.0)),
+                    image("image2", hw=128, norm=half, rng_range=(-1.0, 1.0))], ["flow"], \
+        "torchvision raft_small (correlation pyramid looked up with grid_sample, ConvGRU), 4 updates, 128 x 128"
+
+
+def build_shufflenet_v2(torch, attn):
+    from torchvision.models.shufflenetv2 import ShuffleNetV2
+    m = ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision ShuffleNetV2 (channel split and shuffle), 8-128 channels"
+
+
+def build_densenet(torch, attn):
+    from torchvision.models.densenet import DenseNet
+    m = DenseNet(growth_rate=8, block_config=(2, 2, 2), num_init_features=16, bn_size=2, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision DenseNet (dense concatenation, transitions), growth 8"
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -464,6 +648,34 @@ FAMILIES = {
     "detr": (build_detr, True),
     "rt_detr": (build_rt_detr, True),
 }
+ISSUE_FAMILIES = tuple(FAMILIES)  # the 18 the real-exports issue measured
+MORE_FAMILIES = {
+    "deberta_v2": (build_deberta_v2, True),
+    "distilbert": (build_distilbert, True),
+    "bart": (build_bart, True),
+    "gpt_neox": (build_gpt_neox, True),
+    "bloom": (build_bloom, True),
+    "gemma": (build_gemma, True),
+    "qwen2": (build_qwen2, True),
+    "swinv2": (build_swinv2, True),
+    "beit": (build_beit, True),
+    "dinov2": (build_dinov2, True),
+    "mobilevit": (build_mobilevit, True),
+    "convnextv2": (build_convnextv2, True),
+    "wav2vec2_conformer": (build_wav2vec2_conformer, True),
+    "maxvit": (build_maxvit, False),
+    "raft_small": (build_raft_small, False),
+    "shufflenet_v2": (build_shufflenet_v2, False),
+    "densenet": (build_densenet, False),
+}
+FAMILIES.update(MORE_FAMILIES)
+
+
+def family_index(family):
+    """A stable number per family for seeds: the issue's 18 keep the indices they were exported with."""
+    if family in ISSUE_FAMILIES:
+        return sorted(ISSUE_FAMILIES).index(family)
+    return 100 + sorted(MORE_FAMILIES).index(family)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -537,7 +749,7 @@ def make_wrapper(torch, model, fn):
 
 def build(family, attn, torch):
     builder, _ = FAMILIES[family]
-    torch.manual_seed(1234 + sorted(FAMILIES).index(family))
+    torch.manual_seed(1234 + family_index(family))
     m, specs, outs, notes = builder(torch, attn)
     if isinstance(m, tuple):
         model, fn = m
@@ -684,7 +896,7 @@ def worker(family, exporter, root):
     except Exception as e:
         raise RuntimeError(f"exported (opset {entry['opset']}), but onnxruntime cannot load it: "
                            f"{type(e).__name__}: {e}") from e
-    seed0 = sorted(FAMILIES).index(family) * 100
+    seed0 = family_index(family) * 100
     specs_by = {i["spec"]: i for i in inputs}
     for si, sub in enumerate(["calib/0", "calib/1", "verify/0"]):
         sd = os.path.join(d, sub)
