@@ -7,7 +7,7 @@
  * names those inputs instead) unless calibration saw them. README.md ("Hazards") explains each rule;
  * the constants below are the FP16 facts they rest on. */
 #include "hazards.h"
-#include "halfguard/run.h"
+#include "halfguard/feeds.h"
 
 #include <math.h>
 #include <string.h>

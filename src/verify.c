@@ -18,70 +18,6 @@
 /* Tensor data is little-endian; so is every host we build for, and the codecs below rely on it. */
 G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
 
-/* ---------------------------------------------------------------- element type conversion */
-
-static gboolean
-is_float_type(int dtype)
-{
-    return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16 || dtype == HG_DTYPE_BFLOAT16 ||
-           dtype == HG_DTYPE_DOUBLE;
-}
-
-HgTensor *
-hg_tensor_convert(const HgTensor *t, int dtype, GError **error)
-{
-    g_return_val_if_fail(t != NULL, NULL);
-    if (t->dtype == dtype)
-        return hg_tensor_copy(t);
-    if (!is_float_type(t->dtype) || !is_float_type(dtype)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "cannot convert %s to %s",
-                    hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
-                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
-        return NULL;
-    }
-    /* The array checks the byte count against the shape and gives aligned data. */
-    g_autoptr(HgArray) a = hg_array_from_tensor(t, error);
-    if (!a)
-        return NULL;
-    HgTensor *out = hg_tensor_new(t->name, dtype, t->rank, t->dims);
-    if (!out) {
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "tensor '%s' is too large",
-                    t->name ? t->name : "");
-        return NULL;
-    }
-    gsize n = (gsize)a->numel;
-    void *dst = hg_tensor_data_mut(out);
-    if (a->dtype == HG_DTYPE_DOUBLE && dtype == HG_DTYPE_FLOAT) {
-        for (gsize i = 0; i < n; i++)
-            ((float *)dst)[i] = (float)((const double *)a->data)[i];
-        return out;
-    }
-    /* Every other pair goes through FP32, which holds float16 and bfloat16 exactly. */
-    gboolean owned;
-    float *f = hg_array_load_f32(a, &owned);
-    switch (dtype) {
-    case HG_DTYPE_FLOAT:
-        memcpy(dst, f, n * sizeof(float));
-        break;
-    case HG_DTYPE_FLOAT16:
-        hg_float_to_half_n(f, dst, n);
-        break;
-    case HG_DTYPE_BFLOAT16:
-        for (gsize i = 0; i < n; i++)
-            ((guint16 *)dst)[i] = hg_float_to_bf16(f[i]);
-        break;
-    case HG_DTYPE_DOUBLE:
-        for (gsize i = 0; i < n; i++)
-            ((double *)dst)[i] = f[i];
-        break;
-    default:
-        g_assert_not_reached();
-    }
-    if (owned)
-        g_free(f);
-    return out;
-}
-
 /* ---------------------------------------------------------------- non-finite values */
 
 /* Elements of a float tensor's raw data whose exponent bits are all ones (inf or NaN); 0 for other
@@ -92,7 +28,7 @@ count_nonfinite(const HgTensor *t, gint64 *numel)
     gint64 n = hg_tensor_numel(t);
     *numel = MAX(n, 0);
     gsize size = t->dtype == HG_DTYPE_DOUBLE ? 8 : t->dtype == HG_DTYPE_FLOAT ? 4 : 2;
-    if (!is_float_type(t->dtype) || n <= 0 || !t->data || t->nbytes < (gsize)n * size)
+    if (!hg_dtype_is_float(t->dtype) || n <= 0 || !t->data || t->nbytes < (gsize)n * size)
         return 0;
     const guint8 *p = t->data;
     gint64 bad = 0;
@@ -130,7 +66,7 @@ static gboolean
 orig_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
 {
     (void)error;
-    if (!is_float_type(t->dtype))
+    if (!hg_dtype_is_float(t->dtype))
         return TRUE;
     gint64 numel;
     gboolean finite = count_nonfinite(t, &numel) == 0;
@@ -153,7 +89,7 @@ conv_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
     (void)error;
     ConvWatch *w = data;
     guint seq = w->seq++;
-    if (w->found || !is_float_type(t->dtype))
+    if (w->found || !hg_dtype_is_float(t->dtype))
         return TRUE;
     gint64 numel, bad = count_nonfinite(t, &numel);
     if (!bad || GPOINTER_TO_INT(g_hash_table_lookup(w->orig, v->name)) == 2)

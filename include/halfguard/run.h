@@ -8,6 +8,7 @@
 #ifndef HALFGUARD_RUN_H
 #define HALFGUARD_RUN_H
 
+#include <halfguard/feeds.h>
 #include <halfguard/ir.h>
 
 G_BEGIN_DECLS
@@ -28,10 +29,6 @@ typedef struct {
     const char *const *outputs;
 } HgRunOptions;
 
-/* The graph inputs a caller must feed: those that are not initializers, in graph-input order. Returns
- * a new array of HgValueDecl (borrowed). */
-HG_API GPtrArray *hg_run_feeds(HgModel *m);
-
 /* Run m's main graph. inputs holds one HgTensor per feed (hg_run_feeds order); each must have the
  * declared element type, rank and known dims. Returns a new array of HgTensor (free with
  * g_ptr_array_unref), one per graph output (or per opts->outputs name), or NULL with an HG_ERROR naming
@@ -45,14 +42,6 @@ HG_API HgTensor *hg_tensor_load_file(const char *path, GError **error);
 HG_API gboolean hg_tensor_save_npy(const HgTensor *t, const char *path, GError **error);
 /* Write t as a TensorProto file. */
 HG_API gboolean hg_tensor_save_pb_file(const HgTensor *t, const char *path, GError **error);
-
-/* The feeds for m from a folder in the ONNX test-data layout (input_K.pb, K in feed order) or of
- * NAME.npy files. Names come from the files (.npy) or the model (.pb); a missing input, or one with
- * the wrong element type or shape, is an HG_ERROR_USAGE error that names it. */
-HG_API GPtrArray *hg_load_feeds(HgModel *m, const char *dir, GError **error);
-/* The same, converting a float feed to the float type the model declares for it (rounding once): FP32
- * sample data for a model whose inputs convert made FP16 (calibration, check, convert). */
-HG_API GPtrArray *hg_load_feeds_converted(HgModel *m, const char *dir, GError **error);
 
 typedef enum { HG_FORMAT_PB, HG_FORMAT_NPY } HgTensorFormat;
 
@@ -76,13 +65,6 @@ HG_API gboolean hg_calibrate(HgModel *m, const char *const *data_dirs, int threa
                              const char *json_path, GError **error);
 
 /* ---------------------------------------------------------------- verify */
-
-/* A new tensor holding t's values in element type dtype (dims and name kept; raw storage). The float
- * types (float, float16, bfloat16, double) convert among themselves with one rounding to nearest
- * even (double to float16 or bfloat16 goes through float); overflow becomes inf, NaN stays NaN. The
- * same type is a copy. Any other pair is HG_ERROR_UNSUPPORTED; storage that cannot be read (external
- * data) HG_ERROR_INVALID. */
-HG_API HgTensor *hg_tensor_convert(const HgTensor *t, int dtype, GError **error);
 
 #define HG_VERIFY_DEFAULT_RTOL 1e-2
 
