@@ -61,14 +61,10 @@ hg_feed_check(const HgValueDecl *d, const HgTensor *t, GError **error)
                 g_string_append(want, dm->param ? dm->param : "?");
         }
         g_string_append_c(want, ']');
-        GString *got = g_string_new("[");
-        for (guint i = 0; i < t->rank; i++)
-            g_string_append_printf(got, "%s%" G_GINT64_FORMAT, i ? "," : "", t->dims[i]);
-        g_string_append_c(got, ']');
+        g_autofree char *got = hg_dims_string(t->rank, t->dims);
         g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "input '%s' has shape %s, the model declares %s",
-                    name, got->str, want->str);
+                    name, got, want->str);
         g_string_free(want, TRUE);
-        g_string_free(got, TRUE);
         return FALSE;
     }
     return TRUE;

@@ -276,6 +276,16 @@ hg_numel(guint rank, const gint64 *dims)
     return n;
 }
 
+char *
+hg_dims_string(guint rank, const gint64 *dims)
+{
+    GString *s = g_string_new("[");
+    for (guint i = 0; i < rank; i++)
+        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", dims[i]);
+    g_string_append_c(s, ']');
+    return g_string_free(s, FALSE);
+}
+
 gint64
 hg_tensor_numel(const HgTensor *t)
 {

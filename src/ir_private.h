@@ -24,6 +24,8 @@ void hg_shape_free(HgShape *s);
 
 /* Product of dims, or -1 on a negative dim or overflow. */
 gint64 hg_numel(guint rank, const gint64 *dims);
+/* Dims as "[2,3,4]" (a new string). */
+char *hg_dims_string(guint rank, const gint64 *dims);
 /* Bytes the tensor's dims and dtype call for, or -1 (overflow, or a dtype without a fixed size). */
 gint64 hg_tensor_expected_bytes(const HgTensor *t);
 

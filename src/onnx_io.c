@@ -168,16 +168,6 @@ type_from_pb(const Onnx__TypeProto *pb)
     return t;
 }
 
-static char *
-dims_string(guint rank, const gint64 *dims)
-{
-    GString *s = g_string_new("[");
-    for (guint i = 0; i < rank; i++)
-        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", dims[i]);
-    g_string_append_c(s, ']');
-    return g_string_free(s, FALSE);
-}
-
 /* Resolve an external data location against the model's folder. Refuses absolute paths, "..", and
  * symlinks that lead outside the folder. */
 static char *
@@ -336,7 +326,7 @@ tensor_external_from_pb(LoadCtx *c, HgTensor *t, const char *label)
         return FALSE;
     }
     if (want >= 0 && len != want) {
-        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_autofree char *ds = hg_dims_string(t->rank, t->dims);
         g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                     "tensor '%s': external data holds %" G_GINT64_FORMAT " bytes but %s %s needs %"
                     G_GINT64_FORMAT, label, len, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
@@ -398,7 +388,7 @@ tensor_typed_from_pb(LoadCtx *c, HgTensor *t, const Onnx__TensorProto *pb, const
         return FALSE;
     }
     if ((guint64)have != (guint64)numel * per) {
-        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_autofree char *ds = hg_dims_string(t->rank, t->dims);
         g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                     "tensor '%s': holds %" G_GSIZE_FORMAT " values but %s %s needs %" G_GINT64_FORMAT,
                     label, (gsize)have, hg_dtype_name(t->dtype), ds, numel * (gint64)per);
@@ -479,14 +469,14 @@ tensor_from_pb(LoadCtx *c, Onnx__TensorProto *pb, const char *what)
 
     gint64 numel = hg_numel(t->rank, t->dims);
     if (numel < 0) {
-        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_autofree char *ds = hg_dims_string(t->rank, t->dims);
         g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                     "tensor '%s': dims %s are negative or their product overflows", label->str, ds);
         goto fail;
     }
     if (t->has_dtype && t->dtype != HG_DTYPE_STRING && t->dtype != HG_DTYPE_UNDEFINED &&
         hg_tensor_expected_bytes(t) < 0) {
-        g_autofree char *ds = dims_string(t->rank, t->dims);
+        g_autofree char *ds = hg_dims_string(t->rank, t->dims);
         g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                     "tensor '%s': dims %s need more bytes than can be addressed", label->str, ds);
         goto fail;
@@ -498,7 +488,7 @@ tensor_from_pb(LoadCtx *c, Onnx__TensorProto *pb, const char *what)
     } else if (pb->has_raw_data) {
         gint64 want = hg_tensor_expected_bytes(t);
         if (want >= 0 && (guint64)want != pb->raw_data.len) {
-            g_autofree char *ds = dims_string(t->rank, t->dims);
+            g_autofree char *ds = hg_dims_string(t->rank, t->dims);
             g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                         "tensor '%s': raw_data holds %" G_GSIZE_FORMAT " bytes but %s %s needs %"
                         G_GINT64_FORMAT, label->str, (gsize)pb->raw_data.len,
@@ -537,7 +527,7 @@ tensor_from_pb(LoadCtx *c, Onnx__TensorProto *pb, const char *what)
         /* No data at all: an empty tensor, or one whose shape alone matters. */
         t->storage = HG_STORAGE_NONE;
         if (numel > 0 && t->dtype != HG_DTYPE_STRING && t->dtype != HG_DTYPE_UNDEFINED) {
-            g_autofree char *ds = dims_string(t->rank, t->dims);
+            g_autofree char *ds = hg_dims_string(t->rank, t->dims);
             g_set_error(c->error, HG_ERROR, HG_ERROR_INVALID,
                         "tensor '%s': holds no data but %s %s needs %" G_GINT64_FORMAT " values",
                         label->str, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds,
@@ -951,69 +941,6 @@ detect_encoding(Onnx__ModelProto *pb, gsize len)
     gsize packed = protobuf_c_message_get_packed_size(&pb->base);
     repack_graph(pb->graph, FALSE);
     return packed == len ? HG_ENCODING_PACKED_SCALARS : HG_ENCODING_CANONICAL;
-}
-
-/* ---------------------------------------------------------------- validation */
-
-typedef struct {
-    GError **error;
-    gboolean ok;
-} ValidateCtx;
-
-static gboolean
-check_tensor(const HgTensor *t, const char *what, GError **error)
-{
-    const char *label = t->name ? t->name : what;
-    if (hg_numel(t->rank, t->dims) < 0) {
-        g_autofree char *ds = dims_string(t->rank, t->dims);
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
-                    "tensor '%s': dims %s are negative or their product overflows", label, ds);
-        return FALSE;
-    }
-    if (t->storage == HG_STORAGE_RAW || t->storage == HG_STORAGE_TYPED ||
-        t->storage == HG_STORAGE_EXTERNAL) {
-        gint64 want = hg_tensor_expected_bytes(t);
-        if (want < 0 || (guint64)want != t->nbytes) {
-            g_autofree char *ds = dims_string(t->rank, t->dims);
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
-                        "tensor '%s': holds %" G_GSIZE_FORMAT " bytes but %s %s needs %" G_GINT64_FORMAT,
-                        label, t->nbytes, hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?", ds,
-                        want);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
-static void
-validate_graph(HgGraph *g, gpointer data)
-{
-    ValidateCtx *c = data;
-    if (!c->ok)
-        return;
-    for (guint i = 0; i < g->initializers->len && c->ok; i++)
-        c->ok = check_tensor(g->initializers->pdata[i], "initializer", c->error);
-    for (guint i = 0; i < g->nodes->len && c->ok; i++) {
-        HgNode *n = g->nodes->pdata[i];
-        for (guint k = 0; k < n->attrs->len && c->ok; k++) {
-            HgAttr *a = n->attrs->pdata[k];
-            if (a->t)
-                c->ok = check_tensor(a->t, a->name ? a->name : "attribute", c->error);
-            for (guint j = 0; a->tensors && j < a->tensors->len && c->ok; j++)
-                c->ok = check_tensor(a->tensors->pdata[j], a->name ? a->name : "attribute", c->error);
-        }
-    }
-}
-
-gboolean
-hg_model_validate(HgModel *m, GError **error)
-{
-    g_return_val_if_fail(m != NULL, FALSE);
-    if (!m->graph)
-        return TRUE;
-    ValidateCtx c = {error, TRUE};
-    hg_graph_foreach(m->graph, validate_graph, &c);
-    return c.ok && hg_graph_verify(m->graph, error);
 }
 
 /* ---------------------------------------------------------------- load entry points */

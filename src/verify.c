@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir_private.h"
 #include "ops/array.h"
 
 /* Tensor data is little-endian; so is every host we build for, and the codecs below rely on it. */
@@ -108,16 +109,6 @@ typedef struct {
     double sum_d2, sum_o2; /* sums of squares of (conv - orig) and of orig over compared elements */
 } Sums;
 
-static char *
-shape_string(const HgTensor *t)
-{
-    GString *s = g_string_new("[");
-    for (guint i = 0; i < t->rank; i++)
-        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", t->dims[i]);
-    g_string_append_c(s, ']');
-    return g_string_free(s, FALSE);
-}
-
 static gboolean
 compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor *b, GError **error)
 {
@@ -125,7 +116,8 @@ compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor 
     for (guint i = 0; same && i < a->rank; i++)
         same = a->dims[i] == b->dims[i];
     if (!same) {
-        g_autofree char *sa = shape_string(a), *sb = shape_string(b);
+        g_autofree char *sa = hg_dims_string(a->rank, a->dims);
+        g_autofree char *sb = hg_dims_string(b->rank, b->dims);
         g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
                     "output '%s' has shape %s in the original model but %s in the converted one",
                     o->name, sa, sb);
