@@ -5,12 +5,6 @@
 
 #include <string.h>
 
-const char *
-hg_version(void)
-{
-    return HG_VERSION;
-}
-
 static void
 decision_free(gpointer p)
 {
