@@ -4,7 +4,7 @@
 #include "halfguard/run.h"
 #include "halfguard/io.h"
 #include "ir_private.h"
-#include "ops/op.h"
+#include "ops/kernel.h"
 
 #include <string.h>
 
@@ -116,8 +116,8 @@ fold_step(Plan *pl, Step *st, gint64 opset)
     for (guint k = 0; k < st->node->n_inputs; k++)
         ins[k] = st->in[k] != G_MAXUINT ? pl->constants[st->in[k]] : NULL;
     g_autoptr(GError) err = NULL;
-    HgEvalCtx ctx = {st->node, opset, st->node->n_inputs, ins, st->node->n_outputs, outs, 1, &err};
-    gboolean ok = st->op->eval(&ctx);
+    gboolean ok = hg_eval_constants(st->node, opset, st->op->eval, st->node->n_inputs, ins,
+                                    st->node->n_outputs, outs, &err);
     for (guint k = 0; ok && k < st->node->n_outputs; k++)
         ok = st->out[k] == G_MAXUINT || outs[k];
     if (!ok) {

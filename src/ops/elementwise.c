@@ -12,7 +12,7 @@
  * Float kernels use <tgmath.h>: exp(x) is expf for a float x and exp for a double, so one expression
  * serves both kinds.
  */
-#include "ops/op.h"
+#include "ops/kernel.h"
 #include "ir_private.h"
 
 #include <float.h>
@@ -754,51 +754,6 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
     return TRUE;
 }
 
-/* ================================================================ constant folding in shape inference */
-
-/* Outputs at most this big are computed during shape inference when every input is known. */
-#define FOLD_MAX_NUMEL 1024
-
-/* Compute the outputs' values when every present input has a value and the outputs are small: this is
- * how shape arithmetic (Shape -> Cast -> Mul -> Concat) folds. The kernel failing is not an inference
- * error: the values just stay unknown. */
-static void
-fold(HgShapeCtx *ctx)
-{
-    const HgOpDef *op = ctx->node ? hg_op_for_node(ctx->node) : NULL;
-    if (!op || !op->eval || ctx->n_inputs == 0 || ctx->n_inputs > 16 || ctx->n_outputs > 4)
-        return;
-    HgArray *ins[16];
-    guint present = 0;
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
-        if (ctx->inputs[i] && !ins[i])
-            return;
-        present += ins[i] != NULL;
-    }
-    if (!present)
-        return;
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        gint64 n = ctx->outputs[k] ? hg_vshape_numel(ctx->outputs[k]) : 0;
-        if (n < 0 || n > FOLD_MAX_NUMEL)
-            return;
-    }
-    HgArray *outs[4] = {NULL, NULL, NULL, NULL};
-    GError *e = NULL;
-    HgEvalCtx ec = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &e};
-    gboolean ok = op->eval(&ec);
-    g_clear_error(&e);
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        if (ok && outs[k] && ctx->outputs[k]) {
-            if (ctx->outputs[k]->value)
-                hg_array_unref(ctx->outputs[k]->value);
-            ctx->outputs[k]->value = outs[k];
-        } else if (outs[k]) {
-            hg_array_unref(outs[k]);
-        }
-    }
-}
-
 /* ================================================================ shape rules */
 
 /* out takes dtype and in's rank and dims (symbolic names included); an absent in leaves them unknown. */
@@ -878,7 +833,7 @@ infer_nary(HgShapeCtx *ctx, guint n, int dtype)
     if (!infer_broadcast(ctx, ins, n, out))
         return FALSE;
     out->dtype = dtype;
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 
@@ -894,7 +849,7 @@ static gboolean
 infer_like0(HgShapeCtx *ctx, int dtype)
 {
     copy_shape(hg_shape_output(ctx, 0), hg_shape_input(ctx, 0), dtype);
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 
@@ -1006,7 +961,7 @@ hg_infer_Dropout(HgShapeCtx *ctx)
     const HgValueShape *x = hg_shape_input(ctx, 0);
     copy_shape(hg_shape_output(ctx, 0), x, dtype_of(ctx, 0));
     copy_shape(hg_shape_output(ctx, 1), x, dropout_mask_dtype(ctx->opset, dtype_of(ctx, 0)));
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 

@@ -18,7 +18,7 @@
  */
 #ifndef HG_LINALG_T
 
-#include "ops/op.h"
+#include "ops/kernel.h"
 #include "ir_private.h"
 
 #include <cblas.h>
@@ -522,45 +522,6 @@ set_out(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
         o->dims[i] = dims[i];
 }
 
-/* Outputs up to this many elements are folded by running the kernel during shape inference. */
-#define FOLD_MAX_ELEMS 1024
-
-/* Constant folding for shape inference: when every present input has a known value and the outputs
- * are small, run the op's own kernel so that shape subgraphs fold. A kernel error leaves the outputs
- * unknown; the interpreter reports it when it runs the node. */
-static void
-fold_small(HgShapeCtx *ctx, HgEvalFunc eval)
-{
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        const HgValueShape *s = ctx->inputs[i];
-        if (s && (!s->value || s->value->numel > 64 * FOLD_MAX_ELEMS))
-            return;
-    }
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        const HgValueShape *o = ctx->outputs[k];
-        if (o && (hg_vshape_numel(o) < 0 || hg_vshape_numel(o) > FOLD_MAX_ELEMS))
-            return;
-    }
-    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
-    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs + 1);
-    for (guint i = 0; i < ctx->n_inputs; i++)
-        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
-    GError *err = NULL;
-    HgEvalCtx e = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &err};
-    gboolean ok = eval(&e);
-    g_clear_error(&err);
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        HgValueShape *o = ctx->outputs[k];
-        if (ok && o && outs[k] && outs[k]->dtype == o->dtype) {
-            if (o->value)
-                hg_array_unref(o->value);
-            o->value = outs[k];
-        } else if (outs[k]) {
-            hg_array_unref(outs[k]);
-        }
-    }
-}
-
 /* ================================================================ window attributes */
 
 typedef enum { AUTO_PAD_NOTSET, AUTO_PAD_SAME_UPPER, AUTO_PAD_SAME_LOWER, AUTO_PAD_VALID } AutoPad;
@@ -888,7 +849,7 @@ infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eva
     }
     set_out(y, dtype, x->rank, dims);
     set_out(ind, HG_DTYPE_INT64, x->rank, dims);
-    fold_small(ctx, eval);
+    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -958,7 +919,7 @@ hg_infer_ConvTranspose(HgShapeCtx *ctx)
         }
     }
     set_out(y, dtype, x->rank, dims);
-    fold_small(ctx, hg_eval_ConvTranspose);
+    hg_fold(ctx, hg_eval_ConvTranspose, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -1499,7 +1460,7 @@ infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
     for (int i = 2; i < x->rank; i++)
         dims[i] = dim_known(1);
     set_out(y, x->dtype, x->rank, dims);
-    fold_small(ctx, eval);
+    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -1659,7 +1620,7 @@ hg_infer_MatMul(HgShapeCtx *ctx)
     if (r > HG_MAX_RANK)
         return TRUE;
     set_out(y, dtype, r, dims);
-    fold_small(ctx, hg_eval_MatMul);
+    hg_fold(ctx, hg_eval_MatMul, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -1813,7 +1774,7 @@ hg_infer_Gemm(HgShapeCtx *ctx)
         }
     }
     set_out(y, dtype, 2, dims);
-    fold_small(ctx, hg_eval_Gemm);
+    hg_fold(ctx, hg_eval_Gemm, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -2101,7 +2062,7 @@ hg_infer_Einsum(HgShapeCtx *ctx)
     for (guint i = 0; i < e.out_rank; i++)
         dims[i] = ldims[e.out_label[i]];
     set_out(y, dtype, (int)e.out_rank, dims);
-    fold_small(ctx, hg_eval_Einsum);
+    hg_fold(ctx, hg_eval_Einsum, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -2384,7 +2345,7 @@ hg_infer_RotaryEmbedding(HgShapeCtx *ctx)
             return FALSE;
     }
     set_out(y, x->dtype, x->rank, x->dims);
-    fold_small(ctx, hg_eval_RotaryEmbedding);
+    hg_fold(ctx, hg_eval_RotaryEmbedding, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 

@@ -16,17 +16,13 @@
  * order. FP16 and BF16 rows stream through a row of FP32 scratch (hg_array_load_span_f32) rather than
  * a converted copy of the whole tensor.
  */
-#include "ops/op.h"
+#include "ops/kernel.h"
 #include "ir_private.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Shape inference folds a node whose inputs are all known when its outputs are this small. */
-#define FOLD_MAX_OUTPUT 1024
-#define FOLD_MAX_INPUT 65536
 
 /* ---------------------------------------------------------------- small helpers */
 
@@ -114,58 +110,6 @@ scaled_cost(const HgShapeCtx *ctx, gint64 per_element)
 {
     gint64 n = input_numel(ctx, 0);
     return n < 0 ? -1 : n * per_element;
-}
-
-/* Fold the node when every input it has is a known constant and its outputs are small: shape
- * subgraphs (ReduceProd of a Shape, ArgMax of a constant) then hand constants to the ops after them.
- * A kernel error here is left for the interpreter to report; the outputs stay unknown. */
-static void
-fold(HgShapeCtx *ctx, HgEvalFunc eval)
-{
-    gint64 total = 0;
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        const HgValueShape *s = ctx->inputs[i];
-        if (!s)
-            continue;
-        if (!s->value)
-            return;
-        total += s->value->numel;
-    }
-    if (total > FOLD_MAX_INPUT || !ctx->n_outputs)
-        return;
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        HgValueShape *o = out_shape(ctx, k);
-        if (!o)
-            continue;
-        gint64 n = hg_vshape_numel(o);
-        if (n < 0 || n > FOLD_MAX_OUTPUT || o->value)
-            return;
-    }
-    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
-    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs);
-    for (guint i = 0; i < ctx->n_inputs; i++)
-        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
-    GError *err = NULL;
-    HgEvalCtx e = {
-        .node = ctx->node,
-        .opset = ctx->opset,
-        .n_inputs = ctx->n_inputs,
-        .inputs = ins,
-        .n_outputs = ctx->n_outputs,
-        .outputs = outs,
-        .threads = 1,
-        .error = &err,
-    };
-    gboolean ok = eval(&e);
-    g_clear_error(&err);
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        HgValueShape *o = out_shape(ctx, k);
-        HgArray *a = outs[k];
-        if (ok && o && a && a->dtype == o->dtype && (int)a->rank == o->rank)
-            o->value = a;
-        else if (a)
-            hg_array_unref(a);
-    }
 }
 
 /* Smallest and largest value of an integer dtype, as int64 (UINT64 compares through flip_sign and
@@ -776,7 +720,7 @@ reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
         }
     }
     y->rank = r;
-    fold(ctx, eval);
+    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -947,7 +891,7 @@ arg_infer(HgShapeCtx *ctx, HgEvalFunc eval)
         }
     }
     y->rank = r;
-    fold(ctx, eval);
+    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -1176,7 +1120,7 @@ same_shape_infer(HgShapeCtx *ctx, HgEvalFunc eval)
         return TRUE;
     vshape_like(y, x, x->dtype);
     if (x->rank >= 0)
-        fold(ctx, eval);
+        hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -1525,7 +1469,7 @@ hg_infer_TopK(HgShapeCtx *ctx)
         outs[j]->dims[axis].v = known ? k : -1;
         outs[j]->dims[axis].sym = NULL;
     }
-    fold(ctx, hg_eval_TopK);
+    hg_fold(ctx, hg_eval_TopK, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 
@@ -2217,7 +2161,7 @@ loss_infer(HgShapeCtx *ctx, gboolean softmax, HgEvalFunc eval)
     if (lp && x)
         vshape_like(lp, x, x->dtype);
     if (x && t && x->value && t->value)
-        fold(ctx, eval);
+        hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
 

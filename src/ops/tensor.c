@@ -14,15 +14,13 @@
  * piece of code. Inference folds an op (evaluates it) when every input value is known and the outputs
  * are small: that is how Shape -> Gather -> Concat -> Reshape chains become constants.
  */
-#include "ops/op.h"
+#include "ops/kernel.h"
 #include "ir_private.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
-/* Outputs up to this many elements are folded to constants during shape inference. */
-#define FOLD_MAX 1024
 /* Boxes for strided copies: Tile doubles the rank (repeat, dim) pairs. */
 #define MAX_BOX (2 * HG_MAX_RANK)
 #define NO_INPUT G_MAXUINT
@@ -272,60 +270,6 @@ set_out(HgValueShape *o, int dtype, const SymShape *s)
     o->rank = s->rank;
     for (int i = 0; i < s->rank; i++)
         o->dims[i] = s->d[i];
-}
-
-/* Evaluate the node on the known input values when every output is known to be small: the folding
- * that turns shape subgraphs into constants. Errors of bad inputs (HG_ERROR_INVALID) propagate; an
- * unsupported case just leaves the values unknown. */
-static gboolean
-fold(HgShapeCtx *ctx, HgEvalFunc eval)
-{
-    if (!ctx->n_outputs)
-        return TRUE;
-    for (guint i = 0; i < ctx->n_inputs; i++)
-        if (ctx->inputs[i] && !ctx->inputs[i]->value)
-            return TRUE;
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        if (!ctx->outputs[k])
-            continue;
-        gint64 n = hg_vshape_numel(ctx->outputs[k]);
-        if (n < 0 || n > FOLD_MAX)
-            return TRUE;
-    }
-    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
-    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs + 1);
-    for (guint i = 0; i < ctx->n_inputs; i++)
-        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
-    GError *err = NULL;
-    HgEvalCtx e = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &err};
-    gboolean ok = eval(&e);
-    if (ok) {
-        for (guint k = 0; k < ctx->n_outputs; k++) {
-            HgValueShape *o = ctx->outputs[k];
-            if (!outs[k])
-                continue;
-            if (o && outs[k]->rank == (guint)o->rank) {
-                o->dtype = outs[k]->dtype;
-                for (guint i = 0; i < outs[k]->rank; i++)
-                    o->dims[i].v = outs[k]->dims[i];
-                if (o->value)
-                    hg_array_unref(o->value);
-                o->value = outs[k];
-            } else {
-                hg_array_unref(outs[k]);
-            }
-        }
-        return TRUE;
-    }
-    for (guint k = 0; k < ctx->n_outputs; k++)
-        if (outs[k])
-            hg_array_unref(outs[k]);
-    if (err && err->code == HG_ERROR_INVALID) {
-        g_propagate_error(ctx->error, err);
-        return FALSE;
-    }
-    g_clear_error(&err);
-    return TRUE;
 }
 
 /* ---------------------------------------------------------------- raw elements */
@@ -899,7 +843,7 @@ hg_infer_ConstantOfShape(HgShapeCtx *ctx)
         return TRUE;
     }
     set_out(hg_shape_output(ctx, 0), v->dtype, &y);
-    return st > 0 ? fold(ctx, hg_eval_ConstantOfShape) : TRUE;
+    return st > 0 ? hg_fold(ctx, hg_eval_ConstantOfShape, HG_FOLD_STRICT) : TRUE;
 }
 
 #define FILL(T)                                                                                    \
@@ -977,7 +921,7 @@ hg_infer_Range(HgShapeCtx *ctx)
         y.d[0] = sd_known(n);
     }
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Range);
+    return hg_fold(ctx, hg_eval_Range, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1180,7 +1124,7 @@ hg_infer_Reshape(HgShapeCtx *ctx)
     if (reshape_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Reshape);
+    return hg_fold(ctx, hg_eval_Reshape, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1222,7 +1166,7 @@ hg_infer_Flatten(HgShapeCtx *ctx)
     if (!flatten_plan(&a, &x, &y))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Flatten);
+    return hg_fold(ctx, hg_eval_Flatten, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1290,7 +1234,7 @@ hg_infer_Squeeze(HgShapeCtx *ctx)
     if (squeeze_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Squeeze);
+    return hg_fold(ctx, hg_eval_Squeeze, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1350,7 +1294,7 @@ hg_infer_Unsqueeze(HgShapeCtx *ctx)
     if (unsqueeze_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Unsqueeze);
+    return hg_fold(ctx, hg_eval_Unsqueeze, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1400,7 +1344,7 @@ hg_infer_Transpose(HgShapeCtx *ctx)
             y.d[i] = x.d[perm[i]];
     }
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Transpose);
+    return hg_fold(ctx, hg_eval_Transpose, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1473,7 +1417,7 @@ hg_infer_Concat(HgShapeCtx *ctx)
             y.d[axis] = sd_unknown();
     }
     set_out(hg_shape_output(ctx, 0), dtype, &y);
-    return fold(ctx, hg_eval_Concat);
+    return hg_fold(ctx, hg_eval_Concat, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1589,7 +1533,7 @@ hg_infer_Split(HgShapeCtx *ctx)
             y.d[axis] = st == PLAN_OK ? sd_known(sizes[k]) : sd_unknown();
         set_out(hg_shape_output(ctx, k), arg_dtype(&a, 0), &y);
     }
-    return fold(ctx, hg_eval_Split);
+    return hg_fold(ctx, hg_eval_Split, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1730,7 +1674,7 @@ hg_infer_Slice(HgShapeCtx *ctx)
     if (slice_plan(&a, &x, &y, start, step) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Slice);
+    return hg_fold(ctx, hg_eval_Slice, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1815,7 +1759,7 @@ hg_infer_Expand(HgShapeCtx *ctx)
     if (expand_plan(&a, &x, &y) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Expand);
+    return hg_fold(ctx, hg_eval_Expand, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -1898,7 +1842,7 @@ hg_infer_Tile(HgShapeCtx *ctx)
     if (tile_plan(&a, &x, &y, reps) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Tile);
+    return hg_fold(ctx, hg_eval_Tile, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -2027,7 +1971,7 @@ hg_infer_Pad(HgShapeCtx *ctx)
     if (pad_plan(&a, &x, &y, &p) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Pad);
+    return hg_fold(ctx, hg_eval_Pad, HG_FOLD_STRICT);
 }
 
 /* Where output index o of an axis reads from, per mode; -1 for the constant border. */
@@ -2185,7 +2129,7 @@ hg_infer_DepthToSpace(HgShapeCtx *ctx)
     if (!d2s_plan(&a, TRUE, &x, &y, &bs))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_DepthToSpace);
+    return hg_fold(ctx, hg_eval_DepthToSpace, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -2204,7 +2148,7 @@ hg_infer_SpaceToDepth(HgShapeCtx *ctx)
     if (!d2s_plan(&a, FALSE, &x, &y, &bs))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_SpaceToDepth);
+    return hg_fold(ctx, hg_eval_SpaceToDepth, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -2224,7 +2168,7 @@ hg_infer_Trilu(HgShapeCtx *ctx)
     if (x.rank >= 0 && x.rank < 2)
         return INVALID(&a, "input has rank %d, needs at least 2", x.rank);
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &x);
-    return fold(ctx, hg_eval_Trilu);
+    return hg_fold(ctx, hg_eval_Trilu, HG_FOLD_STRICT);
 }
 
 /* Keep the upper (j - i >= k) or lower (j - i <= k) triangle of every matrix; zero the rest. */
@@ -2323,7 +2267,7 @@ hg_infer_Gather(HgShapeCtx *ctx)
     if (!gather_plan(&a, &x, &ind, &y, &axis))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_Gather);
+    return hg_fold(ctx, hg_eval_Gather, HG_FOLD_STRICT);
 }
 
 #define GATHER_COPY(T)                                                                             \
@@ -2442,7 +2386,7 @@ hg_infer_GatherElements(HgShapeCtx *ctx)
     if (x.rank >= 0 && ind.rank >= 0 && x.rank != ind.rank)
         return INVALID(&a, "indices have rank %d, data %d", ind.rank, x.rank);
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &ind);
-    return fold(ctx, hg_eval_GatherElements);
+    return hg_fold(ctx, hg_eval_GatherElements, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -2508,7 +2452,7 @@ hg_infer_GatherND(HgShapeCtx *ctx)
     if (!gathernd_plan(&a, &x, &ind, &y, &k))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_GatherND);
+    return hg_fold(ctx, hg_eval_GatherND, HG_FOLD_STRICT);
 }
 
 /* Data offsets (in elements) of the slices that n_tuples index tuples of k coordinates address, in
@@ -2701,7 +2645,7 @@ scatter_infer(HgShapeCtx *ctx, HgEvalFunc eval)
     SymShape x;
     arg_shape(&a, 0, &x);
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &x);
-    return fold(ctx, eval);
+    return hg_fold(ctx, eval, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -3392,7 +3336,7 @@ resize_infer(HgShapeCtx *ctx, gboolean upsample, HgEvalFunc eval)
     if (resize_plan(&a, upsample, &x, &y, &p) == PLAN_ERR)
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, eval);
+    return hg_fold(ctx, eval, HG_FOLD_STRICT);
 }
 
 gboolean
@@ -3606,7 +3550,7 @@ hg_infer_GridSample(HgShapeCtx *ctx)
     if (!gs_plan(&a, &p) || !gs_shape(&a, &x, &g, &y))
         return FALSE;
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
-    return fold(ctx, hg_eval_GridSample);
+    return hg_fold(ctx, hg_eval_GridSample, HG_FOLD_STRICT);
 }
 
 gboolean
