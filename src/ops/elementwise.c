@@ -2,7 +2,8 @@
  * the variadic Max/Min/Sum/Mean, Where, Cast/CastLike, Clip, Dropout and Identity.
  *
  * How a kernel is built. Each op is a "row" function over a contiguous run of elements, written once
- * per compute kind (FP32, FP64, int64, uint64) by a macro. A driver walks the broadcast output row by
+ * per compute kind (kernel.h's HgKind: FP32, FP64, int64, uint64) by a macro, an op's rows in a table
+ * indexed by kind. A driver walks the broadcast output row by
  * row; it hands FLOAT, DOUBLE and INT64 data to the row as it is, and converts other types (FP16, BF16,
  * narrow integers) a chunk at a time into the compute kind and back, the result rounded once per
  * element (FP16, BF16) or cast (narrow integers). The walk merges adjacent dims that are contiguous in
@@ -19,155 +20,7 @@
 #include <string.h>
 #include <tgmath.h>
 
-/* ================================================================ compute kinds */
-
-/* The compute kinds of this file: array.h's HgCompute plus unsigned 64-bit, because int64 arithmetic
- * gets comparisons, Min/Max, division and modulo wrong for uint64 values past 2^63. */
-typedef enum { K_F32, K_F64, K_I64, K_U64, K_COUNT } Kind;
-
-static const gsize kind_size[K_COUNT] = {sizeof(float), sizeof(double), sizeof(gint64), sizeof(guint64)};
-
-/* The compute kind of a dtype; K_COUNT for types without arithmetic (string, complex, float8, 4-bit). */
-static Kind
-kind_of(int dtype)
-{
-    if (dtype == HG_DTYPE_UINT64)
-        return K_U64;
-    switch (hg_dtype_compute(dtype)) {
-    case HG_COMPUTE_F32: return K_F32;
-    case HG_COMPUTE_F64: return K_F64;
-    case HG_COMPUTE_I64: return K_I64;
-    default: return K_COUNT;
-    }
-}
-
-/* A compute buffer: the array's own data when its storage already is the kind, else a converted copy. */
-typedef struct {
-    void *p;
-    gboolean owned;
-} Buf;
-
-static void
-buf_free(Buf *b)
-{
-    if (b->owned)
-        g_free(b->p);
-    b->p = NULL;
-    b->owned = FALSE;
-}
-
-static Buf
-load_as(const HgArray *a, Kind k)
-{
-    Buf b = {NULL, FALSE};
-    switch (k) {
-    case K_F32: b.p = hg_array_load_f32(a, &b.owned); break;
-    case K_F64: b.p = hg_array_load_f64(a, &b.owned); break;
-    case K_U64:
-        /* uint64 data is its own compute buffer; anything else converts through int64 (same bits) */
-        if (a->dtype == HG_DTYPE_UINT64) {
-            b.p = a->data;
-            break;
-        }
-        b.p = hg_array_load_i64(a, &b.owned);
-        break;
-    default: b.p = hg_array_load_i64(a, &b.owned); break;
-    }
-    return b;
-}
-
-/* Where results of kind k go for output out: out's data when its storage is that kind, else scratch
- * that store_buf converts. */
-static Buf
-out_buf(HgArray *out, Kind k)
-{
-    gboolean native;
-    switch (k) {
-    case K_F32: native = out->dtype == HG_DTYPE_FLOAT; break;
-    case K_F64: native = out->dtype == HG_DTYPE_DOUBLE; break;
-    default: native = out->dtype == HG_DTYPE_INT64 || out->dtype == HG_DTYPE_UINT64; break;
-    }
-    if (native)
-        return (Buf){out->data, FALSE};
-    return (Buf){g_malloc((gsize)out->numel * kind_size[k] + 8), TRUE};
-}
-
-/* d as a float rounded to odd: truncated toward zero, its last bit set when inexact. Rounding that
- * float to FP16 or BF16 (13 and 16 fewer bits) gives the correctly rounded result of d: one rounding,
- * where a round-to-nearest float in between could round twice. */
-static float
-f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if (isnan(d) || (double)f == d)
-        return f;
-    if (fabs((double)f) > fabs(d))
-        f = nextafterf(f, 0.0f);
-    guint32 u;
-    memcpy(&u, &f, sizeof u);
-    u |= 1;
-    memcpy(&f, &u, sizeof u);
-    return f;
-}
-
-/* Store n = out->numel doubles into out, rounding once to FP16/BF16. */
-static void
-store_f64_once(HgArray *out, const double *src)
-{
-    if (out->dtype == HG_DTYPE_FLOAT16 || out->dtype == HG_DTYPE_BFLOAT16) {
-        guint16 *d = out->data;
-        gboolean half = out->dtype == HG_DTYPE_FLOAT16;
-        for (gint64 i = 0; i < out->numel; i++) {
-            float f = f64_to_f32_odd(src[i]);
-            d[i] = half ? hg_float_to_half(f) : hg_float_to_bf16(f);
-        }
-        return;
-    }
-    hg_array_store_f64(out, src);
-}
-
-/* Store a compute buffer of kind k into out (a no-op when it is out's own data), then free it. */
-static void
-store_buf(HgArray *out, Buf *b, Kind k)
-{
-    if (b->p != out->data) {
-        switch (k) {
-        case K_F32: hg_array_store_f32(out, b->p); break;
-        case K_F64: store_f64_once(out, b->p); break;
-        default: hg_array_store_i64(out, b->p); break;
-        }
-    }
-    buf_free(b);
-}
-
 /* ================================================================ small helpers */
-
-
-/* TRUE when inputs 0..n-1 are present; else an HG_ERROR_INVALID error. */
-static gboolean
-need_inputs(HgEvalCtx *ctx, guint n)
-{
-    for (guint i = 0; i < n; i++) {
-        if (i >= ctx->n_inputs || !ctx->inputs[i]) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
-            return FALSE;
-        }
-    }
-    if (ctx->n_outputs < 1) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "the node has no output");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-unsupported_type(HgEvalCtx *ctx, int dtype)
-{
-    const char *name = hg_dtype_name(dtype);
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
-                name ? name : "undefined");
-    return FALSE;
-}
 
 static gboolean
 broadcast(HgEvalCtx *ctx, guint ra, const gint64 *da, guint rb, const gint64 *db, guint *rout,
@@ -296,7 +149,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
 #define UNARY_F(op, EXPR)                                                                          \
     DEF_UNF(op##_f32, float, float, EXPR)                                                          \
     DEF_UNF(op##_f64, double, double, EXPR)                                                        \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, NULL, NULL};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, NULL, NULL};
 
 /* Unary op over every numeric kind. */
 #define UNARY_ALL(op, EF, EI, EU)                                                                  \
@@ -304,7 +157,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_UNF(op##_f64, double, double, EF)                                                          \
     DEF_UNI(op##_i64, gint64, gint64, EI)                                                          \
     DEF_UNI(op##_u64, guint64, guint64, EU)                                                        \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Unary predicate: bool output for every kind. */
 #define UNARY_PRED(op, EF, EI)                                                                     \
@@ -312,7 +165,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_UNF(op##_f64, double, guint8, EF)                                                          \
     DEF_UNI(op##_i64, gint64, guint8, EI)                                                          \
     DEF_UNI(op##_u64, guint64, guint8, EI)                                                         \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Binary row: EXPR of x (from a) and y (from b). sa, sb are 1, or 0 for a broadcast operand; each
  * case has its own loop so that the common ones (same shape, one scalar) vectorize. */
@@ -351,7 +204,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_BIN(op##_f64, double, double, EF)                                                          \
     DEF_BIN(op##_i64, gint64, gint64, EI)                                                          \
     DEF_BIN(op##_u64, guint64, guint64, EU)                                                        \
-    static const BinRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const BinRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Comparison: bool output, the same expression for every kind. */
 #define BINARY_CMP(op, E)                                                                          \
@@ -359,7 +212,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_BIN(op##_f64, double, guint8, E)                                                           \
     DEF_BIN(op##_i64, gint64, guint8, E)                                                           \
     DEF_BIN(op##_u64, guint64, guint8, E)                                                          \
-    static const BinRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const BinRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* int64 arithmetic that wraps (two's complement) instead of overflowing into undefined behaviour. */
 #define WRAP(x, OP, y) ((gint64)((guint64)(x) OP (guint64)(y)))
@@ -447,7 +300,7 @@ pymod_i64(gint64 x, gint64 y)
 DEF_BIN(pymod_f32_row, float, float, pymod_f32(x, y))
 DEF_BIN(pymod_f64_row, double, double, pymod_f64(x, y))
 DEF_BIN(pymod_i64_row, gint64, gint64, pymod_i64(x, y))
-static const BinRow pymod_rows[K_COUNT] = {pymod_f32_row, pymod_f64_row, pymod_i64_row, fmod_u64};
+static const BinRow pymod_rows[HG_KIND_COUNT] = {pymod_f32_row, pymod_f64_row, pymod_i64_row, fmod_u64};
 
 /* Integer power by squaring, wrapping like the integer type. A negative exponent gives 1/x^-y
  * truncated: 0 unless |x| is 1 (and 0 for x = 0 rather than a division by zero). */
@@ -483,7 +336,7 @@ DEF_BIN(xor_row, guint8, guint8, (x != 0) ^ (y != 0))
 /* ================================================================ drivers */
 
 /* An operand as the drivers see it: the storage of an array (or of a compute buffer, whose dtype is
- * then kind_dtype[k]) and its shape. Chunks of it are converted to the compute kind as the walk reaches
+ * then hg_kind_dtype(k)) and its shape. Chunks of it are converted to the compute kind as the walk reaches
  * them, so an FP16 tensor never needs an FP32 copy of itself. */
 typedef struct {
     int dtype;
@@ -492,13 +345,18 @@ typedef struct {
     const gint64 *dims;
 } Operand;
 
-/* The storage type of each kind's compute buffers. */
-static const int kind_dtype[K_COUNT] = {HG_DTYPE_FLOAT, HG_DTYPE_DOUBLE, HG_DTYPE_INT64, HG_DTYPE_UINT64};
-
 /* Elements converted per step: 16-32 KiB of compute buffer, which stays in L1/L2. */
 #define CHUNK 4096
 /* Rows shorter than this convert whole operands up front: converting per row costs per row. */
 #define MIN_CHUNKED_ROW 64
+
+/* Where a chunk's results of kind k go: the chunk's own storage when it is stored in that kind, else
+ * scratch of CHUNK elements that hg_kbuf_store converts. */
+static HgKBuf
+chunk_out(HgArray *vo, HgKind k, double *scratch)
+{
+    return (HgKBuf){hg_kind_stores(k, vo->dtype) ? vo->data : scratch, FALSE};
+}
 
 static Operand
 operand_of(const HgArray *a)
@@ -522,33 +380,33 @@ view_of(int dtype, void *data, gint64 off, gint64 n)
     return v;
 }
 
-/* Elements [off, off + n) of op in kind k; K_COUNT takes them as stored (bool logic). */
-static Buf
-op_load(const Operand *op, Kind k, gint64 off, gint64 n)
+/* Elements [off, off + n) of op in kind k; HG_KIND_COUNT takes them as stored (bool logic). */
+static HgKBuf
+op_load(const Operand *op, HgKind k, gint64 off, gint64 n)
 {
-    if (k == K_COUNT)
-        return (Buf){(char *)op->data + (gsize)off * hg_dtype_size(op->dtype), FALSE};
+    if (k == HG_KIND_COUNT)
+        return (HgKBuf){(char *)op->data + (gsize)off * hg_dtype_size(op->dtype), FALSE};
     HgArray v = view_of(op->dtype, op->data, off, n);
-    return load_as(&v, k);
+    return hg_kbuf_load(&v, k);
 }
 
 /* When rows are short, convert op whole into kind k (kept in *full) and point op at the result. */
 static void
-op_convert_whole(Operand *op, Kind k, Buf *full)
+op_convert_whole(Operand *op, HgKind k, HgKBuf *full)
 {
-    if (k == K_COUNT || op->dtype == kind_dtype[k])
+    if (k == HG_KIND_COUNT || op->dtype == hg_kind_dtype(k))
         return;
     HgArray v = view_of(op->dtype, op->data, 0, hg_numel(op->rank, op->dims));
-    *full = load_as(&v, k);
-    op->dtype = kind_dtype[k];
+    *full = hg_kbuf_load(&v, k);
+    op->dtype = hg_kind_dtype(k);
     op->data = full->p;
 }
 
 /* o (rout, dout) = row(a, b), a and b broadcast, computed in kind k. direct: the row writes o's
- * storage as it is (bool results, and K_COUNT); else results of kind k are stored into o with one
+ * storage as it is (bool results, and HG_KIND_COUNT); else results of kind k are stored into o with one
  * rounding per element. */
 static void
-bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, guint rout,
+bin_apply(BinRow row, HgKind k, gboolean direct, Operand o, Operand a, Operand b, guint rout,
           const gint64 *dout)
 {
     gint64 numel = hg_numel(rout, dout);
@@ -560,14 +418,15 @@ bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, 
     walk_init(&w, 2, ranks, dims, rout, dout);
     gint64 inner = w.dims[w.rank - 1], rows = numel / inner;
     gint64 sa = w.st[0][w.rank - 1], sb = w.st[1][w.rank - 1];
-    Buf fa = {NULL, FALSE}, fb = {NULL, FALSE}, fo = {NULL, FALSE};
+    HgKBuf fa = {NULL, FALSE}, fb = {NULL, FALSE}, fo = {NULL, FALSE};
+    double scratch[CHUNK];
     Operand final = o;
     if (inner < MIN_CHUNKED_ROW) {
         op_convert_whole(&a, k, &fa);
         op_convert_whole(&b, k, &fb);
-        if (!direct && o.dtype != kind_dtype[k]) {
-            fo = (Buf){g_malloc((gsize)numel * kind_size[k] + 8), TRUE};
-            o.dtype = kind_dtype[k];
+        if (!direct && o.dtype != hg_kind_dtype(k)) {
+            fo = (HgKBuf){g_malloc((gsize)numel * hg_kind_size(k) + 8), TRUE};
+            o.dtype = hg_kind_dtype(k);
             o.data = fo.p;
         }
     }
@@ -575,30 +434,30 @@ bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, 
     for (gint64 r = 0; r < rows; r++) {
         for (gint64 c = 0; c < inner; c += CHUNK) {
             gint64 len = MIN(CHUNK, inner - c);
-            Buf ba = op_load(&a, k, off[0] + (sa ? c : 0), sa ? len : 1);
-            Buf bb = op_load(&b, k, off[1] + (sb ? c : 0), sb ? len : 1);
+            HgKBuf ba = op_load(&a, k, off[0] + (sa ? c : 0), sa ? len : 1);
+            HgKBuf bb = op_load(&b, k, off[1] + (sb ? c : 0), sb ? len : 1);
             HgArray vo = view_of(o.dtype, o.data, r * inner + c, len);
-            Buf bo = direct ? (Buf){vo.data, FALSE} : out_buf(&vo, k);
+            HgKBuf bo = direct ? (HgKBuf){vo.data, FALSE} : chunk_out(&vo, k, scratch);
             row(bo.p, ba.p, sa, bb.p, sb, len);
             if (!direct)
-                store_buf(&vo, &bo, k);
-            buf_free(&ba);
-            buf_free(&bb);
+                hg_kbuf_store(&vo, &bo, k);
+            hg_kbuf_clear(&ba);
+            hg_kbuf_clear(&bb);
         }
         walk_step(&w, idx, off);
     }
     if (fo.p) {
         HgArray v = view_of(final.dtype, final.data, 0, numel);
-        store_buf(&v, &fo, k);
+        hg_kbuf_store(&v, &fo, k);
     }
-    buf_free(&fa);
-    buf_free(&fb);
+    hg_kbuf_clear(&fa);
+    hg_kbuf_clear(&fb);
 }
 
 /* outputs[0] (out_dtype) = row(inputs[0], inputs[1]) computed in kind k. A comparison row writes bool
  * directly. unidirectional: the result must have input 0's shape (PRelu's slope). */
 static gboolean
-binary_run(HgEvalCtx *ctx, BinRow row, Kind k, int out_dtype, gboolean unidirectional)
+binary_run(HgEvalCtx *ctx, BinRow row, HgKind k, int out_dtype, gboolean unidirectional)
 {
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
     guint r;
@@ -621,27 +480,27 @@ binary_run(HgEvalCtx *ctx, BinRow row, Kind k, int out_dtype, gboolean unidirect
 
 /* A binary op computed in the kind of input 0; output of input 0's type, or bool for a comparison. */
 static gboolean
-binary_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean compare)
+binary_eval(HgEvalCtx *ctx, const BinRow rows[HG_KIND_COUNT], gboolean compare)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     int ta = ctx->inputs[0]->dtype, tb = ctx->inputs[1]->dtype;
-    Kind k = kind_of(ta);
-    if (k == K_COUNT || !rows[k])
-        return unsupported_type(ctx, ta);
-    if (kind_of(tb) == K_COUNT)
-        return unsupported_type(ctx, tb);
+    HgKind k = hg_kind_of(ta);
+    if (k == HG_KIND_COUNT || !rows[k])
+        return hg_eval_unsupported(ctx, ta);
+    if (hg_kind_of(tb) == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, tb);
     return binary_run(ctx, rows[k], k, compare ? HG_DTYPE_BOOL : ta, FALSE);
 }
 
 static gboolean
 logic_eval(HgEvalCtx *ctx, BinRow row)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
     if (a->dtype != HG_DTYPE_BOOL || b->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, a->dtype != HG_DTYPE_BOOL ? a->dtype : b->dtype);
+        return hg_eval_unsupported(ctx, a->dtype != HG_DTYPE_BOOL ? a->dtype : b->dtype);
     guint r;
     gint64 d[HG_MAX_RANK];
     if (!broadcast(ctx, a->rank, a->dims, b->rank, b->dims, &r, d))
@@ -649,7 +508,7 @@ logic_eval(HgEvalCtx *ctx, BinRow row)
     HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, r, d);
     if (!out)
         return FALSE;
-    bin_apply(row, K_COUNT, TRUE, operand_of(out), operand_of(a), operand_of(b), r, d);
+    bin_apply(row, HG_KIND_COUNT, TRUE, operand_of(out), operand_of(a), operand_of(b), r, d);
     ctx->outputs[0] = out;
     return TRUE;
 }
@@ -657,28 +516,29 @@ logic_eval(HgEvalCtx *ctx, BinRow row)
 /* outputs[0] = row(inputs[0]) computed in the input's kind, chunk by chunk; bool output for a
  * predicate. */
 static gboolean
-unary_eval(HgEvalCtx *ctx, const UnRow rows[K_COUNT], const Params *p, gboolean predicate)
+unary_eval(HgEvalCtx *ctx, const UnRow rows[HG_KIND_COUNT], const Params *p, gboolean predicate)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT || !rows[k])
-        return unsupported_type(ctx, x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT || !rows[k])
+        return hg_eval_unsupported(ctx, x->dtype);
     /* the chunks below cover every element */
     HgArray *out = hg_eval_new_output_uninit(ctx, predicate ? HG_DTYPE_BOOL : x->dtype, x->rank, x->dims);
     if (!out)
         return FALSE;
     Operand ox = operand_of(x);
+    double scratch[CHUNK];
     for (gint64 c = 0; c < x->numel; c += CHUNK) {
         gint64 len = MIN(CHUNK, x->numel - c);
-        Buf bx = op_load(&ox, k, c, len);
+        HgKBuf bx = op_load(&ox, k, c, len);
         HgArray vo = view_of(out->dtype, out->data, c, len);
-        Buf bo = predicate ? (Buf){vo.data, FALSE} : out_buf(&vo, k);
+        HgKBuf bo = predicate ? (HgKBuf){vo.data, FALSE} : chunk_out(&vo, k, scratch);
         rows[k](bo.p, bx.p, len, p);
         if (!predicate)
-            store_buf(&vo, &bo, k);
-        buf_free(&bx);
+            hg_kbuf_store(&vo, &bo, k);
+        hg_kbuf_clear(&bx);
     }
     ctx->outputs[0] = out;
     return TRUE;
@@ -687,23 +547,23 @@ unary_eval(HgEvalCtx *ctx, const UnRow rows[K_COUNT], const Params *p, gboolean 
 /* Max/Min/Sum/Mean: fold the inputs pairwise, broadcasting as it goes, in the kind of input 0. Mean
  * divides the sum once at the end, so FP16 rounds once. One input is passed on as it is. */
 static gboolean
-variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
+variadic_eval(HgEvalCtx *ctx, const BinRow rows[HG_KIND_COUNT], gboolean mean)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     guint n = ctx->n_inputs;
-    if (!need_inputs(ctx, n))
+    if (!hg_eval_need(ctx, n))
         return FALSE;
     int dtype = ctx->inputs[0]->dtype;
-    Kind k = kind_of(dtype);
-    if (k == K_COUNT || !rows[k] || (mean && k != K_F32 && k != K_F64))
-        return unsupported_type(ctx, dtype);
+    HgKind k = hg_kind_of(dtype);
+    if (k == HG_KIND_COUNT || !rows[k] || (mean && k != HG_KIND_F32 && k != HG_KIND_F64))
+        return hg_eval_unsupported(ctx, dtype);
     guint r = ctx->inputs[0]->rank;
     gint64 d[HG_MAX_RANK];
     memcpy(d, ctx->inputs[0]->dims, sizeof(gint64) * r);
     for (guint i = 1; i < n; i++) {
-        if (kind_of(ctx->inputs[i]->dtype) == K_COUNT)
-            return unsupported_type(ctx, ctx->inputs[i]->dtype);
+        if (hg_kind_of(ctx->inputs[i]->dtype) == HG_KIND_COUNT)
+            return hg_eval_unsupported(ctx, ctx->inputs[i]->dtype);
         gint64 prev[HG_MAX_RANK];
         memcpy(prev, d, sizeof(gint64) * r);
         if (!broadcast(ctx, r, prev, ctx->inputs[i]->rank, ctx->inputs[i]->dims, &r, d))
@@ -720,26 +580,26 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
      * still has to divide) */
     gint64 ad[HG_MAX_RANK], nd[HG_MAX_RANK];
     Operand acc = operand_of(ctx->inputs[0]);
-    Buf accbuf = {NULL, FALSE};
+    HgKBuf accbuf = {NULL, FALSE};
     for (guint i = 1; i < n; i++) {
         const HgArray *in = ctx->inputs[i];
         guint nr;
         hg_broadcast_shape(acc.rank, acc.dims, in->rank, in->dims, &nr, nd, NULL); /* checked above */
         gboolean last = i == n - 1 && !mean;
-        Buf next = {NULL, FALSE};
+        HgKBuf next = {NULL, FALSE};
         Operand dst = operand_of(out);
         if (!last) {
-            next = (Buf){g_malloc((gsize)hg_numel(nr, nd) * kind_size[k] + 8), TRUE};
-            dst = (Operand){kind_dtype[k], next.p, nr, nd};
+            next = (HgKBuf){g_malloc((gsize)hg_numel(nr, nd) * hg_kind_size(k) + 8), TRUE};
+            dst = (Operand){hg_kind_dtype(k), next.p, nr, nd};
         }
         bin_apply(rows[k], k, FALSE, dst, acc, operand_of(in), nr, nd);
-        buf_free(&accbuf);
+        hg_kbuf_clear(&accbuf);
         accbuf = next;
         memcpy(ad, nd, sizeof(gint64) * nr);
         acc = (Operand){dst.dtype, dst.data, nr, ad};
     }
     if (mean) {
-        if (k == K_F32) {
+        if (k == HG_KIND_F32) {
             float *s = accbuf.p, inv = (float)n;
             for (gint64 i = 0; i < out->numel; i++)
                 s[i] /= inv;
@@ -748,7 +608,7 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
             for (gint64 i = 0; i < out->numel; i++)
                 s[i] /= (double)n;
         }
-        store_buf(out, &accbuf, k);
+        hg_kbuf_store(out, &accbuf, k);
     }
     ctx->outputs[0] = out;
     return TRUE;
@@ -1022,7 +882,7 @@ hg_eval_Gelu(HgEvalCtx *ctx)
 
 /* An activation with float attributes (defaults as the spec gives them). */
 static gboolean
-activation(HgEvalCtx *ctx, const UnRow rows[K_COUNT], double alpha, double beta, double gamma)
+activation(HgEvalCtx *ctx, const UnRow rows[HG_KIND_COUNT], double alpha, double beta, double gamma)
 {
     const HgNode *n = ctx->node;
     Params p = {0};
@@ -1089,11 +949,11 @@ hg_eval_IsInf(HgEvalCtx *ctx)
 gboolean
 hg_eval_Not(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     if (x->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, x->rank, x->dims);
     if (!out)
         return FALSE;
@@ -1109,7 +969,7 @@ hg_eval_Not(HgEvalCtx *ctx)
 gboolean
 hg_eval_Identity(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     ctx->outputs[0] = hg_array_ref(ctx->inputs[0]);
     return TRUE;
@@ -1120,22 +980,22 @@ hg_eval_Identity(HgEvalCtx *ctx)
 gboolean
 hg_eval_Clip(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT)
-        return unsupported_type(ctx, x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, x->dtype);
     Params p = {.alpha = -INFINITY, .beta = INFINITY, .lo = G_MININT64, .hi = G_MAXINT64};
-    if (k == K_U64) {
+    if (k == HG_KIND_U64) {
         p.lo = 0;
         p.hi = (gint64)G_MAXUINT64; /* the bits of the uint64 maximum */
     }
     if (ctx->opset < 11) {
         p.alpha = hg_node_attr_float(ctx->node, "min", -FLT_MAX);
         p.beta = hg_node_attr_float(ctx->node, "max", FLT_MAX);
-        if (k != K_F32 && k != K_F64)
-            return unsupported_type(ctx, x->dtype);
+        if (k != HG_KIND_F32 && k != HG_KIND_F64)
+            return hg_eval_unsupported(ctx, x->dtype);
     } else {
         for (guint i = 1; i < 3; i++) {
             const HgArray *b = i < ctx->n_inputs ? ctx->inputs[i] : NULL;
@@ -1167,7 +1027,7 @@ hg_eval_Clip(HgEvalCtx *ctx)
 gboolean
 hg_eval_Dropout(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     if (ctx->opset >= 12) {
@@ -1182,8 +1042,8 @@ hg_eval_Dropout(HgEvalCtx *ctx)
     }
     if (ctx->n_outputs > 1) {
         int mt = dropout_mask_dtype(ctx->opset, x->dtype);
-        if (mt != HG_DTYPE_BOOL && kind_of(mt) == K_COUNT)
-            return unsupported_type(ctx, mt);
+        if (mt != HG_DTYPE_BOOL && hg_kind_of(mt) == HG_KIND_COUNT)
+            return hg_eval_unsupported(ctx, mt);
         HgArray *mask = hg_eval_new_output(ctx, mt, x->rank, x->dims);
         if (!mask)
             return FALSE;
@@ -1249,7 +1109,7 @@ equal_strings(HgEvalCtx *ctx)
 gboolean
 hg_eval_Equal(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     if (ctx->inputs[0]->dtype == HG_DTYPE_STRING && ctx->inputs[1]->dtype == HG_DTYPE_STRING)
         return equal_strings(ctx);
@@ -1272,12 +1132,12 @@ hg_eval_Mod(HgEvalCtx *ctx)
 gboolean
 hg_eval_PRelu(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     HgArray *x = ctx->inputs[0], *slope = ctx->inputs[1];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT || kind_of(slope->dtype) == K_COUNT)
-        return unsupported_type(ctx, k == K_COUNT ? x->dtype : slope->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT || hg_kind_of(slope->dtype) == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, k == HG_KIND_COUNT ? x->dtype : slope->dtype);
     if (!prelu_legacy_slope(ctx->opset, x->rank, x->dims, slope->rank, slope->dims))
         return binary_run(ctx, prelu_rows[k], k, x->dtype, TRUE);
     gint64 d[HG_MAX_RANK];
@@ -1297,17 +1157,17 @@ hg_eval_PRelu(HgEvalCtx *ctx)
 gboolean
 hg_eval_Pow(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     int tx = ctx->inputs[0]->dtype, ty = ctx->inputs[1]->dtype;
-    Kind kx = kind_of(tx), ky = kind_of(ty);
-    if (kx == K_COUNT || ky == K_COUNT)
-        return unsupported_type(ctx, kx == K_COUNT ? tx : ty);
-    if (kx == K_F32)
-        return binary_run(ctx, pow_f32, K_F32, tx, FALSE);
-    if (kx == K_F64 || ky == K_F32 || ky == K_F64)
-        return binary_run(ctx, pow_f64, K_F64, tx, FALSE);
-    return binary_run(ctx, pow_i64, K_I64, tx, FALSE);
+    HgKind kx = hg_kind_of(tx), ky = hg_kind_of(ty);
+    if (kx == HG_KIND_COUNT || ky == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, kx == HG_KIND_COUNT ? tx : ty);
+    if (kx == HG_KIND_F32)
+        return binary_run(ctx, pow_f32, HG_KIND_F32, tx, FALSE);
+    if (kx == HG_KIND_F64 || ky == HG_KIND_F32 || ky == HG_KIND_F64)
+        return binary_run(ctx, pow_f64, HG_KIND_F64, tx, FALSE);
+    return binary_run(ctx, pow_i64, HG_KIND_I64, tx, FALSE);
 }
 
 gboolean
@@ -1367,11 +1227,11 @@ hg_eval_Mean(HgEvalCtx *ctx)
 gboolean
 hg_eval_Where(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     const HgArray *c = ctx->inputs[0], *x = ctx->inputs[1], *y = ctx->inputs[2];
     if (c->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, c->dtype);
+        return hg_eval_unsupported(ctx, c->dtype);
     if (x->dtype != y->dtype) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X is %s and Y is %s",
                     hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?",
@@ -1380,7 +1240,7 @@ hg_eval_Where(HgEvalCtx *ctx)
     }
     gsize es = hg_dtype_size(x->dtype);
     if (!es && x->dtype != HG_DTYPE_STRING)
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     guint r1, r;
     gint64 d1[HG_MAX_RANK], d[HG_MAX_RANK];
     if (!broadcast(ctx, c->rank, c->dims, x->rank, x->dims, &r1, d1) ||
@@ -1400,19 +1260,15 @@ hg_eval_Where(HgEvalCtx *ctx)
     gint64 sc = w.st[0][w.rank - 1], sx = w.st[1][w.rank - 1], sy = w.st[2][w.rank - 1];
     gint64 idx[HG_MAX_RANK] = {0}, off[3] = {0, 0, 0};
     for (gint64 row = 0; row < rows; row++) {
-        switch (es) {
-        case 1: WHERE_ROW(guint8); break;
-        case 2: WHERE_ROW(guint16); break;
-        case 4: WHERE_ROW(guint32); break;
-        case 8: WHERE_ROW(guint64); break;
-        default: /* strings */
+        if (x->strings) {
             for (gint64 i = 0; i < inner; i++) {
                 gboolean pick_x = ((const guint8 *)c->data)[off[0] + i * sc] != 0;
                 GBytes *s = pick_x ? x->strings->pdata[off[1] + i * sx] : y->strings->pdata[off[2] + i * sy];
                 g_bytes_unref(out->strings->pdata[row * inner + i]);
                 out->strings->pdata[row * inner + i] = g_bytes_ref(s);
             }
-            break;
+        } else {
+            HG_WIDTH_SWITCH(es, WHERE_ROW);
         }
         walk_step(&w, idx, off);
     }
@@ -1425,7 +1281,7 @@ hg_eval_Where(HgEvalCtx *ctx)
 static gboolean
 castable(int dtype)
 {
-    return dtype == HG_DTYPE_STRING || kind_of(dtype) != K_COUNT;
+    return dtype == HG_DTYPE_STRING || hg_kind_of(dtype) != HG_KIND_COUNT;
 }
 
 /* The shortest "%.Ng" form of v that reads back as the same value of its type (numpy's str()). */
@@ -1447,12 +1303,12 @@ format_shortest(double v, gboolean single)
 static void
 cast_to_string(const HgArray *x, HgArray *out)
 {
-    Kind k = kind_of(x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
     for (gint64 i = 0; i < x->numel; i++) {
         char *s;
-        if (k == K_F32 || k == K_F64)
-            s = format_shortest(hg_array_get_f64(x, i), k == K_F32);
-        else if (k == K_U64)
+        if (k == HG_KIND_F32 || k == HG_KIND_F64)
+            s = format_shortest(hg_array_get_f64(x, i), k == HG_KIND_F32);
+        else if (k == HG_KIND_U64)
             s = g_strdup_printf("%" G_GUINT64_FORMAT, ((const guint64 *)x->data)[i]);
         else
             s = g_strdup_printf("%" G_GINT64_FORMAT, hg_array_get_i64(x, i));
@@ -1466,7 +1322,7 @@ cast_to_string(const HgArray *x, HgArray *out)
 static gboolean
 cast_from_string(HgEvalCtx *ctx, const HgArray *x, HgArray *out)
 {
-    Kind k = kind_of(out->dtype);
+    HgKind k = hg_kind_of(out->dtype);
     g_autofree double *f = g_new(double, x->numel + 1);
     g_autofree gint64 *n = g_new(gint64, x->numel + 1);
     for (gint64 i = 0; i < x->numel; i++) {
@@ -1485,8 +1341,8 @@ cast_from_string(HgEvalCtx *ctx, const HgArray *x, HgArray *out)
             n[i] = isnan(f[i]) ? 0 : f[i] >= 9.2233720368547758e18 ? G_MAXINT64
                  : f[i] <= -9.2233720368547758e18 ? G_MININT64 : (gint64)f[i];
     }
-    if (k == K_F32 || k == K_F64)
-        store_f64_once(out, f);
+    if (k == HG_KIND_F32 || k == HG_KIND_F64)
+        hg_store_f64_once(out, f);
     else
         hg_array_store_i64(out, n);
     return TRUE;
@@ -1502,9 +1358,9 @@ cast_eval(HgEvalCtx *ctx, int to)
         return TRUE;
     }
     if (!castable(x->dtype))
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     if (!castable(to))
-        return unsupported_type(ctx, to);
+        return hg_eval_unsupported(ctx, to);
     HgArray *out = hg_eval_new_output(ctx, to, x->rank, x->dims);
     if (!out)
         return FALSE;
@@ -1514,31 +1370,31 @@ cast_eval(HgEvalCtx *ctx, int to)
     } else if (x->dtype == HG_DTYPE_STRING) {
         ok = cast_from_string(ctx, x, out);
     } else {
-        Kind from = kind_of(x->dtype), dst = kind_of(to);
-        if (from == K_F32 || (from == K_F64 && dst != K_F32)) {
+        HgKind from = hg_kind_of(x->dtype), dst = hg_kind_of(to);
+        if (from == HG_KIND_F32 || (from == HG_KIND_F64 && dst != HG_KIND_F32)) {
             /* float sources: exact in the compute kind; the store rounds once (or truncates to int) */
-            Buf b = load_as(x, from);
-            store_buf(out, &b, from);
-        } else if (from == K_F64 || dst == K_F32 || dst == K_F64) {
+            HgKBuf b = hg_kbuf_load(x, from);
+            hg_kbuf_store(out, &b, from);
+        } else if (from == HG_KIND_F64 || dst == HG_KIND_F32 || dst == HG_KIND_F64) {
             /* double -> FP32 kinds, and integers -> floats: through FP64 with one rounding to FP16/BF16
              * (integers past 2^53 round twice; no float type can tell) */
             g_autofree double *v = g_new(double, x->numel + 1);
             for (gint64 i = 0; i < x->numel; i++)
-                v[i] = from == K_U64 ? (double)((const guint64 *)x->data)[i] : hg_array_get_f64(x, i);
+                v[i] = from == HG_KIND_U64 ? (double)((const guint64 *)x->data)[i] : hg_array_get_f64(x, i);
             if (to == HG_DTYPE_FLOAT) {
                 /* an int64 source rounds to float once, directly */
                 float *o = out->data;
                 for (gint64 i = 0; i < x->numel; i++)
-                    o[i] = from == K_I64   ? (float)hg_array_get_i64(x, i)
-                         : from == K_U64 ? (float)((const guint64 *)x->data)[i]
+                    o[i] = from == HG_KIND_I64   ? (float)hg_array_get_i64(x, i)
+                         : from == HG_KIND_U64 ? (float)((const guint64 *)x->data)[i]
                                            : (float)v[i];
             } else {
-                store_f64_once(out, v);
+                hg_store_f64_once(out, v);
             }
         } else {
             /* integer -> integer: wraps like a C cast; bool is x != 0 */
-            Buf b = load_as(x, from);
-            store_buf(out, &b, from);
+            HgKBuf b = hg_kbuf_load(x, from);
+            hg_kbuf_store(out, &b, from);
         }
     }
     if (!ok) {
@@ -1553,7 +1409,7 @@ cast_eval(HgEvalCtx *ctx, int to)
 gboolean
 hg_eval_Cast(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     HgAttr *to = hg_node_attr(ctx->node, "to");
     if (!to || to->type != HG_ATTR_INT || to->i <= HG_DTYPE_UNDEFINED || to->i >= HG_DTYPE_COUNT) {
@@ -1566,7 +1422,7 @@ hg_eval_Cast(HgEvalCtx *ctx)
 gboolean
 hg_eval_CastLike(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     return cast_eval(ctx, ctx->inputs[1]->dtype);
 }

@@ -1,11 +1,10 @@
 /* The linalg family: Conv, ConvTranspose, AveragePool, MaxPool, GlobalAveragePool, GlobalMaxPool,
  * Gemm, MatMul and Einsum, and the transformer ops built on them: Attention and RotaryEmbedding.
  *
- * Compute types: FP32 for float, float16 and bfloat16 (rounded once when stored), FP64 for double,
- * and 64-bit integers with wrapping arithmetic for the integer MatMul, Gemm and Einsum. The typed
- * kernels are written once, in the last section of this file, which the file includes into itself
- * once per compute type (C's stand-in for a template): there T is the element type and SFX(name)
- * names the instance (name_f32, name_f64, name_u64).
+ * Compute kinds (kernel.h): FP32 for float, float16 and bfloat16 (rounded once when stored), FP64 for
+ * double, and 64-bit integers with wrapping arithmetic for the integer MatMul, Gemm and Einsum. The
+ * typed kernels are templates written once (conv.inc, pool.inc, matmul.inc, attention.inc) and
+ * instantiated below per kind (name_f32, name_f64, name_i64).
  *
  * Conv runs one of three ways (conv_compute). A 1x1, stride-1, unpadded Conv is one GEMM on the
  * input as it lies. With few output channels per group, a direct kernel: vectorized, built for AVX2
@@ -16,8 +15,6 @@
  * transposed weights by the input and scatters the columns back (col2im), its tasks split by blocks
  * of output channels so that no two write the same output.
  */
-#ifndef HG_LINALG_T
-
 #include "ops/kernel.h"
 #include "ir_private.h"
 
@@ -159,7 +156,7 @@ gemm_f64(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, double alpha, c
 /* Integers: unsigned arithmetic wraps without undefined behaviour, and its bits are those of the
  * two's complement result, so int32/int64 products wrap as they do in NumPy. */
 static void
-gemm_u64(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, guint64 alpha, const guint64 *a,
+gemm_i64(gboolean ta, gboolean tb, gint64 m, gint64 n, gint64 k, guint64 alpha, const guint64 *a,
          gint64 lda, const guint64 *b, gint64 ldb, guint64 beta, guint64 *c, gint64 ldc)
 {
     for (gint64 i = 0; i < m; i++) {
@@ -308,7 +305,7 @@ scratch_put(void *p, int slot)
 /* One Conv or ConvTranspose run split into tasks (see conv_compute). Data pointers are in the
  * compute type; each task adds the bias to what it wrote while that is still in cache. */
 typedef struct {
-    HgCompute cmp;
+    HgKind kind;
     const ConvPlan *p;
     const void *x, *w, *b; /* b: the bias, or NULL */
     void *y;
@@ -348,7 +345,7 @@ typedef struct {
 /* One Attention run (see hg_eval_Attention): data in the compute type, shapes resolved. Tasks are
  * (batch, query head) pairs; query head h reads key/value head h / (hq / hkv). */
 typedef struct {
-    HgCompute cmp;                         /* F32 or F64 */
+    HgKind kind;                         /* F32 or F64 */
     gint64 b, hq, hkv, sq, t, sp, dk, dv; /* t = sp + the new keys: the keys attended */
     gboolean three_d, causal;
     double scale, softcap;
@@ -363,164 +360,37 @@ typedef struct {
     void **scratch;                        /* per worker: sq * t + 2 * dv + sq compute elements */
 } AttnJob;
 
-#define HG_LINALG_T float
-#define SFX(name) name##_f32
-#define T_GEMM gemm_f32
-#define T_FLOAT 1
-#include "linalg.c"
-#undef HG_LINALG_T
-#undef SFX
-#undef T_GEMM
-#undef T_FLOAT
+/* The typed kernels (kernel.h's templates): float instances of every family, integers for the
+ * products. */
+#define HG_T float
+#define HG_SFX(name) name##_f32
+#define HG_T_FLOAT 1
+#include "ops/conv.inc"
+#include "ops/pool.inc"
+#include "ops/matmul.inc"
+#include "ops/attention.inc"
+#undef HG_T
+#undef HG_SFX
+#undef HG_T_FLOAT
 
-#define HG_LINALG_T double
-#define SFX(name) name##_f64
-#define T_GEMM gemm_f64
-#define T_FLOAT 1
-#include "linalg.c"
-#undef HG_LINALG_T
-#undef SFX
-#undef T_GEMM
-#undef T_FLOAT
+#define HG_T double
+#define HG_SFX(name) name##_f64
+#define HG_T_FLOAT 1
+#include "ops/conv.inc"
+#include "ops/pool.inc"
+#include "ops/matmul.inc"
+#include "ops/attention.inc"
+#undef HG_T
+#undef HG_SFX
+#undef HG_T_FLOAT
 
-#define HG_LINALG_T guint64
-#define SFX(name) name##_u64
-#define T_GEMM gemm_u64
-#define T_FLOAT 0
-#include "linalg.c"
-#undef HG_LINALG_T
-#undef SFX
-#undef T_GEMM
-#undef T_FLOAT
-
-/* Call the instance of a typed kernel for compute type cmp (I64 runs on guint64). */
-#define TYPED(cmp, name, ...)                                                                      \
-    ((cmp) == HG_COMPUTE_F32   ? name##_f32(__VA_ARGS__)                                           \
-     : (cmp) == HG_COMPUTE_F64 ? name##_f64(__VA_ARGS__)                                           \
-                               : name##_u64(__VA_ARGS__))
-#define TYPED_FLOAT(cmp, name, ...)                                                                \
-    ((cmp) == HG_COMPUTE_F32 ? name##_f32(__VA_ARGS__) : name##_f64(__VA_ARGS__))
-
-/* ================================================================ buffers */
-
-/* An input in its compute type: the array's own data when it already is (*owned FALSE). */
-typedef struct {
-    void *data;
-    gboolean owned;
-} Loaded;
-
-static void
-loaded_clear(Loaded *l)
-{
-    if (l->owned)
-        g_free(l->data);
-    l->data = NULL;
-    l->owned = FALSE;
-}
-G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Loaded, loaded_clear)
-
-static Loaded
-load_as(const HgArray *a, HgCompute cmp)
-{
-    Loaded l = {NULL, FALSE};
-    if (!a)
-        return l;
-    switch (cmp) {
-    case HG_COMPUTE_F32: l.data = hg_array_load_f32(a, &l.owned); break;
-    case HG_COMPUTE_F64: l.data = hg_array_load_f64(a, &l.owned); break;
-    default: l.data = hg_array_load_i64(a, &l.owned); break;
-    }
-    return l;
-}
-
-static gsize
-compute_size(HgCompute cmp)
-{
-    return cmp == HG_COMPUTE_F32 ? sizeof(float) : 8;
-}
-
-/* Where a kernel writes an output of compute type cmp: straight into out when its dtype is the
- * compute type, else a zeroed scratch buffer that store_as converts. */
-static Loaded
-out_buffer(HgArray *out, HgCompute cmp)
-{
-    Loaded l = {NULL, FALSE};
-    if ((cmp == HG_COMPUTE_F32 && out->dtype == HG_DTYPE_FLOAT) ||
-        (cmp == HG_COMPUTE_F64 && out->dtype == HG_DTYPE_DOUBLE) ||
-        (cmp == HG_COMPUTE_I64 && out->dtype == HG_DTYPE_INT64)) {
-        l.data = out->data;
-        return l;
-    }
-    l.data = g_try_malloc0((gsize)out->numel * compute_size(cmp) + 8);
-    l.owned = TRUE;
-    return l;
-}
-
-static void
-store_as(HgArray *out, const Loaded *buf, HgCompute cmp)
-{
-    switch (cmp) {
-    case HG_COMPUTE_F32: hg_array_store_f32(out, buf->data); break;
-    case HG_COMPUTE_F64: hg_array_store_f64(out, buf->data); break;
-    default: hg_array_store_i64(out, buf->data); break;
-    }
-}
-
-static gboolean
-out_wanted(const HgEvalCtx *ctx, guint i)
-{
-    return i < ctx->n_outputs && i < ctx->node->n_outputs && ctx->node->outputs[i] != NULL;
-}
-
-/* The first n inputs are present and there is an output to fill. */
-static gboolean
-need_inputs(HgEvalCtx *ctx, guint n)
-{
-    if (ctx->n_outputs < 1) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "the node has no output");
-        return FALSE;
-    }
-    for (guint i = 0; i < n; i++)
-        if (!hg_eval_input(ctx, i)) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
-            return FALSE;
-        }
-    return TRUE;
-}
-
-static gboolean
-oom(HgEvalCtx *ctx)
-{
-    hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "out of memory");
-    return FALSE;
-}
-
-/* ================================================================ shape-inference helpers */
-
-static HgSymDim
-dim_known(gint64 v)
-{
-    HgSymDim d = {v, NULL};
-    return d;
-}
-
-static HgSymDim
-dim_unknown(void)
-{
-    HgSymDim d = {-1, NULL};
-    return d;
-}
-
-static void
-set_out(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
-{
-    if (!o)
-        return;
-    o->dtype = dtype;
-    o->rank = rank;
-    for (int i = 0; i < rank; i++)
-        o->dims[i] = dims[i];
-}
+#define HG_T guint64
+#define HG_SFX(name) name##_i64
+#define HG_T_FLOAT 0
+#include "ops/matmul.inc"
+#undef HG_T
+#undef HG_SFX
+#undef HG_T_FLOAT
 
 /* ================================================================ window attributes */
 
@@ -784,9 +654,9 @@ infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eva
         /* the rank and the output channels follow from W alone */
         HgSymDim dims[HG_MAX_RANK];
         for (int i = 0; i < w->rank; i++)
-            dims[i] = dim_unknown();
+            dims[i] = hg_dim_unknown();
         dims[1] = w->dims[0];
-        set_out(y, dtype, w->rank, dims);
+        hg_vshape_set(y, dtype, w->rank, dims);
     }
     if (!x || x->rank < 0)
         return TRUE;
@@ -818,7 +688,7 @@ infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eva
         if (!conv_kernel(ctx->node, &a, w, kernel, ctx->error))
             return FALSE;
         gboolean wk = w && w->rank >= 0;
-        dims[1] = wk ? w->dims[0] : dim_unknown();
+        dims[1] = wk ? w->dims[0] : hg_dim_unknown();
         if (wk && w->dims[1].v >= 0 && x->dims[1].v >= 0 && x->dims[1].v != w->dims[1].v * a.group) {
             hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
                         "X has %" G_GINT64_FORMAT " channels, W expects %" G_GINT64_FORMAT " x %"
@@ -842,13 +712,13 @@ infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eva
                             "the kernel does not fit in the padded input on spatial axis %u", i);
                 return FALSE;
             }
-            dims[2 + i] = dim_known(o);
+            dims[2 + i] = hg_dim_known(o);
         } else {
-            dims[2 + i] = win_keeps_dim(&a, i, kernel[i]) ? in : dim_unknown();
+            dims[2 + i] = win_keeps_dim(&a, i, kernel[i]) ? in : hg_dim_unknown();
         }
     }
-    set_out(y, dtype, x->rank, dims);
-    set_out(ind, HG_DTYPE_INT64, x->rank, dims);
+    hg_vshape_set(y, dtype, x->rank, dims);
+    hg_vshape_set(ind, HG_DTYPE_INT64, x->rank, dims);
     hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -902,23 +772,23 @@ hg_infer_ConvTranspose(HgShapeCtx *ctx)
     }
     HgSymDim dims[HG_MAX_RANK];
     dims[0] = x->dims[0];
-    dims[1] = wk && w->dims[1].v >= 0 ? dim_known(w->dims[1].v * a.group) : dim_unknown();
+    dims[1] = wk && w->dims[1].v >= 0 ? hg_dim_known(w->dims[1].v * a.group) : hg_dim_unknown();
     for (guint i = 0; i < nsp; i++) {
         gint64 in = x->dims[2 + i].v, pb, pe, o;
         if (want[i] >= 0) {
-            dims[2 + i] = dim_known(want[i]);
+            dims[2 + i] = hg_dim_known(want[i]);
         } else if (in >= 0 && kernel[i] >= 0) {
             if (!convt_out_dim(&a, i, in, kernel[i], out_pad[i], -1, &pb, &pe, &o)) {
                 hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
                             "the pads exceed the output on spatial axis %u", i);
                 return FALSE;
             }
-            dims[2 + i] = dim_known(o);
+            dims[2 + i] = hg_dim_known(o);
         } else {
-            dims[2 + i] = dim_unknown();
+            dims[2 + i] = hg_dim_unknown();
         }
     }
-    set_out(y, dtype, x->rank, dims);
+    hg_vshape_set(y, dtype, x->rank, dims);
     hg_fold(ctx, hg_eval_ConvTranspose, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -954,21 +824,21 @@ static void
 conv_band_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, conv_band, j, j->scratch[worker], task);
+    HG_KIND_CALL_FLOAT(j->kind, conv_band, j, j->scratch[worker], task);
 }
 
 static void
 conv_direct_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, conv_direct, j, j->scratch[worker], task);
+    HG_KIND_CALL_FLOAT(j->kind, conv_direct, j, j->scratch[worker], task);
 }
 
 static void
 convt_task(gpointer data, gint64 task, int worker)
 {
     ConvJob *j = data;
-    TYPED_FLOAT(j->cmp, convt_task, j, j->scratch[worker], task);
+    HG_KIND_CALL_FLOAT(j->kind, convt_task, j, j->scratch[worker], task);
 }
 
 /* Run a job's tasks with a scratch buffer of `bytes` per worker. With fewer tasks than threads the
@@ -1005,12 +875,12 @@ conv_compute(HgEvalCtx *ctx, ConvJob job)
     const ConvPlan *p = job.p;
     const Win *win = &p->win;
     const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
-    const HgCompute cmp = job.cmp;
-    const gsize es = compute_size(cmp);
+    const HgKind kind = job.kind;
+    const gsize es = hg_kind_size(kind);
     int threads = eval_threads(ctx, p->n * p->m * p->grid_size * kdim);
     if (is_pointwise(win)) {
         blas_threads(threads);
-        TYPED_FLOAT(cmp, conv_pointwise, &job);
+        HG_KIND_CALL_FLOAT(kind, conv_pointwise, &job);
         return TRUE;
     }
     if (mg <= DIRECT_MAX_M && win->s[2] == 1 && win->k[0] == 1 && win->img[0] == 1 &&
@@ -1020,7 +890,7 @@ conv_compute(HgEvalCtx *ctx, ConvJob job)
         g_autofree void *wpack = g_try_malloc((gsize)(p->group * nblk * kdim * DIRECT_MB) * es + 8);
         if (!wpack)
             return FALSE;
-        TYPED_FLOAT(cmp, direct_pack, p, job.w, wpack);
+        HG_KIND_CALL_FLOAT(kind, direct_pack, p, job.w, wpack);
         /* several chunks per thread, so a slow core hands work over */
         job.w = wpack;
         job.band = MAX(1, ceil_div(rows, 8 * threads));
@@ -1046,7 +916,7 @@ convt_compute(HgEvalCtx *ctx, ConvJob job)
     const ConvPlan *p = job.p;
     const Win *win = &p->win;
     const gint64 mg = p->m / p->group;
-    const gsize es = compute_size(job.cmp);
+    const gsize es = hg_kind_size(job.kind);
     int threads = eval_threads(ctx, p->n * p->c * p->grid_size * mg * p->kprod);
     /* a 1x1 ConvTranspose takes the same path: its one band is the whole image, and col2im copies */
     job.ntasks_ng = 1;
@@ -1063,13 +933,13 @@ convt_compute(HgEvalCtx *ctx, ConvJob job)
 
 /* Checks shared by Conv and ConvTranspose; fills the float compute type. */
 static gboolean
-conv_inputs(HgEvalCtx *ctx, HgCompute *cmp, guint *nsp)
+conv_inputs(HgEvalCtx *ctx, HgKind *kind, guint *nsp)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1];
-    *cmp = hg_dtype_compute(x->dtype);
-    if ((*cmp != HG_COMPUTE_F32 && *cmp != HG_COMPUTE_F64) || !hg_dtype_is_float(x->dtype)) {
+    *kind = hg_kind_of(x->dtype);
+    if ((*kind != HG_KIND_F32 && *kind != HG_KIND_F64) || !hg_dtype_is_float(x->dtype)) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
                     hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?");
         return FALSE;
@@ -1110,9 +980,9 @@ conv_kernel_of(HgEvalCtx *ctx, const WinAttrs *a, const HgArray *w, gint64 *kern
 gboolean
 hg_eval_Conv(HgEvalCtx *ctx)
 {
-    HgCompute cmp;
+    HgKind kind;
     guint nsp;
-    if (!conv_inputs(ctx, &cmp, &nsp))
+    if (!conv_inputs(ctx, &kind, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = hg_eval_input(ctx, 2);
     WinAttrs a;
@@ -1154,17 +1024,16 @@ hg_eval_Conv(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
-    g_auto(Loaded) xb = load_as(x, cmp);
-    g_auto(Loaded) wb = load_as(w, cmp);
-    g_auto(Loaded) bb = load_as(b, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
-    ConvJob job = {cmp, &p, xb.data, wb.data, bb.data, yb.data, y->dtype, NULL, 0, 0, 0};
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, kind);
+    g_auto(HgKBuf) wb = hg_kbuf_load(w, kind);
+    g_auto(HgKBuf) bb = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
+    ConvJob job = {kind, &p, xb.p, wb.p, bb.p, yb.p, y->dtype, NULL, 0, 0, 0};
     if (y->numel && !conv_compute(ctx, job))
-        return oom(ctx);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+        return hg_eval_oom(ctx);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -1172,9 +1041,9 @@ hg_eval_Conv(HgEvalCtx *ctx)
 gboolean
 hg_eval_ConvTranspose(HgEvalCtx *ctx)
 {
-    HgCompute cmp;
+    HgKind kind;
     guint nsp;
-    if (!conv_inputs(ctx, &cmp, &nsp))
+    if (!conv_inputs(ctx, &kind, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0], *w = ctx->inputs[1], *b = hg_eval_input(ctx, 2);
     WinAttrs a;
@@ -1218,17 +1087,16 @@ hg_eval_ConvTranspose(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
-    g_auto(Loaded) xb = load_as(x, cmp);
-    g_auto(Loaded) wb = load_as(w, cmp);
-    g_auto(Loaded) bb = load_as(b, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
-    ConvJob job = {cmp, &p, xb.data, wb.data, bb.data, yb.data, y->dtype, NULL, 0, 0, 0};
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, kind);
+    g_auto(HgKBuf) wb = hg_kbuf_load(w, kind);
+    g_auto(HgKBuf) bb = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
+    ConvJob job = {kind, &p, xb.p, wb.p, bb.p, yb.p, y->dtype, NULL, 0, 0, 0};
     if (y->numel && !convt_compute(ctx, job))
-        return oom(ctx);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+        return hg_eval_oom(ctx);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -1263,8 +1131,8 @@ hg_cost_ConvTranspose(const HgShapeCtx *ctx)
 /* ================================================================ pools */
 
 /* Pools compute in FP32, FP64 for double and the wide integers (exact there). */
-static HgCompute
-pool_compute(int dtype)
+static HgKind
+pool_kind(int dtype)
 {
     switch (dtype) {
     case HG_DTYPE_FLOAT:
@@ -1274,26 +1142,26 @@ pool_compute(int dtype)
     case HG_DTYPE_UINT8:
     case HG_DTYPE_INT16:
     case HG_DTYPE_UINT16:
-        return HG_COMPUTE_F32;
+        return HG_KIND_F32;
     case HG_DTYPE_DOUBLE:
     case HG_DTYPE_INT32:
     case HG_DTYPE_UINT32:
     case HG_DTYPE_INT64:
     case HG_DTYPE_UINT64:
-        return HG_COMPUTE_F64;
+        return HG_KIND_F64;
     default:
-        return HG_COMPUTE_NONE;
+        return HG_KIND_COUNT;
     }
 }
 
 static gboolean
-pool_input(HgEvalCtx *ctx, gboolean ints_ok, guint min_rank, HgCompute *cmp, guint *nsp)
+pool_input(HgEvalCtx *ctx, gboolean ints_ok, guint min_rank, HgKind *kind, guint *nsp)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
-    *cmp = pool_compute(x->dtype);
-    if (*cmp == HG_COMPUTE_NONE || (!ints_ok && !hg_dtype_is_float(x->dtype))) {
+    *kind = pool_kind(x->dtype);
+    if (*kind == HG_KIND_COUNT || (!ints_ok && !hg_dtype_is_float(x->dtype))) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
                     hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?");
         return FALSE;
@@ -1344,9 +1212,9 @@ pool_plan(HgEvalCtx *ctx, const HgArray *x, guint nsp, Win *w, gint64 *ydims)
 static gboolean
 eval_pool(HgEvalCtx *ctx, gboolean is_max)
 {
-    HgCompute cmp;
+    HgKind kind;
     guint nsp;
-    if (!pool_input(ctx, is_max, 3, &cmp, &nsp))
+    if (!pool_input(ctx, is_max, 3, &kind, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     Win w;
@@ -1357,15 +1225,15 @@ eval_pool(HgEvalCtx *ctx, gboolean is_max)
     g_autoptr(HgArray) ind = NULL;
     if (!y)
         return FALSE;
-    if (is_max && out_wanted(ctx, 1)) {
+    if (is_max && hg_eval_wants(ctx, 1)) {
         ind = hg_eval_new_output(ctx, HG_DTYPE_INT64, x->rank, ydims);
         if (!ind)
             return FALSE;
     }
-    g_auto(Loaded) xb = load_as(x, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
     if (y->numel) {
         Taps *taps[WIN_RANK];
         for (int j = 0; j < WIN_RANK; j++)
@@ -1373,17 +1241,16 @@ eval_pool(HgEvalCtx *ctx, gboolean is_max)
         gint64 planes = x->dims[0] * x->dims[1];
         if (is_max) {
             gboolean col_major = hg_node_attr_int(ctx->node, "storage_order", 0) != 0;
-            TYPED_FLOAT(cmp, maxpool, xb.data, yb.data, ind ? ind->data : NULL, planes, &w,
+            HG_KIND_CALL_FLOAT(kind, maxpool, xb.p, yb.p, ind ? ind->data : NULL, planes, &w,
                         (const Taps *const *)taps, col_major);
         } else {
             gboolean incl = hg_node_attr_int(ctx->node, "count_include_pad", 0) != 0;
-            TYPED_FLOAT(cmp, avgpool, xb.data, yb.data, planes, &w, (const Taps *const *)taps, incl);
+            HG_KIND_CALL_FLOAT(kind, avgpool, xb.p, yb.p, planes, &w, (const Taps *const *)taps, incl);
         }
         for (int j = 0; j < WIN_RANK; j++)
             g_free(taps[j]);
     }
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     if (ind)
         ctx->outputs[1] = g_steal_pointer(&ind);
@@ -1458,8 +1325,8 @@ infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
     dims[0] = x->dims[0];
     dims[1] = x->dims[1];
     for (int i = 2; i < x->rank; i++)
-        dims[i] = dim_known(1);
-    set_out(y, x->dtype, x->rank, dims);
+        dims[i] = hg_dim_known(1);
+    hg_vshape_set(y, x->dtype, x->rank, dims);
     hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -1467,9 +1334,9 @@ infer_global_pool(HgShapeCtx *ctx, HgEvalFunc eval)
 static gboolean
 eval_global_pool(HgEvalCtx *ctx, gboolean is_max)
 {
-    HgCompute cmp;
+    HgKind kind;
     guint nsp;
-    if (!pool_input(ctx, FALSE, 2, &cmp, &nsp))
+    if (!pool_input(ctx, FALSE, 2, &kind, &nsp))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     gint64 ydims[HG_MAX_RANK] = {x->dims[0], x->dims[1]};
@@ -1478,14 +1345,13 @@ eval_global_pool(HgEvalCtx *ctx, gboolean is_max)
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, x->rank, ydims);
     if (!y)
         return FALSE;
-    g_auto(Loaded) xb = load_as(x, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
     gint64 size = y->numel ? x->numel / y->numel : 0;
-    TYPED_FLOAT(cmp, global_pool, xb.data, yb.data, y->numel, size, is_max);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+    HG_KIND_CALL_FLOAT(kind, global_pool, xb.p, yb.p, y->numel, size, is_max);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -1545,20 +1411,22 @@ sym_broadcast(HgSymDim a, HgSymDim b, HgSymDim *out)
     } else if (b.v >= 0) {
         *out = b;
     } else {
-        *out = a.sym && a.sym == b.sym ? a : dim_unknown();
+        *out = a.sym && a.sym == b.sym ? a : hg_dim_unknown();
     }
     return TRUE;
 }
 
-/* Compute type of MatMul, Gemm and Einsum: every numeric type but bool. */
-static HgCompute
-mm_compute(int dtype)
+/* Compute kind of MatMul, Gemm and Einsum: every numeric type but bool; both integer kinds run on
+ * the integer instance (wrapping products and sums do not depend on the sign). */
+static HgKind
+mm_kind(int dtype)
 {
-    return dtype == HG_DTYPE_BOOL ? HG_COMPUTE_NONE : hg_dtype_compute(dtype);
+    HgKind k = hg_kind_of(dtype);
+    return dtype == HG_DTYPE_BOOL ? HG_KIND_COUNT : k == HG_KIND_U64 ? HG_KIND_I64 : k;
 }
 
 static gboolean
-same_types(HgEvalCtx *ctx, guint n, HgCompute *cmp)
+same_types(HgEvalCtx *ctx, guint n, HgKind *kind)
 {
     int dtype = ctx->inputs[0]->dtype;
     for (guint i = 1; i < n; i++) {
@@ -1570,8 +1438,8 @@ same_types(HgEvalCtx *ctx, guint n, HgCompute *cmp)
             return FALSE;
         }
     }
-    *cmp = mm_compute(dtype);
-    if (*cmp == HG_COMPUTE_NONE) {
+    *kind = mm_kind(dtype);
+    if (*kind == HG_KIND_COUNT) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
                     hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
         return FALSE;
@@ -1603,8 +1471,8 @@ hg_infer_MatMul(HgShapeCtx *ctx)
     int ba = MAX(a->rank - 2, 0), bb = MAX(b->rank - 2, 0), rb = MAX(ba, bb);
     HgSymDim dims[HG_MAX_RANK + 2];
     for (int i = 0; i < rb; i++) {
-        HgSymDim da = i < rb - ba ? dim_known(1) : a->dims[i - (rb - ba)];
-        HgSymDim db = i < rb - bb ? dim_known(1) : b->dims[i - (rb - bb)];
+        HgSymDim da = i < rb - ba ? hg_dim_known(1) : a->dims[i - (rb - ba)];
+        HgSymDim db = i < rb - bb ? hg_dim_known(1) : b->dims[i - (rb - bb)];
         if (!sym_broadcast(da, db, &dims[i])) {
             hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
                         "batch dims do not broadcast: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, da.v,
@@ -1619,7 +1487,7 @@ hg_infer_MatMul(HgShapeCtx *ctx)
         dims[r++] = b->dims[b->rank - 1];
     if (r > HG_MAX_RANK)
         return TRUE;
-    set_out(y, dtype, r, dims);
+    hg_vshape_set(y, dtype, r, dims);
     hg_fold(ctx, hg_eval_MatMul, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -1629,7 +1497,7 @@ hg_infer_MatMul(HgShapeCtx *ctx)
 #define MATMUL_SMALL_MACS ((gint64)1 << 24)
 
 typedef struct {
-    HgCompute cmp;
+    HgKind kind;
     const void *a, *b;
     void *c;
     const gint64 *offs; /* per batch: A's and B's element offsets */
@@ -1640,15 +1508,15 @@ static void
 matmul_task(gpointer data, gint64 i, int worker)
 {
     const MatJob *j = data;
-    const gsize c_off = (gsize)(i * j->m * j->n) * compute_size(j->cmp);
-    TYPED(j->cmp, matmul_run, j->a, j->b, (char *)j->c + c_off, 1, j->offs + 2 * i, j->m, j->n, j->k);
+    const gsize c_off = (gsize)(i * j->m * j->n) * hg_kind_size(j->kind);
+    HG_KIND_CALL(j->kind, matmul_run, j->a, j->b, (char *)j->c + c_off, 1, j->offs + 2 * i, j->m, j->n, j->k);
 }
 
 gboolean
 hg_eval_MatMul(HgEvalCtx *ctx)
 {
-    HgCompute cmp;
-    if (!need_inputs(ctx, 2) || !same_types(ctx, 2, &cmp))
+    HgKind kind;
+    if (!hg_eval_need(ctx, 2) || !same_types(ctx, 2, &kind))
         return FALSE;
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
     if (a->rank == 0 || b->rank == 0) {
@@ -1687,11 +1555,11 @@ hg_eval_MatMul(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, r, ydims);
     if (!y)
         return FALSE;
-    g_auto(Loaded) ab = load_as(a, cmp);
-    g_auto(Loaded) bbuf = load_as(b, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
+    g_auto(HgKBuf) ab = hg_kbuf_load(a, kind);
+    g_auto(HgKBuf) bbuf = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
     if (y->numel) {
         /* element offsets of each batch's A and B matrices */
         g_autofree gint64 *offs = g_new0(gint64, 2 * nbatch + 2);
@@ -1710,19 +1578,18 @@ hg_eval_MatMul(HgEvalCtx *ctx)
         int threads = eval_threads(ctx, nbatch * m * n * k);
         if (merge) {
             blas_threads(threads);
-            TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, 1, offs, m * nbatch, n, k);
+            HG_KIND_CALL(kind, matmul_run, ab.p, bbuf.p, yb.p, 1, offs, m * nbatch, n, k);
         } else if (threads > 1 && nbatch >= 2 * threads && m * n * k < MATMUL_SMALL_MACS) {
             /* many small products (attention heads): one per task, each GEMM single-threaded */
-            MatJob job = {cmp, ab.data, bbuf.data, yb.data, offs, m, n, k};
+            MatJob job = {kind, ab.p, bbuf.p, yb.p, offs, m, n, k};
             blas_threads(1);
             par_for(threads, nbatch, matmul_task, &job);
         } else {
             blas_threads(threads);
-            TYPED(cmp, matmul_run, ab.data, bbuf.data, yb.data, nbatch, offs, m, n, k);
+            HG_KIND_CALL(kind, matmul_run, ab.p, bbuf.p, yb.p, nbatch, offs, m, n, k);
         }
     }
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -1773,7 +1640,7 @@ hg_infer_Gemm(HgShapeCtx *ctx)
             return FALSE;
         }
     }
-    set_out(y, dtype, 2, dims);
+    hg_vshape_set(y, dtype, 2, dims);
     hg_fold(ctx, hg_eval_Gemm, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -1781,8 +1648,8 @@ hg_infer_Gemm(HgShapeCtx *ctx)
 gboolean
 hg_eval_Gemm(HgEvalCtx *ctx)
 {
-    HgCompute cmp;
-    if (!need_inputs(ctx, 2) || !same_types(ctx, 3, &cmp))
+    HgKind kind;
+    if (!hg_eval_need(ctx, 2) || !same_types(ctx, 3, &kind))
         return FALSE;
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1], *c = hg_eval_input(ctx, 2);
     if (a->rank != 2 || b->rank != 2 || (c && c->rank > 2)) {
@@ -1819,22 +1686,21 @@ hg_eval_Gemm(HgEvalCtx *ctx)
     }
     /* Integers with a fractional (or huge) alpha or beta compute in FP64, as the float scaling
      * asks; whole ones stay exact. */
-    if (cmp == HG_COMPUTE_I64 && (alpha != floor(alpha) || beta != floor(beta) ||
+    if (kind == HG_KIND_I64 && (alpha != floor(alpha) || beta != floor(beta) ||
                                   fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62))
-        cmp = HG_COMPUTE_F64;
+        kind = HG_KIND_F64;
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, 2, ydims);
     if (!y)
         return FALSE;
-    g_auto(Loaded) ab = load_as(a, cmp);
-    g_auto(Loaded) bbuf = load_as(b, cmp);
-    g_auto(Loaded) cb = load_as(c && beta != 0 ? c : NULL, cmp);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    if (!yb.data)
-        return oom(ctx);
+    g_auto(HgKBuf) ab = hg_kbuf_load(a, kind);
+    g_auto(HgKBuf) bbuf = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) cb = hg_kbuf_load(c && beta != 0 ? c : NULL, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
     blas_threads(ctx->threads);
-    TYPED(cmp, gemm_run, ab.data, bbuf.data, cb.data, cst, yb.data, ta, tb, m, n, k, alpha, beta);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+    HG_KIND_CALL(kind, gemm_run, ab.p, bbuf.p, cb.p, cst, yb.p, ta, tb, m, n, k, alpha, beta);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -2015,7 +1881,7 @@ ein_label_dims(const HgNode *node, const Einsum *e, const HgSymDim *const *opdim
 {
     gboolean used[EIN_MAX_LABELS] = {FALSE};
     for (int l = 0; l < EIN_MAX_LABELS; l++)
-        ldims[l] = dim_known(1);
+        ldims[l] = hg_dim_known(1);
     for (guint q = 0; q < e->nops; q++)
         for (guint i = 0; i < e->rank[q]; i++) {
             int l = e->axis_label[q][i];
@@ -2061,7 +1927,7 @@ hg_infer_Einsum(HgShapeCtx *ctx)
     HgSymDim dims[HG_MAX_RANK];
     for (guint i = 0; i < e.out_rank; i++)
         dims[i] = ldims[e.out_label[i]];
-    set_out(y, dtype, (int)e.out_rank, dims);
+    hg_vshape_set(y, dtype, (int)e.out_rank, dims);
     hg_fold(ctx, hg_eval_Einsum, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -2072,7 +1938,7 @@ hg_infer_Einsum(HgShapeCtx *ctx)
  * strides), multiplied, and the result scattered into the output's order. Returns FALSE when the
  * equation is not of that form. */
 static gboolean
-ein_as_gemm(HgCompute cmp, const EinPlan *p, const void *a, const void *b, void *out, gboolean *oom_out)
+ein_as_gemm(HgKind kind, const EinPlan *p, const void *a, const void *b, void *out, gboolean *oom_out)
 {
     int cls[EIN_MAX_LABELS]; /* 0 batch, 1 M, 2 N, 3 K */
     guint nl[4] = {0};
@@ -2127,7 +1993,7 @@ ein_as_gemm(HgCompute cmp, const EinPlan *p, const void *a, const void *b, void 
             st *= ldims[t][i];
         }
     }
-    gsize es = compute_size(cmp);
+    gsize es = hg_kind_size(kind);
     g_autofree void *pa = g_try_malloc((gsize)(size[0] * size[1] * size[3]) * es + 8);
     g_autofree void *pb = g_try_malloc((gsize)(size[0] * size[3] * size[2]) * es + 8);
     g_autofree void *pc = g_try_malloc((gsize)(size[0] * size[1] * size[2]) * es + 8);
@@ -2135,31 +2001,31 @@ ein_as_gemm(HgCompute cmp, const EinPlan *p, const void *a, const void *b, void 
         *oom_out = TRUE;
         return TRUE;
     }
-    TYPED(cmp, strided_copy, a, pa, lcount[0], ldims[0], src_st[0], dst_st[0]);
-    TYPED(cmp, strided_copy, b, pb, lcount[1], ldims[1], src_st[1], dst_st[1]);
+    HG_KIND_CALL(kind, strided_copy, a, pa, lcount[0], ldims[0], src_st[0], dst_st[0]);
+    HG_KIND_CALL(kind, strided_copy, b, pb, lcount[1], ldims[1], src_st[1], dst_st[1]);
     g_autofree gint64 *offs = g_new(gint64, 2 * size[0] + 2);
     for (gint64 i = 0; i < size[0]; i++) {
         offs[2 * i] = i * size[1] * size[3];
         offs[2 * i + 1] = i * size[3] * size[2];
     }
-    TYPED(cmp, matmul_run, pa, pb, pc, size[0], offs, size[1], size[2], size[3]);
+    HG_KIND_CALL(kind, matmul_run, pa, pb, pc, size[0], offs, size[1], size[2], size[3]);
     /* scatter: C is contiguous in its own order, the output strided */
-    TYPED(cmp, strided_copy, pc, out, lcount[2], ldims[2], dst_st[2], src_st[2]);
+    HG_KIND_CALL(kind, strided_copy, pc, out, lcount[2], ldims[2], dst_st[2], src_st[2]);
     return TRUE;
 }
 
 gboolean
 hg_eval_Einsum(HgEvalCtx *ctx)
 {
-    HgCompute cmp;
-    if (!need_inputs(ctx, ctx->n_inputs))
+    HgKind kind;
+    if (!hg_eval_need(ctx, ctx->n_inputs))
         return FALSE;
     guint nops = ctx->n_inputs;
     if (nops == 0 || nops > EIN_MAX_OPS) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "%u operands", nops);
         return FALSE;
     }
-    if (!same_types(ctx, nops, &cmp))
+    if (!same_types(ctx, nops, &kind))
         return FALSE;
     int ranks[EIN_MAX_OPS];
     HgSymDim sd[EIN_MAX_OPS][HG_MAX_RANK];
@@ -2167,7 +2033,7 @@ hg_eval_Einsum(HgEvalCtx *ctx)
     for (guint q = 0; q < nops; q++) {
         ranks[q] = (int)ctx->inputs[q]->rank;
         for (guint i = 0; i < ctx->inputs[q]->rank; i++)
-            sd[q][i] = dim_known(ctx->inputs[q]->dims[i]);
+            sd[q][i] = hg_dim_known(ctx->inputs[q]->dims[i]);
         opdims[q] = sd[q];
     }
     Einsum e;
@@ -2222,28 +2088,27 @@ hg_eval_Einsum(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, ctx->inputs[0]->dtype, e.out_rank, ydims);
     if (!y)
         return FALSE;
-    g_autofree Loaded *bufs = g_new0(Loaded, nops);
+    g_autofree HgKBuf *bufs = g_new0(HgKBuf, nops);
     g_autofree const void **datas = g_new0(const void *, nops);
     for (guint q = 0; q < nops; q++) {
-        bufs[q] = load_as(ctx->inputs[q], cmp);
-        datas[q] = bufs[q].data;
+        bufs[q] = hg_kbuf_load(ctx->inputs[q], kind);
+        datas[q] = bufs[q].p;
     }
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    gboolean failed = !yb.data, done = FALSE;
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    gboolean failed = !yb.p, done = FALSE;
     gint64 total = hg_numel(p.nlab, p.dims);
     if (!failed && y->numel && total > 0) {
         blas_threads(ctx->threads);
         if (nops == 2)
-            done = ein_as_gemm(cmp, &p, datas[0], datas[1], yb.data, &failed);
+            done = ein_as_gemm(kind, &p, datas[0], datas[1], yb.p, &failed);
         if (!done)
-            TYPED(cmp, einsum_naive, datas, &p, yb.data);
+            HG_KIND_CALL(kind, einsum_naive, datas, &p, yb.p);
     }
     for (guint q = 0; q < nops; q++)
-        loaded_clear(&bufs[q]);
+        hg_kbuf_clear(&bufs[q]);
     if (failed)
-        return oom(ctx);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
+        return hg_eval_oom(ctx);
+    hg_kbuf_store(y, &yb, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
@@ -2344,7 +2209,7 @@ hg_infer_RotaryEmbedding(HgShapeCtx *ctx)
         if (!rope_plan(ctx->node, (guint)x->rank, dims, &p, ctx->error))
             return FALSE;
     }
-    set_out(y, x->dtype, x->rank, x->dims);
+    hg_vshape_set(y, x->dtype, x->rank, x->dims);
     hg_fold(ctx, hg_eval_RotaryEmbedding, HG_FOLD_SMALL_INPUTS);
     return TRUE;
 }
@@ -2373,7 +2238,7 @@ rope_row(HgEvalCtx *ctx, const HgArray *cos, const HgArray *pos, gint64 bi, gint
 gboolean
 hg_eval_RotaryEmbedding(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     const HgArray *x = ctx->inputs[0], *cos = ctx->inputs[1], *sin = ctx->inputs[2];
     const HgArray *pos = hg_eval_input(ctx, 3);
@@ -2381,8 +2246,8 @@ hg_eval_RotaryEmbedding(HgEvalCtx *ctx)
     if (!rope_plan(ctx->node, x->rank, x->dims, &p, ctx->error))
         return FALSE;
     for (int i = 0; i < 3; i++) {
-        HgCompute c = hg_dtype_compute(ctx->inputs[i]->dtype);
-        if (c != HG_COMPUTE_F32 && c != HG_COMPUTE_F64) {
+        HgKind c = hg_kind_of(ctx->inputs[i]->dtype);
+        if (c != HG_KIND_F32 && c != HG_KIND_F64) {
             hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input %d of type %s is not supported", i,
                         hg_dtype_name(ctx->inputs[i]->dtype));
             return FALSE;
@@ -2500,7 +2365,7 @@ dim_merge(HgSymDim a, HgSymDim b, HgSymDim *out)
 static HgSymDim
 dim_split(HgSymDim h, gint64 n)
 {
-    return h.v >= 0 && n > 0 ? dim_known(h.v / n) : dim_unknown();
+    return h.v >= 0 && n > 0 ? hg_dim_known(h.v / n) : hg_dim_unknown();
 }
 
 static gboolean attn_fail(GError **error, const HgNode *node, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -2522,7 +2387,7 @@ attn_dims(const HgNode *node, const HgValueShape *q, const HgValueShape *k, cons
           const HgValueShape *pk, const HgValueShape *pv, AttnDims *d, GError **error)
 {
     memset(d, 0, sizeof *d);
-    d->b = d->hq = d->hkv = d->sq = d->skv = d->sp = d->t = d->dk = d->dv = dim_unknown();
+    d->b = d->hq = d->hkv = d->sq = d->skv = d->sp = d->t = d->dk = d->dv = hg_dim_unknown();
     if ((pk == NULL) != (pv == NULL))
         return attn_fail(error, node, "past_key and past_value must be given together");
     d->past = pk != NULL;
@@ -2543,8 +2408,8 @@ attn_dims(const HgNode *node, const HgValueShape *q, const HgValueShape *k, cons
         if ((q->dims[2].v >= 0 && q->dims[2].v % nq) || (k->dims[2].v >= 0 && k->dims[2].v % nkv) ||
             (v->dims[2].v >= 0 && v->dims[2].v % nkv))
             return attn_fail(error, node, "the hidden sizes are not multiples of the head counts");
-        d->hq = dim_known(nq);
-        d->hkv = dim_known(nkv);
+        d->hq = hg_dim_known(nq);
+        d->hkv = hg_dim_known(nkv);
         d->sq = q->dims[1];
         ok = dim_merge(k->dims[1], v->dims[1], &d->skv) &&
              dim_merge(dim_split(q->dims[2], nq), dim_split(k->dims[2], nkv), &d->dk);
@@ -2561,7 +2426,7 @@ attn_dims(const HgNode *node, const HgValueShape *q, const HgValueShape *k, cons
     if (d->hq.v >= 0 && d->hkv.v >= 0 && (d->hkv.v == 0 || d->hq.v % d->hkv.v))
         return attn_fail(error, node, "%" G_GINT64_FORMAT " query heads are not a multiple of %" G_GINT64_FORMAT
                          " key/value heads", d->hq.v, d->hkv.v);
-    d->sp = dim_known(0);
+    d->sp = hg_dim_known(0);
     if (d->past) {
         if (pk->rank >= 0 && pv->rank >= 0) {
             if (pk->rank != 4 || pv->rank != 4)
@@ -2573,10 +2438,10 @@ attn_dims(const HgNode *node, const HgValueShape *q, const HgValueShape *k, cons
             if (!ok)
                 return attn_fail(error, node, "past_key or past_value does not match K and V");
         } else {
-            d->sp = dim_unknown();
+            d->sp = hg_dim_unknown();
         }
     }
-    d->t = d->sp.v >= 0 && d->skv.v >= 0 ? dim_known(d->sp.v + d->skv.v) : d->sp.v == 0 ? d->skv : dim_unknown();
+    d->t = d->sp.v >= 0 && d->skv.v >= 0 ? hg_dim_known(d->sp.v + d->skv.v) : d->sp.v == 0 ? d->skv : hg_dim_unknown();
     return TRUE;
 }
 
@@ -2615,13 +2480,13 @@ hg_infer_Attention(HgShapeCtx *ctx)
     HgSymDim ydims[4] = {d.b, d.hq, d.sq, d.dv};
     if (d.three_d) {
         ydims[1] = d.sq;
-        ydims[2] = d.dv.v >= 0 ? dim_known(d.hq.v * d.dv.v) : dim_unknown();
+        ydims[2] = d.dv.v >= 0 ? hg_dim_known(d.hq.v * d.dv.v) : hg_dim_unknown();
     }
-    set_out(y, y ? y->dtype : HG_DTYPE_UNDEFINED, d.three_d ? 3 : 4, ydims);
+    hg_vshape_set(y, y ? y->dtype : HG_DTYPE_UNDEFINED, d.three_d ? 3 : 4, ydims);
     HgSymDim kdims[4] = {d.b, d.hkv, d.t, d.dk}, vdims[4] = {d.b, d.hkv, d.t, d.dv}, sdims[4] = {d.b, d.hq, d.sq, d.t};
-    set_out(pk, pk ? pk->dtype : HG_DTYPE_UNDEFINED, 4, kdims);
-    set_out(pv, pv ? pv->dtype : HG_DTYPE_UNDEFINED, 4, vdims);
-    set_out(qk, qk ? qk->dtype : HG_DTYPE_UNDEFINED, 4, sdims);
+    hg_vshape_set(pk, pk ? pk->dtype : HG_DTYPE_UNDEFINED, 4, kdims);
+    hg_vshape_set(pv, pv ? pv->dtype : HG_DTYPE_UNDEFINED, 4, vdims);
+    hg_vshape_set(qk, qk ? qk->dtype : HG_DTYPE_UNDEFINED, 4, sdims);
     return TRUE;
 }
 
@@ -2629,7 +2494,7 @@ static void
 attn_task(gpointer data, gint64 task, int worker)
 {
     const AttnJob *j = data;
-    TYPED_FLOAT(j->cmp, attn_head, j, task, j->scratch[worker]);
+    HG_KIND_CALL_FLOAT(j->kind, attn_head, j, task, j->scratch[worker]);
 }
 
 /* The present keys (or values) in the compute type, [b, hkv, t, d]: each head's past rows, then its
@@ -2658,7 +2523,7 @@ attn_present(const void *past, const void *x, gboolean three_d, gint64 b, gint64
 gboolean
 hg_eval_Attention(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     if (hg_eval_input(ctx, ATTN_NONPAD)) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "nonpad_kv_seqlen (opset 24) is not supported");
@@ -2667,17 +2532,17 @@ hg_eval_Attention(HgEvalCtx *ctx)
     const HgArray *q = ctx->inputs[ATTN_Q], *k = ctx->inputs[ATTN_K], *v = ctx->inputs[ATTN_V];
     const HgArray *mask = hg_eval_input(ctx, ATTN_MASK), *past_k = hg_eval_input(ctx, ATTN_PAST_K);
     const HgArray *past_v = hg_eval_input(ctx, ATTN_PAST_V);
-    HgCompute cmp = hg_dtype_compute(q->dtype);
+    HgKind kind = hg_kind_of(q->dtype);
     const HgArray *fl[5] = {q, k, v, past_k, past_v};
     for (int i = 0; i < 5; i++) {
-        HgCompute c = fl[i] ? hg_dtype_compute(fl[i]->dtype) : HG_COMPUTE_F32;
-        if (c != HG_COMPUTE_F32 && c != HG_COMPUTE_F64) {
+        HgKind c = fl[i] ? hg_kind_of(fl[i]->dtype) : HG_KIND_F32;
+        if (c != HG_KIND_F32 && c != HG_KIND_F64) {
             hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "an input of type %s is not supported",
                         hg_dtype_name(fl[i]->dtype) ? hg_dtype_name(fl[i]->dtype) : "?");
             return FALSE;
         }
     }
-    if (mask && mask->dtype != HG_DTYPE_BOOL && hg_dtype_compute(mask->dtype) == HG_COMPUTE_NONE) {
+    if (mask && mask->dtype != HG_DTYPE_BOOL && hg_kind_of(mask->dtype) == HG_KIND_COUNT) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "attn_mask of type %s is not supported",
                     hg_dtype_name(mask->dtype) ? hg_dtype_name(mask->dtype) : "?");
         return FALSE;
@@ -2700,7 +2565,7 @@ hg_eval_Attention(HgEvalCtx *ctx)
     gint64 dk = d.dk.v, dv = d.dv.v;
     HgAttr *sa = hg_node_attr(ctx->node, "scale");
     AttnJob j = {
-        .cmp = cmp, .b = b, .hq = hq, .hkv = hkv, .sq = sq, .t = t, .sp = sp, .dk = dk, .dv = dv,
+        .kind = kind, .b = b, .hq = hq, .hkv = hkv, .sq = sq, .t = t, .sp = sp, .dk = dk, .dv = dv,
         .three_d = d.three_d, .causal = hg_node_attr_int(ctx->node, "is_causal", 0) != 0,
         .scale = sa && sa->type == HG_ATTR_FLOAT ? sa->f : 1 / sqrt((double)dk),
         .softcap = hg_node_attr_float(ctx->node, "softcap", 0), .mode = mode,
@@ -2736,31 +2601,31 @@ hg_eval_Attention(HgEvalCtx *ctx)
         return FALSE;
     }
     g_autoptr(HgArray) y = hg_eval_new_output(ctx, q->dtype, d.three_d ? 3 : 4, ydims);
-    g_autoptr(HgArray) pko = out_wanted(ctx, 1) ? hg_eval_new_output(ctx, k->dtype, 4, kdims) : NULL;
-    g_autoptr(HgArray) pvo = out_wanted(ctx, 2) ? hg_eval_new_output(ctx, v->dtype, 4, vdims) : NULL;
-    g_autoptr(HgArray) qko = out_wanted(ctx, 3) ? hg_eval_new_output(ctx, q->dtype, 4, qkdims) : NULL;
-    if (!y || (out_wanted(ctx, 1) && !pko) || (out_wanted(ctx, 2) && !pvo) || (out_wanted(ctx, 3) && !qko))
+    g_autoptr(HgArray) pko = hg_eval_wants(ctx, 1) ? hg_eval_new_output(ctx, k->dtype, 4, kdims) : NULL;
+    g_autoptr(HgArray) pvo = hg_eval_wants(ctx, 2) ? hg_eval_new_output(ctx, v->dtype, 4, vdims) : NULL;
+    g_autoptr(HgArray) qko = hg_eval_wants(ctx, 3) ? hg_eval_new_output(ctx, q->dtype, 4, qkdims) : NULL;
+    if (!y || (hg_eval_wants(ctx, 1) && !pko) || (hg_eval_wants(ctx, 2) && !pvo) || (hg_eval_wants(ctx, 3) && !qko))
         return FALSE;
-    gsize es = compute_size(cmp);
-    g_auto(Loaded) qb = load_as(q, cmp);
-    g_auto(Loaded) kb = load_as(k, cmp);
-    g_auto(Loaded) vb = load_as(v, cmp);
-    g_auto(Loaded) pkb = load_as(past_k, cmp);
-    g_auto(Loaded) pvb = load_as(past_v, cmp);
-    g_auto(Loaded) mb = mask && mask->dtype != HG_DTYPE_BOOL ? load_as(mask, cmp) : (Loaded){NULL, FALSE};
-    g_autofree void *pk = attn_present(pkb.data, kb.data, d.three_d, b, hkv, sp, skv, dk, es);
-    g_autofree void *pv = attn_present(pvb.data, vb.data, d.three_d, b, hkv, sp, skv, dv, es);
-    g_auto(Loaded) yb = out_buffer(y, cmp);
-    g_auto(Loaded) qkb = qko ? out_buffer(qko, cmp) : (Loaded){NULL, FALSE};
-    if (!pk || !pv || !yb.data || (qko && !qkb.data))
-        return oom(ctx);
-    j.q = qb.data;
+    gsize es = hg_kind_size(kind);
+    g_auto(HgKBuf) qb = hg_kbuf_load(q, kind);
+    g_auto(HgKBuf) kb = hg_kbuf_load(k, kind);
+    g_auto(HgKBuf) vb = hg_kbuf_load(v, kind);
+    g_auto(HgKBuf) pkb = hg_kbuf_load(past_k, kind);
+    g_auto(HgKBuf) pvb = hg_kbuf_load(past_v, kind);
+    g_auto(HgKBuf) mb = mask && mask->dtype != HG_DTYPE_BOOL ? hg_kbuf_load(mask, kind) : (HgKBuf){NULL, FALSE};
+    g_autofree void *pk = attn_present(pkb.p, kb.p, d.three_d, b, hkv, sp, skv, dk, es);
+    g_autofree void *pv = attn_present(pvb.p, vb.p, d.three_d, b, hkv, sp, skv, dv, es);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    g_auto(HgKBuf) qkb = qko ? hg_kbuf_out(qko, kind) : (HgKBuf){NULL, FALSE};
+    if (!pk || !pv || !yb.p || (qko && !qkb.p))
+        return hg_eval_oom(ctx);
+    j.q = qb.p;
     j.pk = pk;
     j.pv = pv;
-    j.mask = mb.data;
+    j.mask = mb.p;
     j.bmask = mask && mask->dtype == HG_DTYPE_BOOL ? mask->data : NULL;
-    j.y = yb.data;
-    j.qk = qkb.data;
+    j.y = yb.p;
+    j.qk = qkb.p;
     /* heads in parallel, each GEMM on one thread; one head alone lets BLAS use the threads */
     gint64 tasks = b * hq, per = sq * t + 2 * dv + sq + 1;
     int threads = eval_threads(ctx, tasks * sq * t * (dk + dv));
@@ -2777,16 +2642,15 @@ hg_eval_Attention(HgEvalCtx *ctx)
     for (int w = 0; w < workers; w++)
         g_free(scratch[w]);
     if (!ok)
-        return oom(ctx);
-    if (yb.owned)
-        store_as(y, &yb, cmp);
-    if (qko && qkb.owned)
-        store_as(qko, &qkb, cmp);
-    Loaded pkl = {pk, FALSE}, pvl = {pv, FALSE};
+        return hg_eval_oom(ctx);
+    hg_kbuf_store(y, &yb, kind);
+    if (qko)
+        hg_kbuf_store(qko, &qkb, kind);
+    HgKBuf pkl = {pk, FALSE}, pvl = {pv, FALSE};
     if (pko)
-        store_as(pko, &pkl, cmp);
+        hg_kbuf_store(pko, &pkl, kind);
     if (pvo)
-        store_as(pvo, &pvl, cmp);
+        hg_kbuf_store(pvo, &pvl, kind);
     ctx->outputs[0] = g_steal_pointer(&y);
     if (pko)
         ctx->outputs[1] = g_steal_pointer(&pko);
@@ -3674,549 +3538,3 @@ hg_range_RotaryEmbedding(HgRangeCtx *ctx)
     r.tiny = 0;
     *y = hg_range_fit(r, dt);
 }
-
-#else /* HG_LINALG_T: ====================================================== typed kernels
-       * Included once per compute type from above: T is the element type, SFX(name) the instance
-       * name, T_GEMM its GEMM, T_FLOAT 1 for the float types (the window kernels need them). */
-
-#define T HG_LINALG_T
-#if T_FLOAT
-#define T_FROM_DOUBLE(v) ((T)(v))
-#else
-/* integer scalars arrive whole and within int64 (hg_eval_Gemm checks), negative ones wrap */
-#define T_FROM_DOUBLE(v) ((T)(gint64)(v))
-#endif
-
-#if T_FLOAT
-
-/* Gather the window taps of channels [0, nc) of x (each an image of w->img) for grid rows [r0, r1)
- * (a row is one position of the two outer grid axes and holds grid[2] positions) into col, a
- * (nc * kprod) x ((r1 - r0) * grid[2]) row-major matrix; taps in the padding are 0. Along the inner
- * axis the in-image span of every (row, tap) is computed once, so the copy has no branches. */
-static void
-SFX(im2col)(const T *x, gint64 nc, const Win *w, gint64 r0, gint64 r1, T *col)
-{
-    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
-    const gint64 ncols = (r1 - r0) * GW, sw = w->s[2];
-    T *dst = col;
-    for (gint64 c = 0; c < nc; c++)
-        for (gint64 kd = 0; kd < w->k[0]; kd++)
-            for (gint64 kh = 0; kh < w->k[1]; kh++)
-                for (gint64 kw = 0; kw < w->k[2]; kw++, dst += ncols) {
-                    const gint64 off = kw * w->d[2] - w->pb[2]; /* iw = gw * sw + off */
-                    gint64 lo, hi;
-                    win_range(off, sw, IW, GW, &lo, &hi);
-                    for (gint64 r = r0; r < r1; r++) {
-                        T *drow = dst + (r - r0) * GW;
-                        const gint64 id = (r / GH) * w->s[0] - w->pb[0] + kd * w->d[0];
-                        const gint64 ih = (r % GH) * w->s[1] - w->pb[1] + kh * w->d[1];
-                        if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-                            memset(drow, 0, sizeof(T) * (gsize)GW);
-                            continue;
-                        }
-                        const T *srow = x + ((c * ID + id) * IH + ih) * IW;
-                        memset(drow, 0, sizeof(T) * (gsize)lo);
-                        if (sw == 1) {
-                            memcpy(drow + lo, srow + lo + off, sizeof(T) * (gsize)(hi - lo));
-                        } else {
-                            for (gint64 g = lo; g < hi; g++)
-                                drow[g] = srow[g * sw + off];
-                        }
-                        memset(drow + hi, 0, sizeof(T) * (gsize)(GW - hi));
-                    }
-                }
-}
-
-/* The adjoint of im2col: add the columns of col into the image y (channels [0, nc)) at the
- * coordinates im2col would read them from; taps in the padding are dropped. */
-static void
-SFX(col2im)(const T *col, gint64 nc, const Win *w, gint64 r0, gint64 r1, T *y)
-{
-    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
-    const gint64 ncols = (r1 - r0) * GW, sw = w->s[2];
-    const T *src = col;
-    for (gint64 c = 0; c < nc; c++)
-        for (gint64 kd = 0; kd < w->k[0]; kd++)
-            for (gint64 kh = 0; kh < w->k[1]; kh++)
-                for (gint64 kw = 0; kw < w->k[2]; kw++, src += ncols) {
-                    const gint64 off = kw * w->d[2] - w->pb[2];
-                    gint64 lo, hi;
-                    win_range(off, sw, IW, GW, &lo, &hi);
-                    for (gint64 r = r0; r < r1; r++) {
-                        const gint64 id = (r / GH) * w->s[0] - w->pb[0] + kd * w->d[0];
-                        const gint64 ih = (r % GH) * w->s[1] - w->pb[1] + kh * w->d[1];
-                        if (id < 0 || id >= ID || ih < 0 || ih >= IH)
-                            continue;
-                        const T *srow = src + (r - r0) * GW;
-                        T *drow = y + ((c * ID + id) * IH + ih) * IW + off;
-                        for (gint64 g = lo; g < hi; g++)
-                            drow[g * sw] += srow[g];
-                    }
-                }
-}
-
-/* y[0, len) += bias, for output channel m of the job. A float16 or bfloat16 output takes the
- * convolution rounded to its type first, as cuDNN does (ops.def's accumulation note); the store
- * then rounds again. */
-static void
-SFX(conv_bias)(const ConvJob *j, T *y, gint64 m, gint64 len)
-{
-    if (!j->b)
-        return;
-    const T bias = ((const T *)j->b)[m];
-    if (j->out_dtype == HG_DTYPE_FLOAT16) {
-        for (gint64 i = 0; i < len; i++)
-            y[i] = (T)hg_round_half((float)y[i]) + bias;
-    } else if (j->out_dtype == HG_DTYPE_BFLOAT16) {
-        for (gint64 i = 0; i < len; i++)
-            y[i] = (T)hg_bf16_to_float(hg_float_to_bf16((float)y[i])) + bias;
-    } else {
-        for (gint64 i = 0; i < len; i++)
-            y[i] += bias;
-    }
-}
-
-/* A pointwise Conv (1x1, stride 1, no padding) multiplies the weights by the input as it lies. */
-static void
-SFX(conv_pointwise)(const ConvJob *j)
-{
-    const ConvPlan *p = j->p;
-    const T *x = j->x, *w = j->w;
-    T *y = j->y;
-    const gint64 cg = p->c / p->group, mg = p->m / p->group;
-    for (gint64 n = 0; n < p->n; n++)
-        for (gint64 g = 0; g < p->group; g++) {
-            T *yg = y + (n * p->m + g * mg) * p->grid_size;
-            T_GEMM(FALSE, FALSE, mg, p->grid_size, cg, 1, w + g * mg * cg, cg,
-                   x + (n * p->c + g * cg) * p->img_size, p->img_size, 0, yg, p->grid_size);
-            for (gint64 i = 0; i < mg; i++)
-                SFX(conv_bias)(j, yg + i * p->grid_size, g * mg + i, p->grid_size);
-        }
-}
-
-/* One band of an im2col Conv (task = (n * group + g) * ntasks_ng + band): Y_g rows [r0, r1) =
- * W_g [Mg, Cg*kprod] x im2col(X_g) [Cg*kprod, band columns]. */
-static void
-SFX(conv_band)(const ConvJob *j, void *colv, gint64 task)
-{
-    const ConvPlan *p = j->p;
-    const T *x = j->x, *w = j->w;
-    T *y = j->y, *col = colv;
-    const gint64 cg = p->c / p->group, mg = p->m / p->group, kdim = cg * p->kprod;
-    const gint64 ng = task / j->ntasks_ng, n = ng / p->group, g = ng % p->group;
-    const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
-    const gint64 r0 = task % j->ntasks_ng * j->band, r1 = MIN(rows, r0 + j->band), ncols = (r1 - r0) * gw;
-    T *yb = y + (n * p->m + g * mg) * p->grid_size + r0 * gw;
-    SFX(im2col)(x + (n * p->c + g * cg) * p->img_size, cg, &p->win, r0, r1, col);
-    T_GEMM(FALSE, FALSE, mg, ncols, kdim, 1, w + g * mg * kdim, kdim, col, ncols, 0, yb, p->grid_size);
-    for (gint64 i = 0; i < mg; i++)
-        SFX(conv_bias)(j, yb + i * p->grid_size, g * mg + i, ncols);
-}
-
-/* One ConvTranspose task (task = (n * group + g) * ntasks_ng + channel block): for output channels
- * [m0, m1) and each band of input rows, col = W_g[:, m0 * kprod : m1 * kprod]^T x X_g band, added
- * into Y (zeroed by the caller) by col2im. W is [C, Mg, k...], so W_g is [Cg, Mg * kprod]. */
-static void
-SFX(convt_task)(const ConvJob *j, void *colv, gint64 task)
-{
-    const ConvPlan *p = j->p;
-    const T *x = j->x, *w = j->w;
-    T *y = j->y, *col = colv;
-    const gint64 cg = p->c / p->group, mg = p->m / p->group, kcol = mg * p->kprod;
-    const gint64 ng = task / j->ntasks_ng, n = ng / p->group, g = ng % p->group;
-    const gint64 m0 = task % j->ntasks_ng * j->mblock, m1 = MIN(mg, m0 + j->mblock);
-    const gint64 rows = p->win.grid[0] * p->win.grid[1], gw = p->win.grid[2];
-    const T *xg = x + (n * p->c + g * cg) * p->grid_size;
-    const T *wg = w + g * cg * kcol + m0 * p->kprod;
-    T *yg = y + (n * p->m + g * mg + m0) * p->img_size;
-    if (m1 <= m0)
-        return;
-    for (gint64 r0 = 0; r0 < rows; r0 += j->band) {
-        gint64 r1 = MIN(rows, r0 + j->band), ncols = (r1 - r0) * gw;
-        T_GEMM(TRUE, FALSE, (m1 - m0) * p->kprod, ncols, cg, 1, wg, kcol, xg + r0 * gw, p->grid_size, 0,
-               col, ncols);
-        SFX(col2im)(col, m1 - m0, &p->win, r0, r1, yg);
-    }
-    for (gint64 i = 0; i < m1 - m0; i++)
-        SFX(conv_bias)(j, yg + i * p->img_size, g * mg + m0 + i, p->img_size);
-}
-
-typedef T SFX(vec) __attribute__((vector_size(32)));
-#define TVL ((gint64)(32 / sizeof(T)))
-
-/* The direct kernel's weights: per group and block of DIRECT_MB output channels, per tap (c, kh,
- * kw), the DIRECT_MB weights side by side (0 past the last channel). */
-static void
-SFX(direct_pack)(const ConvPlan *p, const void *wv, void *outv)
-{
-    const T *w = wv;
-    T *out = outv;
-    const gint64 mg = p->m / p->group, kk = p->c / p->group * p->kprod, nblk = ceil_div(mg, DIRECT_MB);
-    for (gint64 g = 0; g < p->group; g++)
-        for (gint64 b = 0; b < nblk; b++)
-            for (gint64 t = 0; t < kk; t++)
-                for (gint64 i = 0; i < DIRECT_MB; i++) {
-                    gint64 m = b * DIRECT_MB + i;
-                    out[((g * nblk + b) * kk + t) * DIRECT_MB + i] = m < mg ? w[(g * mg + m) * kk + t] : 0;
-                }
-}
-
-/* One task of the direct Conv (1-D/2-D, unit width stride): output rows [oh0, oh1) of image n,
- * group g (task = (n * group + g) * ntasks_ng + chunk). The input rows it reads are first copied
- * into buf, zero-padded in width, so that every output column takes the same path: 2 * TVL columns
- * of DIRECT_MB channels accumulate in registers over all taps. Built for AVX2 too, picked at run
- * time. */
-__attribute__((target_clones("avx2", "default"))) static void
-SFX(conv_direct)(const ConvJob *j, void *bufv, gint64 task)
-{
-    typedef SFX(vec) V;
-    const ConvPlan *p = j->p;
-    const gint64 band = j->band, ntasks_ng = j->ntasks_ng;
-    const Win *w = &p->win;
-    const gint64 cg = p->c / p->group, mg = p->m / p->group, kk = cg * p->kprod;
-    const gint64 nblk = ceil_div(mg, DIRECT_MB);
-    const gint64 ng = task / ntasks_ng, n = ng / p->group, g = ng % p->group;
-    const gint64 IH = w->img[1], IW = w->img[2], GH = w->grid[1], GW = w->grid[2];
-    const gint64 KH = w->k[1], KW = w->k[2], sh = w->s[1], dh = w->d[1], dw = w->d[2], pw = w->pb[2];
-    const gint64 oh0 = task % ntasks_ng * band, oh1 = MIN(GH, oh0 + band);
-    const gint64 ih0 = oh0 * sh - w->pb[1], nin = (oh1 - 1 - oh0) * sh + (KH - 1) * dh + 1;
-    const gint64 IWp = round_up(GW, 2 * TVL) + (KW - 1) * dw;
-    const T *x = (const T *)j->x + (n * p->c + g * cg) * p->img_size;
-    const T *wp = (const T *)j->w + g * nblk * kk * DIRECT_MB;
-    T *y = (T *)j->y + (n * p->m + g * mg) * p->grid_size;
-    T *buf = bufv;
-    /* row r of channel c in buf: input row ih0 + r shifted right by pw (rows outside the image are
-     * never read) */
-    for (gint64 c = 0; c < cg; c++)
-        for (gint64 r = 0; r < nin; r++) {
-            const gint64 ih = ih0 + r;
-            T *d = buf + (c * nin + r) * IWp;
-            if (ih < 0 || ih >= IH)
-                continue;
-            memset(d, 0, sizeof(T) * (gsize)pw);
-            memcpy(d + pw, x + (c * IH + ih) * IW, sizeof(T) * (gsize)IW);
-            memset(d + pw + IW, 0, sizeof(T) * (gsize)(IWp - pw - IW));
-        }
-    for (gint64 oh = oh0; oh < oh1; oh++) {
-        /* kernel rows that land inside the image */
-        gint64 kh_lo, kh_hi;
-        win_range(oh * sh - w->pb[1], dh, IH, KH, &kh_lo, &kh_hi);
-        const T *rows = buf + ((oh - oh0) * sh) * IWp;
-        for (gint64 b = 0; b < nblk; b++) {
-            const T *wb = wp + b * kk * DIRECT_MB;
-            for (gint64 ow = 0; ow < GW; ow += 2 * TVL) {
-                V a00 = {0}, a01 = {0}, a10 = {0}, a11 = {0}, a20 = {0}, a21 = {0}, a30 = {0}, a31 = {0};
-                for (gint64 c = 0; c < cg; c++)
-                    for (gint64 kh = kh_lo; kh < kh_hi; kh++) {
-                        const T *xr = rows + (c * nin + kh * dh) * IWp + ow;
-                        const T *wt = wb + (c * KH + kh) * KW * DIRECT_MB;
-                        for (gint64 kw = 0; kw < KW; kw++, wt += DIRECT_MB) {
-                            V x0, x1;
-                            memcpy(&x0, xr + kw * dw, sizeof(V));
-                            memcpy(&x1, xr + kw * dw + TVL, sizeof(V));
-                            a00 += x0 * wt[0];
-                            a01 += x1 * wt[0];
-                            a10 += x0 * wt[1];
-                            a11 += x1 * wt[1];
-                            a20 += x0 * wt[2];
-                            a21 += x1 * wt[2];
-                            a30 += x0 * wt[3];
-                            a31 += x1 * wt[3];
-                        }
-                    }
-                const V acc[DIRECT_MB][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
-                const gint64 cols = MIN(2 * TVL, GW - ow);
-                for (gint64 i = 0; i < DIRECT_MB && b * DIRECT_MB + i < mg; i++)
-                    memcpy(y + (b * DIRECT_MB + i) * p->grid_size + oh * GW + ow, acc[i],
-                           sizeof(T) * (gsize)cols);
-            }
-        }
-        for (gint64 i = 0; i < mg; i++)
-            SFX(conv_bias)(j, y + i * p->grid_size + oh * GW, g * mg + i, GW);
-    }
-}
-
-#undef TVL
-
-/* MaxPool over planes images. NaN wins (as in PyTorch). Indices, when wanted, are flat positions in
- * X: row-major, or with the spatial part column-major when col_major (storage_order 1). */
-static void
-SFX(maxpool)(const void *xv, void *yv, void *indv, gint64 planes, const Win *w,
-             const Taps *const *taps, gboolean col_major)
-{
-    const T *x = xv;
-    T *y = yv;
-    gint64 *ind = indv;
-    const gint64 ID = w->img[0], IH = w->img[1], IW = w->img[2];
-    const gint64 isz = ID * IH * IW;
-    gint64 o = 0;
-    for (gint64 pl = 0; pl < planes; pl++) {
-        const T *xp = x + pl * isz;
-        for (gint64 gd = 0; gd < w->grid[0]; gd++)
-            for (gint64 gh = 0; gh < w->grid[1]; gh++)
-                for (gint64 gw = 0; gw < w->grid[2]; gw++, o++) {
-                    const Taps *td = &taps[0][gd], *th = &taps[1][gh], *tw = &taps[2][gw];
-                    const gint64 bd = gd * w->s[0] - w->pb[0], bh = gh * w->s[1] - w->pb[1];
-                    const gint64 bw = gw * w->s[2] - w->pb[2];
-                    T best = -INFINITY;
-                    gint64 at_d = 0, at_h = 0, at_w = 0;
-                    for (gint64 jd = td->lo; jd < td->hi; jd++)
-                        for (gint64 jh = th->lo; jh < th->hi; jh++) {
-                            const gint64 id = bd + jd * w->d[0], ih = bh + jh * w->d[1];
-                            const T *row = xp + (id * IH + ih) * IW;
-                            for (gint64 jw = tw->lo; jw < tw->hi; jw++) {
-                                const T v = row[bw + jw * w->d[2]];
-                                if (v > best || (isnan(v) && !isnan(best))) {
-                                    best = v;
-                                    at_d = id;
-                                    at_h = ih;
-                                    at_w = bw + jw * w->d[2];
-                                }
-                            }
-                        }
-                    y[o] = best;
-                    if (ind)
-                        ind[o] = pl * isz + (col_major ? at_d + at_h * ID + at_w * ID * IH
-                                                       : (at_d * IH + at_h) * IW + at_w);
-                }
-    }
-}
-
-/* AveragePool: the divisor counts the taps inside the image, or with count_include_pad those inside
- * the padded extent (not those past it that ceil_mode adds). */
-static void
-SFX(avgpool)(const void *xv, void *yv, gint64 planes, const Win *w, const Taps *const *taps,
-             gboolean include_pad)
-{
-    const T *x = xv;
-    T *y = yv;
-    const gint64 IH = w->img[1], IW = w->img[2], isz = w->img[0] * IH * IW;
-    gint64 o = 0;
-    for (gint64 pl = 0; pl < planes; pl++) {
-        const T *xp = x + pl * isz;
-        for (gint64 gd = 0; gd < w->grid[0]; gd++)
-            for (gint64 gh = 0; gh < w->grid[1]; gh++)
-                for (gint64 gw = 0; gw < w->grid[2]; gw++, o++) {
-                    const Taps *td = &taps[0][gd], *th = &taps[1][gh], *tw = &taps[2][gw];
-                    const gint64 bd = gd * w->s[0] - w->pb[0], bh = gh * w->s[1] - w->pb[1];
-                    const gint64 bw = gw * w->s[2] - w->pb[2];
-                    T sum = 0;
-                    for (gint64 jd = td->lo; jd < td->hi; jd++)
-                        for (gint64 jh = th->lo; jh < th->hi; jh++) {
-                            const T *row = xp + ((bd + jd * w->d[0]) * IH + bh + jh * w->d[1]) * IW;
-                            for (gint64 jw = tw->lo; jw < tw->hi; jw++)
-                                sum += row[bw + jw * w->d[2]];
-                        }
-                    gint64 cnt = include_pad ? td->padded * th->padded * tw->padded
-                                             : (td->hi - td->lo) * (th->hi - th->lo) * (tw->hi - tw->lo);
-                    y[o] = sum / (T)cnt;
-                }
-    }
-}
-
-static void
-SFX(global_pool)(const void *xv, void *yv, gint64 planes, gint64 size, gboolean is_max)
-{
-    const T *x = xv;
-    T *y = yv;
-    for (gint64 pl = 0; pl < planes; pl++) {
-        const T *xp = x + pl * size;
-        T acc = is_max ? -INFINITY : 0;
-        if (is_max) {
-            for (gint64 i = 0; i < size; i++)
-                if (xp[i] > acc || (isnan(xp[i]) && !isnan(acc)))
-                    acc = xp[i];
-        } else {
-            for (gint64 i = 0; i < size; i++)
-                acc += xp[i];
-            acc /= (T)size;
-        }
-        y[pl] = acc;
-    }
-}
-
-#endif /* T_FLOAT */
-
-/* Batched C_i [m, n] = A [m, k] (at offs[2i]) x B [k, n] (at offs[2i + 1]), C contiguous. */
-static void
-SFX(matmul_run)(const void *av, const void *bv, void *cv, gint64 nbatch, const gint64 *offs,
-                gint64 m, gint64 n, gint64 k)
-{
-    const T *a = av, *b = bv;
-    T *c = cv;
-    for (gint64 i = 0; i < nbatch; i++)
-        T_GEMM(FALSE, FALSE, m, n, k, 1, a + offs[2 * i], k, b + offs[2 * i + 1], n, 0, c + i * m * n, n);
-}
-
-/* Gemm: Y = alpha op(A) op(B) + beta C, with C broadcast through its strides cst (NULL c: none). */
-static void
-SFX(gemm_run)(const void *av, const void *bv, const void *cv, const gint64 *cst, void *yv, gboolean ta,
-              gboolean tb, gint64 m, gint64 n, gint64 k, double alpha, double beta)
-{
-    const T *a = av, *b = bv, *c = cv;
-    T *y = yv;
-    const T tbeta = T_FROM_DOUBLE(beta);
-    if (c) {
-        for (gint64 i = 0; i < m; i++)
-            for (gint64 j = 0; j < n; j++)
-                y[i * n + j] = tbeta * c[i * cst[0] + j * cst[1]];
-    }
-    T_GEMM(ta, tb, m, n, k, T_FROM_DOUBLE(alpha), a, ta ? m : k, b, tb ? k : n, c ? 1 : 0, y, n);
-}
-
-/* dst[...] = src[...] over an n-label index space with per-label strides on both sides. The last
- * label runs in a plain loop. */
-static void
-SFX(strided_copy)(const void *srcv, void *dstv, guint n, const gint64 *dims, const gint64 *sst,
-                  const gint64 *dstst)
-{
-    const T *src = srcv;
-    T *dst = dstv;
-    if (n == 0) {
-        dst[0] = src[0];
-        return;
-    }
-    gint64 idx[EIN_MAX_LABELS] = {0}, off[2] = {0, 0}, st[2 * EIN_MAX_LABELS];
-    memcpy(st, sst, sizeof(gint64) * n);
-    memcpy(st + EIN_MAX_LABELS, dstst, sizeof(gint64) * n);
-    const gint64 len = dims[n - 1], si = sst[n - 1], di = dstst[n - 1];
-    if (hg_numel(n, dims) == 0)
-        return;
-    do {
-        const T *s = src + off[0];
-        T *d = dst + off[1];
-        for (gint64 i = 0; i < len; i++)
-            d[i * di] = s[i * si];
-    } while (odo_step(idx, dims, 0, n - 1, 2, st, EIN_MAX_LABELS, off));
-}
-
-/* out[o] = sum over the summed labels of the product of the operands: an odometer over the output
- * labels (outer) and the summed labels (inner), moving each operand's offset by its label stride. */
-static void
-SFX(einsum_naive)(const void **ops, const EinPlan *p, void *outv)
-{
-    T *out = outv;
-    const T *const *op = (const T *const *)ops;
-    gint64 idx[EIN_MAX_LABELS] = {0};
-    g_autofree gint64 *base = g_new0(gint64, p->nops);
-    g_autofree gint64 *off = g_new0(gint64, p->nops);
-    gint64 o = 0;
-    do {
-        T acc = 0;
-        memcpy(off, base, sizeof(gint64) * p->nops);
-        do {
-            T prod = op[0][off[0]];
-            for (guint q = 1; q < p->nops; q++)
-                prod *= op[q][off[q]];
-            acc += prod;
-        } while (odo_step(idx, p->dims, p->nout, p->nlab, p->nops, p->strides, EIN_MAX_LABELS, off));
-        out[o++] = acc;
-    } while (odo_step(idx, p->dims, 0, p->nout, p->nops, p->strides, EIN_MAX_LABELS, base));
-}
-
-
-#if T_FLOAT
-#define T_EXP(x) (sizeof(T) == sizeof(float) ? (T)expf((float)(x)) : (T)exp((double)(x)))
-#define T_TANH(x) (sizeof(T) == sizeof(float) ? (T)tanhf((float)(x)) : (T)tanh((double)(x)))
-
-/* One (batch, query head) of Attention into j's outputs, with s scratch (see AttnJob): scores
- * S = scale Q K^T (GEMM), softcap c tanh(S / c), the additive bias (mask, -inf where a bool mask is
- * false, past the mask's length or above the causal frontier), a max-subtracted softmax per row,
- * Y = P V (GEMM). A row whose bias is -inf throughout (or that is -inf throughout) has P = 0, so
- * Y = 0 there, as the spec's errata says. Every other row of Y is a convex combination of V's rows:
- * it is clamped into each column's [min, max] over the keys, which the exact result lies in and
- * which FP32 rounding of the weights (summing to 1 within t ulps) could step out of. */
-static void
-SFX(attn_head)(const AttnJob *j, gint64 task, T *s)
-{
-    gint64 b = task / j->hq, h = task % j->hq, g = h / (j->hq / j->hkv);
-    gint64 sq = j->sq, t = j->t, dk = j->dk, dv = j->dv;
-    const T *q = (const T *)j->q + (j->three_d ? b * sq * j->hq * dk + h * dk : (b * j->hq + h) * sq * dk);
-    gint64 ldq = j->three_d ? j->hq * dk : dk, ldy = j->three_d ? j->hq * dv : dv;
-    const T *k = (const T *)j->pk + (b * j->hkv + g) * t * dk;
-    const T *v = (const T *)j->pv + (b * j->hkv + g) * t * dv;
-    T *y = (T *)j->y + (j->three_d ? b * sq * j->hq * dv + h * dv : (b * j->hq + h) * sq * dv);
-    T *qk = j->qk ? (T *)j->qk + (b * j->hq + h) * sq * t : NULL;
-    T *vmin = s + sq * t, *vmax = vmin + dv, *masked = vmax + dv;
-    T_GEMM(FALSE, TRUE, sq, t, dk, (T)j->scale, q, ldq, k, dk, 0, s, t);
-    if (qk && j->mode == 0)
-        memcpy(qk, s, sizeof(T) * (gsize)(sq * t));
-    if (j->softcap > 0) {
-        const T c = (T)j->softcap;
-        for (gint64 i = 0; i < sq * t; i++)
-            s[i] = c * T_TANH(s[i] / c);
-    }
-    if (qk && j->mode == 1)
-        memcpy(qk, s, sizeof(T) * (gsize)(sq * t));
-    const T *fm = j->mask;
-    for (gint64 i = 0; i < sq; i++) {
-        T *row = s + i * t;
-        gboolean open = FALSE;
-        gint64 base = b * j->mstr[0] + h * j->mstr[1] + i * j->mstr[2];
-        for (gint64 c = 0; c < t; c++) {
-            T bias = 0;
-            if (fm || j->bmask) {
-                if (c >= j->mlen)
-                    bias = -INFINITY;
-                else if (j->bmask)
-                    bias = j->bmask[base + c * j->mstr[3]] ? 0 : -INFINITY;
-                else
-                    bias = fm[base + c * j->mstr[3]];
-            }
-            if (j->causal && c > i + j->sp)
-                bias = -INFINITY;
-            open |= !(bias == -INFINITY);
-            row[c] += bias;
-        }
-        masked[i] = open ? 0 : 1;
-    }
-    if (qk && j->mode == 2)
-        memcpy(qk, s, sizeof(T) * (gsize)(sq * t));
-    for (gint64 i = 0; i < sq; i++) {
-        T *row = s + i * t, m = -INFINITY, sum = 0;
-        for (gint64 c = 0; c < t; c++)
-            m = row[c] > m || isnan(row[c]) ? row[c] : m;
-        if (masked[i] != 0 || m == -INFINITY) {
-            masked[i] = 1;
-            memset(row, 0, sizeof(T) * (gsize)t);
-            continue;
-        }
-        for (gint64 c = 0; c < t; c++) {
-            row[c] = T_EXP(row[c] - m);
-            sum += row[c];
-        }
-        const T inv = 1 / sum;
-        for (gint64 c = 0; c < t; c++)
-            row[c] *= inv;
-    }
-    if (qk && j->mode == 3)
-        memcpy(qk, s, sizeof(T) * (gsize)(sq * t));
-    T_GEMM(FALSE, FALSE, sq, dv, t, 1, s, t, v, dv, 0, y, ldy);
-    for (gint64 d = 0; d < dv; d++) {
-        vmin[d] = INFINITY;
-        vmax[d] = -INFINITY;
-    }
-    for (gint64 c = 0; c < t; c++)
-        for (gint64 d = 0; d < dv; d++) {
-            T x = v[c * dv + d];
-            vmin[d] = x < vmin[d] ? x : vmin[d];
-            vmax[d] = x > vmax[d] ? x : vmax[d];
-        }
-    for (gint64 i = 0; i < sq; i++) {
-        if (masked[i] != 0)
-            continue;
-        T *yr = y + i * ldy;
-        for (gint64 d = 0; d < dv; d++)
-            if (vmin[d] <= vmax[d])
-                yr[d] = yr[d] < vmin[d] ? vmin[d] : yr[d] > vmax[d] ? vmax[d] : yr[d];
-    }
-}
-
-#undef T_EXP
-#undef T_TANH
-#endif /* T_FLOAT */
-
-#undef T
-#undef T_FROM_DOUBLE
-
-#endif /* HG_LINALG_T */

@@ -138,6 +138,21 @@ flip_sign(gint64 *v, gint64 n)
         v[i] = (gint64)((guint64)v[i] ^ ((guint64)1 << 63));
 }
 
+/* x in its kind for an order-based kernel (uint64 as int64): a uint64 array as a copy with the sign
+ * bits flipped (flip the results back where they are values). */
+static HgKBuf
+load_ordered(const HgArray *x)
+{
+    HgKind k = hg_kind_of(x->dtype);
+    HgKBuf b = hg_kbuf_load(x, k == HG_KIND_U64 ? HG_KIND_I64 : k);
+    if (x->dtype == HG_DTYPE_UINT64) {
+        if (!b.owned)
+            b = (HgKBuf){g_memdup2(b.p, sizeof(gint64) * (gsize)(x->numel + 1)), TRUE};
+        flip_sign(b.p, x->numel);
+    }
+    return b;
+}
+
 /* int64 arithmetic that wraps like the narrower C types it stands for (signed overflow is UB). */
 static inline gint64
 wrap_add(gint64 a, gint64 b)
@@ -748,56 +763,33 @@ reduce_eval(HgEvalCtx *ctx, RedKind kind)
     RedLayout lay;
     red_layout(x->rank, x->dims, mask, &lay);
 
-    HgCompute c = hg_dtype_compute(x->dtype);
-    if (c == HG_COMPUTE_I64 && (kind == RED_L2 || kind == RED_LSE))
-        c = HG_COMPUTE_F64;
-    gboolean own;
-    if (c == HG_COMPUTE_F32) {
-        float *xf = hg_array_load_f32(x, &own);
-        float *acc = y->dtype == HG_DTYPE_FLOAT ? y->data : g_new(float, y->numel + 1);
-        reduce_f32(kind, &lay, xf, acc);
-        if (acc != y->data) {
-            hg_array_store_f32(y, acc);
-            g_free(acc);
-        }
-        if (own)
-            g_free(xf);
-    } else if (c == HG_COMPUTE_F64) {
-        double *xd = hg_array_load_f64(x, &own);
-        double *acc = y->dtype == HG_DTYPE_DOUBLE ? y->data : g_new(double, y->numel + 1);
-        reduce_f64(kind, &lay, xd, acc);
-        if (acc != y->data) {
-            hg_array_store_f64(y, acc);
-            g_free(acc);
-        }
-        if (own)
-            g_free(xd);
-    } else {
-        gint64 *xi = hg_array_load_i64(x, &own);
+    /* both integer kinds sum and multiply alike in int64; uint64 max and min compare flipped */
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_U64)
+        k = HG_KIND_I64;
+    if (k == HG_KIND_I64 && (kind == RED_L2 || kind == RED_LSE))
+        k = HG_KIND_F64;
+    gboolean flip = x->dtype == HG_DTYPE_UINT64 && k == HG_KIND_I64 && (kind == RED_MAX || kind == RED_MIN);
+    g_auto(HgKBuf) xb = flip ? load_ordered(x) : hg_kbuf_load(x, k);
+    HgKBuf acc = hg_kbuf_out(y, k);
+    if (!acc.p)
+        return hg_eval_oom(ctx);
+    if (k == HG_KIND_I64) {
         gint64 lo, hi;
         int_range(x->dtype, &lo, &hi);
-        gboolean flip = x->dtype == HG_DTYPE_UINT64 && (kind == RED_MAX || kind == RED_MIN);
         if (flip) {
-            /* compare unsigned 64-bit values in int64 order */
-            if (!own) {
-                xi = g_memdup2(xi, sizeof(gint64) * (gsize)(x->numel + 1));
-                own = TRUE;
-            }
-            flip_sign(xi, x->numel);
             lo = G_MININT64;
             hi = G_MAXINT64;
         }
         if (x->dtype == HG_DTYPE_UINT64 && kind == RED_L1)
             kind = RED_SUM;
-        gint64 *acc = g_new(gint64, y->numel + 1);
-        reduce_i64(kind, &lay, xi, acc, lo, hi);
+        reduce_i64(kind, &lay, xb.p, acc.p, lo, hi);
         if (flip)
-            flip_sign(acc, y->numel);
-        hg_array_store_i64(y, acc);
-        g_free(acc);
-        if (own)
-            g_free(xi);
+            flip_sign(acc.p, y->numel);
+    } else {
+        HG_KIND_CALL_FLOAT(k, reduce, kind, &lay, xb.p, acc.p);
     }
+    hg_kbuf_store(y, &acc, k);
     set_output(ctx, 0, g_steal_pointer(&y));
     return TRUE;
 }
@@ -922,37 +914,11 @@ arg_eval(HgEvalCtx *ctx, gboolean is_max)
     g_autoptr(HgArray) y = hg_array_new(HG_DTYPE_INT64, r, dims, ctx->error);
     if (!y)
         return FALSE;
-    gboolean own;
-    switch (hg_dtype_compute(x->dtype)) {
-    case HG_COMPUTE_F32: {
-        float *xf = hg_array_load_f32(x, &own);
-        arg_f32(xf, outer, n, inner, is_max, last, y->data);
-        if (own)
-            g_free(xf);
-        break;
-    }
-    case HG_COMPUTE_F64: {
-        double *xd = hg_array_load_f64(x, &own);
-        arg_f64(xd, outer, n, inner, is_max, last, y->data);
-        if (own)
-            g_free(xd);
-        break;
-    }
-    default: {
-        gint64 *xi = hg_array_load_i64(x, &own);
-        if (x->dtype == HG_DTYPE_UINT64) {
-            if (!own) {
-                xi = g_memdup2(xi, sizeof(gint64) * (gsize)(x->numel + 1));
-                own = TRUE;
-            }
-            flip_sign(xi, x->numel);
-        }
-        arg_i64(xi, outer, n, inner, is_max, last, y->data);
-        if (own)
-            g_free(xi);
-        break;
-    }
-    }
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_U64)
+        k = HG_KIND_I64;
+    g_auto(HgKBuf) xb = load_ordered(x);
+    HG_KIND_CALL(k, arg, xb.p, outer, n, inner, is_max, last, y->data);
     set_output(ctx, 0, g_steal_pointer(&y));
     return TRUE;
 }
@@ -1143,8 +1109,8 @@ softmax_eval(HgEvalCtx *ctx, gboolean lg)
     gint64 outer, n, inner;
     if (!softmax_layout(ctx->node, ctx->opset, x->rank, x->dims, &outer, &n, &inner, ctx->error))
         return FALSE;
-    HgCompute c = hg_dtype_compute(x->dtype);
-    if (c == HG_COMPUTE_I64) {
+    HgKind k = hg_kind_of(x->dtype);
+    if (k != HG_KIND_F32 && k != HG_KIND_F64) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input of type %s is not supported",
                     hg_dtype_name(x->dtype));
         return FALSE;
@@ -1152,30 +1118,19 @@ softmax_eval(HgEvalCtx *ctx, gboolean lg)
     g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
     if (!y)
         return FALSE;
-    gboolean own;
-    if (c == HG_COMPUTE_F32 && inner == 1) {
+    if (k == HG_KIND_F32 && inner == 1) {
         g_autofree float *scratch = row_scratch(x, n);
         for (gint64 o = 0; o < outer; o++) {
             const float *xr = row_get(x, o * n, n, scratch);
             softmax_row_f32(xr, row_out(y, o * n, scratch), n, lg);
             row_put(y, o * n, n, scratch);
         }
-    } else if (c == HG_COMPUTE_F32) {
-        float *xf = hg_array_load_f32(x, &own);
-        float *yf = own ? xf : y->data; /* FP16 runs in place in its FP32 copy */
-        softmax_f32(xf, yf, outer, n, inner, lg);
-        if (own) {
-            hg_array_store_f32(y, yf);
-            g_free(xf);
-        }
     } else {
-        double *xd = hg_array_load_f64(x, &own);
-        double *yd = own ? xd : y->data;
-        softmax_f64(xd, yd, outer, n, inner, lg);
-        if (own) {
-            hg_array_store_f64(y, yd);
-            g_free(xd);
-        }
+        /* FP16 runs in place in its FP32 copy */
+        g_auto(HgKBuf) xb = hg_kbuf_load(x, k);
+        HgKBuf yb = hg_kbuf_reuse(&xb, y, k);
+        HG_KIND_CALL_FLOAT(k, softmax, xb.p, yb.p, outer, n, inner, lg);
+        hg_kbuf_store(y, &yb, k);
     }
     set_output(ctx, 0, g_steal_pointer(&y));
     return TRUE;
@@ -1292,44 +1247,18 @@ hg_eval_CumSum(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
     if (!y)
         return FALSE;
-    gboolean own;
-    switch (hg_dtype_compute(x->dtype)) {
-    case HG_COMPUTE_F32: {
-        float *xf = hg_array_load_f32(x, &own);
-        float *yf = own ? xf : y->data;
-        if (x->dtype == HG_DTYPE_FLOAT16)
-            cumsum_f16(xf, yf, outer, n, inner, excl, rev);
-        else if (x->dtype == HG_DTYPE_BFLOAT16)
-            cumsum_bf16(xf, yf, outer, n, inner, excl, rev);
-        else
-            cumsum_f32(xf, yf, outer, n, inner, excl, rev);
-        if (own) {
-            hg_array_store_f32(y, yf);
-            g_free(xf);
-        }
-        break;
-    }
-    case HG_COMPUTE_F64: {
-        double *xd = hg_array_load_f64(x, &own);
-        double *yd = own ? xd : y->data;
-        cumsum_f64(xd, yd, outer, n, inner, excl, rev);
-        if (own) {
-            hg_array_store_f64(y, yd);
-            g_free(xd);
-        }
-        break;
-    }
-    default: {
-        gint64 *xi = hg_array_load_i64(x, &own);
-        gint64 *yi = own ? xi : y->data;
-        cumsum_i64(xi, yi, outer, n, inner, excl, rev);
-        if (own) {
-            hg_array_store_i64(y, yi);
-            g_free(xi);
-        }
-        break;
-    }
-    }
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_U64)
+        k = HG_KIND_I64;
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, k);
+    HgKBuf yb = hg_kbuf_reuse(&xb, y, k);
+    if (x->dtype == HG_DTYPE_FLOAT16)
+        cumsum_f16(xb.p, yb.p, outer, n, inner, excl, rev);
+    else if (x->dtype == HG_DTYPE_BFLOAT16)
+        cumsum_bf16(xb.p, yb.p, outer, n, inner, excl, rev);
+    else
+        HG_KIND_CALL(k, cumsum, xb.p, yb.p, outer, n, inner, excl, rev);
+    hg_kbuf_store(y, &yb, k);
     set_output(ctx, 0, g_steal_pointer(&y));
     return TRUE;
 }
@@ -1592,10 +1521,10 @@ need_param(HgEvalCtx *ctx, guint i, const char *what, gint64 n)
 
 /* The normalizations compute in FP32 for float, FP16 and BF16 and in FP64 for double. */
 static gboolean
-need_float(HgEvalCtx *ctx, const HgArray *x, HgCompute *c)
+need_float(HgEvalCtx *ctx, const HgArray *x, HgKind *c)
 {
-    *c = hg_dtype_compute(x->dtype);
-    if (*c == HG_COMPUTE_F32 || *c == HG_COMPUTE_F64)
+    *c = hg_kind_of(x->dtype);
+    if (*c == HG_KIND_F32 || *c == HG_KIND_F64)
         return TRUE;
     hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "input of type %s is not supported",
                 hg_dtype_name(x->dtype));
@@ -1698,7 +1627,7 @@ hg_eval_BatchNormalization(HgEvalCtx *ctx)
         return FALSE;
     }
     HgArray *x = need_input(ctx, 0, "X");
-    HgCompute c;
+    HgKind c;
     if (!x || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
         return FALSE;
     gint64 outer, np, inner;
@@ -1712,7 +1641,7 @@ hg_eval_BatchNormalization(HgEvalCtx *ctx)
     if (!y)
         return FALSE;
     gint64 sample = np * inner;
-    if (c == HG_COMPUTE_F32) {
+    if (c == HG_KIND_F32) {
         g_autofree float *m = g_new(float, np + 1), *a = g_new(float, np + 1), *b = g_new(float, np + 1);
         for (gint64 p = 0; p < np; p++) {
             m[p] = (float)hg_array_get_f64(mean, p);
@@ -1777,7 +1706,7 @@ gboolean
 hg_eval_InstanceNormalization(HgEvalCtx *ctx)
 {
     HgArray *x = need_input(ctx, 0, "input");
-    HgCompute c;
+    HgKind c;
     if (!x || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
         return FALSE;
     if (x->rank < 2) {
@@ -1792,7 +1721,7 @@ hg_eval_InstanceNormalization(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
     if (!y)
         return FALSE;
-    if (c == HG_COMPUTE_F32) {
+    if (c == HG_KIND_F32) {
         g_autofree float *scratch = row_scratch(x, n);
         for (gint64 r = 0; r < planes; r++) {
             float g = (float)hg_array_get_f64(sc, r % ch), b = (float)hg_array_get_f64(bi, r % ch), m, inv;
@@ -1892,7 +1821,7 @@ gboolean
 hg_eval_LayerNormalization(HgEvalCtx *ctx)
 {
     HgArray *x = need_input(ctx, 0, "X"), *sc = x ? need_input(ctx, 1, "Scale") : NULL;
-    HgCompute c;
+    HgKind c;
     if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
         return FALSE;
     HgArray *bi = hg_eval_input(ctx, 2);
@@ -1902,7 +1831,7 @@ hg_eval_LayerNormalization(HgEvalCtx *ctx)
     if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), x->rank, &axis, ctx->node, ctx->error))
         return FALSE;
     int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
-    if (hg_dtype_compute(stash) != HG_COMPUTE_F32 && hg_dtype_compute(stash) != HG_COMPUTE_F64) {
+    if (hg_kind_of(stash) != HG_KIND_F32 && hg_kind_of(stash) != HG_KIND_F64) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "stash_type %d is not a float type", stash);
         return FALSE;
     }
@@ -1931,7 +1860,7 @@ hg_eval_LayerNormalization(HgEvalCtx *ctx)
     /* the statistics in the compute type, stored to stash_type at the end; stash_type DOUBLE (or a
      * double X or Y) computes in FP64, as the spec's stage one in stash_type precision says */
     g_autofree double *md = g_new(double, rows + 1), *id = g_new(double, rows + 1);
-    if (c == HG_COMPUTE_F32 && hg_dtype_compute(stash) == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
+    if (c == HG_KIND_F32 && hg_kind_of(stash) == HG_KIND_F32 && y->dtype != HG_DTYPE_DOUBLE) {
         g_autofree float *gf = g_new(float, n + 1), *bf = g_new(float, n + 1);
         for (gint64 j = 0; j < n; j++) {
             gf[j] = (float)g[j];
@@ -2035,11 +1964,11 @@ gboolean
 hg_eval_RMSNormalization(HgEvalCtx *ctx)
 {
     HgArray *x = need_input(ctx, 0, "X"), *sc = x ? need_input(ctx, 1, "scale") : NULL;
-    HgCompute c;
+    HgKind c;
     if (!sc || !need_outputs(ctx, 1) || !need_float(ctx, x, &c))
         return FALSE;
-    HgCompute cs = hg_dtype_compute(sc->dtype);
-    if (cs != HG_COMPUTE_F32 && cs != HG_COMPUTE_F64) {
+    HgKind cs = hg_kind_of(sc->dtype);
+    if (cs != HG_KIND_F32 && cs != HG_KIND_F64) {
         hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "scale of type %s is not supported",
                     hg_dtype_name(sc->dtype));
         return FALSE;
@@ -2048,13 +1977,13 @@ hg_eval_RMSNormalization(HgEvalCtx *ctx)
     if (!rms_axis(ctx->node, (int)x->rank, &axis, ctx->error))
         return FALSE;
     int stash = (int)hg_node_attr_int(ctx->node, "stash_type", HG_DTYPE_FLOAT);
-    HgCompute cstash = hg_dtype_compute(stash);
-    if (cstash != HG_COMPUTE_F32 && cstash != HG_COMPUTE_F64) {
+    HgKind cstash = hg_kind_of(stash);
+    if (cstash != HG_KIND_F32 && cstash != HG_KIND_F64) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "stash_type %d is not a float type", stash);
         return FALSE;
     }
-    if (cstash == HG_COMPUTE_F64)
-        c = HG_COMPUTE_F64;
+    if (cstash == HG_KIND_F64)
+        c = HG_KIND_F64;
     gint64 rows = prod(x->dims, 0, (guint)axis), n = prod(x->dims, (guint)axis, x->rank);
     g_autofree double *g = g_new(double, n + 1);
     if (!ln_param(ctx, sc, "scale", x->rank - (guint)axis, x->dims + axis, n, 1, g))
@@ -2063,7 +1992,7 @@ hg_eval_RMSNormalization(HgEvalCtx *ctx)
     g_autoptr(HgArray) y = hg_array_new_like(sc->dtype, x, ctx->error);
     if (!y)
         return FALSE;
-    if (c == HG_COMPUTE_F32 && y->dtype != HG_DTYPE_DOUBLE) {
+    if (c == HG_KIND_F32 && y->dtype != HG_DTYPE_DOUBLE) {
         g_autofree float *gf = g_new(float, n + 1);
         for (gint64 j = 0; j < n; j++)
             gf[j] = (float)g[j];
@@ -2181,7 +2110,7 @@ static gboolean
 loss_eval(HgEvalCtx *ctx, gboolean softmax)
 {
     HgArray *x = need_input(ctx, 0, "input"), *t = x ? need_input(ctx, 1, "target") : NULL;
-    HgCompute c;
+    HgKind c;
     LossReduction red;
     if (!t || !need_outputs(ctx, 1) || !need_float(ctx, x, &c) || !loss_reduction(ctx->node, &red, ctx->error))
         return FALSE;
@@ -2210,7 +2139,7 @@ loss_eval(HgEvalCtx *ctx, gboolean softmax)
     g_autofree double *lp = NULL;
     if (softmax) {
         lp = g_new(double, x->numel + 1);
-        if (c == HG_COMPUTE_F32) {
+        if (c == HG_KIND_F32) {
             g_autofree float *xf = g_new(float, x->numel + 1);
             for (gint64 i = 0; i < x->numel; i++)
                 xf[i] = (float)xd[i];

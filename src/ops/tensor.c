@@ -33,26 +33,12 @@ typedef struct {
     HgSymDim d[HG_MAX_RANK];
 } SymShape;
 
-static HgSymDim
-sd_known(gint64 v)
-{
-    HgSymDim s = {v, NULL};
-    return s;
-}
-
-static HgSymDim
-sd_unknown(void)
-{
-    HgSymDim s = {-1, NULL};
-    return s;
-}
-
 static void
 sym_unknown_dims(SymShape *s, int rank)
 {
     s->rank = rank;
     for (int i = 0; i < rank; i++)
-        s->d[i] = sd_unknown();
+        s->d[i] = hg_dim_unknown();
 }
 
 static void
@@ -60,7 +46,7 @@ sym_from_dims(SymShape *s, guint rank, const gint64 *dims)
 {
     s->rank = (int)rank;
     for (guint i = 0; i < rank; i++)
-        s->d[i] = sd_known(dims[i]);
+        s->d[i] = hg_dim_known(dims[i]);
 }
 
 static gboolean
@@ -96,18 +82,18 @@ sym_prod(const SymShape *s, int from, int to)
         } else if (s->d[i].v == 0) {
             zero = TRUE;
         } else if (p > G_MAXINT64 / s->d[i].v) {
-            return sd_unknown();
+            return hg_dim_unknown();
         } else {
             p *= s->d[i].v;
         }
     }
     if (zero)
-        return sd_known(0);
+        return hg_dim_known(0);
     if (n_unknown == 0)
-        return sd_known(p);
+        return hg_dim_known(p);
     if (n_unknown == 1 && p == 1)
         return s->d[unknown];
-    return sd_unknown();
+    return hg_dim_unknown();
 }
 
 /* ---------------------------------------------------------------- inputs of either context */
@@ -197,19 +183,6 @@ fail(const Args *a, int code, const char *fmt, ...)
 #define INVALID(a, ...) fail((a), HG_ERROR_INVALID, __VA_ARGS__)
 #define UNSUPPORTED(a, ...) fail((a), HG_ERROR_UNSUPPORTED, __VA_ARGS__)
 
-/* Evaluation reads its first n inputs directly: a node that lacks one is a bad model. */
-static gboolean
-need_inputs(const HgEvalCtx *ctx, guint n)
-{
-    for (guint i = 0; i < n; i++) {
-        if (i >= ctx->n_inputs || !ctx->inputs[i]) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "needs %u inputs, input %u is missing", n, i);
-            return FALSE;
-        }
-    }
-    return TRUE;
-}
-
 typedef enum { P_ABSENT, P_UNKNOWN, P_KNOWN } PState;
 
 /* An int list given by input `index` (newer opsets) or attribute `attr` (older ones). The input wins
@@ -264,12 +237,7 @@ norm_axes(const Args *a, gint64 *axes, guint n, guint rank)
 static void
 set_out(HgValueShape *o, int dtype, const SymShape *s)
 {
-    if (!o)
-        return;
-    o->dtype = dtype;
-    o->rank = s->rank;
-    for (int i = 0; i < s->rank; i++)
-        o->dims[i] = s->d[i];
+    hg_vshape_set(o, dtype, s->rank, s->d);
 }
 
 /* ---------------------------------------------------------------- raw elements */
@@ -323,23 +291,6 @@ out_drop(HgArray *o)
 {
     hg_array_unref(out_done(o));
 }
-
-/* The element type of complex128. */
-typedef struct {
-    guint64 lo, hi;
-} Elem16;
-
-/* Expand macro M(T) with T an element type of es bytes: one kernel body, typed loads and stores. */
-#define DISPATCH_ES(es, M)                                                                         \
-    do {                                                                                           \
-        switch (es) {                                                                              \
-        case 1: M(guint8); break;                                                                  \
-        case 2: M(guint16); break;                                                                 \
-        case 4: M(guint32); break;                                                                 \
-        case 8: M(guint64); break;                                                                 \
-        default: M(Elem16); break;                                                                 \
-        }                                                                                          \
-    } while (0)
 
 /* A strided box copy: dst[i] = src[i] over dims, with per-dim strides in elements for each side (0
  * broadcasts, negative walks backwards). Transpose, Slice, Expand, Tile and DepthToSpace are boxes. */
@@ -442,7 +393,7 @@ box_transpose(void *dst, const void *src, const Box *b, guint j, gsize es)
     gint64 nb = b->dims[r - 1], ssb = b->ss[r - 1];
     gint64 doff = 0, soff = 0;
     for (gint64 o = 0; o < outer; o++) {
-        DISPATCH_ES(es, TILE_COPY);
+        HG_WIDTH_SWITCH(es, TILE_COPY);
         odometer_step(no, od, ods, oss, idx, &doff, &soff);
     }
 }
@@ -473,7 +424,7 @@ box_copy(void *dst, const void *src, const Box *box, gsize es)
     for (guint i = 0; i + 1 < r; i++)
         outer *= b.dims[i];
     for (gint64 o = 0; o < outer; o++) {
-        DISPATCH_ES(es, ROW_COPY);
+        HG_WIDTH_SWITCH(es, ROW_COPY);
         odometer_step(r - 1, b.dims, b.ds, b.ss, idx, &doff, &soff);
     }
 }
@@ -530,7 +481,7 @@ table_gather(void *dst, const void *src, guint rank, const gint64 *out_dims, con
         if (!valid)
             base = 0;
         gboolean same = row > 0 && valid == prev_valid && base == prev_base;
-        DISPATCH_ES(es, GATHER_ROW);
+        HG_WIDTH_SWITCH(es, GATHER_ROW);
         prev_base = base;
         prev_valid = valid;
         for (guint k = rank - 1; k-- > 0;) {
@@ -613,7 +564,7 @@ hg_infer_Shape(HgShapeCtx *ctx)
     gint64 s, e, vals[HG_MAX_RANK];
     shape_range(ctx->node, x.rank, &s, &e);
     y.rank = 1;
-    y.d[0] = sd_known(e - s);
+    y.d[0] = hg_dim_known(e - s);
     set_out(o, HG_DTYPE_INT64, &y);
     for (gint64 i = s; i < e; i++) {
         if (x.d[i].v < 0)
@@ -628,7 +579,7 @@ hg_infer_Shape(HgShapeCtx *ctx)
 gboolean
 hg_eval_Shape(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     gint64 s, e;
@@ -648,7 +599,7 @@ hg_infer_Size(HgShapeCtx *ctx)
     if (!o)
         return TRUE;
     set_out(o, HG_DTYPE_INT64, &y);
-    HgSymDim n = x.rank >= 0 ? sym_prod(&x, 0, x.rank) : sd_unknown();
+    HgSymDim n = x.rank >= 0 ? sym_prod(&x, 0, x.rank) : hg_dim_unknown();
     if (n.v >= 0)
         o->value = i64_array(0, NULL, &n.v);
     return TRUE;
@@ -657,7 +608,7 @@ hg_infer_Size(HgShapeCtx *ctx)
 gboolean
 hg_eval_Size(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     ctx->outputs[0] = i64_array(0, NULL, &ctx->inputs[0]->numel);
     return TRUE;
@@ -857,7 +808,7 @@ hg_infer_ConstantOfShape(HgShapeCtx *ctx)
 gboolean
 hg_eval_ConstantOfShape(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     g_autoptr(HgArray) v = cos_value(&a);
@@ -872,7 +823,7 @@ hg_eval_ConstantOfShape(HgEvalCtx *ctx)
     HgArray *out = out_new(&a, v->dtype, (guint)y.rank, dims);
     if (!out)
         return FALSE;
-    DISPATCH_ES(elem_size(v->dtype), FILL);
+    HG_WIDTH_SWITCH(elem_size(v->dtype), FILL);
     ctx->outputs[0] = out;
     return TRUE;
 }
@@ -918,7 +869,7 @@ hg_infer_Range(HgShapeCtx *ctx)
         gint64 n;
         if (!range_count(&a, s, l, d, &n))
             return FALSE;
-        y.d[0] = sd_known(n);
+        y.d[0] = hg_dim_known(n);
     }
     set_out(hg_shape_output(ctx, 0), arg_dtype(&a, 0), &y);
     return hg_fold(ctx, hg_eval_Range, HG_FOLD_STRICT);
@@ -927,7 +878,7 @@ hg_infer_Range(HgShapeCtx *ctx)
 gboolean
 hg_eval_Range(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *s = ctx->inputs[0], *l = ctx->inputs[1], *d = ctx->inputs[2];
@@ -1054,7 +1005,7 @@ reshape_plan(const Args *a, const SymShape *x, SymShape *y)
                 INVALID(a, "shape[%u] is 0 (copy) but the input has rank %d", i, x->rank);
                 return PLAN_ERR;
             }
-            y->d[i] = x->rank >= 0 ? x->d[i] : sd_unknown();
+            y->d[i] = x->rank >= 0 ? x->d[i] : hg_dim_unknown();
             copied[i] = TRUE;
         } else if (v == -1) {
             if (neg >= 0) {
@@ -1062,13 +1013,13 @@ reshape_plan(const Args *a, const SymShape *x, SymShape *y)
                 return PLAN_ERR;
             }
             neg = (int)i;
-            y->d[i] = sd_unknown();
+            y->d[i] = hg_dim_unknown();
         } else if (v < 0) {
             INVALID(a, "shape[%u] is %" G_GINT64_FORMAT, i, v);
             return PLAN_ERR;
         } else {
             has_zero |= v == 0;
-            y->d[i] = sd_known(v);
+            y->d[i] = hg_dim_known(v);
         }
     }
     if (allowzero && has_zero && neg >= 0) {
@@ -1099,13 +1050,13 @@ reshape_plan(const Args *a, const SymShape *x, SymShape *y)
                     INVALID(a, "cannot infer -1 of a reshape to zero elements");
                     return PLAN_ERR;
                 }
-                y->d[neg] = sd_known(0);
+                y->d[neg] = hg_dim_known(0);
             } else if (pin % pout) {
                 INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into a multiple of %" G_GINT64_FORMAT,
                         pin, pout);
                 return PLAN_ERR;
             } else {
-                y->d[neg] = sd_known(pin / pout);
+                y->d[neg] = hg_dim_known(pin / pout);
             }
         } else if (pin != pout) {
             INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT, pin, pout);
@@ -1130,7 +1081,7 @@ hg_infer_Reshape(HgShapeCtx *ctx)
 gboolean
 hg_eval_Reshape(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     SymShape x, y;
@@ -1172,7 +1123,7 @@ hg_infer_Flatten(HgShapeCtx *ctx)
 gboolean
 hg_eval_Flatten(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     SymShape x, y;
@@ -1240,7 +1191,7 @@ hg_infer_Squeeze(HgShapeCtx *ctx)
 gboolean
 hg_eval_Squeeze(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     SymShape x, y;
@@ -1281,7 +1232,7 @@ unsqueeze_plan(const Args *a, const SymShape *x, SymShape *y)
         one[axes[i]] = TRUE;
     y->rank = (int)r;
     for (guint i = 0, k = 0; i < r; i++)
-        y->d[i] = one[i] ? sd_known(1) : x->d[k++];
+        y->d[i] = one[i] ? hg_dim_known(1) : x->d[k++];
     return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
 
@@ -1300,7 +1251,7 @@ hg_infer_Unsqueeze(HgShapeCtx *ctx)
 gboolean
 hg_eval_Unsqueeze(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     SymShape x, y;
@@ -1350,7 +1301,7 @@ hg_infer_Transpose(HgShapeCtx *ctx)
 gboolean
 hg_eval_Transpose(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -1400,7 +1351,7 @@ hg_infer_Concat(HgShapeCtx *ctx)
             return INVALID(&a, "inputs have ranks %d and %d", y.rank, x.rank);
         for (int k = 0; k < x.rank; k++) {
             if (k == axis) {
-                y.d[k] = y.d[k].v >= 0 && x.d[k].v >= 0 ? sd_known(y.d[k].v + x.d[k].v) : sd_unknown();
+                y.d[k] = y.d[k].v >= 0 && x.d[k].v >= 0 ? hg_dim_known(y.d[k].v + x.d[k].v) : hg_dim_unknown();
             } else if (y.d[k].v < 0 && x.d[k].v >= 0) {
                 y.d[k] = x.d[k];
             } else if (y.d[k].v >= 0 && x.d[k].v >= 0 && y.d[k].v != x.d[k].v) {
@@ -1414,7 +1365,7 @@ hg_infer_Concat(HgShapeCtx *ctx)
         SymShape x;
         arg_shape(&a, i, &x);
         if (x.rank < 0)
-            y.d[axis] = sd_unknown();
+            y.d[axis] = hg_dim_unknown();
     }
     set_out(hg_shape_output(ctx, 0), dtype, &y);
     return hg_fold(ctx, hg_eval_Concat, HG_FOLD_STRICT);
@@ -1423,7 +1374,7 @@ hg_infer_Concat(HgShapeCtx *ctx)
 gboolean
 hg_eval_Concat(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x0 = ctx->inputs[0];
@@ -1530,7 +1481,7 @@ hg_infer_Split(HgShapeCtx *ctx)
     for (guint k = 0; k < ctx->n_outputs; k++) {
         SymShape y = x;
         if (x.rank >= 0)
-            y.d[axis] = st == PLAN_OK ? sd_known(sizes[k]) : sd_unknown();
+            y.d[axis] = st == PLAN_OK ? hg_dim_known(sizes[k]) : hg_dim_unknown();
         set_out(hg_shape_output(ctx, k), arg_dtype(&a, 0), &y);
     }
     return hg_fold(ctx, hg_eval_Split, HG_FOLD_STRICT);
@@ -1539,7 +1490,7 @@ hg_infer_Split(HgShapeCtx *ctx)
 gboolean
 hg_eval_Split(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -1611,7 +1562,7 @@ slice_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *start, gint64 
             if (ax < 0)
                 ax += x->rank;
             if (ax >= 0 && ax < x->rank)
-                y->d[ax] = sd_unknown();
+                y->d[ax] = hg_dim_unknown();
         }
         return PLAN_UNKNOWN;
     }
@@ -1639,7 +1590,7 @@ slice_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *start, gint64 
             /* x[0:INT_MAX] and x[::-1] keep the (unknown) dim */
             gboolean whole = (st == 1 && s == 0 && e >= G_MAXINT32) ||
                              (st == -1 && s == -1 && e <= G_MININT32);
-            y->d[ax] = whole ? x->d[ax] : sd_unknown();
+            y->d[ax] = whole ? x->d[ax] : hg_dim_unknown();
             known = FALSE;
             continue;
         }
@@ -1659,7 +1610,7 @@ slice_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *start, gint64 
             count = s > e ? (s - e - 1) / back + 1 : 0;
         }
         start[ax] = count ? s : 0;
-        y->d[ax] = sd_known(count);
+        y->d[ax] = hg_dim_known(count);
     }
     return known && sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
@@ -1680,7 +1631,7 @@ hg_infer_Slice(HgShapeCtx *ctx)
 gboolean
 hg_eval_Slice(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -1732,7 +1683,7 @@ expand_plan(const Args *a, const SymShape *x, SymShape *y)
     }
     y->rank = (int)r;
     for (guint i = 0; i < r; i++) {
-        HgSymDim xa = i < r - (guint)x->rank ? sd_known(1) : x->d[i - (r - (guint)x->rank)];
+        HgSymDim xa = i < r - (guint)x->rank ? hg_dim_known(1) : x->d[i - (r - (guint)x->rank)];
         gint64 b = i < r - n ? 1 : shape[i - (r - n)];
         if (b < 0) {
             INVALID(a, "shape has %" G_GINT64_FORMAT, b);
@@ -1741,7 +1692,7 @@ expand_plan(const Args *a, const SymShape *x, SymShape *y)
         if (b == 1)
             y->d[i] = xa;
         else if (xa.v < 0 || xa.v == 1 || xa.v == b)
-            y->d[i] = sd_known(b);
+            y->d[i] = hg_dim_known(b);
         else {
             INVALID(a, "dim %" G_GINT64_FORMAT " does not broadcast to %" G_GINT64_FORMAT, xa.v, b);
             return PLAN_ERR;
@@ -1765,7 +1716,7 @@ hg_infer_Expand(HgShapeCtx *ctx)
 gboolean
 hg_eval_Expand(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -1820,14 +1771,14 @@ tile_plan(const Args *a, const SymShape *x, SymShape *y, gint64 *reps)
         if (r[i] == 1)
             continue;
         if (r[i] == 0 || d == 0)
-            y->d[i] = sd_known(0);
+            y->d[i] = hg_dim_known(0);
         else if (d < 0)
-            y->d[i] = sd_unknown();
+            y->d[i] = hg_dim_unknown();
         else if (d > G_MAXINT64 / r[i]) {
             INVALID(a, "tiled dim overflows");
             return PLAN_ERR;
         } else
-            y->d[i] = sd_known(d * r[i]);
+            y->d[i] = hg_dim_known(d * r[i]);
     }
     return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
@@ -1848,7 +1799,7 @@ hg_infer_Tile(HgShapeCtx *ctx)
 gboolean
 hg_eval_Tile(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -1944,7 +1895,7 @@ pad_plan(const Args *a, const SymShape *x, SymShape *y, PadPlan *p)
         if (b == 0 && e == 0)
             continue;
         if (d < 0) {
-            y->d[i] = sd_unknown();
+            y->d[i] = hg_dim_unknown();
             continue;
         }
         if (ABS(b) > G_MAXINT32 * (gint64)64 || ABS(e) > G_MAXINT32 * (gint64)64 || d + b + e < 0) {
@@ -1956,7 +1907,7 @@ pad_plan(const Args *a, const SymShape *x, SymShape *y, PadPlan *p)
             INVALID(a, "cannot %s-pad an empty axis", mode);
             return PLAN_ERR;
         }
-        y->d[i] = sd_known(d + b + e);
+        y->d[i] = hg_dim_known(d + b + e);
     }
     return sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
@@ -2004,7 +1955,7 @@ pad_source(int mode, gint64 o, gint64 begin, gint64 n)
 gboolean
 hg_eval_Pad(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -2054,15 +2005,15 @@ d2s_plan(const Args *a, gboolean to_space, const SymShape *x, SymShape *y, gint6
     if (to_space) {
         if (c >= 0 && c % (b * b))
             return INVALID(a, "channels %" G_GINT64_FORMAT " are not a multiple of blocksize^2", c);
-        y->d[1] = c >= 0 ? sd_known(c / (b * b)) : sd_unknown();
-        y->d[2] = h >= 0 ? sd_known(h * b) : sd_unknown();
-        y->d[3] = w >= 0 ? sd_known(w * b) : sd_unknown();
+        y->d[1] = c >= 0 ? hg_dim_known(c / (b * b)) : hg_dim_unknown();
+        y->d[2] = h >= 0 ? hg_dim_known(h * b) : hg_dim_unknown();
+        y->d[3] = w >= 0 ? hg_dim_known(w * b) : hg_dim_unknown();
     } else {
         if ((h >= 0 && h % b) || (w >= 0 && w % b))
             return INVALID(a, "height and width must be multiples of blocksize");
-        y->d[1] = c >= 0 ? sd_known(c * b * b) : sd_unknown();
-        y->d[2] = h >= 0 ? sd_known(h / b) : sd_unknown();
-        y->d[3] = w >= 0 ? sd_known(w / b) : sd_unknown();
+        y->d[1] = c >= 0 ? hg_dim_known(c * b * b) : hg_dim_unknown();
+        y->d[2] = h >= 0 ? hg_dim_known(h / b) : hg_dim_unknown();
+        y->d[3] = w >= 0 ? hg_dim_known(w / b) : hg_dim_unknown();
     }
     return TRUE;
 }
@@ -2070,7 +2021,7 @@ d2s_plan(const Args *a, gboolean to_space, const SymShape *x, SymShape *y, gint6
 static gboolean
 d2s_eval(HgEvalCtx *ctx, gboolean to_space)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -2175,7 +2126,7 @@ hg_infer_Trilu(HgShapeCtx *ctx)
 gboolean
 hg_eval_Trilu(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -2287,7 +2238,7 @@ hg_infer_Gather(HgShapeCtx *ctx)
 gboolean
 hg_eval_Gather(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
@@ -2318,7 +2269,7 @@ hg_eval_Gather(HgEvalCtx *ctx)
         return FALSE;
     gint64 outer = hg_numel((guint)axis, x->dims), inner = hg_numel(x->rank - (guint)axis - 1, x->dims + axis + 1);
     if (out->numel)
-        DISPATCH_ES(elem_size(x->dtype), GATHER_COPY);
+        HG_WIDTH_SWITCH(elem_size(x->dtype), GATHER_COPY);
     ctx->outputs[0] = out_done(out);
     return TRUE;
 }
@@ -2392,7 +2343,7 @@ hg_infer_GatherElements(HgShapeCtx *ctx)
 gboolean
 hg_eval_GatherElements(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
@@ -2405,7 +2356,7 @@ hg_eval_GatherElements(HgEvalCtx *ctx)
     HgArray *out = out_new(&a, x->dtype, ind->rank, ind->dims);
     if (!out)
         return FALSE;
-    DISPATCH_ES(elem_size(x->dtype), TAKE);
+    HG_WIDTH_SWITCH(elem_size(x->dtype), TAKE);
     ctx->outputs[0] = out_done(out);
     return TRUE;
 }
@@ -2489,7 +2440,7 @@ nd_offsets(const Args *a, const gint64 *idx, gint64 n_batches, gint64 per_batch,
 gboolean
 hg_eval_GatherND(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1];
@@ -2575,36 +2526,28 @@ scatter_apply(const Args *a, HgArray *out, const HgArray *upd, const gint64 *off
               int red)
 {
     if (red == RED_NONE) {
-        DISPATCH_ES(elem_size(out->dtype), SCATTER_RAW);
+        HG_WIDTH_SWITCH(elem_size(out->dtype), SCATTER_RAW);
         return TRUE;
     }
-    gboolean oo, uo;
-    switch (hg_dtype_compute(out->dtype)) {
-    case HG_COMPUTE_F32: {
-        float *o = hg_array_load_f32(out, &oo);
-        float *u = hg_array_load_f32(upd, &uo);
+    /* uint64 computes as int64, as the other integers do */
+    HgKind k = hg_kind_of(out->dtype);
+    if (k == HG_KIND_COUNT)
+        return UNSUPPORTED(a, "reduction on %s", hg_dtype_name(out->dtype));
+    if (k == HG_KIND_U64)
+        k = HG_KIND_I64;
+    HgKBuf ob = hg_kbuf_load(out, k);
+    g_auto(HgKBuf) ub = hg_kbuf_load(upd, k);
+    if (k == HG_KIND_F32) {
+        float *o = ob.p;
+        const float *u = ub.p;
         SCATTER_FLOAT(float);
-        hg_array_store_f32(out, o);
-        if (oo)
-            g_free(o);
-        if (uo)
-            g_free(u);
-        return TRUE;
-    }
-    case HG_COMPUTE_F64: {
-        double *o = hg_array_load_f64(out, &oo);
-        double *u = hg_array_load_f64(upd, &uo);
+    } else if (k == HG_KIND_F64) {
+        double *o = ob.p;
+        const double *u = ub.p;
         SCATTER_FLOAT(double);
-        hg_array_store_f64(out, o);
-        if (oo)
-            g_free(o);
-        if (uo)
-            g_free(u);
-        return TRUE;
-    }
-    case HG_COMPUTE_I64: {
-        gint64 *o = hg_array_load_i64(out, &oo);
-        gint64 *u = hg_array_load_i64(upd, &uo);
+    } else {
+        gint64 *o = ob.p;
+        const gint64 *u = ub.p;
         /* through unsigned: wraps like the narrow types instead of overflowing */
         switch (red) {
         case RED_ADD: SCATTER_LOOP(gint64, *p_ = (gint64)((guint64)*p_ + (guint64)v_)); break;
@@ -2612,16 +2555,9 @@ scatter_apply(const Args *a, HgArray *out, const HgArray *upd, const gint64 *off
         case RED_MAX: SCATTER_LOOP(gint64, *p_ = MAX(*p_, v_)); break;
         default: SCATTER_LOOP(gint64, *p_ = MIN(*p_, v_)); break;
         }
-        hg_array_store_i64(out, o);
-        if (oo)
-            g_free(o);
-        if (uo)
-            g_free(u);
-        return TRUE;
     }
-    default:
-        return UNSUPPORTED(a, "reduction on %s", hg_dtype_name(out->dtype));
-    }
+    hg_kbuf_store(out, &ob, k);
+    return TRUE;
 }
 
 /* The output starts as a copy of the data. */
@@ -2657,7 +2593,7 @@ hg_infer_ScatterElements(HgShapeCtx *ctx)
 gboolean
 hg_eval_ScatterElements(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1], *upd = ctx->inputs[2];
@@ -2690,7 +2626,7 @@ hg_infer_ScatterND(HgShapeCtx *ctx)
 gboolean
 hg_eval_ScatterND(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *ind = ctx->inputs[1], *upd = ctx->inputs[2];
@@ -2873,7 +2809,7 @@ resize_plan(const Args *a, gboolean upsample, const SymShape *x, SymShape *y, Re
             sym_from_dims(y, nz, sizes);
             for (guint i = 0; i < nz; i++)
                 if (sizes[i] < 0)
-                    y->d[i] = sd_unknown();
+                    y->d[i] = hg_dim_unknown();
         }
         return PLAN_UNKNOWN;
     }
@@ -2913,13 +2849,13 @@ resize_plan(const Args *a, gboolean upsample, const SymShape *x, SymShape *y, Re
         for (guint j = 0; j < na; j++) {
             gint64 ax = axes[j], in = x->d[ax].v;
             if (pol == 0) {
-                y->d[ax] = sd_known(sizes[j]);
+                y->d[ax] = hg_dim_known(sizes[j]);
                 p->scale[ax] = in > 0 ? (double)sizes[j] / (double)in : 1;
             } else if (keep >= 0 && in >= 0) {
-                y->d[ax] = sd_known((gint64)floor(keep * (double)in + 0.5));
+                y->d[ax] = hg_dim_known((gint64)floor(keep * (double)in + 0.5));
                 p->scale[ax] = keep;
             } else {
-                y->d[ax] = sd_unknown();
+                y->d[ax] = hg_dim_unknown();
             }
         }
     } else if (pscales == P_KNOWN) {
@@ -2936,13 +2872,13 @@ resize_plan(const Args *a, gboolean upsample, const SymShape *x, SymShape *y, Re
             }
             p->scale[ax] = scales[j];
             if (in >= 0)
-                y->d[ax] = sd_known((gint64)o);
+                y->d[ax] = hg_dim_known((gint64)o);
             else if (scales[j] != 1)
-                y->d[ax] = sd_unknown();
+                y->d[ax] = hg_dim_unknown();
         }
     } else if (pscales == P_UNKNOWN || psizes == P_UNKNOWN) {
         for (guint j = 0; j < na; j++)
-            y->d[axes[j]] = sd_unknown();
+            y->d[axes[j]] = hg_dim_unknown();
         return PLAN_UNKNOWN;
     } else {
         INVALID(a, "needs scales or sizes");
@@ -3262,7 +3198,7 @@ done:
 static gboolean
 resize_eval(HgEvalCtx *ctx, gboolean upsample)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0];
@@ -3273,8 +3209,8 @@ resize_eval(HgEvalCtx *ctx, gboolean upsample)
     if (!plan_done(&a, resize_plan(&a, upsample, &xs, &y, &p)))
         return FALSE;
     sym_dims(&y, dims);
-    HgCompute ct = hg_dtype_compute(x->dtype);
-    if (p.mode != RS_NEAREST && (ct == HG_COMPUTE_NONE || x->dtype == HG_DTYPE_BOOL))
+    HgKind ct = hg_kind_of(x->dtype);
+    if (p.mode != RS_NEAREST && (ct == HG_KIND_COUNT || x->dtype == HG_DTYPE_BOOL))
         return UNSUPPORTED(&a, "%s interpolation of %s", p.mode == RS_LINEAR ? "linear" : "cubic",
                            hg_dtype_name(x->dtype));
     HgArray *out = out_new(&a, x->dtype, x->rank, dims);
@@ -3299,7 +3235,7 @@ resize_eval(HgEvalCtx *ctx, gboolean upsample)
         ctx->outputs[0] = out_done(out);
         return TRUE;
     }
-    gboolean f64 = ct == HG_COMPUTE_F64, owned;
+    gboolean f64 = ct == HG_KIND_F64, owned;
     gboolean direct = x->dtype == (f64 ? HG_DTYPE_DOUBLE : HG_DTYPE_FLOAT);
     void *in = f64 ? (void *)hg_array_load_f64(x, &owned) : (void *)hg_array_load_f32(x, &owned);
     void *buf = resize_interpolate(&a, &p, in, direct ? out->data : NULL, f64, x->rank, x->dims, dims);
@@ -3315,7 +3251,7 @@ resize_eval(HgEvalCtx *ctx, gboolean upsample)
         hg_array_store_f64(out, buf);
     } else {
         float *v = buf;
-        if (ct == HG_COMPUTE_I64) /* integer images round to nearest, not toward zero */
+        if (ct == HG_KIND_I64 || ct == HG_KIND_U64) /* integer images round to nearest, not toward zero */
             for (gint64 i = 0; i < out->numel; i++)
                 v[i] = rintf(v[i]);
         hg_array_store_f32(out, v);
@@ -3440,7 +3376,7 @@ gs_shape(const Args *a, const SymShape *x, const SymShape *g, SymShape *y)
         return INVALID(a, "X has batch %" G_GINT64_FORMAT " and grid %" G_GINT64_FORMAT, x->d[0].v, g->d[0].v);
     sym_unknown_dims(y, rank);
     /* the batch: a known size from either, else a named one */
-    HgSymDim nx = x->rank >= 0 ? x->d[0] : sd_unknown(), ng = g->rank >= 0 ? g->d[0] : sd_unknown();
+    HgSymDim nx = x->rank >= 0 ? x->d[0] : hg_dim_unknown(), ng = g->rank >= 0 ? g->d[0] : hg_dim_unknown();
     y->d[0] = nx.v >= 0 ? nx : ng.v >= 0 ? ng : nx.sym ? nx : ng;
     if (x->rank >= 0)
         y->d[1] = x->d[1];
@@ -3556,7 +3492,7 @@ hg_infer_GridSample(HgShapeCtx *ctx)
 gboolean
 hg_eval_GridSample(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     Args a = args_eval(ctx);
     const HgArray *x = ctx->inputs[0], *grid = ctx->inputs[1];
@@ -3566,8 +3502,8 @@ hg_eval_GridSample(HgEvalCtx *ctx)
     arg_shape(&a, 1, &gs);
     if (!gs_plan(&a, &p) || !gs_shape(&a, &xs, &gs, &ys))
         return FALSE;
-    HgCompute ct = hg_dtype_compute(x->dtype), cg = hg_dtype_compute(grid->dtype);
-    if ((ct != HG_COMPUTE_F32 && ct != HG_COMPUTE_F64) || (cg != HG_COMPUTE_F32 && cg != HG_COMPUTE_F64))
+    HgKind ct = hg_kind_of(x->dtype), cg = hg_kind_of(grid->dtype);
+    if ((ct != HG_KIND_F32 && ct != HG_KIND_F64) || (cg != HG_KIND_F32 && cg != HG_KIND_F64))
         return UNSUPPORTED(&a, "X of type %s with a grid of type %s", hg_dtype_name(x->dtype),
                            hg_dtype_name(grid->dtype));
     guint rank = x->rank, r = rank - 2;
