@@ -102,7 +102,7 @@ typedef struct {
  * that a real input inside the input ranges can cross is a bug (tests/ranges_sound.c checks the
  * rules against the interpreter). Leaving an output untouched is always sound. The driver widens
  * every finite bound outward by a relative 2^-20 afterwards, for FP32 rounding inside kernels. Each
- * op's rule is hg_range_<Op> in its family file. */
+ * op's rule is hg_range_<Op> in its family file (the elementwise family's in elementwise_range.c). */
 typedef void (*HgRangeFunc)(HgRangeCtx *ctx);
 
 /* Range helpers for rules. */
