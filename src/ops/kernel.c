@@ -208,6 +208,14 @@ hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
         o->dims[i] = dims[i];
 }
 
+/* ---------------------------------------------------------------- interval rules' helpers */
+
+const HgRange *
+hg_range_input(const HgRangeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
 /* ---------------------------------------------------------------- constant folding */
 
 gboolean

@@ -118,6 +118,11 @@ HgSymDim hg_dim_unknown(void);
 /* o (when not NULL) takes dtype, rank and dims. */
 void hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims);
 
+/* ---------------------------------------------------------------- interval rules' helpers */
+
+/* Input i's range, or NULL when the input is omitted (or i is past the node's inputs). */
+const HgRange *hg_range_input(const HgRangeCtx *ctx, guint i);
+
 /* ---------------------------------------------------------------- constant folding */
 
 /* Outputs of at most this many elements are folded during shape inference. */
