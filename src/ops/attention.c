@@ -26,21 +26,8 @@ typedef struct {
 } AttnJob;
 
 /* The typed kernels: kernel.h's templates, one instance per kind. */
-#define HG_T float
-#define HG_SFX(name) name##_f32
-#define HG_T_FLOAT 1
-#include "ops/attention.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
-
-#define HG_T double
-#define HG_SFX(name) name##_f64
-#define HG_T_FLOAT 1
-#include "ops/attention.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
+#define HG_TEMPLATE "ops/attention.inc"
+#include "ops/instances_float.inc"
 
 
 /* ================================================================ RotaryEmbedding

@@ -55,21 +55,8 @@ round_up(gint64 a, gint64 b)
 }
 
 /* The typed kernels: kernel.h's templates, one instance per kind. */
-#define HG_T float
-#define HG_SFX(name) name##_f32
-#define HG_T_FLOAT 1
-#include "ops/conv.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
-
-#define HG_T double
-#define HG_SFX(name) name##_f64
-#define HG_T_FLOAT 1
-#include "ops/conv.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
+#define HG_TEMPLATE "ops/conv.inc"
+#include "ops/instances_float.inc"
 
 /* ================================================================ Conv, ConvTranspose: shapes */
 
@@ -143,25 +130,13 @@ hg_infer_ConvTranspose(HgShapeCtx *ctx)
     int dtype = x ? x->dtype : HG_DTYPE_UNDEFINED;
     if (y)
         y->dtype = dtype;
-    if (!x || x->rank < 0)
-        return TRUE;
-    if (x->rank < 3) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
-                    x->rank);
-        return FALSE;
-    }
-    guint nsp = (guint)x->rank - 2;
     HgWinAttrs a;
     gint64 kernel[HG_MAX_RANK], out_pad[HG_MAX_RANK], want[HG_MAX_RANK];
-    if (!hg_win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error) ||
-        !convt_attrs(ctx->node, nsp, out_pad, want, ctx->error))
-        return FALSE;
-    if (w && w->rank >= 0 && w->rank != x->rank) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has rank %d, X has rank %d", w->rank,
-                    x->rank);
-        return FALSE;
-    }
-    if (!hg_conv_kernel(ctx->node, &a, w, kernel, ctx->error))
+    int st = hg_infer_window_start(ctx, x, w, FALSE, &a, kernel);
+    if (st <= 0)
+        return st == 0;
+    guint nsp = (guint)x->rank - 2;
+    if (!convt_attrs(ctx->node, nsp, out_pad, want, ctx->error))
         return FALSE;
     gboolean wk = w && w->rank >= 0;
     if (wk && w->dims[0].v >= 0 && x->dims[1].v >= 0 && x->dims[1].v != w->dims[0].v) {

@@ -7,9 +7,11 @@
  * array's own data when it is stored in that kind, else a converted copy); results go out through
  * hg_kbuf_out and hg_kbuf_store, rounded once into the output's element type.
  *
- * A kernel written once for every kind is a template: a .inc file that its family's .c includes once
- * per kind with HG_T defined as the element type and HG_SFX(name) as the instance's name (name_f32,
- * name_f64, name_i64); HG_KIND_CALL(kind, name, ...) calls the instance of a kind. The integer
+ * A kernel written once for every kind is a template: a .inc file written in terms of HG_T (the element
+ * type), HG_SFX(name) (the instance's name: name_f32, name_f64, name_i64) and HG_T_FLOAT (1 for the
+ * float kinds). Its family's .c defines HG_TEMPLATE as the file's name and includes
+ * ops/instances_float.inc (the float kinds) or ops/instances_all.inc (every kind), which include the
+ * template once per kind; HG_KIND_CALL(kind, name, ...) calls the instance of a kind. The integer
  * instance serves both integer kinds: its arithmetic is unsigned (HG_T guint64), which wraps without
  * undefined behaviour and gives the bits of the two's complement result. Where unsigned 64-bit
  * differs (comparisons, division, min/max), the elementwise family gives U64 a row of its own, in

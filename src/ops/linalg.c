@@ -389,6 +389,35 @@ hg_conv_kernel(const HgNode *node, const HgWinAttrs *a, const HgValueShape *w, g
     return TRUE;
 }
 
+int
+hg_infer_window_start(HgShapeCtx *ctx, const HgValueShape *x, const HgValueShape *w, gboolean is_pool,
+                      HgWinAttrs *a, gint64 *kernel)
+{
+    if (!x || x->rank < 0)
+        return 0;
+    if (x->rank < 3) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
+                    x->rank);
+        return -1;
+    }
+    if (!hg_win_attrs_parse(ctx->node, ctx->opset, (guint)x->rank - 2, a, ctx->error))
+        return -1;
+    if (is_pool) {
+        if (!a->has_kernel) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "kernel_shape is required");
+            return -1;
+        }
+        memcpy(kernel, a->kernel, sizeof(gint64) * HG_MAX_RANK);
+        return 1;
+    }
+    if (w && w->rank >= 0 && w->rank != x->rank) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has rank %d, X has rank %d", w->rank,
+                    x->rank);
+        return -1;
+    }
+    return hg_conv_kernel(ctx->node, a, w, kernel, ctx->error) ? 1 : -1;
+}
+
 /* Shape rule of Conv and the pools: [N, C_out, spatial...]. */
 gboolean
 hg_infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eval)
@@ -409,35 +438,17 @@ hg_infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc 
         dims[1] = w->dims[0];
         hg_vshape_set(y, dtype, w->rank, dims);
     }
-    if (!x || x->rank < 0)
-        return TRUE;
-    if (x->rank < 3) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X has rank %d, expected 3 or more",
-                    x->rank);
-        return FALSE;
-    }
-    guint nsp = (guint)x->rank - 2;
     HgWinAttrs a;
-    if (!hg_win_attrs_parse(ctx->node, ctx->opset, nsp, &a, ctx->error))
-        return FALSE;
     gint64 kernel[HG_MAX_RANK];
+    int st = hg_infer_window_start(ctx, x, w, is_pool, &a, kernel);
+    if (st <= 0)
+        return st == 0;
+    guint nsp = (guint)x->rank - 2;
     HgSymDim dims[HG_MAX_RANK];
     dims[0] = x->dims[0];
     if (is_pool) {
-        if (!a.has_kernel) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "kernel_shape is required");
-            return FALSE;
-        }
-        memcpy(kernel, a.kernel, sizeof(kernel));
         dims[1] = x->dims[1];
     } else {
-        if (w && w->rank >= 0 && w->rank != x->rank) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "W has rank %d, X has rank %d",
-                        w->rank, x->rank);
-            return FALSE;
-        }
-        if (!hg_conv_kernel(ctx->node, &a, w, kernel, ctx->error))
-            return FALSE;
         gboolean wk = w && w->rank >= 0;
         dims[1] = wk ? w->dims[0] : hg_dim_unknown();
         if (wk && w->dims[1].v >= 0 && x->dims[1].v >= 0 && x->dims[1].v != w->dims[1].v * a.group) {

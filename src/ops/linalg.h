@@ -104,6 +104,11 @@ void hg_win_fill_axis(HgWin *w, guint nsp, guint i, gint64 img, gint64 grid, gin
  * spatial dims; -1 where unknown. */
 gboolean hg_conv_kernel(const HgNode *node, const HgWinAttrs *a, const HgValueShape *w, gint64 *kernel,
                         GError **error);
+/* What the shape rules of Conv, ConvTranspose and the pools check first: X of rank 3 or more, the
+ * window attributes (*a), the kernel dims (a pool's kernel_shape; for a convolution, W's rank and
+ * hg_conv_kernel). 1 to go on, 0 when X's rank is unknown (nothing more to infer), -1 with an error. */
+int hg_infer_window_start(HgShapeCtx *ctx, const HgValueShape *x, const HgValueShape *w, gboolean is_pool,
+                          HgWinAttrs *a, gint64 *kernel);
 /* Shape rule of Conv and the pools: [N, C_out, spatial...]; folds with eval. */
 gboolean hg_infer_window(HgShapeCtx *ctx, gboolean is_pool, gboolean ceil_ok, HgEvalFunc eval);
 

@@ -40,29 +40,8 @@ typedef struct {
 } EinPlan;
 
 /* The typed kernels: kernel.h's templates, one instance per kind. */
-#define HG_T float
-#define HG_SFX(name) name##_f32
-#define HG_T_FLOAT 1
-#include "ops/matmul.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
-
-#define HG_T double
-#define HG_SFX(name) name##_f64
-#define HG_T_FLOAT 1
-#include "ops/matmul.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
-
-#define HG_T guint64
-#define HG_SFX(name) name##_i64
-#define HG_T_FLOAT 0
-#include "ops/matmul.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
+#define HG_TEMPLATE "ops/matmul.inc"
+#include "ops/instances_all.inc"
 
 
 /* ================================================================ MatMul */

@@ -63,17 +63,9 @@ arg_infer(HgShapeCtx *ctx, HgEvalFunc eval)
     if (!hg_norm_axis(hg_node_attr_int(ctx->node, "axis", 0), (guint)x->rank, &axis, ctx->node, ctx->error))
         return FALSE;
     gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
-    int r = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (i != axis) {
-            y->dims[r++] = x->dims[i];
-        } else if (keep) {
-            y->dims[r].v = 1;
-            y->dims[r++].sym = NULL;
-        }
-    }
-    y->rank = r;
-    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
+    gboolean mask[HG_MAX_RANK] = {FALSE};
+    mask[axis] = TRUE;
+    hg_infer_reduced(ctx, x, y, mask, keep, eval);
     return TRUE;
 }
 
@@ -95,12 +87,9 @@ arg_eval(HgEvalCtx *ctx, gboolean is_max)
         return FALSE;
     }
     gint64 dims[HG_MAX_RANK];
-    guint r = 0;
-    for (guint i = 0; i < x->rank; i++)
-        if (i != axis)
-            dims[r++] = x->dims[i];
-        else if (keep)
-            dims[r++] = 1;
+    gboolean mask[HG_MAX_RANK] = {FALSE};
+    mask[axis] = TRUE;
+    guint r = hg_reduced_dims(x->rank, x->dims, mask, keep, dims);
     g_autoptr(HgArray) y = hg_array_new(HG_DTYPE_INT64, r, dims, ctx->error);
     if (!y)
         return FALSE;

@@ -8,21 +8,8 @@
 #include <string.h>
 
 /* The typed kernels: kernel.h's templates, one instance per kind. */
-#define HG_T float
-#define HG_SFX(name) name##_f32
-#define HG_T_FLOAT 1
-#include "ops/pool.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
-
-#define HG_T double
-#define HG_SFX(name) name##_f64
-#define HG_T_FLOAT 1
-#include "ops/pool.inc"
-#undef HG_T
-#undef HG_SFX
-#undef HG_T_FLOAT
+#define HG_TEMPLATE "ops/pool.inc"
+#include "ops/instances_float.inc"
 
 
 /* ================================================================ pools */

@@ -437,6 +437,35 @@ reduce_mask(const HgNode *node, RedKind kind, gint64 opset, gboolean has_axes_in
     return TRUE;
 }
 
+guint
+hg_reduced_dims(guint rank, const gint64 *dims, const gboolean *mask, gboolean keep, gint64 *out)
+{
+    guint r = 0;
+    for (guint i = 0; i < rank; i++)
+        if (!mask[i])
+            out[r++] = dims[i];
+        else if (keep)
+            out[r++] = 1;
+    return r;
+}
+
+void
+hg_infer_reduced(HgShapeCtx *ctx, const HgValueShape *x, HgValueShape *y, const gboolean *mask, gboolean keep,
+                 HgEvalFunc eval)
+{
+    int r = 0;
+    for (int i = 0; i < x->rank; i++) {
+        if (!mask[i]) {
+            y->dims[r++] = x->dims[i];
+        } else if (keep) {
+            y->dims[r].v = 1;
+            y->dims[r++].sym = NULL;
+        }
+    }
+    y->rank = r;
+    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
+}
+
 static gboolean
 reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
 {
@@ -471,17 +500,7 @@ reduce_infer(HgShapeCtx *ctx, RedKind kind, HgEvalFunc eval)
         }
         return TRUE;
     }
-    int r = 0;
-    for (int i = 0; i < x->rank; i++) {
-        if (!mask[i]) {
-            y->dims[r++] = x->dims[i];
-        } else if (keep) {
-            y->dims[r].v = 1;
-            y->dims[r++].sym = NULL;
-        }
-    }
-    y->rank = r;
-    hg_fold(ctx, eval, HG_FOLD_SMALL_INPUTS);
+    hg_infer_reduced(ctx, x, y, mask, keep, eval);
     return TRUE;
 }
 
@@ -497,12 +516,7 @@ reduce_eval(HgEvalCtx *ctx, RedKind kind)
         return FALSE;
     gboolean keep = hg_node_attr_int(ctx->node, "keepdims", 1) != 0;
     gint64 dims[HG_MAX_RANK];
-    guint r = 0;
-    for (guint i = 0; i < x->rank; i++)
-        if (!mask[i])
-            dims[r++] = x->dims[i];
-        else if (keep)
-            dims[r++] = 1;
+    guint r = hg_reduced_dims(x->rank, x->dims, mask, keep, dims);
     g_autoptr(HgArray) y = hg_array_new(x->dtype, r, dims, ctx->error);
     if (!y)
         return FALSE;

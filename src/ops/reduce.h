@@ -16,6 +16,14 @@ G_BEGIN_DECLS
 /* Output k's shape record, or NULL when the node omits that output. */
 HgValueShape *hg_shape_wanted(HgShapeCtx *ctx, guint k);
 
+/* The dims of a tensor (rank, dims) reduced over the axes in mask: removed, or kept as 1 with keep;
+ * returns the rank. */
+guint hg_reduced_dims(guint rank, const gint64 *dims, const gboolean *mask, gboolean keep, gint64 *out);
+/* The shape rule of a reduction of x over the axes in mask: y takes x's other dims (names kept), the
+ * reduced ones as 1 with keep, then the node folds with eval. */
+void hg_infer_reduced(HgShapeCtx *ctx, const HgValueShape *x, HgValueShape *y, const gboolean *mask, gboolean keep,
+                      HgEvalFunc eval);
+
 /* dst takes src's rank and dims, and dtype. */
 void hg_vshape_like(HgValueShape *dst, const HgValueShape *src, int dtype);
 
