@@ -9,6 +9,7 @@
 #include "hazards.h"
 #include "halfguard/run.h"
 #include "derive.h"
+#include "halfguard/feeds.h"
 
 #include <math.h>
 #include <string.h>

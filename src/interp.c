@@ -4,23 +4,10 @@
 #include "halfguard/run.h"
 #include "halfguard/io.h"
 #include "ir_private.h"
-#include "ops/op.h"
+#include "ops/kernel.h"
 
 #include <pthread.h>
 #include <string.h>
-
-GPtrArray *
-hg_run_feeds(HgModel *m)
-{
-    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
-    GPtrArray *feeds = g_ptr_array_new();
-    for (guint i = 0; i < m->graph->inputs->len; i++) {
-        HgValueDecl *d = m->graph->inputs->pdata[i];
-        if (!d->value->init)
-            g_ptr_array_add(feeds, d);
-    }
-    return feeds;
-}
 
 /* A tensor header over an array's data, for observers; nothing is copied or owned. */
 static void
@@ -36,53 +23,6 @@ tensor_view(HgTensor *t, const HgValue *v, const HgArray *a)
     t->data = a->data;
     t->nbytes = (gsize)a->numel * hg_dtype_size(a->dtype);
     t->strings = a->strings;
-}
-
-static gboolean
-check_feed(const HgValueDecl *d, const HgTensor *t, GError **error)
-{
-    const HgType *ty = d->type;
-    const char *name = d->value->name;
-    if (!t) {
-        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "input '%s' is missing", name);
-        return FALSE;
-    }
-    if (!ty || ty->kind != HG_TYPE_TENSOR)
-        return TRUE;
-    if (ty->has_elem_type && ty->elem_type != t->dtype) {
-        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "input '%s' is %s, the model declares %s", name,
-                    hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
-                    hg_dtype_name(ty->elem_type) ? hg_dtype_name(ty->elem_type) : "?");
-        return FALSE;
-    }
-    if (!ty->shape)
-        return TRUE;
-    gboolean ok = ty->shape->rank == t->rank;
-    for (guint i = 0; ok && i < t->rank; i++)
-        ok = !ty->shape->dims[i].has_value || ty->shape->dims[i].value == t->dims[i];
-    if (!ok) {
-        GString *want = g_string_new("[");
-        for (guint i = 0; i < ty->shape->rank; i++) {
-            const HgDim *dm = &ty->shape->dims[i];
-            if (i)
-                g_string_append_c(want, ',');
-            if (dm->has_value)
-                g_string_append_printf(want, "%" G_GINT64_FORMAT, dm->value);
-            else
-                g_string_append(want, dm->param ? dm->param : "?");
-        }
-        g_string_append_c(want, ']');
-        GString *got = g_string_new("[");
-        for (guint i = 0; i < t->rank; i++)
-            g_string_append_printf(got, "%s%" G_GINT64_FORMAT, i ? "," : "", t->dims[i]);
-        g_string_append_c(got, ']');
-        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "input '%s' has shape %s, the model declares %s",
-                    name, got->str, want->str);
-        g_string_free(want, TRUE);
-        g_string_free(got, TRUE);
-        return FALSE;
-    }
-    return TRUE;
 }
 
 /* ---------------------------------------------------------------- the plan */
@@ -180,8 +120,8 @@ fold_step(Plan *pl, Step *st, gint64 opset)
     for (guint k = 0; k < st->node->n_inputs; k++)
         ins[k] = st->in[k] != G_MAXUINT ? pl->constants[st->in[k]] : NULL;
     g_autoptr(GError) err = NULL;
-    HgEvalCtx ctx = {st->node, opset, st->node->n_inputs, ins, st->node->n_outputs, outs, 1, &err};
-    gboolean ok = st->op->eval(&ctx);
+    gboolean ok = hg_eval_constants(st->node, opset, st->op->eval, st->node->n_inputs, ins,
+                                    st->node->n_outputs, outs, &err);
     for (guint k = 0; ok && k < st->node->n_outputs; k++)
         ok = st->out[k] == G_MAXUINT || outs[k];
     if (!ok) {
@@ -457,7 +397,7 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     for (guint i = 0; i < pl->n_feeds; i++) {
         HgValueDecl *d = feeds->pdata[i];
         const HgTensor *t = inputs->pdata[i];
-        if (!check_feed(d, t, error))
+        if (!hg_feed_check(d, t, error))
             goto out;
         arrays[pl->feeds[i]] = hg_array_from_tensor(t, error);
         if (!arrays[pl->feeds[i]]) {
@@ -502,61 +442,4 @@ out:
     return result;
 }
 
-/* ---------------------------------------------------------------- feeds from a folder */
 
-static GPtrArray *
-load_feeds(HgModel *m, const char *dir, gboolean convert, GError **error);
-
-GPtrArray *
-hg_load_feeds(HgModel *m, const char *dir, GError **error)
-{
-    return load_feeds(m, dir, FALSE, error);
-}
-
-GPtrArray *
-hg_load_feeds_converted(HgModel *m, const char *dir, GError **error)
-{
-    return load_feeds(m, dir, TRUE, error);
-}
-
-static GPtrArray *
-load_feeds(HgModel *m, const char *dir, gboolean convert, GError **error)
-{
-    g_return_val_if_fail(m != NULL && dir != NULL, NULL);
-    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
-    GPtrArray *tensors = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
-    for (guint i = 0; i < feeds->len; i++) {
-        HgValueDecl *d = feeds->pdata[i];
-        g_autofree char *npy_name = g_strdup_printf("%s.npy", d->value->name);
-        /* Names with '/' or ':' cannot be file names as they are; the usual escape is '_'. */
-        g_strdelimit(npy_name, "/\\:", '_');
-        g_autofree char *pb = g_strdup_printf("%s/input_%u.pb", dir, i);
-        g_autofree char *npy = g_build_filename(dir, npy_name, NULL);
-        const char *path = g_file_test(pb, G_FILE_TEST_EXISTS)    ? pb
-                           : g_file_test(npy, G_FILE_TEST_EXISTS) ? npy
-                                                                  : NULL;
-        if (!path) {
-            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
-                        "input '%s' is missing: no input_%u.pb or %s in %s", d->value->name, i,
-                        npy_name, dir);
-            g_ptr_array_unref(tensors);
-            return NULL;
-        }
-        HgTensor *t = hg_tensor_load_file(path, error);
-        const HgType *ty = d->type;
-        if (t && convert && ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type &&
-            ty->elem_type != t->dtype && hg_dtype_is_float(ty->elem_type) && hg_dtype_is_float(t->dtype)) {
-            HgTensor *c = hg_tensor_convert(t, ty->elem_type, error);
-            hg_tensor_free(t);
-            t = c;
-        }
-        if (!t || !check_feed(d, t, error)) {
-            hg_tensor_free(t);
-            g_prefix_error(error, "%s: ", path);
-            g_ptr_array_unref(tensors);
-            return NULL;
-        }
-        g_ptr_array_add(tensors, t);
-    }
-    return tensors;
-}

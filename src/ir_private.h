@@ -24,6 +24,8 @@ void hg_shape_free(HgShape *s);
 
 /* Product of dims, or -1 on a negative dim or overflow. */
 gint64 hg_numel(guint rank, const gint64 *dims);
+/* Dims as "[2,3,4]" (a new string). */
+char *hg_dims_string(guint rank, const gint64 *dims);
 /* Bytes the tensor's dims and dtype call for, or -1 (overflow, or a dtype without a fixed size). */
 gint64 hg_tensor_expected_bytes(const HgTensor *t);
 
@@ -33,6 +35,10 @@ void hg_graph_note_outer_ref(HgGraph *g, HgValue *v);
 
 /* Call fn on each graph-valued attribute of n (not recursing). */
 void hg_node_for_each_subgraph(HgNode *n, HgGraphFunc fn, gpointer data);
+
+/* TRUE when t fits the graph input d: present, of the declared element type, and of the declared
+ * shape where dims are known; else an HG_ERROR_USAGE error that names the input (feeds.c). */
+gboolean hg_feed_check(const HgValueDecl *d, const HgTensor *t, GError **error);
 
 /* A tensor from the bytes of a .npy file (version 1-3, C order). */
 HgTensor *hg_npy_parse(const guint8 *d, gsize len, const char *name, GError **error);

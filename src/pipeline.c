@@ -8,12 +8,6 @@
 
 #include <string.h>
 
-const char *
-hg_version(void)
-{
-    return HG_VERSION;
-}
-
 /* ---------------------------------------------------------------- the caller's options */
 
 struct HgConvertOptions {

@@ -24,6 +24,8 @@
 #define _GNU_SOURCE /* strtof_l */
 #endif
 
+#include "text_parse.h"
+
 #include "halfguard/io.h"
 #include "halfguard/text.h"
 #include "elem.h"
@@ -35,38 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- tokens */
-
-typedef enum {
-    TK_EOF,
-    TK_IDENT,
-    TK_STRING,
-    TK_INT,
-    TK_FLOAT,
-    TK_PUNCT,
-    TK_ARROW,       /* => */
-    TK_PRAGMA,      /* #@ starts an annotation ... */
-    TK_PRAGMA_END,  /* ... that the end of the line ends */
-} TokKind;
-
-typedef struct {
-    TokKind kind;
-    char punct;
-    guint line, col;
-    char *text; /* identifier or number as written; decoded bytes of a string (NUL-terminated) */
-    gsize len;  /* of text */
-} Tok;
-
-typedef struct {
-    guint line, col;
-} Loc;
-
-static void
-tok_clear(gpointer p)
-{
-    g_free(((Tok *)p)->text);
-}
-
 /* ---------------------------------------------------------------- syntax tree */
 
 typedef struct GraphAst GraphAst;
@@ -75,12 +45,12 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(GraphAst, graph_ast_free)
 
 typedef struct {
     char *name; /* NULL: omitted */
-    Loc loc;
+    HgLoc loc;
 } Ref;
 
 typedef struct {
     char *name;
-    Loc loc;
+    HgLoc loc;
     HgType *type;    /* NULL: untyped */
     HgTensor *init;  /* given with '=': an initializer (taken when the graph is built) */
     gboolean is_init;
@@ -94,7 +64,7 @@ typedef struct {
 } AttrAst;
 
 typedef struct {
-    Loc loc;
+    HgLoc loc;
     char *op_type, *domain, *name, *overload, *doc_string;
     char *precision;          /* the plan's annotation: "fp16" or "fp32", then " (reason)" */
     GArray *outputs, *inputs; /* of Ref */
@@ -177,460 +147,6 @@ graph_ast_free(GraphAst *ga)
     g_free(ga);
 }
 
-/* ---------------------------------------------------------------- the parser */
-
-/* Graphs in attributes and types in types nest; deeper text is refused rather than allowed to
- * exhaust the stack. Real models nest a few levels. */
-#define MAX_DEPTH 64
-
-typedef struct {
-    GArray *toks; /* of Tok, ending with TK_EOF */
-    guint pos;
-    guint depth; /* of graphs and types being parsed */
-    HgModel *model;
-    GError *error; /* the first error */
-} Parser;
-
-static gboolean G_GNUC_PRINTF(3, 4)
-fail_at(Parser *p, Loc loc, const char *fmt, ...)
-{
-    if (p->error)
-        return FALSE;
-    va_list ap;
-    va_start(ap, fmt);
-    g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-    va_end(ap);
-    p->error = g_error_new(HG_ERROR, HG_ERROR_PARSE, "line %u, column %u: %s", loc.line, loc.col, msg);
-    return FALSE;
-}
-
-static const Tok *
-peek_at(const Parser *p, guint k)
-{
-    guint i = MIN(p->pos + k, p->toks->len - 1);
-    return &g_array_index(p->toks, Tok, i);
-}
-
-static const Tok *
-peek(const Parser *p)
-{
-    return peek_at(p, 0);
-}
-
-static Loc
-loc_of(const Tok *t)
-{
-    return (Loc){t->line, t->col};
-}
-
-static const Tok *
-advance(Parser *p)
-{
-    const Tok *t = peek(p);
-    if (t->kind != TK_EOF)
-        p->pos++;
-    return t;
-}
-
-static gboolean
-is_punct(const Tok *t, char c)
-{
-    return t->kind == TK_PUNCT && t->punct == c;
-}
-
-static gboolean
-is_word(const Tok *t, const char *w)
-{
-    return t->kind == TK_IDENT && strcmp(t->text, w) == 0;
-}
-
-static gboolean
-accept(Parser *p, char c)
-{
-    if (!is_punct(peek(p), c))
-        return FALSE;
-    p->pos++;
-    return TRUE;
-}
-
-/* What a token is, for error messages. */
-static char *
-describe(const Tok *t)
-{
-    switch (t->kind) {
-    case TK_EOF:
-        return g_strdup("the end of the text");
-    case TK_STRING:
-        return g_strdup("a string");
-    case TK_PUNCT:
-        return g_strdup_printf("'%c'", t->punct);
-    case TK_ARROW:
-        return g_strdup("'=>'");
-    case TK_PRAGMA:
-        return g_strdup("an annotation ('#@')");
-    case TK_PRAGMA_END:
-        return g_strdup("the end of the annotation");
-    default:
-        /* A name can be long; a message quotes its start. */
-        if (t->len > 40)
-            return g_strdup_printf("'%.40s...'", t->text);
-        return g_strdup_printf("'%s'", t->text);
-    }
-}
-
-/* Fail at the next token: "expected WHAT, found X". */
-static gboolean
-expected(Parser *p, const char *what)
-{
-    const Tok *t = peek(p);
-    g_autofree char *found = describe(t);
-    return fail_at(p, loc_of(t), "expected %s, found %s", what, found);
-}
-
-static gboolean
-expect(Parser *p, char c, const char *what)
-{
-    if (accept(p, c))
-        return TRUE;
-    return expected(p, what);
-}
-
-/* ---------------------------------------------------------------- lexer */
-
-static gboolean
-is_ident_start(char c)
-{
-    return g_ascii_isalpha(c) || c == '_';
-}
-
-static gboolean
-is_ident_char(char c)
-{
-    return g_ascii_isalnum(c) || c == '_';
-}
-
-typedef struct {
-    const char *s;
-    gsize len, i;
-    guint line, col;
-} Scan;
-
-static char
-sc_at(const Scan *sc, gsize k)
-{
-    return sc->i + k < sc->len ? sc->s[sc->i + k] : '\0';
-}
-
-static void
-sc_step(Scan *sc)
-{
-    char c = sc->s[sc->i++];
-    if (c == '\n') {
-        sc->line++;
-        sc->col = 1;
-    } else if (((guchar)c & 0xc0) != 0x80) {
-        /* Columns count characters: UTF-8 continuation bytes add none. */
-        sc->col++;
-    }
-}
-
-static int
-hex_value(char c)
-{
-    return g_ascii_isxdigit(c) ? g_ascii_xdigit_value(c) : -1;
-}
-
-/* A string literal at sc (on the opening quote), escapes decoded. */
-static gboolean
-lex_string(Parser *p, Scan *sc, Tok *t)
-{
-    g_autoptr(GString) out = g_string_new(NULL);
-    sc_step(sc);
-    for (;;) {
-        if (sc->i >= sc->len)
-            return fail_at(p, loc_of(t), "the string has no closing '\"'");
-        char c = sc_at(sc, 0);
-        if (c == '"') {
-            sc_step(sc);
-            break;
-        }
-        if (c != '\\') {
-            g_string_append_c(out, c);
-            sc_step(sc);
-            continue;
-        }
-        Loc at = {sc->line, sc->col};
-        char e = sc_at(sc, 1);
-        sc_step(sc);
-        if (sc->i >= sc->len)
-            return fail_at(p, at, "the string has no closing '\"'");
-        sc_step(sc);
-        switch (e) {
-        case '"':
-        case '\\':
-            g_string_append_c(out, e);
-            break;
-        case 'n':
-            g_string_append_c(out, '\n');
-            break;
-        case 't':
-            g_string_append_c(out, '\t');
-            break;
-        case 'r':
-            g_string_append_c(out, '\r');
-            break;
-        case 'x': {
-            int hi = hex_value(sc_at(sc, 0)), lo = hex_value(sc_at(sc, 1));
-            if (hi < 0 || lo < 0)
-                return fail_at(p, at, "expected two hex digits after '\\x'");
-            sc_step(sc);
-            sc_step(sc);
-            g_string_append_c(out, (char)(hi * 16 + lo));
-            break;
-        }
-        default:
-            return fail_at(p, at, "unknown escape '\\%c' (escapes are \\\" \\\\ \\n \\t \\r \\xHH)",
-                           g_ascii_isprint(e) ? e : '?');
-        }
-    }
-    t->kind = TK_STRING;
-    t->len = out->len;
-    t->text = g_string_free(g_steal_pointer(&out), FALSE);
-    return TRUE;
-}
-
-/* A number: -?digits(.digits)?(e[+-]?digits)?, or -inf / -nan. */
-static gboolean
-lex_number(Parser *p, Scan *sc, Tok *t)
-{
-    gsize start = sc->i;
-    gboolean is_float = FALSE, digits = FALSE;
-    if (sc_at(sc, 0) == '-')
-        sc_step(sc);
-    if (is_ident_start(sc_at(sc, 0))) {
-        gsize w = sc->i;
-        while (is_ident_char(sc_at(sc, 0)))
-            sc_step(sc);
-        g_autofree char *word = g_strndup(sc->s + w, sc->i - w);
-        if (strcmp(word, "inf") != 0 && strcmp(word, "nan") != 0)
-            return fail_at(p, loc_of(t), "expected a number after '-'");
-        is_float = digits = TRUE;
-    } else {
-        while (g_ascii_isdigit(sc_at(sc, 0))) {
-            digits = TRUE;
-            sc_step(sc);
-        }
-        if (sc_at(sc, 0) == '.') {
-            is_float = TRUE;
-            sc_step(sc);
-            while (g_ascii_isdigit(sc_at(sc, 0))) {
-                digits = TRUE;
-                sc_step(sc);
-            }
-        }
-        if (digits && (sc_at(sc, 0) == 'e' || sc_at(sc, 0) == 'E')) {
-            gsize k = 1;
-            if (sc_at(sc, k) == '+' || sc_at(sc, k) == '-')
-                k++;
-            if (g_ascii_isdigit(sc_at(sc, k))) {
-                is_float = TRUE;
-                for (gsize j = 0; j < k; j++)
-                    sc_step(sc);
-                while (g_ascii_isdigit(sc_at(sc, 0)))
-                    sc_step(sc);
-            }
-        }
-    }
-    if (!digits)
-        return fail_at(p, loc_of(t), "expected a number");
-    t->kind = is_float ? TK_FLOAT : TK_INT;
-    t->len = sc->i - start;
-    t->text = g_strndup(sc->s + start, t->len);
-    return TRUE;
-}
-
-static gboolean
-lex(Parser *p, const char *text, gsize len)
-{
-    Scan sc = {text, len, 0, 1, 1};
-    gboolean in_pragma = FALSE;
-    for (;;) {
-        while (sc.i < sc.len && g_ascii_isspace(sc_at(&sc, 0)) && !(in_pragma && sc_at(&sc, 0) == '\n'))
-            sc_step(&sc);
-        Tok t = {TK_EOF, 0, sc.line, sc.col, NULL, 0};
-        char c = sc_at(&sc, 0);
-        if (in_pragma && (sc.i >= sc.len || c == '\n')) {
-            t.kind = TK_PRAGMA_END;
-            in_pragma = FALSE;
-            g_array_append_val(p->toks, t);
-            continue;
-        }
-        if (sc.i >= sc.len) {
-            g_array_append_val(p->toks, t);
-            return TRUE;
-        }
-        if (c == '#' && sc_at(&sc, 1) == '@' && !in_pragma) {
-            sc_step(&sc);
-            sc_step(&sc);
-            t.kind = TK_PRAGMA;
-            in_pragma = TRUE;
-        } else if (c == '#') {
-            while (sc.i < sc.len && sc_at(&sc, 0) != '\n')
-                sc_step(&sc);
-            continue;
-        } else if (c == '"') {
-            if (!lex_string(p, &sc, &t))
-                return FALSE;
-        } else if (g_ascii_isdigit(c) || (c == '-' && (g_ascii_isdigit(sc_at(&sc, 1)) ||
-                                                       sc_at(&sc, 1) == '.' ||
-                                                       is_ident_start(sc_at(&sc, 1)))) ||
-                   (c == '.' && g_ascii_isdigit(sc_at(&sc, 1)))) {
-            if (!lex_number(p, &sc, &t))
-                return FALSE;
-        } else if (is_ident_start(c)) {
-            gsize start = sc.i;
-            while (is_ident_char(sc_at(&sc, 0)))
-                sc_step(&sc);
-            t.kind = TK_IDENT;
-            t.len = sc.i - start;
-            t.text = g_strndup(text + start, t.len);
-        } else if (c == '=' && sc_at(&sc, 1) == '>') {
-            sc_step(&sc);
-            sc_step(&sc);
-            t.kind = TK_ARROW;
-        } else if (c && strchr("()[]{}<>,=:@.?", c)) {
-            sc_step(&sc);
-            t.kind = TK_PUNCT;
-            t.punct = c;
-        } else {
-            if (g_ascii_isprint(c))
-                return fail_at(p, loc_of(&t), "unexpected character '%c'", c);
-            return fail_at(p, loc_of(&t), "unexpected byte 0x%02x", (guchar)c);
-        }
-        g_array_append_val(p->toks, t);
-    }
-}
-
-/* ---------------------------------------------------------------- names and literals */
-
-/* A name: an identifier or a quoted string (which must hold no NUL). *out is NULL for "". */
-static gboolean
-parse_name(Parser *p, char **out, const char *what)
-{
-    const Tok *t = peek(p);
-    if (t->kind == TK_IDENT) {
-        *out = g_strdup(advance(p)->text);
-        return TRUE;
-    }
-    if (t->kind == TK_STRING) {
-        if (strlen(t->text) != t->len)
-            return fail_at(p, loc_of(t), "a name cannot contain a NUL byte");
-        advance(p);
-        *out = t->len ? g_strdup(t->text) : NULL;
-        return TRUE;
-    }
-    if (t->kind == TK_INT || t->kind == TK_FLOAT) {
-        return fail_at(p, loc_of(t), "expected %s, found '%s' (quote names that are not identifiers: "
-                       "\"%s\")", what, t->text, t->text);
-    }
-    return expected(p, what);
-}
-
-static gboolean
-parse_string(Parser *p, char **out, const char *what)
-{
-    const Tok *t = peek(p);
-    if (t->kind != TK_STRING)
-        return expected(p, what);
-    if (strlen(t->text) != t->len)
-        return fail_at(p, loc_of(t), "this string cannot contain a NUL byte");
-    *out = g_strdup(advance(p)->text);
-    return TRUE;
-}
-
-static gboolean
-parse_int(Parser *p, gint64 *out, const char *what)
-{
-    const Tok *t = peek(p);
-    if (t->kind != TK_INT)
-        return expected(p, what);
-    if (!g_ascii_string_to_signed(t->text, 10, G_MININT64, G_MAXINT64, out, NULL))
-        return fail_at(p, loc_of(t), "%s does not fit in 64 bits", t->text);
-    advance(p);
-    return TRUE;
-}
-
-/* Whether t is a float literal: a number, inf, nan or nan0xHEX. */
-static gboolean
-is_float_token(const Tok *t)
-{
-    if (t->kind == TK_INT || t->kind == TK_FLOAT)
-        return TRUE;
-    return t->kind == TK_IDENT && (strcmp(t->text, "inf") == 0 || strcmp(t->text, "nan") == 0 ||
-                                   g_str_has_prefix(t->text, "nan0x"));
-}
-
-/* Read a float literal as a value of float type dtype: its bits, in the low end of *bits. */
-static gboolean
-float_bits(Parser *p, const Tok *t, int dtype, guint64 *bits)
-{
-    const char *s = t->text;
-    guint width = dtype == HG_DTYPE_COMPLEX64 ? 32 : dtype == HG_DTYPE_COMPLEX128 ? 64 : hg_dtype_bits(dtype);
-    if (strcmp(s, "nan") == 0 || strcmp(s, "-nan") == 0) {
-        *bits = hg_canonical_nan(dtype, s[0] == '-');
-        return TRUE;
-    }
-    if (g_str_has_prefix(s, "nan0x")) {
-        guint64 v;
-        if (strlen(s + 5) > width / 4 || !g_ascii_string_to_unsigned(s + 5, 16, 0, G_MAXUINT64, &v, NULL) ||
-            !hg_bits_are_nan(v, dtype))
-            return fail_at(p, loc_of(t), "'%s' is not a NaN of %s", s, hg_dtype_name(dtype));
-        *bits = v;
-        return TRUE;
-    }
-    gboolean inf_literal = strstr(s, "inf") != NULL;
-    if (width == 64) {
-        double v = strtod_l(s, NULL, hg_c_locale());
-        if (isinf(v) && !inf_literal)
-            return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
-        memcpy(bits, &v, sizeof v);
-        return TRUE;
-    }
-    /* Straight to float, then rounded once more to a narrower type (not from the decimal straight to
-     * the type, which can differ by one code): text_dump.c checks that what it writes comes back
-     * exactly through this path and these conversions. No NaN gets here (they are read above), so
-     * hg_float_to_half quieting a signalling NaN does not matter. */
-    float f = strtof_l(s, NULL, hg_c_locale());
-    if (isinf(f) && !inf_literal)
-        return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
-    gboolean overflow = FALSE;
-    switch (dtype) {
-    case HG_DTYPE_FLOAT16:
-        *bits = hg_float_to_half(f);
-        overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7c00u;
-        break;
-    case HG_DTYPE_BFLOAT16:
-        *bits = hg_float_to_bf16(f);
-        overflow = !isinf(f) && (*bits & 0x7fffu) == 0x7f80u;
-        break;
-    case HG_DTYPE_FLOAT:
-    case HG_DTYPE_COMPLEX64:
-        *bits = hg_float_bits(f);
-        break;
-    default: {
-        const HgF8Format *fmt = hg_f8_format(dtype);
-        if (isinf(f) && !fmt->ieee)
-            return fail_at(p, loc_of(t), "%s has no infinity", hg_dtype_name(dtype));
-        overflow = isfinite(f) && fabsf(f) > hg_f8_max(fmt);
-        *bits = hg_float_to_f8(f, fmt);
-        break;
-    }
-    }
-    if (overflow)
-        return fail_at(p, loc_of(t), "%s is out of range for %s", s, hg_dtype_name(dtype));
-    return TRUE;
-}
-
 /* ---------------------------------------------------------------- annotations */
 
 enum {
@@ -647,11 +163,11 @@ typedef struct {
     HgType **type;
 } PragmaTarget;
 
-static gboolean parse_type(Parser *p, HgType **out);
+static gboolean parse_type(HgParser *p, HgType **out);
 
 /* Annotations after an item (`#@ key: value, ...`), as many as there are. allowed: PRAGMA_* keys. */
 static gboolean
-parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
+parse_pragmas(HgParser *p, guint allowed, const PragmaTarget *target)
 {
     static const struct {
         const char *key;
@@ -660,22 +176,22 @@ parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
         {"name", PRAGMA_NAME},         {"domain", PRAGMA_DOMAIN}, {"overload", PRAGMA_OVERLOAD},
         {"doc_string", PRAGMA_DOC},    {"type", PRAGMA_TYPE},     {"precision", PRAGMA_PRECISION},
     };
-    while (peek(p)->kind == TK_PRAGMA) {
-        advance(p);
+    while (hg_parse_peek(p)->kind == TK_PRAGMA) {
+        hg_parse_advance(p);
         do {
-            const Tok *kt = peek(p);
+            const HgTok *kt = hg_parse_peek(p);
             if (kt->kind != TK_IDENT)
-                return expected(p, "an annotation key");
+                return hg_parse_expected(p, "an annotation key");
             guint bit = 0;
             for (guint i = 0; i < G_N_ELEMENTS(keys); i++)
                 if (strcmp(kt->text, keys[i].key) == 0)
                     bit = keys[i].bit;
             if (!bit)
-                return fail_at(p, loc_of(kt), "unknown annotation '%s'", kt->text);
+                return hg_parse_fail_at(p, hg_parse_loc_of(kt), "unknown annotation '%s'", kt->text);
             if (!(allowed & bit))
-                return fail_at(p, loc_of(kt), "annotation '%s' does not apply here", kt->text);
-            advance(p);
-            if (!expect(p, ':', "':' after the annotation key"))
+                return hg_parse_fail_at(p, hg_parse_loc_of(kt), "annotation '%s' does not apply here", kt->text);
+            hg_parse_advance(p);
+            if (!hg_parse_expect(p, ':', "':' after the annotation key"))
                 return FALSE;
             char **field = bit == PRAGMA_NAME        ? target->name
                            : bit == PRAGMA_DOMAIN    ? target->domain
@@ -684,17 +200,17 @@ parse_pragmas(Parser *p, guint allowed, const PragmaTarget *target)
                            : bit == PRAGMA_PRECISION ? target->precision
                                                      : NULL;
             if (field ? *field != NULL : *target->type != NULL)
-                return fail_at(p, loc_of(kt), "'%s' is given twice", kt->text);
+                return hg_parse_fail_at(p, hg_parse_loc_of(kt), "'%s' is given twice", kt->text);
             if (field) {
-                if (!parse_string(p, field, "a string"))
+                if (!hg_parse_string(p, field, "a string"))
                     return FALSE;
             } else if (!parse_type(p, target->type)) {
                 return FALSE;
             }
-        } while (accept(p, ','));
-        if (peek(p)->kind != TK_PRAGMA_END)
-            return expected(p, "',' or the end of the annotation");
-        advance(p);
+        } while (hg_parse_accept(p, ','));
+        if (hg_parse_peek(p)->kind != TK_PRAGMA_END)
+            return hg_parse_expected(p, "',' or the end of the annotation");
+        hg_parse_advance(p);
     }
     return TRUE;
 }
@@ -710,7 +226,7 @@ is_type_keyword(const char *s)
 
 /* An element type name: a dtype, or "undefined" (a tensor type without one). */
 static gboolean
-elem_type_of(const Tok *t, int *dtype)
+elem_type_of(const HgTok *t, int *dtype)
 {
     if (t->kind != TK_IDENT)
         return FALSE;
@@ -724,13 +240,13 @@ elem_type_of(const Tok *t, int *dtype)
 
 /* Whether a type starts here (in a declaration, before the name). */
 static gboolean
-next_is_type(const Parser *p)
+next_is_type(const HgParser *p)
 {
     int dtype;
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     if (elem_type_of(t, &dtype))
         return TRUE;
-    return t->kind == TK_IDENT && is_type_keyword(t->text) && is_punct(peek_at(p, 1), '(');
+    return t->kind == TK_IDENT && is_type_keyword(t->text) && hg_parse_is_punct(hg_parse_peek_at(p, 1), '(');
 }
 
 static void
@@ -741,38 +257,38 @@ dim_clear(gpointer p)
 
 /* elem-type ('[' dims? ']')?: "float" is a scalar, "float[]" has no shape. */
 static gboolean
-parse_tensor_type(Parser *p, HgType **out, HgTypeKind kind)
+parse_tensor_type(HgParser *p, HgType **out, HgTypeKind kind)
 {
     int dtype;
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     if (!elem_type_of(t, &dtype))
-        return expected(p, "an element type (float, int64, ...)");
-    advance(p);
+        return hg_parse_expected(p, "an element type (float, int64, ...)");
+    hg_parse_advance(p);
     /* Dims as the file had them: exporters write -1 for unknown, so negative values are kept. */
     g_autoptr(GArray) dims = g_array_new(FALSE, TRUE, sizeof(HgDim));
     g_array_set_clear_func(dims, dim_clear);
     gboolean has_shape = TRUE;
-    if (accept(p, '[')) {
-        if (accept(p, ']')) {
+    if (hg_parse_accept(p, '[')) {
+        if (hg_parse_accept(p, ']')) {
             has_shape = FALSE;
         } else {
             do {
-                const Tok *d = peek(p);
+                const HgTok *d = hg_parse_peek(p);
                 HgDim dim = {0};
-                if (accept(p, '?')) {
+                if (hg_parse_accept(p, '?')) {
                 } else if (d->kind == TK_IDENT || d->kind == TK_STRING) {
-                    if (!parse_name(p, &dim.param, "a dimension"))
+                    if (!hg_parse_name(p, &dim.param, "a dimension"))
                         return FALSE;
                 } else if (d->kind == TK_INT) {
-                    if (!parse_int(p, &dim.value, "a dimension"))
+                    if (!hg_parse_int(p, &dim.value, "a dimension"))
                         return FALSE;
                     dim.has_value = TRUE;
                 } else {
-                    return expected(p, "a dimension (a number, a name or '?')");
+                    return hg_parse_expected(p, "a dimension (a number, a name or '?')");
                 }
                 g_array_append_val(dims, dim);
-            } while (accept(p, ','));
-            if (!expect(p, ']', "',' or ']' after the dimensions"))
+            } while (hg_parse_accept(p, ','));
+            if (!hg_parse_expect(p, ']', "',' or ']' after the dimensions"))
                 return FALSE;
         }
     }
@@ -792,21 +308,21 @@ parse_tensor_type(Parser *p, HgType **out, HgTypeKind kind)
     return TRUE;
 }
 
-static gboolean parse_type_inner(Parser *p, HgType **out);
+static gboolean parse_type_inner(HgParser *p, HgType **out);
 
 /* Enter a nested graph or type; FALSE (with an error) when too deep. */
 static gboolean
-enter(Parser *p)
+enter(HgParser *p)
 {
-    if (p->depth >= MAX_DEPTH)
-        return fail_at(p, loc_of(peek(p)), "nested more than %d levels deep", MAX_DEPTH);
+    if (p->depth >= HG_PARSE_MAX_DEPTH)
+        return hg_parse_fail_at(p, hg_parse_loc_of(hg_parse_peek(p)), "nested more than %d levels deep", HG_PARSE_MAX_DEPTH);
     p->depth++;
     return TRUE;
 }
 
 /* A type: tensor type, seq(T), optional(T), map(K, T), sparse_tensor(T), opaque(d, n) or none. */
 static gboolean
-parse_type(Parser *p, HgType **out)
+parse_type(HgParser *p, HgType **out)
 {
     *out = NULL;
     if (!enter(p))
@@ -817,21 +333,21 @@ parse_type(Parser *p, HgType **out)
 }
 
 static gboolean
-parse_type_inner(Parser *p, HgType **out)
+parse_type_inner(HgParser *p, HgType **out)
 {
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     *out = NULL;
     if (t->kind != TK_IDENT)
-        return expected(p, "a type");
-    if (is_word(t, "none")) {
-        advance(p);
+        return hg_parse_expected(p, "a type");
+    if (hg_parse_is_word(t, "none")) {
+        hg_parse_advance(p);
         *out = g_new0(HgType, 1);
         return TRUE;
     }
     if (!is_type_keyword(t->text))
         return parse_tensor_type(p, out, HG_TYPE_TENSOR);
-    g_autofree char *word = g_strdup(advance(p)->text);
-    if (!expect(p, '(', "'(' after the type keyword"))
+    g_autofree char *word = g_strdup(hg_parse_advance(p)->text);
+    if (!hg_parse_expect(p, '(', "'(' after the type keyword"))
         return FALSE;
     HgType *type = NULL;
     if (strcmp(word, "sparse_tensor") == 0) {
@@ -840,9 +356,9 @@ parse_type_inner(Parser *p, HgType **out)
     } else if (strcmp(word, "opaque") == 0) {
         type = g_new0(HgType, 1);
         type->kind = HG_TYPE_OPAQUE;
-        if (!is_punct(peek(p), ')')) {
-            if (!parse_name(p, &type->opaque_domain, "the opaque type's domain") ||
-                (accept(p, ',') && !parse_name(p, &type->opaque_name, "the opaque type's name"))) {
+        if (!hg_parse_is_punct(hg_parse_peek(p), ')')) {
+            if (!hg_parse_name(p, &type->opaque_domain, "the opaque type's domain") ||
+                (hg_parse_accept(p, ',') && !hg_parse_name(p, &type->opaque_name, "the opaque type's name"))) {
                 hg_type_free(type);
                 return FALSE;
             }
@@ -854,24 +370,24 @@ parse_type_inner(Parser *p, HgType **out)
                                                      : HG_TYPE_MAP;
         if (type->kind == HG_TYPE_MAP) {
             int key;
-            if (!elem_type_of(peek(p), &key)) {
+            if (!elem_type_of(hg_parse_peek(p), &key)) {
                 hg_type_free(type);
-                return expected(p, "the map's key type");
+                return hg_parse_expected(p, "the map's key type");
             }
-            advance(p);
+            hg_parse_advance(p);
             type->has_elem_type = key != HG_DTYPE_UNDEFINED;
             type->elem_type = key;
-            if (!expect(p, ',', "',' after the map's key type")) {
+            if (!hg_parse_expect(p, ',', "',' after the map's key type")) {
                 hg_type_free(type);
                 return FALSE;
             }
         }
-        if (!is_punct(peek(p), ')') && !parse_type(p, &type->elem)) {
+        if (!hg_parse_is_punct(hg_parse_peek(p), ')') && !parse_type(p, &type->elem)) {
             hg_type_free(type);
             return FALSE;
         }
     }
-    if (!expect(p, ')', "')' to close the type")) {
+    if (!hg_parse_expect(p, ')', "')' to close the type")) {
         hg_type_free(type);
         return FALSE;
     }
@@ -882,7 +398,7 @@ parse_type_inner(Parser *p, HgType **out)
 /* ---------------------------------------------------------------- tensor constants */
 
 static gboolean
-store_int(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 i)
+store_int(HgParser *p, const HgTok *t, HgTensor *tensor, guint8 *data, gint64 i)
 {
     gint64 lo, hi;
     switch (tensor->dtype) {
@@ -918,17 +434,17 @@ store_int(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 i)
         break;
     }
     if (t->kind != TK_INT)
-        return fail_at(p, loc_of(t), "expected an integer for %s", hg_dtype_name(tensor->dtype));
+        return hg_parse_fail_at(p, hg_parse_loc_of(t), "expected an integer for %s", hg_dtype_name(tensor->dtype));
     if (tensor->dtype == HG_DTYPE_UINT64) {
         guint64 u;
         if (!g_ascii_string_to_unsigned(t->text, 10, 0, G_MAXUINT64, &u, NULL))
-            return fail_at(p, loc_of(t), "%s is out of range for uint64", t->text);
+            return hg_parse_fail_at(p, hg_parse_loc_of(t), "%s is out of range for uint64", t->text);
         memcpy(data + 8 * i, &u, 8);
         return TRUE;
     }
     gint64 v;
     if (!g_ascii_string_to_signed(t->text, 10, lo, hi, &v, NULL))
-        return fail_at(p, loc_of(t), "%s is out of range for %s", t->text, hg_dtype_name(tensor->dtype));
+        return hg_parse_fail_at(p, hg_parse_loc_of(t), "%s is out of range for %s", t->text, hg_dtype_name(tensor->dtype));
     switch (tensor->dtype) {
     case HG_DTYPE_INT8:
     case HG_DTYPE_UINT8:
@@ -962,16 +478,16 @@ store_int(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 i)
 
 /* Value k of the list (complex types take two per element) into data. */
 static gboolean
-store_value(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 k)
+store_value(HgParser *p, const HgTok *t, HgTensor *tensor, guint8 *data, gint64 k)
 {
     int dtype = tensor->dtype;
     if (!hg_dtype_is_float(dtype) && !hg_f8_format(dtype) && dtype != HG_DTYPE_COMPLEX64 &&
         dtype != HG_DTYPE_COMPLEX128)
         return store_int(p, t, tensor, data, k);
-    if (!is_float_token(t))
-        return fail_at(p, loc_of(t), "expected a number for %s", hg_dtype_name(dtype));
+    if (!hg_parse_is_float_token(t))
+        return hg_parse_fail_at(p, hg_parse_loc_of(t), "expected a number for %s", hg_dtype_name(dtype));
     guint64 bits;
-    if (!float_bits(p, t, dtype, &bits))
+    if (!hg_parse_float_bits(p, t, dtype, &bits))
         return FALSE;
     guint width = dtype == HG_DTYPE_COMPLEX64 ? 32 : dtype == HG_DTYPE_COMPLEX128 ? 64 : hg_dtype_bits(dtype);
     if (width == 64) {
@@ -990,43 +506,43 @@ store_value(Parser *p, const Tok *t, HgTensor *tensor, guint8 *data, gint64 k)
 
 /* '{' values '}' for a tensor of the given type (numeric dims) called name (may be NULL). */
 static gboolean
-parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name, HgTensor **out)
+parse_tensor_data(HgParser *p, const HgType *type, HgLoc type_loc, const char *name, HgTensor **out)
 {
     if (type->kind != HG_TYPE_TENSOR || !type->has_elem_type)
-        return fail_at(p, type_loc, "a constant needs a tensor type with an element type");
+        return hg_parse_fail_at(p, type_loc, "a constant needs a tensor type with an element type");
     if (!type->shape)
-        return fail_at(p, type_loc, "a constant needs a shape ('float[2]', or 'float' for a scalar)");
+        return hg_parse_fail_at(p, type_loc, "a constant needs a shape ('float[2]', or 'float' for a scalar)");
     int dtype = type->elem_type;
     if (!hg_dtype_name(dtype))
-        return fail_at(p, type_loc, "unknown element type %d", dtype);
+        return hg_parse_fail_at(p, type_loc, "unknown element type %d", dtype);
     guint rank = type->shape->rank;
     g_autofree gint64 *dims = g_new0(gint64, rank ? rank : 1);
     for (guint i = 0; i < rank; i++) {
         if (!type->shape->dims[i].has_value)
-            return fail_at(p, type_loc, "a constant needs numeric dimensions");
+            return hg_parse_fail_at(p, type_loc, "a constant needs numeric dimensions");
         dims[i] = type->shape->dims[i].value;
     }
     gint64 numel = hg_numel(rank, dims);
     gint64 per = dtype == HG_DTYPE_COMPLEX64 || dtype == HG_DTYPE_COMPLEX128 ? 2 : 1;
     if (numel < 0 || numel > G_MAXINT64 / 2)
-        return fail_at(p, type_loc, "the constant's dimensions are negative or too large");
+        return hg_parse_fail_at(p, type_loc, "the constant's dimensions are negative or too large");
 
-    Loc open = loc_of(peek(p));
-    if (!expect(p, '{', "'{' and the values"))
+    HgLoc open = hg_parse_loc_of(hg_parse_peek(p));
+    if (!hg_parse_expect(p, '{', "'{' and the values"))
         return FALSE;
     g_autoptr(GPtrArray) vals = g_ptr_array_new();
-    if (!accept(p, '}')) {
+    if (!hg_parse_accept(p, '}')) {
         do {
-            const Tok *t = peek(p);
+            const HgTok *t = hg_parse_peek(p);
             if (t->kind != TK_INT && t->kind != TK_FLOAT && t->kind != TK_STRING && t->kind != TK_IDENT)
-                return expected(p, "a value");
-            g_ptr_array_add(vals, (gpointer)advance(p));
-        } while (accept(p, ','));
-        if (!expect(p, '}', "',' or '}' after the values"))
+                return hg_parse_expected(p, "a value");
+            g_ptr_array_add(vals, (gpointer)hg_parse_advance(p));
+        } while (hg_parse_accept(p, ','));
+        if (!hg_parse_expect(p, '}', "',' or '}' after the values"))
             return FALSE;
     }
     if ((gint64)vals->len != numel * per)
-        return fail_at(p, open, "%s has %" G_GINT64_FORMAT " values, %u given", name ? name : "the constant",
+        return hg_parse_fail_at(p, open, "%s has %" G_GINT64_FORMAT " values, %u given", name ? name : "the constant",
                        numel * per, vals->len);
 
     HgTensor *t = NULL;
@@ -1042,10 +558,10 @@ parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name,
         t->storage = HG_STORAGE_STRINGS;
         t->strings = g_ptr_array_new_full(vals->len, (GDestroyNotify)g_bytes_unref);
         for (guint i = 0; i < vals->len; i++) {
-            const Tok *v = vals->pdata[i];
+            const HgTok *v = vals->pdata[i];
             if (v->kind != TK_STRING) {
                 hg_tensor_free(t);
-                return fail_at(p, loc_of(v), "expected a string");
+                return hg_parse_fail_at(p, hg_parse_loc_of(v), "expected a string");
             }
             g_ptr_array_add(t->strings, g_bytes_new(v->text, v->len));
         }
@@ -1053,7 +569,7 @@ parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name,
         /* hg_tensor_new wants a dims pointer even for a scalar. */
         t = hg_tensor_new(name, dtype, rank, dims);
         if (!t)
-            return fail_at(p, type_loc, "the constant is too large");
+            return hg_parse_fail_at(p, type_loc, "the constant is too large");
         guint8 *data = hg_tensor_data_mut(t);
         for (guint i = 0; i < vals->len; i++) {
             if (!store_value(p, vals->pdata[i], t, data, i)) {
@@ -1068,17 +584,17 @@ parse_tensor_data(Parser *p, const HgType *type, Loc type_loc, const char *name,
 
 /* tensor-type name? '='? '{' values '}' (a tensor attribute value). */
 static gboolean
-parse_tensor_constant(Parser *p, HgTensor **out)
+parse_tensor_constant(HgParser *p, HgTensor **out)
 {
-    Loc at = loc_of(peek(p));
+    HgLoc at = hg_parse_loc_of(hg_parse_peek(p));
     HgType *type = NULL;
     if (!parse_tensor_type(p, &type, HG_TYPE_TENSOR))
         return FALSE;
     g_autofree char *name = NULL;
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     gboolean ok = !((t->kind == TK_IDENT || t->kind == TK_STRING) &&
-                    !parse_name(p, &name, "the tensor's name"));
-    accept(p, '=');
+                    !hg_parse_name(p, &name, "the tensor's name"));
+    hg_parse_accept(p, '=');
     ok = ok && parse_tensor_data(p, type, at, name, out);
     hg_type_free(type);
     return ok;
@@ -1087,11 +603,11 @@ parse_tensor_constant(Parser *p, HgTensor **out)
 
 /* ---------------------------------------------------------------- graphs */
 
-static gboolean parse_graph(Parser *p, gboolean main_graph, GraphAst **out);
+static gboolean parse_graph(HgParser *p, gboolean main_graph, GraphAst **out);
 
 /* Annotations of a declaration: its type (one 1.12 cannot read) and doc string. */
 static gboolean
-parse_decl_pragmas(Parser *p, Decl *d)
+parse_decl_pragmas(HgParser *p, Decl *d)
 {
     HgType *pragma_type = NULL;
     PragmaTarget target = {.doc_string = &d->doc_string, .type = &pragma_type};
@@ -1103,7 +619,7 @@ parse_decl_pragmas(Parser *p, Decl *d)
         return TRUE;
     if (d->type || d->is_init) {
         hg_type_free(pragma_type);
-        return fail_at(p, d->loc, "'%s' has a type and a type annotation", d->name);
+        return hg_parse_fail_at(p, d->loc, "'%s' has a type and a type annotation", d->name);
     }
     d->type = pragma_type;
     return TRUE;
@@ -1111,21 +627,21 @@ parse_decl_pragmas(Parser *p, Decl *d)
 
 /* type? name ('=' '{' values '}')?, then its annotations (before and after the comma). */
 static gboolean
-parse_decl(Parser *p, GPtrArray *list, gboolean allow_init)
+parse_decl(HgParser *p, GPtrArray *list, gboolean allow_init)
 {
     Decl *d = g_new0(Decl, 1);
     g_ptr_array_add(list, d);
-    Loc type_loc = loc_of(peek(p));
+    HgLoc type_loc = hg_parse_loc_of(hg_parse_peek(p));
     if (next_is_type(p) && !parse_type(p, &d->type))
         return FALSE;
-    d->loc = loc_of(peek(p));
-    if (!parse_name(p, &d->name, d->type ? "a name after the type" : "a type or a name"))
+    d->loc = hg_parse_loc_of(hg_parse_peek(p));
+    if (!hg_parse_name(p, &d->name, d->type ? "a name after the type" : "a type or a name"))
         return FALSE;
     if (!d->name)
         d->name = g_strdup("");
-    if (allow_init && accept(p, '=')) {
+    if (allow_init && hg_parse_accept(p, '=')) {
         if (!d->type)
-            return fail_at(p, d->loc, "initializer '%s' needs a type", d->name);
+            return hg_parse_fail_at(p, d->loc, "initializer '%s' needs a type", d->name);
         if (!parse_tensor_data(p, d->type, type_loc, d->name, &d->init))
             return FALSE;
         d->is_init = TRUE;
@@ -1135,38 +651,38 @@ parse_decl(Parser *p, GPtrArray *list, gboolean allow_init)
 
 /* open decls? close, where decls are comma-separated and annotations may follow each comma. */
 static gboolean
-parse_decls(Parser *p, char open, char close, GPtrArray *list, gboolean allow_init, const char *what)
+parse_decls(HgParser *p, char open, char close, GPtrArray *list, gboolean allow_init, const char *what)
 {
     g_autofree char *want = g_strdup_printf("'%c' and the %s", open, what);
-    if (!expect(p, open, want))
+    if (!hg_parse_expect(p, open, want))
         return FALSE;
-    if (accept(p, close))
+    if (hg_parse_accept(p, close))
         return TRUE;
     for (;;) {
         if (!parse_decl(p, list, allow_init))
             return FALSE;
-        if (!accept(p, ','))
+        if (!hg_parse_accept(p, ','))
             break;
         if (!parse_decl_pragmas(p, list->pdata[list->len - 1]))
             return FALSE;
     }
     g_autofree char *end = g_strdup_printf("',' or '%c' after the %s", close, what);
-    return expect(p, close, end);
+    return hg_parse_expect(p, close, end);
 }
 
 /* names? up to (not including) the token that ends the list: blank or "" entries are omitted. */
 static gboolean
-parse_refs(Parser *p, GArray *refs, char end, const char *what)
+parse_refs(HgParser *p, GArray *refs, char end, const char *what)
 {
-    if (is_punct(peek(p), end))
+    if (hg_parse_is_punct(hg_parse_peek(p), end))
         return TRUE;
     do {
-        Ref r = {NULL, loc_of(peek(p))};
-        const Tok *t = peek(p);
-        if (!(is_punct(t, ',') || is_punct(t, end)) && !parse_name(p, &r.name, what))
+        Ref r = {NULL, hg_parse_loc_of(hg_parse_peek(p))};
+        const HgTok *t = hg_parse_peek(p);
+        if (!(hg_parse_is_punct(t, ',') || hg_parse_is_punct(t, end)) && !hg_parse_name(p, &r.name, what))
             return FALSE;
         g_array_append_val(refs, r);
-    } while (accept(p, ','));
+    } while (hg_parse_accept(p, ','));
     return TRUE;
 }
 
@@ -1251,7 +767,7 @@ list_kind(HgAttrType t)
 /* One attribute value. */
 typedef struct {
     HgAttrType kind;
-    Loc loc;
+    HgLoc loc;
     float f;
     gint64 i;
     GBytes *s;
@@ -1273,18 +789,18 @@ value_clear(Value *v)
 
 /* A single value; want is the annotated element kind (UNDEFINED when not annotated). */
 static gboolean
-parse_value(Parser *p, HgAttrType want, Value *v)
+parse_value(HgParser *p, HgAttrType want, Value *v)
 {
-    const Tok *t = peek(p);
-    v->loc = loc_of(t);
+    const HgTok *t = hg_parse_peek(p);
+    v->loc = hg_parse_loc_of(t);
     int dtype;
     if (want == HG_ATTR_TYPE_PROTO) {
         v->kind = HG_ATTR_TYPE_PROTO;
         return parse_type(p, &v->tp);
     }
     if (want == HG_ATTR_SPARSE_TENSOR)
-        return fail_at(p, v->loc, "sparse tensor attributes have no text form");
-    if ((t->kind == TK_IDENT || t->kind == TK_STRING) && is_punct(peek_at(p, 1), '(') &&
+        return hg_parse_fail_at(p, v->loc, "sparse tensor attributes have no text form");
+    if ((t->kind == TK_IDENT || t->kind == TK_STRING) && hg_parse_is_punct(hg_parse_peek_at(p, 1), '(') &&
         !(t->kind == TK_IDENT && elem_type_of(t, &dtype))) {
         v->kind = HG_ATTR_GRAPH;
         return parse_graph(p, FALSE, &v->g);
@@ -1296,66 +812,66 @@ parse_value(Parser *p, HgAttrType want, Value *v)
     if (t->kind == TK_STRING) {
         v->kind = HG_ATTR_STRING;
         v->s = g_bytes_new(t->text, t->len);
-        advance(p);
+        hg_parse_advance(p);
         return TRUE;
     }
     if (t->kind == TK_INT && want != HG_ATTR_FLOAT) {
         v->kind = HG_ATTR_INT;
-        return parse_int(p, &v->i, "an integer");
+        return hg_parse_int(p, &v->i, "an integer");
     }
-    if (is_float_token(t)) {
+    if (hg_parse_is_float_token(t)) {
         guint64 bits;
-        if (!float_bits(p, t, HG_DTYPE_FLOAT, &bits))
+        if (!hg_parse_float_bits(p, t, HG_DTYPE_FLOAT, &bits))
             return FALSE;
         guint32 b32 = (guint32)bits;
         memcpy(&v->f, &b32, 4);
         v->kind = HG_ATTR_FLOAT;
-        advance(p);
+        hg_parse_advance(p);
         return TRUE;
     }
-    return expected(p, "an attribute value");
+    return hg_parse_expected(p, "an attribute value");
 }
 
 /* Check a value against the annotated kind (an int literal reads as a float where a float is
  * wanted). */
 static gboolean
-value_fits(Parser *p, const char *attr, HgAttrType want, const Value *v)
+value_fits(HgParser *p, const char *attr, HgAttrType want, const Value *v)
 {
     if (want == HG_ATTR_UNDEFINED || want == v->kind)
         return TRUE;
-    return fail_at(p, v->loc, "attribute '%s' is declared %s but this value is %s", attr,
+    return hg_parse_fail_at(p, v->loc, "attribute '%s' is declared %s but this value is %s", attr,
                    attr_type_name(want), attr_type_name(v->kind));
 }
 
 /* name (':' type)? '=' value. */
 static gboolean
-parse_attr(Parser *p, GPtrArray *attrs)
+parse_attr(HgParser *p, GPtrArray *attrs)
 {
-    Loc at = loc_of(peek(p));
+    HgLoc at = hg_parse_loc_of(hg_parse_peek(p));
     g_autofree char *name = NULL;
-    if (!parse_name(p, &name, "an attribute name"))
+    if (!hg_parse_name(p, &name, "an attribute name"))
         return FALSE;
     if (!name)
         name = g_strdup("");
     HgAttrType declared = HG_ATTR_UNDEFINED;
-    if (accept(p, ':')) {
-        const Tok *t = peek(p);
+    if (hg_parse_accept(p, ':')) {
+        const HgTok *t = hg_parse_peek(p);
         for (guint i = 0; t->kind == TK_IDENT && i < G_N_ELEMENTS(attr_types); i++)
             if (strcmp(t->text, attr_types[i].name) == 0)
                 declared = attr_types[i].type;
         if (declared == HG_ATTR_UNDEFINED)
-            return expected(p, "an attribute type (int, float, string, ints, ...)");
-        advance(p);
+            return hg_parse_expected(p, "an attribute type (int, float, string, ints, ...)");
+        hg_parse_advance(p);
     }
-    if (!expect(p, '=', "'=' after the attribute name"))
+    if (!hg_parse_expect(p, '=', "'=' after the attribute name"))
         return FALSE;
 
     AttrAst *aa = g_new0(AttrAst, 1);
     g_ptr_array_add(attrs, aa);
 
-    if (accept(p, '@')) {
+    if (hg_parse_accept(p, '@')) {
         g_autofree char *ref = NULL;
-        if (!parse_name(p, &ref, "the name of the referenced attribute"))
+        if (!hg_parse_name(p, &ref, "the name of the referenced attribute"))
             return FALSE;
         aa->attr = hg_attr_new(name, declared);
         /* A reference carries no value: only the type (if any) is set. */
@@ -1368,10 +884,10 @@ parse_attr(Parser *p, GPtrArray *attrs)
         return TRUE;
     }
 
-    if (!accept(p, '[')) {
+    if (!hg_parse_accept(p, '[')) {
         if (declared != HG_ATTR_UNDEFINED && list_kind(declared) == HG_ATTR_UNDEFINED &&
             declared != HG_ATTR_SPARSE_TENSOR)
-            return fail_at(p, at, "attribute '%s' is declared %s: its value is a list in '[...]'", name,
+            return hg_parse_fail_at(p, at, "attribute '%s' is declared %s: its value is a list in '[...]'", name,
                            attr_type_name(declared));
         Value v = {0};
         if (!parse_value(p, declared, &v) || !value_fits(p, name, declared, &v)) {
@@ -1407,12 +923,12 @@ parse_attr(Parser *p, GPtrArray *attrs)
     /* A list: the elements' kind, or the annotation, says which list. */
     HgAttrType want = declared ? element_kind(declared) : HG_ATTR_UNDEFINED;
     if (declared && want == declared)
-        return fail_at(p, at, "attribute '%s' is declared %s, which is not a list", name,
+        return hg_parse_fail_at(p, at, "attribute '%s' is declared %s, which is not a list", name,
                        attr_type_name(declared));
     g_autoptr(GArray) vals = g_array_new(FALSE, TRUE, sizeof(Value));
     g_array_set_clear_func(vals, (GDestroyNotify)value_clear);
     gboolean any_float = FALSE;
-    if (!accept(p, ']')) {
+    if (!hg_parse_accept(p, ']')) {
         do {
             Value v = {0};
             if (!parse_value(p, want, &v)) {
@@ -1421,15 +937,15 @@ parse_attr(Parser *p, GPtrArray *attrs)
             }
             any_float |= v.kind == HG_ATTR_FLOAT;
             g_array_append_val(vals, v);
-        } while (accept(p, ','));
-        if (!expect(p, ']', "',' or ']' after the list"))
+        } while (hg_parse_accept(p, ','));
+        if (!hg_parse_expect(p, ']', "',' or ']' after the list"))
             return FALSE;
     }
     HgAttrType elem = want;
     if (!elem && vals->len)
         elem = any_float ? HG_ATTR_FLOAT : g_array_index(vals, Value, 0).kind;
     if (!elem)
-        return fail_at(p, at, "an empty list needs a type: '%s: ints = []'", name);
+        return hg_parse_fail_at(p, at, "an empty list needs a type: '%s: ints = []'", name);
     for (guint i = 0; i < vals->len; i++) {
         Value *v = &g_array_index(vals, Value, i);
         if (elem == HG_ATTR_FLOAT && v->kind == HG_ATTR_INT) {
@@ -1479,21 +995,21 @@ parse_attr(Parser *p, GPtrArray *attrs)
 
 /* '<' attr (',' attr)* '>' */
 static gboolean
-parse_attrs(Parser *p, GPtrArray *attrs)
+parse_attrs(HgParser *p, GPtrArray *attrs)
 {
-    if (!expect(p, '<', "'<'"))
+    if (!hg_parse_expect(p, '<', "'<'"))
         return FALSE;
     do {
         if (!parse_attr(p, attrs))
             return FALSE;
-    } while (accept(p, ','));
-    return expect(p, '>', "',' or '>' after the attribute");
+    } while (hg_parse_accept(p, ','));
+    return hg_parse_expect(p, '>', "',' or '>' after the attribute");
 }
 
 /* ---------------------------------------------------------------- nodes */
 
 static gboolean
-parse_node(Parser *p, GPtrArray *nodes)
+parse_node(HgParser *p, GPtrArray *nodes)
 {
     NodeAst *n = g_new0(NodeAst, 1);
     n->outputs = g_array_new(FALSE, FALSE, sizeof(Ref));
@@ -1501,26 +1017,26 @@ parse_node(Parser *p, GPtrArray *nodes)
     g_array_set_clear_func(n->outputs, ref_clear);
     g_array_set_clear_func(n->inputs, ref_clear);
     n->attrs = g_ptr_array_new_with_free_func(attr_ast_free);
-    n->loc = loc_of(peek(p));
+    n->loc = hg_parse_loc_of(hg_parse_peek(p));
     g_ptr_array_add(nodes, n);
 
     if (!parse_refs(p, n->outputs, '=', "an output name") ||
-        !expect(p, '=', "'=' after the node's outputs"))
+        !hg_parse_expect(p, '=', "'=' after the node's outputs"))
         return FALSE;
 
     /* domain.Op: every identifier but the last names the domain. */
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     if (t->kind == TK_STRING) {
-        if (!parse_string(p, &n->op_type, "an operator"))
+        if (!hg_parse_string(p, &n->op_type, "an operator"))
             return FALSE;
     } else {
         g_autoptr(GString) domain = g_string_new(NULL);
         for (;;) {
-            t = peek(p);
+            t = hg_parse_peek(p);
             if (t->kind != TK_IDENT)
-                return expected(p, "an operator name");
-            advance(p);
-            if (!accept(p, '.')) {
+                return hg_parse_expected(p, "an operator name");
+            hg_parse_advance(p);
+            if (!hg_parse_accept(p, '.')) {
                 n->op_type = g_strdup(t->text);
                 break;
             }
@@ -1531,13 +1047,13 @@ parse_node(Parser *p, GPtrArray *nodes)
     }
 
     /* Attributes before or after the inputs, as 1.12 allows. */
-    gboolean attrs_first = is_punct(peek(p), '<');
+    gboolean attrs_first = hg_parse_is_punct(hg_parse_peek(p), '<');
     if (attrs_first && !parse_attrs(p, n->attrs))
         return FALSE;
-    if (!expect(p, '(', "'(' and the node's inputs") || !parse_refs(p, n->inputs, ')', "an input name") ||
-        !expect(p, ')', "',' or ')' after the node's inputs"))
+    if (!hg_parse_expect(p, '(', "'(' and the node's inputs") || !parse_refs(p, n->inputs, ')', "an input name") ||
+        !hg_parse_expect(p, ')', "',' or ')' after the node's inputs"))
         return FALSE;
-    if (!attrs_first && is_punct(peek(p), '<') && !parse_attrs(p, n->attrs))
+    if (!attrs_first && hg_parse_is_punct(hg_parse_peek(p), '<') && !parse_attrs(p, n->attrs))
         return FALSE;
 
     /* The annotation gives the domain only where the op cannot be written qualified. */
@@ -1548,20 +1064,20 @@ parse_node(Parser *p, GPtrArray *nodes)
                        &target))
         return FALSE;
     if (n->precision && !g_str_has_prefix(n->precision, "fp16") && !g_str_has_prefix(n->precision, "fp32"))
-        return fail_at(p, n->loc, "precision '%s': expected \"fp16\" or \"fp32\", then an optional "
+        return hg_parse_fail_at(p, n->loc, "precision '%s': expected \"fp16\" or \"fp32\", then an optional "
                        "\" (reason)\"", n->precision);
     if (domain && n->domain)
-        return fail_at(p, n->loc, "the node's domain is given twice");
+        return hg_parse_fail_at(p, n->loc, "the node's domain is given twice");
     if (domain)
         n->domain = g_steal_pointer(&domain);
     return TRUE;
 }
 
-static gboolean parse_graph_inner(Parser *p, gboolean main_graph, GraphAst **out);
+static gboolean parse_graph_inner(HgParser *p, gboolean main_graph, GraphAst **out);
 
 /* name? '(' inputs ')' '=>' '(' outputs ')' ('<' values '>')? '{' nodes '}' */
 static gboolean
-parse_graph(Parser *p, gboolean main_graph, GraphAst **out)
+parse_graph(HgParser *p, gboolean main_graph, GraphAst **out)
 {
     if (!enter(p))
         return FALSE;
@@ -1571,33 +1087,33 @@ parse_graph(Parser *p, gboolean main_graph, GraphAst **out)
 }
 
 static gboolean
-parse_graph_inner(Parser *p, gboolean main_graph, GraphAst **out)
+parse_graph_inner(HgParser *p, gboolean main_graph, GraphAst **out)
 {
     g_autoptr(GraphAst) ga = graph_ast_new();
-    const Tok *t = peek(p);
+    const HgTok *t = hg_parse_peek(p);
     if (t->kind == TK_IDENT || t->kind == TK_STRING) {
-        if (!parse_name(p, &ga->name, "the graph's name"))
+        if (!hg_parse_name(p, &ga->name, "the graph's name"))
             return FALSE;
-    } else if (!main_graph || !is_punct(t, '(')) {
-        return expected(p, main_graph ? "a graph" : "the graph's name");
+    } else if (!main_graph || !hg_parse_is_punct(t, '(')) {
+        return hg_parse_expected(p, main_graph ? "a graph" : "the graph's name");
     }
     if (!parse_decls(p, '(', ')', ga->inputs, TRUE, "graph inputs"))
         return FALSE;
-    if (peek(p)->kind != TK_ARROW)
-        return expected(p, "'=>' after the graph inputs");
-    advance(p);
+    if (hg_parse_peek(p)->kind != TK_ARROW)
+        return hg_parse_expected(p, "'=>' after the graph inputs");
+    hg_parse_advance(p);
     if (!parse_decls(p, '(', ')', ga->outputs, FALSE, "graph outputs"))
         return FALSE;
-    if (is_punct(peek(p), '<') && !parse_decls(p, '<', '>', ga->values, TRUE, "initializers and value_info"))
+    if (hg_parse_is_punct(hg_parse_peek(p), '<') && !parse_decls(p, '<', '>', ga->values, TRUE, "initializers and value_info"))
         return FALSE;
-    if (!expect(p, '{', "'{' and the graph's nodes"))
+    if (!hg_parse_expect(p, '{', "'{' and the graph's nodes"))
         return FALSE;
     PragmaTarget target = {.doc_string = &ga->doc_string};
     if (!parse_pragmas(p, PRAGMA_DOC, &target))
         return FALSE;
-    while (!accept(p, '}')) {
-        if (peek(p)->kind == TK_EOF)
-            return expected(p, "'}' to close the graph");
+    while (!hg_parse_accept(p, '}')) {
+        if (hg_parse_peek(p)->kind == TK_EOF)
+            return hg_parse_expected(p, "'}' to close the graph");
         if (!parse_node(p, ga->nodes))
             return FALSE;
     }
@@ -1608,41 +1124,41 @@ parse_graph_inner(Parser *p, gboolean main_graph, GraphAst **out)
 /* ---------------------------------------------------------------- model header */
 
 static gboolean
-parse_header(Parser *p, HgModel *m)
+parse_header(HgParser *p, HgModel *m)
 {
-    if (!accept(p, '<'))
+    if (!hg_parse_accept(p, '<'))
         return TRUE;
-    if (accept(p, '>'))
+    if (hg_parse_accept(p, '>'))
         return TRUE;
     do {
-        const Tok *k = peek(p);
+        const HgTok *k = hg_parse_peek(p);
         if (k->kind != TK_IDENT)
-            return expected(p, "a model key (ir_version, opset_import, ...)");
-        g_autofree char *key = g_strdup(advance(p)->text);
-        if (!expect(p, ':', "':' after the key"))
+            return hg_parse_expected(p, "a model key (ir_version, opset_import, ...)");
+        g_autofree char *key = g_strdup(hg_parse_advance(p)->text);
+        if (!hg_parse_expect(p, ':', "':' after the key"))
             return FALSE;
         if (strcmp(key, "ir_version") == 0) {
-            if (!parse_int(p, &m->ir_version, "the IR version"))
+            if (!hg_parse_int(p, &m->ir_version, "the IR version"))
                 return FALSE;
             m->has_ir_version = TRUE;
         } else if (strcmp(key, "model_version") == 0) {
-            if (!parse_int(p, &m->model_version, "the model version"))
+            if (!hg_parse_int(p, &m->model_version, "the model version"))
                 return FALSE;
             m->has_model_version = TRUE;
         } else if (strcmp(key, "opset_import") == 0 || strcmp(key, "metadata_props") == 0) {
             gboolean opsets = key[0] == 'o';
-            if (!expect(p, '[', "'['"))
+            if (!hg_parse_expect(p, '[', "'['"))
                 return FALSE;
-            if (accept(p, ']'))
+            if (hg_parse_accept(p, ']'))
                 continue;
             do {
                 g_autofree char *name = NULL;
-                if (!parse_string(p, &name, opsets ? "a domain string (\"\" for ONNX)" : "a key string") ||
-                    !expect(p, ':', "':'"))
+                if (!hg_parse_string(p, &name, opsets ? "a domain string (\"\" for ONNX)" : "a key string") ||
+                    !hg_parse_expect(p, ':', "':'"))
                     return FALSE;
                 if (opsets) {
                     gint64 version;
-                    if (!parse_int(p, &version, "the opset version"))
+                    if (!hg_parse_int(p, &version, "the opset version"))
                         return FALSE;
                     /* Appended as written: hg_model_set_opset would merge "" and "ai.onnx". */
                     HgOpset *o = g_new0(HgOpset, 1);
@@ -1656,11 +1172,11 @@ parse_header(Parser *p, HgModel *m)
                     if (!m->metadata)
                         m->metadata = g_ptr_array_new_with_free_func(hg_string_pair_free);
                     g_ptr_array_add(m->metadata, sp);
-                    if (!parse_string(p, &sp->value, "a value string"))
+                    if (!hg_parse_string(p, &sp->value, "a value string"))
                         return FALSE;
                 }
-            } while (accept(p, ','));
-            if (!expect(p, ']', "',' or ']'"))
+            } while (hg_parse_accept(p, ','));
+            if (!hg_parse_expect(p, ']', "',' or ']'"))
                 return FALSE;
         } else {
             char **field = strcmp(key, "producer_name") == 0      ? &m->producer_name
@@ -1669,19 +1185,19 @@ parse_header(Parser *p, HgModel *m)
                            : strcmp(key, "doc_string") == 0       ? &m->doc_string
                                                                   : NULL;
             if (!field)
-                return fail_at(p, loc_of(k), "unknown model key '%s'", key);
+                return hg_parse_fail_at(p, hg_parse_loc_of(k), "unknown model key '%s'", key);
             g_free(*field);
             *field = NULL;
-            if (!parse_string(p, field, "a string"))
+            if (!hg_parse_string(p, field, "a string"))
                 return FALSE;
         }
-    } while (accept(p, ','));
-    return expect(p, '>', "',' or '>' after the model keys");
+    } while (hg_parse_accept(p, ','));
+    return hg_parse_expect(p, '>', "',' or '>' after the model keys");
 }
 
 /* ---------------------------------------------------------------- building the IR */
 
-static HgGraph *build_graph(Parser *p, GraphAst *ga, HgGraph *parent);
+static HgGraph *build_graph(HgParser *p, GraphAst *ga, HgGraph *parent);
 
 static HgValueDecl *
 declare(HgGraph *g, GPtrArray *list, HgValue *v, Decl *d)
@@ -1696,7 +1212,7 @@ declare(HgGraph *g, GPtrArray *list, HgValue *v, Decl *d)
 }
 
 static gboolean
-build_attr(Parser *p, HgGraph *g, AttrAst *aa, HgAttr **out)
+build_attr(HgParser *p, HgGraph *g, AttrAst *aa, HgAttr **out)
 {
     HgAttr *a = g_steal_pointer(&aa->attr);
     if (aa->graph && !(a->g = build_graph(p, aa->graph, g))) {
@@ -1719,7 +1235,7 @@ build_attr(Parser *p, HgGraph *g, AttrAst *aa, HgAttr **out)
 }
 
 static gboolean
-build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
+build_nodes(HgParser *p, GraphAst *ga, HgGraph *g)
 {
     guint max_in = 0;
     for (guint i = 0; i < ga->nodes->len; i++)
@@ -1737,7 +1253,7 @@ build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
                 continue;
             HgValue *prev = g_hash_table_lookup(g->values, r->name);
             if (prev)
-                return fail_at(p, r->loc, "'%s' is defined twice (also %s)", r->name,
+                return hg_parse_fail_at(p, r->loc, "'%s' is defined twice (also %s)", r->name,
                                prev->producer ? "by another node"
                                : prev->init   ? "as an initializer"
                                               : "as a graph input");
@@ -1771,7 +1287,7 @@ build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
                 continue;
             HgValue *v = hg_graph_lookup(g, r->name);
             if (!v)
-                return fail_at(p, r->loc, "'%s' is not defined", r->name);
+                return hg_parse_fail_at(p, r->loc, "'%s' is not defined", r->name);
             hg_node_set_input(n, k, v); /* also records outer-scope references */
         }
     }
@@ -1780,7 +1296,7 @@ build_nodes(Parser *p, GraphAst *ga, HgGraph *g)
 
 /* Turn one graph of the syntax tree into an IR graph (parent: the enclosing graph, or NULL). */
 static HgGraph *
-build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
+build_graph(HgParser *p, GraphAst *ga, HgGraph *parent)
 {
     HgGraph *g = hg_graph_new(p->model, parent);
     g->name = g_strdup(ga->name);
@@ -1789,7 +1305,7 @@ build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
     for (guint i = 0; i < ga->inputs->len; i++) {
         Decl *d = ga->inputs->pdata[i];
         if (g_hash_table_contains(g->values, d->name)) {
-            fail_at(p, d->loc, "graph input '%s' is listed twice", d->name);
+            hg_parse_fail_at(p, d->loc, "graph input '%s' is listed twice", d->name);
             goto fail;
         }
         HgValue *v = hg_graph_new_value(g, d->name, NULL);
@@ -1804,7 +1320,7 @@ build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
                 continue;
             HgValue *v = g_hash_table_lookup(g->values, d->name);
             if (v && (v->init || !v->is_input)) {
-                fail_at(p, d->loc, "initializer '%s' is defined twice", d->name);
+                hg_parse_fail_at(p, d->loc, "initializer '%s' is defined twice", d->name);
                 goto fail;
             }
             if (!v)
@@ -1830,7 +1346,7 @@ build_graph(Parser *p, GraphAst *ga, HgGraph *parent)
         Decl *d = ga->outputs->pdata[i];
         HgValue *v = hg_graph_lookup(g, d->name);
         if (!v) {
-            fail_at(p, d->loc, "graph output '%s' is not defined", d->name);
+            hg_parse_fail_at(p, d->loc, "graph output '%s' is not defined", d->name);
             goto fail;
         }
         declare(g, g->outputs, v, d);
@@ -1851,16 +1367,16 @@ HgModel *
 hg_model_parse_text(const char *text, gsize len, GError **error)
 {
     g_return_val_if_fail(text != NULL || len == 0, NULL);
-    Parser p = {0};
-    p.toks = g_array_new(FALSE, TRUE, sizeof(Tok));
-    g_array_set_clear_func(p.toks, tok_clear);
+    HgParser p = {0};
+    p.toks = g_array_new(FALSE, TRUE, sizeof(HgTok));
+    g_array_set_clear_func(p.toks, hg_tok_clear);
     g_autoptr(HgModel) m = hg_model_new();
     p.model = m;
     g_autoptr(GraphAst) ga = NULL;
 
-    gboolean ok = lex(&p, text ? text : "", len) && parse_header(&p, m) && parse_graph(&p, TRUE, &ga);
-    if (ok && peek(&p)->kind != TK_EOF)
-        ok = expected(&p, "the end of the text (functions are not supported)");
+    gboolean ok = hg_lex(&p, text ? text : "", len) && parse_header(&p, m) && parse_graph(&p, TRUE, &ga);
+    if (ok && hg_parse_peek(&p)->kind != TK_EOF)
+        ok = hg_parse_expected(&p, "the end of the text (functions are not supported)");
     if (ok && !(m->graph = build_graph(&p, ga, NULL)))
         ok = FALSE;
     g_array_unref(p.toks);

@@ -13,74 +13,11 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir_private.h"
 #include "ops/array.h"
 
 /* Tensor data is little-endian; so is every host we build for, and the codecs below rely on it. */
 G_STATIC_ASSERT(G_BYTE_ORDER == G_LITTLE_ENDIAN);
-
-/* ---------------------------------------------------------------- element type conversion */
-
-static gboolean
-is_float_type(int dtype)
-{
-    return dtype == HG_DTYPE_FLOAT || dtype == HG_DTYPE_FLOAT16 || dtype == HG_DTYPE_BFLOAT16 ||
-           dtype == HG_DTYPE_DOUBLE;
-}
-
-HgTensor *
-hg_tensor_convert(const HgTensor *t, int dtype, GError **error)
-{
-    g_return_val_if_fail(t != NULL, NULL);
-    if (t->dtype == dtype)
-        return hg_tensor_copy(t);
-    if (!is_float_type(t->dtype) || !is_float_type(dtype)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "cannot convert %s to %s",
-                    hg_dtype_name(t->dtype) ? hg_dtype_name(t->dtype) : "?",
-                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
-        return NULL;
-    }
-    /* The array checks the byte count against the shape and gives aligned data. */
-    g_autoptr(HgArray) a = hg_array_from_tensor(t, error);
-    if (!a)
-        return NULL;
-    HgTensor *out = hg_tensor_new(t->name, dtype, t->rank, t->dims);
-    if (!out) {
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "tensor '%s' is too large",
-                    t->name ? t->name : "");
-        return NULL;
-    }
-    gsize n = (gsize)a->numel;
-    void *dst = hg_tensor_data_mut(out);
-    if (a->dtype == HG_DTYPE_DOUBLE && dtype == HG_DTYPE_FLOAT) {
-        for (gsize i = 0; i < n; i++)
-            ((float *)dst)[i] = (float)((const double *)a->data)[i];
-        return out;
-    }
-    /* Every other pair goes through FP32, which holds float16 and bfloat16 exactly. */
-    gboolean owned;
-    float *f = hg_array_load_f32(a, &owned);
-    switch (dtype) {
-    case HG_DTYPE_FLOAT:
-        memcpy(dst, f, n * sizeof(float));
-        break;
-    case HG_DTYPE_FLOAT16:
-        hg_float_to_half_n(f, dst, n);
-        break;
-    case HG_DTYPE_BFLOAT16:
-        for (gsize i = 0; i < n; i++)
-            ((guint16 *)dst)[i] = hg_float_to_bf16(f[i]);
-        break;
-    case HG_DTYPE_DOUBLE:
-        for (gsize i = 0; i < n; i++)
-            ((double *)dst)[i] = f[i];
-        break;
-    default:
-        g_assert_not_reached();
-    }
-    if (owned)
-        g_free(f);
-    return out;
-}
 
 /* ---------------------------------------------------------------- non-finite values */
 
@@ -92,7 +29,7 @@ count_nonfinite(const HgTensor *t, gint64 *numel)
     gint64 n = hg_tensor_numel(t);
     *numel = MAX(n, 0);
     gsize size = t->dtype == HG_DTYPE_DOUBLE ? 8 : t->dtype == HG_DTYPE_FLOAT ? 4 : 2;
-    if (!is_float_type(t->dtype) || n <= 0 || !t->data || t->nbytes < (gsize)n * size)
+    if (!hg_dtype_is_float(t->dtype) || n <= 0 || !t->data || t->nbytes < (gsize)n * size)
         return 0;
     const guint8 *p = t->data;
     gint64 bad = 0;
@@ -130,7 +67,7 @@ static gboolean
 orig_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
 {
     (void)error;
-    if (!is_float_type(t->dtype))
+    if (!hg_dtype_is_float(t->dtype))
         return TRUE;
     gint64 numel;
     gboolean finite = count_nonfinite(t, &numel) == 0;
@@ -153,7 +90,7 @@ conv_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
     (void)error;
     ConvWatch *w = data;
     guint seq = w->seq++;
-    if (w->found || !is_float_type(t->dtype))
+    if (w->found || !hg_dtype_is_float(t->dtype))
         return TRUE;
     gint64 numel, bad = count_nonfinite(t, &numel);
     if (!bad || GPOINTER_TO_INT(g_hash_table_lookup(w->orig, v->name)) == 2)
@@ -172,16 +109,6 @@ typedef struct {
     double sum_d2, sum_o2; /* sums of squares of (conv - orig) and of orig over compared elements */
 } Sums;
 
-static char *
-shape_string(const HgTensor *t)
-{
-    GString *s = g_string_new("[");
-    for (guint i = 0; i < t->rank; i++)
-        g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? "," : "", t->dims[i]);
-    g_string_append_c(s, ']');
-    return g_string_free(s, FALSE);
-}
-
 static gboolean
 compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor *b, GError **error)
 {
@@ -189,7 +116,8 @@ compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor 
     for (guint i = 0; same && i < a->rank; i++)
         same = a->dims[i] == b->dims[i];
     if (!same) {
-        g_autofree char *sa = shape_string(a), *sb = shape_string(b);
+        g_autofree char *sa = hg_dims_string(a->rank, a->dims);
+        g_autofree char *sb = hg_dims_string(b->rank, b->dims);
         g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
                     "output '%s' has shape %s in the original model but %s in the converted one",
                     o->name, sa, sb);

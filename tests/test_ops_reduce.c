@@ -1,6 +1,7 @@
-/* Kernels and shape rules of the reduce family (src/ops/reduce.c), checked against values worked out by
- * hand or with numpy (the numbers are written here). Each test builds one node with the IR API, runs the
- * op's eval or infer at a chosen opset, and checks values, shapes, types and errors. */
+/* Kernels and shape rules of the reduction families (src/ops/reduce.c, order.c, softmax.c and norm.c,
+ * with rows.c), checked against values worked out by hand or with numpy (the numbers are written
+ * here). Each test builds one node with the IR API, runs the op's eval or infer at a chosen opset,
+ * and checks values, shapes, types and errors. */
 #include "opstest.h"
 
 #include <math.h>
@@ -33,8 +34,11 @@ static void
 test_family_rows(void **state)
 {
     (void)state;
-    /* Every row of this family is reachable by name and has all three functions. */
-    assert_family_rows("reduce", 21);
+    /* Every row of these families is reachable by name and has all three functions. */
+    assert_family_rows("reduce", 10);
+    assert_family_rows("order", 3);
+    assert_family_rows("softmax", 4);
+    assert_family_rows("norm", 4);
 }
 
 /* ---------------------------------------------------------------- Reduce* */

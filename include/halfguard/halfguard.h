@@ -3,6 +3,7 @@
 #define HALFGUARD_H
 
 #include <halfguard/check.h>
+#include <halfguard/feeds.h>
 #include <halfguard/ir.h>
 #include <halfguard/io.h>
 #include <halfguard/pass.h>

@@ -8,7 +8,7 @@
  * Everything the ONNX file holds that halfguard does not reason about (doc strings, metadata, unknown
  * protobuf fields, functions, training info) rides along on the objects below so that saving an
  * unchanged model gives back the same bytes. Protobuf types never appear here: only the loader and
- * the saver (src/onnx_io.c) know them.
+ * the saver (src/onnx_load.c, src/onnx_save.c and src/onnx_pb.c) know them.
  *
  * Ownership: the model owns every graph, the graph owns every node, value, tensor and string attached
  * to it. Pointers returned by accessors are borrowed and live as long as the graph, unless a function

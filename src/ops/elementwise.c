@@ -2,7 +2,8 @@
  * the variadic Max/Min/Sum/Mean, Where, Cast/CastLike, Clip, Dropout and Identity.
  *
  * How a kernel is built. Each op is a "row" function over a contiguous run of elements, written once
- * per compute kind (FP32, FP64, int64, uint64) by a macro. A driver walks the broadcast output row by
+ * per compute kind (kernel.h's HgKind: FP32, FP64, int64, uint64) by a macro, an op's rows in a table
+ * indexed by kind. A driver walks the broadcast output row by
  * row; it hands FLOAT, DOUBLE and INT64 data to the row as it is, and converts other types (FP16, BF16,
  * narrow integers) a chunk at a time into the compute kind and back, the result rounded once per
  * element (FP16, BF16) or cast (narrow integers). The walk merges adjacent dims that are contiguous in
@@ -10,164 +11,16 @@
  * functions have a separate loop for each of those cases, plain enough for gcc to vectorize.
  *
  * Float kernels use <tgmath.h>: exp(x) is expf for a float x and exp for a double, so one expression
- * serves both kinds.
+ * serves both kinds. The family's interval rules are in elementwise_range.c.
  */
-#include "ops/op.h"
+#include "ops/elementwise.h"
 #include "ir_private.h"
 
 #include <float.h>
 #include <string.h>
 #include <tgmath.h>
 
-/* ================================================================ compute kinds */
-
-/* The compute kinds of this file: array.h's HgCompute plus unsigned 64-bit, because int64 arithmetic
- * gets comparisons, Min/Max, division and modulo wrong for uint64 values past 2^63. */
-typedef enum { K_F32, K_F64, K_I64, K_U64, K_COUNT } Kind;
-
-static const gsize kind_size[K_COUNT] = {sizeof(float), sizeof(double), sizeof(gint64), sizeof(guint64)};
-
-/* The compute kind of a dtype; K_COUNT for types without arithmetic (string, complex, float8, 4-bit). */
-static Kind
-kind_of(int dtype)
-{
-    if (dtype == HG_DTYPE_UINT64)
-        return K_U64;
-    switch (hg_dtype_compute(dtype)) {
-    case HG_COMPUTE_F32: return K_F32;
-    case HG_COMPUTE_F64: return K_F64;
-    case HG_COMPUTE_I64: return K_I64;
-    default: return K_COUNT;
-    }
-}
-
-/* A compute buffer: the array's own data when its storage already is the kind, else a converted copy. */
-typedef struct {
-    void *p;
-    gboolean owned;
-} Buf;
-
-static void
-buf_free(Buf *b)
-{
-    if (b->owned)
-        g_free(b->p);
-    b->p = NULL;
-    b->owned = FALSE;
-}
-
-static Buf
-load_as(const HgArray *a, Kind k)
-{
-    Buf b = {NULL, FALSE};
-    switch (k) {
-    case K_F32: b.p = hg_array_load_f32(a, &b.owned); break;
-    case K_F64: b.p = hg_array_load_f64(a, &b.owned); break;
-    case K_U64:
-        /* uint64 data is its own compute buffer; anything else converts through int64 (same bits) */
-        if (a->dtype == HG_DTYPE_UINT64) {
-            b.p = a->data;
-            break;
-        }
-        b.p = hg_array_load_i64(a, &b.owned);
-        break;
-    default: b.p = hg_array_load_i64(a, &b.owned); break;
-    }
-    return b;
-}
-
-/* Where results of kind k go for output out: out's data when its storage is that kind, else scratch
- * that store_buf converts. */
-static Buf
-out_buf(HgArray *out, Kind k)
-{
-    gboolean native;
-    switch (k) {
-    case K_F32: native = out->dtype == HG_DTYPE_FLOAT; break;
-    case K_F64: native = out->dtype == HG_DTYPE_DOUBLE; break;
-    default: native = out->dtype == HG_DTYPE_INT64 || out->dtype == HG_DTYPE_UINT64; break;
-    }
-    if (native)
-        return (Buf){out->data, FALSE};
-    return (Buf){g_malloc((gsize)out->numel * kind_size[k] + 8), TRUE};
-}
-
-/* d as a float rounded to odd: truncated toward zero, its last bit set when inexact. Rounding that
- * float to FP16 or BF16 (13 and 16 fewer bits) gives the correctly rounded result of d: one rounding,
- * where a round-to-nearest float in between could round twice. */
-static float
-f64_to_f32_odd(double d)
-{
-    float f = (float)d;
-    if (isnan(d) || (double)f == d)
-        return f;
-    if (fabs((double)f) > fabs(d))
-        f = nextafterf(f, 0.0f);
-    guint32 u;
-    memcpy(&u, &f, sizeof u);
-    u |= 1;
-    memcpy(&f, &u, sizeof u);
-    return f;
-}
-
-/* Store n = out->numel doubles into out, rounding once to FP16/BF16. */
-static void
-store_f64_once(HgArray *out, const double *src)
-{
-    if (out->dtype == HG_DTYPE_FLOAT16 || out->dtype == HG_DTYPE_BFLOAT16) {
-        guint16 *d = out->data;
-        gboolean half = out->dtype == HG_DTYPE_FLOAT16;
-        for (gint64 i = 0; i < out->numel; i++) {
-            float f = f64_to_f32_odd(src[i]);
-            d[i] = half ? hg_float_to_half(f) : hg_float_to_bf16(f);
-        }
-        return;
-    }
-    hg_array_store_f64(out, src);
-}
-
-/* Store a compute buffer of kind k into out (a no-op when it is out's own data), then free it. */
-static void
-store_buf(HgArray *out, Buf *b, Kind k)
-{
-    if (b->p != out->data) {
-        switch (k) {
-        case K_F32: hg_array_store_f32(out, b->p); break;
-        case K_F64: store_f64_once(out, b->p); break;
-        default: hg_array_store_i64(out, b->p); break;
-        }
-    }
-    buf_free(b);
-}
-
 /* ================================================================ small helpers */
-
-
-/* TRUE when inputs 0..n-1 are present; else an HG_ERROR_INVALID error. */
-static gboolean
-need_inputs(HgEvalCtx *ctx, guint n)
-{
-    for (guint i = 0; i < n; i++) {
-        if (i >= ctx->n_inputs || !ctx->inputs[i]) {
-            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
-            return FALSE;
-        }
-    }
-    if (ctx->n_outputs < 1) {
-        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "the node has no output");
-        return FALSE;
-    }
-    return TRUE;
-}
-
-static gboolean
-unsupported_type(HgEvalCtx *ctx, int dtype)
-{
-    const char *name = hg_dtype_name(dtype);
-    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
-                name ? name : "undefined");
-    return FALSE;
-}
 
 static gboolean
 broadcast(HgEvalCtx *ctx, guint ra, const gint64 *da, guint rb, const gint64 *db, guint *rout,
@@ -296,7 +149,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
 #define UNARY_F(op, EXPR)                                                                          \
     DEF_UNF(op##_f32, float, float, EXPR)                                                          \
     DEF_UNF(op##_f64, double, double, EXPR)                                                        \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, NULL, NULL};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, NULL, NULL};
 
 /* Unary op over every numeric kind. */
 #define UNARY_ALL(op, EF, EI, EU)                                                                  \
@@ -304,7 +157,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_UNF(op##_f64, double, double, EF)                                                          \
     DEF_UNI(op##_i64, gint64, gint64, EI)                                                          \
     DEF_UNI(op##_u64, guint64, guint64, EU)                                                        \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Unary predicate: bool output for every kind. */
 #define UNARY_PRED(op, EF, EI)                                                                     \
@@ -312,7 +165,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_UNF(op##_f64, double, guint8, EF)                                                          \
     DEF_UNI(op##_i64, gint64, guint8, EI)                                                          \
     DEF_UNI(op##_u64, guint64, guint8, EI)                                                         \
-    static const UnRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const UnRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Binary row: EXPR of x (from a) and y (from b). sa, sb are 1, or 0 for a broadcast operand; each
  * case has its own loop so that the common ones (same shape, one scalar) vectorize. */
@@ -351,7 +204,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_BIN(op##_f64, double, double, EF)                                                          \
     DEF_BIN(op##_i64, gint64, gint64, EI)                                                          \
     DEF_BIN(op##_u64, guint64, guint64, EU)                                                        \
-    static const BinRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const BinRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* Comparison: bool output, the same expression for every kind. */
 #define BINARY_CMP(op, E)                                                                          \
@@ -359,7 +212,7 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
     DEF_BIN(op##_f64, double, guint8, E)                                                           \
     DEF_BIN(op##_i64, gint64, guint8, E)                                                           \
     DEF_BIN(op##_u64, guint64, guint8, E)                                                          \
-    static const BinRow op##_rows[K_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
+    static const BinRow op##_rows[HG_KIND_COUNT] = {op##_f32, op##_f64, op##_i64, op##_u64};
 
 /* int64 arithmetic that wraps (two's complement) instead of overflowing into undefined behaviour. */
 #define WRAP(x, OP, y) ((gint64)((guint64)(x) OP (guint64)(y)))
@@ -367,8 +220,6 @@ typedef void (*BinRow)(void *o, const void *a, gint64 sa, const void *b, gint64 
 /* softplus(x) = log(1 + e^x), written so that e^x never overflows. */
 #define SOFTPLUS(x) (((x) > 0 ? (x) : 0) + log1p(exp(-fabs(x))))
 
-/* Clamp v to [0, 1], keeping NaN (fmax/fmin would drop it). */
-#define CLAMP01(v) ((v) < 0 ? 0 : (v) > 1 ? 1 : (v))
 
 UNARY_ALL(abs, fabs(x), x < 0 ? WRAP(0, -, x) : x, x)
 UNARY_ALL(neg, -x, WRAP(0, -, x), 0 - x)
@@ -447,7 +298,7 @@ pymod_i64(gint64 x, gint64 y)
 DEF_BIN(pymod_f32_row, float, float, pymod_f32(x, y))
 DEF_BIN(pymod_f64_row, double, double, pymod_f64(x, y))
 DEF_BIN(pymod_i64_row, gint64, gint64, pymod_i64(x, y))
-static const BinRow pymod_rows[K_COUNT] = {pymod_f32_row, pymod_f64_row, pymod_i64_row, fmod_u64};
+static const BinRow pymod_rows[HG_KIND_COUNT] = {pymod_f32_row, pymod_f64_row, pymod_i64_row, fmod_u64};
 
 /* Integer power by squaring, wrapping like the integer type. A negative exponent gives 1/x^-y
  * truncated: 0 unless |x| is 1 (and 0 for x = 0 rather than a division by zero). */
@@ -483,7 +334,7 @@ DEF_BIN(xor_row, guint8, guint8, (x != 0) ^ (y != 0))
 /* ================================================================ drivers */
 
 /* An operand as the drivers see it: the storage of an array (or of a compute buffer, whose dtype is
- * then kind_dtype[k]) and its shape. Chunks of it are converted to the compute kind as the walk reaches
+ * then hg_kind_dtype(k)) and its shape. Chunks of it are converted to the compute kind as the walk reaches
  * them, so an FP16 tensor never needs an FP32 copy of itself. */
 typedef struct {
     int dtype;
@@ -492,13 +343,18 @@ typedef struct {
     const gint64 *dims;
 } Operand;
 
-/* The storage type of each kind's compute buffers. */
-static const int kind_dtype[K_COUNT] = {HG_DTYPE_FLOAT, HG_DTYPE_DOUBLE, HG_DTYPE_INT64, HG_DTYPE_UINT64};
-
 /* Elements converted per step: 16-32 KiB of compute buffer, which stays in L1/L2. */
 #define CHUNK 4096
 /* Rows shorter than this convert whole operands up front: converting per row costs per row. */
 #define MIN_CHUNKED_ROW 64
+
+/* Where a chunk's results of kind k go: the chunk's own storage when it is stored in that kind, else
+ * scratch of CHUNK elements that hg_kbuf_store converts. */
+static HgKBuf
+chunk_out(HgArray *vo, HgKind k, double *scratch)
+{
+    return (HgKBuf){hg_kind_stores(k, vo->dtype) ? vo->data : scratch, FALSE};
+}
 
 static Operand
 operand_of(const HgArray *a)
@@ -522,33 +378,33 @@ view_of(int dtype, void *data, gint64 off, gint64 n)
     return v;
 }
 
-/* Elements [off, off + n) of op in kind k; K_COUNT takes them as stored (bool logic). */
-static Buf
-op_load(const Operand *op, Kind k, gint64 off, gint64 n)
+/* Elements [off, off + n) of op in kind k; HG_KIND_COUNT takes them as stored (bool logic). */
+static HgKBuf
+op_load(const Operand *op, HgKind k, gint64 off, gint64 n)
 {
-    if (k == K_COUNT)
-        return (Buf){(char *)op->data + (gsize)off * hg_dtype_size(op->dtype), FALSE};
+    if (k == HG_KIND_COUNT)
+        return (HgKBuf){(char *)op->data + (gsize)off * hg_dtype_size(op->dtype), FALSE};
     HgArray v = view_of(op->dtype, op->data, off, n);
-    return load_as(&v, k);
+    return hg_kbuf_load(&v, k);
 }
 
 /* When rows are short, convert op whole into kind k (kept in *full) and point op at the result. */
 static void
-op_convert_whole(Operand *op, Kind k, Buf *full)
+op_convert_whole(Operand *op, HgKind k, HgKBuf *full)
 {
-    if (k == K_COUNT || op->dtype == kind_dtype[k])
+    if (k == HG_KIND_COUNT || op->dtype == hg_kind_dtype(k))
         return;
     HgArray v = view_of(op->dtype, op->data, 0, hg_numel(op->rank, op->dims));
-    *full = load_as(&v, k);
-    op->dtype = kind_dtype[k];
+    *full = hg_kbuf_load(&v, k);
+    op->dtype = hg_kind_dtype(k);
     op->data = full->p;
 }
 
 /* o (rout, dout) = row(a, b), a and b broadcast, computed in kind k. direct: the row writes o's
- * storage as it is (bool results, and K_COUNT); else results of kind k are stored into o with one
+ * storage as it is (bool results, and HG_KIND_COUNT); else results of kind k are stored into o with one
  * rounding per element. */
 static void
-bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, guint rout,
+bin_apply(BinRow row, HgKind k, gboolean direct, Operand o, Operand a, Operand b, guint rout,
           const gint64 *dout)
 {
     gint64 numel = hg_numel(rout, dout);
@@ -560,14 +416,15 @@ bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, 
     walk_init(&w, 2, ranks, dims, rout, dout);
     gint64 inner = w.dims[w.rank - 1], rows = numel / inner;
     gint64 sa = w.st[0][w.rank - 1], sb = w.st[1][w.rank - 1];
-    Buf fa = {NULL, FALSE}, fb = {NULL, FALSE}, fo = {NULL, FALSE};
+    HgKBuf fa = {NULL, FALSE}, fb = {NULL, FALSE}, fo = {NULL, FALSE};
+    double scratch[CHUNK];
     Operand final = o;
     if (inner < MIN_CHUNKED_ROW) {
         op_convert_whole(&a, k, &fa);
         op_convert_whole(&b, k, &fb);
-        if (!direct && o.dtype != kind_dtype[k]) {
-            fo = (Buf){g_malloc((gsize)numel * kind_size[k] + 8), TRUE};
-            o.dtype = kind_dtype[k];
+        if (!direct && o.dtype != hg_kind_dtype(k)) {
+            fo = (HgKBuf){g_malloc((gsize)numel * hg_kind_size(k) + 8), TRUE};
+            o.dtype = hg_kind_dtype(k);
             o.data = fo.p;
         }
     }
@@ -575,30 +432,30 @@ bin_apply(BinRow row, Kind k, gboolean direct, Operand o, Operand a, Operand b, 
     for (gint64 r = 0; r < rows; r++) {
         for (gint64 c = 0; c < inner; c += CHUNK) {
             gint64 len = MIN(CHUNK, inner - c);
-            Buf ba = op_load(&a, k, off[0] + (sa ? c : 0), sa ? len : 1);
-            Buf bb = op_load(&b, k, off[1] + (sb ? c : 0), sb ? len : 1);
+            HgKBuf ba = op_load(&a, k, off[0] + (sa ? c : 0), sa ? len : 1);
+            HgKBuf bb = op_load(&b, k, off[1] + (sb ? c : 0), sb ? len : 1);
             HgArray vo = view_of(o.dtype, o.data, r * inner + c, len);
-            Buf bo = direct ? (Buf){vo.data, FALSE} : out_buf(&vo, k);
+            HgKBuf bo = direct ? (HgKBuf){vo.data, FALSE} : chunk_out(&vo, k, scratch);
             row(bo.p, ba.p, sa, bb.p, sb, len);
             if (!direct)
-                store_buf(&vo, &bo, k);
-            buf_free(&ba);
-            buf_free(&bb);
+                hg_kbuf_store(&vo, &bo, k);
+            hg_kbuf_clear(&ba);
+            hg_kbuf_clear(&bb);
         }
         walk_step(&w, idx, off);
     }
     if (fo.p) {
         HgArray v = view_of(final.dtype, final.data, 0, numel);
-        store_buf(&v, &fo, k);
+        hg_kbuf_store(&v, &fo, k);
     }
-    buf_free(&fa);
-    buf_free(&fb);
+    hg_kbuf_clear(&fa);
+    hg_kbuf_clear(&fb);
 }
 
 /* outputs[0] (out_dtype) = row(inputs[0], inputs[1]) computed in kind k. A comparison row writes bool
  * directly. unidirectional: the result must have input 0's shape (PRelu's slope). */
 static gboolean
-binary_run(HgEvalCtx *ctx, BinRow row, Kind k, int out_dtype, gboolean unidirectional)
+binary_run(HgEvalCtx *ctx, BinRow row, HgKind k, int out_dtype, gboolean unidirectional)
 {
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
     guint r;
@@ -621,27 +478,27 @@ binary_run(HgEvalCtx *ctx, BinRow row, Kind k, int out_dtype, gboolean unidirect
 
 /* A binary op computed in the kind of input 0; output of input 0's type, or bool for a comparison. */
 static gboolean
-binary_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean compare)
+binary_eval(HgEvalCtx *ctx, const BinRow rows[HG_KIND_COUNT], gboolean compare)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     int ta = ctx->inputs[0]->dtype, tb = ctx->inputs[1]->dtype;
-    Kind k = kind_of(ta);
-    if (k == K_COUNT || !rows[k])
-        return unsupported_type(ctx, ta);
-    if (kind_of(tb) == K_COUNT)
-        return unsupported_type(ctx, tb);
+    HgKind k = hg_kind_of(ta);
+    if (k == HG_KIND_COUNT || !rows[k])
+        return hg_eval_unsupported(ctx, ta);
+    if (hg_kind_of(tb) == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, tb);
     return binary_run(ctx, rows[k], k, compare ? HG_DTYPE_BOOL : ta, FALSE);
 }
 
 static gboolean
 logic_eval(HgEvalCtx *ctx, BinRow row)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
     if (a->dtype != HG_DTYPE_BOOL || b->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, a->dtype != HG_DTYPE_BOOL ? a->dtype : b->dtype);
+        return hg_eval_unsupported(ctx, a->dtype != HG_DTYPE_BOOL ? a->dtype : b->dtype);
     guint r;
     gint64 d[HG_MAX_RANK];
     if (!broadcast(ctx, a->rank, a->dims, b->rank, b->dims, &r, d))
@@ -649,7 +506,7 @@ logic_eval(HgEvalCtx *ctx, BinRow row)
     HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, r, d);
     if (!out)
         return FALSE;
-    bin_apply(row, K_COUNT, TRUE, operand_of(out), operand_of(a), operand_of(b), r, d);
+    bin_apply(row, HG_KIND_COUNT, TRUE, operand_of(out), operand_of(a), operand_of(b), r, d);
     ctx->outputs[0] = out;
     return TRUE;
 }
@@ -657,28 +514,29 @@ logic_eval(HgEvalCtx *ctx, BinRow row)
 /* outputs[0] = row(inputs[0]) computed in the input's kind, chunk by chunk; bool output for a
  * predicate. */
 static gboolean
-unary_eval(HgEvalCtx *ctx, const UnRow rows[K_COUNT], const Params *p, gboolean predicate)
+unary_eval(HgEvalCtx *ctx, const UnRow rows[HG_KIND_COUNT], const Params *p, gboolean predicate)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT || !rows[k])
-        return unsupported_type(ctx, x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT || !rows[k])
+        return hg_eval_unsupported(ctx, x->dtype);
     /* the chunks below cover every element */
     HgArray *out = hg_eval_new_output_uninit(ctx, predicate ? HG_DTYPE_BOOL : x->dtype, x->rank, x->dims);
     if (!out)
         return FALSE;
     Operand ox = operand_of(x);
+    double scratch[CHUNK];
     for (gint64 c = 0; c < x->numel; c += CHUNK) {
         gint64 len = MIN(CHUNK, x->numel - c);
-        Buf bx = op_load(&ox, k, c, len);
+        HgKBuf bx = op_load(&ox, k, c, len);
         HgArray vo = view_of(out->dtype, out->data, c, len);
-        Buf bo = predicate ? (Buf){vo.data, FALSE} : out_buf(&vo, k);
+        HgKBuf bo = predicate ? (HgKBuf){vo.data, FALSE} : chunk_out(&vo, k, scratch);
         rows[k](bo.p, bx.p, len, p);
         if (!predicate)
-            store_buf(&vo, &bo, k);
-        buf_free(&bx);
+            hg_kbuf_store(&vo, &bo, k);
+        hg_kbuf_clear(&bx);
     }
     ctx->outputs[0] = out;
     return TRUE;
@@ -687,23 +545,23 @@ unary_eval(HgEvalCtx *ctx, const UnRow rows[K_COUNT], const Params *p, gboolean 
 /* Max/Min/Sum/Mean: fold the inputs pairwise, broadcasting as it goes, in the kind of input 0. Mean
  * divides the sum once at the end, so FP16 rounds once. One input is passed on as it is. */
 static gboolean
-variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
+variadic_eval(HgEvalCtx *ctx, const BinRow rows[HG_KIND_COUNT], gboolean mean)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     guint n = ctx->n_inputs;
-    if (!need_inputs(ctx, n))
+    if (!hg_eval_need(ctx, n))
         return FALSE;
     int dtype = ctx->inputs[0]->dtype;
-    Kind k = kind_of(dtype);
-    if (k == K_COUNT || !rows[k] || (mean && k != K_F32 && k != K_F64))
-        return unsupported_type(ctx, dtype);
+    HgKind k = hg_kind_of(dtype);
+    if (k == HG_KIND_COUNT || !rows[k] || (mean && k != HG_KIND_F32 && k != HG_KIND_F64))
+        return hg_eval_unsupported(ctx, dtype);
     guint r = ctx->inputs[0]->rank;
     gint64 d[HG_MAX_RANK];
     memcpy(d, ctx->inputs[0]->dims, sizeof(gint64) * r);
     for (guint i = 1; i < n; i++) {
-        if (kind_of(ctx->inputs[i]->dtype) == K_COUNT)
-            return unsupported_type(ctx, ctx->inputs[i]->dtype);
+        if (hg_kind_of(ctx->inputs[i]->dtype) == HG_KIND_COUNT)
+            return hg_eval_unsupported(ctx, ctx->inputs[i]->dtype);
         gint64 prev[HG_MAX_RANK];
         memcpy(prev, d, sizeof(gint64) * r);
         if (!broadcast(ctx, r, prev, ctx->inputs[i]->rank, ctx->inputs[i]->dims, &r, d))
@@ -720,26 +578,26 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
      * still has to divide) */
     gint64 ad[HG_MAX_RANK], nd[HG_MAX_RANK];
     Operand acc = operand_of(ctx->inputs[0]);
-    Buf accbuf = {NULL, FALSE};
+    HgKBuf accbuf = {NULL, FALSE};
     for (guint i = 1; i < n; i++) {
         const HgArray *in = ctx->inputs[i];
         guint nr;
         hg_broadcast_shape(acc.rank, acc.dims, in->rank, in->dims, &nr, nd, NULL); /* checked above */
         gboolean last = i == n - 1 && !mean;
-        Buf next = {NULL, FALSE};
+        HgKBuf next = {NULL, FALSE};
         Operand dst = operand_of(out);
         if (!last) {
-            next = (Buf){g_malloc((gsize)hg_numel(nr, nd) * kind_size[k] + 8), TRUE};
-            dst = (Operand){kind_dtype[k], next.p, nr, nd};
+            next = (HgKBuf){g_malloc((gsize)hg_numel(nr, nd) * hg_kind_size(k) + 8), TRUE};
+            dst = (Operand){hg_kind_dtype(k), next.p, nr, nd};
         }
         bin_apply(rows[k], k, FALSE, dst, acc, operand_of(in), nr, nd);
-        buf_free(&accbuf);
+        hg_kbuf_clear(&accbuf);
         accbuf = next;
         memcpy(ad, nd, sizeof(gint64) * nr);
         acc = (Operand){dst.dtype, dst.data, nr, ad};
     }
     if (mean) {
-        if (k == K_F32) {
+        if (k == HG_KIND_F32) {
             float *s = accbuf.p, inv = (float)n;
             for (gint64 i = 0; i < out->numel; i++)
                 s[i] /= inv;
@@ -748,55 +606,10 @@ variadic_eval(HgEvalCtx *ctx, const BinRow rows[K_COUNT], gboolean mean)
             for (gint64 i = 0; i < out->numel; i++)
                 s[i] /= (double)n;
         }
-        store_buf(out, &accbuf, k);
+        hg_kbuf_store(out, &accbuf, k);
     }
     ctx->outputs[0] = out;
     return TRUE;
-}
-
-/* ================================================================ constant folding in shape inference */
-
-/* Outputs at most this big are computed during shape inference when every input is known. */
-#define FOLD_MAX_NUMEL 1024
-
-/* Compute the outputs' values when every present input has a value and the outputs are small: this is
- * how shape arithmetic (Shape -> Cast -> Mul -> Concat) folds. The kernel failing is not an inference
- * error: the values just stay unknown. */
-static void
-fold(HgShapeCtx *ctx)
-{
-    const HgOpDef *op = ctx->node ? hg_op_for_node(ctx->node) : NULL;
-    if (!op || !op->eval || ctx->n_inputs == 0 || ctx->n_inputs > 16 || ctx->n_outputs > 4)
-        return;
-    HgArray *ins[16];
-    guint present = 0;
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
-        if (ctx->inputs[i] && !ins[i])
-            return;
-        present += ins[i] != NULL;
-    }
-    if (!present)
-        return;
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        gint64 n = ctx->outputs[k] ? hg_vshape_numel(ctx->outputs[k]) : 0;
-        if (n < 0 || n > FOLD_MAX_NUMEL)
-            return;
-    }
-    HgArray *outs[4] = {NULL, NULL, NULL, NULL};
-    GError *e = NULL;
-    HgEvalCtx ec = {ctx->node, ctx->opset, ctx->n_inputs, ins, ctx->n_outputs, outs, 1, &e};
-    gboolean ok = op->eval(&ec);
-    g_clear_error(&e);
-    for (guint k = 0; k < ctx->n_outputs; k++) {
-        if (ok && outs[k] && ctx->outputs[k]) {
-            if (ctx->outputs[k]->value)
-                hg_array_unref(ctx->outputs[k]->value);
-            ctx->outputs[k]->value = outs[k];
-        } else if (outs[k]) {
-            hg_array_unref(outs[k]);
-        }
-    }
 }
 
 /* ================================================================ shape rules */
@@ -878,7 +691,7 @@ infer_nary(HgShapeCtx *ctx, guint n, int dtype)
     if (!infer_broadcast(ctx, ins, n, out))
         return FALSE;
     out->dtype = dtype;
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 
@@ -894,7 +707,7 @@ static gboolean
 infer_like0(HgShapeCtx *ctx, int dtype)
 {
     copy_shape(hg_shape_output(ctx, 0), hg_shape_input(ctx, 0), dtype);
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 
@@ -1006,7 +819,7 @@ hg_infer_Dropout(HgShapeCtx *ctx)
     const HgValueShape *x = hg_shape_input(ctx, 0);
     copy_shape(hg_shape_output(ctx, 0), x, dtype_of(ctx, 0));
     copy_shape(hg_shape_output(ctx, 1), x, dropout_mask_dtype(ctx->opset, dtype_of(ctx, 0)));
-    fold(ctx);
+    hg_fold(ctx, NULL, 0);
     return TRUE;
 }
 
@@ -1039,9 +852,8 @@ UNARY_EVAL(Softplus, softplus_rows)
 UNARY_EVAL(Softsign, softsign_rows)
 UNARY_EVAL(Mish, mish_rows)
 
-/* Gelu's approximate attribute: "none" (the default) or "tanh"; FALSE with an error otherwise. */
-static gboolean
-gelu_form(const HgNode *n, gboolean *tanh_form, GError **error)
+gboolean
+hg_gelu_form(const HgNode *n, gboolean *tanh_form, GError **error)
 {
     g_autofree char *a = n ? hg_attr_string(n, "approximate", "none") : g_strdup("none");
     *tanh_form = strcmp(a, "tanh") == 0;
@@ -1055,7 +867,7 @@ gboolean
 hg_eval_Gelu(HgEvalCtx *ctx)
 {
     gboolean tanh_form;
-    if (!gelu_form(ctx->node, &tanh_form, ctx->error))
+    if (!hg_gelu_form(ctx->node, &tanh_form, ctx->error))
         return FALSE;
     if (tanh_form) {
         const Params p = {.alpha = -2 * sqrt(2 / G_PI), .gamma = 0.044715};
@@ -1067,7 +879,7 @@ hg_eval_Gelu(HgEvalCtx *ctx)
 
 /* An activation with float attributes (defaults as the spec gives them). */
 static gboolean
-activation(HgEvalCtx *ctx, const UnRow rows[K_COUNT], double alpha, double beta, double gamma)
+activation(HgEvalCtx *ctx, const UnRow rows[HG_KIND_COUNT], double alpha, double beta, double gamma)
 {
     const HgNode *n = ctx->node;
     Params p = {0};
@@ -1134,11 +946,11 @@ hg_eval_IsInf(HgEvalCtx *ctx)
 gboolean
 hg_eval_Not(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     if (x->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     HgArray *out = hg_eval_new_output(ctx, HG_DTYPE_BOOL, x->rank, x->dims);
     if (!out)
         return FALSE;
@@ -1154,7 +966,7 @@ hg_eval_Not(HgEvalCtx *ctx)
 gboolean
 hg_eval_Identity(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     ctx->outputs[0] = hg_array_ref(ctx->inputs[0]);
     return TRUE;
@@ -1165,22 +977,22 @@ hg_eval_Identity(HgEvalCtx *ctx)
 gboolean
 hg_eval_Clip(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT)
-        return unsupported_type(ctx, x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, x->dtype);
     Params p = {.alpha = -INFINITY, .beta = INFINITY, .lo = G_MININT64, .hi = G_MAXINT64};
-    if (k == K_U64) {
+    if (k == HG_KIND_U64) {
         p.lo = 0;
         p.hi = (gint64)G_MAXUINT64; /* the bits of the uint64 maximum */
     }
     if (ctx->opset < 11) {
         p.alpha = hg_node_attr_float(ctx->node, "min", -FLT_MAX);
         p.beta = hg_node_attr_float(ctx->node, "max", FLT_MAX);
-        if (k != K_F32 && k != K_F64)
-            return unsupported_type(ctx, x->dtype);
+        if (k != HG_KIND_F32 && k != HG_KIND_F64)
+            return hg_eval_unsupported(ctx, x->dtype);
     } else {
         for (guint i = 1; i < 3; i++) {
             const HgArray *b = i < ctx->n_inputs ? ctx->inputs[i] : NULL;
@@ -1212,7 +1024,7 @@ hg_eval_Clip(HgEvalCtx *ctx)
 gboolean
 hg_eval_Dropout(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     const HgArray *x = ctx->inputs[0];
     if (ctx->opset >= 12) {
@@ -1227,8 +1039,8 @@ hg_eval_Dropout(HgEvalCtx *ctx)
     }
     if (ctx->n_outputs > 1) {
         int mt = dropout_mask_dtype(ctx->opset, x->dtype);
-        if (mt != HG_DTYPE_BOOL && kind_of(mt) == K_COUNT)
-            return unsupported_type(ctx, mt);
+        if (mt != HG_DTYPE_BOOL && hg_kind_of(mt) == HG_KIND_COUNT)
+            return hg_eval_unsupported(ctx, mt);
         HgArray *mask = hg_eval_new_output(ctx, mt, x->rank, x->dims);
         if (!mask)
             return FALSE;
@@ -1294,7 +1106,7 @@ equal_strings(HgEvalCtx *ctx)
 gboolean
 hg_eval_Equal(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     if (ctx->inputs[0]->dtype == HG_DTYPE_STRING && ctx->inputs[1]->dtype == HG_DTYPE_STRING)
         return equal_strings(ctx);
@@ -1317,12 +1129,12 @@ hg_eval_Mod(HgEvalCtx *ctx)
 gboolean
 hg_eval_PRelu(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     HgArray *x = ctx->inputs[0], *slope = ctx->inputs[1];
-    Kind k = kind_of(x->dtype);
-    if (k == K_COUNT || kind_of(slope->dtype) == K_COUNT)
-        return unsupported_type(ctx, k == K_COUNT ? x->dtype : slope->dtype);
+    HgKind k = hg_kind_of(x->dtype);
+    if (k == HG_KIND_COUNT || hg_kind_of(slope->dtype) == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, k == HG_KIND_COUNT ? x->dtype : slope->dtype);
     if (!prelu_legacy_slope(ctx->opset, x->rank, x->dims, slope->rank, slope->dims))
         return binary_run(ctx, prelu_rows[k], k, x->dtype, TRUE);
     gint64 d[HG_MAX_RANK];
@@ -1342,17 +1154,17 @@ hg_eval_PRelu(HgEvalCtx *ctx)
 gboolean
 hg_eval_Pow(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     int tx = ctx->inputs[0]->dtype, ty = ctx->inputs[1]->dtype;
-    Kind kx = kind_of(tx), ky = kind_of(ty);
-    if (kx == K_COUNT || ky == K_COUNT)
-        return unsupported_type(ctx, kx == K_COUNT ? tx : ty);
-    if (kx == K_F32)
-        return binary_run(ctx, pow_f32, K_F32, tx, FALSE);
-    if (kx == K_F64 || ky == K_F32 || ky == K_F64)
-        return binary_run(ctx, pow_f64, K_F64, tx, FALSE);
-    return binary_run(ctx, pow_i64, K_I64, tx, FALSE);
+    HgKind kx = hg_kind_of(tx), ky = hg_kind_of(ty);
+    if (kx == HG_KIND_COUNT || ky == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, kx == HG_KIND_COUNT ? tx : ty);
+    if (kx == HG_KIND_F32)
+        return binary_run(ctx, pow_f32, HG_KIND_F32, tx, FALSE);
+    if (kx == HG_KIND_F64 || ky == HG_KIND_F32 || ky == HG_KIND_F64)
+        return binary_run(ctx, pow_f64, HG_KIND_F64, tx, FALSE);
+    return binary_run(ctx, pow_i64, HG_KIND_I64, tx, FALSE);
 }
 
 gboolean
@@ -1412,11 +1224,11 @@ hg_eval_Mean(HgEvalCtx *ctx)
 gboolean
 hg_eval_Where(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 3))
+    if (!hg_eval_need(ctx, 3))
         return FALSE;
     const HgArray *c = ctx->inputs[0], *x = ctx->inputs[1], *y = ctx->inputs[2];
     if (c->dtype != HG_DTYPE_BOOL)
-        return unsupported_type(ctx, c->dtype);
+        return hg_eval_unsupported(ctx, c->dtype);
     if (x->dtype != y->dtype) {
         hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "X is %s and Y is %s",
                     hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?",
@@ -1425,7 +1237,7 @@ hg_eval_Where(HgEvalCtx *ctx)
     }
     gsize es = hg_dtype_size(x->dtype);
     if (!es && x->dtype != HG_DTYPE_STRING)
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     guint r1, r;
     gint64 d1[HG_MAX_RANK], d[HG_MAX_RANK];
     if (!broadcast(ctx, c->rank, c->dims, x->rank, x->dims, &r1, d1) ||
@@ -1445,19 +1257,15 @@ hg_eval_Where(HgEvalCtx *ctx)
     gint64 sc = w.st[0][w.rank - 1], sx = w.st[1][w.rank - 1], sy = w.st[2][w.rank - 1];
     gint64 idx[HG_MAX_RANK] = {0}, off[3] = {0, 0, 0};
     for (gint64 row = 0; row < rows; row++) {
-        switch (es) {
-        case 1: WHERE_ROW(guint8); break;
-        case 2: WHERE_ROW(guint16); break;
-        case 4: WHERE_ROW(guint32); break;
-        case 8: WHERE_ROW(guint64); break;
-        default: /* strings */
+        if (x->strings) {
             for (gint64 i = 0; i < inner; i++) {
                 gboolean pick_x = ((const guint8 *)c->data)[off[0] + i * sc] != 0;
                 GBytes *s = pick_x ? x->strings->pdata[off[1] + i * sx] : y->strings->pdata[off[2] + i * sy];
                 g_bytes_unref(out->strings->pdata[row * inner + i]);
                 out->strings->pdata[row * inner + i] = g_bytes_ref(s);
             }
-            break;
+        } else {
+            HG_WIDTH_SWITCH(es, WHERE_ROW);
         }
         walk_step(&w, idx, off);
     }
@@ -1470,7 +1278,7 @@ hg_eval_Where(HgEvalCtx *ctx)
 static gboolean
 castable(int dtype)
 {
-    return dtype == HG_DTYPE_STRING || kind_of(dtype) != K_COUNT;
+    return dtype == HG_DTYPE_STRING || hg_kind_of(dtype) != HG_KIND_COUNT;
 }
 
 /* The shortest "%.Ng" form of v that reads back as the same value of its type (numpy's str()). */
@@ -1492,12 +1300,12 @@ format_shortest(double v, gboolean single)
 static void
 cast_to_string(const HgArray *x, HgArray *out)
 {
-    Kind k = kind_of(x->dtype);
+    HgKind k = hg_kind_of(x->dtype);
     for (gint64 i = 0; i < x->numel; i++) {
         char *s;
-        if (k == K_F32 || k == K_F64)
-            s = format_shortest(hg_array_get_f64(x, i), k == K_F32);
-        else if (k == K_U64)
+        if (k == HG_KIND_F32 || k == HG_KIND_F64)
+            s = format_shortest(hg_array_get_f64(x, i), k == HG_KIND_F32);
+        else if (k == HG_KIND_U64)
             s = g_strdup_printf("%" G_GUINT64_FORMAT, ((const guint64 *)x->data)[i]);
         else
             s = g_strdup_printf("%" G_GINT64_FORMAT, hg_array_get_i64(x, i));
@@ -1511,7 +1319,7 @@ cast_to_string(const HgArray *x, HgArray *out)
 static gboolean
 cast_from_string(HgEvalCtx *ctx, const HgArray *x, HgArray *out)
 {
-    Kind k = kind_of(out->dtype);
+    HgKind k = hg_kind_of(out->dtype);
     g_autofree double *f = g_new(double, x->numel + 1);
     g_autofree gint64 *n = g_new(gint64, x->numel + 1);
     for (gint64 i = 0; i < x->numel; i++) {
@@ -1530,8 +1338,8 @@ cast_from_string(HgEvalCtx *ctx, const HgArray *x, HgArray *out)
             n[i] = isnan(f[i]) ? 0 : f[i] >= 9.2233720368547758e18 ? G_MAXINT64
                  : f[i] <= -9.2233720368547758e18 ? G_MININT64 : (gint64)f[i];
     }
-    if (k == K_F32 || k == K_F64)
-        store_f64_once(out, f);
+    if (k == HG_KIND_F32 || k == HG_KIND_F64)
+        hg_store_f64_once(out, f);
     else
         hg_array_store_i64(out, n);
     return TRUE;
@@ -1547,9 +1355,9 @@ cast_eval(HgEvalCtx *ctx, int to)
         return TRUE;
     }
     if (!castable(x->dtype))
-        return unsupported_type(ctx, x->dtype);
+        return hg_eval_unsupported(ctx, x->dtype);
     if (!castable(to))
-        return unsupported_type(ctx, to);
+        return hg_eval_unsupported(ctx, to);
     HgArray *out = hg_eval_new_output(ctx, to, x->rank, x->dims);
     if (!out)
         return FALSE;
@@ -1559,31 +1367,31 @@ cast_eval(HgEvalCtx *ctx, int to)
     } else if (x->dtype == HG_DTYPE_STRING) {
         ok = cast_from_string(ctx, x, out);
     } else {
-        Kind from = kind_of(x->dtype), dst = kind_of(to);
-        if (from == K_F32 || (from == K_F64 && dst != K_F32)) {
+        HgKind from = hg_kind_of(x->dtype), dst = hg_kind_of(to);
+        if (from == HG_KIND_F32 || (from == HG_KIND_F64 && dst != HG_KIND_F32)) {
             /* float sources: exact in the compute kind; the store rounds once (or truncates to int) */
-            Buf b = load_as(x, from);
-            store_buf(out, &b, from);
-        } else if (from == K_F64 || dst == K_F32 || dst == K_F64) {
+            HgKBuf b = hg_kbuf_load(x, from);
+            hg_kbuf_store(out, &b, from);
+        } else if (from == HG_KIND_F64 || dst == HG_KIND_F32 || dst == HG_KIND_F64) {
             /* double -> FP32 kinds, and integers -> floats: through FP64 with one rounding to FP16/BF16
              * (integers past 2^53 round twice; no float type can tell) */
             g_autofree double *v = g_new(double, x->numel + 1);
             for (gint64 i = 0; i < x->numel; i++)
-                v[i] = from == K_U64 ? (double)((const guint64 *)x->data)[i] : hg_array_get_f64(x, i);
+                v[i] = from == HG_KIND_U64 ? (double)((const guint64 *)x->data)[i] : hg_array_get_f64(x, i);
             if (to == HG_DTYPE_FLOAT) {
                 /* an int64 source rounds to float once, directly */
                 float *o = out->data;
                 for (gint64 i = 0; i < x->numel; i++)
-                    o[i] = from == K_I64   ? (float)hg_array_get_i64(x, i)
-                         : from == K_U64 ? (float)((const guint64 *)x->data)[i]
+                    o[i] = from == HG_KIND_I64   ? (float)hg_array_get_i64(x, i)
+                         : from == HG_KIND_U64 ? (float)((const guint64 *)x->data)[i]
                                            : (float)v[i];
             } else {
-                store_f64_once(out, v);
+                hg_store_f64_once(out, v);
             }
         } else {
             /* integer -> integer: wraps like a C cast; bool is x != 0 */
-            Buf b = load_as(x, from);
-            store_buf(out, &b, from);
+            HgKBuf b = hg_kbuf_load(x, from);
+            hg_kbuf_store(out, &b, from);
         }
     }
     if (!ok) {
@@ -1598,7 +1406,7 @@ cast_eval(HgEvalCtx *ctx, int to)
 gboolean
 hg_eval_Cast(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 1))
+    if (!hg_eval_need(ctx, 1))
         return FALSE;
     HgAttr *to = hg_node_attr(ctx->node, "to");
     if (!to || to->type != HG_ATTR_INT || to->i <= HG_DTYPE_UNDEFINED || to->i >= HG_DTYPE_COUNT) {
@@ -1611,1212 +1419,7 @@ hg_eval_Cast(HgEvalCtx *ctx)
 gboolean
 hg_eval_CastLike(HgEvalCtx *ctx)
 {
-    if (!need_inputs(ctx, 2))
+    if (!hg_eval_need(ctx, 2))
         return FALSE;
     return cast_eval(ctx, ctx->inputs[1]->dtype);
-}
-
-/* ---------------------------------------------------------------- interval rules
- *
- * Each rule computes the exact real range of its op over the input ranges (hg_range_* interval
- * arithmetic), then hg_range_fit applies what storing into the output's element type does (FP32 and
- * FP16 overflow to inf, integer wrap). Where a kernel's float expression rounds an intermediate that
- * is larger than its result (alpha * x + beta), the rule pads by that intermediate's rounding. */
-
-/* Input i's range; unbounded when the input is omitted. */
-static HgRange
-in_range(const HgRangeCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs && ctx->inputs[i] ? *ctx->inputs[i] : hg_range_any();
-}
-
-/* The element type of output k (else of input 0, whose type most rules keep). */
-static int
-out_dtype(const HgRangeCtx *ctx, guint k)
-{
-    if (k < ctx->n_outputs && ctx->out_shapes[k] && ctx->out_shapes[k]->dtype != HG_DTYPE_UNDEFINED)
-        return ctx->out_shapes[k]->dtype;
-    return HG_DTYPE_UNDEFINED;
-}
-
-static int
-in_dtype(const HgRangeCtx *ctx, guint i)
-{
-    return i < ctx->n_inputs && ctx->shapes[i] ? ctx->shapes[i]->dtype : HG_DTYPE_UNDEFINED;
-}
-
-/* Set output k to r as its element type stores it. */
-static void
-set_out(HgRangeCtx *ctx, guint k, HgRange r)
-{
-    if (k < ctx->n_outputs && ctx->outputs[k])
-        *ctx->outputs[k] = hg_range_fit(r, out_dtype(ctx, k));
-}
-
-static gboolean
-out_is_float(const HgRangeCtx *ctx, guint k)
-{
-    return hg_dtype_is_float(out_dtype(ctx, k));
-}
-
-/* Widen finite bounds by abs (absolute slack, for intermediate rounding). */
-static HgRange
-pad(HgRange r, double abs)
-{
-    if (isfinite(r.lo))
-        r.lo -= abs;
-    if (isfinite(r.hi))
-        r.hi += abs;
-    return r;
-}
-
-static HgRange
-point(double v)
-{
-    HgRange r = {v, v, fabs(v), isnan(v)};
-    if (isnan(v))
-        r.lo = r.hi = 0;
-    return r;
-}
-
-/* A float attribute as the kernel reads it (float, widened to double). */
-static double
-attr_f(const HgRangeCtx *ctx, const char *name, double dflt)
-{
-    return ctx->node ? (double)hg_node_attr_float(ctx->node, name, (float)dflt) : dflt;
-}
-
-static double
-max_abs(const HgRange *r)
-{
-    return MAX(fabs(r->lo), fabs(r->hi));
-}
-
-/* A bool result: [0, 1], narrowed to a constant where known. */
-static void
-set_bool(HgRangeCtx *ctx, gboolean can_false, gboolean can_true)
-{
-    HgRange r = {can_false ? 0 : 1, can_true ? 1 : 0, 1, FALSE};
-    if (!can_false && !can_true)
-        r.lo = 0, r.hi = 1;
-    set_out(ctx, 0, r);
-}
-
-/* Apply a double function to a range through hg_range_monotone, libm's double version (tgmath's macros
- * are function-like, so the parenthesised names are the functions themselves). */
-static double f_exp(double x) { return (exp)(x); }
-static double f_log(double x) { return (log)(x); }
-static double f_sqrt(double x) { return (sqrt)(x); }
-static double f_tanh(double x) { return (tanh)(x); }
-static double f_erf(double x) { return (erf)(x); }
-static double f_floor(double x) { return (floor)(x); }
-static double f_ceil(double x) { return (ceil)(x); }
-static double f_round(double x) { return (nearbyint)(x); }
-static double f_expm1(double x) { return (expm1)(x); }
-static double f_sigmoid(double x) { return 1 / (1 + (exp)(-x)); }
-static double f_softplus(double x) { return (x > 0 ? x : 0) + (log1p)((exp)(-(fabs)(x))); }
-static double f_softsign(double x) { return isinf(x) ? (x > 0 ? 1 : -1) : x / (1 + (fabs)(x)); }
-
-/* ---- identity-like */
-
-void
-hg_range_Identity(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, in_range(ctx, 0));
-}
-
-/* Inference: the output is x; the mask is all ones (training with a nonzero ratio is unsupported). */
-void
-hg_range_Dropout(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, in_range(ctx, 0));
-    HgRange one = {1, 1, 1, FALSE};
-    set_out(ctx, 1, one);
-}
-
-/* The target type's storage: floats saturate to infinity past their largest finite value; floats to
- * integers truncate and saturate to int64 (NaN -> 0) and then wrap into narrower types. */
-static void
-cast_rule(HgRangeCtx *ctx, int to)
-{
-    if (in_dtype(ctx, 0) == HG_DTYPE_STRING || to == HG_DTYPE_STRING || to == HG_DTYPE_UNDEFINED)
-        return;
-    HgRange x = in_range(ctx, 0);
-    if (!hg_dtype_is_float(to) && to != HG_DTYPE_BOOL) {
-        x.lo = trunc(x.lo);
-        x.hi = trunc(x.hi);
-        if (x.nan)
-            x = hg_range_union(x, point(0));
-        x.nan = FALSE;
-    }
-    if (ctx->outputs[0])
-        *ctx->outputs[0] = hg_range_fit(x, to);
-}
-
-void
-hg_range_Cast(HgRangeCtx *ctx)
-{
-    HgAttr *to = ctx->node ? hg_node_attr(ctx->node, "to") : NULL;
-    if (to && to->type == HG_ATTR_INT && to->i > HG_DTYPE_UNDEFINED && to->i < HG_DTYPE_COUNT)
-        cast_rule(ctx, (int)to->i);
-}
-
-void
-hg_range_CastLike(HgRangeCtx *ctx)
-{
-    int to = in_dtype(ctx, 1);
-    cast_rule(ctx, to != HG_DTYPE_UNDEFINED ? to : out_dtype(ctx, 0));
-}
-
-/* Either branch, whatever the condition. */
-void
-hg_range_Where(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hg_range_union(in_range(ctx, 1), in_range(ctx, 2)));
-}
-
-/* ---- decomposed LayerNorm
- *
- * Exporters spell LayerNormalization out of elementwise ops; interval arithmetic alone sees each op
- * apart and bounds the quotient by |d| / sqrt(eps), which grows layer after layer. Two spellings:
- *
- *   PyTorch:  d = x - mean;  s = Sqrt(ReduceMean(Pow(d, 2) or Mul(d, d), keepdims) + eps);  y = d / s
- *   TF:       the same s;  m = Reciprocal(s) [* gamma];
- *             y = Mul(x, m) + Sub(beta, Mul(mean, m))          ( = (x - mean) * m + beta )
- *
- * For every element, d_i^2 <= the sum of d_j^2 over the row that ReduceMean averaged (i is in it:
- * keepdims broadcasts the row's mean back over the row) = n * mean(d^2), so |d_i / s_i| <= sqrt(n)
- * whatever x is. The rules below recognise the pattern from the node's producers and intersect that
- * bound with the interval one. The rounding of the chain is covered by a relative slack (the FP32
- * sum of n squares, FP16/BF16 storage of the intermediates) and by the absolute rounding of squares
- * that underflow, which eps > 0 dominates. */
-
-/* Input 0 of n, NULL when it has none. */
-static const HgValue *
-first_input(const HgNode *n)
-{
-    return n && n->n_inputs >= 1 ? n->inputs[0] : NULL;
-}
-
-/* The producer of v when it is a default-domain node of type op, else NULL. */
-static const HgNode *
-made_by(const HgValue *v, const char *op)
-{
-    const HgNode *n = v ? v->producer : NULL;
-    if (!n || strcmp(n->op_type, op) || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
-        return NULL;
-    return n;
-}
-
-/* The value v holds when it is an initializer or a Constant's output (new reference), else NULL. */
-static HgArray *
-value_const(const HgValue *v)
-{
-    if (!v)
-        return NULL;
-    if (v->init)
-        return hg_array_from_tensor(v->init, NULL);
-    const HgNode *c = made_by(v, "Constant");
-    HgAttr *at = c ? hg_node_attr(c, "value") : NULL;
-    return at && at->t ? hg_array_from_tensor(at->t, NULL) : NULL;
-}
-
-/* The range of the finite constant v (no NaN), in *r; FALSE when v is not one. */
-static gboolean
-const_range(const HgValue *v, HgRange *r, guint max_rank)
-{
-    HgArray *a = value_const(v);
-    if (!a)
-        return FALSE;
-    gboolean ok = a->numel > 0 && a->rank <= max_rank;
-    if (ok) {
-        *r = hg_range_of_array(a);
-        ok = !r->nan && hg_range_bounded(r);
-    }
-    hg_array_unref(a);
-    return ok;
-}
-
-/* Whether sq holds d * d: Mul(d, d) or Pow(d, 2), d possibly through a Cast that keeps every value
- * (d of dtype dt, to FP32 or FP64). Its shape is d's. */
-static gboolean
-is_square_of(const HgValue *sq, const HgValue *d, int dt, guint rank)
-{
-    const HgNode *n;
-    const HgValue *base = NULL;
-    HgRange e;
-    if ((n = made_by(sq, "Mul")) && n->n_inputs == 2 && n->inputs[0] == n->inputs[1])
-        base = n->inputs[0];
-    else if ((n = made_by(sq, "Pow")) && n->n_inputs == 2 && const_range(n->inputs[1], &e, rank) &&
-             e.lo == 2 && e.hi == 2)
-        base = n->inputs[0];
-    if (!base)
-        return FALSE;
-    if (base == d)
-        return TRUE;
-    const HgNode *c = made_by(base, "Cast");
-    if (!c || c->n_inputs < 1 || c->inputs[0] != d)
-        return FALSE;
-    gint64 to = hg_node_attr_int(c, "to", HG_DTYPE_UNDEFINED);
-    return to == dt || ((to == HG_DTYPE_FLOAT || to == HG_DTYPE_DOUBLE) &&
-                        (dt == HG_DTYPE_FLOAT || dt == HG_DTYPE_FLOAT16 || dt == HG_DTYPE_BFLOAT16));
-}
-
-/* Elements one ReduceMean row of a value of shape s averages over, an upper bound: s may be the
- * shape of a broadcast of it (exact FALSE), and then a nonnegative axis may sit at any offset.
- * -1 when unknown. */
-static double
-row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
-{
-    if (!s || s->rank < 1)
-        return -1;
-    for (int i = 0; i < s->rank; i++)
-        if (s->dims[i].v < 0)
-            return -1;
-    guint na = 0;
-    const gint64 *axes = hg_attr_ints(rm, "axes", &na);
-    g_autoptr(HgArray) av = NULL;
-    if (!axes && rm->n_inputs > 1 && rm->inputs[1]) {
-        av = value_const(rm->inputs[1]);
-        if (!av || av->dtype != HG_DTYPE_INT64 || av->rank != 1)
-            return -1;
-        axes = av->data;
-        na = (guint)av->numel;
-    }
-    if (!axes || na == 0) {
-        if (hg_node_attr_int(rm, "noop_with_empty_axes", 0))
-            return 1;
-        double n = 1;
-        for (int i = 0; i < s->rank; i++)
-            n *= (double)s->dims[i].v;
-        return n;
-    }
-    gint64 top = -1;
-    for (guint k = 0; k < na; k++)
-        top = MAX(top, axes[k]);
-    double best = -1;
-    for (gint64 off = 0; off <= (exact ? 0 : s->rank - 1 - MAX(top, 0)); off++) {
-        double n = 1;
-        for (guint k = 0; k < na; k++) {
-            gint64 a = axes[k] >= 0 ? axes[k] + off : s->rank + axes[k];
-            if (a < 0 || a >= s->rank)
-                return -1;
-            n *= (double)s->dims[a].v;
-        }
-        best = MAX(best, n);
-    }
-    return best;
-}
-
-/* When s = Sqrt(ReduceMean(square of d) + eps) with eps > 0, a bound zb on |d_i / s_i| for a d of
- * dtype dt whose shape is ds (exact) or broadcasts from it; else 0. */
-static double
-norm_quotient_bound(const HgValue *s, const HgValue *d, int dt, const HgValueShape *ds, gboolean exact)
-{
-    const HgNode *add = made_by(first_input(made_by(s, "Sqrt")), "Add");
-    if (!add || add->n_inputs != 2 || !ds || ds->rank < 1)
-        return 0;
-    guint rank = (guint)ds->rank;
-    for (int k = 0; k < 2; k++) {
-        const HgNode *rm = made_by(add->inputs[k], "ReduceMean");
-        HgRange eps;
-        if (!first_input(rm) || hg_node_attr_int(rm, "keepdims", 1) != 1 ||
-            !const_range(add->inputs[1 - k], &eps, rank) || !(eps.lo > 0) ||
-            !is_square_of(rm->inputs[0], d, dt, rank))
-            continue;
-        double n = row_length(rm, ds, exact);
-        /* FP32 sums n squares with relative error n u; FP16/BF16 store each stage rounded */
-        double abs_sq = dt == HG_DTYPE_FLOAT16 ? 0x1p-24 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-133 : 0x1p-149;
-        if (!(n >= 1) || (dt != HG_DTYPE_FLOAT && dt != HG_DTYPE_DOUBLE && dt != HG_DTYPE_FLOAT16 &&
-                          dt != HG_DTYPE_BFLOAT16))
-            return 0;
-        double rel = 1.0 / 256 + n * 0x1p-22;
-        return sqrt(n) * sqrt(1 + rel + 2 * n * abs_sq / eps.lo) * (1 + rel);
-    }
-    return 0;
-}
-
-/* Intersect r with [-zb, zb] (zb > 0). */
-static HgRange
-clamp_abs(HgRange r, double zb)
-{
-    if (zb > 0) {
-        r.lo = MAX(r.lo, -zb);
-        r.hi = MIN(r.hi, zb);
-    }
-    return r;
-}
-
-/* A constant int64 scalar or one-element tensor (initializer or Constant). */
-static gboolean
-const_int1(const HgValue *v, gint64 *out)
-{
-    HgArray *a = value_const(v);
-    gboolean ok = a && a->numel == 1 && !hg_dtype_is_float(a->dtype);
-    if (ok)
-        *out = hg_array_get_i64(a, 0);
-    if (a)
-        hg_array_unref(a);
-    return ok;
-}
-
-/* DETR's normalised CumSum, y = c / (c[last] + e) with c = CumSum(x) inclusive and forward over x >= 0,
- * e >= 0: the partial sums of nonnegative terms never decrease (rounding is monotone), so every c is at
- * most the last one and y lies in [0, 1]; NaN only from 0 / 0 when e can be 0. */
-static gboolean
-cumsum_share(const HgRangeCtx *ctx, HgRange *r)
-{
-    const HgNode *n = ctx->node;
-    if (!ctx->range_of || !n || n->n_inputs != 2)
-        return FALSE;
-    const HgValue *c = n->inputs[0];
-    const HgNode *cs = made_by(c, "CumSum");
-    gint64 axis;
-    if (!cs || cs->n_inputs != 2 || hg_node_attr_int(cs, "exclusive", 0) || hg_node_attr_int(cs, "reverse", 0) ||
-        !const_int1(cs->inputs[1], &axis) || ctx->range_of(ctx->range_data, cs->inputs[0])->lo < 0 ||
-        !ctx->shapes[0] || ctx->shapes[0]->rank < 1)
-        return FALSE;
-    int rank = ctx->shapes[0]->rank;
-    if (axis < 0)
-        axis += rank;
-    gint64 len = axis >= 0 && axis < rank ? ctx->shapes[0]->dims[axis].v : -1;
-    /* The denominator: the last element of c along the axis, possibly plus e >= 0. */
-    const HgValue *den = n->inputs[1];
-    const HgNode *sl = made_by(den, "Slice");
-    double e_lo = 0;
-    if (!sl) {
-        const HgNode *add = made_by(den, "Add");
-        for (int k = 0; add && add->n_inputs == 2 && !sl && k < 2; k++)
-            if ((sl = made_by(add->inputs[k], "Slice")))
-                e_lo = ctx->range_of(ctx->range_data, add->inputs[1 - k])->lo;
-    }
-    gint64 st, en, ax = axis, step = 1;
-    if (!sl || sl->n_inputs < 3 || sl->inputs[0] != c || !(e_lo >= 0) || len < 1 ||
-        !const_int1(sl->inputs[1], &st) || !const_int1(sl->inputs[2], &en) ||
-        (sl->n_inputs > 3 && sl->inputs[3] && !const_int1(sl->inputs[3], &ax)) ||
-        (sl->n_inputs > 4 && sl->inputs[4] && !const_int1(sl->inputs[4], &step)))
-        return FALSE;
-    if (ax < 0)
-        ax += rank;
-    if (st < 0)
-        st += len;
-    if (ax != axis || step != 1 || st != len - 1 || en < len)
-        return FALSE;
-    *r = hg_range_exact(0, 1);
-    r->nan = e_lo == 0;
-    return TRUE;
-}
-
-/* PyTorch's y = d / s; d finite means no NaN: s >= sqrt(eps) > 0 and inf / inf needs an infinite d. */
-static gboolean
-norm_div(const HgRangeCtx *ctx, HgRange *r)
-{
-    const HgNode *n = ctx->node;
-    if (!n || n->n_inputs != 2 || !n->inputs[0] || !ctx->shapes[0])
-        return FALSE;
-    double zb = norm_quotient_bound(n->inputs[1], n->inputs[0], in_dtype(ctx, 0), ctx->shapes[0], TRUE);
-    if (!(zb > 0))
-        return FALSE;
-    HgRange a = in_range(ctx, 0);
-    *r = clamp_abs(*r, zb);
-    r->nan = a.nan || !hg_range_bounded(&a);
-    return TRUE;
-}
-
-/* TF's y = Mul(x, m) + Sub(beta, Mul(mean, m)), m = Reciprocal(s) [* gamma]: (x - mean) * m + beta,
- * where d = x - mean is what s normalizes. Output 0's range into *r. */
-static gboolean
-norm_tf_add(const HgRangeCtx *ctx, HgRange *r)
-{
-    const HgNode *n = ctx->node;
-    if (!n || n->n_inputs != 2)
-        return FALSE;
-    for (int k = 0; k < 2; k++) {
-        const HgNode *m1 = made_by(n->inputs[k], "Mul"), *sb = made_by(n->inputs[1 - k], "Sub");
-        if (!m1 || !sb || m1->n_inputs != 2 || sb->n_inputs != 2)
-            continue;
-        const HgNode *m2 = made_by(sb->inputs[1], "Mul");
-        HgRange beta;
-        if (!m2 || m2->n_inputs != 2 || !const_range(sb->inputs[0], &beta, HG_MAX_RANK))
-            continue;
-        for (int j = 0; j < 2; j++) {
-            const HgValue *x = m1->inputs[j], *m = m1->inputs[1 - j];
-            const HgValue *mean = m2->inputs[0] == m ? m2->inputs[1] : m2->inputs[1] == m ? m2->inputs[0] : NULL;
-            if (!mean || !x)
-                continue;
-            /* m = Reciprocal(s) or Mul(Reciprocal(s), gamma) */
-            HgRange gamma = hg_range_exact(1, 1);
-            const HgNode *rc = made_by(m, "Reciprocal"), *mg = rc ? NULL : made_by(m, "Mul");
-            for (int g = 0; mg && !rc && g < 2; g++)
-                if ((rc = made_by(mg->inputs[g], "Reciprocal")) && !const_range(mg->inputs[1 - g], &gamma, HG_MAX_RANK))
-                    rc = NULL;
-            if (!first_input(rc))
-                continue;
-            /* d = Sub(x, mean) is the value s normalizes */
-            const HgNode *add = made_by(first_input(made_by(rc->inputs[0], "Sqrt")), "Add");
-            const HgValue *d = NULL;
-            for (int a = 0; add && a < 2 && !d; a++) {
-                const HgValue *sqv = first_input(made_by(add->inputs[a], "ReduceMean"));
-                const HgValue *base = sqv ? first_input(sqv->producer) : NULL;
-                const HgNode *sub = made_by(base, "Sub");
-                if (sub && sub->n_inputs == 2 && sub->inputs[0] == x && sub->inputs[1] == mean)
-                    d = base;
-            }
-            int dt = out_dtype(ctx, 0);
-            double zb = d ? norm_quotient_bound(rc->inputs[0], d, dt, ctx->shapes[k], FALSE) : 0;
-            if (!(zb > 0))
-                continue;
-            /* the roundings of x * m, mean * m, beta - mean * m and the sum are each relative u
-             * of their own result; |x * m| is bounded by input k's range and |mean * m| by
-             * |beta| + |input 1 - k| (ranges of stored values, so a factor 1 + u more) */
-            double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
-            HgRange pm = in_range(ctx, (guint)k), sm = in_range(ctx, (guint)(1 - k));
-            double bmax = max_abs(&beta);
-            HgRange y = hg_range_add(hg_range_mul(hg_range_exact(-zb * (1 + 8 * u), zb * (1 + 8 * u)), gamma), beta);
-            y = pad(y, 1.25 * u * (max_abs(&pm) + 3 * max_abs(&sm) + 2 * bmax));
-            if (!hg_range_bounded(&y))
-                continue;
-            y.lo = MAX(y.lo, r->lo);
-            y.hi = MIN(y.hi, r->hi);
-            y.nan = r->nan;
-            y.tiny = 0;
-            *r = y;
-            return TRUE;
-        }
-    }
-    return FALSE;
-}
-
-/* ---- arithmetic */
-
-void
-hg_range_Add(HgRangeCtx *ctx)
-{
-    HgRange r = hg_range_add(in_range(ctx, 0), in_range(ctx, 1));
-    if (out_is_float(ctx, 0))
-        norm_tf_add(ctx, &r);
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Sub(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hg_range_sub(in_range(ctx, 0), in_range(ctx, 1)));
-}
-
-/* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
-void
-hg_range_Mul(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0);
-    const HgNode *n = ctx->node;
-    if (n && n->n_inputs == 2 && n->inputs[0] && n->inputs[0] == n->inputs[1]) {
-        double l2 = hg_bound_mul(a.lo, a.lo), h2 = hg_bound_mul(a.hi, a.hi);
-        HgRange r = {a.lo >= 0 ? l2 : a.hi <= 0 ? h2 : 0, MAX(l2, h2), a.tiny * a.tiny, a.nan};
-        set_out(ctx, 0, r);
-        return;
-    }
-    set_out(ctx, 0, hg_range_mul(a, in_range(ctx, 1)));
-}
-
-/* Float: a * (1 / b), unbounded and NaN-prone when b reaches 0. Integer: the truncated quotient when
- * |b| >= 1 throughout; a divisor range that holds 0 adds the kernel's 0 for x / 0. */
-void
-hg_range_Div(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    if (out_is_float(ctx, 0)) {
-        HgRange r = hg_range_div(a, b);
-        if (!norm_div(ctx, &r))
-            cumsum_share(ctx, &r);
-        set_out(ctx, 0, r);
-        return;
-    }
-    /* integers: nonzero |b| >= 1, so split b around 0 */
-    HgRange q = {INFINITY, -INFINITY, 0, FALSE};
-    if (b.hi >= 1) {
-        HgRange pos = {MAX(b.lo, 1), b.hi, 1, FALSE};
-        q = hg_range_union(q, hg_range_div(a, pos));
-    }
-    if (b.lo <= -1) {
-        HgRange neg = {b.lo, MIN(b.hi, -1), 1, FALSE};
-        q = hg_range_union(q, hg_range_div(a, neg));
-    }
-    if (b.lo <= 0 && b.hi >= 0)
-        q = hg_range_union(q, point(0));
-    q.lo = trunc(q.lo - fabs(q.lo) * 1e-12); /* outward past the double rounding of a * (1 / b) */
-    q.hi = trunc(q.hi + fabs(q.hi) * 1e-12);
-    q.nan = FALSE;
-    set_out(ctx, 0, q);
-}
-
-void
-hg_range_Neg(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hg_range_neg(in_range(ctx, 0)));
-}
-
-void
-hg_range_Abs(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0), r = x;
-    if (x.hi <= 0) {
-        r = hg_range_neg(x);
-    } else if (x.lo < 0) {
-        r.lo = 0;
-        r.hi = MAX(-x.lo, x.hi);
-    }
-    set_out(ctx, 0, r);
-}
-
-/* x^y. A constant exponent: the exact power law (even powers are |x|^y, odd ones monotone, fractional
- * ones NaN below 0); a nonnegative base: pow is monotone in each argument, so the corners bound it.
- * Integer results (wrapping, truncation of negative exponents) are left unbounded. */
-void
-hg_range_Pow(HgRangeCtx *ctx)
-{
-    if (!out_is_float(ctx, 0))
-        return;
-    HgRange x = in_range(ctx, 0), y = in_range(ctx, 1);
-    HgRange r = hg_range_any();
-    if (y.lo == y.hi && !y.nan && isfinite(y.lo)) {
-        double e = y.lo;
-        HgRange base = x;
-        gboolean integral = e == floor(e);
-        gboolean even = integral && fmod(e, 2) == 0;
-        if (e == 0) {
-            r = point(1); /* pow(x, 0) = 1 even for NaN */
-            set_out(ctx, 0, r);
-            return;
-        }
-        if (even || !integral) {
-            /* |x|^e (even), or x^e on x >= 0 (x < 0 gives NaN) */
-            if (!integral && x.lo < 0)
-                base.nan = TRUE;
-            if (even) {
-                base.lo = x.hi <= 0 ? -x.hi : x.lo >= 0 ? x.lo : 0;
-                base.hi = max_abs(&x);
-            } else {
-                base.lo = MAX(x.lo, 0);
-                base.hi = MAX(x.hi, 0);
-            }
-            /* pow over [0, inf] is increasing for e > 0, decreasing for e < 0 */
-            double pl = pow(base.lo, e), ph = pow(base.hi, e);
-            r = (HgRange){MIN(pl, ph), MAX(pl, ph), 0, base.nan};
-            if (even && x.lo < 0 && !(x.hi <= 0) && e < 0)
-                r.hi = INFINITY; /* 1 / 0 */
-        } else {
-            /* odd integer: increasing for e > 0; for e < 0 decreasing on each side of 0 */
-            if (e > 0) {
-                r = (HgRange){pow(x.lo, e), pow(x.hi, e), 0, x.nan};
-            } else if (x.lo > 0 || x.hi < 0) {
-                r = (HgRange){pow(x.hi, e), pow(x.lo, e), 0, x.nan};
-            } else {
-                r = hg_range_any();
-                r.nan = x.nan;
-            }
-        }
-        if (x.tiny > 0 && e > 0)
-            r.tiny = pow(x.tiny, e);
-        r.tiny = isnan(r.tiny) ? 0 : r.tiny;
-        set_out(ctx, 0, r);
-        return;
-    }
-    if (x.lo >= 0 && !isnan(y.lo) && !isnan(y.hi)) {
-        double c[4] = {pow(x.lo, y.lo), pow(x.lo, y.hi), pow(x.hi, y.lo), pow(x.hi, y.hi)};
-        r = (HgRange){c[0], c[0], 0, x.nan || y.nan};
-        for (int i = 1; i < 4; i++) {
-            r.lo = MIN(r.lo, c[i]);
-            r.hi = MAX(r.hi, c[i]);
-        }
-        /* pow(inf, 0) and pow(0, 0) are 1: no NaN from the corners themselves */
-        set_out(ctx, 0, r);
-    }
-}
-
-/* fmod: |r| < |y| and |r| <= |x|, the sign of x; Python's mod: the sign of y. Float x / 0 and
- * fmod(inf, y) are NaN; integers give 0 there. */
-void
-hg_range_Mod(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    gboolean c_fmod = ctx->node && hg_node_attr_int(ctx->node, "fmod", 0) != 0;
-    double m = max_abs(&b);
-    HgRange r = {-m, m, 0, a.nan || b.nan};
-    if (out_is_float(ctx, 0) && (isinf(a.lo) || isinf(a.hi) || (b.lo <= 0 && b.hi >= 0)))
-        r.nan = TRUE;
-    if (c_fmod) {
-        double ma = max_abs(&a);
-        r.lo = a.lo >= 0 ? 0 : -MIN(m, ma);
-        r.hi = a.hi <= 0 ? 0 : MIN(m, ma);
-    } else if (isinf(m)) {
-        r.lo = -INFINITY, r.hi = INFINITY; /* x + inf */
-    } else if (b.lo >= 0) {
-        r.lo = 0;
-    } else if (b.hi <= 0) {
-        r.hi = 0;
-    }
-    set_out(ctx, 0, r);
-}
-
-static void
-variadic_minmax(HgRangeCtx *ctx, gboolean is_max)
-{
-    HgRange r = {0, 0, INFINITY, FALSE};
-    gboolean first = TRUE;
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        if (!ctx->inputs[i])
-            continue;
-        HgRange x = *ctx->inputs[i];
-        if (first) {
-            r = x;
-            first = FALSE;
-            continue;
-        }
-        r.lo = is_max ? MAX(r.lo, x.lo) : MIN(r.lo, x.lo);
-        r.hi = is_max ? MAX(r.hi, x.hi) : MIN(r.hi, x.hi);
-        r.tiny = MIN(r.tiny, x.tiny); /* the result is one of the inputs */
-        r.nan = r.nan || x.nan;
-    }
-    if (!first)
-        set_out(ctx, 0, r);
-}
-
-void
-hg_range_Max(HgRangeCtx *ctx)
-{
-    variadic_minmax(ctx, TRUE);
-}
-
-void
-hg_range_Min(HgRangeCtx *ctx)
-{
-    variadic_minmax(ctx, FALSE);
-}
-
-static gboolean
-variadic_sum(const HgRangeCtx *ctx, HgRange *sum, guint *n)
-{
-    *n = 0;
-    for (guint i = 0; i < ctx->n_inputs; i++) {
-        if (!ctx->inputs[i])
-            continue;
-        *sum = *n ? hg_range_add(*sum, *ctx->inputs[i]) : *ctx->inputs[i];
-        (*n)++;
-        /* partial sums are FP32 for every narrower float type: one that overflows stays infinite */
-        if (out_is_float(ctx, 0) && out_dtype(ctx, 0) != HG_DTYPE_DOUBLE) {
-            if (sum->lo < -FLT_MAX)
-                sum->lo = -INFINITY;
-            if (sum->hi > FLT_MAX)
-                sum->hi = INFINITY;
-        }
-    }
-    return *n > 0;
-}
-
-void
-hg_range_Sum(HgRangeCtx *ctx)
-{
-    HgRange s;
-    guint n;
-    if (variadic_sum(ctx, &s, &n))
-        set_out(ctx, 0, s);
-}
-
-/* The sum's range over n: the kernel sums first, so a partial sum that overflows stays infinite. */
-void
-hg_range_Mean(HgRangeCtx *ctx)
-{
-    HgRange s;
-    guint n;
-    if (!variadic_sum(ctx, &s, &n))
-        return;
-    HgRange m = hg_range_mul(s, point(1.0 / n));
-    /* the kernel sums in the element type first: an overflowed partial sum stays infinite */
-    HgRange fit = hg_range_fit(s, out_dtype(ctx, 0));
-    if (isinf(fit.lo))
-        m.lo = -INFINITY;
-    if (isinf(fit.hi))
-        m.hi = INFINITY;
-    m.tiny = 0;
-    set_out(ctx, 0, m);
-}
-
-/* ---- unary math */
-
-void
-hg_range_Exp(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange r = hg_range_monotone(x, f_exp, TRUE);
-    r.tiny = r.lo; /* exp > 0: any nonzero result is at least exp(lo) */
-    set_out(ctx, 0, r);
-}
-
-/* log(0) = -inf, log(x < 0) = NaN. */
-void
-hg_range_Log(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    gboolean neg = x.lo < 0;
-    x.lo = MAX(x.lo, 0);
-    x.hi = MAX(x.hi, 0);
-    HgRange r = hg_range_monotone(x, f_log, TRUE);
-    r.nan = r.nan || neg;
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Sqrt(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    gboolean neg = x.lo < 0;
-    x.lo = MAX(x.lo, 0);
-    x.hi = MAX(x.hi, 0);
-    HgRange r = hg_range_monotone(x, f_sqrt, TRUE);
-    r.tiny = sqrt(x.tiny);
-    r.nan = r.nan || neg;
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Reciprocal(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hg_range_recip(in_range(ctx, 0)));
-}
-
-void
-hg_range_Sigmoid(HgRangeCtx *ctx)
-{
-    HgRange r = hg_range_monotone(in_range(ctx, 0), f_sigmoid, TRUE);
-    r.tiny = r.lo;
-    set_out(ctx, 0, r);
-}
-
-/* Odd and increasing: the smallest nonzero magnitude maps too. */
-static void
-odd_monotone(HgRangeCtx *ctx, double (*f)(double))
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange r = hg_range_monotone(x, f, TRUE);
-    r.tiny = f(x.tiny);
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Tanh(HgRangeCtx *ctx)
-{
-    odd_monotone(ctx, f_tanh);
-}
-
-void
-hg_range_Erf(HgRangeCtx *ctx)
-{
-    odd_monotone(ctx, f_erf);
-}
-
-/* sin, cos of inf are NaN. */
-static void
-periodic(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange r = {-1, 1, 0, x.nan || isinf(x.lo) || isinf(x.hi)};
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Sin(HgRangeCtx *ctx)
-{
-    periodic(ctx);
-}
-
-void
-hg_range_Cos(HgRangeCtx *ctx)
-{
-    periodic(ctx);
-}
-
-/* Rounding to an integer: monotone, and a nonzero integer has magnitude >= 1. */
-static void
-rounding(HgRangeCtx *ctx, double (*f)(double))
-{
-    HgRange x = in_range(ctx, 0);
-    if (!out_is_float(ctx, 0)) {
-        set_out(ctx, 0, x);
-        return;
-    }
-    HgRange r = hg_range_monotone(x, f, TRUE);
-    r.tiny = 1;
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Floor(HgRangeCtx *ctx)
-{
-    rounding(ctx, f_floor);
-}
-
-void
-hg_range_Ceil(HgRangeCtx *ctx)
-{
-    rounding(ctx, f_ceil);
-}
-
-void
-hg_range_Round(HgRangeCtx *ctx)
-{
-    rounding(ctx, f_round);
-}
-
-/* -1, 0 or 1 (NaN stays NaN). */
-void
-hg_range_Sign(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange r = {x.lo > 0 ? 1 : x.lo == 0 ? 0 : -1, x.hi < 0 ? -1 : x.hi == 0 ? 0 : 1, 1, x.nan};
-    set_out(ctx, 0, r);
-}
-
-/* ---- activations */
-
-void
-hg_range_Relu(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    x.lo = MAX(x.lo, 0);
-    x.hi = MAX(x.hi, 0);
-    set_out(ctx, 0, x);
-}
-
-/* x for x >= 0, slope * x below: the union of the two pieces (slope * -inf with slope 0 is NaN). */
-static HgRange
-leaky(HgRange x, HgRange slope)
-{
-    HgRange r = {INFINITY, -INFINITY, INFINITY, x.nan};
-    if (x.hi >= 0) {
-        HgRange pos = {MAX(x.lo, 0), x.hi, x.tiny, x.nan};
-        r = hg_range_union(r, pos);
-    }
-    if (x.lo < 0) {
-        HgRange neg = {x.lo, MIN(x.hi, 0), x.tiny, x.nan};
-        r = hg_range_union(r, hg_range_mul(neg, slope));
-    }
-    if (isinf(r.tiny))
-        r.tiny = 0;
-    return r;
-}
-
-void
-hg_range_LeakyRelu(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, leaky(in_range(ctx, 0), point(attr_f(ctx, "alpha", 0.01))));
-}
-
-void
-hg_range_PRelu(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, leaky(in_range(ctx, 0), in_range(ctx, 1)));
-}
-
-/* x above the threshold alpha, else 0. */
-void
-hg_range_ThresholdedRelu(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    double alpha = attr_f(ctx, "alpha", 1.0);
-    HgRange r = {INFINITY, -INFINITY, x.tiny, x.nan};
-    if (x.lo <= alpha)
-        r = hg_range_union(r, point(0));
-    if (x.hi > alpha) {
-        HgRange above = {MAX(x.lo, alpha), x.hi, x.tiny, FALSE};
-        r = hg_range_union(r, above);
-    }
-    if (alpha >= 0)
-        r.tiny = MAX(x.tiny, alpha);
-    r.nan = x.nan;
-    set_out(ctx, 0, r);
-}
-
-/* x above 0, scale * expm1(x) at or below it. */
-static HgRange
-elu_like(HgRange x, double neg_scale, double pos_scale)
-{
-    HgRange r = {INFINITY, -INFINITY, 0, x.nan};
-    if (x.hi > 0) {
-        HgRange pos = {MAX(x.lo, 0), x.hi, 0, FALSE};
-        r = hg_range_union(r, hg_range_mul(pos, point(pos_scale)));
-    }
-    if (x.lo <= 0) {
-        HgRange neg = {x.lo, MIN(x.hi, 0), 0, FALSE};
-        r = hg_range_union(r, hg_range_mul(hg_range_monotone(neg, f_expm1, TRUE), point(neg_scale)));
-    }
-    r.tiny = 0;
-    r.nan = x.nan;
-    return r;
-}
-
-void
-hg_range_Elu(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, elu_like(in_range(ctx, 0), attr_f(ctx, "alpha", 1.0), 1.0));
-}
-
-void
-hg_range_Selu(HgRangeCtx *ctx)
-{
-    double alpha = attr_f(ctx, "alpha", 1.67326319217681884765625);
-    double gamma = attr_f(ctx, "gamma", 1.05070102214813232421875);
-    set_out(ctx, 0, elu_like(in_range(ctx, 0), gamma * alpha, gamma));
-}
-
-/* clamp(alpha * x + beta, 0, 1). The kernel rounds alpha * x before adding beta: pad by that. */
-static HgRange
-hard_sigmoid(HgRange x, double alpha, double beta)
-{
-    HgRange ax = hg_range_mul(x, point(alpha));
-    HgRange t = hg_range_add(ax, point(beta));
-    t = pad(t, (max_abs(&ax) + fabs(beta)) * 1e-6);
-    HgRange r = {CLAMP01(t.lo), CLAMP01(t.hi), 0, t.nan};
-    return r;
-}
-
-void
-hg_range_HardSigmoid(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hard_sigmoid(in_range(ctx, 0), attr_f(ctx, "alpha", 0.2), attr_f(ctx, "beta", 0.5)));
-}
-
-/* x * hardsigmoid(x): 0 up to -3, x(x + 3)/6 between (its minimum -3/8 at -1.5), x from 3. */
-static double
-f_hardswish(double x)
-{
-    return x <= -3 ? 0 : x >= 3 ? x : x * (x + 3) / 6;
-}
-
-void
-hg_range_HardSwish(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    double fl = f_hardswish(x.lo), fh = f_hardswish(x.hi);
-    HgRange r = {MIN(fl, fh), MAX(fl, fh), 0, x.nan || x.lo == -INFINITY}; /* -inf * 0 */
-    if (x.lo <= -1.5 && x.hi >= -1.5)
-        r.lo = -0.375;
-    /* the kernel's alpha is 1/6 rounded, and alpha * x + beta rounds near -3 and 3 */
-    r = pad(r, (max_abs(&r) + 1) * 1e-6);
-    set_out(ctx, 0, r);
-}
-
-void
-hg_range_Softplus(HgRangeCtx *ctx)
-{
-    set_out(ctx, 0, hg_range_monotone(in_range(ctx, 0), f_softplus, TRUE));
-}
-
-/* x / (1 + |x|) in (-1, 1); inf / inf is NaN. */
-void
-hg_range_Softsign(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange r = hg_range_monotone(x, f_softsign, TRUE);
-    r.nan = x.nan || isinf(x.lo) || isinf(x.hi);
-    r.tiny = x.tiny / (1 + x.tiny);
-    set_out(ctx, 0, r);
-}
-
-/* x * tanh(softplus(x)): decreasing down to its minimum near x = -1.1924, increasing after; it tends
- * to 0 at -inf (where the kernel's -inf * 0 is NaN). */
-static double
-f_mish(double x)
-{
-    if (x == -INFINITY)
-        return 0;
-    return x * (tanh)(f_softplus(x));
-}
-
-void
-hg_range_Mish(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    double fl = f_mish(x.lo), fh = f_mish(x.hi);
-    HgRange r = {MIN(fl, fh), MAX(fl, fh), 0, x.nan || x.lo == -INFINITY};
-    if (x.lo <= -1.1924 && x.hi >= -1.1924)
-        r.lo = -0.30885; /* the minimum is -0.308840...; a little below */
-    if (x.lo < -1.1924)
-        r.hi = MAX(r.hi, 0); /* the left tail rises toward 0 */
-    r = pad(r, max_abs(&r) * 1e-6 + 1e-37);
-    set_out(ctx, 0, r);
-}
-
-/* Gelu, in double as the rule needs it; the limit 0 at -inf. */
-static double
-f_gelu(double x)
-{
-    return x == -INFINITY ? 0 : 0.5 * x * (erfc)(-x / G_SQRT2);
-}
-
-static double
-f_gelu_tanh(double x)
-{
-    return x == -INFINITY ? 0 : x / (1 + (exp)(-2 * sqrt(2 / G_PI) * (x + 0.044715 * x * x * x)));
-}
-
-/* A relative bound on the FP32 kernel's error at x: erfc's argument rounds by a relative 2^-24,
- * which erfc's logarithmic slope (about 2t at t = x / sqrt 2) magnifies to x^2 2^-24; exp's argument
- * w = -2u likewise carries |w| times its few roundings. Where the value underflows past FP32's normal
- * range the error is absolute (1e-37 covers it). */
-static double
-gelu_rel(double x)
-{
-    double w = 2 * sqrt(2 / G_PI) * fabs(x + 0.044715 * x * x * x);
-    return isfinite(w) ? 1e-6 + 0x1p-21 * (x * x + w) : INFINITY;
-}
-
-/* v = f(x) moved by its error bound toward +inf (up) or -inf; v = 0 stays (the limit at -inf). */
-static double
-gelu_edge(double v, double x, gboolean up)
-{
-    if (v == 0)
-        return up ? 1e-37 : -1e-37;
-    double e = fabs(v) * MIN(gelu_rel(x), 1) + 1e-37;
-    return up ? v + e : v - e;
-}
-
-/* Gelu falls from 0 (at -inf) to its minimum near x = -0.752 and rises after, like x at +inf. Where
- * it falls, the kernel's value at x <= lo cannot rise above f(lo) by more than lo's error: f(x) <=
- * f(lo) < 0 there and the error grows with |x| (see gelu_rel). */
-void
-hg_range_Gelu(HgRangeCtx *ctx)
-{
-    gboolean tanh_form;
-    HgRange x = in_range(ctx, 0);
-    if (!gelu_form(ctx->node, &tanh_form, NULL) || !(x.lo <= x.hi))
-        return;
-    double (*f)(double) = tanh_form ? f_gelu_tanh : f_gelu;
-    /* the minimum (x, f(x)) of each form, from a golden-section search in double */
-    const double xmin = tanh_form ? -0.7524614066473527 : -0.751791526040078;
-    const double fmin = tanh_form ? -0.17004075057125403 : -0.16997120747990369;
-    double flo = f(x.lo), fhi = f(x.hi);
-    HgRange r = {0, 0, 0, x.nan || x.lo == -INFINITY}; /* -inf * 0 */
-    if (x.hi <= xmin) {
-        r.lo = gelu_edge(fhi, x.hi, FALSE);
-        r.hi = gelu_edge(flo, x.lo, TRUE);
-    } else if (x.lo >= xmin) {
-        r.lo = gelu_edge(flo, x.lo, FALSE);
-        r.hi = gelu_edge(fhi, x.hi, TRUE);
-    } else {
-        r.lo = fmin * (1 + 1e-6);
-        r.hi = MAX(gelu_edge(fhi, x.hi, TRUE), gelu_edge(flo, x.lo, TRUE));
-    }
-    set_out(ctx, 0, r);
-}
-
-/* min(max(x, lo), hi), hi winning when lo > hi. Before opset 11 the bounds are attributes (default
- * -FLT_MAX, FLT_MAX), from 11 optional inputs (absent: no bound). A NaN bound compares false: the
- * kernel then skips that side. */
-void
-hg_range_Clip(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    HgRange lo = {-INFINITY, -INFINITY, 0, FALSE}, hi = {INFINITY, INFINITY, 0, FALSE};
-    if (ctx->opset < 11) {
-        lo = point(attr_f(ctx, "min", -FLT_MAX));
-        hi = point(attr_f(ctx, "max", FLT_MAX));
-    } else {
-        if (ctx->n_inputs > 1 && ctx->inputs[1])
-            lo = *ctx->inputs[1];
-        if (ctx->n_inputs > 2 && ctx->inputs[2])
-            hi = *ctx->inputs[2];
-    }
-    HgRange r = x;
-    r.lo = lo.nan ? x.lo : MAX(x.lo, lo.lo);
-    r.hi = MAX(x.hi, lo.hi);
-    if (!hi.nan) {
-        r.lo = MIN(r.lo, hi.lo);
-        r.hi = MIN(r.hi, hi.hi);
-    }
-    r.tiny = 0;
-    r.nan = x.nan;
-    set_out(ctx, 0, r);
-}
-
-/* ---- comparisons and logic: bool results, constant where the ranges decide them */
-
-static gboolean
-no_nan(const HgRange *a, const HgRange *b)
-{
-    return !a->nan && !b->nan;
-}
-
-void
-hg_range_Equal(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    gboolean apart = a.lo > b.hi || b.lo > a.hi;
-    set_bool(ctx, TRUE, !apart);
-}
-
-void
-hg_range_Greater(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    set_bool(ctx, !(no_nan(&a, &b) && a.lo > b.hi), a.hi > b.lo);
-}
-
-void
-hg_range_GreaterOrEqual(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    set_bool(ctx, !(no_nan(&a, &b) && a.lo >= b.hi), a.hi >= b.lo);
-}
-
-void
-hg_range_Less(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    set_bool(ctx, !(no_nan(&a, &b) && a.hi < b.lo), a.lo < b.hi);
-}
-
-void
-hg_range_LessOrEqual(HgRangeCtx *ctx)
-{
-    HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
-    set_bool(ctx, !(no_nan(&a, &b) && a.hi <= b.lo), a.lo <= b.hi);
-}
-
-void
-hg_range_And(HgRangeCtx *ctx)
-{
-    set_bool(ctx, TRUE, TRUE);
-}
-
-void
-hg_range_Or(HgRangeCtx *ctx)
-{
-    set_bool(ctx, TRUE, TRUE);
-}
-
-void
-hg_range_Xor(HgRangeCtx *ctx)
-{
-    set_bool(ctx, TRUE, TRUE);
-}
-
-void
-hg_range_Not(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    set_bool(ctx, x.hi > 0 || x.lo < 0, x.lo <= 0 && x.hi >= 0);
-}
-
-void
-hg_range_IsNaN(HgRangeCtx *ctx)
-{
-    set_bool(ctx, TRUE, in_range(ctx, 0).nan);
-}
-
-void
-hg_range_IsInf(HgRangeCtx *ctx)
-{
-    HgRange x = in_range(ctx, 0);
-    set_bool(ctx, TRUE, isinf(x.lo) || isinf(x.hi));
 }

@@ -1,7 +1,9 @@
 /* The op table (internal): one row per ONNX default-domain op with its shape rule, eval kernel, cost
- * and traits. The rows are in ops.def (an X-macro); kernels live by family in this folder
- * (elementwise.c, tensor.c, linalg.c, reduce.c). An op without a row is opaque: unknown shape, no
- * kernel, and running it is an error that names it.
+ * and traits. The rows are in ops.def (an X-macro); kernels live by family in this folder, in the file
+ * the row's family names (elementwise.c, shape.c, movement.c, index.c, resize.c, conv.c, pool.c,
+ * matmul.c, attention.c, reduce.c, order.c, softmax.c, norm.c, legacy.c), with what families share
+ * in kernel.h (and tensor.h, linalg.h, reduce.h for the families of each group). An op without a row is opaque: unknown
+ * shape, no kernel, and running it is an error that names it.
  *
  * Opset versions: one row covers every version from 7 to 23 (or from the op's first, for the newer
  * ones: Gelu 20, RMSNormalization 23...); where the semantics changed (attributes
@@ -102,7 +104,7 @@ typedef struct {
  * that a real input inside the input ranges can cross is a bug (tests/ranges_sound.c checks the
  * rules against the interpreter). Leaving an output untouched is always sound. The driver widens
  * every finite bound outward by a relative 2^-20 afterwards, for FP32 rounding inside kernels. Each
- * op's rule is hg_range_<Op> in its family file. */
+ * op's rule is hg_range_<Op> in its family file (the elementwise family's in elementwise_range.c). */
 typedef void (*HgRangeFunc)(HgRangeCtx *ctx);
 
 /* Range helpers for rules. */

@@ -1,0 +1,289 @@
+/* The kernel vocabulary shared by the families (kernel.h). */
+#include "ops/kernel.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- compute kinds */
+
+HgKind
+hg_kind_of(int dtype)
+{
+    if (dtype == HG_DTYPE_UINT64)
+        return HG_KIND_U64;
+    switch (hg_dtype_compute(dtype)) {
+    case HG_COMPUTE_F32: return HG_KIND_F32;
+    case HG_COMPUTE_F64: return HG_KIND_F64;
+    case HG_COMPUTE_I64: return HG_KIND_I64;
+    default: return HG_KIND_COUNT;
+    }
+}
+
+gsize
+hg_kind_size(HgKind k)
+{
+    return k == HG_KIND_F32 ? sizeof(float) : 8;
+}
+
+int
+hg_kind_dtype(HgKind k)
+{
+    static const int dtypes[HG_KIND_COUNT] = {HG_DTYPE_FLOAT, HG_DTYPE_DOUBLE, HG_DTYPE_INT64,
+                                              HG_DTYPE_UINT64};
+    g_return_val_if_fail(k < HG_KIND_COUNT, HG_DTYPE_UNDEFINED);
+    return dtypes[k];
+}
+
+gboolean
+hg_kind_stores(HgKind k, int dtype)
+{
+    switch (k) {
+    case HG_KIND_F32: return dtype == HG_DTYPE_FLOAT;
+    case HG_KIND_F64: return dtype == HG_DTYPE_DOUBLE;
+    default: return dtype == HG_DTYPE_INT64 || dtype == HG_DTYPE_UINT64;
+    }
+}
+
+void
+hg_kbuf_clear(HgKBuf *b)
+{
+    if (b->owned)
+        g_free(b->p);
+    b->p = NULL;
+    b->owned = FALSE;
+}
+
+HgKBuf
+hg_kbuf_load(const HgArray *a, HgKind k)
+{
+    HgKBuf b = {NULL, FALSE};
+    if (!a)
+        return b;
+    switch (k) {
+    case HG_KIND_F32: b.p = hg_array_load_f32(a, &b.owned); break;
+    case HG_KIND_F64: b.p = hg_array_load_f64(a, &b.owned); break;
+    case HG_KIND_U64:
+        /* uint64 data is its own buffer; anything else converts through int64 (the same bits) */
+        if (a->dtype == HG_DTYPE_UINT64) {
+            b.p = a->data;
+            break;
+        }
+        b.p = hg_array_load_i64(a, &b.owned);
+        break;
+    default: b.p = hg_array_load_i64(a, &b.owned); break;
+    }
+    return b;
+}
+
+HgKBuf
+hg_kbuf_out(HgArray *out, HgKind k)
+{
+    if (hg_kind_stores(k, out->dtype))
+        return (HgKBuf){out->data, FALSE};
+    return (HgKBuf){g_try_malloc0((gsize)out->numel * hg_kind_size(k) + 8), TRUE};
+}
+
+HgKBuf
+hg_kbuf_reuse(HgKBuf *xb, HgArray *y, HgKind k)
+{
+    if (!xb->owned)
+        return hg_kbuf_out(y, k);
+    HgKBuf b = *xb;
+    xb->owned = FALSE;
+    return b;
+}
+
+/* d as a float rounded to odd: truncated toward zero, its last bit set when inexact. Rounding that
+ * float to FP16 or BF16 (13 and 16 fewer bits) gives the correctly rounded result of d: one rounding,
+ * where a round-to-nearest float in between could round twice. */
+static float
+f64_to_f32_odd(double d)
+{
+    float f = (float)d;
+    if (isnan(d) || (double)f == d)
+        return f;
+    if (fabs((double)f) > fabs(d))
+        f = nextafterf(f, 0.0f);
+    guint32 u;
+    memcpy(&u, &f, sizeof u);
+    u |= 1;
+    memcpy(&f, &u, sizeof u);
+    return f;
+}
+
+void
+hg_store_f64_once(HgArray *out, const double *src)
+{
+    if (out->dtype == HG_DTYPE_FLOAT16 || out->dtype == HG_DTYPE_BFLOAT16) {
+        guint16 *d = out->data;
+        gboolean half = out->dtype == HG_DTYPE_FLOAT16;
+        for (gint64 i = 0; i < out->numel; i++) {
+            float f = f64_to_f32_odd(src[i]);
+            d[i] = half ? hg_float_to_half(f) : hg_float_to_bf16(f);
+        }
+        return;
+    }
+    hg_array_store_f64(out, src);
+}
+
+void
+hg_kbuf_store(HgArray *out, HgKBuf *b, HgKind k)
+{
+    if (b->p != out->data) {
+        switch (k) {
+        case HG_KIND_F32: hg_array_store_f32(out, b->p); break;
+        case HG_KIND_F64: hg_store_f64_once(out, b->p); break;
+        default: hg_array_store_i64(out, b->p); break;
+        }
+    }
+    hg_kbuf_clear(b);
+}
+
+/* ---------------------------------------------------------------- kernels' checks */
+
+gboolean
+hg_eval_need(HgEvalCtx *ctx, guint n)
+{
+    for (guint i = 0; i < n; i++) {
+        if (i >= ctx->n_inputs || !ctx->inputs[i]) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is missing", i);
+            return FALSE;
+        }
+    }
+    if (ctx->n_outputs < 1) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "the node has no output");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+hg_eval_wants(const HgEvalCtx *ctx, guint i)
+{
+    if (i >= ctx->n_outputs)
+        return FALSE;
+    return !ctx->node || (i < ctx->node->n_outputs && ctx->node->outputs[i]);
+}
+
+gboolean
+hg_eval_unsupported(HgEvalCtx *ctx, int dtype)
+{
+    const char *name = hg_dtype_name(dtype);
+    hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
+                name ? name : "?");
+    return FALSE;
+}
+
+gboolean
+hg_eval_oom(HgEvalCtx *ctx)
+{
+    hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "out of memory");
+    return FALSE;
+}
+
+/* ---------------------------------------------------------------- shape rules' helpers */
+
+HgSymDim
+hg_dim_known(gint64 v)
+{
+    HgSymDim d = {v, NULL};
+    return d;
+}
+
+HgSymDim
+hg_dim_unknown(void)
+{
+    HgSymDim d = {-1, NULL};
+    return d;
+}
+
+void
+hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
+{
+    if (!o)
+        return;
+    o->dtype = dtype;
+    o->rank = rank;
+    for (int i = 0; i < rank; i++)
+        o->dims[i] = dims[i];
+}
+
+/* ---------------------------------------------------------------- interval rules' helpers */
+
+const HgRange *
+hg_range_input(const HgRangeCtx *ctx, guint i)
+{
+    return i < ctx->n_inputs ? ctx->inputs[i] : NULL;
+}
+
+/* ---------------------------------------------------------------- constant folding */
+
+gboolean
+hg_eval_constants(const HgNode *node, gint64 opset, HgEvalFunc eval, guint n_inputs,
+                  HgArray *const *inputs, guint n_outputs, HgArray **outputs, GError **error)
+{
+    for (guint k = 0; k < n_outputs; k++)
+        outputs[k] = NULL;
+    HgEvalCtx ctx = {node, opset, n_inputs, inputs, n_outputs, outputs, 1, error};
+    if (eval(&ctx))
+        return TRUE;
+    for (guint k = 0; k < n_outputs; k++)
+        g_clear_pointer(&outputs[k], hg_array_unref);
+    return FALSE;
+}
+
+gboolean
+hg_fold(HgShapeCtx *ctx, HgEvalFunc eval, HgFoldFlags flags)
+{
+    if (!ctx->n_outputs)
+        return TRUE;
+    if (!eval) {
+        const HgOpDef *op = ctx->node ? hg_op_for_node(ctx->node) : NULL;
+        if (!op || !op->eval)
+            return TRUE;
+        eval = op->eval;
+    }
+    for (guint i = 0; i < ctx->n_inputs; i++) {
+        const HgValueShape *s = ctx->inputs[i];
+        if (s && (!s->value || ((flags & HG_FOLD_SMALL_INPUTS) && s->value->numel > HG_FOLD_MAX_INPUT)))
+            return TRUE;
+    }
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        const HgValueShape *o = ctx->outputs[k];
+        if (!o)
+            continue;
+        gint64 n = hg_vshape_numel(o);
+        if (n < 0 || n > HG_FOLD_MAX_OUTPUT)
+            return TRUE;
+    }
+    g_autofree HgArray **ins = g_new0(HgArray *, ctx->n_inputs + 1);
+    g_autofree HgArray **outs = g_new0(HgArray *, ctx->n_outputs + 1);
+    for (guint i = 0; i < ctx->n_inputs; i++)
+        ins[i] = ctx->inputs[i] ? ctx->inputs[i]->value : NULL;
+    GError *err = NULL;
+    if (!hg_eval_constants(ctx->node, ctx->opset, eval, ctx->n_inputs, ins, ctx->n_outputs, outs, &err)) {
+        if ((flags & HG_FOLD_STRICT) && err && err->code == HG_ERROR_INVALID) {
+            g_propagate_error(ctx->error, err);
+            return FALSE;
+        }
+        g_clear_error(&err);
+        return TRUE;
+    }
+    for (guint k = 0; k < ctx->n_outputs; k++) {
+        HgValueShape *o = ctx->outputs[k];
+        HgArray *a = outs[k];
+        if (!a)
+            continue;
+        if (!o || (int)a->rank != o->rank || (o->dtype != a->dtype && o->dtype != HG_DTYPE_UNDEFINED)) {
+            hg_array_unref(a);
+            continue;
+        }
+        o->dtype = a->dtype;
+        for (guint i = 0; i < a->rank; i++)
+            o->dims[i].v = a->dims[i];
+        if (o->value)
+            hg_array_unref(o->value);
+        o->value = a;
+    }
+    return TRUE;
+}

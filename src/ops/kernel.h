@@ -1,0 +1,161 @@
+/* The kernel vocabulary (internal): what every kernel family in this folder shares beyond the op
+ * table's types (op.h) and the arrays (array.h).
+ *
+ * Element types. A kernel computes in one of four kinds (HgKind): FP32 (float, float16, bfloat16 and
+ * the narrow integers where a family says so), FP64 (double), int64 and uint64 (the integers, which
+ * wrap like C's). hg_kind_of gives a dtype's kind. Inputs come into a kind through hg_kbuf_load (the
+ * array's own data when it is stored in that kind, else a converted copy); results go out through
+ * hg_kbuf_out and hg_kbuf_store, rounded once into the output's element type.
+ *
+ * A kernel written once for every kind is a template: a .inc file written in terms of HG_T (the element
+ * type), HG_SFX(name) (the instance's name: name_f32, name_f64, name_i64) and HG_T_FLOAT (1 for the
+ * float kinds). Its family's .c defines HG_TEMPLATE as the file's name and includes
+ * ops/instances_float.inc (the float kinds) or ops/instances_all.inc (every kind), which include the
+ * template once per kind; HG_KIND_CALL(kind, name, ...) calls the instance of a kind. The integer
+ * instance serves both integer kinds: its arithmetic is unsigned (HG_T guint64), which wraps without
+ * undefined behaviour and gives the bits of the two's complement result. Where unsigned 64-bit
+ * differs (comparisons, division, min/max), the elementwise family gives U64 a row of its own, in
+ * tables indexed by HgKind. Kernels that only move elements dispatch on the element's width instead
+ * (HG_WIDTH_SWITCH), so one kernel moves every type bit for bit.
+ *
+ * Constant folding. Shape inference folds a node (runs its kernel on the constant values of its
+ * inputs) when the outputs are small, so that shape subgraphs (Shape -> Gather -> Concat -> Reshape)
+ * become constants; the interpreter folds every node whose inputs are all constants once, when it
+ * plans a model. Both go through hg_eval_constants; shape rules call hg_fold.
+ */
+#ifndef HG_OPS_KERNEL_H
+#define HG_OPS_KERNEL_H
+
+#include "ops/op.h"
+
+G_BEGIN_DECLS
+
+/* ---------------------------------------------------------------- compute kinds */
+
+typedef enum { HG_KIND_F32, HG_KIND_F64, HG_KIND_I64, HG_KIND_U64, HG_KIND_COUNT } HgKind;
+
+/* The kind of a dtype: HG_KIND_F32 for float, float16 and bfloat16; HG_KIND_F64 for double;
+ * HG_KIND_U64 for uint64; HG_KIND_I64 for the other integers and bool; HG_KIND_COUNT for types
+ * without arithmetic (string, complex, float8, 4-bit). */
+HgKind hg_kind_of(int dtype);
+/* Bytes per element of a kind's buffers, and the dtype they are stored as. */
+gsize hg_kind_size(HgKind k);
+int hg_kind_dtype(HgKind k);
+/* Whether arrays of dtype hold kind k's values as they are (int64 and uint64 both hold the integer
+ * kinds'), so that k's results can be written into them directly. */
+gboolean hg_kind_stores(HgKind k, int dtype);
+
+/* A buffer in a compute kind: an array's own data (owned FALSE), or a copy to g_free. */
+typedef struct {
+    void *p;
+    gboolean owned;
+} HgKBuf;
+
+/* Free b's copy, if it owns one, and empty it. */
+void hg_kbuf_clear(HgKBuf *b);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HgKBuf, hg_kbuf_clear)
+
+/* The elements of a in kind k: a's data when it is stored in that kind, else a converted copy
+ * (integers by value; floats to integers by saturating conversion). An empty buffer for a NULL a. */
+HgKBuf hg_kbuf_load(const HgArray *a, HgKind k);
+/* Where results of kind k for out go: out's data when it is stored in that kind (int64 and uint64
+ * are both stored as the integer kinds), else zeroed scratch for hg_kbuf_store. p is NULL when out
+ * of memory. */
+HgKBuf hg_kbuf_out(HgArray *out, HgKind k);
+/* Where a kernel that writes y[i] only after reading x[i] puts its results for y (x's shape and
+ * type): into the copy xb when loading x made one (b then owns it), else into y's own data. */
+HgKBuf hg_kbuf_reuse(HgKBuf *xb, HgArray *y, HgKind k);
+/* Store b (kind k, out->numel elements) into out unless it is out's own data, converting to out's
+ * element type with one rounding (FP64 to float16 or bfloat16 too), then clear b. */
+void hg_kbuf_store(HgArray *out, HgKBuf *b, HgKind k);
+/* Store out->numel doubles into out, rounding once to float16 and bfloat16 (through a float rounded
+ * to odd); other types as hg_array_store_f64. */
+void hg_store_f64_once(HgArray *out, const double *src);
+
+/* The instance of typed kernel `name` for kind k: name_f32, name_f64, or name_i64 for both integer
+ * kinds. HG_KIND_CALL_FLOAT for kernels with float instances only (k is F32 or F64). */
+#define HG_KIND_CALL(k, name, ...)                                                                 \
+    ((k) == HG_KIND_F32   ? name##_f32(__VA_ARGS__)                                                \
+     : (k) == HG_KIND_F64 ? name##_f64(__VA_ARGS__)                                                \
+                          : name##_i64(__VA_ARGS__))
+#define HG_KIND_CALL_FLOAT(k, name, ...)                                                           \
+    ((k) == HG_KIND_F32 ? name##_f32(__VA_ARGS__) : name##_f64(__VA_ARGS__))
+
+/* ---------------------------------------------------------------- moving elements */
+
+/* The element type of complex128, for movers. */
+typedef struct {
+    guint64 lo, hi;
+} HgElem16;
+
+/* Expand the statement macro M(T) with T an unsigned type of es bytes (1, 2, 4, 8; HgElem16 for
+ * anything else): one kernel body with typed loads and stores for every element width. */
+#define HG_WIDTH_SWITCH(es, M)                                                                     \
+    do {                                                                                           \
+        switch (es) {                                                                              \
+        case 1: M(guint8); break;                                                                  \
+        case 2: M(guint16); break;                                                                 \
+        case 4: M(guint32); break;                                                                 \
+        case 8: M(guint64); break;                                                                 \
+        default: M(HgElem16); break;                                                               \
+        }                                                                                          \
+    } while (0)
+
+/* ---------------------------------------------------------------- kernels' checks */
+
+/* TRUE when inputs 0..n-1 are present and the node has an output; else HG_ERROR_INVALID. */
+gboolean hg_eval_need(HgEvalCtx *ctx, guint n);
+/* Whether the node asks for output i (an omitted output need not be computed). */
+gboolean hg_eval_wants(const HgEvalCtx *ctx, guint i);
+/* HG_ERROR_UNSUPPORTED "element type T is not supported"; returns FALSE. */
+gboolean hg_eval_unsupported(HgEvalCtx *ctx, int dtype);
+/* "out of memory" for the node; returns FALSE. */
+gboolean hg_eval_oom(HgEvalCtx *ctx);
+
+/* ---------------------------------------------------------------- shape rules' helpers */
+
+/* A known dim, and an unknown one without a name. */
+HgSymDim hg_dim_known(gint64 v);
+HgSymDim hg_dim_unknown(void);
+/* o (when not NULL) takes dtype, rank and dims. */
+void hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims);
+
+/* ---------------------------------------------------------------- interval rules' helpers */
+
+/* Input i's range, or NULL when the input is omitted (or i is past the node's inputs). */
+const HgRange *hg_range_input(const HgRangeCtx *ctx, guint i);
+
+/* ---------------------------------------------------------------- constant folding */
+
+/* Outputs of at most this many elements are folded during shape inference. */
+#define HG_FOLD_MAX_OUTPUT 1024
+/* With HG_FOLD_SMALL_INPUTS, inputs of at most this many elements each. */
+#define HG_FOLD_MAX_INPUT 65536
+
+typedef enum {
+    /* Fold only when every input is small: ops whose work grows with their inputs rather than their
+     * outputs (reductions, matrix products, convolutions), whose shape rules should stay cheap. */
+    HG_FOLD_SMALL_INPUTS = 1 << 0,
+    /* A kernel's HG_ERROR_INVALID is the shape rule's error (a Gather index out of range, a Reshape
+     * that does not fit): ops whose kernels check what the shape rule could not see. Without it
+     * any kernel error just leaves the values unknown, for the interpreter to report. */
+    HG_FOLD_STRICT = 1 << 1,
+} HgFoldFlags;
+
+/* Run eval on node with the given constant inputs (NULL for omitted ones) on one thread. Returns TRUE
+ * with outputs[0..n_outputs) holding new references (NULL where the kernel left an output unset), or
+ * FALSE with every slot NULL and error set. */
+gboolean hg_eval_constants(const HgNode *node, gint64 opset, HgEvalFunc eval, guint n_inputs,
+                           HgArray *const *inputs, guint n_outputs, HgArray **outputs, GError **error);
+
+/* Shape inference's folding: when every present input of ctx has a known value (and, with
+ * HG_FOLD_SMALL_INPUTS, each has at most HG_FOLD_MAX_INPUT elements) and every output slot's shape
+ * is known with at most HG_FOLD_MAX_OUTPUT elements, run eval (NULL: the kernel of the node's op)
+ * and give each output whose rank and element type agree with what the rule inferred (an unknown
+ * element type agrees with any) its value, dims and element type. Call it after filling the outputs'
+ * shapes. Returns FALSE only with HG_FOLD_STRICT, on a kernel's HG_ERROR_INVALID (propagated). */
+gboolean hg_fold(HgShapeCtx *ctx, HgEvalFunc eval, HgFoldFlags flags);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,924 @@
+/* The matmul family: MatMul, Gemm and Einsum, with their interval rules. Products go through BLAS
+ * (linalg.h's hg_gemm_*); the typed kernels are matmul.inc, instantiated for every kind. */
+#include "ops/linalg.h"
+#include "ir_private.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* Step a multi-index idx over labels [from, to) (the last fastest), moving each of the nops offsets
+ * off[q] by strides[q * pitch + label]. FALSE once it wraps around. */
+static gboolean
+odo_step(gint64 *idx, const gint64 *dims, guint from, guint to, guint nops, const gint64 *strides,
+         guint pitch, gint64 *off)
+{
+    for (guint l = to; l-- > from;) {
+        idx[l]++;
+        for (guint q = 0; q < nops; q++)
+            off[q] += strides[q * pitch + l];
+        if (idx[l] < dims[l])
+            return TRUE;
+        for (guint q = 0; q < nops; q++)
+            off[q] -= strides[q * pitch + l] * dims[l];
+        idx[l] = 0;
+    }
+    return FALSE;
+}
+
+/* ================================================================ typed kernels */
+
+/* Einsum's plan: labels [0, nout) are the output's in its order, then the summed ones; strides
+ * holds each operand's element stride per label (0 where it broadcasts), with a pitch of
+ * EIN_MAX_LABELS. */
+#define EIN_MAX_LABELS (52 + HG_MAX_RANK)
+
+typedef struct {
+    guint nops, nlab, nout;
+    gint64 dims[EIN_MAX_LABELS];
+    gint64 *strides;
+} EinPlan;
+
+/* The typed kernels: kernel.h's templates, one instance per kind. */
+#define HG_TEMPLATE "ops/matmul.inc"
+#include "ops/instances_all.inc"
+
+
+/* ================================================================ MatMul */
+
+/* Broadcast of two batch dims as shape inference knows them. */
+static gboolean
+sym_broadcast(HgSymDim a, HgSymDim b, HgSymDim *out)
+{
+    if (a.v >= 0 && b.v >= 0) {
+        if (a.v != b.v && a.v != 1 && b.v != 1)
+            return FALSE;
+        *out = a.v == 1 ? b : a;
+    } else if (a.v == 1) {
+        *out = b;
+    } else if (b.v == 1) {
+        *out = a;
+    } else if (a.v >= 0) {
+        *out = a; /* b must be 1 or equal */
+    } else if (b.v >= 0) {
+        *out = b;
+    } else {
+        *out = a.sym && a.sym == b.sym ? a : hg_dim_unknown();
+    }
+    return TRUE;
+}
+
+/* Compute kind of MatMul, Gemm and Einsum: every numeric type but bool; both integer kinds run on
+ * the integer instance (wrapping products and sums do not depend on the sign). */
+static HgKind
+mm_kind(int dtype)
+{
+    HgKind k = hg_kind_of(dtype);
+    return dtype == HG_DTYPE_BOOL ? HG_KIND_COUNT : k == HG_KIND_U64 ? HG_KIND_I64 : k;
+}
+
+static gboolean
+same_types(HgEvalCtx *ctx, guint n, HgKind *kind)
+{
+    int dtype = ctx->inputs[0]->dtype;
+    for (guint i = 1; i < n; i++) {
+        const HgArray *x = hg_eval_input(ctx, i);
+        if (x && x->dtype != dtype) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "input %u is %s, input 0 is %s", i,
+                        hg_dtype_name(x->dtype) ? hg_dtype_name(x->dtype) : "?",
+                        hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
+            return FALSE;
+        }
+    }
+    *kind = mm_kind(dtype);
+    if (*kind == HG_KIND_COUNT) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "element type %s is not supported",
+                    hg_dtype_name(dtype) ? hg_dtype_name(dtype) : "?");
+        return FALSE;
+    }
+    return TRUE;
+}
+
+gboolean
+hg_infer_MatMul(HgShapeCtx *ctx)
+{
+    const HgValueShape *a = hg_shape_input(ctx, 0), *b = hg_shape_input(ctx, 1);
+    HgValueShape *y = hg_shape_output(ctx, 0);
+    int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (!a || !b || a->rank < 0 || b->rank < 0)
+        return TRUE;
+    if (a->rank == 0 || b->rank == 0) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "MatMul of a scalar");
+        return FALSE;
+    }
+    /* 1-D operands are promoted to [1, K] and [K, 1] and the added axis dropped afterwards */
+    HgSymDim k_a = a->dims[a->rank - 1], k_b = b->dims[b->rank == 1 ? 0 : b->rank - 2];
+    if (k_a.v >= 0 && k_b.v >= 0 && k_a.v != k_b.v) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k_a.v, k_b.v);
+        return FALSE;
+    }
+    int ba = MAX(a->rank - 2, 0), bb = MAX(b->rank - 2, 0), rb = MAX(ba, bb);
+    HgSymDim dims[HG_MAX_RANK + 2];
+    for (int i = 0; i < rb; i++) {
+        HgSymDim da = i < rb - ba ? hg_dim_known(1) : a->dims[i - (rb - ba)];
+        HgSymDim db = i < rb - bb ? hg_dim_known(1) : b->dims[i - (rb - bb)];
+        if (!sym_broadcast(da, db, &dims[i])) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                        "batch dims do not broadcast: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, da.v,
+                        db.v);
+            return FALSE;
+        }
+    }
+    int r = rb;
+    if (a->rank > 1)
+        dims[r++] = a->dims[a->rank - 2];
+    if (b->rank > 1)
+        dims[r++] = b->dims[b->rank - 1];
+    if (r > HG_MAX_RANK)
+        return TRUE;
+    hg_vshape_set(y, dtype, r, dims);
+    hg_fold(ctx, hg_eval_MatMul, HG_FOLD_SMALL_INPUTS);
+    return TRUE;
+}
+
+/* Batches of MatMul up to this many multiply-adds each run one per thread: OpenBLAS would run them
+ * on one thread anyway. */
+#define MATMUL_SMALL_MACS ((gint64)1 << 24)
+
+typedef struct {
+    HgKind kind;
+    const void *a, *b;
+    void *c;
+    const gint64 *offs; /* per batch: A's and B's element offsets */
+    gint64 m, n, k;
+} MatJob;
+
+static void
+matmul_task(gpointer data, gint64 i, int worker)
+{
+    const MatJob *j = data;
+    const gsize c_off = (gsize)(i * j->m * j->n) * hg_kind_size(j->kind);
+    HG_KIND_CALL(j->kind, matmul_run, j->a, j->b, (char *)j->c + c_off, 1, j->offs + 2 * i, j->m, j->n, j->k);
+}
+
+gboolean
+hg_eval_MatMul(HgEvalCtx *ctx)
+{
+    HgKind kind;
+    if (!hg_eval_need(ctx, 2) || !same_types(ctx, 2, &kind))
+        return FALSE;
+    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1];
+    if (a->rank == 0 || b->rank == 0) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "MatMul of a scalar");
+        return FALSE;
+    }
+    gint64 m = a->rank > 1 ? a->dims[a->rank - 2] : 1, k = a->dims[a->rank - 1];
+    gint64 kb = b->dims[b->rank > 1 ? b->rank - 2 : 0], n = b->rank > 1 ? b->dims[b->rank - 1] : 1;
+    if (k != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k, kb);
+        return FALSE;
+    }
+    guint ba = a->rank > 2 ? a->rank - 2 : 0, bb = b->rank > 2 ? b->rank - 2 : 0, rb;
+    gint64 bdims[HG_MAX_RANK + 2], ast[HG_MAX_RANK], bst[HG_MAX_RANK];
+    GError *err = NULL;
+    if (!hg_broadcast_shape(ba, a->dims, bb, b->dims, &rb, bdims, &err)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "batch %s", err->message);
+        g_error_free(err);
+        return FALSE;
+    }
+    hg_broadcast_strides(ba, a->dims, rb, bdims, ast);
+    hg_broadcast_strides(bb, b->dims, rb, bdims, bst);
+    gint64 nbatch = hg_numel(rb, bdims);
+    guint r = rb;
+    gint64 ydims[HG_MAX_RANK + 2];
+    memcpy(ydims, bdims, sizeof(gint64) * rb);
+    if (a->rank > 1)
+        ydims[r++] = m;
+    if (b->rank > 1)
+        ydims[r++] = n;
+    if (!hg_blas_fits(m, n, k, m * nbatch)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, r, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(HgKBuf) ab = hg_kbuf_load(a, kind);
+    g_auto(HgKBuf) bbuf = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
+    if (y->numel) {
+        /* element offsets of each batch's A and B matrices */
+        g_autofree gint64 *offs = g_new0(gint64, 2 * nbatch + 2);
+        gint64 idx[HG_MAX_RANK] = {0}, off[2] = {0, 0}, st[2 * HG_MAX_RANK];
+        for (guint i = 0; i < rb; i++) {
+            st[i] = ast[i] * m * k;
+            st[HG_MAX_RANK + i] = bst[i] * k * n;
+        }
+        gboolean merge = TRUE; /* A's batches back to back, B shared: one tall GEMM */
+        for (gint64 i = 0; i < nbatch; i++) {
+            offs[2 * i] = off[0];
+            offs[2 * i + 1] = off[1];
+            merge &= off[0] == i * m * k && off[1] == 0;
+            odo_step(idx, bdims, 0, rb, 2, st, HG_MAX_RANK, off);
+        }
+        int threads = hg_eval_threads(ctx, nbatch * m * n * k);
+        if (merge) {
+            hg_blas_threads(threads);
+            HG_KIND_CALL(kind, matmul_run, ab.p, bbuf.p, yb.p, 1, offs, m * nbatch, n, k);
+        } else if (threads > 1 && nbatch >= 2 * threads && m * n * k < MATMUL_SMALL_MACS) {
+            /* many small products (attention heads): one per task, each GEMM single-threaded */
+            MatJob job = {kind, ab.p, bbuf.p, yb.p, offs, m, n, k};
+            hg_blas_threads(1);
+            hg_par_for(threads, nbatch, matmul_task, &job);
+        } else {
+            hg_blas_threads(threads);
+            HG_KIND_CALL(kind, matmul_run, ab.p, bbuf.p, yb.p, nbatch, offs, m, n, k);
+        }
+    }
+    hg_kbuf_store(y, &yb, kind);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+gint64
+hg_cost_MatMul(const HgShapeCtx *ctx)
+{
+    const HgValueShape *a = hg_shape_input(ctx, 0);
+    gint64 n = hg_vshape_numel(hg_shape_output(ctx, 0));
+    if (!a || a->rank < 1 || n < 0 || a->dims[a->rank - 1].v < 0)
+        return -1;
+    return n * a->dims[a->rank - 1].v;
+}
+
+/* ================================================================ Gemm */
+
+gboolean
+hg_infer_Gemm(HgShapeCtx *ctx)
+{
+    const HgValueShape *a = hg_shape_input(ctx, 0), *b = hg_shape_input(ctx, 1), *c = hg_shape_input(ctx, 2);
+    HgValueShape *y = hg_shape_output(ctx, 0);
+    int dtype = a ? a->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if ((a && a->rank >= 0 && a->rank != 2) || (b && b->rank >= 0 && b->rank != 2)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "A and B must be matrices");
+        return FALSE;
+    }
+    if (c && c->rank > 2) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "C has rank %d, at most 2", c->rank);
+        return FALSE;
+    }
+    if (!a || !b || a->rank < 0 || b->rank < 0)
+        return TRUE;
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    HgSymDim dims[2] = {a->dims[ta ? 1 : 0], b->dims[tb ? 0 : 1]};
+    gint64 ka = a->dims[ta ? 0 : 1].v, kb = b->dims[tb ? 1 : 0].v;
+    if (ka >= 0 && kb >= 0 && ka != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, ka, kb);
+        return FALSE;
+    }
+    for (int i = 0; c && i < c->rank; i++) {
+        gint64 cv = c->dims[i].v, yv = dims[2 - c->rank + i].v;
+        if (cv >= 0 && yv >= 0 && cv != 1 && cv != yv) {
+            hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node, "C does not broadcast to the output");
+            return FALSE;
+        }
+    }
+    hg_vshape_set(y, dtype, 2, dims);
+    hg_fold(ctx, hg_eval_Gemm, HG_FOLD_SMALL_INPUTS);
+    return TRUE;
+}
+
+gboolean
+hg_eval_Gemm(HgEvalCtx *ctx)
+{
+    HgKind kind;
+    if (!hg_eval_need(ctx, 2) || !same_types(ctx, 3, &kind))
+        return FALSE;
+    const HgArray *a = ctx->inputs[0], *b = ctx->inputs[1], *c = hg_eval_input(ctx, 2);
+    if (a->rank != 2 || b->rank != 2 || (c && c->rank > 2)) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "A and B must be matrices and C at most one");
+        return FALSE;
+    }
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    double alpha = hg_node_attr_float(ctx->node, "alpha", 1.0f);
+    double beta = hg_node_attr_float(ctx->node, "beta", 1.0f);
+    gint64 m = a->dims[ta ? 1 : 0], k = a->dims[ta ? 0 : 1];
+    gint64 kb = b->dims[tb ? 1 : 0], n = b->dims[tb ? 0 : 1];
+    if (k != kb) {
+        hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                    "inner dims differ: %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT, k, kb);
+        return FALSE;
+    }
+    gint64 ydims[2] = {m, n}, cst[2] = {0, 0};
+    if (c) {
+        for (guint i = 0; i < c->rank; i++) {
+            gint64 cv = c->dims[i], yv = ydims[2 - c->rank + i];
+            if (cv != 1 && cv != yv) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "C does not broadcast to [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]", m, n);
+                return FALSE;
+            }
+        }
+        hg_broadcast_strides(c->rank, c->dims, 2, ydims, cst);
+    }
+    if (!hg_blas_fits(m, n, k, 1)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "too large for 32-bit BLAS");
+        return FALSE;
+    }
+    /* Integers with a fractional (or huge) alpha or beta compute in FP64, as the float scaling
+     * asks; whole ones stay exact. */
+    if (kind == HG_KIND_I64 && (alpha != floor(alpha) || beta != floor(beta) ||
+                                  fabs(alpha) > 0x1p62 || fabs(beta) > 0x1p62))
+        kind = HG_KIND_F64;
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, a->dtype, 2, ydims);
+    if (!y)
+        return FALSE;
+    g_auto(HgKBuf) ab = hg_kbuf_load(a, kind);
+    g_auto(HgKBuf) bbuf = hg_kbuf_load(b, kind);
+    g_auto(HgKBuf) cb = hg_kbuf_load(c && beta != 0 ? c : NULL, kind);
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    if (!yb.p)
+        return hg_eval_oom(ctx);
+    hg_blas_threads(ctx->threads);
+    HG_KIND_CALL(kind, gemm_run, ab.p, bbuf.p, cb.p, cst, yb.p, ta, tb, m, n, k, alpha, beta);
+    hg_kbuf_store(y, &yb, kind);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+gint64
+hg_cost_Gemm(const HgShapeCtx *ctx)
+{
+    const HgValueShape *a = hg_shape_input(ctx, 0);
+    gint64 n = hg_vshape_numel(hg_shape_output(ctx, 0));
+    if (!a || a->rank != 2 || n < 0)
+        return -1;
+    gint64 k = a->dims[hg_node_attr_int(ctx->node, "transA", 0) ? 0 : 1].v;
+    return k < 0 ? -1 : n * k;
+}
+
+/* ================================================================ Einsum */
+
+/* A parsed equation for operands of known ranks. Label ids follow ASCII ('A'-'Z' 0-25, 'a'-'z'
+ * 26-51, as NumPy orders the implicit output); the broadcast dims of "..." are labels 52 + j,
+ * right-aligned across the operands. */
+typedef struct {
+    guint nops;
+    guint rank[HG_MAX_RANK * 4];
+    int axis_label[HG_MAX_RANK * 4][HG_MAX_RANK];
+    guint out_rank;
+    int out_label[EIN_MAX_LABELS];
+} Einsum;
+
+#define EIN_MAX_OPS (HG_MAX_RANK * 4)
+
+static int
+ein_letter(char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return 26 + (c - 'a');
+    return -1;
+}
+
+/* Parse one term (no spaces) into labels for an operand of the given rank (rank < 0: the output,
+ * whose ellipsis takes ell_rank dims). */
+static gboolean
+ein_term(const char *t, gsize len, int rank, guint ell_rank, int *labels, guint *n_labels,
+         guint max_labels, gboolean *has_ell)
+{
+    guint letters = 0;
+    *has_ell = FALSE;
+    for (gsize i = 0; i < len; i++) {
+        if (t[i] == '.') {
+            if (*has_ell || i + 2 >= len || t[i + 1] != '.' || t[i + 2] != '.')
+                return FALSE;
+            *has_ell = TRUE;
+            i += 2;
+        } else if (ein_letter(t[i]) >= 0) {
+            letters++;
+        } else {
+            return FALSE;
+        }
+    }
+    guint ne = rank < 0 ? ell_rank : 0;
+    if (rank >= 0) {
+        if ((guint)rank < letters || (!*has_ell && (guint)rank != letters))
+            return FALSE;
+        ne = (guint)rank - letters;
+    }
+    if (letters + ne > max_labels)
+        return FALSE;
+    guint n = 0;
+    for (gsize i = 0; i < len; i++) {
+        if (t[i] == '.') {
+            /* right-aligned: this operand's ellipsis is the last ne of the ell_rank broadcast dims */
+            for (guint j = 0; j < ne; j++)
+                labels[n++] = 52 + (int)(ell_rank - ne + j);
+            i += 2;
+        } else {
+            labels[n++] = ein_letter(t[i]);
+        }
+    }
+    *n_labels = n;
+    return TRUE;
+}
+
+static gboolean
+ein_parse(const HgNode *node, guint nops, const int *ranks, Einsum *e, GError **error)
+{
+    g_autofree char *eq_raw = hg_attr_string(node, "equation", NULL);
+    if (!eq_raw) {
+        hg_op_error(error, HG_ERROR_INVALID, node, "the equation attribute is missing");
+        return FALSE;
+    }
+    if (nops > EIN_MAX_OPS || nops == 0) {
+        hg_op_error(error, HG_ERROR_UNSUPPORTED, node, "%u operands", nops);
+        return FALSE;
+    }
+    /* drop whitespace */
+    GString *eq = g_string_new(NULL);
+    for (const char *p = eq_raw; *p; p++)
+        if (!g_ascii_isspace(*p))
+            g_string_append_c(eq, *p);
+    g_autofree char *s = g_string_free(eq, FALSE);
+    memset(e, 0, sizeof(*e));
+    e->nops = nops;
+    char *arrow = strstr(s, "->");
+    gsize lhs_len = arrow ? (gsize)(arrow - s) : strlen(s);
+    guint ell_rank = 0, count[EIN_MAX_LABELS] = {0};
+    gboolean any_ell = FALSE;
+    /* the ellipsis rank is the largest any operand gives it */
+    const char *t = s;
+    for (guint q = 0; q < nops; q++) {
+        const char *end = memchr(t, ',', lhs_len - (gsize)(t - s));
+        gsize len = end ? (gsize)(end - t) : lhs_len - (gsize)(t - s);
+        if ((q + 1 < nops) != (end != NULL)) {
+            hg_op_error(error, HG_ERROR_INVALID, node, "the equation '%s' has not %u operands", eq_raw,
+                        nops);
+            return FALSE;
+        }
+        guint letters = 0;
+        gboolean ell = FALSE;
+        for (gsize i = 0; i < len; i++) {
+            if (ein_letter(t[i]) >= 0)
+                letters++;
+            else if (t[i] == '.')
+                ell = TRUE;
+        }
+        if (ell && ranks[q] >= (int)letters)
+            ell_rank = MAX(ell_rank, (guint)ranks[q] - letters);
+        t = end ? end + 1 : t + len;
+    }
+    if (ell_rank > HG_MAX_RANK)
+        goto bad;
+    t = s;
+    for (guint q = 0; q < nops; q++) {
+        const char *end = memchr(t, ',', lhs_len - (gsize)(t - s));
+        gsize len = end ? (gsize)(end - t) : lhs_len - (gsize)(t - s);
+        gboolean ell;
+        if (ranks[q] < 0 || ranks[q] > HG_MAX_RANK ||
+            !ein_term(t, len, ranks[q], ell_rank, e->axis_label[q], &e->rank[q], HG_MAX_RANK, &ell))
+            goto bad;
+        any_ell |= ell;
+        for (guint i = 0; i < e->rank[q]; i++)
+            count[e->axis_label[q][i]]++;
+        t = end ? end + 1 : t + len;
+    }
+    if (arrow) {
+        const char *o = arrow + 2;
+        gboolean ell;
+        if (!ein_term(o, strlen(o), -1, ell_rank, e->out_label, &e->out_rank, EIN_MAX_LABELS, &ell))
+            goto bad;
+        gboolean seen[EIN_MAX_LABELS] = {FALSE};
+        for (guint i = 0; i < e->out_rank; i++) {
+            int l = e->out_label[i];
+            if (seen[l] || !count[l]) {
+                hg_op_error(error, HG_ERROR_INVALID, node,
+                            "in the equation '%s', output label %u is repeated or in no input", eq_raw, i);
+                return FALSE;
+            }
+            seen[l] = TRUE;
+        }
+    } else {
+        /* implicit output: the broadcast dims, then the labels seen once, in ASCII order */
+        for (guint j = 0; any_ell && j < ell_rank; j++)
+            e->out_label[e->out_rank++] = 52 + (int)j;
+        for (int l = 0; l < 52; l++)
+            if (count[l] == 1)
+                e->out_label[e->out_rank++] = l;
+    }
+    return TRUE;
+bad:
+    hg_op_error(error, HG_ERROR_INVALID, node, "the equation '%s' does not fit the inputs", eq_raw);
+    return FALSE;
+}
+
+/* Dims of each label (known value, or unknown) from the operands' dims, broadcasting 1s. */
+static gboolean
+ein_label_dims(const HgNode *node, const Einsum *e, const HgSymDim *const *opdims, HgSymDim *ldims,
+               GError **error)
+{
+    gboolean used[EIN_MAX_LABELS] = {FALSE};
+    for (int l = 0; l < EIN_MAX_LABELS; l++)
+        ldims[l] = hg_dim_known(1);
+    for (guint q = 0; q < e->nops; q++)
+        for (guint i = 0; i < e->rank[q]; i++) {
+            int l = e->axis_label[q][i];
+            HgSymDim d = opdims[q][i];
+            if (!used[l]) {
+                ldims[l] = d;
+                used[l] = TRUE;
+            } else if (!sym_broadcast(ldims[l], d, &ldims[l])) {
+                hg_op_error(error, HG_ERROR_INVALID, node, "operand %u axis %u has %" G_GINT64_FORMAT
+                            " where the label has another length", q, i, d.v);
+                return FALSE;
+            }
+        }
+    return TRUE;
+}
+
+gboolean
+hg_infer_Einsum(HgShapeCtx *ctx)
+{
+    HgValueShape *y = hg_shape_output(ctx, 0);
+    const HgValueShape *x0 = hg_shape_input(ctx, 0);
+    int dtype = x0 ? x0->dtype : HG_DTYPE_UNDEFINED;
+    if (y)
+        y->dtype = dtype;
+    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS)
+        return TRUE;
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgValueShape *s = hg_shape_input(ctx, q);
+        if (!s || s->rank < 0)
+            return TRUE;
+        ranks[q] = s->rank;
+        opdims[q] = s->dims;
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, ctx->error) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, ctx->error))
+        return FALSE;
+    if (e.out_rank > HG_MAX_RANK)
+        return TRUE;
+    HgSymDim dims[HG_MAX_RANK];
+    for (guint i = 0; i < e.out_rank; i++)
+        dims[i] = ldims[e.out_label[i]];
+    hg_vshape_set(y, dtype, (int)e.out_rank, dims);
+    hg_fold(ctx, hg_eval_Einsum, HG_FOLD_SMALL_INPUTS);
+    return TRUE;
+}
+
+/* Einsum as a batched GEMM when it is one: two operands where every label is batch (both operands
+ * and the output), M (first and output), N (second and output) or K (both operands, summed). The
+ * operands are packed into [batch, M, K] and [batch, K, N] (repeated labels and broadcasts are just
+ * strides), multiplied, and the result scattered into the output's order. Returns FALSE when the
+ * equation is not of that form. */
+static gboolean
+ein_as_gemm(HgKind kind, const EinPlan *p, const void *a, const void *b, void *out, gboolean *oom_out)
+{
+    int cls[EIN_MAX_LABELS]; /* 0 batch, 1 M, 2 N, 3 K */
+    guint nl[4] = {0};
+    for (guint l = 0; l < p->nlab; l++) {
+        /* a label an operand broadcasts along (stride 0) is one it does not vary along */
+        gboolean ia = p->strides[l] != 0, ib = p->strides[EIN_MAX_LABELS + l] != 0, io = l < p->nout;
+        if (p->dims[l] == 1)
+            cls[l] = io ? 0 : 3; /* a length-1 label fits any class */
+        else if (ia && ib)
+            cls[l] = io ? 0 : 3;
+        else if (ia && io)
+            cls[l] = 1;
+        else if (ib && io)
+            cls[l] = 2;
+        else
+            return FALSE; /* summed in one operand only, or broadcast in both */
+        nl[cls[l]]++;
+    }
+    /* label lists per class and their products */
+    gint64 size[4] = {1, 1, 1, 1};
+    guint order[4][EIN_MAX_LABELS];
+    guint fill[4] = {0};
+    for (guint l = 0; l < p->nlab; l++) {
+        order[cls[l]][fill[cls[l]]++] = l;
+        size[cls[l]] *= p->dims[l];
+    }
+    if (!hg_blas_fits(size[1], size[2], size[3], 1))
+        return FALSE;
+    /* packed layouts: A [batch, M, K], B [batch, K, N], C [batch, M, N] */
+    static const int a_cls[3] = {0, 1, 3}, b_cls[3] = {0, 3, 2}, c_cls[3] = {0, 1, 2};
+    const int *layouts[3] = {a_cls, b_cls, c_cls};
+    gint64 ldims[3][EIN_MAX_LABELS], src_st[3][EIN_MAX_LABELS], dst_st[3][EIN_MAX_LABELS];
+    guint lcount[3] = {0};
+    for (int t = 0; t < 3; t++) {
+        for (int c = 0; c < 3; c++)
+            for (guint i = 0; i < nl[layouts[t][c]]; i++) {
+                guint l = order[layouts[t][c]][i];
+                ldims[t][lcount[t]] = p->dims[l];
+                /* operand strides for A and B; the output's (contiguous, output order) for C */
+                src_st[t][lcount[t]] = t < 2 ? p->strides[t * EIN_MAX_LABELS + l] : 0;
+                if (t == 2) {
+                    gint64 st = 1;
+                    for (guint o = p->nout; o-- > l + 1;)
+                        st *= p->dims[o];
+                    src_st[t][lcount[t]] = st;
+                }
+                lcount[t]++;
+            }
+        gint64 st = 1;
+        for (guint i = lcount[t]; i-- > 0;) {
+            dst_st[t][i] = st;
+            st *= ldims[t][i];
+        }
+    }
+    gsize es = hg_kind_size(kind);
+    g_autofree void *pa = g_try_malloc((gsize)(size[0] * size[1] * size[3]) * es + 8);
+    g_autofree void *pb = g_try_malloc((gsize)(size[0] * size[3] * size[2]) * es + 8);
+    g_autofree void *pc = g_try_malloc((gsize)(size[0] * size[1] * size[2]) * es + 8);
+    if (!pa || !pb || !pc) {
+        *oom_out = TRUE;
+        return TRUE;
+    }
+    HG_KIND_CALL(kind, strided_copy, a, pa, lcount[0], ldims[0], src_st[0], dst_st[0]);
+    HG_KIND_CALL(kind, strided_copy, b, pb, lcount[1], ldims[1], src_st[1], dst_st[1]);
+    g_autofree gint64 *offs = g_new(gint64, 2 * size[0] + 2);
+    for (gint64 i = 0; i < size[0]; i++) {
+        offs[2 * i] = i * size[1] * size[3];
+        offs[2 * i + 1] = i * size[3] * size[2];
+    }
+    HG_KIND_CALL(kind, matmul_run, pa, pb, pc, size[0], offs, size[1], size[2], size[3]);
+    /* scatter: C is contiguous in its own order, the output strided */
+    HG_KIND_CALL(kind, strided_copy, pc, out, lcount[2], ldims[2], dst_st[2], src_st[2]);
+    return TRUE;
+}
+
+gboolean
+hg_eval_Einsum(HgEvalCtx *ctx)
+{
+    HgKind kind;
+    if (!hg_eval_need(ctx, ctx->n_inputs))
+        return FALSE;
+    guint nops = ctx->n_inputs;
+    if (nops == 0 || nops > EIN_MAX_OPS) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "%u operands", nops);
+        return FALSE;
+    }
+    if (!same_types(ctx, nops, &kind))
+        return FALSE;
+    int ranks[EIN_MAX_OPS];
+    HgSymDim sd[EIN_MAX_OPS][HG_MAX_RANK];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < nops; q++) {
+        ranks[q] = (int)ctx->inputs[q]->rank;
+        for (guint i = 0; i < ctx->inputs[q]->rank; i++)
+            sd[q][i] = hg_dim_known(ctx->inputs[q]->dims[i]);
+        opdims[q] = sd[q];
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, nops, ranks, &e, ctx->error) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, ctx->error))
+        return FALSE;
+    if (e.out_rank > HG_MAX_RANK) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "output rank %u", e.out_rank);
+        return FALSE;
+    }
+    /* the plan's label order: the output's, then every other label used */
+    int lab_of[EIN_MAX_LABELS];
+    gboolean in_plan[EIN_MAX_LABELS] = {FALSE};
+    EinPlan p = {nops, 0, e.out_rank, {0}, NULL};
+    gint64 ydims[HG_MAX_RANK];
+    for (guint i = 0; i < e.out_rank; i++) {
+        lab_of[p.nlab] = e.out_label[i];
+        in_plan[e.out_label[i]] = TRUE;
+        ydims[i] = ldims[e.out_label[i]].v;
+        p.dims[p.nlab++] = ydims[i];
+    }
+    for (guint q = 0; q < nops; q++)
+        for (guint i = 0; i < e.rank[q]; i++) {
+            int l = e.axis_label[q][i];
+            if (!in_plan[l]) {
+                in_plan[l] = TRUE;
+                lab_of[p.nlab] = l;
+                p.dims[p.nlab++] = ldims[l].v;
+            }
+        }
+    /* each operand's stride per plan label: repeated labels (diagonals) add, broadcasts are 0 */
+    g_autofree gint64 *strides = g_new0(gint64, (gsize)nops * EIN_MAX_LABELS);
+    p.strides = strides;
+    for (guint q = 0; q < nops; q++) {
+        const HgArray *x = ctx->inputs[q];
+        gint64 st[HG_MAX_RANK];
+        hg_strides(x->rank, x->dims, st);
+        for (guint i = 0; i < x->rank; i++) {
+            guint pl = 0;
+            while (lab_of[pl] != e.axis_label[q][i])
+                pl++;
+            if (x->dims[i] != p.dims[pl] && x->dims[i] != 1) {
+                hg_op_error(ctx->error, HG_ERROR_INVALID, ctx->node,
+                            "operand %u axis %u: a diagonal over unequal lengths", q, i);
+                return FALSE;
+            }
+            if (x->dims[i] != 1)
+                strides[q * EIN_MAX_LABELS + pl] += st[i];
+        }
+    }
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, ctx->inputs[0]->dtype, e.out_rank, ydims);
+    if (!y)
+        return FALSE;
+    g_autofree HgKBuf *bufs = g_new0(HgKBuf, nops);
+    g_autofree const void **datas = g_new0(const void *, nops);
+    for (guint q = 0; q < nops; q++) {
+        bufs[q] = hg_kbuf_load(ctx->inputs[q], kind);
+        datas[q] = bufs[q].p;
+    }
+    g_auto(HgKBuf) yb = hg_kbuf_out(y, kind);
+    gboolean failed = !yb.p, done = FALSE;
+    gint64 total = hg_numel(p.nlab, p.dims);
+    if (!failed && y->numel && total > 0) {
+        hg_blas_threads(ctx->threads);
+        if (nops == 2)
+            done = ein_as_gemm(kind, &p, datas[0], datas[1], yb.p, &failed);
+        if (!done)
+            HG_KIND_CALL(kind, einsum_naive, datas, &p, yb.p);
+    }
+    for (guint q = 0; q < nops; q++)
+        hg_kbuf_clear(&bufs[q]);
+    if (failed)
+        return hg_eval_oom(ctx);
+    hg_kbuf_store(y, &yb, kind);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+gint64
+hg_cost_Einsum(const HgShapeCtx *ctx)
+{
+    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS)
+        return -1;
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgValueShape *s = hg_shape_input(ctx, q);
+        if (!hg_vshape_known(s))
+            return -1;
+        ranks[q] = s->rank;
+        opdims[q] = s->dims;
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, NULL) ||
+        !ein_label_dims(ctx->node, &e, opdims, ldims, NULL))
+        return -1;
+    gboolean used[EIN_MAX_LABELS] = {FALSE};
+    gint64 n = 1;
+    for (guint q = 0; q < e.nops; q++)
+        for (guint i = 0; i < e.rank[q]; i++)
+            if (!used[e.axis_label[q][i]]) {
+                used[e.axis_label[q][i]] = TRUE;
+                n *= ldims[e.axis_label[q][i]].v;
+            }
+    return n;
+}
+
+/* ---------------------------------------------------------------- interval rules */
+
+/* out = alpha * (sum of k products of a and b) + cterm; a linear bound through the constant side
+ * when one is constant (cv, its vectors by id; x the range of the other side). */
+static void
+range_matmul_core(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgRange *x,
+                  const HgArray *cv, HgVecId id,
+                  const gint64 *p, gint64 nvec, gint64 k, double alpha, double clo, double chi,
+                  gboolean nan)
+{
+    double lo, hi, mag;
+    if (cv && id) {
+        g_autofree double *sp = g_new(double, nvec + 1);
+        g_autofree double *sn = g_new(double, nvec + 1);
+        if (!hg_weight_sums(cv, nvec, id, p, sp, sn))
+            return;
+        hg_weight_bound(nvec, sp, sn, x->lo, x->hi, NULL, 0, 0, &lo, &hi, &mag);
+    } else {
+        double plo, phi;
+        hg_range_prod(a->lo, a->hi, b->lo, b->hi, &plo, &phi);
+        lo = hg_bound_mul((double)k, plo);
+        hi = hg_bound_mul((double)k, phi);
+        mag = hg_bound_mul((double)k, hg_mag(plo, phi));
+    }
+    if (k == 0)
+        lo = hi = mag = 0;
+    double l2, h2;
+    hg_range_prod(lo, hi, alpha, alpha, &l2, &h2);
+    mag = hg_bound_mul(mag, fabs(alpha)) + hg_mag(clo, chi);
+    hg_range_set_linear(ctx, hg_bound_add(l2, clo, -INFINITY), hg_bound_add(h2, chi, INFINITY), mag, k, nan);
+}
+
+void
+hg_range_MatMul(HgRangeCtx *ctx)
+{
+    const HgRange *a = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *b = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgValueShape *as = a ? ctx->shapes[0] : NULL, *bs = b ? ctx->shapes[1] : NULL;
+    if (!a || !b || !as || !bs || as->rank < 1 || bs->rank < 1)
+        return;
+    gint64 k = as->dims[as->rank - 1].v;
+    if (k < 0)
+        k = bs->dims[bs->rank == 1 ? 0 : bs->rank - 2].v;
+    if (k < 0)
+        return;
+    gboolean nan = a->nan || b->nan || !hg_range_bounded(a) || !hg_range_bounded(b);
+    const HgArray *av = ctx->values[0], *bv = ctx->values[1];
+    gint64 p[2], nvec = 0;
+    HgVecId id = NULL;
+    const HgArray *cv = NULL;
+    if (bv && hg_vshape_known(bs) && bv->numel == hg_vshape_numel(bs)) {
+        p[0] = k;
+        p[1] = bs->rank == 1 ? 1 : bs->dims[bs->rank - 1].v;
+        cv = bv, id = hg_vec_matmul_b;
+        nvec = p[0] * p[1] != 0 ? bv->numel / p[0] : 0;
+    } else if (av && hg_vshape_known(as) && av->numel == hg_vshape_numel(as)) {
+        p[0] = k;
+        cv = av, id = hg_vec_row;
+        nvec = k ? av->numel / k : 0;
+    }
+    range_matmul_core(ctx, a, b, cv == bv ? a : b, cv, id, p, nvec, k, 1, 0, 0, nan);
+}
+
+void
+hg_range_Gemm(HgRangeCtx *ctx)
+{
+    const HgRange *a = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
+    const HgRange *b = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
+    const HgRange *c = ctx->n_inputs > 2 ? ctx->inputs[2] : NULL;
+    const HgValueShape *as = a ? ctx->shapes[0] : NULL, *bs = b ? ctx->shapes[1] : NULL;
+    if (!a || !b || !as || !bs || as->rank != 2 || bs->rank != 2)
+        return;
+    gboolean ta = hg_node_attr_int(ctx->node, "transA", 0) != 0;
+    gboolean tb = hg_node_attr_int(ctx->node, "transB", 0) != 0;
+    double alpha = hg_node_attr_float(ctx->node, "alpha", 1.0f);
+    double beta = hg_node_attr_float(ctx->node, "beta", 1.0f);
+    if (hg_int_max(hg_range_out_dtype(ctx)) > 0 && (alpha != trunc(alpha) || beta != trunc(beta)))
+        return; /* integer Gemm truncates alpha and beta */
+    gint64 k = as->dims[ta ? 0 : 1].v;
+    if (k < 0)
+        k = bs->dims[tb ? 1 : 0].v;
+    if (k < 0)
+        return;
+    gboolean nan = a->nan || b->nan || !hg_range_bounded(a) || !hg_range_bounded(b) || !isfinite(alpha);
+    double clo = 0, chi = 0;
+    if (c) {
+        nan = nan || hg_range_bad(c) || !isfinite(beta);
+        hg_range_prod(c->lo, c->hi, beta, beta, &clo, &chi);
+    }
+    const HgArray *bv = ctx->values[1];
+    gint64 p[2] = {k, 0}, nvec = 0;
+    HgVecId id = NULL;
+    if (bv && hg_vshape_known(bs) && bv->numel == hg_vshape_numel(bs)) {
+        nvec = bs->dims[tb ? 0 : 1].v;
+        p[1] = nvec;
+        id = tb ? hg_vec_row : hg_vec_col;
+    }
+    range_matmul_core(ctx, a, b, a, id ? bv : NULL, id, p, nvec, k, alpha, clo, chi, nan);
+}
+
+/* Einsum: each output element sums `terms` products of one element of each operand. */
+void
+hg_range_Einsum(HgRangeCtx *ctx)
+{
+    if (ctx->n_inputs == 0 || ctx->n_outputs == 0 || !ctx->out_shapes[0])
+        return;
+    HgShapeCtx sc = {ctx->node, ctx->opset, ctx->n_inputs, ctx->shapes, 0, NULL, NULL};
+    gint64 all = hg_cost_Einsum(&sc), nout = hg_vshape_numel(ctx->out_shapes[0]);
+    if (all < 0 || nout < 0)
+        return;
+    gint64 terms = nout ? all / nout : 0;
+    double lo = 1, hi = 1, mag = 1;
+    gboolean nan = FALSE;
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        const HgRange *r = ctx->inputs[q];
+        if (!r)
+            return;
+        nan = nan || r->nan || !hg_range_bounded(r);
+        hg_range_prod(lo, hi, r->lo, r->hi, &lo, &hi);
+        mag = hg_bound_mul(mag, hg_mag(r->lo, r->hi));
+    }
+    /* the product of several operands also rounds: fold that into the k of the error bound */
+    if (terms == 0)
+        lo = hi = mag = 0;
+    hg_range_set_linear(ctx, hg_bound_mul((double)terms, lo), hg_bound_mul((double)terms, hi), hg_bound_mul((double)terms, mag),
+                     terms + ctx->n_inputs, nan);
+}
