@@ -2,11 +2,12 @@
  * interval rules.
  *
  *   int X ──Cast──▶ s ──Div──▶ ──Log──▶ ──Div──▶ ──Mul──▶ v ──Cast(int)──▶ bucket
- *                   ▲ every integer n in [lo, hi]                          ▲ compared, per n
+ *   ▲ or s: every integer n in [lo, hi]                                    ▲ compared, per n
  *
  * T5's relative-position buckets are float math on integers that ends in a Cast back to an index.
  * Rounding could move a bucket, so the hazard analysis keeps such chains FP32. But when the chain is
- * elementwise in one integer tensor (other operands scalar constants) and that tensor takes a few
+ * elementwise in one integer tensor, its root (other operands scalar constants; integer ops such as
+ * Sign, Abs, comparisons and Where may come between the root and the float Casts) and that tensor takes a few
  * thousand integers, each can be followed on its own. For one n the chain is run twice in interval
  * arithmetic, with each op's rule (the same rules the range analysis uses):
  *
@@ -58,6 +59,8 @@ or_fp16(HgRange r)
 static HgRange
 store(HgRange r, int dtype, gboolean fp16)
 {
+    if (!hg_dtype_is_float(dtype))
+        return r; /* integers and bools: exact */
     r = widen_fp32(r);
     return fp16 || dtype == HG_DTYPE_FLOAT16 ? or_fp16(r) : hg_range_fit(r, dtype);
 }
@@ -175,7 +178,9 @@ hg_index_chain_exact(const HgIndexChain *ch, double lo, double hi, int to)
 {
     if (!ch->source || !ch->result || !ch->shapes || isnan(lo) || isnan(hi) ||
         ch->nodes->len > HG_INDEX_CHAIN_MAX ||
-        (ch->source_dtype != HG_DTYPE_FLOAT && ch->source_dtype != HG_DTYPE_FLOAT16))
+        (ch->source_dtype != HG_DTYPE_FLOAT && ch->source_dtype != HG_DTYPE_FLOAT16 &&
+         (hg_dtype_is_float(ch->source_dtype) || ch->source_dtype == HG_DTYPE_STRING ||
+          ch->source_dtype == HG_DTYPE_UNDEFINED)))
         return FALSE;
     lo = ceil(lo);
     hi = floor(hi);

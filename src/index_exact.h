@@ -8,8 +8,8 @@
 
 /* Float math on one integer tensor that ends in a Cast to an integer type. */
 typedef struct {
-    const HgValue *source;      /* the float Cast of the integer tensor: the domain */
-    int source_dtype;           /* what it casts to (FLOAT, or FLOAT16 in a converted model) */
+    const HgValue *source;      /* the root: an integer tensor, or a float Cast of one; the domain */
+    int source_dtype;           /* its type (an integer type; FLOAT, or FLOAT16 in a converted model) */
     const HgValue *result;      /* what the Cast to an integer reads */
     GPtrArray *nodes;           /* const HgNode*, in order, from source to result */
     GPtrArray *constants;       /* const HgValue*: the scalar constants the nodes read */

@@ -156,11 +156,18 @@ hg_range_CastLike(HgRangeCtx *ctx)
     cast_rule(ctx, to != HG_DTYPE_UNDEFINED ? to : out_dtype(ctx, 0));
 }
 
-/* Either branch, whatever the condition. */
+/* Either branch; only one where the condition is known everywhere (all true, or all false): the
+ * branch not taken may hold anything (index math computes log(0) in the branch a Where discards). */
 void
 hg_range_Where(HgRangeCtx *ctx)
 {
-    set_out(ctx, 0, hg_range_union(in_range(ctx, 1), in_range(ctx, 2)));
+    HgRange c = in_range(ctx, 0);
+    if (!c.nan && c.lo > 0)
+        set_out(ctx, 0, in_range(ctx, 1));
+    else if (!c.nan && c.lo == 0 && c.hi == 0)
+        set_out(ctx, 0, in_range(ctx, 2));
+    else
+        set_out(ctx, 0, hg_range_union(in_range(ctx, 1), in_range(ctx, 2)));
 }
 
 /* ---- decomposed LayerNorm

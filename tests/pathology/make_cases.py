@@ -487,6 +487,43 @@ def index_math_buckets():
     return c
 
 
+def index_math_signed_log_buckets():
+    c = Case("index_math_signed_log_buckets",
+             "DeBERTa's log-bucket positions: the signed i - j goes through integer ops (Sign, Abs, "
+             "comparisons, a Where) before its float Casts; log buckets past 8, the position itself "
+             "below, the sign put back, cast to an index. The chain is elementwise in i - j (not in "
+             "the Range, which two Unsqueezes pair with itself): once calibration bounds i - j (20 "
+             "tokens, margin 2), check follows every value -38..38 through the integer and float "
+             "rules, the Where that discards log(0) included, and the chain may run in FP16.",
+             "transformers DeBERTa-v2 make_log_bucket_position, exported with a symbolic sequence")
+    x = c.input("x", [1, "seq", 4], -1, 1, c.rng.uniform(-1, 1, (1, 20, 4)))
+    seq = c.node("Gather", "seq_len", [c.node("Shape", "x_shape", [x]), c.i64("seq_axis", 1)], axis=0)
+    pos = c.node("Range", "positions", [c.i64("zero", 0), seq, c.i64("step", 1)])
+    rel = c.node("Sub", "rel_sub", [c.node("Unsqueeze", "pos_row", [pos, c.i64("row_axes", [0])]),
+                                    c.node("Unsqueeze", "pos_col", [pos, c.i64("col_axes", [1])])])
+    sign = c.node("Sign", "rel_sign", [rel])
+    near = c.node("And", "rel_near", [c.node("Less", "rel_lt", [rel, c.i64("mid", 8)]),
+                                      c.node("Greater", "rel_gt", [rel, c.i64("neg_mid", -8)])])
+    absp = c.node("Where", "rel_abs_pos", [near, c.i64("mid_minus_1", 7), c.node("Abs", "rel_abs", [rel])])
+    f = c.node("Cast", "abs_to_float", [absp], to=onnx.TensorProto.FLOAT)
+    lg = c.node("Log", "bucket_log", [c.node("Div", "bucket_div", [f, c.init("mid_f", 8.0)])])
+    sc = c.node("Mul", "bucket_mul", [c.node("Div", "bucket_norm", [lg, c.init("log_ratio", float(np.log(63 / 8)))]),
+                                      c.init("span", 7.0)])
+    b = c.node("Add", "bucket_add", [c.node("Ceil", "bucket_ceil", [sc]), c.init("mid_f2", 8.0)])
+    signed = c.node("Mul", "bucket_signed", [b, c.node("Cast", "sign_to_float", [sign], to=onnx.TensorProto.FLOAT)])
+    small = c.node("LessOrEqual", "rel_small", [absp, c.i64("mid2", 8)])
+    pick = c.node("Where", "bucket_pick", [small, c.node("Cast", "rel_to_float", [rel], to=onnx.TensorProto.FLOAT),
+                                           signed])
+    idx = c.node("Add", "bucket_shift", [c.node("Cast", "bucket_to_int", [pick], to=onnx.TensorProto.INT64),
+                                         c.i64("offset", 16)])
+    idx = c.node("Clip", "bucket_clip", [idx, c.i64("lo", 0), c.i64("hi", 31)])
+    bias = c.node("Gather", "bias_gather", [c.init("bias_table", c.rng.normal(0, 1, 32)), idx], axis=0)
+    pooled = c.node("ReduceMean", "pool", [x], axes=[2], keepdims=1)
+    c.output(c.node("MatMul", "apply_bias", [bias, pooled]), [1, "seq", 1])
+    c.expect_static_only("bucket_mul", "must-stay-fp32")
+    return c
+
+
 def index_math_long_positions():
     c = Case("index_math_long_positions",
              "Coarse position buckets over a long sequence: |i - j| cast to float, divided by 3 and "
@@ -565,8 +602,12 @@ def shape_math_resize_sizes():
 def shape_math_reshape():
     c = Case("shape_math_reshape",
              "Float shape arithmetic feeding Reshape: Shape -> Gather -> Cast(float) -> Mul 0.5 -> "
-             "Floor -> Cast(int64) -> Concat -> Reshape.",
-             "scripted models computing int(w * 0.5) in float (pixel shuffle, patch splitting)")
+             "Floor -> Cast(int64) -> Concat -> Reshape. It stays FP32 while the width is unbounded "
+             "(symbolic). Once calibration has seen it (16), check tries every width to 2048, FP16's "
+             "exact integers, not just to the margin (sizes at deployment may differ more than a "
+             "margin allows): halving and Floor are exact there, and the shape math may run in FP16.",
+             "scripted models computing int(w * 0.5) in float (pixel shuffle, patch splitting; "
+             "MobileViT's ceil(h / patch) * patch, torch.onnx.export with dynamo=False)")
     x = c.input("x", [1, 8, "width"], -1, 1, c.rng.uniform(-1, 1, (1, 8, 16)))
     shp = c.node("Shape", "x_shape", [x])
     w = c.node("Gather", "w_gather", [shp, c.i64("w_index", 2)], axis=0)
@@ -577,7 +618,7 @@ def shape_math_reshape():
     wu = c.node("Unsqueeze", "w_unsqueeze", [wi, c.i64("unsqueeze_axes", [0])])
     target = c.node("Concat", "target_concat", [c.i64("lead_dims", [1, -1]), wu], axis=0)
     c.output(c.node("Reshape", "x_reshape", [x, target]), [1, "rows", "half_width"])
-    c.expect("w_half", "must-stay-fp32")
+    c.expect_static_only("w_half", "must-stay-fp32")
     return c
 
 
@@ -844,6 +885,7 @@ CASES = [
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
+    index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
