@@ -484,196 +484,6 @@ from_integers(const Check *c, const HgValue *v, int depth)
     return any;
 }
 
-/* ---------------------------------------------------------------- index chains
- *
- * The chain that computes v elementwise from one integer tensor, its root (see index_exact.h). From v
- * upward through elementwise ops and moves (their data input) lies the closure; the root is a tensor
- * every path from v through it passes (a dominator), integer-valued (an integer or bool tensor, or a
- * float Cast of one), the deepest such whose chain is elementwise in it: a move that rearranges
- * elements (Unsqueeze, Expand; not a Cast) must sit on the trunk, where all paths pass, or two branches would pair different elements (DeBERTa's
- * i - j over Unsqueezes of one Range is elementwise in i - j, not in the Range). */
-
-#define CLOSURE_MAX 96
-
-static gboolean
-chain_node(const HgNode *p)
-{
-    if (!p || p->n_outputs != 1)
-        return FALSE;
-    if (hg_index_chain_moves_only(p))
-        return TRUE;
-    const HgOpDef *op = hg_op_for_node(p);
-    /* Where selects element i of a branch by element i of its condition: elementwise in structure */
-    return op && ((op->traits & HG_TRAIT_ELEMENTWISE) || hg_node_is(p, "Where"));
-}
-
-/* The operands the chain follows: a move's data, every input of an elementwise op. */
-static guint
-chain_operands(const HgNode *p)
-{
-    return hg_index_chain_moves_only(p) ? MIN(1u, p->n_inputs) : p->n_inputs;
-}
-
-/* Expandable: a value inside the closure whose producer the chain may follow. */
-static gboolean
-chain_expands(const Check *c, GHashTable *closure, const HgValue *x)
-{
-    return !is_constant(c, x) && x->producer && chain_node(x->producer) &&
-           g_hash_table_contains(closure, x->producer);
-}
-
-/* Can v reach a leaf (a non-constant value the closure does not expand) without passing through t? */
-static gboolean
-reaches_leaf_avoiding(const Check *c, GHashTable *closure, const HgValue *v, const HgValue *t)
-{
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    g_autoptr(GPtrArray) stack = g_ptr_array_new();
-    g_ptr_array_add(stack, (gpointer)v);
-    while (stack->len) {
-        const HgValue *x = g_ptr_array_steal_index(stack, stack->len - 1);
-        if (x == t || g_hash_table_contains(seen, x) || is_constant(c, x))
-            continue;
-        g_hash_table_add(seen, (gpointer)x);
-        if (!chain_expands(c, closure, x))
-            return TRUE;
-        const HgNode *p = x->producer;
-        for (guint k = 0; k < chain_operands(p); k++)
-            if (p->inputs[k])
-                g_ptr_array_add(stack, p->inputs[k]);
-    }
-    return FALSE;
-}
-
-/* Values upward of x in the closure (x included). */
-static guint
-count_upward(const Check *c, GHashTable *closure, const HgValue *x)
-{
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    g_autoptr(GPtrArray) stack = g_ptr_array_new();
-    g_ptr_array_add(stack, (gpointer)x);
-    while (stack->len) {
-        const HgValue *y = g_ptr_array_steal_index(stack, stack->len - 1);
-        if (g_hash_table_contains(seen, y))
-            continue;
-        g_hash_table_add(seen, (gpointer)y);
-        if (chain_expands(c, closure, y))
-            for (guint k = 0; k < chain_operands(y->producer); k++)
-                if (y->producer->inputs[k])
-                    g_ptr_array_add(stack, y->producer->inputs[k]);
-    }
-    return g_hash_table_size(seen);
-}
-
-static gboolean
-integer_root(const Check *c, const HgValue *x)
-{
-    int dt = hg_shapes_get(c->shapes, x)->dtype;
-    if (is_int_dtype(dt) || dt == HG_DTYPE_BOOL)
-        return TRUE;
-    const HgNode *p = x->producer;
-    if (!hg_dtype_is_float(dt) || !p || !hg_node_is(p, "Cast") || !p->inputs[0])
-        return FALSE;
-    int from = hg_shapes_get(c->shapes, p->inputs[0])->dtype;
-    return is_int_dtype(from) || from == HG_DTYPE_BOOL;
-}
-
-/* The chain from root to v, post-order (source to result); FALSE when a move is off the trunk, a
- * constant is not a scalar or the chain is too long. */
-static gboolean
-chain_from(const Check *c, GHashTable *closure, GHashTable *trunk, const HgValue *root, const HgValue *x,
-           HgIndexChain *ch, GHashTable *seen)
-{
-    if (g_hash_table_contains(seen, x))
-        return TRUE;
-    g_hash_table_add(seen, (gpointer)x);
-    if (x == root)
-        return TRUE;
-    if (is_constant(c, x)) {
-        g_autoptr(HgArray) a = const_value(c, x);
-        if (!a || a->numel != 1)
-            return FALSE;
-        g_ptr_array_add(ch->constants, (gpointer)x);
-        HgRange *r = g_new(HgRange, 1);
-        *r = hg_range_of_array(a);
-        g_ptr_array_add(ch->constant_ranges, r);
-        return TRUE;
-    }
-    const HgNode *p = x->producer;
-    if (!chain_expands(c, closure, x) || ch->nodes->len >= HG_INDEX_CHAIN_MAX ||
-        (hg_index_chain_moves_only(p) && !hg_node_is(p, "Cast") && !hg_node_is(p, "Identity") &&
-         !g_hash_table_contains(trunk, x)))
-        return FALSE;
-    for (guint k = 0; k < chain_operands(p); k++)
-        if (!p->inputs[k] || !chain_from(c, closure, trunk, root, p->inputs[k], ch, seen))
-            return FALSE;
-    g_ptr_array_add(ch->nodes, (gpointer)p);
-    return TRUE;
-}
-
-static gint
-by_upward(gconstpointer a, gconstpointer b, gpointer counts)
-{
-    guint ca = GPOINTER_TO_UINT(g_hash_table_lookup(counts, *(gconstpointer *)a));
-    guint cb = GPOINTER_TO_UINT(g_hash_table_lookup(counts, *(gconstpointer *)b));
-    return ca < cb ? -1 : ca > cb;
-}
-
-/* The integer roots of v's chains, deepest first (a new array). */
-static GPtrArray *
-chain_roots(const Check *c, const HgValue *v, GHashTable *closure, GHashTable *trunk)
-{
-    g_autoptr(GHashTable) values = g_hash_table_new(NULL, NULL);
-    g_autoptr(GPtrArray) stack = g_ptr_array_new();
-    g_ptr_array_add(stack, (gpointer)v);
-    while (stack->len) {
-        const HgValue *x = g_ptr_array_steal_index(stack, stack->len - 1);
-        if (g_hash_table_contains(values, x))
-            continue;
-        g_hash_table_add(values, (gpointer)x);
-        const HgNode *p = x->producer;
-        if (is_constant(c, x) || !chain_node(p) || g_hash_table_size(closure) >= CLOSURE_MAX)
-            continue;
-        g_hash_table_add(closure, (gpointer)p);
-        for (guint k = 0; k < chain_operands(p); k++)
-            if (p->inputs[k])
-                g_ptr_array_add(stack, p->inputs[k]);
-    }
-    /* The trunk: values every path from v passes (v included), and their depth. */
-    g_autoptr(GHashTable) counts = g_hash_table_new(NULL, NULL);
-    GPtrArray *roots = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key;
-    g_hash_table_iter_init(&it, values);
-    while (g_hash_table_iter_next(&it, &key, NULL)) {
-        const HgValue *x = key;
-        if (is_constant(c, x) || (x != v && reaches_leaf_avoiding(c, closure, v, x)))
-            continue;
-        g_hash_table_add(trunk, key);
-        g_hash_table_insert(counts, key, GUINT_TO_POINTER(count_upward(c, closure, x)));
-        if (x != v && integer_root(c, x))
-            g_ptr_array_add(roots, key);
-    }
-    g_ptr_array_sort_with_data(roots, by_upward, counts);
-    return roots;
-}
-
-/* Fill ch with the chain computing v from root; FALSE when there is none. */
-static gboolean
-chain_build(const Check *c, const HgValue *v, const HgValue *root, GHashTable *closure, GHashTable *trunk,
-            HgIndexChain *ch)
-{
-    g_ptr_array_set_size(ch->nodes, 0);
-    g_ptr_array_set_size(ch->constants, 0);
-    g_ptr_array_set_size(ch->constant_ranges, 0);
-    ch->source = NULL;
-    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
-    if (!chain_from(c, closure, trunk, root, v, ch, seen) || !ch->nodes->len)
-        return FALSE;
-    ch->source = root;
-    ch->source_dtype = hg_shapes_get(c->shapes, root)->dtype;
-    return TRUE;
-}
-
 /* What calibration saw of the chain's root: its own statistics, or (an integer root has none) those
  * of a float Cast of it in the chain, which holds the same numbers. */
 static const HgTensorStats *
@@ -697,16 +507,14 @@ root_stats(const Check *c, const HgIndexChain *ch)
 static gboolean
 index_math_exact(const Check *c, const HgValue *v, int to)
 {
-    g_autoptr(GHashTable) closure = g_hash_table_new(NULL, NULL); /* nodes */
-    g_autoptr(GHashTable) trunk = g_hash_table_new(NULL, NULL);
-    g_autoptr(GPtrArray) roots = chain_roots(c, v, closure, trunk);
     HgIndexChain ch;
     hg_index_chain_init(&ch, c->shapes, hg_model_opset(c->model, ""));
     ch.result = v;
+    g_autoptr(GPtrArray) roots = hg_index_chain_roots(&ch);
     gboolean ok = FALSE;
     /* The deepest root whose range can be tried and proves the chain exact. */
     for (guint i = 0; i < roots->len && !ok; i++) {
-        if (!chain_build(c, v, roots->pdata[i], closure, trunk, &ch))
+        if (!hg_index_chain_build(&ch, roots->pdata[i]))
             continue;
         const HgRange *r = hg_ranges_get(c->ranges, ch.source);
         double lo = r->lo, hi = r->hi;

@@ -173,6 +173,191 @@ hg_index_chain_moves_only(const HgNode *n)
     return FALSE;
 }
 
+/* ---------------------------------------------------------------- finding the chain
+ *
+ * From the result upward through elementwise ops and moves (their data input) lies the closure. The
+ * root is a tensor every path from the result passes (on the trunk), integer-valued (an integer or
+ * bool tensor, or a float Cast of one), and the chain from it must be elementwise in it: a move that
+ * rearranges elements (Unsqueeze, Expand; not a Cast) must sit on the trunk, or two branches would
+ * pair different elements (DeBERTa's i - j over Unsqueezes of one Range is elementwise in i - j, not
+ * in the Range). */
+
+#define CLOSURE_MAX 96
+
+static gboolean
+is_const(const HgIndexChain *ch, const HgValue *v)
+{
+    return v->init || hg_shapes_get(ch->shapes, v)->value;
+}
+
+static gboolean
+chain_node(const HgNode *p)
+{
+    if (!p || p->n_outputs != 1)
+        return FALSE;
+    if (hg_index_chain_moves_only(p))
+        return TRUE;
+    const HgOpDef *op = hg_op_for_node(p);
+    /* Where selects element i of a branch by element i of its condition: elementwise in structure */
+    return op && ((op->traits & HG_TRAIT_ELEMENTWISE) || hg_node_is(p, "Where"));
+}
+
+/* The operands the chain follows: a move's data, every input of an elementwise op. */
+static guint
+chain_operands(const HgNode *p)
+{
+    return hg_index_chain_moves_only(p) ? MIN(1u, p->n_inputs) : p->n_inputs;
+}
+
+/* A value inside the closure whose producer the chain may follow. */
+static gboolean
+chain_expands(const HgIndexChain *ch, const HgValue *x)
+{
+    return !is_const(ch, x) && x->producer && chain_node(x->producer) &&
+           g_hash_table_contains(ch->closure, x->producer);
+}
+
+/* The values upward of from in the closure (from included), not passing through stop: their number,
+ * and whether a leaf (a non-constant value the closure does not expand) is among them. */
+static guint
+walk_up(const HgIndexChain *ch, const HgValue *from, const HgValue *stop, gboolean *leaf)
+{
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    g_ptr_array_add(stack, (gpointer)from);
+    *leaf = FALSE;
+    while (stack->len) {
+        const HgValue *x = g_ptr_array_steal_index(stack, stack->len - 1);
+        if (x == stop || g_hash_table_contains(seen, x))
+            continue;
+        g_hash_table_add(seen, (gpointer)x);
+        if (is_const(ch, x))
+            continue;
+        if (!chain_expands(ch, x)) {
+            *leaf = TRUE;
+            continue;
+        }
+        for (guint k = 0; k < chain_operands(x->producer); k++)
+            if (x->producer->inputs[k])
+                g_ptr_array_add(stack, x->producer->inputs[k]);
+    }
+    return g_hash_table_size(seen);
+}
+
+static gboolean
+integer_root(const HgIndexChain *ch, const HgValue *x)
+{
+    int dt = hg_shapes_get(ch->shapes, x)->dtype;
+    if (!hg_dtype_is_float(dt))
+        return dt != HG_DTYPE_UNDEFINED && dt != HG_DTYPE_STRING;
+    const HgNode *p = x->producer;
+    if (!p || !hg_node_is(p, "Cast") || !p->inputs[0])
+        return FALSE;
+    int from = hg_shapes_get(ch->shapes, p->inputs[0])->dtype;
+    return !hg_dtype_is_float(from) && from != HG_DTYPE_UNDEFINED && from != HG_DTYPE_STRING;
+}
+
+static gint
+by_upward(gconstpointer a, gconstpointer b, gpointer counts)
+{
+    guint ca = GPOINTER_TO_UINT(g_hash_table_lookup(counts, *(gconstpointer *)a));
+    guint cb = GPOINTER_TO_UINT(g_hash_table_lookup(counts, *(gconstpointer *)b));
+    return ca < cb ? -1 : ca > cb;
+}
+
+GPtrArray *
+hg_index_chain_roots(HgIndexChain *ch)
+{
+    GPtrArray *roots = g_ptr_array_new();
+    if (!ch->result)
+        return roots;
+    g_autoptr(GHashTable) values = g_hash_table_new(NULL, NULL);
+    g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    g_ptr_array_add(stack, (gpointer)ch->result);
+    while (stack->len) {
+        const HgValue *x = g_ptr_array_steal_index(stack, stack->len - 1);
+        if (g_hash_table_contains(values, x))
+            continue;
+        g_hash_table_add(values, (gpointer)x);
+        const HgNode *p = x->producer;
+        if (is_const(ch, x) || !chain_node(p) || g_hash_table_size(ch->closure) >= CLOSURE_MAX)
+            continue;
+        g_hash_table_add(ch->closure, (gpointer)p);
+        for (guint k = 0; k < chain_operands(p); k++)
+            if (p->inputs[k])
+                g_ptr_array_add(stack, p->inputs[k]);
+    }
+    g_autoptr(GHashTable) counts = g_hash_table_new(NULL, NULL);
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, values);
+    while (g_hash_table_iter_next(&it, &key, NULL)) {
+        const HgValue *x = key;
+        gboolean leaf;
+        if (is_const(ch, x))
+            continue;
+        if (x != ch->result) {
+            walk_up(ch, ch->result, x, &leaf);
+            if (leaf)
+                continue; /* a path from the result goes around x */
+        }
+        g_hash_table_add(ch->trunk, key);
+        g_hash_table_insert(counts, key, GUINT_TO_POINTER(walk_up(ch, x, NULL, &leaf)));
+        if (x != ch->result && integer_root(ch, x))
+            g_ptr_array_add(roots, key);
+    }
+    g_ptr_array_sort_with_data(roots, by_upward, counts);
+    return roots;
+}
+
+/* Add the chain from the root to x, post-order; FALSE when a move is off the trunk, a constant is not
+ * a scalar or the chain is too long. */
+static gboolean
+chain_from(HgIndexChain *ch, const HgValue *x, GHashTable *seen)
+{
+    if (g_hash_table_contains(seen, x))
+        return TRUE;
+    g_hash_table_add(seen, (gpointer)x);
+    if (x == ch->source)
+        return TRUE;
+    if (is_const(ch, x)) {
+        g_autoptr(HgArray) a = x->init ? hg_array_from_tensor(x->init, NULL)
+                                       : hg_array_ref(hg_shapes_get(ch->shapes, x)->value);
+        if (!a || a->numel != 1)
+            return FALSE;
+        g_ptr_array_add(ch->constants, (gpointer)x);
+        HgRange *r = g_new(HgRange, 1);
+        *r = hg_range_of_array(a);
+        g_ptr_array_add(ch->constant_ranges, r);
+        return TRUE;
+    }
+    const HgNode *p = x->producer;
+    if (!chain_expands(ch, x) || ch->nodes->len >= HG_INDEX_CHAIN_MAX ||
+        (hg_index_chain_moves_only(p) && !hg_node_is(p, "Cast") && !hg_node_is(p, "Identity") &&
+         !g_hash_table_contains(ch->trunk, x)))
+        return FALSE;
+    for (guint k = 0; k < chain_operands(p); k++)
+        if (!p->inputs[k] || !chain_from(ch, p->inputs[k], seen))
+            return FALSE;
+    g_ptr_array_add(ch->nodes, (gpointer)p);
+    return TRUE;
+}
+
+gboolean
+hg_index_chain_build(HgIndexChain *ch, const HgValue *root)
+{
+    g_ptr_array_set_size(ch->nodes, 0);
+    g_ptr_array_set_size(ch->constants, 0);
+    g_ptr_array_set_size(ch->constant_ranges, 0);
+    ch->source = root;
+    ch->source_dtype = hg_shapes_get(ch->shapes, root)->dtype;
+    g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
+    if (ch->result && chain_from(ch, ch->result, seen) && ch->nodes->len)
+        return TRUE;
+    ch->source = NULL;
+    return FALSE;
+}
+
 gboolean
 hg_index_chain_exact(const HgIndexChain *ch, double lo, double hi, int to)
 {
@@ -203,7 +388,8 @@ void
 hg_index_chain_init(HgIndexChain *ch, const HgShapes *shapes, gint64 opset)
 {
     *ch = (HgIndexChain){NULL, HG_DTYPE_UNDEFINED, NULL, g_ptr_array_new(), g_ptr_array_new(),
-                         g_ptr_array_new_with_free_func(g_free), shapes, opset};
+                         g_ptr_array_new_with_free_func(g_free), shapes, opset,
+                         g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL)};
 }
 
 void
@@ -212,4 +398,6 @@ hg_index_chain_clear(HgIndexChain *ch)
     g_ptr_array_unref(ch->nodes);
     g_ptr_array_unref(ch->constants);
     g_ptr_array_unref(ch->constant_ranges);
+    g_hash_table_unref(ch->closure);
+    g_hash_table_unref(ch->trunk);
 }

@@ -16,10 +16,19 @@ typedef struct {
     GPtrArray *constant_ranges; /* HgRange* (owned): their values, exactly */
     const HgShapes *shapes;     /* shape inference's view of the values (dtypes, for the rules) */
     gint64 opset;
+    GHashTable *closure;        /* HgNode*: what hg_index_chain_roots found upward of the result */
+    GHashTable *trunk;          /* HgValue*: the values every path from the result passes */
 } HgIndexChain;
 
 void hg_index_chain_init(HgIndexChain *ch, const HgShapes *shapes, gint64 opset);
 void hg_index_chain_clear(HgIndexChain *ch);
+
+/* The integer roots the result (set ch->result first) may be computed from elementwise, deepest
+ * first: a new array of const HgValue*. Fills ch's closure and trunk for hg_index_chain_build. */
+GPtrArray *hg_index_chain_roots(HgIndexChain *ch);
+/* Fill ch's nodes and constants with the chain from root (one of hg_index_chain_roots) to the
+ * result; FALSE when it is not elementwise in root. */
+gboolean hg_index_chain_build(HgIndexChain *ch, const HgValue *root);
 
 /* Ops that only move or select values (data in input 0): the chain passes through them. */
 gboolean hg_index_chain_moves_only(const HgNode *n);
