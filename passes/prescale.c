@@ -325,9 +325,8 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
 static gboolean
 moves_values(const HgNode *n)
 {
-    return n->n_inputs >= 1 && n->n_outputs == 1 && n->outputs[0] &&
-           (hg_node_is(n, "Reshape") || hg_node_is(n, "Transpose") || hg_node_is(n, "Squeeze") || hg_node_is(n, "Unsqueeze") ||
-            hg_node_is(n, "Flatten") || hg_node_is(n, "Identity"));
+    /* the scale is a scalar: it commutes with any rearrangement of the values */
+    return n->n_inputs >= 1 && n->n_outputs == 1 && n->outputs[0] && hg_node_has_traits(n, HG_TRAIT_REARRANGES);
 }
 
 /* How many values of constant a FP16 would newly hold below its normal range once scaled by 2^e. */

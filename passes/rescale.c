@@ -51,23 +51,12 @@ is_linear(const HgNode *n)
     return FALSE;
 }
 
-/* The ops a positive scale passes through unchanged, some with their constants adjusted (their
- * other checks are in commutes()). */
-static const char *const plain_ops[] = {
-    "Relu", "LeakyRelu", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape",
-    "Transpose", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Slice", "Dropout", "Split", "Expand",
-    "Tile", "DepthToSpace", "SpaceToDepth", "Neg", "Abs", "ReduceSum", "ReduceMean", "ReduceMax",
-    "ReduceMin"};
-
-/* Ops whose every float input carries the scale (the others take it too, or are scaled constants). */
+/* Ops whose every float input carries the scale (the others take it too, or are scaled constants):
+ * the op table's JOINT ops. */
 static gboolean
 all_inputs_carry(const HgNode *n)
 {
-    static const char *const ops[] = {"Add", "Sub", "Sum", "Max", "Min", "Mean", "Concat"};
-    for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (hg_node_is(n, ops[i]))
-            return TRUE;
-    return FALSE;
+    return hg_node_has_traits(n, HG_TRAIT_JOINT);
 }
 
 /* Does input i of n carry the scale (as opposed to a shape, an index, a weight)? */
@@ -81,13 +70,13 @@ carries(const HgNode *n, guint i)
 static gboolean
 commutes(const HgNode *n)
 {
-    for (guint i = 0; i < G_N_ELEMENTS(plain_ops); i++)
-        if (hg_node_is(n, plain_ops[i]))
-            return TRUE;
     if (all_inputs_carry(n))
         return n->n_inputs >= 1 && n->n_outputs == 1;
-    if (hg_node_is(n, "PRelu"))
+    if (hg_node_is(n, "PRelu")) /* homogeneous while its slope stays as it is */
         return n->n_inputs == 2 && is_const(n->inputs[1]);
+    /* positively homogeneous in input 0 (the op table says which); linear ops with weights below */
+    if (hg_node_has_traits(n, HG_TRAIT_HOMOGENEOUS) && !hg_node_has_traits(n, HG_TRAIT_LINEAR))
+        return TRUE;
     if (hg_node_is(n, "Pad")) { /* zero constant padding */
         g_autofree char *mode = hg_attr_string(n, "mode", "constant");
         gboolean zero = hg_node_attr_float(n, "value", 0) == 0 &&
@@ -111,13 +100,12 @@ commutes(const HgNode *n)
     return is_linear(n);
 }
 
-/* Where the scale is undone inside the op (read at input 0): scale-invariant normalizations and a
- * constant Mul or Div. */
+/* Where the scale is undone inside the op (read at input 0): scale-invariant ops (normalizations,
+ * with their epsilon adjusted; ArgMax, Sign) and a constant Mul or Div. */
 static gboolean
 absorbs(const HgNode *n)
 {
-    if (hg_node_is(n, "InstanceNormalization") || hg_node_is(n, "LayerNormalization") ||
-        hg_node_is(n, "GroupNormalization") || hg_node_is(n, "RMSNormalization"))
+    if (hg_node_has_traits(n, HG_TRAIT_SCALE_INVARIANT))
         return TRUE;
     return (hg_node_is(n, "Mul") || hg_node_is(n, "Div")) && n->n_inputs == 2 && is_const(n->inputs[1]) &&
            hg_tensor_numel(n->inputs[1]->init) >= 1;
@@ -783,8 +771,8 @@ apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **
                 return FALSE;
             continue;
         }
-        /* 1e-5 is the default of all four. */
-        hg_node_set_attr_float(a, "epsilon", (float)ldexp(hg_node_attr_float(a, "epsilon", 1e-5f), -2 * k));
+        if (hg_node_has_traits(a, HG_TRAIT_EPS_NORM)) /* 1e-5 is the default of them all */
+            hg_node_set_attr_float(a, "epsilon", (float)ldexp(hg_node_attr_float(a, "epsilon", 1e-5f), -2 * k));
     }
     for (guint i = 0; i < R->linear_ends->len; i++)
         if (!scale_const(g, R->linear_ends->pdata[i], 1, k, error))

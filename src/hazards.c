@@ -429,15 +429,10 @@ integer_valued(const Check *c, const HgValue *v, int depth)
         int dt = p->inputs[0] ? hg_shapes_get(c->shapes, p->inputs[0])->dtype : HG_DTYPE_UNDEFINED;
         return is_int_dtype(dt) || dt == HG_DTYPE_BOOL || integer_valued(c, p->inputs[0], depth + 1);
     }
-    static const char *const keeps[] = {"Add", "Sub", "Mul", "Neg", "Abs", "Relu", "Max", "Min", "CumSum",
-                                        "Where", "Floor", "Ceil", "Round"};
-    gboolean known = hg_node_passes_through(p) && !hg_node_is(p, "Cast");
-    for (guint i = 0; i < G_N_ELEMENTS(keeps) && !known; i++)
-        known = hg_node_is(p, keeps[i]);
-    if (!known)
-        return FALSE;
-    if (hg_node_is(p, "Floor") || hg_node_is(p, "Ceil") || hg_node_is(p, "Round"))
+    if (hg_node_has_traits(p, HG_TRAIT_ROUNDS_TO_INT))
         return TRUE;
+    if (!(hg_node_passes_through(p) && !hg_node_is(p, "Cast")) && !hg_node_has_traits(p, HG_TRAIT_INT_CLOSED))
+        return FALSE;
     gboolean any = FALSE;
     for (guint k = 0; k < p->n_inputs; k++) {
         const HgValue *x = p->inputs[k];
@@ -1024,12 +1019,9 @@ check_precision(Check *c, const HgNode *n)
 gboolean
 hg_node_passes_through(const HgNode *n)
 {
-    static const char *const ops[] = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity",
-                                      "Slice", "Transpose", "Concat", "Flatten", "Tile"};
-    for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (hg_node_is(n, ops[i]))
-            return TRUE;
-    return FALSE;
+    /* one output of input 0's elements (not Split), a Concat of its inputs', or a Cast of them */
+    return (n->n_outputs == 1 && hg_node_has_traits(n, HG_TRAIT_REARRANGES)) ||
+           hg_node_has_traits(n, HG_TRAIT_JOINT | HG_TRAIT_DATA_MOVEMENT) || hg_node_is(n, "Cast");
 }
 
 /* Does every path from v end where a value past FP16's range on the side of sign (-1: large

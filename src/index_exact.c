@@ -165,12 +165,7 @@ int_type_range(int to, double *lo, double *hi)
 gboolean
 hg_index_chain_moves_only(const HgNode *n)
 {
-    static const char *const ops[] = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Identity",
-                                      "Slice", "Transpose", "Flatten", "Tile"};
-    for (guint i = 0; i < G_N_ELEMENTS(ops); i++)
-        if (hg_node_is(n, ops[i]))
-            return TRUE;
-    return FALSE;
+    return n->n_outputs == 1 && (hg_node_has_traits(n, HG_TRAIT_REARRANGES) || hg_node_is(n, "Cast"));
 }
 
 /* ---------------------------------------------------------------- finding the chain

@@ -175,17 +175,8 @@ run_folder(const char *dir, Stats *st)
     g_autoptr(HgModel) m = hg_model_load(model, NULL);
     if (!m || !hg_test_in_scope(m->graph))
         return;
-    g_autofree char *set = g_build_filename(dir, "test_data_set_0", NULL);
-    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
-    g_autoptr(GPtrArray) ins = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
-    for (guint k = 0; k < feeds->len; k++) {
-        g_autofree char *p = g_strdup_printf("%s/input_%u.pb", set, k);
-        HgTensor *t = hg_tensor_load_file(p, NULL);
-        if (!t)
-            break;
-        g_ptr_array_add(ins, t);
-    }
-    if (ins->len != feeds->len) {
+    g_autoptr(GPtrArray) ins = hg_test_load_inputs(m, dir);
+    if (!ins) {
         st->skipped++;
         return;
     }

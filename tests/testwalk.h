@@ -72,6 +72,25 @@ hg_test_in_scope(HgGraph *g)
     return TRUE;
 }
 
+/* The inputs of a node test folder's first data set for m (test_data_set_0/input_K.pb, one per feed),
+ * or NULL when one is missing or unreadable. */
+static inline GPtrArray *
+hg_test_load_inputs(HgModel *m, const char *dir)
+{
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    GPtrArray *ins = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    for (guint k = 0; k < feeds->len; k++) {
+        g_autofree char *p = g_strdup_printf("%s/test_data_set_0/input_%u.pb", dir, k);
+        HgTensor *t = hg_tensor_load_file(p, NULL);
+        if (!t) {
+            g_ptr_array_unref(ins);
+            return NULL;
+        }
+        g_ptr_array_add(ins, t);
+    }
+    return ins;
+}
+
 /* Parses a runner's options (entries; args names the arguments in --help) and wants at least one
  * argument after them; otherwise prints "PROG: why" (the parser's message, or missing) on stderr and
  * returns FALSE (the runner exits 2). */

@@ -158,7 +158,9 @@ HgRange hg_range_fit(HgRange r, int dtype);
 
 enum {
     HG_TRAIT_ELEMENTWISE = 1 << 0,     /* out[i] depends on in[i] only (after broadcasting) */
-    HG_TRAIT_HOMOGENEOUS = 1 << 1,     /* positively homogeneous: f(a x) = a f(x) for a > 0 */
+    /* positively homogeneous: f(a x) = a f(x) for a > 0, x its data (input 0, or every float input
+     * of a JOINT op; weights, shapes and indices fixed). rescale carries a scale through these. */
+    HG_TRAIT_HOMOGENEOUS = 1 << 1,
     HG_TRAIT_SCALE_INVARIANT = 1 << 2, /* f(a x) = f(x) for a > 0 (normalizations, ArgMax) */
     HG_TRAIT_SHAPE_ONLY = 1 << 3,      /* output depends on input shapes, not values (Shape, Size) */
     HG_TRAIT_DATA_MOVEMENT = 1 << 4,   /* moves or selects elements without arithmetic */
@@ -170,6 +172,18 @@ enum {
      * rounds once. hg_op_accumulates_fp16 reads these; every internal-overflow rule asks it. */
     HG_TRAIT_ACCUMULATES = 1 << 6,
     HG_TRAIT_ACCUM_FP16 = 1 << 7,
+    /* Every float input is data, to be scaled alike (Add, Max, Concat): homogeneous only jointly. */
+    HG_TRAIT_JOINT = 1 << 8,
+    /* The outputs are elements of input 0, rearranged, repeated or a subset: no new values (Reshape,
+     * Slice, Expand, Gather's data). */
+    HG_TRAIT_REARRANGES = 1 << 9,
+    /* A normalization: scale-invariant up to its epsilon attribute (default 1e-5), which x * a
+     * matches with epsilon * a^2. */
+    HG_TRAIT_EPS_NORM = 1 << 10,
+    /* Integers in its data give integers out (sums, products, selections, Relu, CumSum). */
+    HG_TRAIT_INT_CLOSED = 1 << 11,
+    /* Its outputs are integers whatever its input (Floor, Ceil, Round). */
+    HG_TRAIT_ROUNDS_TO_INT = 1 << 12,
 };
 
 /* Which accumulation the runtime uses: the targets' (HG_ACCUMULATE_TARGETS: FP16 only where the op
@@ -204,6 +218,8 @@ typedef struct {
 const HgOpDef *hg_op_lookup(const char *domain, const char *op_type);
 const HgOpDef *hg_op_by_id(HgOpId id);
 const HgOpDef *hg_op_for_node(const HgNode *node);
+/* Does node's row carry every trait in traits? FALSE for an opaque op. */
+gboolean hg_node_has_traits(const HgNode *node, guint traits);
 /* Does an FP16 node of op keep a running sum in FP16 under model? FALSE for ops that do not
  * accumulate, and for a NULL op. */
 gboolean hg_op_accumulates_fp16(const HgOpDef *op, HgAccumulateModel model);

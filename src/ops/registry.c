@@ -55,6 +55,13 @@ hg_op_for_node(const HgNode *node)
 }
 
 gboolean
+hg_node_has_traits(const HgNode *node, guint traits)
+{
+    const HgOpDef *op = hg_op_for_node(node);
+    return op && (op->traits & traits) == traits;
+}
+
+gboolean
 hg_op_accumulates_fp16(const HgOpDef *op, HgAccumulateModel model)
 {
     if (!op || !(op->traits & HG_TRAIT_ACCUMULATES))
