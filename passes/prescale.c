@@ -553,30 +553,40 @@ l2_add_node(L2 *m, HgNode *n)
         m->nodes[m->n_nodes++] = n;
 }
 
+/* Up to two eps ops (Max, Clip or Add with a constant) before *w, each scaling with 2^e: added to the
+ * plan, *w and *reader moved past them. FALSE when a value on the way is read elsewhere. */
+static gboolean
+skip_eps_ops(Pre *p, Plan *pl, L2 *m, HgValue **w, HgNode **reader, int e)
+{
+    int k0, k1;
+    for (int depth = 0; depth < 2; depth++) {
+        HgNode *n = (*w)->producer;
+        HgValue *in = n ? eps_op(p, n, &k0, &k1) : NULL;
+        if (!in)
+            break;
+        if (!private_value(*w, *reader))
+            return FALSE;
+        add_val(pl, *w, e);
+        ConstEdit ce = {n, (guint)k0, e, NULL};
+        g_array_append_val(pl->consts, ce);
+        if (k1 >= 0) {
+            ConstEdit c2 = {n, (guint)k1, e, NULL};
+            g_array_append_val(pl->consts, c2);
+        }
+        l2_add_node(m, n);
+        *reader = n;
+        *w = in;
+    }
+    return TRUE;
+}
+
 /* Match the norm that w holds (after any eps outside the Sqrt); fills the plan with the edits. */
 static gboolean
 match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
 {
-    int k0, k1;
     /* outside the square root: Max(n, eps), Clip(n, eps), Add(n, eps) scale with 2^-k */
-    for (int depth = 0; depth < 2; depth++) {
-        HgNode *e = w->producer;
-        HgValue *in = e ? eps_op(p, e, &k0, &k1) : NULL;
-        if (!in)
-            break;
-        if (!private_value(w, reader))
-            return FALSE;
-        add_val(pl, w, -1);
-        ConstEdit ce = {e, (guint)k0, -1, NULL};
-        g_array_append_val(pl->consts, ce);
-        if (k1 >= 0) {
-            ConstEdit c2 = {e, (guint)k1, -1, NULL};
-            g_array_append_val(pl->consts, c2);
-        }
-        l2_add_node(m, e);
-        reader = e;
-        w = in;
-    }
+    if (!skip_eps_ops(p, pl, m, &w, &reader, -1))
+        return FALSE;
     HgNode *nn = w->producer;
     if (!private_value(w, reader))
         return FALSE;
@@ -596,24 +606,8 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
     reader = nn;
     w = nn->inputs[0];
     /* inside: Add(s, eps), Max(s, eps), Clip(s, eps) scale with 2^-2k */
-    for (int depth = 0; depth < 2; depth++) {
-        HgNode *e = w->producer;
-        HgValue *in = e ? eps_op(p, e, &k0, &k1) : NULL;
-        if (!in)
-            break;
-        if (!private_value(w, reader))
-            return FALSE;
-        add_val(pl, w, -2);
-        ConstEdit ce = {e, (guint)k0, -2, NULL};
-        g_array_append_val(pl->consts, ce);
-        if (k1 >= 0) {
-            ConstEdit c2 = {e, (guint)k1, -2, NULL};
-            g_array_append_val(pl->consts, c2);
-        }
-        l2_add_node(m, e);
-        reader = e;
-        w = in;
-    }
+    if (!skip_eps_ops(p, pl, m, &w, &reader, -2))
+        return FALSE;
     HgNode *rs = w->producer;
     if (!private_value(w, reader) || !rs || !rs->inputs[0])
         return FALSE;
