@@ -13,7 +13,8 @@ What is here:
   HG_TESTDATA, HG_CORPUS, HG_ORT_CACHE), with the defaults a test run by hand falls back to;
 - `Checks`: the `check(name, cond, detail)` results, their lines and the summary line, and the exit
   status (0 pass, 1 fail; 77, skipped, is the test's own to return);
-- `run` and `tool`: a command's exit status, stdout and stderr; `close` for reported numbers;
+- `run` and `tool`: a command's exit status, stdout and stderr; `show` for a failure's message; `read_bytes`;
+  `close` for reported numbers;
 - models made with onnx.helper: `F32`/`F16`, `vi`, `make_model`, `save_model` (opset 17, IR version 8
   unless told), and what a model says: `opset`, `elem_types`, `checker_error` (onnx.checker's verdict);
 - tensor files as halfguard reads and writes them: `write_pb`, `read_tensor`/`read_pb`,
@@ -133,6 +134,16 @@ def tool(exe, *sub):
     def call(*args, **kw):
         return run([exe, *sub, *args], **kw)
     return call
+
+
+def show(rc, so, se):
+    """A command's exit status and the heads of its stdout and stderr, for a failure's message."""
+    return f"rc={rc}\nstdout: {so[:1500]!r}\nstderr: {se[:1500]!r}"
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def close(a, b, rel):

@@ -33,8 +33,7 @@ run = hgtest.tool(HG)
 check = hgtest.Checks()
 
 
-def show(rc, so, se):
-    return f"rc={rc}\nstdout: {so[:1000]!r}\nstderr: {se[:1500]!r}"
+show = hgtest.show
 
 
 def model(path):

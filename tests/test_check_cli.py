@@ -66,8 +66,7 @@ run = hgtest.tool(HG, "check")
 calibrate = hgtest.tool(HG, "calibrate")
 
 
-def show(rc, so, se):
-    return f"rc={rc}\nstdout: {so[:1500]!r}\nstderr: {se[:1500]!r}"
+show = hgtest.show
 
 
 # ---------------------------------------------------------------- models

@@ -28,13 +28,10 @@ run = hgtest.tool(HG)
 check = hgtest.Checks()
 
 
-def show(rc, so, se):
-    return f"rc={rc}\nstdout: {so[:800]!r}\nstderr: {se[:1500]!r}"
+show = hgtest.show
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+read = hgtest.read_bytes
 
 
 def write(path, text):

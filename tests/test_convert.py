@@ -41,9 +41,7 @@ SUMMARY = re.compile(r"^(?:fused (\d+) LayerNorm; )?(\d+) FP32 islands? \((\d+) 
 check = hgtest.Checks(echo="fail", limit=2000)
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+read = hgtest.read_bytes
 
 
 def summary_of(text, src, dst):

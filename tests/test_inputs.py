@@ -46,8 +46,7 @@ I64, I32, BOOL = TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
 VALIDATOR = jsonschema.Draft7Validator(json.load(open(os.path.join(hgtest.HERE, "check_schema.json"))))
 
 
-def show(rc, so, se):
-    return f"rc={rc}\nstdout: {so[:1500]!r}\nstderr: {se[:1500]!r}"
+show = hgtest.show
 
 
 def check_json(label, *args):
@@ -156,9 +155,7 @@ def tok_model(path):
                       [numpy_helper.from_array(np.array(3.0, np.float32), "k")])
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+read = hgtest.read_bytes
 
 
 def convert(src, dst, *args):

@@ -56,9 +56,7 @@ def temporaries(*dirs):
     return [os.path.join(d, e) for d in dirs for e in os.listdir(d) if TMP_TAG in e]
 
 
-def read(path):
-    with open(path, "rb") as f:
-        return f.read()
+read = hgtest.read_bytes
 
 
 def jloads(data):
