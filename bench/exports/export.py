@@ -274,6 +274,16 @@ def build_gpt2(torch, attn):
     return _causal_lm(m, "transformers GPT2LMHeadModel, 2 layers, n_embd 32, tied head")
 
 
+def _seq2seq(m):
+    """An encoder-decoder's entry: (model, call), its inputs and its logits output."""
+    def fn(mod, a, b, c):
+        return mod(input_ids=a, attention_mask=b, decoder_input_ids=c, use_cache=False,
+                   return_dict=True).logits
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"),
+                     ids("decoder_input_ids", seq=7, seqname="decoder_sequence")], ["logits"]
+
+
 def build_t5_small(torch, attn):
     from transformers import T5Config, T5ForConditionalGeneration
     cfg = _hf_cfg(T5Config, attn, vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2,
@@ -283,12 +293,7 @@ def build_t5_small(torch, attn):
                   tie_word_embeddings=True)
     m = _hf_model(T5ForConditionalGeneration, cfg, attn)
 
-    def fn(mod, a, b, c):
-        return mod(input_ids=a, attention_mask=b, decoder_input_ids=c, use_cache=False,
-                   return_dict=True).logits
-
-    return (m, fn), [ids("input_ids"), mask("attention_mask"),
-                     ids("decoder_input_ids", seq=7, seqname="decoder_sequence")], ["logits"], \
+    return *_seq2seq(m), \
         "transformers T5ForConditionalGeneration (RMS LayerNorm, relative position buckets, ReLU FF, tied head), d_model 32"
 
 
@@ -486,12 +491,7 @@ def build_bart(torch, attn):
                   bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
     m = _hf_model(BartForConditionalGeneration, cfg, attn)
 
-    def fn(mod, a, b, c):
-        return mod(input_ids=a, attention_mask=b, decoder_input_ids=c, use_cache=False,
-                   return_dict=True).logits
-
-    return (m, fn), [ids("input_ids"), mask("attention_mask"),
-                     ids("decoder_input_ids", seq=7, seqname="decoder_sequence")], ["logits"], \
+    return *_seq2seq(m), \
         "transformers BartForConditionalGeneration (learned positions, post-LN, GELU), d_model 32"
 
 
