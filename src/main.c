@@ -32,12 +32,16 @@ report_error(const char *file, const GError *error)
         fprintf(stderr, "halfguard: %s\n", error->message);
 }
 
-/* Print what the loader accepted but flagged. */
+/* Print what the loader accepted but flagged, and (shapes non-NULL: check, convert) the nodes whose
+ * shape rule found their inputs inconsistent. */
 static void
-report_warnings(const char *file, const HgModel *m)
+report_warnings(const char *file, HgModel *m, const HgCheckOptions *co)
 {
     for (guint i = 0; i < m->warnings->len; i++)
         fprintf(stderr, "%s: warning: %s\n", file, (const char *)m->warnings->pdata[i]);
+    g_autoptr(GPtrArray) shape = co ? hg_check_shape_warnings(m, co->shapes, NULL) : NULL;
+    for (guint i = 0; shape && i < shape->len; i++)
+        fprintf(stderr, "%s: warning: %s\n", file, (const char *)shape->pdata[i]);
 }
 
 /* One note for the hazards convert rewrites away by itself, by pass and kind. */
@@ -639,7 +643,7 @@ cmd_convert(int argc, char **argv)
         }
         HgCheckOptions co = ms.co;
         co.stats = use;
-        report_warnings(in, m);
+        report_warnings(in, m, &co);
         g_autoptr(HgConvertOptions) o = hg_convert_options_new();
         hg_convert_options_set_analysis(o, &co);
         hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
@@ -713,7 +717,7 @@ cmd_dump(int argc, char **argv)
             rc = EXIT_ERROR;
             continue;
         }
-        report_warnings(argv[i], m);
+        report_warnings(argv[i], m, NULL);
         g_autofree char *text = hg_model_to_text(m, &to);
         fputs(text, stdout);
     }
@@ -772,7 +776,7 @@ cmd_run(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    report_warnings(argv[1], m);
+    report_warnings(argv[1], m, NULL);
     wanted = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     for (guint i = 0; wanted && (!wanted[0] || wanted[i]); i++) {
         if (!wanted[i] || !*wanted[i]) {
@@ -911,7 +915,7 @@ cmd_calibrate(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    report_warnings(argv[1], m);
+    report_warnings(argv[1], m, NULL);
     if (!ms.samples->len && a.calib_random <= 0) {
         fprintf(stderr, "halfguard calibrate: give --data DATA or --random N (or calib = DATA in a [model] "
                         "group of .halfguard.ini)\nTry 'halfguard help calibrate'.\n");
@@ -990,7 +994,7 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
     const HgCheckConfig *cfg = NULL;
     if (m && model_setup(&a->an, m, path, &ms, &error)) {
         cfg = ms.cfg;
-        report_warnings(path, m);
+        report_warnings(path, m, &ms.co);
         HgCheckOptions o = ms.co;
         if (model_stats(m, &a->an, &ms, FALSE, &stats, &calib, &syn, &error)) {
             o.stats = stats;
@@ -1151,7 +1155,7 @@ cmd_verify(int argc, char **argv)
             rc = EXIT_ERROR;
             goto out;
         }
-        report_warnings(argv[i], m);
+        report_warnings(argv[i], m, NULL);
         *(i == 1 ? &orig : &conv) = m;
     }
     /* The data: --data, else the configuration's calib for ORIG; and --random N sets. */

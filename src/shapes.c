@@ -2,6 +2,7 @@
  * outputs. Graph inputs start from their declared types (and --shapes pins); initializers are known
  * exactly, and small ones carry their values so that shape arithmetic folds. */
 #include "shapes.h"
+#include "halfguard/check.h"
 #include "ir_private.h"
 #include "ops/types.h"
 
@@ -222,7 +223,9 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
             if (!op->infer(&ctx)) {
                 /* A shape rule that finds the inputs inconsistent: note it, leave the outputs unknown
                  * and go on, so one odd node does not blind the whole analysis. */
-                g_ptr_array_add(s->warnings, g_strdup(err ? err->message : "shape inference failed"));
+                g_ptr_array_add(s->warnings, g_strdup_printf("shape inference: node '%s' (%s): %s",
+                                                             n->name ? n->name : "", n->op_type,
+                                                             err ? err->message : "its inputs disagree"));
                 for (guint k = 0; k < n->n_outputs; k++)
                     hg_vshape_unknown(outs[k]);
             }
@@ -250,4 +253,12 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
         }
     }
     return s;
+}
+
+GPtrArray *
+hg_check_shape_warnings(HgModel *m, const char *const *shapes, GError **error)
+{
+    g_return_val_if_fail(m != NULL, NULL);
+    g_autoptr(HgShapes) s = hg_shapes_infer_specs(m->graph, shapes, error);
+    return s ? g_ptr_array_ref(s->warnings) : NULL;
 }

@@ -215,6 +215,12 @@ HG_API gboolean hg_check_mark_fixed(HgModel *m, const HgCheckOptions *opts, HgCh
                                     GError **error);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgCheckResult, hg_check_result_free)
 
+/* What shape inference (with the --shapes pins) found wrong in m: one message per node whose shape rule
+ * found its inputs inconsistent ("shape inference: node 'N' (Op): ..."); the analysis leaves that
+ * node's outputs unknown and goes on. A new array of strings; NULL with an error where shape inference
+ * cannot run at all (a cycle, a bad pin). */
+HG_API GPtrArray *hg_check_shape_warnings(HgModel *m, const char *const *shapes, GError **error);
+
 /* A per-repository configuration (.halfguard.ini, GKeyFile; README.md documents it), read alike by
  * check, convert, calibrate and verify: the threshold and margin, input ranges per model glob,
  * calibration data and dim-max per model glob, and suppressions by node-name glob and kind, each
