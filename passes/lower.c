@@ -109,7 +109,7 @@ output_type(const Lower *l, const HgNode *n, guint k)
 
 /* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name. */
 static HgTensor *
-convert_tensor(const HgTensor *t, const char *name, int to)
+convert_tensor(const HgTensor *t, const char *name, HgDType to)
 {
     /* Weights are most of a model's bytes: convert them from where they lie (often the mapped input,
      * unaligned) straight into the new tensor, touching each byte once, with the converters the
@@ -160,7 +160,7 @@ replace_initializer(HgGraph *g, HgValue *v, HgTensor *t)
 
 /* The version of initializer v that a reader needing dtype `to` reads. */
 static HgValue *
-initializer_for(Lower *l, HgValue *v, int to, GError **error)
+initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
 {
     if (v->init->dtype == to || !is_float(v->init->dtype))
         return v;
@@ -174,7 +174,7 @@ initializer_for(Lower *l, HgValue *v, int to, GError **error)
     gboolean all = (!v->is_input || ir3_input) && !v->is_output;
     for (guint u = 0; all && u < v->uses->len; u++) {
         HgUse *use = &g_array_index(v->uses, HgUse, u);
-        all = use->node->graph == l->g && required(l, use->node, use->index) == to;
+        all = use->node->graph == l->g && required(l, use->node, use->index) == (int)to;
     }
     if (all) {
         HgTensor *t = convert_tensor(v->init, v->name, to);
@@ -218,7 +218,7 @@ initializer_for(Lower *l, HgValue *v, int to, GError **error)
 
 /* x as dtype `to`, through a Cast made once per tensor and type. */
 static HgValue *
-cast_of(Lower *l, HgValue *x, int to, GError **error)
+cast_of(Lower *l, HgValue *x, HgDType to, GError **error)
 {
     g_autofree char *key = g_strdup_printf("%s\x01%d", x->name, to);
     HgValue *y = g_hash_table_lookup(l->casts, key);
@@ -245,7 +245,7 @@ cast_of(Lower *l, HgValue *x, int to, GError **error)
 
 /* A float tensor attribute of n converted to `to` (value of Constant and ConstantOfShape). */
 static void
-retype_value_attr(Lower *l, HgNode *n, int to)
+retype_value_attr(Lower *l, HgNode *n, HgDType to)
 {
     HgAttr *a = hg_node_attr(n, "value");
     if (a && a->t && is_float(a->t->dtype) && a->t->dtype != to) {

@@ -34,7 +34,7 @@ static const struct {
 G_STATIC_ASSERT(G_N_ELEMENTS(dtypes) == HG_DTYPE_COUNT);
 
 const char *
-hg_dtype_name(int dtype)
+hg_dtype_name(HgDType dtype)
 {
     if (dtype < 0 || dtype >= HG_DTYPE_COUNT)
         return NULL;
@@ -52,7 +52,7 @@ hg_dtype_from_name(const char *name)
 }
 
 guint
-hg_dtype_bits(int dtype)
+hg_dtype_bits(HgDType dtype)
 {
     if (dtype < 0 || dtype >= HG_DTYPE_COUNT)
         return 0;
@@ -60,7 +60,7 @@ hg_dtype_bits(int dtype)
 }
 
 gboolean
-hg_dtype_is_float(int dtype)
+hg_dtype_is_float(HgDType dtype)
 {
     switch (dtype) {
     case HG_DTYPE_FLOAT:

@@ -73,7 +73,7 @@ hg_feed_check(const HgValueDecl *d, const HgTensor *t, GError **error)
 /* ---------------------------------------------------------------- element type conversion */
 
 HgTensor *
-hg_tensor_convert(const HgTensor *t, int dtype, GError **error)
+hg_tensor_convert(const HgTensor *t, HgDType dtype, GError **error)
 {
     g_return_val_if_fail(t != NULL, NULL);
     if (t->dtype == dtype)

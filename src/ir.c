@@ -177,7 +177,7 @@ shape_copy(const HgShape *s)
 }
 
 HgType *
-hg_type_new_tensor(int elem_type, guint rank, const gint64 *dims)
+hg_type_new_tensor(HgDType elem_type, guint rank, const gint64 *dims)
 {
     HgType *t = g_new0(HgType, 1);
     t->kind = HG_TYPE_TENSOR;
@@ -306,7 +306,7 @@ hg_tensor_expected_bytes(const HgTensor *t)
 }
 
 HgTensor *
-hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims)
+hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims)
 {
     HgTensor *t = g_new0(HgTensor, 1);
     t->name = g_strdup(name);
@@ -1341,7 +1341,7 @@ hg_value_elem_type(const HgValue *v)
 }
 
 void
-hg_value_set_elem_type(HgValue *v, int dtype)
+hg_value_set_elem_type(HgValue *v, HgDType dtype)
 {
     g_return_if_fail(v != NULL);
     if (v->type && v->type->kind == HG_TYPE_TENSOR) {

@@ -345,7 +345,7 @@ static HgTensor *
 fit(const HgValueDecl *d, const HgTensor *t, gboolean convert, GError **error)
 {
     const HgType *ty = d->type;
-    int want = ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type ? ty->elem_type : t->dtype;
+    HgDType want = ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type ? ty->elem_type : t->dtype;
     HgTensor *c = NULL;
     if (want == t->dtype)
         c = hg_tensor_copy(t);

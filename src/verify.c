@@ -229,7 +229,7 @@ convert_feeds(GPtrArray *orig_decls, GPtrArray *orig_feeds, GPtrArray *conv_decl
             return NULL;
         }
         const HgType *ty = d->type;
-        int want = ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type ? ty->elem_type : t->dtype;
+        HgDType want = ty && ty->kind == HG_TYPE_TENSOR && ty->has_elem_type ? ty->elem_type : t->dtype;
         HgTensor *c = hg_tensor_convert(t, want, error);
         if (!c) {
             g_prefix_error(error, "input '%s' of the converted model: ", d->value->name);

@@ -63,7 +63,7 @@ typedef struct {
 
 /* Observed statistics of one tensor, from the interpreter or a stats file. */
 typedef struct {
-    int dtype;                                /* HG_DTYPE_*, HG_DTYPE_UNDEFINED when not known */
+    HgDType dtype;                            /* HG_DTYPE_UNDEFINED when not known */
     double min, max, absmax, min_abs_nonzero; /* NAN when no finite (nonzero) value was seen */
     guint64 n_inf, n_nan, count;
     guint samples;
@@ -122,7 +122,7 @@ typedef enum {
 /* What the analysis knows of one graph input. */
 typedef struct {
     char *name;
-    int dtype;               /* its element type (HG_DTYPE_UNDEFINED when unknown) */
+    HgDType dtype;           /* its element type (HG_DTYPE_UNDEFINED when unknown) */
     HgInputRangeSource source;
     double lo, hi;           /* GIVEN or DERIVED: the range; otherwise -inf and inf */
     char *why;               /* DERIVED or UNNEEDED: the reason ("indexes Gather 'emb' (20 rows)") */

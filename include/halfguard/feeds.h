@@ -28,7 +28,7 @@ HG_API GPtrArray *hg_load_feeds_converted(HgModel *m, const char *dir, GError **
  * even (double to float16 or bfloat16 goes through float); overflow becomes inf, NaN stays NaN. The
  * same type is a copy. Any other pair is HG_ERROR_UNSUPPORTED; storage that cannot be read (external
  * data) HG_ERROR_INVALID. */
-HG_API HgTensor *hg_tensor_convert(const HgTensor *t, int dtype, GError **error);
+HG_API HgTensor *hg_tensor_convert(const HgTensor *t, HgDType dtype, GError **error);
 
 /* ---------------------------------------------------------------- sample inputs */
 

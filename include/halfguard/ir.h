@@ -72,12 +72,12 @@ typedef enum {
 } HgDType;
 
 /* ONNX text name ("float", "int64", "float16", ...) or NULL for an unknown number. */
-HG_API const char *hg_dtype_name(int dtype);
+HG_API const char *hg_dtype_name(HgDType dtype);
 /* Inverse of hg_dtype_name(); HG_DTYPE_UNDEFINED when the name is unknown. */
 HG_API HgDType hg_dtype_from_name(const char *name);
 /* Size of one element in bits (4 for int4, 0 for string and undefined). */
-HG_API guint hg_dtype_bits(int dtype);
-HG_API gboolean hg_dtype_is_float(int dtype);
+HG_API guint hg_dtype_bits(HgDType dtype);
+HG_API gboolean hg_dtype_is_float(HgDType dtype);
 
 /* ---------------------------------------------------------------- small records that ride along */
 
@@ -140,7 +140,7 @@ typedef struct HgType HgType;
 struct HgType {
     HgTypeKind kind;
     gboolean has_elem_type;
-    int elem_type;   /* HgDType for tensor / sparse tensor; key type for map */
+    HgDType elem_type; /* for tensor / sparse tensor; the key type for map */
     HgShape *shape;  /* tensor / sparse tensor: NULL when the shape is absent */
     HgType *elem;    /* sequence / optional element; map value */
     char *denotation;
@@ -149,7 +149,7 @@ struct HgType {
     HgUnknown *inner_unknown; /* of the Tensor / Sequence / ... submessage */
 };
 
-HG_API HgType *hg_type_new_tensor(int elem_type, guint rank, const gint64 *dims);
+HG_API HgType *hg_type_new_tensor(HgDType elem_type, guint rank, const gint64 *dims);
 HG_API HgType *hg_type_copy(const HgType *t);
 HG_API void hg_type_free(HgType *t);
 HG_API gboolean hg_type_equal(const HgType *a, const HgType *b);
@@ -170,7 +170,7 @@ typedef enum {
 typedef struct HgTensor {
     char *name;          /* NULL when absent */
     gboolean has_dtype;
-    int dtype;           /* HgDType */
+    HgDType dtype;
     guint rank;
     gint64 *dims;
     HgStorage storage;
@@ -195,7 +195,7 @@ typedef struct HgTensor {
 
 /* A new tensor with owned, zero-filled data of the right size; storage RAW (STRINGS, of empty
  * strings, for HG_DTYPE_STRING). NULL on overflow or a dtype without a fixed size. */
-HG_API HgTensor *hg_tensor_new(const char *name, int dtype, guint rank, const gint64 *dims);
+HG_API HgTensor *hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims);
 HG_API HgTensor *hg_tensor_copy(const HgTensor *t);
 HG_API void hg_tensor_free(HgTensor *t);
 /* Number of elements (1 for a scalar), or -1 when it overflows. */
@@ -514,7 +514,7 @@ HG_API void hg_value_replace_uses(HgValue *old_v, HgValue *new_v);
 HG_API gboolean hg_value_rename(HgValue *v, const char *name, GError **error);
 
 /* Set the element type of v in its type and in every declaration of it. */
-HG_API void hg_value_set_elem_type(HgValue *v, int dtype);
+HG_API void hg_value_set_elem_type(HgValue *v, HgDType dtype);
 /* The element type v's best declaration gives (HG_DTYPE_UNDEFINED when none says, or not a tensor). */
 HG_API int hg_value_elem_type(const HgValue *v);
 

@@ -81,7 +81,7 @@ typedef struct {
 /* One graph output, compared over all data folders (their elements taken as one vector). */
 typedef struct {
     char *name;
-    int dtype_orig, dtype_conv;
+    HgDType dtype_orig, dtype_conv;
     gint64 count;          /* elements per model, summed over folders */
     gint64 compared;       /* elements where both values are finite: what rel_l2 and max_abs cover */
     /* ||conv - orig||_2 / ||orig||_2 over the compared elements, in double; 0 when both norms are 0
