@@ -1213,6 +1213,11 @@ cmd_help(int argc, char **argv)
         print_usage(stdout);
         return EXIT_OK;
     }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) { /* halfguard help help */
+        printf("Usage:\n  halfguard help [SUBCOMMAND]\n\nShow the list of subcommands, or one subcommand's "
+               "options (the same as halfguard SUBCOMMAND --help).\n");
+        return EXIT_OK;
+    }
     const Command *cmd = find_command(argv[1]);
     if (!cmd) {
         fprintf(stderr, "halfguard help: no subcommand '%s'\n", argv[1]);

@@ -254,6 +254,8 @@ def test_help(_tmp):
     check("help-convert", rc == 0 and "--passes" in so and "--dump-after" in so, so)
     rc, so, _ = run("convert", "--help")
     check("convert--help", rc == 0 and "--output-dir" in so, so)
+    rc, so, _ = run("help", "help")
+    check("help-help", rc == 0 and "halfguard help [SUBCOMMAND]" in so, so)
     rc, _, se = run("help", "nope")
     check("help-unknown", rc == 2 and "nope" in se, se)
     rc, _, se = run("nope")
