@@ -724,6 +724,47 @@ cmd_dump(int argc, char **argv)
     return rc;
 }
 
+/* ---------------------------------------------------------------- inspect */
+
+static int
+cmd_inspect(int argc, char **argv)
+{
+    const Command *cmd = find_command("inspect");
+    char *format = NULL;
+    gboolean ini = FALSE;
+    GOptionEntry entries[] = {
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "text (default) or json", "FMT"},
+        {"ini", 0, 0, G_OPTION_ARG_NONE, &ini, "Print a .halfguard.ini skeleton for the model instead", NULL},
+        {NULL},
+    };
+    int rc = EXIT_OK;
+    if (!parse_options(cmd, entries, &argc, &argv, &rc))
+        return rc;
+    g_autofree char *fmt = format;
+    if (argc < 2 || (fmt && strcmp(fmt, "text") != 0 && strcmp(fmt, "json") != 0) || (ini && argc != 2)) {
+        fprintf(stderr, "halfguard inspect: %s\nTry 'halfguard help inspect'.\n",
+                argc < 2 ? "no input model" : ini && argc != 2 ? "--ini takes one model"
+                                                               : "--format must be text or json");
+        return EXIT_ERROR;
+    }
+    gboolean json = fmt && strcmp(fmt, "json") == 0;
+    for (int i = 1; i < argc; i++) {
+        g_autoptr(GError) error = NULL;
+        g_autoptr(HgModel) m = hg_model_load(argv[i], &error);
+        g_autofree char *text = !m ? NULL : ini ? hg_inspect_ini(m, argv[i], &error) : hg_inspect(m, argv[i], json, &error);
+        if (!text) {
+            report_error(argv[i], error);
+            rc = EXIT_ERROR;
+            continue;
+        }
+        report_warnings(argv[i], m, NULL);
+        fputs(text, stdout);
+        if (json)
+            fputc('\n', stdout);
+    }
+    return rc;
+}
+
 /* ---------------------------------------------------------------- run */
 
 static int
@@ -1293,6 +1334,16 @@ static const Command commands[] = {
      "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"
      "Initializers with more than --max-elements elements are summarised.\n\n"
      "Example:\n  halfguard dump model.onnx | less"},
+    {"inspect", cmd_inspect, "MODEL... [--format json] | MODEL --ini",
+     "Describe a model: inputs and their ranges, outputs, ops, weights, unknown ops.",
+     "Lists the inputs to feed and the outputs with element types and shapes (symbolic dims by name),\n"
+     "what is known of each input's range (derived from the model: token ids index their table, bools\n"
+     "are 0/1; not needed; or none, with the -r option that gives it), IR and opset versions, the\n"
+     "producer, an op histogram, initializer bytes by element type, external data, and the ops\n"
+     "halfguard does not know (convert keeps them FP32). --ini prints a .halfguard.ini skeleton for\n"
+     "the model: a [ranges] group with a commented line to fill in for each input that needs a range.\n\n"
+     "Exit status: 0 on success, 2 on an error (a model that cannot be read).\n\n"
+     "Examples:\n  halfguard inspect model.onnx\n  halfguard inspect model.onnx --ini > .halfguard.ini"},
     {"run", cmd_run, "MODEL --data DIR -o OUTDIR",
      "Run a model with the built-in interpreter.",
      "Reads the inputs from DIR (input_K.pb in graph-input order, as the ONNX test data is laid out,\n"

@@ -4,6 +4,7 @@
 
 #include <halfguard/check.h>
 #include <halfguard/feeds.h>
+#include <halfguard/inspect.h>
 #include <halfguard/ir.h>
 #include <halfguard/io.h>
 #include <halfguard/pass.h>
