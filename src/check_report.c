@@ -165,6 +165,31 @@ sarif_level(HgHazardKind k)
     }
 }
 
+/* What to do about each kind: SARIF's help, as text and Markdown (the README's "check" section says
+ * more). */
+static const char *const HELP[HG_HAZARD_N_KINDS] = {
+    [HG_HAZARD_OVERFLOW] = "Run `halfguard convert`: it rescales the region when the values allow, else "
+                           "keeps the node FP32 with Casts around it. With calibration data (`--calib`) "
+                           "the bound is what the data shows times the margin, often far below the static one.",
+    [HG_HAZARD_INTERNAL_OVERFLOW] = "`halfguard convert` keeps the op FP32 (or rewrites an L2 norm or a "
+                                    "Softplus that it recognises); give calibration data if the static "
+                                    "bound is loose.",
+    [HG_HAZARD_UNDERFLOW] = "`halfguard convert` keeps the epsilon's consumer FP32, or fuses a decomposed "
+                            "LayerNorm into LayerNormalization, which computes in FP32.",
+    [HG_HAZARD_NONFINITE_CONSTANT] = "`halfguard convert` clamps float32-min mask fills to -65504 where "
+                                     "the use is an additive mask or a saturating op; otherwise the "
+                                     "consumer stays FP32.",
+    [HG_HAZARD_DIVISION_BY_ZERO] = "Add an epsilon to the divisor, or keep the Div FP32 (`halfguard "
+                                   "convert` does).",
+    [HG_HAZARD_PRECISION_LOSS] = "`halfguard convert` keeps the node FP32 (an integral image can become an "
+                                 "AveragePool); scale the logits down before the Softmax to avoid it.",
+    [HG_HAZARD_MUST_STAY_FP32] = "Nothing to do: `halfguard convert` keeps shape and index math FP32; it "
+                                 "costs no MACs.",
+    [HG_HAZARD_UNRANGED_INPUT] = "Give the input's range: `-r 'NAME=LO:HI'`, a `[ranges]` line in "
+                                 "`.halfguard.ini` (`halfguard inspect MODEL --ini` writes a skeleton), "
+                                 "or calibration data (`--calib`).",
+};
+
 static void
 sarif_rules(JsonBuilder *b)
 {
@@ -177,6 +202,18 @@ sarif_rules(JsonBuilder *b)
         json_builder_begin_object(b);
         hg_json_add_str(b, "text", hg_hazard_kind_description(k));
         json_builder_end_object(b);
+        json_builder_set_member_name(b, "fullDescription");
+        json_builder_begin_object(b);
+        hg_json_add_str(b, "text", hg_hazard_kind_description(k));
+        json_builder_end_object(b);
+        json_builder_set_member_name(b, "help");
+        json_builder_begin_object(b);
+        g_autofree char *plain = g_strdelimit(g_strdup(HELP[k]), "`", '\'');
+        hg_json_add_str(b, "text", plain);
+        g_autofree char *md = g_strdup_printf("**%s**: %s\n\n%s", hg_hazard_kind_name(k),
+                                              hg_hazard_kind_description(k), HELP[k]);
+        hg_json_add_str(b, "markdown", md);
+        json_builder_end_object(b);
         json_builder_set_member_name(b, "defaultConfiguration");
         json_builder_begin_object(b);
         hg_json_add_str(b, "level", sarif_level(k));
@@ -186,7 +223,8 @@ sarif_rules(JsonBuilder *b)
     json_builder_end_array(b);
 }
 
-/* "physicalLocation": {"artifactLocation": {"uri": uri}}, a member of the open location object. */
+/* "physicalLocation": {"artifactLocation": {"uri": uri}}, a member of the open location object; a
+ * relative path is relative to %SRCROOT% (the repository, for code scanning). */
 static void
 physical_location(JsonBuilder *b, const char *uri)
 {
@@ -195,8 +233,22 @@ physical_location(JsonBuilder *b, const char *uri)
     json_builder_set_member_name(b, "artifactLocation");
     json_builder_begin_object(b);
     hg_json_add_str(b, "uri", uri);
+    if (uri[0] != '/')
+        hg_json_add_str(b, "uriBaseId", "%SRCROOT%");
     json_builder_end_object(b);
     json_builder_end_object(b);
+}
+
+/* A fingerprint that stays while the finding does: the rule, the file and the node (or input), not
+ * the message, whose numbers move with the weights. */
+static char *
+fingerprint(const char *file, const HgHazard *h)
+{
+    g_autoptr(GChecksum) c = g_checksum_new(G_CHECKSUM_SHA256);
+    const char *parts[] = {hg_hazard_kind_name(h->kind), file, h->node ? h->node : ""};
+    for (guint i = 0; i < G_N_ELEMENTS(parts); i++)
+        g_checksum_update(c, (const guchar *)parts[i], (gssize)strlen(parts[i]) + 1);
+    return g_strdup(g_checksum_get_string(c));
 }
 
 static void
@@ -230,6 +282,11 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_end_array(b);
     json_builder_end_object(b);
     json_builder_end_array(b);
+    json_builder_set_member_name(b, "partialFingerprints");
+    json_builder_begin_object(b);
+    g_autofree char *fp = fingerprint(file, h);
+    hg_json_add_str(b, "halfguardFinding/v1", fp);
+    json_builder_end_object(b);
     if (h->suppressed) {
         json_builder_set_member_name(b, "suppressions");
         json_builder_begin_array(b);

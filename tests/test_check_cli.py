@@ -666,6 +666,19 @@ def test_sarif_structure(tmp):
                   x.get("locations", [{}])[0].get("physicalLocation", {}).get("artifactLocation", {}).get("uri")
                   == scale, str(x)[:400])
             check("sarif:several:not-suppressed", all(not x.get("suppressions") for x in res), str(res)[:400])
+        # code scanning: each rule's help, a stable fingerprint per finding, paths from the repository
+        check(f"sarif:{label}:rule-help", all(x.get("help", {}).get("text") and x.get("help", {}).get("markdown")
+                                             and x.get("fullDescription", {}).get("text") for x in rules),
+              str(rules)[:400])
+        fps = [x.get("partialFingerprints", {}).get("halfguardFinding/v1") for x in res]
+        check(f"sarif:{label}:fingerprints", all(fps) and len(set(fps)) == len(fps), str(fps))
+        again = run_sarif(label, args, proj)[1] or {}
+        check(f"sarif:{label}:fingerprints-stable",
+              [x.get("partialFingerprints") for x in again.get("runs", [{}])[0].get("results", [])]
+              == [x.get("partialFingerprints") for x in res], "a second run gave other fingerprints")
+        arts = [(x.get("locations") or [{}])[0].get("physicalLocation", {}).get("artifactLocation", {}) for x in res]
+        check(f"sarif:{label}:uri-base", all(a.get("uriBaseId") == (None if a.get("uri", "").startswith("/")
+                                                                     else "%SRCROOT%") for a in arts), str(arts))
         if label == "clean":
             check("sarif:clean:no-results", res == [], str(res)[:300])
         if label == "suppressed":
