@@ -153,16 +153,7 @@ hg_check_format_json(const HgCheckFile *files, guint n)
 static const char *
 sarif_level(HgHazardKind k)
 {
-    switch (k) {
-    case HG_HAZARD_UNDERFLOW:
-    case HG_HAZARD_PRECISION_LOSS:
-    case HG_HAZARD_UNRANGED_INPUT:
-        return "warning";
-    case HG_HAZARD_MUST_STAY_FP32:
-        return "note";
-    default:
-        return "error";
-    }
+    return hg_hazard_kind_level(k);
 }
 
 /* What to do about each kind: SARIF's help, as text and Markdown (the README's "check" section says

@@ -65,6 +65,53 @@ hg_hazard_kind_description(HgHazardKind kind)
 }
 
 const char *
+hg_hazard_kind_level(HgHazardKind kind)
+{
+    switch (kind) {
+    case HG_HAZARD_UNDERFLOW:
+    case HG_HAZARD_PRECISION_LOSS:
+    case HG_HAZARD_UNRANGED_INPUT:
+        return "warning";
+    case HG_HAZARD_MUST_STAY_FP32:
+        return "note";
+    default:
+        return "error";
+    }
+}
+
+gboolean
+hg_check_fail_on_parse(const char *spec, guint *mask, GError **error)
+{
+    static const char *const levels[] = {"error", "warning", "note"};
+    g_auto(GStrv) words = g_strsplit(spec, ",", -1);
+    *mask = 0;
+    for (guint i = 0; words[i]; i++) {
+        const char *w = g_strstrip(words[i]);
+        gboolean known = FALSE;
+        for (guint l = 0; l < G_N_ELEMENTS(levels); l++) {
+            if (strcmp(w, levels[l]) != 0)
+                continue;
+            known = TRUE;
+            for (int k = 0; k < HG_HAZARD_N_KINDS; k++) /* a level and every level above it */
+                for (guint m = 0; m <= l; m++)
+                    if (strcmp(hg_hazard_kind_level(k), levels[m]) == 0)
+                        *mask |= 1u << k;
+        }
+        for (int k = 0; k < HG_HAZARD_N_KINDS && !known; k++)
+            if (strcmp(w, hg_hazard_kind_name(k)) == 0) {
+                known = TRUE;
+                *mask |= 1u << k;
+            }
+        if (!known) {
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "--fail-on: '%s' is neither a level (error, warning, note) nor a hazard kind", w);
+            return FALSE;
+        }
+    }
+    return TRUE;
+}
+
+const char *
 hg_bound_source_name(HgBoundSource source)
 {
     static const char *const names[] = {"static", "calibration", "synthetic", "assumed"};

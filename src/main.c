@@ -1062,12 +1062,25 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
     return r;
 }
 
+/* Does r hold a hazard that counts (neither suppressed nor fixed by convert) of a kind in mask? */
+static gboolean
+failing(const HgCheckResult *r, guint mask)
+{
+    for (guint i = 0; r && i < r->hazards->len; i++) {
+        const HgHazard *h = r->hazards->pdata[i];
+        if (!h->suppressed && !h->fixed_by && (mask >> h->kind & 1u))
+            return TRUE;
+    }
+    return FALSE;
+}
+
 static int
 cmd_check(int argc, char **argv)
 {
     const Command *cmd = find_command("check");
-    char *format = NULL;
+    char *format = NULL, *fail_on = NULL;
     gboolean show_suppressed = FALSE;
+    guint fail_mask = ~0u;
     CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
@@ -1079,9 +1092,13 @@ cmd_check(int argc, char **argv)
          "Also print suppressed hazards (text format)", NULL},
         {"show-fixed", 0, 0, G_OPTION_ARG_NONE, &a.show_fixed,
          "Also print the hazards convert rewrites away by itself (text format; never counted)", NULL},
+        {"fail-on", 0, 0, G_OPTION_ARG_STRING, &fail_on,
+         "Exit 1 only for these: levels (error, warning, note) and kinds, comma-separated (default: all)",
+         "LIST"},
         {NULL},
     };
     int rc = EXIT_OK;
+    g_autoptr(GError) fail_error = NULL;
     g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
     g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_free);
     g_autofree HgCheckFile *files = NULL;
@@ -1093,6 +1110,8 @@ cmd_check(int argc, char **argv)
                         : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
                             ? "--format must be text, json or sarif"
                             : NULL;
+    if (!usage && fail_on && !hg_check_fail_on_parse(fail_on, &fail_mask, &fail_error))
+        usage = fail_error->message;
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
@@ -1113,7 +1132,7 @@ cmd_check(int argc, char **argv)
         files[i - 1].message = msg;
         if (files[i - 1].status == HG_CHECK_ERROR)
             rc = EXIT_ERROR;
-        else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK)
+        else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK && failing(r, fail_mask))
             rc = EXIT_FINDINGS;
         if (strcmp(fmt, "text") == 0) {
             g_autofree char *text = hg_check_format_text(
@@ -1130,6 +1149,7 @@ cmd_check(int argc, char **argv)
 out:
     analysis_clear(&a.an);
     g_free(format);
+    g_free(fail_on);
     return rc;
 }
 

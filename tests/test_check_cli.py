@@ -689,6 +689,22 @@ def test_sarif_structure(tmp):
                     str(x.get("suppressions")))
 
 
+def test_fail_on(tmp):
+    """--fail-on: exit 1 only for the levels and kinds listed; a level takes the levels above it."""
+    m = scale_model(os.path.join(tmp, "scale.onnx"))
+    for spec, want in (("error", 1), ("warning", 1), ("note", 1), ("overflow", 1),
+                       ("division-by-zero,precision-loss", 0), ("underflow, overflow", 1)):
+        rc, so, se = run(m, "--input-range", "x=-100:100", "--no-config", "--fail-on", spec)
+        check(f"fail-on:{spec}", rc == want and "overflow" in so, show(rc, so, se))
+    # an unranged input alone is a warning: it fails a warning gate, not an error gate
+    rc, _, se = run(m, "--no-config", "--fail-on", "error")
+    check("fail-on:unranged-error", rc == 0, se)
+    rc, _, se = run(m, "--no-config", "--fail-on", "warning")
+    check("fail-on:unranged-warning", rc == 1, se)
+    rc, _, se = run(m, "--no-config", "--fail-on", "errors")
+    check("fail-on:unknown-word", rc == 2 and "'errors' is neither a level" in se, se)
+
+
 def fixed_model(path):
     """A float32-min additive mask read only by Softmax (clamp_constants makes it -65504) and a
     decomposed LayerNorm whose epsilon 1e-12 flushes in FP16 (fuse_layernorm keeps it inside
@@ -854,7 +870,7 @@ def main():
     else:
         hgtest.temp_folders(check, "hg-check-", [
             test_exit_codes_and_text, test_errors, test_json, test_lfs, test_config, test_stats,
-            test_sarif_structure, test_fixed_unknown_accumulate])
+            test_sarif_structure, test_fixed_unknown_accumulate, test_fail_on])
     sys.exit(check.finish())
 
 

@@ -31,6 +31,14 @@ HG_API const char *hg_hazard_kind_name(HgHazardKind kind);
 HG_API int hg_hazard_kind_from_name(const char *name);
 /* One sentence describing the kind (SARIF rule help, --help). */
 HG_API const char *hg_hazard_kind_description(HgHazardKind kind);
+/* Its level, as SARIF has them: "error" (the model breaks: overflow, internal-overflow,
+ * non-finite-constant, division-by-zero), "warning" (it degrades: underflow, precision-loss,
+ * unranged-input) or "note" (must-stay-fp32). */
+HG_API const char *hg_hazard_kind_level(HgHazardKind kind);
+/* check --fail-on: a comma-separated list of levels (error; warning: warnings and errors; note:
+ * everything) and kinds, as a mask of the kinds that fail (bit 1 << kind). FALSE with HG_ERROR_USAGE
+ * naming an unknown word. */
+HG_API gboolean hg_check_fail_on_parse(const char *spec, guint *mask, GError **error);
 
 /* What a decision rests on: the static bound (sound for inputs in their ranges), calibration data
  * (observed magnitudes times the margin), synthetic data (the same, from inputs halfguard drew
