@@ -13,6 +13,7 @@ What is here:
   HG_TESTDATA, HG_CORPUS, HG_ORT_CACHE), with the defaults a test run by hand falls back to;
 - `Checks`: the `check(name, cond, detail)` results, their lines and the summary line, and the exit
   status (0 pass, 1 fail; 77, skipped, is the test's own to return);
+- `need_corpus` (exit 77 without ../shared/corpus) and `have_corpus`;
 - `run` and `tool`: a command's exit status, stdout and stderr; `show` for a failure's message; `read_bytes`;
   `close` for reported numbers;
 - models made with onnx.helper: `F32`/`F16`, `vi`, `make_model`, `save_model` (opset 17, IR version 8
@@ -134,6 +135,17 @@ def tool(exe, *sub):
     def call(*args, **kw):
         return run([exe, *sub, *args], **kw)
     return call
+
+
+def need_corpus(what="this test"):
+    """Exit 77 (meson's skipped) when ../shared/corpus is absent, as in a user's clone."""
+    if not os.path.isdir(CORPUS):
+        print(f"SKIP: {what} needs the shared corpus ({CORPUS}), which is absent")
+        sys.exit(77)
+
+
+def have_corpus():
+    return os.path.isdir(CORPUS)
 
 
 def show(rc, so, se):

@@ -262,6 +262,17 @@ static const struct {
      "g (float[1,2,3,3] x) => (float[1,2,3,3] y) { y = ImageScaler <scale = 3.0, bias = [1.5, -4.0]> (x) }\n"},
     {"extra_crop", "<ir_version: 3, opset_import: [\"\" : 7]>\n"
                    "g (float[1,2,5,5] x) => (float[1,2,2,3] y) { y = Crop <border = [1, 2, 1, 1]> (x) }\n"},
+    /* Rows whose ONNX node tests are only in the shared corpus (onnx 1.22), so that a clone without
+     * it still checks every row. */
+    {"extra_gelu", "<ir_version: 9, opset_import: [\"\" : 20]>\n"
+                   "g (float[2,3,4] x) => (float[2,3,4] y, float[2,3,4] z)\n"
+                   "{ y = Gelu(x)\n z = Gelu <approximate = \"tanh\"> (x) }\n"},
+    {"extra_rms_normalization",
+     "<ir_version: 10, opset_import: [\"\" : 23]>\n"
+     "g (float[2,3,4] x, float[4] s) => (float[2,3,4] y) { y = RMSNormalization <epsilon = 1e-5> (x, s) }\n"},
+    {"extra_attention",
+     "<ir_version: 10, opset_import: [\"\" : 23]>\n"
+     "g (float[1,2,3,4] q, float[1,2,5,4] k, float[1,2,5,4] v) => (float[1,2,3,4] y) { y = Attention(q, k, v) }\n"},
 };
 
 static void

@@ -140,8 +140,15 @@ main(int argc, char **argv)
             g_ptr_array_add(st.xfail, g_strdup(l));
         }
     }
-    for (int i = 1; i < argc; i++)
+    gboolean absent = FALSE; /* a path that is not there (the shared corpus, in a clone without it) */
+    for (int i = 1; i < argc; i++) {
+        if (!g_file_test(argv[i], G_FILE_TEST_EXISTS)) {
+            printf("note: %s is absent, skipped\n", argv[i]);
+            absent = TRUE;
+            continue;
+        }
         hg_test_walk_files(argv[i], ".onnx", check_model, &st);
+    }
     double cov = st.dims_declared ? 100.0 * (double)st.dims_inferred / (double)st.dims_declared : 0;
     printf("models: %u (%u did not load); declared dims: %" G_GUINT64_FORMAT "; inferred: %" G_GUINT64_FORMAT
            " (%.1f%%); agree: %" G_GUINT64_FORMAT "; disagree: %" G_GUINT64_FORMAT
@@ -150,8 +157,9 @@ main(int argc, char **argv)
            st.dims_disagree, st.types_disagree);
     for (guint i = 0; st.xfail && i < st.xfail->len; i++)
         if (!g_hash_table_contains(st.xfail_hit, st.xfail->pdata[i])) {
-            printf("%s: listed in the xfail file but not checked\n", (const char *)st.xfail->pdata[i]);
-            st.models_bad++;
+            printf("%s: listed in the xfail file but not checked%s\n", (const char *)st.xfail->pdata[i],
+                   absent ? " (a path given is absent: not counted)" : "");
+            st.models_bad += !absent;
         }
     printf("%u models with known wrong declarations\n", st.known_bad);
     gboolean ok = st.models_bad == 0 && st.load_failed == 0 && cov >= min_cov && st.models > 0;

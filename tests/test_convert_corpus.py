@@ -59,6 +59,7 @@ def summary_line(text, model):
     return None
 
 
+hgtest.need_corpus()
 check = hgtest.Checks(echo="none")
 calib_cases = ortlib.model_cases(CALIB_SEED)
 verify_cases = ortlib.model_cases(VERIFY_SEED)

@@ -205,10 +205,13 @@ def upgrade_equivalence(tmp):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        fusion_cases(tmp)
         mismatched_axes(tmp)
         node_tests(tmp)
         upgrade_equivalence(tmp)
+        if not hgtest.have_corpus():  # a clone without ../shared: what needs no corpus model
+            print(f"note: {CORPUS} is absent: ORT's fusion cases and the whole models are skipped")
+            return check.finish()
+        fusion_cases(tmp)
         whole_models(tmp)
     return check.finish()
 

@@ -17,6 +17,7 @@ import ortlib  # noqa: E402
 hg = sys.argv[1]
 only = set(sys.argv[2:])
 node_path = ortlib.ensure_ort()
+hgtest.need_corpus()
 check = hgtest.Checks(echo="none")
 for name, (model, feeds, outputs) in ortlib.model_cases().items():
     if only and name not in only:

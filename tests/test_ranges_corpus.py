@@ -19,6 +19,7 @@ ranges = {
     "gpt2_past": ["input_ids=0:19", "*=-5:5"],
     "TFBertForQuestionAnswering": ["attention_mask=0:1", "input_ids=0:19", "token_type_ids=0:1"],
 }
+hgtest.need_corpus()
 check = hgtest.Checks(echo="none")
 cases = ortlib.model_cases()
 for name, rs in ranges.items():

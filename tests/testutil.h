@@ -64,7 +64,7 @@ static inline char *
 hg_test_data_at(const char *env, const char *rel, const char *file, int line)
 {
     const char *root = g_getenv(env);
-    if (!root)
+    if (!root || !g_file_test(root, G_FILE_TEST_IS_DIR)) /* unset, or absent (a clone without ../shared) */
         _skip(file, line);
     return g_build_filename(root, rel, NULL);
 }
