@@ -56,7 +56,12 @@ main(int argc, char **argv)
     return 0;
 }
 C
-if cc -o "$tmp/use" "$tmp/use.c" $flags 2>"$tmp/cc.err"; then
+# A sanitized build's library needs the program built with the same sanitizers.
+san=$(meson introspect "$build" --buildoptions 2>/dev/null | /usr/bin/python3 -c \
+  'import json, sys; print(next((o["value"] for o in json.load(sys.stdin) if o["name"] == "b_sanitize"), "none"))')
+extra=()
+[ -n "$san" ] && [ "$san" != none ] && extra=("-fsanitize=$san")
+if cc "${extra[@]}" -o "$tmp/use" "$tmp/use.c" $flags 2>"$tmp/cc.err"; then
   ok "a program builds with the pkg-config flags alone"
 else
   bad "build" "$(head -c 2000 "$tmp/cc.err")"
