@@ -47,7 +47,10 @@ hg_json_to_text(JsonBuilder *b)
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
     g_autofree char *text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
+    /* The generator escapes control characters but copies a name's bytes as they are: what is not
+     * UTF-8 (only ever inside a string, the rest is ASCII) becomes U+FFFD, so the document stays JSON. */
+    g_autofree char *valid = g_utf8_make_valid(text, -1);
+    return g_strconcat(valid, "\n", NULL);
 }
 
 gboolean

@@ -12,7 +12,8 @@ void hg_json_add_num(JsonBuilder *b, const char *key, double v);     /* null unl
 void hg_json_add_str(JsonBuilder *b, const char *key, const char *v); /* null when NULL */
 void hg_json_add_int(JsonBuilder *b, const char *key, gint64 v);
 void hg_json_add_bool(JsonBuilder *b, const char *key, gboolean v);
-/* b's document as pretty-printed text ending in a newline (g_free). */
+/* b's document as pretty-printed text ending in a newline (g_free); always valid UTF-8 (U+FFFD for
+ * what a name held that is not). */
 char *hg_json_to_text(JsonBuilder *b);
 /* b's document written to path under outfile.h's rules ("-" is standard output). */
 gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
