@@ -2,7 +2,10 @@
 """Hostile input (issue 15): what a model or a data file holds must not forge output, crash, hang or
 allocate without bound. Each class is a crafted model, file or command:
 - names: newlines, terminal escapes and bytes that are not UTF-8 in node and value names stay one line
-  in text output (escaped) and leave JSON and SARIF valid (U+FFFD).
+  in text output (escaped) and leave JSON and SARIF valid (U+FFFD);
+- nesting: 10,000 nested If bodies and 100,000 nested sequence types (written on the wire here, not
+  committed) are refused past the documented depth (64) instead of overflowing protobuf-c's stack;
+  a model at the limit loads.
 
 Usage: test_hostile.py HALFGUARD. Models are made here with Debian's python3-onnx.
 """
@@ -10,7 +13,7 @@ import json
 import os
 import sys
 
-from onnx import helper
+from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
@@ -64,5 +67,85 @@ def test_names(tmp):
             f"{bad}: node 'n' (Exp): input 'no\\n\\x1b[2Jpe \\xff\\xfe' is used but never defined\n").encode(), se)
 
 
-hgtest.temp_folders(check, "hg-hostile-", [test_names], catch=True)
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7f) | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def nested(levels, innermost, wrap):
+    """A message nested `levels` deep, built inside out without copying: wrap(k) gives the bytes that go
+    before the length of what it holds (its last field)."""
+    parts, size = [innermost], len(innermost)
+    for _ in range(levels):
+        head = wrap(size)
+        parts.append(head)
+        size += len(head)
+    return b"".join(reversed(parts))
+
+
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def model_bytes(graph):
+    """ModelProto: ir_version 8, opset 17, the graph (field 7)."""
+    return varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, graph)
+
+
+def deep_ifs(levels):
+    """GraphProto whose one node is an If whose then_branch is the next graph, `levels` graphs deep."""
+    def wrap(size):
+        # attribute {name: "then_branch", type: GRAPH (5), g (field 6): ...}
+        attr_head = field(1, b"then_branch") + varint(20 << 3) + varint(5) + varint(6 << 3 | 2) + varint(size)
+        attr_len = len(attr_head) + size
+        node_head = field(1, b"c") + field(2, b"y") + field(4, b"If") + varint(5 << 3 | 2) + varint(attr_len)
+        node_len = len(node_head) + attr_len
+        return varint(1 << 3 | 2) + varint(node_len) + node_head + attr_head
+    return nested(levels - 1, field(2, b"inner"), wrap)
+
+
+def deep_types(levels):
+    """GraphProto with one input whose type is a sequence of sequences ... `levels` TypeProtos deep."""
+    tensor = field(1, varint(1 << 3) + varint(1))  # TypeProto{tensor_type{elem_type: FLOAT}}
+
+    def wrap(size):  # TypeProto{sequence_type (4): Sequence{elem_type (1): ...}}
+        inner = varint(1 << 3 | 2) + varint(size)
+        return varint(4 << 3 | 2) + varint(len(inner) + size) + inner
+    t = nested(levels - 1, tensor, wrap)
+    return field(11, field(1, b"x") + field(2, t))
+
+
+def test_nesting(tmp):
+    for label, graph, what in [("ifs-10000", deep_ifs(10000), "graphs nested more than 64 levels deep "
+                                "(AttributeProto.g)"),
+                               ("ifs-65", deep_ifs(65), "graphs nested more than 64 levels deep "
+                                "(AttributeProto.g)"),
+                               ("types-100000", deep_types(100000), "types nested more than 64 levels "
+                                "deep (Sequence.elem_type)")]:
+        path = os.path.join(tmp, f"{label}.onnx")
+        with open(path, "wb") as f:
+            f.write(model_bytes(graph))
+        for cmd in ("check", "dump"):
+            rc, so, se = run(cmd, path)
+            check(f"nesting:{label}:{cmd}", rc == 2 and se.decode() ==
+                  f"{path}: not a valid ONNX model: {what}\n", (rc, se[-300:]))
+    # At the limit: a valid model of 64 graphs (the main one and 63 nested If bodies) loads and runs.
+    path = os.path.join(tmp, "ifs-64.onnx")
+    body = helper.make_graph([helper.make_node("Identity", ["x"], ["y63"])], "b63", [], [vi("y63")])
+    for k in range(62, -1, -1):
+        els = helper.make_graph([helper.make_node("Identity", ["x"], [f"e{k}"])], f"e{k}", [], [vi(f"e{k}")])
+        node = helper.make_node("If", ["c"], [f"y{k}"], then_branch=body, else_branch=els)
+        body = helper.make_graph([node], f"b{k}", [], [vi(f"y{k}")]) if k else None
+    m = make_model([node], [vi("c", [], TensorProto.BOOL), vi("x")], [vi("y0")])
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    rc, so, se = run("dump", path)
+    check("nesting:ifs-64-loads", rc == 0 and so.count(b"If") == 63, (rc, se[-300:]))
+
+
+hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting], catch=True)
 sys.exit(check.finish())
