@@ -532,7 +532,7 @@ analysis_prepare(Analysis *a, const Command *cmd)
     for (guint i = 0; a->stats && a->stats[i]; i++) {
         HgStats *st = hg_stats_load(a->stats[i], &error);
         if (!st) {
-            report_error(NULL, error);
+            print_line(stderr, "%s", error->message); /* it names the file */
             return FALSE;
         }
         if (a->file_stats) {

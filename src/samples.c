@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir_private.h"
+#include "infile.h"
 #include "json_util.h"
 #include "ops/array.h"
 #include "zip.h"
@@ -212,9 +213,8 @@ hg_samples_open(const char *path, GError **error)
         return open_folder(s, error) ? g_steal_pointer(&s) : NULL;
     g_autofree char *data = NULL;
     gsize len = 0;
-    g_autoptr(GError) e = NULL;
-    if (!g_file_get_contents(path, &data, &len, &e)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s: %s", path, e->message);
+    if (!hg_infile_read(path, &data, &len, error)) {
+        g_prefix_error(error, "%s: ", path);
         return NULL;
     }
     s->kind = SRC_ARRAYS;

@@ -3,6 +3,7 @@
 #include "halfguard/io.h"
 #include "halfguard/run.h"
 #include "ir_private.h"
+#include "infile.h"
 #include "outfile.h"
 
 #include <string.h>
@@ -133,7 +134,7 @@ hg_tensor_load_file(const char *path, GError **error)
     g_return_val_if_fail(path != NULL, NULL);
     g_autofree char *data = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, error))
+    if (!hg_infile_read(path, &data, &len, error))
         return NULL;
     if (g_str_has_suffix(path, ".npy")) {
         g_autofree char *base = g_path_get_basename(path);

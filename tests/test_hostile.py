@@ -5,12 +5,18 @@ allocate without bound. Each class is a crafted model, file or command:
   in text output (escaped) and leave JSON and SARIF valid (U+FFFD);
 - nesting: 10,000 nested If bodies and 100,000 nested sequence types (written on the wire here, not
   committed) are refused past the documented depth (64) instead of overflowing protobuf-c's stack;
-  a model at the limit loads.
+  a model at the limit loads;
+- files: tensor, calibration, statistics and configuration files must be regular files (a symbolic
+  link to /dev/zero, a FIFO) no larger than half the physical memory (a sparse 1 TiB file), checked
+  before anything is read or allocated. The commands run with 4 GiB of address space and a timeout,
+  so that a build without the checks fails instead of eating the machine.
 
 Usage: test_hostile.py HALFGUARD. Models are made here with Debian's python3-onnx.
 """
 import json
 import os
+import resource
+import subprocess
 import sys
 
 from onnx import TensorProto, helper
@@ -27,10 +33,17 @@ check = hgtest.Checks()
 FORGED = "EVIL\nmodel.onnx: note: all clear\x1b[2JQQ"
 
 
-def run(*args):
-    """(rc, stdout as bytes, stderr as bytes)."""
-    import subprocess
-    p = subprocess.run([HG, *args], capture_output=True)
+def limit_memory():
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+def run(*args, timeout=120):
+    """(rc, stdout as bytes, stderr as bytes); rc is "timeout" past timeout seconds. The address space
+    is capped at 4 GiB."""
+    try:
+        p = subprocess.run([HG, *args], capture_output=True, timeout=timeout, preexec_fn=limit_memory)
+    except subprocess.TimeoutExpired:
+        return "timeout", b"", b""
     return p.returncode, p.stdout, p.stderr
 
 
@@ -147,5 +160,44 @@ def test_nesting(tmp):
     check("nesting:ifs-64-loads", rc == 0 and so.count(b"If") == 63, (rc, se[-300:]))
 
 
-hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting], catch=True)
+def test_files(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    huge = os.path.join(tmp, "huge.json")
+    with open(huge, "wb") as f:
+        f.truncate(1 << 40)  # sparse: no disk used
+    fifo = os.path.join(tmp, "fifo.json")
+    os.mkfifo(fifo)
+    zero = os.path.join(tmp, "zero.npz")
+    os.symlink("/dev/zero", zero)
+    not_regular = "not a regular file (a FIFO, a device or a socket)"
+    pb = os.path.join(data, "input_0.pb")
+    for label, target in [("zero", "/dev/zero"), ("fifo", None)]:
+        if target:
+            os.symlink(target, pb)
+        else:
+            os.mkfifo(pb)
+        rc, so, se = run("run", m, "--data", data, "-o", os.path.join(tmp, "out"), timeout=30)
+        check(f"files:tensor-{label}", rc == 2 and se.decode() == f"{m}: {pb}: {not_regular}\n",
+              (rc, se[-300:]))
+        os.remove(pb)
+    for label, args, path, why in [
+            ("stats-fifo", ["--stats", fifo], fifo, not_regular),
+            ("stats-huge", ["--stats", huge], huge, "too large to read (1099511627776 bytes; the limit is "
+             "half the physical memory, "),
+            ("calib-zero", ["--calib", zero], zero, not_regular)]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=30)
+        check(f"files:{label}", rc == 2 and se.decode().startswith(f"{path}: {why}"), (rc, se[-300:]))
+    # A configuration that is a FIFO, given or found beside the model: an error, not a hang.
+    ini = os.path.join(tmp, ".halfguard.ini")
+    os.mkfifo(ini)
+    for label, args in [("given", ["--config", ini]), ("found", [])]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=30)
+        check(f"files:config-fifo-{label}", rc == 2 and se.count(b"\n") == 1 and
+              se.decode().endswith(f"{ini}: {not_regular}\n"), (rc, se[-300:]))
+
+
+hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_files], catch=True)
 sys.exit(check.finish())
