@@ -736,6 +736,9 @@ cmd_dump(int argc, char **argv)
 
 /* ---------------------------------------------------------------- run */
 
+/* run --time: one timing each is kept, and a run takes at least microseconds. */
+#define MAX_TIMED_RUNS 1000000
+
 static int
 cmd_run(int argc, char **argv)
 {
@@ -772,10 +775,11 @@ cmd_run(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0) {
+    if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0 || repeat > MAX_TIMED_RUNS) {
         fprintf(stderr, "halfguard run: %s\nTry 'halfguard help run'.\n",
                 argc != 2                   ? "give one model"
                 : threads < 0 || repeat < 0 ? "--threads and --time take positive numbers"
+                : repeat > MAX_TIMED_RUNS   ? "--time takes at most " G_STRINGIFY(MAX_TIMED_RUNS) " runs"
                                             : "give --data DIR and -o OUTDIR");
         rc = EXIT_ERROR;
         goto out;

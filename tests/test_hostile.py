@@ -9,10 +9,16 @@ allocate without bound. Each class is a crafted model, file or command:
 - files: tensor, calibration, statistics and configuration files must be regular files (a symbolic
   link to /dev/zero, a FIFO) no larger than half the physical memory (a sparse 1 TiB file), checked
   before anything is read or allocated. The commands run with 4 GiB of address space and a timeout,
-  so that a build without the checks fails instead of eating the machine.
+  so that a build without the checks fails instead of eating the machine;
+- allocation: an .npy header or a Polygraphy base64 array that claims 2^40 elements is compared with
+  the bytes there before anything is allocated; a 3 GiB ConstantOfShape output that cannot be copied
+  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded.
 
-Usage: test_hostile.py HALFGUARD. Models are made here with Debian's python3-onnx.
+Usage: test_hostile.py HALFGUARD [SANITIZE]. Models are made here with Debian's python3-onnx. SANITIZE
+is meson's b_sanitize: under a sanitizer the address space is not capped (ASan reserves terabytes of
+shadow), ASan may return NULL as malloc does, and the 3 GiB case, which needs the cap, is skipped.
 """
+import base64
 import json
 import os
 import resource
@@ -26,6 +32,8 @@ import hgtest  # noqa: E402
 from hgtest import make_model, vi  # noqa: E402
 
 HG = sys.argv[1]
+SANITIZED = len(sys.argv) > 2 and sys.argv[2] not in ("", "none")
+ENV = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1")
 check = hgtest.Checks()
 
 # A name that forges a line of check's output and clears the screen, then two bytes that are not UTF-8
@@ -33,15 +41,14 @@ check = hgtest.Checks()
 FORGED = "EVIL\nmodel.onnx: note: all clear\x1b[2JQQ"
 
 
-def limit_memory():
-    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
-
-
-def run(*args, timeout=120):
+def run(*args, timeout=120, memory=4 << 30):
     """(rc, stdout as bytes, stderr as bytes); rc is "timeout" past timeout seconds. The address space
-    is capped at 4 GiB."""
+    is capped at `memory` bytes."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     try:
-        p = subprocess.run([HG, *args], capture_output=True, timeout=timeout, preexec_fn=limit_memory)
+        p = subprocess.run([HG, *args], capture_output=True, timeout=timeout, env=ENV,
+                           preexec_fn=None if SANITIZED else limit)
     except subprocess.TimeoutExpired:
         return "timeout", b"", b""
     return p.returncode, p.stdout, p.stderr
@@ -199,5 +206,48 @@ def test_files(tmp):
               se.decode().endswith(f"{ini}: {not_regular}\n"), (rc, se[-300:]))
 
 
-hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_files], catch=True)
+def npy_claiming(n):
+    """An .npy of 4 floats whose header claims n."""
+    head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % n
+    head += " " * (63 - (10 + len(head)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + bytes(16)
+
+
+def test_allocation(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [4])], [vi("y", [4])])
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    npy = os.path.join(data, "x.npy")
+    with open(npy, "wb") as f:
+        f.write(npy_claiming(1 << 40))
+    rc, so, se = run("run", m, "--data", data, "-o", os.path.join(tmp, "out"), timeout=60)
+    check("alloc:npy-shape", rc == 2 and se.decode() == f"{m}: {npy}: .npy data holds 16 bytes, its shape "
+          "(1099511627776,) needs 4398046511104\n", (rc, se[-300:]))
+    poly = os.path.join(tmp, "calib.json")
+    with open(poly, "w") as f:
+        json.dump([{"x": {"array": base64.b64encode(npy_claiming(1 << 40)).decode(),
+                          "polygraphy_class": "ndarray"}}], f)
+    rc, so, se = run("check", m, "--calib", poly, timeout=60)
+    check("alloc:polygraphy-shape", rc == 2 and se.decode().startswith(f"{poly}: ") and
+          "data holds 16 bytes, its shape (1099511627776,) needs 4398046511104" in se.decode(),
+          (rc, se[-300:]))
+    # 3 GiB of zeros: the kernel's buffer fits in 5 GiB of address space, a second copy does not.
+    big = os.path.join(tmp, "big.onnx")
+    shape = helper.make_tensor("shape", TensorProto.INT64, [1], [805306368])
+    hgtest.save_model(big, [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="zeros")], [],
+                      [vi("y", [805306368])], [shape])
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    if not SANITIZED:
+        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), timeout=120,
+                         memory=5 << 30)
+        check("alloc:run-3gib-output", rc == 2 and se.decode() ==
+              f"{big}: output 'y': out of memory for its 3221225472 bytes\n", (rc, se[-300:]))
+    rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
+    check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
+          (rc, se[-300:]))
+
+
+hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_files, test_allocation], catch=True)
 sys.exit(check.finish())
