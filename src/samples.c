@@ -157,7 +157,7 @@ static gboolean
 open_polygraphy(HgSamples *s, const char *data, gsize len, GError **error)
 {
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, data, (gssize)len, error))
+    if (!hg_json_parse(p, data, len, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(p);
     if (!root || !JSON_NODE_HOLDS_ARRAY(root)) {

@@ -533,7 +533,7 @@ hg_stats_load(const char *path, GError **error)
     g_autofree char *data = NULL;
     gsize len = 0;
     if (!hg_infile_read(path, &data, &len, error) ||
-        !json_parser_load_from_data(p, data, (gssize)len, error)) {
+        !hg_json_parse(p, data, len, error)) {
         g_prefix_error(error, "%s: ", path);
         return NULL;
     }

@@ -5,7 +5,8 @@ allocate without bound. Each class is a crafted model, file or command:
   in text output (escaped) and leave JSON and SARIF valid (U+FFFD);
 - nesting: 10,000 nested If bodies and 100,000 nested sequence types (written on the wire here, not
   committed) are refused past the documented depth (64) instead of overflowing protobuf-c's stack;
-  a model at the limit loads;
+  a model at the limit loads; JSON inputs (--stats, Polygraphy --calib) nested 100,000 deep are
+  refused past 64 levels instead of overflowing json-glib's stack;
 - files: tensor, calibration, statistics and configuration files must be regular files (a symbolic
   link to /dev/zero, a FIFO) no larger than half the physical memory (a sparse 1 TiB file), checked
   before anything is read or allocated. The commands run with 4 GiB of address space and a timeout,
@@ -167,6 +168,25 @@ def test_nesting(tmp):
     check("nesting:ifs-64-loads", rc == 0 and so.count(b"If") == 63, (rc, se[-300:]))
 
 
+def test_json_nesting(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
+    deep = os.path.join(tmp, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    # Brackets inside strings are not nesting: a stats file whose names hold them loads.
+    names = os.path.join(tmp, "names.json")
+    with open(names, "w") as f:
+        json.dump({"format": "halfguard-stats", "version": 1, "tensors": {"[" * 100 + '\\"{': {
+            "dtype": "float", "min": 0, "max": 1, "absmax": 1, "count": 4}}}, f)
+    for label, args in [("stats", ["--stats", deep]), ("calib", ["--calib", deep])]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=60)
+        check(f"json-nesting:{label}", rc == 2 and se.decode() ==
+              f"{deep}: JSON nested more than 64 levels deep\n", (rc, se[-300:]))
+    rc, so, se = run("check", m, "-r", "x=0:1", "--stats", names, timeout=60)
+    check("json-nesting:brackets-in-strings", rc == 0, (rc, se[-300:]))
+
+
 def test_files(tmp):
     m = os.path.join(tmp, "m.onnx")
     hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
@@ -249,5 +269,6 @@ def test_allocation(tmp):
           (rc, se[-300:]))
 
 
-hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_files, test_allocation], catch=True)
+hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
+                                         test_allocation], catch=True)
 sys.exit(check.finish())
