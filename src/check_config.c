@@ -8,6 +8,7 @@
  * file's folder. A mistake (an unknown group or key, a bad value) is an error naming the file and the
  * line: GKeyFile does not keep lines, so the loader scans the text for them itself. */
 #include "halfguard/check.h"
+#include "infile.h"
 
 #include <math.h>
 #include <string.h>
@@ -311,8 +312,8 @@ hg_check_config_load(const char *path, GError **error)
     g_autoptr(GError) e = NULL;
     g_autofree char *text = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &text, &len, &e)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s: %s", path, e->message);
+    if (!hg_infile_read(path, &text, &len, error)) {
+        g_prefix_error(error, "%s: ", path);
         return NULL;
     }
     /* GKeyFile stops at a NUL byte: binary garbage read as an empty file would check with no
@@ -366,7 +367,9 @@ hg_check_config_find(const char *model_path)
     char *dir = g_path_get_dirname(abs);
     for (;;) {
         char *cand = g_build_filename(dir, CONFIG_NAME, NULL);
-        if (g_file_test(cand, G_FILE_TEST_IS_REGULAR)) {
+        /* One that is not a regular file (a FIFO, a folder) is found too, and refused when read:
+         * skipping it would check with another configuration than the repository's. */
+        if (g_file_test(cand, G_FILE_TEST_EXISTS)) {
             g_free(dir);
             return cand;
         }

@@ -28,16 +28,20 @@ hg_check_format_text(const HgCheckFile *files, guint n, guint flags)
             if ((h->suppressed && !(flags & HG_CHECK_SHOW_SUPPRESSED)) ||
                 (h->fixed_by && !(flags & HG_CHECK_SHOW_FIXED)))
                 continue;
+            g_autoptr(GString) line = g_string_new(NULL);
             if (h->kind == HG_HAZARD_UNRANGED_INPUT)
-                g_string_append_printf(s, "%s: input '%s': %s: %s", files[f].file, h->node,
+                g_string_append_printf(line, "%s: input '%s': %s: %s", files[f].file, h->node,
                                        hg_hazard_kind_name(h->kind), h->message);
             else
-                g_string_append_printf(s, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
+                g_string_append_printf(line, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
                                        hg_hazard_kind_name(h->kind), h->message);
             if (h->suppressed)
-                g_string_append_printf(s, " [suppressed: %s]", h->suppressed);
+                g_string_append_printf(line, " [suppressed: %s]", h->suppressed);
             if (h->fixed_by)
-                g_string_append_printf(s, " [fixed by convert: %s]", h->fixed_by);
+                g_string_append_printf(line, " [fixed by convert: %s]", h->fixed_by);
+            /* One hazard, one line, whatever the names hold. */
+            g_autofree char *safe = hg_escape_text(line->str);
+            g_string_append(s, safe);
             g_string_append_c(s, '\n');
         }
     }

@@ -88,7 +88,7 @@ hg_tensor_convert(const HgTensor *t, HgDType dtype, GError **error)
     g_autoptr(HgArray) a = hg_array_from_tensor(t, error);
     if (!a)
         return NULL;
-    HgTensor *out = hg_tensor_new(t->name, dtype, t->rank, t->dims);
+    HgTensor *out = hg_tensor_try_new(t->name, dtype, t->rank, t->dims);
     if (!out) {
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "tensor '%s' is too large",
                     t->name ? t->name : "");

@@ -423,7 +423,12 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
         HgArray *a = pl->constants[s] ? pl->constants[s] : arrays[s];
         HgTensor *t = a ? hg_array_to_tensor(a, v->name) : NULL;
         if (!t) {
-            if (a)
+            gint64 need = a && !a->strings && hg_dtype_bits(a->dtype)
+                              ? (gint64)((a->numel * hg_dtype_bits(a->dtype) + 7) / 8) : -1;
+            if (a && need >= 0)
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "output '%s': out of memory for its %" G_GINT64_FORMAT
+                            " bytes", v->name, need);
+            else if (a)
                 g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "output '%s' (%s) cannot be returned",
                             v->name, hg_dtype_name(a->dtype) ? hg_dtype_name(a->dtype) : "?");
             else

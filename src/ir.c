@@ -305,8 +305,8 @@ hg_tensor_expected_bytes(const HgTensor *t)
     return (n * bits + 7) / 8;
 }
 
-HgTensor *
-hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims)
+static HgTensor *
+tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims, gboolean try)
 {
     HgTensor *t = g_new0(HgTensor, 1);
     t->name = g_strdup(name);
@@ -335,10 +335,26 @@ hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims)
     }
     t->storage = HG_STORAGE_RAW;
     t->nbytes = (gsize)nbytes;
-    void *data = g_malloc0(t->nbytes ? t->nbytes : 1);
+    void *data = try ? g_try_malloc0(t->nbytes ? t->nbytes : 1) : g_malloc0(t->nbytes ? t->nbytes : 1);
+    if (!data) {
+        hg_tensor_free(t);
+        return NULL;
+    }
     t->blob = hg_blob_new_take(data, t->nbytes);
     t->data = data;
     return t;
+}
+
+HgTensor *
+hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims)
+{
+    return tensor_new(name, dtype, rank, dims, FALSE);
+}
+
+HgTensor *
+hg_tensor_try_new(const char *name, HgDType dtype, guint rank, const gint64 *dims)
+{
+    return tensor_new(name, dtype, rank, dims, TRUE);
 }
 
 HgTensor *

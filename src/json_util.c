@@ -39,6 +39,33 @@ hg_json_add_bool(JsonBuilder *b, const char *key, gboolean v)
     json_builder_add_boolean_value(b, v);
 }
 
+gboolean
+hg_json_parse(JsonParser *p, const char *data, gsize len, GError **error)
+{
+    guint depth = 0;
+    gboolean in_string = FALSE;
+    for (gsize i = 0; i < len; i++) {
+        char c = data[i];
+        if (in_string) {
+            if (c == '\\')
+                i++; /* the escaped character, even a quote */
+            else if (c == '"')
+                in_string = FALSE;
+        } else if (c == '"') {
+            in_string = TRUE;
+        } else if (c == '[' || c == '{') {
+            if (++depth > HG_JSON_MAX_DEPTH) {
+                g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "JSON nested more than %d levels deep",
+                            HG_JSON_MAX_DEPTH);
+                return FALSE;
+            }
+        } else if ((c == ']' || c == '}') && depth) {
+            depth--; /* unbalanced text is json-glib's to refuse */
+        }
+    }
+    return json_parser_load_from_data(p, data, (gssize)len, error);
+}
+
 char *
 hg_json_to_text(JsonBuilder *b)
 {
@@ -47,7 +74,10 @@ hg_json_to_text(JsonBuilder *b)
     json_generator_set_root(gen, root);
     json_generator_set_pretty(gen, TRUE);
     g_autofree char *text = json_generator_to_data(gen, NULL);
-    return g_strconcat(text, "\n", NULL);
+    /* The generator escapes control characters but copies a name's bytes as they are: what is not
+     * UTF-8 (only ever inside a string, the rest is ASCII) becomes U+FFFD, so the document stays JSON. */
+    g_autofree char *valid = g_utf8_make_valid(text, -1);
+    return g_strconcat(valid, "\n", NULL);
 }
 
 gboolean

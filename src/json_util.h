@@ -12,10 +12,18 @@ void hg_json_add_num(JsonBuilder *b, const char *key, double v);     /* null unl
 void hg_json_add_str(JsonBuilder *b, const char *key, const char *v); /* null when NULL */
 void hg_json_add_int(JsonBuilder *b, const char *key, gint64 v);
 void hg_json_add_bool(JsonBuilder *b, const char *key, gboolean v);
-/* b's document as pretty-printed text ending in a newline (g_free). */
+/* b's document as pretty-printed text ending in a newline (g_free); always valid UTF-8 (U+FFFD for
+ * what a name held that is not). */
 char *hg_json_to_text(JsonBuilder *b);
 /* b's document written to path under outfile.h's rules ("-" is standard output). */
 gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
+
+/* JSON read by halfguard (statistics, Polygraphy arrays) nests a few levels; json-glib recurses once
+ * per level, so 100,000 nested '[' overflowed the stack. */
+#define HG_JSON_MAX_DEPTH 64
+/* json_parser_load_from_data after a scan that refuses text nested deeper than HG_JSON_MAX_DEPTH
+ * (HG_ERROR_PARSE, "JSON nested more than 64 levels deep") before json-glib sees it. */
+gboolean hg_json_parse(JsonParser *p, const char *data, gsize len, GError **error);
 
 typedef struct HgTensor HgTensor;
 /* A Polygraphy-encoded array (src/stats.c): {"array": base64 of a .npy file, "polygraphy_class":

@@ -2,6 +2,7 @@
 #include "halfguard/halfguard.h"
 
 #include <locale.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,17 +20,30 @@ typedef struct {
 
 static const Command *find_command(const char *name);
 
+/* Print one line to f. Whatever a model or a file name put in it is escaped (hg_escape_text), so that a
+ * name cannot forge a line of its own or send the terminal escapes. */
+static void G_GNUC_PRINTF(2, 3)
+print_line(FILE *f, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *line = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    g_autofree char *safe = hg_escape_text(line);
+    fprintf(f, "%s\n", safe);
+}
+
 /* Print "FILE: message" for a failed model, the way compilers do. An output's error names the output
  * itself. */
 static void
 report_error(const char *file, const GError *error)
 {
     if (g_error_matches(error, HG_ERROR, HG_ERROR_OUTPUT))
-        fprintf(stderr, "%s\n", error->message);
+        print_line(stderr, "%s", error->message);
     else if (file)
-        fprintf(stderr, "%s: %s\n", file, error->message);
+        print_line(stderr, "%s: %s", file, error->message);
     else
-        fprintf(stderr, "halfguard: %s\n", error->message);
+        print_line(stderr, "halfguard: %s", error->message);
 }
 
 /* Print what the loader accepted but flagged, and (shapes non-NULL: check, convert) the nodes whose
@@ -38,10 +52,10 @@ static void
 report_warnings(const char *file, HgModel *m, const HgCheckOptions *co)
 {
     for (guint i = 0; i < m->warnings->len; i++)
-        fprintf(stderr, "%s: warning: %s\n", file, (const char *)m->warnings->pdata[i]);
+        print_line(stderr, "%s: warning: %s", file, (const char *)m->warnings->pdata[i]);
     g_autoptr(GPtrArray) shape = co ? hg_check_shape_warnings(m, co->shapes, NULL) : NULL;
     for (guint i = 0; shape && i < shape->len; i++)
-        fprintf(stderr, "%s: warning: %s\n", file, (const char *)shape->pdata[i]);
+        print_line(stderr, "%s: warning: %s", file, (const char *)shape->pdata[i]);
 }
 
 /* One note for the hazards convert rewrites away by itself, by pass and kind. */
@@ -68,7 +82,7 @@ report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
                                hg_hazard_kind_name(h->kind));
     }
     if (total)
-        fprintf(stderr, "%s: note: %u hazard%s that convert rewrites away by itself (%s) %s not counted%s\n",
+        print_line(stderr, "%s: note: %u hazard%s that convert rewrites away by itself (%s) %s not counted%s",
                 file, total, total == 1 ? "" : "s", what->str, total == 1 ? "is" : "are",
                 shown ? "" : "; --show-fixed lists them");
 }
@@ -79,7 +93,7 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
 {
     for (guint i = 0; r->unknown_ops && i < r->unknown_ops->len; i++) {
         g_autofree char *note = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
-        fprintf(stderr, "%s: note: %s\n", file, note);
+        print_line(stderr, "%s: note: %s", file, note);
     }
 }
 
@@ -91,10 +105,10 @@ report_derived(const char *file, const GPtrArray *inputs)
         const HgInputInfo *in = inputs->pdata[i];
         const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
         if (in->source == HG_INPUT_RANGE_DERIVED)
-            fprintf(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s\n", file, in->name, dt,
+            print_line(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s", file, in->name, dt,
                     in->lo, in->hi, in->why);
         else if (in->source == HG_INPUT_RANGE_UNNEEDED)
-            fprintf(stderr, "%s: note: input '%s' (%s) needs no range: %s\n", file, in->name, dt, in->why);
+            print_line(stderr, "%s: note: input '%s' (%s) needs no range: %s", file, in->name, dt, in->why);
     }
 }
 
@@ -457,16 +471,16 @@ report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gbool
         g_autofree char *fix = range_fix(names->str, count > 1, file, config);
         const char *s = count > 1 ? "s" : "", *has = count > 1 ? "have" : "has";
         if (data)
-            fprintf(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
-                    "observations; fix: %s\n", file, s, names->str, dt, has, fix);
+            print_line(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
+                    "observations; fix: %s", file, s, names->str, dt, has, fix);
         else if (draw)
-            fprintf(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
-                    "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s\n",
+            print_line(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
+                    "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s",
                     file, s, names->str, dt, has, draw, syn->samples, syn->samples == 1 ? "" : "s", seed,
                     syn->by_default ? ", convert's default" : "", count > 1 ? "them" : "it", fix);
         else
-            fprintf(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
-                    "computed from %s goes unchecked%s%s; fix: %s\n", file, syn->failed ? "warning" : "note", s,
+            print_line(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
+                    "computed from %s goes unchecked%s%s; fix: %s", file, syn->failed ? "warning" : "note", s,
                     names->str, dt, has, count > 1 ? "them" : "it",
                     syn->failed ? ", and no synthetic data could be drawn: " : "", syn->failed ? syn->failed : "",
                     fix);
@@ -514,7 +528,7 @@ analysis_prepare(Analysis *a, const Command *cmd)
     for (guint i = 0; a->calib && a->calib[i]; i++) {
         HgSamples *smp = hg_samples_open(a->calib[i], &error);
         if (!smp) {
-            fprintf(stderr, "%s\n", error->message); /* it names the file */
+            print_line(stderr, "%s", error->message); /* it names the file */
             return FALSE;
         }
         g_ptr_array_add(a->samples, smp);
@@ -522,7 +536,7 @@ analysis_prepare(Analysis *a, const Command *cmd)
     for (guint i = 0; a->stats && a->stats[i]; i++) {
         HgStats *st = hg_stats_load(a->stats[i], &error);
         if (!st) {
-            report_error(NULL, error);
+            print_line(stderr, "%s", error->message); /* it names the file */
             return FALSE;
         }
         if (a->file_stats) {
@@ -615,7 +629,7 @@ cmd_convert(int argc, char **argv)
     }
     pass_list = passes ? g_strsplit(passes, ",", -1) : NULL;
     if (output_dir && g_mkdir_with_parents(output_dir, 0755) != 0) {
-        fprintf(stderr, "%s: cannot create: %s\n", output_dir, g_strerror(errno));
+        print_line(stderr, "%s: cannot create: %s", output_dir, g_strerror(errno));
         rc = EXIT_ERROR;
         goto out;
     }
@@ -624,7 +638,7 @@ cmd_convert(int argc, char **argv)
         g_autofree char *base = g_path_get_basename(in);
         g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, base, NULL);
         if (g_hash_table_contains(seen, out)) {
-            fprintf(stderr, "%s: another input is also written to %s; skipped\n", in, out);
+            print_line(stderr, "%s: another input is also written to %s; skipped", in, out);
             rc = EXIT_ERROR;
             continue;
         }
@@ -669,10 +683,10 @@ cmd_convert(int argc, char **argv)
                         ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
         g_autofree char *summary = hg_convert_result_summary(result);
         FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
-        fprintf(info, "%s -> %s: %s\n", in, out, summary);
+        print_line(info, "%s -> %s: %s", in, out, summary);
         g_autofree char *tr = trtexec ? hg_convert_result_trtexec(result) : NULL;
         if (trtexec)
-            fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+            print_line(info, "%s", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
     }
 out:
     analysis_clear(&an);
@@ -767,6 +781,9 @@ cmd_inspect(int argc, char **argv)
 
 /* ---------------------------------------------------------------- run */
 
+/* run --time: one timing each is kept, and a run takes at least microseconds. */
+#define MAX_TIMED_RUNS 1000000
+
 static int
 cmd_run(int argc, char **argv)
 {
@@ -799,14 +816,15 @@ cmd_run(int argc, char **argv)
     if (format && strcmp(format, "npy") == 0)
         fmt = HG_FORMAT_NPY;
     else if (format && strcmp(format, "pb") != 0) {
-        fprintf(stderr, "halfguard run: --format takes pb or npy, not '%s'\n", format);
+        print_line(stderr, "halfguard run: --format takes pb or npy, not '%s'", format);
         rc = EXIT_ERROR;
         goto out;
     }
-    if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0) {
+    if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0 || repeat > MAX_TIMED_RUNS) {
         fprintf(stderr, "halfguard run: %s\nTry 'halfguard help run'.\n",
                 argc != 2                   ? "give one model"
                 : threads < 0 || repeat < 0 ? "--threads and --time take positive numbers"
+                : repeat > MAX_TIMED_RUNS   ? "--time takes at most " G_STRINGIFY(MAX_TIMED_RUNS) " runs"
                                             : "give --data DIR and -o OUTDIR");
         rc = EXIT_ERROR;
         goto out;
@@ -1024,7 +1042,7 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
     if (!m && error->code == HG_ERROR_LFS && !a->strict_lfs) {
         f->status = HG_CHECK_SKIPPED;
         *message = g_strdup("Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)");
-        fprintf(stderr, "%s: note: %s\n", path, *message);
+        print_line(stderr, "%s: note: %s", path, *message);
         return NULL;
     }
     HgCheckResult *r = NULL;
@@ -1234,7 +1252,7 @@ cmd_verify(int argc, char **argv)
     samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
     if (!source_samples(orig, ms.samples, samples, &error) ||
         !synthetic_samples(orig, &ms.co, a.calib_random > 0 ? (guint)a.calib_random : 0, a.seed, samples, &error)) {
-        fprintf(stderr, "halfguard verify: %s\n", error->message);
+        print_line(stderr, "halfguard verify: %s", error->message);
         rc = EXIT_ERROR;
         goto out;
     }
@@ -1249,7 +1267,7 @@ cmd_verify(int argc, char **argv)
     vo.outputs = (const char *const *)names;
     r = hg_verify_samples(orig, conv, samples, &vo, &error);
     if (!r) {
-        fprintf(stderr, "halfguard verify: %s\n", error->message);
+        print_line(stderr, "halfguard verify: %s", error->message);
         rc = EXIT_ERROR;
         goto out;
     }
@@ -1281,7 +1299,7 @@ cmd_help(int argc, char **argv)
     }
     const Command *cmd = find_command(argv[1]);
     if (!cmd) {
-        fprintf(stderr, "halfguard help: no subcommand '%s'\n", argv[1]);
+        print_line(stderr, "halfguard help: no subcommand '%s'", argv[1]);
         return EXIT_ERROR;
     }
     char *args[] = {(char *)cmd->name, "--help", NULL};
@@ -1447,7 +1465,7 @@ main(int argc, char **argv)
     }
     const Command *cmd = find_command(argv[1]);
     if (!cmd) {
-        fprintf(stderr, "halfguard: no subcommand '%s'\n", argv[1]);
+        print_line(stderr, "halfguard: no subcommand '%s'", argv[1]);
         print_usage(stderr);
         return EXIT_ERROR;
     }

@@ -1046,13 +1046,17 @@ give_up:
     return NULL;
 }
 
-/* protobuf-c unpacks a string field into a C string, so "x\0evil" would become "x": another name, and
- * another model than the file holds. Every string field (names, op types, domains, keys, doc
- * strings; bytes fields such as attribute values may hold any byte) is checked on the wire first,
- * walking the messages the schema nests with a stack of our own. What is malformed is left to
- * protobuf-c to refuse. */
+/* Two things are checked on the wire, walking the messages the schema nests with a stack of our own,
+ * before protobuf-c unpacks anything:
+ * - protobuf-c unpacks a string field into a C string, so "x\0evil" would become "x": another name,
+ *   and another model than the file holds. Every string field (names, op types, domains, keys, doc
+ *   strings; bytes fields such as attribute values may hold any byte) must be free of NUL.
+ * - protobuf-c recurses once per nested message: 10,000 nested If bodies overflowed the stack. Graphs
+ *   may nest HG_MAX_GRAPH_DEPTH deep and types HG_MAX_TYPE_DEPTH; the stack here stays that small.
+ * A message that is malformed at its own level is left to protobuf-c to refuse (it scans a message's
+ * fields before it unpacks any of them); its siblings are still walked. */
 static gboolean
-check_strings(const guint8 *d, gsize len, GError **error)
+check_wire(const guint8 *d, gsize len, GError **error)
 {
     typedef struct {
         const ProtobufCMessageDescriptor *desc;
@@ -1061,17 +1065,18 @@ check_strings(const guint8 *d, gsize len, GError **error)
     g_autoptr(GArray) stack = g_array_new(FALSE, FALSE, sizeof(Frame));
     Frame top = {&onnx__model_proto__descriptor, 0, len};
     g_array_append_val(stack, top);
+    guint graphs = 0, types = 0; /* GraphProto and TypeProto frames on the stack */
     while (stack->len) {
         Frame *f = &g_array_index(stack, Frame, stack->len - 1);
-        if (f->pos >= f->end) {
-            g_array_set_size(stack, stack->len - 1);
-            continue;
-        }
         guint32 field;
         guint wt;
         gsize vstart, vlen;
-        if (!wire_field(d, f->end, &f->pos, &field, &wt, &vstart, &vlen))
-            return TRUE;
+        if (f->pos >= f->end || !wire_field(d, f->end, &f->pos, &field, &wt, &vstart, &vlen)) {
+            graphs -= f->desc == &onnx__graph_proto__descriptor;
+            types -= f->desc == &onnx__type_proto__descriptor;
+            g_array_set_size(stack, stack->len - 1);
+            continue;
+        }
         if (wt != 2)
             continue;
         const ProtobufCMessageDescriptor *desc = f->desc;
@@ -1086,6 +1091,16 @@ check_strings(const guint8 *d, gsize len, GError **error)
         }
         if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
             Frame inner = {fd->descriptor, vstart, vstart + vlen};
+            graphs += inner.desc == &onnx__graph_proto__descriptor;
+            types += inner.desc == &onnx__type_proto__descriptor;
+            if (graphs > HG_MAX_GRAPH_DEPTH || types > HG_MAX_TYPE_DEPTH) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                            "not a valid ONNX model: %s nested more than %d levels deep (%s.%s)",
+                            graphs > HG_MAX_GRAPH_DEPTH ? "graphs" : "types",
+                            graphs > HG_MAX_GRAPH_DEPTH ? HG_MAX_GRAPH_DEPTH : HG_MAX_TYPE_DEPTH,
+                            desc->short_name, fd->name);
+                return FALSE;
+            }
             g_array_append_val(stack, inner); /* f is stale from here */
         }
     }
@@ -1104,7 +1119,7 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "empty file, not an ONNX model");
         return NULL;
     }
-    if (!check_strings(data, len, error))
+    if (!check_wire(data, len, error))
         return NULL;
     g_autoptr(GArray) spans = g_array_new(FALSE, FALSE, sizeof(Span));
     g_autoptr(GByteArray) stripped = file ? strip_payloads(data, len, spans) : NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir_private.h"
+#include "infile.h"
 #include "json_util.h"
 #include "ops/array.h"
 #include "zip.h"
@@ -156,7 +157,7 @@ static gboolean
 open_polygraphy(HgSamples *s, const char *data, gsize len, GError **error)
 {
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_data(p, data, (gssize)len, error))
+    if (!hg_json_parse(p, data, len, error))
         return FALSE;
     JsonNode *root = json_parser_get_root(p);
     if (!root || !JSON_NODE_HOLDS_ARRAY(root)) {
@@ -212,9 +213,8 @@ hg_samples_open(const char *path, GError **error)
         return open_folder(s, error) ? g_steal_pointer(&s) : NULL;
     g_autofree char *data = NULL;
     gsize len = 0;
-    g_autoptr(GError) e = NULL;
-    if (!g_file_get_contents(path, &data, &len, &e)) {
-        g_set_error(error, HG_ERROR, HG_ERROR_IO, "%s: %s", path, e->message);
+    if (!hg_infile_read(path, &data, &len, error)) {
+        g_prefix_error(error, "%s: ", path);
         return NULL;
     }
     s->kind = SRC_ARRAYS;

@@ -6,6 +6,7 @@
 
 #include <json-glib/json-glib.h>
 
+#include "infile.h"
 #include "json_util.h"
 #include <math.h>
 #include <string.h>
@@ -529,7 +530,10 @@ hg_stats_load(const char *path, GError **error)
 {
     g_return_val_if_fail(path != NULL, NULL);
     g_autoptr(JsonParser) p = json_parser_new();
-    if (!json_parser_load_from_mapped_file(p, path, error)) {
+    g_autofree char *data = NULL;
+    gsize len = 0;
+    if (!hg_infile_read(path, &data, &len, error) ||
+        !hg_json_parse(p, data, len, error)) {
         g_prefix_error(error, "%s: ", path);
         return NULL;
     }

@@ -3,6 +3,7 @@
 #include "halfguard/io.h"
 #include "halfguard/run.h"
 #include "ir_private.h"
+#include "infile.h"
 #include "outfile.h"
 
 #include <string.h>
@@ -110,16 +111,23 @@ hg_npy_parse(const guint8 *d, gsize len, const char *name, GError **error)
         dims[rank++] = v;
         p = end;
     }
-    HgTensor *t = hg_tensor_new(name, dtype, rank, dims);
-    if (!t) {
+    /* The shape is measured against the bytes there before anything is allocated: a header that
+     * claims 2^40 elements must not make us ask for them. */
+    HgTensor probe = {.has_dtype = TRUE, .dtype = dtype, .rank = rank, .dims = dims};
+    gint64 need = hg_tensor_expected_bytes(&probe);
+    if (need < 0) {
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, ".npy shape %s is too large", shape);
         return NULL;
     }
     gsize body = len - off - hlen;
-    if (body < t->nbytes) {
+    if ((guint64)body < (guint64)need) {
         g_set_error(error, HG_ERROR, HG_ERROR_PARSE, ".npy data holds %" G_GSIZE_FORMAT
-                    " bytes, its shape needs %" G_GSIZE_FORMAT, body, t->nbytes);
-        hg_tensor_free(t);
+                    " bytes, its shape %s needs %" G_GINT64_FORMAT, body, shape, need);
+        return NULL;
+    }
+    HgTensor *t = hg_tensor_try_new(name, dtype, rank, dims);
+    if (!t) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, ".npy shape %s: out of memory", shape);
         return NULL;
     }
     if (t->nbytes)
@@ -133,7 +141,7 @@ hg_tensor_load_file(const char *path, GError **error)
     g_return_val_if_fail(path != NULL, NULL);
     g_autofree char *data = NULL;
     gsize len = 0;
-    if (!g_file_get_contents(path, &data, &len, error))
+    if (!hg_infile_read(path, &data, &len, error))
         return NULL;
     if (g_str_has_suffix(path, ".npy")) {
         g_autofree char *base = g_path_get_basename(path);

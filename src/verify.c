@@ -5,6 +5,7 @@
  * non-finite in the converted model. Both models run in the interpreter, which stores every tensor in
  * its declared element type, so an FP16 overflow shows up as inf in the tensor where it happens.
  */
+#include "halfguard/halfguard.h"
 #include "halfguard/run.h"
 
 #include <json-glib/json-glib.h>
@@ -378,8 +379,9 @@ hg_verify_format_text(const HgVerifyReport *r)
     guint failed = 0;
     for (guint i = 0; i < r->n_outputs; i++) {
         const HgVerifyOutput *o = &r->outputs[i];
+        g_autofree char *name = hg_escape_text(o->name); /* one output, one line */
         g_string_append_printf(s, "%s: rel L2 %.1e, max abs %.1e, non-finite %" G_GINT64_FORMAT
-                               " (of %" G_GINT64_FORMAT ")", o->name, o->rel_l2, o->max_abs,
+                               " (of %" G_GINT64_FORMAT ")", name, o->rel_l2, o->max_abs,
                                o->nonfinite_conv, o->count);
         if (o->nonfinite_orig)
             g_string_append_printf(s, ", original non-finite %" G_GINT64_FORMAT, o->nonfinite_orig);
@@ -394,16 +396,20 @@ hg_verify_format_text(const HgVerifyReport *r)
         g_string_append_c(s, '\n');
     }
     const HgVerifyNonFinite *f = &r->first_nonfinite;
+    g_autofree char *value = f->value ? hg_escape_text(f->value) : NULL;
+    g_autofree char *node = hg_escape_text(f->node ? f->node : "");
+    g_autofree char *op = f->op ? hg_escape_text(f->op) : NULL;
+    g_autofree char *dir = hg_escape_text(f->data_dir);
     if (!f->value)
         g_string_append(s, "first non-finite: none\n");
     else if (!f->op)
         g_string_append_printf(s, "first non-finite: '%s' (a graph input), %" G_GINT64_FORMAT " of %"
-                               G_GINT64_FORMAT " values, in %s\n", f->value, f->nonfinite, f->count,
-                               f->data_dir);
+                               G_GINT64_FORMAT " values, in %s\n", value, f->nonfinite, f->count,
+                               dir);
     else
         g_string_append_printf(s, "first non-finite: '%s' from node '%s' (%s), %" G_GINT64_FORMAT " of %"
-                               G_GINT64_FORMAT " values, in %s\n", f->value, f->node ? f->node : "",
-                               f->op, f->nonfinite, f->count, f->data_dir);
+                               G_GINT64_FORMAT " values, in %s\n", value, node,
+                               op, f->nonfinite, f->count, dir);
     if (r->pass)
         g_string_append_printf(s, "verdict: PASS (%u output%s, %u data folder%s, rtol %.1e)\n",
                                r->n_outputs, r->n_outputs == 1 ? "" : "s", r->samples,

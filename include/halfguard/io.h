@@ -10,6 +10,12 @@
 
 G_BEGIN_DECLS
 
+/* The deepest a model may nest: graphs inside graphs (If, Loop, Scan bodies; the main graph is level 1)
+ * and types inside types (sequence, map, optional; a tensor type is level 1). A model past either is
+ * HG_ERROR_INVALID, found on the wire before protobuf-c (which recurses) unpacks it. */
+#define HG_MAX_GRAPH_DEPTH 64
+#define HG_MAX_TYPE_DEPTH 64
+
 /* Load the model at path: an ONNX protobuf, or ONNX text when the name ends in ".onnxtxt".
  * External data is mapped read-only from files beside the model; paths that leave the model's folder
  * are refused. Returns a new model (free with hg_model_free) or NULL with an HG_ERROR:

@@ -196,6 +196,9 @@ typedef struct HgTensor {
 /* A new tensor with owned, zero-filled data of the right size; storage RAW (STRINGS, of empty
  * strings, for HG_DTYPE_STRING). NULL on overflow or a dtype without a fixed size. */
 HG_API HgTensor *hg_tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims);
+/* hg_tensor_new for sizes that come from data (a file's header, a model's computation): NULL also
+ * when the memory cannot be had, instead of aborting. */
+HG_API HgTensor *hg_tensor_try_new(const char *name, HgDType dtype, guint rank, const gint64 *dims);
 HG_API HgTensor *hg_tensor_copy(const HgTensor *t);
 HG_API void hg_tensor_free(HgTensor *t);
 /* Number of elements (1 for a scalar), or -1 when it overflows. */

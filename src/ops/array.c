@@ -421,7 +421,7 @@ hg_array_view_tensor(const HgTensor *t, GError **error)
 HgTensor *
 hg_array_to_tensor(const HgArray *a, const char *name)
 {
-    HgTensor *t = hg_tensor_new(name, a->dtype, a->rank, a->dims);
+    HgTensor *t = hg_tensor_try_new(name, a->dtype, a->rank, a->dims);
     if (!t)
         return NULL;
     if (a->strings) {

@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""Hostile input (issue 15): what a model or a data file holds must not forge output, crash, hang or
+allocate without bound. Each class is a crafted model, file or command:
+- names: newlines, terminal escapes and bytes that are not UTF-8 in node and value names stay one line
+  in text output (escaped) and leave JSON and SARIF valid (U+FFFD);
+- nesting: 10,000 nested If bodies and 100,000 nested sequence types (written on the wire here, not
+  committed) are refused past the documented depth (64) instead of overflowing protobuf-c's stack;
+  a model at the limit loads; JSON inputs (--stats, Polygraphy --calib) nested 100,000 deep are
+  refused past 64 levels instead of overflowing json-glib's stack;
+- files: tensor, calibration, statistics and configuration files must be regular files (a symbolic
+  link to /dev/zero, a FIFO) no larger than half the physical memory (a sparse 1 TiB file), checked
+  before anything is read or allocated. The commands run with 4 GiB of address space and a timeout,
+  so that a build without the checks fails instead of eating the machine;
+- allocation: an .npy header or a Polygraphy base64 array that claims 2^40 elements is compared with
+  the bytes there before anything is allocated; a 3 GiB ConstantOfShape output that cannot be copied
+  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded.
+
+Usage: test_hostile.py HALFGUARD [SANITIZE]. Models are made here with Debian's python3-onnx. SANITIZE
+is meson's b_sanitize: under a sanitizer the address space is not capped (ASan reserves terabytes of
+shadow), ASan may return NULL as malloc does, and the 3 GiB case, which needs the cap, is skipped.
+"""
+import base64
+import json
+import os
+import resource
+import subprocess
+import sys
+
+from onnx import TensorProto, helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import make_model, vi  # noqa: E402
+
+HG = sys.argv[1]
+SANITIZED = len(sys.argv) > 2 and sys.argv[2] not in ("", "none")
+ENV = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":allocator_may_return_null=1")
+check = hgtest.Checks()
+
+# A name that forges a line of check's output and clears the screen, then two bytes that are not UTF-8
+# (python3-onnx refuses them, so the model is written with "QQ" and patched: same length).
+FORGED = "EVIL\nmodel.onnx: note: all clear\x1b[2JQQ"
+
+
+def run(*args, timeout=120, memory=4 << 30):
+    """(rc, stdout as bytes, stderr as bytes); rc is "timeout" past timeout seconds. The address space
+    is capped at `memory` bytes."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    try:
+        p = subprocess.run([HG, *args], capture_output=True, timeout=timeout, env=ENV,
+                           preexec_fn=None if SANITIZED else limit)
+    except subprocess.TimeoutExpired:
+        return "timeout", b"", b""
+    return p.returncode, p.stdout, p.stderr
+
+
+def save_forged(path, model):
+    with open(path, "wb") as f:
+        f.write(model.SerializeToString().replace(b"QQ", b"\xff\xfe"))
+    return path
+
+
+def test_names(tmp):
+    m = save_forged(os.path.join(tmp, "m.onnx"),
+                    make_model([helper.make_node("Exp", ["x"], ["y"], name=FORGED)], [vi("x")], [vi("y")]))
+    rc, so, se = run("check", m, "-r", "x=0:100")
+    lines = so.splitlines()
+    want = (b"node 'EVIL\\nmodel.onnx: note: all clear\\x1b[2J\\xff\\xfe' (Exp): overflow")
+    check("names:text-one-line", rc == 1 and len(lines) == 1 and want in lines[0], so)
+    check("names:text-no-raw-bytes", b"\x1b" not in so + se and b"\xff" not in so + se, so + se)
+    for fmt in ("json", "sarif"):
+        rc, so, se = run("check", m, "-r", "x=0:100", "--format", fmt)
+        try:
+            doc = json.loads(so.decode("utf-8"))  # strict: invalid UTF-8 fails here
+            text = json.dumps(doc, ensure_ascii=False)
+            ok = "EVIL\\nmodel.onnx: note: all clear\\u001b[2J\ufffd\ufffd" in text
+        except ValueError as e:
+            ok, text = False, repr(e)
+        check(f"names:{fmt}-valid", rc == 1 and ok, text[:400])
+    # An error message that quotes a name (an undefined input) is one line too, exit 2, "FILE: message".
+    bad = save_forged(os.path.join(tmp, "bad.onnx"),
+                      make_model([helper.make_node("Exp", ["no\n\x1b[2Jpe QQ"], ["y"], name="n")],
+                                 [vi("x")], [vi("y")]))
+    for cmd in (["check", bad], ["convert", bad, "-o", os.path.join(tmp, "o.onnx")]):
+        rc, so, se = run(*cmd)
+        check(f"names:error-{cmd[0]}", rc == 2 and se == (
+            f"{bad}: node 'n' (Exp): input 'no\\n\\x1b[2Jpe \\xff\\xfe' is used but never defined\n").encode(), se)
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7f) | (0x80 if n > 0x7f else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def nested(levels, innermost, wrap):
+    """A message nested `levels` deep, built inside out without copying: wrap(k) gives the bytes that go
+    before the length of what it holds (its last field)."""
+    parts, size = [innermost], len(innermost)
+    for _ in range(levels):
+        head = wrap(size)
+        parts.append(head)
+        size += len(head)
+    return b"".join(reversed(parts))
+
+
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def model_bytes(graph):
+    """ModelProto: ir_version 8, opset 17, the graph (field 7)."""
+    return varint(1 << 3) + varint(8) + field(8, varint(2 << 3) + varint(17)) + field(7, graph)
+
+
+def deep_ifs(levels):
+    """GraphProto whose one node is an If whose then_branch is the next graph, `levels` graphs deep."""
+    def wrap(size):
+        # attribute {name: "then_branch", type: GRAPH (5), g (field 6): ...}
+        attr_head = field(1, b"then_branch") + varint(20 << 3) + varint(5) + varint(6 << 3 | 2) + varint(size)
+        attr_len = len(attr_head) + size
+        node_head = field(1, b"c") + field(2, b"y") + field(4, b"If") + varint(5 << 3 | 2) + varint(attr_len)
+        node_len = len(node_head) + attr_len
+        return varint(1 << 3 | 2) + varint(node_len) + node_head + attr_head
+    return nested(levels - 1, field(2, b"inner"), wrap)
+
+
+def deep_types(levels):
+    """GraphProto with one input whose type is a sequence of sequences ... `levels` TypeProtos deep."""
+    tensor = field(1, varint(1 << 3) + varint(1))  # TypeProto{tensor_type{elem_type: FLOAT}}
+
+    def wrap(size):  # TypeProto{sequence_type (4): Sequence{elem_type (1): ...}}
+        inner = varint(1 << 3 | 2) + varint(size)
+        return varint(4 << 3 | 2) + varint(len(inner) + size) + inner
+    t = nested(levels - 1, tensor, wrap)
+    return field(11, field(1, b"x") + field(2, t))
+
+
+def test_nesting(tmp):
+    for label, graph, what in [("ifs-10000", deep_ifs(10000), "graphs nested more than 64 levels deep "
+                                "(AttributeProto.g)"),
+                               ("ifs-65", deep_ifs(65), "graphs nested more than 64 levels deep "
+                                "(AttributeProto.g)"),
+                               ("types-100000", deep_types(100000), "types nested more than 64 levels "
+                                "deep (Sequence.elem_type)")]:
+        path = os.path.join(tmp, f"{label}.onnx")
+        with open(path, "wb") as f:
+            f.write(model_bytes(graph))
+        for cmd in ("check", "dump"):
+            rc, so, se = run(cmd, path)
+            check(f"nesting:{label}:{cmd}", rc == 2 and se.decode() ==
+                  f"{path}: not a valid ONNX model: {what}\n", (rc, se[-300:]))
+    # At the limit: a valid model of 64 graphs (the main one and 63 nested If bodies) loads and runs.
+    path = os.path.join(tmp, "ifs-64.onnx")
+    body = helper.make_graph([helper.make_node("Identity", ["x"], ["y63"])], "b63", [], [vi("y63")])
+    for k in range(62, -1, -1):
+        els = helper.make_graph([helper.make_node("Identity", ["x"], [f"e{k}"])], f"e{k}", [], [vi(f"e{k}")])
+        node = helper.make_node("If", ["c"], [f"y{k}"], then_branch=body, else_branch=els)
+        body = helper.make_graph([node], f"b{k}", [], [vi(f"y{k}")]) if k else None
+    m = make_model([node], [vi("c", [], TensorProto.BOOL), vi("x")], [vi("y0")])
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    rc, so, se = run("dump", path)
+    check("nesting:ifs-64-loads", rc == 0 and so.count(b"If") == 63, (rc, se[-300:]))
+
+
+def test_json_nesting(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
+    deep = os.path.join(tmp, "deep.json")
+    with open(deep, "w") as f:
+        f.write("[" * 100000 + "]" * 100000)
+    # Brackets inside strings are not nesting: a stats file whose names hold them loads.
+    names = os.path.join(tmp, "names.json")
+    with open(names, "w") as f:
+        json.dump({"format": "halfguard-stats", "version": 1, "tensors": {"[" * 100 + '\\"{': {
+            "dtype": "float", "min": 0, "max": 1, "absmax": 1, "count": 4}}}, f)
+    for label, args in [("stats", ["--stats", deep]), ("calib", ["--calib", deep])]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=60)
+        check(f"json-nesting:{label}", rc == 2 and se.decode() ==
+              f"{deep}: JSON nested more than 64 levels deep\n", (rc, se[-300:]))
+    rc, so, se = run("check", m, "-r", "x=0:1", "--stats", names, timeout=60)
+    check("json-nesting:brackets-in-strings", rc == 0, (rc, se[-300:]))
+
+
+def test_files(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x")], [vi("y")])
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    huge = os.path.join(tmp, "huge.json")
+    with open(huge, "wb") as f:
+        f.truncate(1 << 40)  # sparse: no disk used
+    fifo = os.path.join(tmp, "fifo.json")
+    os.mkfifo(fifo)
+    zero = os.path.join(tmp, "zero.npz")
+    os.symlink("/dev/zero", zero)
+    not_regular = "not a regular file (a FIFO, a device or a socket)"
+    pb = os.path.join(data, "input_0.pb")
+    for label, target in [("zero", "/dev/zero"), ("fifo", None)]:
+        if target:
+            os.symlink(target, pb)
+        else:
+            os.mkfifo(pb)
+        rc, so, se = run("run", m, "--data", data, "-o", os.path.join(tmp, "out"), timeout=30)
+        check(f"files:tensor-{label}", rc == 2 and se.decode() == f"{m}: {pb}: {not_regular}\n",
+              (rc, se[-300:]))
+        os.remove(pb)
+    for label, args, path, why in [
+            ("stats-fifo", ["--stats", fifo], fifo, not_regular),
+            ("stats-huge", ["--stats", huge], huge, "too large to read (1099511627776 bytes; the limit is "
+             "half the physical memory, "),
+            ("calib-zero", ["--calib", zero], zero, not_regular)]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=30)
+        check(f"files:{label}", rc == 2 and se.decode().startswith(f"{path}: {why}"), (rc, se[-300:]))
+    # A configuration that is a FIFO, given or found beside the model: an error, not a hang.
+    ini = os.path.join(tmp, ".halfguard.ini")
+    os.mkfifo(ini)
+    for label, args in [("given", ["--config", ini]), ("found", [])]:
+        rc, so, se = run("check", m, "-r", "x=0:1", *args, timeout=30)
+        check(f"files:config-fifo-{label}", rc == 2 and se.count(b"\n") == 1 and
+              se.decode().endswith(f"{ini}: {not_regular}\n"), (rc, se[-300:]))
+
+
+def npy_claiming(n):
+    """An .npy of 4 floats whose header claims n."""
+    head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d,), }" % n
+    head += " " * (63 - (10 + len(head)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(head).to_bytes(2, "little") + head.encode() + bytes(16)
+
+
+def test_allocation(tmp):
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Relu", ["x"], ["y"], name="r")], [vi("x", [4])], [vi("y", [4])])
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    npy = os.path.join(data, "x.npy")
+    with open(npy, "wb") as f:
+        f.write(npy_claiming(1 << 40))
+    rc, so, se = run("run", m, "--data", data, "-o", os.path.join(tmp, "out"), timeout=60)
+    check("alloc:npy-shape", rc == 2 and se.decode() == f"{m}: {npy}: .npy data holds 16 bytes, its shape "
+          "(1099511627776,) needs 4398046511104\n", (rc, se[-300:]))
+    poly = os.path.join(tmp, "calib.json")
+    with open(poly, "w") as f:
+        json.dump([{"x": {"array": base64.b64encode(npy_claiming(1 << 40)).decode(),
+                          "polygraphy_class": "ndarray"}}], f)
+    rc, so, se = run("check", m, "--calib", poly, timeout=60)
+    check("alloc:polygraphy-shape", rc == 2 and se.decode().startswith(f"{poly}: ") and
+          "data holds 16 bytes, its shape (1099511627776,) needs 4398046511104" in se.decode(),
+          (rc, se[-300:]))
+    # 3 GiB of zeros: the kernel's buffer fits in 5 GiB of address space, a second copy does not.
+    big = os.path.join(tmp, "big.onnx")
+    shape = helper.make_tensor("shape", TensorProto.INT64, [1], [805306368])
+    hgtest.save_model(big, [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="zeros")], [],
+                      [vi("y", [805306368])], [shape])
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    if not SANITIZED:
+        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), timeout=120,
+                         memory=5 << 30)
+        check("alloc:run-3gib-output", rc == 2 and se.decode() ==
+              f"{big}: output 'y': out of memory for its 3221225472 bytes\n", (rc, se[-300:]))
+    rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
+    check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
+          (rc, se[-300:]))
+
+
+hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
+                                         test_allocation], catch=True)
+sys.exit(check.finish())
