@@ -2,6 +2,7 @@
 #include "halfguard/inspect.h"
 #include "halfguard/check.h"
 #include "halfguard/feeds.h"
+#include "halfguard/halfguard.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,7 +20,17 @@ typedef struct {
     guint64 init_bytes, ext_tensors;
     GHashTable *dtype_bytes; /* dtype name -> guint64* */
     GPtrArray *ext_files;    /* distinct external data locations */
+    GPtrArray *escaped;      /* strings made safe to print (hg_escape_text), freed with the facts */
 } Facts;
+
+/* s as one printable line (a name from the model cannot forge lines of text or of the ini). */
+static const char *
+esc(const Facts *f, const char *s)
+{
+    char *e = hg_escape_text(s);
+    g_ptr_array_add(f->escaped, e);
+    return e;
+}
 
 static void
 facts_clear(Facts *f)
@@ -30,6 +41,7 @@ facts_clear(Facts *f)
     g_clear_pointer(&f->ops, g_ptr_array_unref);
     g_clear_pointer(&f->dtype_bytes, g_hash_table_unref);
     g_clear_pointer(&f->ext_files, g_ptr_array_unref);
+    g_clear_pointer(&f->escaped, g_ptr_array_unref);
 }
 
 static gint
@@ -45,6 +57,7 @@ static gboolean
 facts_gather(Facts *f, HgModel *m, const char *path, GError **error)
 {
     *f = (Facts){m, path};
+    f->escaped = g_ptr_array_new_with_free_func(g_free);
     HgCheckOptions none = {0};
     f->check = hg_check(m, &none, error);
     if (!f->check)
@@ -146,13 +159,13 @@ range_text(const HgInputInfo *in)
 }
 
 static char *
-opsets_text(const HgModel *m)
+opsets_text(const Facts *f, const HgModel *m)
 {
     GString *s = g_string_new(NULL);
     for (guint i = 0; i < m->opsets->len; i++) {
         const HgOpset *o = m->opsets->pdata[i];
         g_string_append_printf(s, "%s%s %" G_GINT64_FORMAT, i ? ", " : "",
-                               o->domain && *o->domain ? o->domain : "ai.onnx", o->version);
+                               o->domain && *o->domain ? esc(f, o->domain) : "ai.onnx", o->version);
     }
     return g_string_free(s, FALSE);
 }
@@ -164,7 +177,8 @@ text_values(GString *s, const Facts *f, GPtrArray *decls, gboolean inputs)
         const HgValueDecl *d = decls->pdata[i];
         g_autofree char *shape = shape_text(d->type);
         g_autofree char *range = inputs ? range_text(input_info(f, d->name)) : g_strdup("");
-        g_string_append_printf(s, "    %-24s %-8s %-28s %s\n", d->name, type_name(d->type), shape, range);
+        g_string_append_printf(s, "    %-24s %-8s %-28s %s\n", esc(f, d->name), type_name(d->type), esc(f, shape),
+                               esc(f, range));
     }
 }
 
@@ -173,17 +187,17 @@ inspect_text(const Facts *f)
 {
     const HgModel *m = f->m;
     GString *s = g_string_new(NULL);
-    g_autofree char *opsets = opsets_text(m);
-    g_string_append_printf(s, "%s\n  IR version %" G_GINT64_FORMAT "; opsets: %s; producer: %s%s%s\n", f->path,
-                           m->ir_version, opsets, m->producer_name ? m->producer_name : "(none)",
-                           m->producer_version ? " " : "", m->producer_version ? m->producer_version : "");
+    g_autofree char *opsets = opsets_text(f, m);
+    g_string_append_printf(s, "%s\n  IR version %" G_GINT64_FORMAT "; opsets: %s; producer: %s%s%s\n", esc(f, f->path),
+                           m->ir_version, opsets, m->producer_name ? esc(f, m->producer_name) : "(none)",
+                           m->producer_version ? " " : "", m->producer_version ? esc(f, m->producer_version) : "");
     g_string_append_printf(s, "  inputs (%u to feed):\n", f->feeds->len);
     text_values(s, f, f->feeds, TRUE);
     g_string_append_printf(s, "  outputs (%u):\n", m->graph->outputs->len);
     text_values(s, f, m->graph->outputs, FALSE);
     g_string_append_printf(s, "  nodes: %u:", m->graph->nodes->len);
     for (guint i = 0; i < f->ops->len; i++)
-        g_string_append_printf(s, "%s %s %u", i ? "," : "", (const char *)f->ops->pdata[i],
+        g_string_append_printf(s, "%s %s %u", i ? "," : "", esc(f, f->ops->pdata[i]),
                                GPOINTER_TO_UINT(g_hash_table_lookup(f->op_counts, f->ops->pdata[i])));
     g_autofree char *total = g_format_size(f->init_bytes);
     g_string_append_printf(s, "\n  initializers: %u, %s", m->graph->initializers->len, total);
@@ -195,14 +209,14 @@ inspect_text(const Facts *f)
     if (f->ext_tensors) {
         g_string_append_printf(s, "\n  external data: %" G_GUINT64_FORMAT " tensors in", f->ext_tensors);
         for (guint i = 0; i < f->ext_files->len; i++)
-            g_string_append_printf(s, "%s %s", i ? "," : "", (const char *)f->ext_files->pdata[i]);
+            g_string_append_printf(s, "%s %s", i ? "," : "", esc(f, f->ext_files->pdata[i]));
     } else {
         g_string_append(s, "\n  external data: none");
     }
     g_string_append(s, "\n  ops halfguard does not know:");
     for (guint i = 0; i < f->check->unknown_ops->len; i++) {
         const HgUnknownOp *u = f->check->unknown_ops->pdata[i];
-        g_string_append_printf(s, "%s %s (%u node%s: convert keeps them FP32)", i ? "," : "", u->op, u->nodes,
+        g_string_append_printf(s, "%s %s (%u node%s: convert keeps them FP32)", i ? "," : "", esc(f, u->op), u->nodes,
                                u->nodes == 1 ? "" : "s");
     }
     if (!f->check->unknown_ops->len)
@@ -346,15 +360,16 @@ hg_inspect_ini(HgModel *m, const char *path, GError **error)
                               "# (halfguard inspect --ini). Save it beside the model and give each input below\n"
                               "# its range at deployment (uncomment the line): check, convert, calibrate and\n"
                               "# verify all read it. An input left without one is an unranged-input finding.\n"
-                              "[ranges %s]\n", path, base);
+                              "[ranges %s]\n", esc(&f, path), esc(&f, base));
     for (guint i = 0; i < f.feeds->len; i++) {
         const HgValueDecl *d = f.feeds->pdata[i];
         const HgInputInfo *in = input_info(&f, d->name);
         g_autofree char *shape = shape_text(d->type);
         g_autofree char *range = range_text(in);
-        g_string_append_printf(s, "# %s: %s %s: %s\n", d->name, type_name(d->type), shape, range);
+        g_string_append_printf(s, "# %s: %s %s: %s\n", esc(&f, d->name), type_name(d->type), esc(&f, shape),
+                               esc(&f, range));
         if (in && in->source == HG_INPUT_RANGE_NONE && in->reaches_float)
-            g_string_append_printf(s, "# %s = LO:HI\n", d->name);
+            g_string_append_printf(s, "# %s = LO:HI\n", esc(&f, d->name));
     }
     facts_clear(&f);
     return g_string_free(s, FALSE);

@@ -89,6 +89,15 @@ def main(tmp):
     hz = json.loads(so)["models"][0]["hazards"] if rc in (0, 1) else []
     check("ini:filled", rc in (0, 1) and not [h for h in hz if h["kind"] == "unranged-input"], hgtest.show(rc, so, se))
 
+    # a name from the model cannot forge lines of the text or of the ini
+    forged = hgtest.save_model(os.path.join(tmp, "forged.onnx"),
+                               [helper.make_node("Relu", ["x\n[ranges *]\nx = 0:1"], ["y"], name="r")],
+                               [hgtest.vi("x\n[ranges *]\nx = 0:1")], [hgtest.vi("y")])
+    for args in ([forged], [forged, "--ini"]):
+        rc, so, se = run("inspect", *args)
+        check(f"escaped:{len(args)}", rc == 0 and "[ranges *]" not in so.splitlines() and "x = 0:1" not in so.splitlines()
+              and "\\n[ranges *]" in so, hgtest.show(rc, so, se))
+
     rc, so, se = run("inspect", os.path.join(tmp, "missing.onnx"))
     check("missing", rc == 2 and "missing.onnx:" in se, hgtest.show(rc, so, se))
 
