@@ -1,6 +1,8 @@
 /* halfguard: the command line. It parses arguments and calls the library; nothing else. */
 #include "halfguard/halfguard.h"
 
+#include "bulk.h"
+
 #include <locale.h>
 #include <stdio.h>
 #include <string.h>
@@ -554,15 +556,19 @@ static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
-    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
+    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
-    gboolean keep_io = FALSE, trtexec = FALSE;
+    gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "Write the model to FILE (one input; - for standard output)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
-         "Write each model to DIR under its own name (several inputs)", "DIR"},
+         "Write each model to DIR at its path below the folder given (or the inputs' common folder)", "DIR"},
+        {"from", 0, 0, G_OPTION_ARG_FILENAME, &from,
+         "Also convert the models (or folders) FILE lists, one a line (- for standard input)", "FILE"},
+        {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
+         "A Git LFS pointer is an error, not a skipped file", NULL},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -586,18 +592,25 @@ cmd_convert(int argc, char **argv)
     };
     int rc = EXIT_OK;
     g_auto(GStrv) pass_list = NULL;
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GPtrArray) items = NULL;
+    g_autoptr(GError) list_error = NULL;
     const char *usage;
     int stdout_users;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     stdout_users = (output && strcmp(output, "-") == 0) + (report && strcmp(report, "-") == 0) +
                    (dump_after != NULL);
-    usage = argc < 2                  ? "no input model"
+    items = argc >= 2 || from ? bulk_collect(argv + 1, argc - 1, from, output_dir, output_dir != NULL, &list_error) : NULL;
+    if ((argc >= 2 || from) && !items) {
+        report_error(NULL, list_error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    usage = !items || !items->len     ? "no input model"
             : output && output_dir    ? "give -o or -O, not both"
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
-            : output && argc > 2      ? "-o takes one input; use -O DIR for several"
-            : report && argc > 2      ? "--report takes one input"
+            : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
+            : report && items->len > 1 ? "--report takes one input"
             : stdout_users > 1        ? "only one of -o -, --report - and --dump-after may use stdout"
                                       : NULL;
     if (usage) {
@@ -615,18 +628,23 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *in = argv[i];
-        g_autofree char *base = g_path_get_basename(in);
-        g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, base, NULL);
-        if (g_hash_table_contains(seen, out)) {
-            fprintf(stderr, "%s: another input is also written to %s; skipped\n", in, out);
-            rc = EXIT_ERROR;
-            continue;
-        }
-        g_hash_table_add(seen, g_strdup(out));
+    for (guint i = 0; i < items->len; i++) {
+        BulkItem *it = items->pdata[i];
+        const char *in = it->path;
+        g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, it->rel, NULL);
         g_autoptr(GError) error = NULL;
         g_autoptr(HgModel) m = hg_model_load(in, &error);
+        if (!m && error->code == HG_ERROR_LFS && output_dir && !strict_lfs) {
+            fprintf(stderr, "%s: note: Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)\n",
+                    in);
+            continue;
+        }
+        g_autofree char *out_dir = g_path_get_dirname(out);
+        if (m && output_dir && g_mkdir_with_parents(out_dir, 0755) != 0) {
+            int e = errno;
+            g_clear_pointer(&m, hg_model_free);
+            g_set_error(&error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", out_dir, g_strerror(e));
+        }
         HgStats *use = NULL;
         g_autoptr(HgStats) owned = NULL;
         g_auto(Synthetic) syn = {0};
@@ -680,6 +698,7 @@ out:
     g_free(passes);
     g_free(dump_after);
     g_free(report);
+    g_free(from);
     return rc;
 }
 
@@ -1247,7 +1266,7 @@ static const Command commands[] = {
      "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
      "Example:\n  halfguard check model.onnx --input-range 'input=0:1'\n"
      "  halfguard check models/*.onnx --calib calib/0 --format sarif > halfguard.sarif"},
-    {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
+    {"convert", cmd_convert, "(IN.onnx | FOLDER)... [--from LIST] (-o OUT.onnx | -O DIR)",
      "Make models FP16-safe: mixed precision through the pass pipeline, saved atomically.",
      "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
      "otherwise), checks the graph after every pass, and writes the result. A regular file is\n"
@@ -1275,10 +1294,17 @@ static const Command commands[] = {
      "many decisions rest on synthetic data.\n\n"
      "It reads .halfguard.ini exactly as check does ([check], [ranges], [model] calib and dim-max;\n"
      "--config FILE, --no-config); options on the command line win.\n\n"
+     "Many models: with -O DIR, a FOLDER is walked for *.onnx at every depth (names in byte order;\n"
+     "symbolic links only where they stay inside it; DIR itself is not walked), --from LIST adds the\n"
+     "paths LIST holds, one a line (- for standard input; # starts a comment), and each model is\n"
+     "written to DIR at its path below the folder given (several arguments: below the deepest folder\n"
+     "that holds them all), its external data beside it; two inputs never share an output. A Git LFS\n"
+     "pointer is skipped with a note (--strict-lfs: an error).\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
-     "  halfguard convert --passes none a.onnx b.onnx -O out/"},
+     "  halfguard convert --passes none a.onnx b.onnx -O out/\n"
+     "  halfguard convert models/ -O models-fp16/"},
     {"dump", cmd_dump, "MODEL...",
      "Print models in ONNX's textual syntax, with element types and shapes.",
      "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"

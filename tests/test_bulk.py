@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""convert over many models (issue 14): folders walked for *.onnx, --from lists, Git LFS pointers
+skipped.
+
+Usage: test_bulk.py HALFGUARD. Models are made here with Debian's python3-onnx.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+from hgtest import make_model, vi  # noqa: E402
+
+HG = sys.argv[1]
+check = hgtest.Checks()
+LFS = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 1234\n"
+
+
+def run(*args, stdin=None):
+    """(rc, stdout, stderr); stdin: text given on standard input."""
+    if stdin is None:
+        return hgtest.run([HG, *args], stdin=subprocess.DEVNULL)
+    p = subprocess.run([HG, *args], input=stdin, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_model(path, k=1.0):
+    """y = x + k: a model whose bytes say which k it was made with."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    w = np.full((2, 2), k, np.float32)
+    m = make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x")], [vi("y")],
+                   [numpy_helper.from_array(w, "w")])
+    with open(path, "wb") as f:
+        f.write(m.SerializeToString())
+    return path
+
+
+def converted(so):
+    """The inputs a convert's summary lines name, in order."""
+    return [line.split(" -> ")[0] for line in so.splitlines() if " -> " in line]
+
+
+# ---------------------------------------------------------------- trees as input
+
+def test_tree(tmp):
+    tree = os.path.join(tmp, "tree")
+    for rel in ["b/model.onnx", "a/model.onnx", "a/z/deep.ONNX", "c.onnx", "a/notes.txt.onnx.bak"]:
+        write_model(os.path.join(tree, rel))
+    with open(os.path.join(tree, "lfs.onnx"), "wb") as f:
+        f.write(LFS)
+    outside = write_model(os.path.join(tmp, "outside", "o.onnx"))
+    os.symlink(outside, os.path.join(tree, "link-out.onnx"))
+    os.symlink(os.path.dirname(outside), os.path.join(tree, "dir-out"))
+    os.symlink(os.path.join(tree, "c.onnx"), os.path.join(tree, "a", "link-in.onnx"))
+    os.symlink(tree, os.path.join(tree, "a", "loop"))  # back up: walked once
+    rc, so, se = run("convert", "--passes", "none", tree, "-O", os.path.join(tmp, "out"))
+    want = [os.path.join(tree, r) for r in ["a/link-in.onnx", "a/model.onnx", "a/z/deep.ONNX", "b/model.onnx",
+                                             "c.onnx"]]
+    check("tree:exit0", rc == 0, se)
+    check("tree:sorted-recursive", converted(so) == want, so)
+    check("tree:link-out-noted", f"{os.path.join(tree, 'link-out.onnx')}: note: symbolic link out of" in se
+          and f"{os.path.join(tree, 'dir-out')}: note: symbolic link out of" in se, se)
+    check("tree:lfs-skipped", f"{os.path.join(tree, 'lfs.onnx')}: note: Git LFS pointer, not a model: skipped"
+          in se, se)
+    rc, so, se = run("convert", "--passes", "none", "--strict-lfs", tree, "-O", os.path.join(tmp, "out2"))
+    check("tree:strict-lfs", rc == 2 and f"{os.path.join(tree, 'lfs.onnx')}: Git LFS pointer" in se, se)
+    # The output folder inside the tree is not walked again.
+    rc, so, se = run("convert", "--passes", "none", tree, "-O", os.path.join(tree, "a", "out"))
+    rc, so, se = run("convert", "--passes", "none", tree, "-O", os.path.join(tree, "a", "out"))
+    check("tree:output-folder-not-walked", rc == 0 and converted(so) == want, so)
+
+
+def test_from(tmp):
+    a = write_model(os.path.join(tmp, "m", "a.onnx"))
+    b = write_model(os.path.join(tmp, "m", "b.onnx"))
+    sub = os.path.join(tmp, "m", "sub")
+    c = write_model(os.path.join(sub, "c.onnx"))
+    lst = os.path.join(tmp, "list.txt")
+    with open(lst, "w") as f:
+        f.write(f"# models\n{b}\r\n\n{sub}\n{a}\n{b}\n")
+    rc, so, se = run("convert", "--passes", "none", "--from", lst, "-O", os.path.join(tmp, "out"))
+    check("from:file", rc == 0 and converted(so) == [b, c, a], so + se)
+    rc, so, se = run("convert", "--passes", "none", "--from", "-", "-O", os.path.join(tmp, "out"),
+                     stdin=f"{a}\n{c}\n")
+    check("from:stdin", rc == 0 and converted(so) == [a, c], so + se)
+    rc, so, se = run("convert", "--passes", "none", a, "--from", "-", "-O", os.path.join(tmp, "out"), stdin="")
+    check("from:with-args", rc == 0 and converted(so) == [a], so + se)
+    rc, so, se = run("convert", "--from", os.path.join(tmp, "missing.txt"), "-O", os.path.join(tmp, "out"))
+    check("from:missing", rc == 2 and "--from: " in se and "missing.txt" in se, se)
+    rc, so, se = run("convert", "--from", "-", "-O", os.path.join(tmp, "out"), stdin="")
+    check("from:empty", rc == 2 and "no input model" in se, se)
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    rc, so, se = run("convert", empty, "-O", os.path.join(tmp, "x"))
+    check("tree:empty-folder", rc == 2 and "no input model" in se, se)
+
+
+# ---------------------------------------------------------------- mirrored outputs
+
+def outputs(out):
+    return sorted(os.path.relpath(os.path.join(d, f), out) for d, _, fs in os.walk(out) for f in fs)
+
+
+def test_mirror(tmp):
+    t1, t2 = os.path.join(tmp, "t1"), os.path.join(tmp, "t2")
+    for t in (t1, t2):
+        for rel in ["x/model.onnx", "y/model.onnx"]:
+            write_model(os.path.join(t, rel), k=len(t) + len(rel))
+    out = os.path.join(tmp, "out1")
+    rc, so, se = run("convert", t1, "-O", out)
+    check("mirror:one-folder", rc == 0 and outputs(out) == ["x/model.onnx", "y/model.onnx"], str(outputs(out)) + se)
+    out = os.path.join(tmp, "out2")
+    rc, so, se = run("convert", t1, t2, "-O", out)
+    check("mirror:two-folders", rc == 0 and outputs(out) == [f"{t}/{r}/model.onnx" for t in ("t1", "t2")
+                                                               for r in "xy"], str(outputs(out)) + se)
+    out = os.path.join(tmp, "out3")
+    rc, so, se = run("convert", os.path.join(t1, "x", "model.onnx"), os.path.join(t2, "y", "model.onnx"), "-O", out)
+    check("mirror:files-common-parent", rc == 0 and outputs(out) == ["t1/x/model.onnx", "t2/y/model.onnx"],
+          str(outputs(out)) + se)
+    out = os.path.join(tmp, "out4")
+    rc, so, se = run("convert", os.path.join(t1, "x", "model.onnx"), "-O", out)
+    check("mirror:one-file-basename", rc == 0 and outputs(out) == ["model.onnx"], str(outputs(out)) + se)
+    # The outputs are the inputs' own models, each at its place.
+    out = os.path.join(tmp, "out5")
+    rc, so, se = run("convert", "--passes", "none", t1, t2, "-O", out)
+    same = all(open(os.path.join(out, r), "rb").read() == open(os.path.join(tmp, r), "rb").read()
+               for r in outputs(out))
+    check("mirror:each-its-own", rc == 0 and len(outputs(out)) == 4 and same, se)
+    # External data lands beside its model.
+    ext = os.path.join(tmp, "ext")
+    os.makedirs(os.path.join(ext, "deep", "er"))
+    w = np.arange(4096, dtype=np.float32).reshape(64, 64)
+    m = make_model([helper.make_node("Add", ["x", "w"], ["y"], name="add")], [vi("x", (64, 64))],
+                   [vi("y", (64, 64))], [numpy_helper.from_array(w, "w")])
+    import onnx
+    onnx.save_model(m, os.path.join(ext, "deep", "er", "m.onnx"), save_as_external_data=True,
+                    location="w.bin", size_threshold=0)
+    write_model(os.path.join(ext, "top.onnx"))
+    out = os.path.join(tmp, "out6")
+    rc, so, se = run("convert", "--passes", "none", ext, "-O", out)
+    check("mirror:data-beside", rc == 0 and outputs(out) == ["deep/er/m.onnx", "deep/er/m.onnx.data", "top.onnx"],
+          str(outputs(out)) + se)
+
+
+TESTS = [test_tree, test_from, test_mirror]
+
+if __name__ == "__main__":
+    hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
+    sys.exit(check.finish())
