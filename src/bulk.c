@@ -3,11 +3,17 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 void
 bulk_item_free(gpointer p)
@@ -227,4 +233,345 @@ bulk_collect(char **args, int n, const char *from, const char *skip_dir, gboolea
     if (!ok)
         g_clear_pointer(&c.items, g_ptr_array_unref);
     return c.items;
+}
+
+/* ---------------------------------------------------------------- running */
+
+void
+bulk_record_clear(BulkRecord *rec)
+{
+    g_clear_pointer(&rec->message, g_free);
+}
+
+guint
+bulk_default_jobs(void)
+{
+    return MAX(1u, g_get_num_processors());
+}
+
+/* The peak resident set since peak_reset: the kernel's high-water mark, which writing 5 to
+ * clear_refs resets (Linux 4.0); where it cannot be reset, the process's peak. */
+static void
+peak_reset(void)
+{
+    int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        if (write(fd, "5", 1) < 0) {
+            /* the process's own peak is what is left */
+        }
+        close(fd);
+    }
+}
+
+static guint64
+peak_read(void)
+{
+    g_autofree char *status = NULL;
+    if (g_file_get_contents("/proc/self/status", &status, NULL, NULL)) {
+        const char *hwm = strstr(status, "\nVmHWM:");
+        if (hwm)
+            return g_ascii_strtoull(hwm + 7, NULL, 10) * 1024u;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (guint64)ru.ru_maxrss * 1024u;
+}
+
+/* Convert one item here, timing it. */
+static void
+convert_here(BulkItem *it, BulkRecord *rec, BulkConvertFunc convert, gpointer data)
+{
+    peak_reset();
+    gint64 t0 = g_get_monotonic_time();
+    convert(it, rec, data);
+    rec->seconds = (double)(g_get_monotonic_time() - t0) / 1e6;
+    rec->peak_bytes = peak_read();
+}
+
+/* A record as a child process hands it back: the fixed part, then the message's bytes. */
+typedef struct {
+    gint32 status, figures, stop;
+    gint64 macs, macs_fp16, weight_bytes, weight_bytes_fp16;
+    guint32 islands, casts, hazards, message_len;
+    double seconds;
+    guint64 peak_bytes;
+} Wire;
+
+static void
+wire_write(int fd, const BulkRecord *rec)
+{
+    gsize mlen = rec->message ? strlen(rec->message) : 0;
+    Wire w = {(gint32)rec->status, rec->figures, rec->stop, rec->macs, rec->macs_fp16, rec->weight_bytes,
+              rec->weight_bytes_fp16, rec->islands, rec->casts, rec->hazards, (guint32)mlen, rec->seconds,
+              rec->peak_bytes};
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    g_byte_array_append(buf, (const guint8 *)&w, sizeof w);
+    if (mlen)
+        g_byte_array_append(buf, (const guint8 *)rec->message, (guint)mlen);
+    gsize off = 0;
+    while (off < buf->len) {
+        ssize_t n = write(fd, buf->data + off, buf->len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        off += (gsize)n;
+    }
+}
+
+/* Everything in the file fd refers to, from its start. */
+static GBytes *
+read_all(int fd)
+{
+    g_autoptr(GByteArray) buf = g_byte_array_new();
+    guint8 chunk[65536];
+    off_t off = 0;
+    for (;;) {
+        ssize_t n = pread(fd, chunk, sizeof chunk, off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        g_byte_array_append(buf, chunk, (guint)n);
+        off += n;
+    }
+    return g_byte_array_free_to_bytes(g_steal_pointer(&buf));
+}
+
+static gboolean
+wire_read(int fd, BulkRecord *rec)
+{
+    g_autoptr(GBytes) b = read_all(fd);
+    gsize len;
+    const guint8 *p = g_bytes_get_data(b, &len);
+    Wire w;
+    if (len < sizeof w)
+        return FALSE;
+    memcpy(&w, p, sizeof w);
+    if (len != sizeof w + w.message_len)
+        return FALSE;
+    *rec = (BulkRecord){(BulkStatus)w.status, w.message_len ? g_strndup((const char *)p + sizeof w, w.message_len)
+                                                             : NULL,
+                        w.figures, w.macs, w.macs_fp16, w.weight_bytes, w.weight_bytes_fp16, w.islands, w.casts,
+                        w.hazards, w.seconds, w.peak_bytes, w.stop};
+    return TRUE;
+}
+
+/* One model being converted in a child, or converted and waiting for its turn to be reported. */
+typedef struct {
+    pid_t pid;       /* 0 when not running */
+    int out, err, rec; /* the child's standard output and error, and its record (memfd) */
+    gboolean done;
+    BulkRecord record;
+    GBytes *out_text, *err_text; /* what it printed, held until its turn */
+} Job;
+
+static void
+job_close(Job *j)
+{
+    for (int *fd = &j->out; fd <= &j->rec; fd++)
+        if (*fd >= 0) {
+            close(*fd);
+            *fd = -1;
+        }
+}
+
+/* The children running, for the signal handler (their pids; 0: a free place). */
+static volatile pid_t *live_pids;
+static guint live_n;
+
+static void
+pass_signal_on(int sig)
+{
+    for (guint i = 0; i < live_n; i++)
+        if (live_pids[i] > 0)
+            kill(live_pids[i], sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int passed_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void
+copy_out(GBytes *b, FILE *f)
+{
+    gsize len = 0;
+    const void *p = b ? g_bytes_get_data(b, &len) : NULL;
+    if (len)
+        fwrite(p, 1, len, f);
+    fflush(f);
+}
+
+/* What a child printed, then "FILE: message". */
+static GBytes *
+job_error_text(GBytes *printed, const BulkItem *it, const char *message)
+{
+    g_autoptr(GByteArray) b = g_byte_array_new();
+    gsize len = 0;
+    const guint8 *p = printed ? g_bytes_get_data(printed, &len) : NULL;
+    if (len)
+        g_byte_array_append(b, p, (guint)len);
+    g_autofree char *line = g_strdup_printf("%s: %s\n", it->path, message);
+    g_byte_array_append(b, (const guint8 *)line, (guint)strlen(line));
+    return g_byte_array_free_to_bytes(g_steal_pointer(&b));
+}
+
+/* Start a child converting item index into job j. FALSE when it cannot be started (j's record then
+ * says why). */
+static gboolean
+job_start(Job *j, BulkItem *it, BulkConvertFunc convert, gpointer data)
+{
+    j->out = memfd_create("halfguard-stdout", MFD_CLOEXEC);
+    j->err = memfd_create("halfguard-stderr", MFD_CLOEXEC);
+    j->rec = memfd_create("halfguard-record", MFD_CLOEXEC);
+    if (j->out < 0 || j->err < 0 || j->rec < 0) {
+        int e = errno;
+        job_close(j);
+        j->record.status = BULK_ERROR;
+        j->record.message = g_strdup_printf("cannot start its conversion: %s", g_strerror(e));
+        return FALSE;
+    }
+    fflush(stdout);
+    fflush(stderr);
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++)
+            signal(passed_signals[i], SIG_DFL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        dup2(j->out, STDOUT_FILENO);
+        dup2(j->err, STDERR_FILENO);
+        BulkRecord rec = {0};
+        convert_here(it, &rec, convert, data);
+        fflush(stdout);
+        fflush(stderr);
+        wire_write(j->rec, &rec);
+        _exit(0);
+    }
+    int e = errno;
+    if (pid > 0)
+        j->pid = pid;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (pid < 0) {
+        job_close(j);
+        j->record.status = BULK_ERROR;
+        j->record.message = g_strdup_printf("cannot start its conversion: %s", g_strerror(e));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+/* A child has ended with wait status st: read what it handed back into j. */
+static void
+job_finish(Job *j, const BulkItem *it, int st)
+{
+    g_autoptr(GBytes) out = read_all(j->out);
+    g_autoptr(GBytes) err = read_all(j->err);
+    gboolean ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && wire_read(j->rec, &j->record);
+    job_close(j);
+    j->pid = 0;
+    j->done = TRUE;
+    j->out_text = g_steal_pointer(&out);
+    if (ok) {
+        j->err_text = g_steal_pointer(&err);
+        return;
+    }
+    bulk_record_clear(&j->record);
+    j->record = (BulkRecord){BULK_ERROR, NULL};
+    j->record.message = WIFSIGNALED(st) ? g_strdup_printf("its conversion crashed: signal %d (%s)", WTERMSIG(st),
+                                                          g_strsignal(WTERMSIG(st)))
+                                        : g_strdup_printf("its conversion ended with exit status %d",
+                                                          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    j->err_text = job_error_text(err, it, j->record.message);
+}
+
+void
+bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data)
+{
+    guint n = items->len;
+    if (jobs <= 1 || n <= 1) {
+        for (guint i = 0; i < n; i++) {
+            BulkRecord rec = {0};
+            convert_here(items->pdata[i], &rec, convert, data);
+            done(i, items->pdata[i], &rec, data);
+            gboolean stop = rec.stop;
+            bulk_record_clear(&rec);
+            if (stop)
+                break;
+        }
+        return;
+    }
+    jobs = MIN(jobs, n);
+    g_autofree Job *all = g_new0(Job, n);
+    for (guint i = 0; i < n; i++)
+        all[i].out = all[i].err = all[i].rec = -1;
+    g_autofree pid_t *pids = g_new0(pid_t, jobs);
+    live_pids = pids;
+    live_n = jobs;
+    struct sigaction old[G_N_ELEMENTS(passed_signals)];
+    for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++) {
+        struct sigaction sa = {0};
+        sa.sa_handler = pass_signal_on;
+        sigemptyset(&sa.sa_mask);
+        sigaction(passed_signals[i], NULL, &old[i]);
+        if (old[i].sa_handler == SIG_DFL)
+            sigaction(passed_signals[i], &sa, NULL);
+    }
+    /* Outputs of the children before their turn are held in their memfds; a child's lines go out
+     * when every model before it has gone out. */
+    guint next = 0, reported = 0, running = 0, limit = n;
+    while (reported < limit) {
+        while (running < jobs && next < limit) {
+            Job *j = &all[next];
+            if (job_start(j, items->pdata[next], convert, data)) {
+                for (guint k = 0; k < jobs; k++)
+                    if (!pids[k]) {
+                        pids[k] = j->pid;
+                        break;
+                    }
+                running++;
+            } else {
+                j->done = TRUE;
+                j->err_text = job_error_text(NULL, items->pdata[next], j->record.message);
+            }
+            next++;
+        }
+        while (reported < limit && all[reported].done) {
+            Job *j = &all[reported];
+            if (j->record.stop)
+                limit = next; /* those started are waited for; none is started after them */
+            copy_out(j->out_text, stdout);
+            copy_out(j->err_text, stderr);
+            g_clear_pointer(&j->out_text, g_bytes_unref);
+            g_clear_pointer(&j->err_text, g_bytes_unref);
+            done(reported, items->pdata[reported], &j->record, data);
+            bulk_record_clear(&j->record);
+            reported++;
+        }
+        if (!running)
+            continue;
+        int st;
+        pid_t pid = waitpid(-1, &st, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            break; /* no children left: cannot happen while running > 0 */
+        }
+        for (guint k = 0; k < jobs; k++)
+            if (pids[k] == pid)
+                pids[k] = 0;
+        for (guint i = reported; i < next; i++)
+            if (all[i].pid == pid) {
+                job_finish(&all[i], items->pdata[i], st);
+                running--;
+                break;
+            }
+    }
+    for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++)
+        if (old[i].sa_handler == SIG_DFL)
+            sigaction(passed_signals[i], &old[i], NULL);
+    live_pids = NULL;
+    live_n = 0;
 }

@@ -31,6 +31,38 @@ void bulk_item_free(gpointer p);
 GPtrArray *bulk_collect(char **args, int n, const char *from, const char *skip_dir, gboolean walk,
                         GError **error);
 
+/* What became of one model. */
+typedef enum { BULK_CONVERTED, BULK_UNCHANGED, BULK_SKIPPED, BULK_ERROR } BulkStatus;
+
+typedef struct {
+    BulkStatus status;
+    char *message;     /* why it failed or was skipped, or NULL */
+    gboolean figures;  /* the conversion's figures below are set */
+    gint64 macs, macs_fp16, weight_bytes, weight_bytes_fp16;
+    guint islands, casts, hazards;
+    double seconds;    /* wall time of its conversion (bulk_run's to fill) */
+    guint64 peak_bytes; /* the peak resident set while it was converted (bulk_run's to fill) */
+    gboolean stop;     /* an error every model would meet (a usage error): start no more */
+} BulkRecord;
+
+void bulk_record_clear(BulkRecord *rec);
+
+/* Convert one model into rec (status, message, figures), printing what a conversion prints. */
+typedef void (*BulkConvertFunc)(BulkItem *it, BulkRecord *rec, gpointer data);
+/* Called for each model once it and every model before it are done, in the list's order, after
+ * its printed lines have gone out. */
+typedef void (*BulkDoneFunc)(guint index, const BulkItem *it, const BulkRecord *rec, gpointer data);
+
+/* The default of --jobs: the number of cores. */
+guint bulk_default_jobs(void);
+
+/* Convert every item, up to jobs at once. With one job (or one item) they are converted here, in
+ * order. With more, each is converted in a process of its own (fork), whose standard output and
+ * error are kept and printed when its turn in the list comes, so that what is printed, and what
+ * done is given, is the same whatever jobs is; a process that dies gets an error (its signal). A
+ * signal that ends this process (SIGINT, SIGTERM, SIGHUP) is passed on to them first. */
+void bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data);
+
 G_END_DECLS
 
 #endif

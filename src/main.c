@@ -552,6 +552,100 @@ analysis_clear(Analysis *a)
 
 /* ---------------------------------------------------------------- convert */
 
+/* What every model of one convert command shares. */
+typedef struct {
+    Analysis *an;
+    const char *output, *output_dir, *report, *dump_after;
+    gboolean trtexec, keep_io, strict_lfs, stdout_taken;
+    char **block_ops, **block_nodes, **force_nodes, **pass_list;
+    int rc;
+} ConvertRun;
+
+/* Convert one model (bulk_run's BulkConvertFunc). */
+static void
+convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
+{
+    ConvertRun *r = data;
+    const char *in = it->path;
+    g_autofree char *out = r->output ? g_strdup(r->output) : g_build_filename(r->output_dir, it->rel, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_load(in, &error);
+    if (!m && error->code == HG_ERROR_LFS && r->output_dir && !r->strict_lfs) {
+        rec->status = BULK_SKIPPED;
+        rec->message = g_strdup("Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)");
+        fprintf(stderr, "%s: note: %s\n", in, rec->message);
+        return;
+    }
+    g_autofree char *out_dir = g_path_get_dirname(out);
+    if (m && r->output_dir && g_mkdir_with_parents(out_dir, 0755) != 0) {
+        int e = errno;
+        g_clear_pointer(&m, hg_model_free);
+        g_set_error(&error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", out_dir, g_strerror(e));
+    }
+    HgStats *use = NULL;
+    g_autoptr(HgStats) owned = NULL;
+    g_auto(Synthetic) syn = {0};
+    g_auto(ModelSetup) ms = {0};
+    g_autoptr(HgConvertResult) result = NULL;
+    g_autoptr(GString) dump = g_string_new(NULL);
+    if (m && model_setup(r->an, m, in, &ms, &error) && model_stats(m, r->an, &ms, TRUE, &use, &owned, &syn, &error)) {
+        HgCheckOptions co = ms.co;
+        co.stats = use;
+        report_warnings(in, m);
+        g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+        hg_convert_options_set_analysis(o, &co);
+        hg_convert_options_set_block_ops(o, (const char *const *)r->block_ops);
+        hg_convert_options_set_block_nodes(o, (const char *const *)r->block_nodes);
+        hg_convert_options_set_force_fp16_nodes(o, (const char *const *)r->force_nodes);
+        hg_convert_options_set_keep_io_types(o, r->keep_io);
+        HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
+        guint64 generation = m->graph ? m->graph->generation : 0;
+        gint64 opset = hg_model_opset(m, "");
+        result = hg_convert(m, o, &po, &error);
+        rec->status = result && (m->graph ? m->graph->generation : 0) == generation && hg_model_opset(m, "") == opset
+                          ? BULK_UNCHANGED
+                          : BULK_CONVERTED;
+        if (result && (!hg_model_save(m, out, &error) ||
+                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
+            g_clear_pointer(&result, hg_convert_result_free);
+    }
+    if (dump->len)
+        fputs(dump->str, stdout);
+    if (!result) {
+        report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
+        rec->status = BULK_ERROR;
+        rec->message = g_strdup(error->message);
+        rec->stop = error->code == HG_ERROR_USAGE; /* the same for every model */
+        return;
+    }
+    report_derived(in, result->inputs);
+    report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, r->an->seed,
+                    ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    g_autofree char *summary = hg_convert_result_summary(result);
+    FILE *info = r->stdout_taken ? stderr : stdout; /* standard output may carry the model or report */
+    fprintf(info, "%s -> %s: %s\n", in, out, summary);
+    g_autofree char *tr = r->trtexec ? hg_convert_result_trtexec(result) : NULL;
+    if (r->trtexec)
+        fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+    *rec = (BulkRecord){rec->status, NULL, TRUE, result->macs_total, result->macs_fp16, result->weight_bytes_total,
+                        result->weight_bytes_fp16, result->n_fp32_islands, result->n_casts, 0};
+    for (guint i = 0; result->decisions && i < result->decisions->len; i++) {
+        const HgDecision *d = result->decisions->pdata[i];
+        rec->hazards += d->fp32 && d->reason && hg_hazard_kind_from_name(d->reason) >= 0;
+    }
+}
+
+/* A model done, in the list's order (bulk_run's BulkDoneFunc). */
+static void
+convert_done(guint index, const BulkItem *it, const BulkRecord *rec, gpointer data)
+{
+    (void)index;
+    (void)it;
+    ConvertRun *r = data;
+    if (rec->status == BULK_ERROR)
+        r->rc = EXIT_ERROR;
+}
+
 static int
 cmd_convert(int argc, char **argv)
 {
@@ -560,6 +654,7 @@ cmd_convert(int argc, char **argv)
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE;
+    int jobs = 0;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "Write the model to FILE (one input; - for standard output)", "FILE"},
@@ -569,6 +664,8 @@ cmd_convert(int argc, char **argv)
          "Also convert the models (or folders) FILE lists, one a line (- for standard input)", "FILE"},
         {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
          "A Git LFS pointer is an error, not a skipped file", NULL},
+        {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+         "Convert N models at once, each in a process of its own (default: the number of cores)", "N"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -612,6 +709,7 @@ cmd_convert(int argc, char **argv)
             : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
             : report && items->len > 1 ? "--report takes one input"
             : stdout_users > 1        ? "only one of -o -, --report - and --dump-after may use stdout"
+            : jobs < 0                ? "--jobs takes a count, 1 or more (0: the number of cores)"
                                       : NULL;
     if (usage) {
         fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", usage);
@@ -628,65 +726,11 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    for (guint i = 0; i < items->len; i++) {
-        BulkItem *it = items->pdata[i];
-        const char *in = it->path;
-        g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, it->rel, NULL);
-        g_autoptr(GError) error = NULL;
-        g_autoptr(HgModel) m = hg_model_load(in, &error);
-        if (!m && error->code == HG_ERROR_LFS && output_dir && !strict_lfs) {
-            fprintf(stderr, "%s: note: Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)\n",
-                    in);
-            continue;
-        }
-        g_autofree char *out_dir = g_path_get_dirname(out);
-        if (m && output_dir && g_mkdir_with_parents(out_dir, 0755) != 0) {
-            int e = errno;
-            g_clear_pointer(&m, hg_model_free);
-            g_set_error(&error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", out_dir, g_strerror(e));
-        }
-        HgStats *use = NULL;
-        g_autoptr(HgStats) owned = NULL;
-        g_auto(Synthetic) syn = {0};
-        g_auto(ModelSetup) ms = {0};
-        if (!m || !model_setup(&an, m, in, &ms, &error) ||
-            !model_stats(m, &an, &ms, TRUE, &use, &owned, &syn, &error)) {
-            report_error(in, error);
-            rc = EXIT_ERROR;
-            continue;
-        }
-        HgCheckOptions co = ms.co;
-        co.stats = use;
-        report_warnings(in, m);
-        g_autoptr(HgConvertOptions) o = hg_convert_options_new();
-        hg_convert_options_set_analysis(o, &co);
-        hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
-        hg_convert_options_set_block_nodes(o, (const char *const *)block_nodes);
-        hg_convert_options_set_force_fp16_nodes(o, (const char *const *)force_nodes);
-        hg_convert_options_set_keep_io_types(o, keep_io);
-        g_autoptr(GString) dump = g_string_new(NULL);
-        HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
-        g_autoptr(HgConvertResult) result = hg_convert(m, o, &po, &error);
-        gboolean ok = result && hg_model_save(m, out, &error) &&
-                      (!report || hg_convert_result_write_report(result, in, report, &error));
-        if (dump->len)
-            fputs(dump->str, stdout);
-        if (!ok) {
-            report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
-            rc = EXIT_ERROR;
-            if (error->code == HG_ERROR_USAGE)
-                break;
-            continue;
-        }
-        report_derived(in, result->inputs);
-        report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, an.seed,
-                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
-        g_autofree char *summary = hg_convert_result_summary(result);
-        FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
-        fprintf(info, "%s -> %s: %s\n", in, out, summary);
-        g_autofree char *tr = trtexec ? hg_convert_result_trtexec(result) : NULL;
-        if (trtexec)
-            fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+    {
+        ConvertRun run = {&an, output, output_dir, report, dump_after, trtexec, keep_io, strict_lfs, stdout_users > 0,
+                          block_ops, block_nodes, force_nodes, pass_list, EXIT_OK};
+        bulk_run(items, jobs ? (guint)jobs : bulk_default_jobs(), convert_one, convert_done, &run);
+        rc = run.rc;
     }
 out:
     analysis_clear(&an);
@@ -1300,6 +1344,9 @@ static const Command commands[] = {
      "written to DIR at its path below the folder given (several arguments: below the deepest folder\n"
      "that holds them all), its external data beside it; two inputs never share an output. A Git LFS\n"
      "pointer is skipped with a note (--strict-lfs: an error).\n\n"
+     "--jobs N converts N models at once (default: the number of cores), each in a process of its\n"
+     "own; what each prints goes out in the list's order when its turn comes, so outputs and lines\n"
+     "are the same whatever N. A model whose process dies (a crash) is an error; the others go on.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"

@@ -5,8 +5,10 @@ skipped.
 Usage: test_bulk.py HALFGUARD. Models are made here with Debian's python3-onnx.
 """
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 from onnx import helper, numpy_helper
@@ -146,7 +148,74 @@ def test_mirror(tmp):
           str(outputs(out)) + se)
 
 
-TESTS = [test_tree, test_from, test_mirror]
+# ---------------------------------------------------------------- --jobs
+
+def files_of(out):
+    return {r: open(os.path.join(out, r), "rb").read() for r in outputs(out)}
+
+
+def test_jobs(tmp):
+    tree = os.path.join(tmp, "tree")
+    for i in range(12):
+        write_model(os.path.join(tree, f"m{i:02d}", "model.onnx"), k=i * 100.0 + 0.5)
+    with open(os.path.join(tree, "m05", "model.onnx"), "wb") as f:
+        f.write(b"broken")
+    runs = {}
+    for j in ("1", "2", "5"):
+        out = os.path.join(tmp, "out" + j)
+        rc, so, se = run("convert", tree, "-O", out, "--jobs", j)
+        runs[j] = (rc, so.replace(out, "OUT"), se.replace(out, "OUT"), files_of(out))
+    check("jobs:exit2", all(r[0] == 2 for r in runs.values()), str([r[0] for r in runs.values()]))
+    check("jobs:outputs-identical", runs["1"][3] == runs["2"][3] == runs["5"][3] and len(runs["1"][3]) == 11,
+          str(len(runs["1"][3])))
+    check("jobs:stdout-identical", runs["1"][1] == runs["2"][1] == runs["5"][1], runs["2"][1])
+    check("jobs:stderr-identical", runs["1"][2] == runs["2"][2] == runs["5"][2], runs["2"][2])
+    check("jobs:stdout-in-order", converted(runs["2"][1]) == [os.path.join(tree, f"m{i:02d}", "model.onnx")
+                                                              for i in range(12) if i != 5], runs["2"][1])
+    rc, so, se = run("convert", tree, "-O", os.path.join(tmp, "x"), "--jobs", "-1")
+    check("jobs:negative", rc == 2 and "--jobs" in se, se)
+    # A usage error every model would meet stops the run, whatever the jobs.
+    for j in ("1", "3"):
+        rc, so, se = run("convert", "--passes", "bogus", tree, "-O", os.path.join(tmp, "bogus"), "-j", j)
+        check(f"jobs:{j}:usage-stops", rc == 2 and "unknown pass 'bogus'" in se and not os.path.exists(
+            os.path.join(tmp, "bogus", "m11")), se[:300])
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def test_jobs_signal(tmp):
+    """SIGTERM to convert reaches the models it is converting: nothing goes on, no temporary stays."""
+    tree = os.path.join(tmp, "tree")
+    big = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
+    for i in range(16):
+        path = os.path.join(tree, f"m{i:02d}", "model.onnx")
+        os.makedirs(os.path.dirname(path))
+        m = make_model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                        helper.make_node("Add", ["h", "w"], ["y"], name="add")],
+                       [vi("x", (512, 512))], [vi("y", (512, 512))], [numpy_helper.from_array(big, "w")])
+        with open(path, "wb") as f:
+            f.write(m.SerializeToString())
+    out = os.path.join(tmp, "out-signalled")
+    p = subprocess.Popen([HG, "convert", tree, "-O", out, "-j", "2", "--calib-random", "8"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait()
+    time.sleep(0.5)
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and out.encode() in cmdline(pid)]
+    check("signal:terminated", rc == -signal.SIGTERM, str(rc))
+    check("signal:children-gone", not left, str(left))
+    tmps = [f for _, _, fs in os.walk(out) for f in fs if ".halfguard-tmp." in f] if os.path.exists(out) else []
+    check("signal:no-temporaries", not tmps, str(tmps))
+
+
+TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
