@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,4 +575,108 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
             sigaction(passed_signals[i], &old[i], NULL);
     live_pids = NULL;
     live_n = 0;
+}
+
+/* ---------------------------------------------------------------- --results */
+
+static const char *const status_names[] = {"converted", "unchanged", "skipped", "error"};
+
+/* s as a JSON string (invalid UTF-8 replaced), or null. */
+static void
+append_json_string(GString *out, const char *key, const char *s)
+{
+    g_string_append_printf(out, "%s\"%s\": ", out->len > 1 ? ", " : "", key);
+    if (!s) {
+        g_string_append(out, "null");
+        return;
+    }
+    g_autofree char *valid = g_utf8_make_valid(s, -1);
+    g_string_append_c(out, '"');
+    for (const char *p = valid; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\')
+            g_string_append_printf(out, "\\%c", c);
+        else if (c == '\n')
+            g_string_append(out, "\\n");
+        else if (c == '\t')
+            g_string_append(out, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            g_string_append_printf(out, "\\u%04x", c);
+        else
+            g_string_append_c(out, (char)c);
+    }
+    g_string_append_c(out, '"');
+}
+
+/* A number (%.6g), or null when not known. */
+static void
+append_json_number(GString *out, const char *key, gboolean known, double v)
+{
+    g_string_append_printf(out, ", \"%s\": ", key);
+    if (!known || !isfinite(v)) {
+        g_string_append(out, "null");
+        return;
+    }
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.6g", v));
+}
+
+static void
+append_json_int(GString *out, const char *key, gboolean known, gint64 v)
+{
+    if (known)
+        g_string_append_printf(out, ", \"%s\": %" G_GINT64_FORMAT, key, v);
+    else
+        g_string_append_printf(out, ", \"%s\": null", key);
+}
+
+char *
+bulk_result_line(const BulkItem *it, const BulkRecord *rec)
+{
+    GString *out = g_string_new("{");
+    gboolean written = rec->status == BULK_CONVERTED || rec->status == BULK_UNCHANGED;
+    gboolean f = rec->figures;
+    append_json_string(out, "file", it->path);
+    append_json_string(out, "output", written ? it->output : NULL);
+    append_json_string(out, "status", status_names[rec->status]);
+    append_json_string(out, "message", rec->message);
+    append_json_number(out, "fp16_macs_share", f && rec->macs > 0, (double)rec->macs_fp16 / (double)rec->macs);
+    append_json_number(out, "fp16_weight_bytes_share", f && rec->weight_bytes > 0,
+                       (double)rec->weight_bytes_fp16 / (double)rec->weight_bytes);
+    append_json_int(out, "macs", f && rec->macs > 0, rec->macs); /* 0: unknown (symbolic dims) */
+    append_json_int(out, "macs_fp16", f && rec->macs > 0, rec->macs_fp16);
+    append_json_int(out, "weight_bytes", f, rec->weight_bytes);
+    append_json_int(out, "weight_bytes_fp16", f, rec->weight_bytes_fp16);
+    append_json_int(out, "islands", f, rec->islands);
+    append_json_int(out, "casts", f, rec->casts);
+    append_json_int(out, "hazards", f, rec->hazards);
+    append_json_number(out, "seconds", TRUE, rec->seconds);
+    append_json_int(out, "peak_bytes", TRUE, (gint64)rec->peak_bytes);
+    g_string_append(out, "}\n");
+    return g_string_free(out, FALSE);
+}
+
+gboolean
+bulk_same_bytes(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    /* stat first: opening a FIFO to read would wait for a writer */
+    if (strcmp(a, "-") == 0 || strcmp(b, "-") == 0 || stat(a, &sa) != 0 || stat(b, &sb) != 0 ||
+        !S_ISREG(sa.st_mode) || !S_ISREG(sb.st_mode) || sa.st_size != sb.st_size)
+        return FALSE;
+    int fa = open(a, O_RDONLY | O_CLOEXEC | O_NONBLOCK), fb = open(b, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    gboolean same = fa >= 0 && fb >= 0 && fstat(fa, &sa) == 0 && fstat(fb, &sb) == 0 && S_ISREG(sa.st_mode) &&
+                    S_ISREG(sb.st_mode) && sa.st_size == sb.st_size;
+    static char ba[65536], bb[65536]; /* each process converts one model at a time */
+    while (same) {
+        ssize_t na = read(fa, ba, sizeof ba), nb = na > 0 ? read(fb, bb, (size_t)na) : 0;
+        if (na <= 0)
+            break;
+        same = nb == na && memcmp(ba, bb, (size_t)na) == 0;
+    }
+    if (fa >= 0)
+        close(fa);
+    if (fb >= 0)
+        close(fb);
+    return same;
 }

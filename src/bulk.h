@@ -63,6 +63,12 @@ guint bulk_default_jobs(void);
  * signal that ends this process (SIGINT, SIGTERM, SIGHUP) is passed on to them first. */
 void bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data);
 
+/* Do files a and b hold the same bytes? (FALSE when either cannot be read, or is standard output.) */
+gboolean bulk_same_bytes(const char *a, const char *b);
+
+/* The --results line of one model (README: "convert --results"): a JSON object and a newline. */
+char *bulk_result_line(const BulkItem *it, const BulkRecord *rec);
+
 G_END_DECLS
 
 #endif

@@ -558,6 +558,8 @@ typedef struct {
     const char *output, *output_dir, *report, *dump_after;
     gboolean trtexec, keep_io, strict_lfs, stdout_taken;
     char **block_ops, **block_nodes, **force_nodes, **pass_list;
+    const char *results; /* --results FILE, or NULL */
+    GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
 } ConvertRun;
 
@@ -567,7 +569,7 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
 {
     ConvertRun *r = data;
     const char *in = it->path;
-    g_autofree char *out = r->output ? g_strdup(r->output) : g_build_filename(r->output_dir, it->rel, NULL);
+    const char *out = it->output;
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = hg_model_load(in, &error);
     if (!m && error->code == HG_ERROR_LFS && r->output_dir && !r->strict_lfs) {
@@ -599,15 +601,12 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         hg_convert_options_set_force_fp16_nodes(o, (const char *const *)r->force_nodes);
         hg_convert_options_set_keep_io_types(o, r->keep_io);
         HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
-        guint64 generation = m->graph ? m->graph->generation : 0;
-        gint64 opset = hg_model_opset(m, "");
         result = hg_convert(m, o, &po, &error);
-        rec->status = result && (m->graph ? m->graph->generation : 0) == generation && hg_model_opset(m, "") == opset
-                          ? BULK_UNCHANGED
-                          : BULK_CONVERTED;
         if (result && (!hg_model_save(m, out, &error) ||
                        (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
+        /* only --results tells the two apart: the comparison reads both files */
+        rec->status = result && r->results && bulk_same_bytes(in, out) ? BULK_UNCHANGED : BULK_CONVERTED;
     }
     if (dump->len)
         fputs(dump->str, stdout);
@@ -627,7 +626,7 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
     g_autofree char *tr = r->trtexec ? hg_convert_result_trtexec(result) : NULL;
     if (r->trtexec)
         fprintf(info, "%s\n", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
-    *rec = (BulkRecord){rec->status, NULL, TRUE, result->macs_total, result->macs_fp16, result->weight_bytes_total,
+    *rec = (BulkRecord){rec->status, NULL, result->planned, result->macs_total, result->macs_fp16, result->weight_bytes_total,
                         result->weight_bytes_fp16, result->n_fp32_islands, result->n_casts, 0};
     for (guint i = 0; result->decisions && i < result->decisions->len; i++) {
         const HgDecision *d = result->decisions->pdata[i];
@@ -640,10 +639,17 @@ static void
 convert_done(guint index, const BulkItem *it, const BulkRecord *rec, gpointer data)
 {
     (void)index;
-    (void)it;
     ConvertRun *r = data;
     if (rec->status == BULK_ERROR)
         r->rc = EXIT_ERROR;
+    if (!r->results)
+        return;
+    g_autofree char *line = bulk_result_line(it, rec);
+    g_autoptr(GError) error = NULL;
+    if (strcmp(r->results, "-") != 0)
+        g_string_append(r->lines, line);
+    else if (!hg_write_file("-", line, strlen(line), &error))
+        report_error(NULL, error);
 }
 
 static int
@@ -651,6 +657,7 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
+    char *results = NULL;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE;
@@ -666,6 +673,8 @@ cmd_convert(int argc, char **argv)
          "A Git LFS pointer is an error, not a skipped file", NULL},
         {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
          "Convert N models at once, each in a process of its own (default: the number of cores)", "N"},
+        {"results", 0, 0, G_OPTION_ARG_FILENAME, &results,
+         "Write one JSON line per model, in the inputs' order, to FILE (- for stdout)", "FILE.jsonl"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -696,7 +705,7 @@ cmd_convert(int argc, char **argv)
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     stdout_users = (output && strcmp(output, "-") == 0) + (report && strcmp(report, "-") == 0) +
-                   (dump_after != NULL);
+                   (dump_after != NULL) + (results && strcmp(results, "-") == 0);
     items = argc >= 2 || from ? bulk_collect(argv + 1, argc - 1, from, output_dir, output_dir != NULL, &list_error) : NULL;
     if ((argc >= 2 || from) && !items) {
         report_error(NULL, list_error);
@@ -708,7 +717,7 @@ cmd_convert(int argc, char **argv)
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
             : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
             : report && items->len > 1 ? "--report takes one input"
-            : stdout_users > 1        ? "only one of -o -, --report - and --dump-after may use stdout"
+            : stdout_users > 1        ? "only one of -o -, --report -, --results - and --dump-after may use stdout"
             : jobs < 0                ? "--jobs takes a count, 1 or more (0: the number of cores)"
                                       : NULL;
     if (usage) {
@@ -727,10 +736,21 @@ cmd_convert(int argc, char **argv)
         goto out;
     }
     {
-        ConvertRun run = {&an, output, output_dir, report, dump_after, trtexec, keep_io, strict_lfs, stdout_users > 0,
-                          block_ops, block_nodes, force_nodes, pass_list, EXIT_OK};
+        g_autoptr(GString) lines = g_string_new(NULL);
+        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
+                          strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
+                          results,   lines,       EXIT_OK};
+        for (guint i = 0; i < items->len; i++) {
+            BulkItem *it = items->pdata[i];
+            it->output = output ? g_strdup(output) : g_build_filename(output_dir, it->rel, NULL);
+        }
         bulk_run(items, jobs ? (guint)jobs : bulk_default_jobs(), convert_one, convert_done, &run);
         rc = run.rc;
+        g_autoptr(GError) error = NULL;
+        if (results && strcmp(results, "-") != 0 && !hg_write_file(results, lines->str, lines->len, &error)) {
+            report_error(NULL, error);
+            rc = EXIT_ERROR;
+        }
     }
 out:
     analysis_clear(&an);
@@ -743,6 +763,7 @@ out:
     g_free(dump_after);
     g_free(report);
     g_free(from);
+    g_free(results);
     return rc;
 }
 
@@ -1346,7 +1367,11 @@ static const Command commands[] = {
      "pointer is skipped with a note (--strict-lfs: an error).\n\n"
      "--jobs N converts N models at once (default: the number of cores), each in a process of its\n"
      "own; what each prints goes out in the list's order when its turn comes, so outputs and lines\n"
-     "are the same whatever N. A model whose process dies (a crash) is an error; the others go on.\n\n"
+     "are the same whatever N. A model whose process dies (a crash) is an error; the others go on.\n"
+     "--results FILE writes one JSON object a line per model, in the list's order (- streams them to\n"
+     "standard output): file, output, status (converted, unchanged, skipped, error), message, the\n"
+     "FP16 shares of MACs and weight bytes, islands, casts, hazards, seconds, peak_bytes; fields in\n"
+     "the README, schema in tests/convert_results_schema.json.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"

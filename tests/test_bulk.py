@@ -4,14 +4,16 @@ skipped.
 
 Usage: test_bulk.py HALFGUARD. Models are made here with Debian's python3-onnx.
 """
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 
+import jsonschema
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
@@ -215,7 +217,80 @@ def test_jobs_signal(tmp):
     check("signal:no-temporaries", not tmps, str(tmps))
 
 
-TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal]
+# ---------------------------------------------------------------- --results
+
+SCHEMA = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "convert_results_schema.json")))
+jsonschema.Draft7Validator.check_schema(SCHEMA)
+VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
+VARYING = ("seconds", "peak_bytes")  # the only fields --jobs may change
+
+
+def read_results(path_or_text, text=False):
+    data = path_or_text if text else open(path_or_text).read()
+    return [json.loads(line) for line in data.splitlines()]
+
+
+def schema_errors(lines):
+    return [f"{i}: {e.message}" for i, obj in enumerate(lines) for e in VALIDATOR.iter_errors(obj)]
+
+
+def steady(lines):
+    return [{k: v for k, v in o.items() if k not in VARYING} for o in lines]
+
+
+def test_results(tmp):
+    tree = os.path.join(tmp, "tree")
+    write_model(os.path.join(tree, "a", "add.onnx"))
+    hgtest.save_model(os.path.join(tree, "b", "exp.onnx"), [helper.make_node("Exp", ["x"], ["y"], name="exp")],
+                      [vi("x")], [vi("y")])
+    hgtest.save_model(os.path.join(tree, "c", "int.onnx"), [helper.make_node("Neg", ["x"], ["j"], name="neg")],
+                      [vi("x", elem=TensorProto.INT64)], [vi("j", elem=TensorProto.INT64)])
+    os.makedirs(os.path.join(tree, "d"))
+    with open(os.path.join(tree, "d", "broken.onnx"), "wb") as f:
+        f.write(b"\x0a\xff\xff garbage")
+    with open(os.path.join(tree, "e.onnx"), "wb") as f:
+        f.write(LFS)
+    got = {}
+    for j in ("1", "2"):
+        res = os.path.join(tmp, f"r{j}.jsonl")
+        out = os.path.join(tmp, "out")
+        rc, so, se = run("convert", tree, "-O", out, "-r", "x=0:100", "--results", res, "-j", j)
+        got[j] = read_results(res)
+        check(f"results:{j}:exit2", rc == 2, se)
+    lines = got["1"]
+    check("results:schema", not schema_errors(lines + got["2"]), str(schema_errors(lines + got["2"])))
+    check("results:order", [o["file"] for o in lines] == [os.path.join(tree, r) for r in
+                                                           ["a/add.onnx", "b/exp.onnx", "c/int.onnx", "d/broken.onnx",
+                                                            "e.onnx"]], str(lines))
+    check("results:status", [o["status"] for o in lines] == ["converted", "unchanged", "unchanged", "error",
+                                                             "skipped"], str([o["status"] for o in lines]))
+    a, e, i, bad, lfs = lines
+    check("results:output", a["output"] == os.path.join(tmp, "out", "a", "add.onnx") and bad["output"] is None
+          and lfs["output"] is None, str(lines))
+    check("results:figures", a["fp16_weight_bytes_share"] == 1 and a["islands"] == 0 and a["casts"] == 0 and
+          a["hazards"] == 0 and a["weight_bytes"] == 16 and a["message"] is None, str(a))
+    check("results:hazard", e["hazards"] == 1 and e["islands"] == 1 and e["fp16_macs_share"] is not None
+          and e["fp16_macs_share"] < 1, str(e))
+    check("results:error-message", "not an ONNX model" in bad["message"] and bad["islands"] is None, str(bad))
+    check("results:lfs-message", "Git LFS pointer" in lfs["message"], str(lfs))
+    check("results:measured", all(o["seconds"] >= 0 and o["peak_bytes"] > 1 << 20 for o in lines), str(lines))
+    check("results:jobs-identical", steady(got["1"]) == steady(got["2"]), str(got["2"]))
+    # - is standard output: the JSON lines alone, the summary lines go to standard error.
+    rc, so, se = run("convert", tree, "-O", os.path.join(tmp, "out"), "-r", "x=0:100", "--results", "-")
+    lines = read_results(so, text=True)
+    check("results:stdout", len(lines) == 5 and not schema_errors(lines) and " -> " in se, so)
+    rc, so, se = run("convert", os.path.join(tree, "a", "add.onnx"), "-o", "-", "--results", "-")
+    check("results:stdout-taken", rc == 2 and "may use stdout" in se, se)
+    # With -o too.
+    res = os.path.join(tmp, "one.jsonl")
+    rc, so, se = run("convert", os.path.join(tree, "a", "add.onnx"), "-o", os.path.join(tmp, "one.onnx"),
+                     "--results", res)
+    lines = read_results(res)
+    check("results:one", rc == 0 and len(lines) == 1 and lines[0]["output"] == os.path.join(tmp, "one.onnx"),
+          str(lines) + se)
+
+
+TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)

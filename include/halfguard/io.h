@@ -42,6 +42,11 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
 
+/* Write len bytes at data to path as halfguard writes every file: "-" is standard output, a regular
+ * file is replaced atomically, a FIFO or character device is written directly, anything else is
+ * refused (HG_ERROR_OUTPUT, "PATH: reason"); no file a live model was loaded from is replaced. */
+HG_API gboolean hg_write_file(const char *path, const void *data, gsize len, GError **error);
+
 /* A serialized TensorProto (the ONNX test-data format, input_0.pb) as a new tensor, or NULL with an
  * HG_ERROR. Typed fields are decoded; the tensor owns its data. */
 HG_API HgTensor *hg_tensor_load_pb(const void *data, gsize len, GError **error);
