@@ -680,3 +680,35 @@ bulk_same_bytes(const char *a, const char *b)
         close(fb);
     return same;
 }
+
+/* ---------------------------------------------------------------- --shard */
+
+gboolean
+bulk_shard_parse(const char *spec, guint *i, guint *n, GError **error)
+{
+    guint64 a = 0, b = 0;
+    g_auto(GStrv) parts = g_strsplit(spec, "/", -1);
+    if (g_strv_length(parts) != 2 || !g_ascii_string_to_unsigned(parts[0], 10, 1, G_MAXUINT, &a, NULL) ||
+        !g_ascii_string_to_unsigned(parts[1], 10, 1, G_MAXUINT, &b, NULL) || a > b) {
+        g_set_error(error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE,
+                    "--shard takes I/N with 1 <= I <= N (e.g. 2/8), not '%s'", spec);
+        return FALSE;
+    }
+    *i = (guint)a;
+    *n = (guint)b;
+    return TRUE;
+}
+
+void
+bulk_shard(GPtrArray *items, guint i, guint n)
+{
+    guint kept = 0;
+    for (guint k = 0; k < items->len; k++) {
+        if (k % n == i - 1) {
+            gpointer p = items->pdata[kept];
+            items->pdata[kept++] = items->pdata[k];
+            items->pdata[k] = p;
+        }
+    }
+    g_ptr_array_set_size(items, kept);
+}

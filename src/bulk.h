@@ -31,6 +31,13 @@ void bulk_item_free(gpointer p);
 GPtrArray *bulk_collect(char **args, int n, const char *from, const char *skip_dir, gboolean walk,
                         GError **error);
 
+/* --shard I/N: I and N from "I/N" (1 <= I <= N). FALSE with a usage message otherwise. */
+gboolean bulk_shard_parse(const char *spec, guint *i, guint *n, GError **error);
+
+/* Keep shard i of n: the items whose place in the list (from 0) is i - 1 modulo n, so that n runs
+ * over the same list, one for each i, convert every model exactly once. */
+void bulk_shard(GPtrArray *items, guint i, guint n);
+
 /* What became of one model. */
 typedef enum { BULK_CONVERTED, BULK_UNCHANGED, BULK_SKIPPED, BULK_ERROR } BulkStatus;
 

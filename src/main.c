@@ -657,7 +657,8 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
-    char *results = NULL;
+    char *results = NULL, *shard = NULL;
+    guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE;
@@ -675,6 +676,8 @@ cmd_convert(int argc, char **argv)
          "Convert N models at once, each in a process of its own (default: the number of cores)", "N"},
         {"results", 0, 0, G_OPTION_ARG_FILENAME, &results,
          "Write one JSON line per model, in the inputs' order, to FILE (- for stdout)", "FILE.jsonl"},
+        {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+         "Convert only the I-th of N shares of the models (the K-th model, from 0, goes to K mod N + 1)", "I/N"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -712,6 +715,11 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
+    if (shard && !bulk_shard_parse(shard, &shard_i, &shard_n, &list_error)) {
+        fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", list_error->message);
+        rc = EXIT_ERROR;
+        goto out;
+    }
     usage = !items || !items->len     ? "no input model"
             : output && output_dir    ? "give -o or -O, not both"
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
@@ -740,6 +748,7 @@ cmd_convert(int argc, char **argv)
         ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   lines,       EXIT_OK};
+        bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
         for (guint i = 0; i < items->len; i++) {
             BulkItem *it = items->pdata[i];
             it->output = output ? g_strdup(output) : g_build_filename(output_dir, it->rel, NULL);
@@ -764,6 +773,7 @@ out:
     g_free(report);
     g_free(from);
     g_free(results);
+    g_free(shard);
     return rc;
 }
 
@@ -1371,12 +1381,16 @@ static const Command commands[] = {
      "--results FILE writes one JSON object a line per model, in the list's order (- streams them to\n"
      "standard output): file, output, status (converted, unchanged, skipped, error), message, the\n"
      "FP16 shares of MACs and weight bytes, islands, casts, hazards, seconds, peak_bytes; fields in\n"
-     "the README, schema in tests/convert_results_schema.json.\n\n"
+     "the README, schema in tests/convert_results_schema.json.\n"
+     "--shard I/N converts only the models whose place K in the list (from 0) has K mod N = I - 1: N\n"
+     "runs over the same inputs (a Slurm array, a Kubernetes Indexed Job, a CI matrix) convert every\n"
+     "model exactly once.\n\n"
      "Exit status: 0 when every model was written, 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
      "  halfguard convert --passes none a.onnx b.onnx -O out/\n"
-     "  halfguard convert models/ -O models-fp16/"},
+     "  halfguard convert models/ -O models-fp16/\n"
+     "  halfguard convert models/ -O models-fp16/ --shard $((SLURM_ARRAY_TASK_ID + 1))/$SLURM_ARRAY_TASK_COUNT"},
     {"dump", cmd_dump, "MODEL...",
      "Print models in ONNX's textual syntax, with element types and shapes.",
      "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"

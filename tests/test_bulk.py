@@ -13,6 +13,7 @@ import time
 
 import jsonschema
 import numpy as np
+import yaml
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -290,7 +291,116 @@ def test_results(tmp):
           str(lines) + se)
 
 
-TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results]
+# ---------------------------------------------------------------- --shard and the job-array examples
+
+EXAMPLES = os.path.join(hgtest.ROOT, "examples", "bulk")
+
+
+def make_zoo(root, n=10):
+    """n models in folders of their own, and one broken file: n + 1 paths in all."""
+    for i in range(n):
+        write_model(os.path.join(root, f"m{i:02d}", "model.onnx"), k=float(i))
+    with open(os.path.join(root, "m03", "broken.onnx"), "wb") as f:
+        f.write(b"broken")
+    return sorted(os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs)
+
+
+def covered(result_files):
+    """Every file the results name, with how often."""
+    seen = {}
+    for path in result_files:
+        for o in read_results(path):
+            seen[o["file"]] = seen.get(o["file"], 0) + 1
+    return seen
+
+
+def test_shard(tmp):
+    zoo = os.path.join(tmp, "zoo")
+    every = make_zoo(zoo)
+    files = []
+    for i in (1, 2, 3):
+        res = os.path.join(tmp, f"r{i}.jsonl")
+        rc, so, se = run("convert", zoo, "-O", os.path.join(tmp, "out"), "--shard", f"{i}/3", "--results", res)
+        files.append(res)
+        lines = read_results(res)
+        check(f"shard:{i}:k-mod-3", [o["file"] for o in lines] == every[i - 1::3], str(lines))
+    seen = covered(files)
+    check("shard:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
+    check("shard:outputs", len(outputs(os.path.join(tmp, "out"))) == len(every) - 1, str(outputs(tmp)))
+    rc, so, se = run("convert", zoo, "-O", os.path.join(tmp, "o"), "--shard", "12/12", "--results", "-")
+    check("shard:empty-share", rc == 0 and so == "", so + se)
+    for bad in ("0/3", "4/3", "1", "a/b", "1/0", "1/2/3", "-1/3"):
+        rc, so, se = run("convert", zoo, "-O", os.path.join(tmp, "o"), "--shard", bad)
+        check(f"shard:bad:{bad}", rc == 2 and "--shard takes I/N" in se, se)
+
+
+def env_with_halfguard(**kw):
+    return dict(os.environ, PATH=os.path.dirname(os.path.abspath(HG)) + os.pathsep + os.environ["PATH"],
+                **{k: str(v) for k, v in kw.items()})
+
+
+def test_examples_in_readme(tmp):
+    readme = open(os.path.join(hgtest.ROOT, "README.md")).read()
+    for name in sorted(os.listdir(EXAMPLES)):
+        body = open(os.path.join(EXAMPLES, name)).read()
+        check(f"examples:{name}:in-readme", body in readme, name)
+
+
+def test_slurm(tmp):
+    """The Slurm array script, run as the array's tasks would run it."""
+    every = [os.path.relpath(p, tmp) for p in make_zoo(os.path.join(tmp, "models"))]
+    script = os.path.join(EXAMPLES, "convert-zoo.slurm")
+    body = open(script).read()
+    tasks = int(body.split("--array=0-")[1].split()[0]) + 1
+    for k in range(tasks):
+        p = subprocess.run(["bash", script], cwd=tmp, capture_output=True, text=True,
+                           env=env_with_halfguard(SLURM_ARRAY_TASK_ID=k, SLURM_ARRAY_TASK_COUNT=tasks,
+                                                  SLURM_CPUS_PER_TASK=2))
+        check(f"slurm:{k}:ran", p.returncode in (0, 2), p.stderr)
+    seen = covered(os.path.join(tmp, "results", f"{k}.jsonl") for k in range(tasks))
+    check("slurm:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
+    check("slurm:outputs", len(outputs(os.path.join(tmp, "models-fp16"))) == len(every) - 1)
+
+
+def test_kubernetes(tmp):
+    """The Indexed Job's command, run as each of its pods would, /models and /models-fp16 moved here."""
+    every = [p.replace(tmp, "") for p in make_zoo(os.path.join(tmp, "models"))]
+    job = yaml.safe_load(open(os.path.join(EXAMPLES, "convert-zoo-job.yaml")))
+    spec = job["spec"]
+    n = spec["completions"]
+    container = spec["template"]["spec"]["containers"][0]
+    command = container["args"][0]
+    check("k8s:indexed", spec["completionMode"] == "Indexed" and f'/{n}"' in command, command)
+    os.mkdir(os.path.join(tmp, "models-fp16"))
+    for k in range(n):
+        p = subprocess.run(container["command"] + [command.replace("/models", tmp + "/models")],
+                           capture_output=True, text=True, env=env_with_halfguard(JOB_COMPLETION_INDEX=k))
+        check(f"k8s:{k}:ran", p.returncode in (0, 2), p.stderr)
+    seen = covered(os.path.join(tmp, "models-fp16", f"results-{k}.jsonl") for k in range(n))
+    seen = {f.replace(tmp, ""): c for f, c in seen.items()}
+    check("k8s:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
+
+
+def test_github_matrix(tmp):
+    """The workflow's convert step, run once for each value of the matrix."""
+    every = [os.path.relpath(p, tmp) for p in make_zoo(os.path.join(tmp, "models"))]
+    wf = yaml.safe_load(open(os.path.join(EXAMPLES, "convert-zoo.github.yml")))
+    job = wf["jobs"]["convert"]
+    shards = job["strategy"]["matrix"]["shard"]
+    step = [s for s in job["steps"] if "halfguard convert" in s.get("run", "")][0]
+    check("github:matrix-matches", f"/{len(shards)} " in step["run"] and shards == list(range(1, len(shards) + 1)),
+          step["run"])
+    for k in shards:
+        cmd = step["run"].replace("${{ matrix.shard }}", str(k))
+        p = subprocess.run(["bash", "-e", "-c", cmd], cwd=tmp, capture_output=True, text=True,
+                           env=env_with_halfguard())
+        check(f"github:{k}:ran", p.returncode in (0, 2), p.stderr)
+    seen = covered(os.path.join(tmp, f"results-{k}.jsonl") for k in shards)
+    check("github:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
+
+
+TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results, test_shard,
+         test_examples_in_readme, test_slurm, test_kubernetes, test_github_matrix]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
