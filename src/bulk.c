@@ -1,6 +1,8 @@
 /* convert over many models: which models, and where their outputs go (bulk.h). */
 #include "bulk.h"
 
+#include "halfguard/halfguard.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -488,11 +490,42 @@ job_finish(Job *j, const BulkItem *it, int st)
     j->err_text = job_error_text(err, it, j->record.message);
 }
 
+/* The progress line on a terminal: models done of all, the one started last, the time left. */
+typedef struct {
+    gboolean on;
+    guint total;
+    gint64 t0;
+} Progress;
+
+static void
+progress_clear(const Progress *p)
+{
+    if (p->on) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+static void
+progress_show(const Progress *p, guint done, const char *current)
+{
+    if (!p->on || done >= p->total)
+        return;
+    double elapsed = (double)(g_get_monotonic_time() - p->t0) / 1e6;
+    g_autofree char *eta = done ? g_strdup_printf(", about %.0f s left", elapsed / done * (p->total - done))
+                                : g_strdup("");
+    fprintf(stderr, "\r[%u/%u%s] %s\033[K", done, p->total, eta, current ? current : "");
+    fflush(stderr);
+}
+
 void
 bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data)
 {
     guint n = items->len;
-    if (jobs <= 1 || n <= 1) {
+    Progress progress = {n > 1 && isatty(STDERR_FILENO), n, g_get_monotonic_time()};
+    /* On a terminal even one job converts in a child: its lines are held, so the progress line
+     * can stay below them. */
+    if ((jobs <= 1 && !progress.on) || n <= 1) {
         for (guint i = 0; i < n; i++) {
             BulkRecord rec = {0};
             convert_here(items->pdata[i], &rec, convert, data);
@@ -504,7 +537,7 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
         }
         return;
     }
-    jobs = MIN(jobs, n);
+    jobs = MAX(1u, MIN(jobs, n));
     g_autofree Job *all = g_new0(Job, n);
     for (guint i = 0; i < n; i++)
         all[i].out = all[i].err = all[i].rec = -1;
@@ -539,6 +572,9 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
             }
             next++;
         }
+        gboolean shown = reported < limit && all[reported].done;
+        if (shown)
+            progress_clear(&progress);
         while (reported < limit && all[reported].done) {
             Job *j = &all[reported];
             if (j->record.stop)
@@ -551,6 +587,8 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
             bulk_record_clear(&j->record);
             reported++;
         }
+        if (shown || next == running) /* after each model reported, and at the start */
+            progress_show(&progress, reported, next ? ((BulkItem *)items->pdata[next - 1])->path : NULL);
         if (!running)
             continue;
         int st;
@@ -711,4 +749,120 @@ bulk_shard(GPtrArray *items, guint i, guint n)
         }
     }
     g_ptr_array_set_size(items, kept);
+}
+
+/* ---------------------------------------------------------------- --skip-existing */
+
+char *
+bulk_options_hash(const GOptionEntry *entries, const char *const *skip, const char *version)
+{
+    g_autoptr(GChecksum) sum = g_checksum_new(G_CHECKSUM_SHA256);
+    g_autoptr(GString) s = g_string_new(NULL);
+    g_string_append_printf(s, "halfguard %s\n", version);
+    for (const GOptionEntry *e = entries; e->long_name; e++) {
+        if (!e->arg_data || (skip && g_strv_contains(skip, e->long_name)))
+            continue;
+        switch (e->arg) {
+        case G_OPTION_ARG_NONE:
+            if (*(gboolean *)e->arg_data)
+                g_string_append_printf(s, "--%s\n", e->long_name);
+            break;
+        case G_OPTION_ARG_STRING:
+        case G_OPTION_ARG_FILENAME:
+            if (*(char **)e->arg_data)
+                g_string_append_printf(s, "--%s=%s\n", e->long_name, *(char **)e->arg_data);
+            break;
+        case G_OPTION_ARG_STRING_ARRAY:
+        case G_OPTION_ARG_FILENAME_ARRAY:
+            for (char **v = *(char ***)e->arg_data; v && *v; v++)
+                g_string_append_printf(s, "--%s=%s\n", e->long_name, *v);
+            break;
+        case G_OPTION_ARG_INT:
+            g_string_append_printf(s, "--%s=%d\n", e->long_name, *(int *)e->arg_data);
+            break;
+        case G_OPTION_ARG_INT64:
+            g_string_append_printf(s, "--%s=%" G_GINT64_FORMAT "\n", e->long_name, *(gint64 *)e->arg_data);
+            break;
+        case G_OPTION_ARG_DOUBLE: {
+            char buf[G_ASCII_DTOSTR_BUF_SIZE];
+            g_string_append_printf(s, "--%s=%s\n", e->long_name,
+                                   g_ascii_dtostr(buf, sizeof buf, *(double *)e->arg_data));
+            break;
+        }
+        default:
+            g_string_append_printf(s, "--%s=?\n", e->long_name); /* no such option in convert */
+            break;
+        }
+    }
+    g_checksum_update(sum, (const guchar *)s->str, (gssize)s->len);
+    return g_strdup(g_checksum_get_string(sum));
+}
+
+gboolean
+bulk_output_newer(const char *in, const char *out)
+{
+    struct stat si, so;
+    if (stat(in, &si) != 0 || stat(out, &so) != 0 || !S_ISREG(so.st_mode))
+        return FALSE;
+    return so.st_mtim.tv_sec > si.st_mtim.tv_sec ||
+           (so.st_mtim.tv_sec == si.st_mtim.tv_sec && so.st_mtim.tv_nsec > si.st_mtim.tv_nsec);
+}
+
+/* The options hash in m's metadata_props, or NULL. */
+static const char *
+model_options(const HgModel *m)
+{
+    for (guint i = 0; m->metadata && i < m->metadata->len; i++) {
+        const HgStringPair *p = m->metadata->pdata[i];
+        if (g_strcmp0(p->key, BULK_OPTIONS_KEY) == 0)
+            return p->value;
+    }
+    return NULL;
+}
+
+gboolean
+bulk_up_to_date(const char *in, const char *out, const char *hash)
+{
+    if (!bulk_output_newer(in, out))
+        return FALSE;
+    g_autoptr(HgModel) m = hg_model_load(out, NULL);
+    return m && g_strcmp0(model_options(m), hash) == 0;
+}
+
+static void
+pair_free(gpointer p)
+{
+    HgStringPair *sp = p;
+    g_free(sp->key);
+    g_free(sp->value);
+    g_free(sp);
+}
+
+void
+bulk_model_set_options(HgModel *m, const char *hash)
+{
+    for (guint i = 0; m->metadata && i < m->metadata->len; i++) {
+        HgStringPair *p = m->metadata->pdata[i];
+        if (g_strcmp0(p->key, BULK_OPTIONS_KEY) == 0) {
+            g_free(p->value);
+            p->value = g_strdup(hash);
+            return;
+        }
+    }
+    if (!m->metadata)
+        m->metadata = g_ptr_array_new_with_free_func(pair_free);
+    HgStringPair *p = g_new0(HgStringPair, 1);
+    p->key = g_strdup(BULK_OPTIONS_KEY);
+    p->value = g_strdup(hash);
+    g_ptr_array_add(m->metadata, p);
+}
+
+gboolean
+bulk_model_is_file(HgModel *m, const char *path)
+{
+    gsize len = 0;
+    g_autofree guint8 *bytes = hg_model_save_bytes(m, &len, NULL);
+    g_autoptr(GMappedFile) f = bytes ? g_mapped_file_new(path, FALSE, NULL) : NULL;
+    return f && g_mapped_file_get_length(f) == len &&
+           (len == 0 || memcmp(g_mapped_file_get_contents(f), bytes, len) == 0);
 }

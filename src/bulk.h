@@ -38,6 +38,28 @@ gboolean bulk_shard_parse(const char *spec, guint *i, guint *n, GError **error);
  * over the same list, one for each i, convert every model exactly once. */
 void bulk_shard(GPtrArray *items, guint i, guint n);
 
+/* --skip-existing: the key of the output's metadata_props entry that holds the options hash. */
+#define BULK_OPTIONS_KEY "halfguard.convert.options"
+
+/* A hash (hex SHA-256) of what shapes a conversion's output: the values of entries (a parsed
+ * GOptionEntry array, NULL-terminated) but those named in skip (NULL-terminated), and version. */
+char *bulk_options_hash(const GOptionEntry *entries, const char *const *skip, const char *version);
+
+/* Is out up to date for in: a regular file whose modification time is later than in's? (The
+ * options hash is the caller's to compare: reading it needs the model.) */
+gboolean bulk_output_newer(const char *in, const char *out);
+
+/* Is out up to date for in: newer (bulk_output_newer), and made with the options hash? */
+gboolean bulk_up_to_date(const char *in, const char *out, const char *hash);
+
+typedef struct HgModel HgModel;
+/* Put hash in m's metadata_props under BULK_OPTIONS_KEY (replacing one there). */
+void bulk_model_set_options(HgModel *m, const char *hash);
+
+/* Would m, saved as it is, be the bytes of the file at path? (Serializes m: for --skip-existing,
+ * whose hash makes the saved file differ.) */
+gboolean bulk_model_is_file(HgModel *m, const char *path);
+
 /* What became of one model. */
 typedef enum { BULK_CONVERTED, BULK_UNCHANGED, BULK_SKIPPED, BULK_ERROR } BulkStatus;
 

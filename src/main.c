@@ -559,6 +559,7 @@ typedef struct {
     gboolean trtexec, keep_io, strict_lfs, stdout_taken;
     char **block_ops, **block_nodes, **force_nodes, **pass_list;
     const char *results; /* --results FILE, or NULL */
+    const char *options_hash; /* --skip-existing: the hash outputs carry, else NULL */
     GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
 } ConvertRun;
@@ -570,6 +571,13 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
     ConvertRun *r = data;
     const char *in = it->path;
     const char *out = it->output;
+    FILE *info = r->stdout_taken ? stderr : stdout; /* standard output may carry the model or report */
+    if (r->options_hash && bulk_up_to_date(in, out, r->options_hash)) {
+        rec->status = BULK_SKIPPED;
+        rec->message = g_strdup_printf("%s is up to date: newer, and made with the same options", out);
+        fprintf(info, "%s -> %s: up to date, skipped (--skip-existing)\n", in, out);
+        return;
+    }
     g_autoptr(GError) error = NULL;
     g_autoptr(HgModel) m = hg_model_load(in, &error);
     if (!m && error->code == HG_ERROR_LFS && r->output_dir && !r->strict_lfs) {
@@ -602,11 +610,16 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         hg_convert_options_set_keep_io_types(o, r->keep_io);
         HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
         result = hg_convert(m, o, &po, &error);
+        /* Only --results tells converted and unchanged apart: the comparison reads both files (with
+         * --skip-existing, before the options hash makes them differ). */
+        gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);
+        if (result && r->options_hash)
+            bulk_model_set_options(m, r->options_hash);
         if (result && (!hg_model_save(m, out, &error) ||
                        (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
-        /* only --results tells the two apart: the comparison reads both files */
-        rec->status = result && r->results && bulk_same_bytes(in, out) ? BULK_UNCHANGED : BULK_CONVERTED;
+        same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
+        rec->status = same ? BULK_UNCHANGED : BULK_CONVERTED;
     }
     if (dump->len)
         fputs(dump->str, stdout);
@@ -621,7 +634,6 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
     report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, r->an->seed,
                     ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
     g_autofree char *summary = hg_convert_result_summary(result);
-    FILE *info = r->stdout_taken ? stderr : stdout; /* standard output may carry the model or report */
     fprintf(info, "%s -> %s: %s\n", in, out, summary);
     g_autofree char *tr = r->trtexec ? hg_convert_result_trtexec(result) : NULL;
     if (r->trtexec)
@@ -661,7 +673,7 @@ cmd_convert(int argc, char **argv)
     guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
-    gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE;
+    gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
     int jobs = 0;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -676,6 +688,9 @@ cmd_convert(int argc, char **argv)
          "Convert N models at once, each in a process of its own (default: the number of cores)", "N"},
         {"results", 0, 0, G_OPTION_ARG_FILENAME, &results,
          "Write one JSON line per model, in the inputs' order, to FILE (- for stdout)", "FILE.jsonl"},
+        {"skip-existing", 0, 0, G_OPTION_ARG_NONE, &skip_existing,
+         "Skip a model whose output is newer and was made with the same options (a hash in its metadata)",
+         NULL},
         {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
          "Convert only the I-th of N shares of the models (the K-th model, from 0, goes to K mod N + 1)", "I/N"},
         ANALYSIS_ENTRIES(an),
@@ -745,9 +760,14 @@ cmd_convert(int argc, char **argv)
     }
     {
         g_autoptr(GString) lines = g_string_new(NULL);
+        /* What does not shape the output model stays out of the hash. */
+        static const char *const not_hashed[] = {"output", "output-dir", "from", "strict-lfs", "jobs", "results",
+                                                 "skip-existing", "shard", "report", "emit-trtexec",
+                                                 "dump-after", NULL};
+        g_autofree char *hash = skip_existing ? bulk_options_hash(entries, not_hashed, hg_version()) : NULL;
         ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
-                          results,   lines,       EXIT_OK};
+                          results,   hash,        lines,       EXIT_OK};
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
         for (guint i = 0; i < items->len; i++) {
             BulkItem *it = items->pdata[i];
@@ -1384,8 +1404,12 @@ static const Command commands[] = {
      "the README, schema in tests/convert_results_schema.json.\n"
      "--shard I/N converts only the models whose place K in the list (from 0) has K mod N = I - 1: N\n"
      "runs over the same inputs (a Slurm array, a Kubernetes Indexed Job, a CI matrix) convert every\n"
-     "model exactly once.\n\n"
-     "Exit status: 0 when every model was written, 2 when any failed.\n\n"
+     "model exactly once.\n"
+     "--skip-existing skips a model whose output is newer than it and carries the same options hash\n"
+     "(metadata_props halfguard.convert.options, written with --skip-existing): a rerun resumes.\n"
+     "A model that fails gets an error line (FILE: message) and the others go on. On a terminal,\n"
+     "stderr shows the progress: models done, the one started last, the time left.\n\n"
+     "Exit status: 0 when no model failed (written, unchanged or skipped), 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
      "  halfguard convert --passes none a.onnx b.onnx -O out/\n"

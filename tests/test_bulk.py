@@ -6,6 +6,8 @@ Usage: test_bulk.py HALFGUARD. Models are made here with Debian's python3-onnx.
 """
 import json
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +15,7 @@ import time
 
 import jsonschema
 import numpy as np
+import onnx
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
@@ -399,8 +402,114 @@ def test_github_matrix(tmp):
     check("github:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
 
 
+# ---------------------------------------------------------------- --skip-existing, failures, progress
+
+def options_of(path):
+    m = onnx.load(path)
+    return {p.key: p.value for p in m.metadata_props}.get("halfguard.convert.options")
+
+
+def statuses(res):
+    return [o["status"] for o in read_results(res)]
+
+
+def test_skip_existing(tmp):
+    zoo = os.path.join(tmp, "zoo")
+    for i in range(4):
+        write_model(os.path.join(zoo, f"m{i}", "model.onnx"), k=float(i))
+    hgtest.save_model(os.path.join(zoo, "m4", "model.onnx"), [helper.make_node("Neg", ["x"], ["j"], name="neg")],
+                      [vi("x", elem=TensorProto.INT64)], [vi("j", elem=TensorProto.INT64)])
+    out, res = os.path.join(tmp, "out"), os.path.join(tmp, "r.jsonl")
+    outs = [os.path.join(out, f"m{i}", "model.onnx") for i in range(5)]
+
+    def conv(*extra):
+        return run("convert", zoo, "-O", out, "--results", res, *extra)
+    rc, so, se = conv("--skip-existing")
+    check("skip:first-run", rc == 0 and statuses(res) == ["converted"] * 4 + ["unchanged"], str(statuses(res)) + se)
+    hashes = {options_of(o) for o in outs}
+    check("skip:hash-stored", len(hashes) == 1 and None not in hashes, str(hashes))
+    mtimes = [os.stat(o).st_mtime_ns for o in outs]
+    rc, so, se = conv("--skip-existing", "--jobs", "1")
+    check("skip:second-run-skips", rc == 0 and statuses(res) == ["skipped"] * 5, str(statuses(res)))
+    check("skip:message", all("up to date" in o["message"] for o in read_results(res)), str(read_results(res)))
+    check("skip:outputs-untouched", [os.stat(o).st_mtime_ns for o in outs] == mtimes)
+    # An input newer than its output is converted again; the others are not.
+    t = time.time() + 5
+    os.utime(os.path.join(zoo, "m2", "model.onnx"), (t, t))
+    rc, so, se = conv("--skip-existing", "--jobs", "2")
+    check("skip:newer-input", statuses(res) == ["skipped", "skipped", "converted", "skipped", "skipped"],
+          str(statuses(res)))
+    # Other options: every model again.
+    rc, so, se = conv("--skip-existing", "--margin", "3")
+    check("skip:other-options", statuses(res) == ["converted"] * 4 + ["unchanged"], str(statuses(res)))
+    rc, so, se = conv("--skip-existing")
+    check("skip:options-back", statuses(res) == ["converted"] * 4 + ["unchanged"], str(statuses(res)))
+    # Without --skip-existing nothing is skipped and no hash is written; such an output is not
+    # taken as up to date.
+    rc, so, se = conv()
+    check("skip:off", statuses(res) == ["converted"] * 4 + ["unchanged"] and options_of(outs[0]) is None,
+          str(statuses(res)))
+    rc, so, se = conv("--skip-existing")
+    check("skip:no-hash-converts", statuses(res) == ["converted"] * 4 + ["unchanged"], str(statuses(res)))
+
+
+def test_failures(tmp):
+    zoo = os.path.join(tmp, "zoo")
+    for i in range(6):
+        write_model(os.path.join(zoo, f"m{i}", "model.onnx"), k=float(i))
+    bad = [os.path.join(zoo, "m1", "model.onnx"), os.path.join(zoo, "m4", "model.onnx")]
+    for b in bad:
+        with open(b, "wb") as f:
+            f.write(b"\x0a\xff\xff garbage")
+    for j in ("1", "2"):
+        res = os.path.join(tmp, f"r{j}.jsonl")
+        rc, so, se = run("convert", zoo, "-O", os.path.join(tmp, "out" + j), "--results", res, "-j", j)
+        lines = [line for line in se.splitlines() if "not an ONNX model" in line]
+        check(f"failures:{j}:exit2", rc == 2, se)
+        check(f"failures:{j}:one-line-each", lines == [f"{b}: not an ONNX model: the protobuf is truncated or malformed"
+                                                       for b in bad], se)
+        check(f"failures:{j}:others-go-on", statuses(res) == ["converted", "error", "converted", "converted",
+                                                              "error", "converted"], str(statuses(res)))
+        check(f"failures:{j}:no-progress-off-tty", "\r" not in se, repr(se[:200]))
+
+
+def test_progress_tty(tmp):
+    """On a terminal, stderr shows done/total, the model and the time left; the lines stay whole."""
+    zoo = os.path.join(tmp, "zoo")
+    for i in range(5):
+        write_model(os.path.join(zoo, f"m{i}", "model.onnx"), k=float(i))
+    with open(os.path.join(zoo, "m2", "model.onnx"), "wb") as f:
+        f.write(b"broken")
+    for j in ("1", "2"):
+        master, slave = pty.openpty()
+        p = subprocess.Popen([HG, "convert", zoo, "-O", os.path.join(tmp, "out"), "-j", j],
+                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                b = os.read(master, 65536)
+            except OSError:
+                break
+            if not b:
+                break
+            chunks.append(b)
+        so, _ = p.communicate()
+        os.close(master)
+        tty = b"".join(chunks).decode(errors="replace")
+        plain = hgtest.run([HG, "convert", zoo, "-O", os.path.join(tmp, "out"), "-j", j])[2]
+        check(f"progress:{j}:shown", re.search(r"\r\[\d/5, about \d+ s left\] \S+model.onnx\x1b\[K", tty), repr(tty))
+        # Without the progress lines (each cleared before anything is printed), the terminal got
+        # what a pipe gets.
+        rest = re.sub(r"\r\[\d+/5[^\]]*\] [^\r]*\x1b\[K\r\x1b\[K", "", tty).replace("\r\n", "\n")
+        check(f"progress:{j}:lines-whole", rest == plain, repr(tty) + "\n" + repr(plain))
+        check(f"progress:{j}:stdout-clean", p.returncode == 2 and b"\r" not in so and so.count(b" -> ") == 4,
+              repr(so))
+
+
 TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results, test_shard,
-         test_examples_in_readme, test_slurm, test_kubernetes, test_github_matrix]
+         test_examples_in_readme, test_slurm, test_kubernetes, test_github_matrix, test_skip_existing, test_failures,
+         test_progress_tty]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
