@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,99 @@ wire_write(int fd, const BulkRecord *rec)
     }
 }
 
+/* Read exactly n bytes from the pipe fd; FALSE at its end (the worker died) or on an error. */
+static gboolean
+read_exact(int fd, void *p, gsize n)
+{
+    gsize off = 0;
+    while (off < n) {
+        ssize_t k = read(fd, (char *)p + off, n - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return FALSE;
+        off += (gsize)k;
+    }
+    return TRUE;
+}
+
+/* A record from a worker's pipe. */
+static gboolean
+wire_read(int fd, BulkRecord *rec)
+{
+    Wire w;
+    if (!read_exact(fd, &w, sizeof w))
+        return FALSE;
+    g_autofree char *message = w.message_len ? g_malloc(w.message_len + 1) : NULL;
+    if (message && !read_exact(fd, message, w.message_len))
+        return FALSE;
+    if (message)
+        message[w.message_len] = '\0';
+    *rec = (BulkRecord){(BulkStatus)w.status, g_steal_pointer(&message), w.figures, w.macs, w.macs_fp16,
+                        w.weight_bytes, w.weight_bytes_fp16, w.islands, w.casts, w.hazards, w.seconds,
+                        w.peak_bytes, w.stop};
+    return TRUE;
+}
+
+/* One model: converted (or failed) and waiting for its turn to be reported. */
+typedef struct {
+    gboolean done;
+    BulkRecord record;
+    GBytes *out_text, *err_text; /* what its conversion printed */
+} Slot;
+
+/* A worker: a child process that converts the models it is sent, one at a time. Its standard
+ * output and error are memfds shared with this process, emptied before each model. */
+typedef struct {
+    pid_t pid;      /* 0: not running */
+    int to, from;   /* pipes: model indices to it (guint32), records from it */
+    int out, err;   /* its standard output and error */
+    gint64 current; /* the model it converts, or -1 */
+} Worker;
+
+static void
+close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+static void
+worker_close(Worker *w)
+{
+    close_fd(&w->to);
+    close_fd(&w->from);
+    close_fd(&w->out);
+    close_fd(&w->err);
+}
+
+/* The workers running, for the signal handler. */
+static Worker *live_workers;
+static guint live_n;
+
+static void
+pass_signal_on(int sig)
+{
+    for (guint i = 0; i < live_n; i++)
+        if (live_workers[i].pid > 0)
+            kill(live_workers[i].pid, sig);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static const int passed_signals[] = {SIGINT, SIGTERM, SIGHUP};
+
+static void
+copy_out(GBytes *b, FILE *f)
+{
+    gsize len = 0;
+    const void *p = b ? g_bytes_get_data(b, &len) : NULL;
+    if (len)
+        fwrite(p, 1, len, f);
+    fflush(f);
+}
+
 /* Everything in the file fd refers to, from its start. */
 static GBytes *
 read_all(int fd)
@@ -341,73 +435,9 @@ read_all(int fd)
     return g_byte_array_free_to_bytes(g_steal_pointer(&buf));
 }
 
-static gboolean
-wire_read(int fd, BulkRecord *rec)
-{
-    g_autoptr(GBytes) b = read_all(fd);
-    gsize len;
-    const guint8 *p = g_bytes_get_data(b, &len);
-    Wire w;
-    if (len < sizeof w)
-        return FALSE;
-    memcpy(&w, p, sizeof w);
-    if (len != sizeof w + w.message_len)
-        return FALSE;
-    *rec = (BulkRecord){(BulkStatus)w.status, w.message_len ? g_strndup((const char *)p + sizeof w, w.message_len)
-                                                             : NULL,
-                        w.figures, w.macs, w.macs_fp16, w.weight_bytes, w.weight_bytes_fp16, w.islands, w.casts,
-                        w.hazards, w.seconds, w.peak_bytes, w.stop};
-    return TRUE;
-}
-
-/* One model being converted in a child, or converted and waiting for its turn to be reported. */
-typedef struct {
-    pid_t pid;       /* 0 when not running */
-    int out, err, rec; /* the child's standard output and error, and its record (memfd) */
-    gboolean done;
-    BulkRecord record;
-    GBytes *out_text, *err_text; /* what it printed, held until its turn */
-} Job;
-
-static void
-job_close(Job *j)
-{
-    for (int *fd = &j->out; fd <= &j->rec; fd++)
-        if (*fd >= 0) {
-            close(*fd);
-            *fd = -1;
-        }
-}
-
-/* The children running, for the signal handler (their pids; 0: a free place). */
-static volatile pid_t *live_pids;
-static guint live_n;
-
-static void
-pass_signal_on(int sig)
-{
-    for (guint i = 0; i < live_n; i++)
-        if (live_pids[i] > 0)
-            kill(live_pids[i], sig);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static const int passed_signals[] = {SIGINT, SIGTERM, SIGHUP};
-
-static void
-copy_out(GBytes *b, FILE *f)
-{
-    gsize len = 0;
-    const void *p = b ? g_bytes_get_data(b, &len) : NULL;
-    if (len)
-        fwrite(p, 1, len, f);
-    fflush(f);
-}
-
-/* What a child printed, then "FILE: message". */
+/* What a worker printed, then "FILE: message". */
 static GBytes *
-job_error_text(GBytes *printed, const BulkItem *it, const char *message)
+error_text(GBytes *printed, const BulkItem *it, const char *message)
 {
     g_autoptr(GByteArray) b = g_byte_array_new();
     gsize len = 0;
@@ -419,75 +449,137 @@ job_error_text(GBytes *printed, const BulkItem *it, const char *message)
     return g_byte_array_free_to_bytes(g_steal_pointer(&b));
 }
 
-/* Start a child converting item index into job j. FALSE when it cannot be started (j's record then
- * says why). */
-static gboolean
-job_start(Job *j, BulkItem *it, BulkConvertFunc convert, gpointer data)
+/* The body of a worker: convert each index read from `to`, hand back its record on `from`. */
+static G_NORETURN void
+worker_main(Worker *w, GPtrArray *items, BulkConvertFunc convert, gpointer data)
 {
-    j->out = memfd_create("halfguard-stdout", MFD_CLOEXEC);
-    j->err = memfd_create("halfguard-stderr", MFD_CLOEXEC);
-    j->rec = memfd_create("halfguard-record", MFD_CLOEXEC);
-    if (j->out < 0 || j->err < 0 || j->rec < 0) {
+    guint32 index;
+    /* The tests' way to kill a worker in the middle of a model: one whose path ends so. */
+    const char *crash = g_getenv("HALFGUARD_TEST_CRASH");
+    while (read_exact(w->to, &index, sizeof index) && index < items->len) {
+        if (crash && *crash && g_str_has_suffix(((BulkItem *)items->pdata[index])->path, crash)) {
+            fputs("about to be killed\n", stderr);
+            fflush(stderr);
+            kill(getpid(), SIGKILL);
+        }
+        BulkRecord rec = {0};
+        convert_here(items->pdata[index], &rec, convert, data);
+        fflush(stdout);
+        fflush(stderr);
+        wire_write(w->from, &rec);
+        bulk_record_clear(&rec);
+    }
+    _exit(0);
+}
+
+/* Start worker k of all (n of them). FALSE with errno when it cannot be started. */
+static gboolean
+worker_start(Worker *all, guint n, guint k, GPtrArray *items, BulkConvertFunc convert, gpointer data)
+{
+    Worker *w = &all[k];
+    int to[2] = {-1, -1}, from[2] = {-1, -1};
+    w->out = memfd_create("halfguard-stdout", MFD_CLOEXEC);
+    w->err = memfd_create("halfguard-stderr", MFD_CLOEXEC);
+    if (w->out < 0 || w->err < 0 || pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
         int e = errno;
-        job_close(j);
-        j->record.status = BULK_ERROR;
-        j->record.message = g_strdup_printf("cannot start its conversion: %s", g_strerror(e));
+        for (int i = 0; i < 2; i++) {
+            close_fd(&to[i]);
+            close_fd(&from[i]);
+        }
+        worker_close(w);
+        errno = e;
         return FALSE;
     }
     fflush(stdout);
     fflush(stderr);
-    sigset_t all, old;
-    sigfillset(&all);
-    sigprocmask(SIG_BLOCK, &all, &old);
+    sigset_t block, old;
+    sigfillset(&block);
+    sigprocmask(SIG_BLOCK, &block, &old);
     pid_t pid = fork();
     if (pid == 0) {
         for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++)
             signal(passed_signals[i], SIG_DFL);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        dup2(j->out, STDOUT_FILENO);
-        dup2(j->err, STDERR_FILENO);
-        BulkRecord rec = {0};
-        convert_here(it, &rec, convert, data);
-        fflush(stdout);
-        fflush(stderr);
-        wire_write(j->rec, &rec);
-        _exit(0);
+        for (guint i = 0; i < n; i++) /* the other workers' pipes: they must see their ends */
+            if (i != k)
+                worker_close(&all[i]);
+        close(to[1]);
+        close(from[0]);
+        dup2(w->out, STDOUT_FILENO);
+        dup2(w->err, STDERR_FILENO);
+        w->to = to[0];
+        w->from = from[1];
+        worker_main(w, items, convert, data);
     }
     int e = errno;
-    if (pid > 0)
-        j->pid = pid;
     sigprocmask(SIG_SETMASK, &old, NULL);
+    close(to[0]);
+    close(from[1]);
+    w->to = to[1];
+    w->from = from[0];
     if (pid < 0) {
-        job_close(j);
-        j->record.status = BULK_ERROR;
-        j->record.message = g_strdup_printf("cannot start its conversion: %s", g_strerror(e));
+        worker_close(w);
+        errno = e;
         return FALSE;
     }
+    w->pid = pid;
+    w->current = -1;
     return TRUE;
 }
 
-/* A child has ended with wait status st: read what it handed back into j. */
-static void
-job_finish(Job *j, const BulkItem *it, int st)
+/* Send model index to idle worker w, its outputs emptied first. */
+static gboolean
+worker_send(Worker *w, guint index)
 {
-    g_autoptr(GBytes) out = read_all(j->out);
-    g_autoptr(GBytes) err = read_all(j->err);
-    gboolean ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && wire_read(j->rec, &j->record);
-    job_close(j);
-    j->pid = 0;
-    j->done = TRUE;
-    j->out_text = g_steal_pointer(&out);
+    /* The worker's descriptors share these files' offsets: back to 0 for its next lines. */
+    if (ftruncate(w->out, 0) != 0 || ftruncate(w->err, 0) != 0 || lseek(w->out, 0, SEEK_SET) != 0 ||
+        lseek(w->err, 0, SEEK_SET) != 0)
+        return FALSE;
+    guint32 i = index;
+    if (write(w->to, &i, sizeof i) != (ssize_t)sizeof i)
+        return FALSE;
+    w->current = index;
+    return TRUE;
+}
+
+/* The end of worker w: its pipes closed, the process reaped. Returns the wait status (0 when it was
+ * not running). */
+static int
+worker_stop(Worker *w)
+{
+    int st = 0;
+    worker_close(w);
+    if (w->pid > 0)
+        while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {
+        }
+    w->pid = 0;
+    return st;
+}
+
+/* Worker w has a record ready, or has died: fill the slot of the model it was converting. */
+static void
+worker_collect(Worker *w, Slot *slot, const BulkItem *it)
+{
+    BulkRecord rec = {0};
+    gboolean ok = wire_read(w->from, &rec);
+    g_autoptr(GBytes) out = read_all(w->out);
+    g_autoptr(GBytes) err = read_all(w->err);
+    slot->done = TRUE;
+    slot->out_text = g_steal_pointer(&out);
+    w->current = -1;
     if (ok) {
-        j->err_text = g_steal_pointer(&err);
+        slot->record = rec;
+        slot->err_text = g_steal_pointer(&err);
         return;
     }
-    bulk_record_clear(&j->record);
-    j->record = (BulkRecord){BULK_ERROR, NULL};
-    j->record.message = WIFSIGNALED(st) ? g_strdup_printf("its conversion crashed: signal %d (%s)", WTERMSIG(st),
-                                                          g_strsignal(WTERMSIG(st)))
-                                        : g_strdup_printf("its conversion ended with exit status %d",
-                                                          WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-    j->err_text = job_error_text(err, it, j->record.message);
+    bulk_record_clear(&rec);
+    int st = worker_stop(w);
+    slot->record = (BulkRecord){BULK_ERROR, NULL};
+    slot->record.message = WIFSIGNALED(st) ? g_strdup_printf("its conversion crashed: signal %d (%s)",
+                                                             WTERMSIG(st), g_strsignal(WTERMSIG(st)))
+                                           : g_strdup_printf("its conversion ended with exit status %d",
+                                                             WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    slot->err_text = error_text(err, it, slot->record.message);
 }
 
 /* The progress line on a terminal: models done of all, the one started last, the time left. */
@@ -523,7 +615,7 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
 {
     guint n = items->len;
     Progress progress = {n > 1 && isatty(STDERR_FILENO), n, g_get_monotonic_time()};
-    /* On a terminal even one job converts in a child: its lines are held, so the progress line
+    /* On a terminal even one job converts in a worker: its lines are held, so the progress line
      * can stay below them. */
     if ((jobs <= 1 && !progress.on) || n <= 1) {
         for (guint i = 0; i < n; i++) {
@@ -538,11 +630,12 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
         return;
     }
     jobs = MAX(1u, MIN(jobs, n));
-    g_autofree Job *all = g_new0(Job, n);
-    for (guint i = 0; i < n; i++)
-        all[i].out = all[i].err = all[i].rec = -1;
-    g_autofree pid_t *pids = g_new0(pid_t, jobs);
-    live_pids = pids;
+    g_autofree Slot *slots = g_new0(Slot, n);
+    g_autofree Worker *workers = g_new0(Worker, jobs);
+    g_autofree struct pollfd *fds = g_new0(struct pollfd, jobs);
+    for (guint k = 0; k < jobs; k++)
+        workers[k] = (Worker){0, -1, -1, -1, -1, -1};
+    live_workers = workers;
     live_n = jobs;
     struct sigaction old[G_N_ELEMENTS(passed_signals)];
     for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++) {
@@ -553,65 +646,73 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
         if (old[i].sa_handler == SIG_DFL)
             sigaction(passed_signals[i], &sa, NULL);
     }
-    /* Outputs of the children before their turn are held in their memfds; a child's lines go out
-     * when every model before it has gone out. */
-    guint next = 0, reported = 0, running = 0, limit = n;
+    /* A model's printed lines are held until every model before it has gone out. */
+    guint next = 0, reported = 0, limit = n, shown_at = G_MAXUINT;
     while (reported < limit) {
-        while (running < jobs && next < limit) {
-            Job *j = &all[next];
-            if (job_start(j, items->pdata[next], convert, data)) {
-                for (guint k = 0; k < jobs; k++)
-                    if (!pids[k]) {
-                        pids[k] = j->pid;
-                        break;
-                    }
-                running++;
-            } else {
-                j->done = TRUE;
-                j->err_text = job_error_text(NULL, items->pdata[next], j->record.message);
+        for (guint k = 0; k < jobs && next < limit; k++) {
+            Worker *w = &workers[k];
+            if (w->pid && w->current >= 0)
+                continue;
+            if (!w->pid && !worker_start(workers, jobs, k, items, convert, data)) {
+                int e = errno;
+                Slot *slot = &slots[next];
+                slot->done = TRUE;
+                slot->record = (BulkRecord){BULK_ERROR, NULL};
+                slot->record.message = g_strdup_printf("cannot start its conversion: %s", g_strerror(e));
+                slot->err_text = error_text(NULL, items->pdata[next], slot->record.message);
+                next++;
+                continue;
+            }
+            if (!worker_send(w, next)) {
+                worker_stop(w); /* started again at the next turn */
+                continue;
             }
             next++;
         }
-        gboolean shown = reported < limit && all[reported].done;
+        gboolean shown = reported < limit && slots[reported].done;
         if (shown)
             progress_clear(&progress);
-        while (reported < limit && all[reported].done) {
-            Job *j = &all[reported];
-            if (j->record.stop)
+        while (reported < limit && slots[reported].done) {
+            Slot *slot = &slots[reported];
+            copy_out(slot->out_text, stdout);
+            copy_out(slot->err_text, stderr);
+            g_clear_pointer(&slot->out_text, g_bytes_unref);
+            g_clear_pointer(&slot->err_text, g_bytes_unref);
+            done(reported, items->pdata[reported], &slot->record, data);
+            if (slot->record.stop)
                 limit = next; /* those started are waited for; none is started after them */
-            copy_out(j->out_text, stdout);
-            copy_out(j->err_text, stderr);
-            g_clear_pointer(&j->out_text, g_bytes_unref);
-            g_clear_pointer(&j->err_text, g_bytes_unref);
-            done(reported, items->pdata[reported], &j->record, data);
-            bulk_record_clear(&j->record);
+            bulk_record_clear(&slot->record);
             reported++;
         }
-        if (shown || next == running) /* after each model reported, and at the start */
+        if (reported != shown_at) { /* once per model reported, and at the start */
             progress_show(&progress, reported, next ? ((BulkItem *)items->pdata[next - 1])->path : NULL);
-        if (!running)
-            continue;
-        int st;
-        pid_t pid = waitpid(-1, &st, 0);
-        if (pid < 0) {
-            if (errno == EINTR)
-                continue;
-            break; /* no children left: cannot happen while running > 0 */
+            shown_at = reported;
         }
+        nfds_t nf = 0;
         for (guint k = 0; k < jobs; k++)
-            if (pids[k] == pid)
-                pids[k] = 0;
-        for (guint i = reported; i < next; i++)
-            if (all[i].pid == pid) {
-                job_finish(&all[i], items->pdata[i], st);
-                running--;
-                break;
-            }
+            if (workers[k].pid && workers[k].current >= 0)
+                fds[nf++] = (struct pollfd){workers[k].from, POLLIN, 0};
+        if (!nf)
+            continue;
+        if (poll(fds, nf, -1) < 0)
+            continue; /* EINTR */
+        for (nfds_t f = 0; f < nf; f++) {
+            if (!fds[f].revents)
+                continue;
+            for (guint k = 0; k < jobs; k++)
+                if (workers[k].pid && workers[k].from == fds[f].fd && workers[k].current >= 0) {
+                    guint index = (guint)workers[k].current;
+                    worker_collect(&workers[k], &slots[index], items->pdata[index]);
+                    break;
+                }
+        }
     }
+    for (guint k = 0; k < jobs; k++)
+        worker_stop(&workers[k]); /* the end of its pipe ends it */
     for (guint i = 0; i < G_N_ELEMENTS(passed_signals); i++)
         if (old[i].sa_handler == SIG_DFL)
             sigaction(passed_signals[i], &old[i], NULL);
-    live_pids = NULL;
+    live_workers = NULL;
     live_n = 0;
 }
 

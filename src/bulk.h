@@ -86,10 +86,13 @@ typedef void (*BulkDoneFunc)(guint index, const BulkItem *it, const BulkRecord *
 guint bulk_default_jobs(void);
 
 /* Convert every item, up to jobs at once. With one job (or one item) they are converted here, in
- * order. With more, each is converted in a process of its own (fork), whose standard output and
- * error are kept and printed when its turn in the list comes, so that what is printed, and what
- * done is given, is the same whatever jobs is; a process that dies gets an error (its signal). A
- * signal that ends this process (SIGINT, SIGTERM, SIGHUP) is passed on to them first. */
+ * order. With more (or on a terminal, for the progress line), jobs worker processes (fork) convert
+ * one model at a time each; what a model's conversion prints to standard output and error is kept
+ * (the workers' are memfds) and printed when its turn in the list comes, so that what is printed,
+ * and what done is given, is the same whatever jobs is. A model whose worker dies gets an error
+ * (its signal), and the worker is started again. A signal that ends this process (SIGINT, SIGTERM,
+ * SIGHUP) is passed on to the workers first. HALFGUARD_TEST_CRASH=SUFFIX kills the worker that
+ * is given a model whose path ends in SUFFIX (for the tests). */
 void bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data);
 
 /* Do files a and b hold the same bytes? (FALSE when either cannot be read, or is standard output.) */

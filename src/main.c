@@ -685,7 +685,7 @@ cmd_convert(int argc, char **argv)
         {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
          "A Git LFS pointer is an error, not a skipped file", NULL},
         {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
-         "Convert N models at once, each in a process of its own (default: the number of cores)", "N"},
+         "Convert N models at once in N worker processes (default: the number of cores)", "N"},
         {"results", 0, 0, G_OPTION_ARG_FILENAME, &results,
          "Write one JSON line per model, in the inputs' order, to FILE (- for stdout)", "FILE.jsonl"},
         {"skip-existing", 0, 0, G_OPTION_ARG_NONE, &skip_existing,
@@ -1395,9 +1395,9 @@ static const Command commands[] = {
      "written to DIR at its path below the folder given (several arguments: below the deepest folder\n"
      "that holds them all), its external data beside it; two inputs never share an output. A Git LFS\n"
      "pointer is skipped with a note (--strict-lfs: an error).\n\n"
-     "--jobs N converts N models at once (default: the number of cores), each in a process of its\n"
-     "own; what each prints goes out in the list's order when its turn comes, so outputs and lines\n"
-     "are the same whatever N. A model whose process dies (a crash) is an error; the others go on.\n"
+     "--jobs N converts N models at once (default: the number of cores) in N worker processes; what\n"
+     "each model prints goes out in the list's order when its turn comes, so outputs and lines are\n"
+     "the same whatever N. A model whose worker dies (a crash) is an error; the others go on.\n"
      "--results FILE writes one JSON object a line per model, in the list's order (- streams them to\n"
      "standard output): file, output, status (converted, unchanged, skipped, error), message, the\n"
      "FP16 shares of MACs and weight bytes, islands, casts, hazards, seconds, peak_bytes; fields in\n"

@@ -473,6 +473,26 @@ def test_failures(tmp):
         check(f"failures:{j}:no-progress-off-tty", "\r" not in se, repr(se[:200]))
 
 
+def test_crash(tmp):
+    """A worker killed in the middle of a model: that model is an error, the others go on."""
+    zoo = os.path.join(tmp, "zoo")
+    for i in range(8):
+        write_model(os.path.join(zoo, f"m{i}", "model.onnx"), k=float(i))
+    res = os.path.join(tmp, "r.jsonl")
+    p = subprocess.run([HG, "convert", zoo, "-O", os.path.join(tmp, "out"), "-j", "2", "--results", res],
+                       capture_output=True, text=True,
+                       env=dict(os.environ, HALFGUARD_TEST_CRASH=os.path.join("m3", "model.onnx")))
+    lines = read_results(res)
+    m3 = os.path.join(zoo, "m3", "model.onnx")
+    check("crash:exit2", p.returncode == 2, p.stderr)
+    check("crash:others-go-on", [o["status"] for o in lines] == ["converted"] * 3 + ["error"] + ["converted"] * 4,
+          str([o["status"] for o in lines]))
+    check("crash:message", lines[3]["message"] == "its conversion crashed: signal 9 (Killed)", str(lines[3]))
+    check("crash:stderr", f"about to be killed\n{m3}: its conversion crashed: signal 9 (Killed)\n" in p.stderr,
+          p.stderr)
+    check("crash:outputs", len(outputs(os.path.join(tmp, "out"))) == 7, str(outputs(os.path.join(tmp, "out"))))
+
+
 def test_progress_tty(tmp):
     """On a terminal, stderr shows done/total, the model and the time left; the lines stay whole."""
     zoo = os.path.join(tmp, "zoo")
@@ -509,7 +529,7 @@ def test_progress_tty(tmp):
 
 TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results, test_shard,
          test_examples_in_readme, test_slurm, test_kubernetes, test_github_matrix, test_skip_existing, test_failures,
-         test_progress_tty]
+         test_crash, test_progress_tty]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
