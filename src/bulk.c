@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -368,7 +369,7 @@ typedef struct {
  * output and error are memfds shared with this process, emptied before each model. */
 typedef struct {
     pid_t pid;      /* 0: not running */
-    int to, from;   /* pipes: model indices to it (guint32), records from it */
+    int to, from;   /* model indices to it (guint32; a socket), records from it (a pipe) */
     int out, err;   /* its standard output and error */
     gint64 current; /* the model it converts, or -1 */
 } Worker;
@@ -480,7 +481,9 @@ worker_start(Worker *all, guint n, guint k, GPtrArray *items, BulkConvertFunc co
     int to[2] = {-1, -1}, from[2] = {-1, -1};
     w->out = memfd_create("halfguard-stdout", MFD_CLOEXEC);
     w->err = memfd_create("halfguard-stderr", MFD_CLOEXEC);
-    if (w->out < 0 || w->err < 0 || pipe2(to, O_CLOEXEC) != 0 || pipe2(from, O_CLOEXEC) != 0) {
+    /* to: a socket, so that sending to a worker that has died fails instead of raising SIGPIPE */
+    if (w->out < 0 || w->err < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, to) != 0 ||
+        pipe2(from, O_CLOEXEC) != 0) {
         int e = errno;
         for (int i = 0; i < 2; i++) {
             close_fd(&to[i]);
@@ -536,7 +539,7 @@ worker_send(Worker *w, guint index)
         lseek(w->err, 0, SEEK_SET) != 0)
         return FALSE;
     guint32 i = index;
-    if (write(w->to, &i, sizeof i) != (ssize_t)sizeof i)
+    if (send(w->to, &i, sizeof i, MSG_NOSIGNAL) != (ssize_t)sizeof i)
         return FALSE;
     w->current = index;
     return TRUE;
