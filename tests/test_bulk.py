@@ -402,6 +402,43 @@ def test_github_matrix(tmp):
     check("github:exactly-once", sorted(seen) == every and set(seen.values()) == {1}, str(seen))
 
 
+# ---------------------------------------------------------------- external data of converted models
+
+def test_external_converted(tmp):
+    """An input with external data, partly converted: the FP16 copies go to the output's data file
+    with the FP32 tensors still read, and the FP32 originals nothing reads are not copied along."""
+    rng = np.random.default_rng(1)
+    w1 = rng.standard_normal((64, 64)).astype(np.float32)
+    w2 = rng.standard_normal((64, 64)).astype(np.float32)
+    m = make_model([helper.make_node("Add", ["x", "w1"], ["h"], name="add1"),
+                    helper.make_node("Add", ["h", "w2"], ["y"], name="add2")],
+                   [vi("x", (64, 64))], [vi("y", (64, 64))],
+                   [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    src = os.path.join(tmp, "in", "m.onnx")
+    os.makedirs(os.path.dirname(src))
+    onnx.save_model(m, src, save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=0)
+    out = os.path.join(tmp, "out", "m.onnx")
+    rc, so, se = run("convert", src, "-O", os.path.dirname(out), "-r", "x=0:1", "--block-node", "^add2$")
+    conv = onnx.load(out, load_external_data=False)
+    inits = {t.name: t for t in conv.graph.initializer}
+    where = {n: (t.data_type, t.data_location) for n, t in inits.items()}
+    check("ext:exit0", rc == 0, se)
+    check("ext:fp16-copy-made", sorted(t.data_type for t in inits.values()) == [TensorProto.FLOAT,
+                                                                                 TensorProto.FLOAT16], str(where))
+    check("ext:all-outside", all(t.data_location == TensorProto.EXTERNAL for t in inits.values()), str(where))
+    check("ext:model-small", os.path.getsize(out) < 2048, str(os.path.getsize(out)))
+    data = os.path.getsize(out + ".data")
+    check("ext:no-dead-fp32", data <= w1.nbytes // 2 + w2.nbytes + 64, f"{data} bytes")
+    # It computes what the input computes (within FP16's rounding).
+    rc, so, se = run("verify", src, out, "--random", "2", "-r", "x=0:1")
+    check("ext:verifies", rc == 0, so + se)
+    # --passes none keeps the data file byte for byte.
+    rc, so, se = run("convert", "--passes", "none", src, "-o", os.path.join(tmp, "same.onnx"))
+    check("ext:passes-none-data-identical", rc == 0 and open(os.path.join(tmp, "same.onnx.data"), "rb").read() ==
+          open(os.path.join(tmp, "in", "weights.bin"), "rb").read(), se)
+
+
 # ---------------------------------------------------------------- --skip-existing, failures, progress
 
 def options_of(path):
@@ -529,7 +566,7 @@ def test_progress_tty(tmp):
 
 TESTS = [test_tree, test_from, test_mirror, test_jobs, test_jobs_signal, test_results, test_shard,
          test_examples_in_readme, test_slurm, test_kubernetes, test_github_matrix, test_skip_existing, test_failures,
-         test_crash, test_progress_tty]
+         test_crash, test_progress_tty, test_external_converted]
 
 if __name__ == "__main__":
     hgtest.temp_folders(check, "hg-bulk-", TESTS, catch=True)
