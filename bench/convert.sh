@@ -3,12 +3,13 @@
 # measured in the same run, alternating. Prints figures and ratios; it is not a timed test. See
 # bench/RESULTS.md.
 #
-# Usage: bench/convert.sh BUILD_DIR [--size-mib N] [--arch mlp|cnn|both] [--runs N] [--warmup N] [--keep]
+# Usage: bench/convert.sh BUILD_DIR [--size-mib N] [--arch mlp|cnn|transformer|both|all] [--runs N] [--warmup N] [--keep]
 #   BUILD_DIR       a meson build of halfguard (BUILD_DIR/halfguard, BUILD_DIR/bench/gen_model);
 #                   HALFGUARD=... and GEN_MODEL=... override the two paths
 #   --size-mib N    size of the generated model's embedded weights in MiB (default 1024)
 #   --arch A        mlp: MatMul layers 4096 wide; cnn: 3x3 Conv layers 1024 channels wide and a Gemm
-#                   head; both (default): one after the other (gen_model --arch)
+#                   head; transformer: pre-norm blocks 1024 wide, LayerNorm decomposed at opset 13
+#                   (issue 14's case); both (default): mlp then cnn; all: the three (gen_model --arch)
 #   --runs N        timed runs of each command; the median is kept (default 5)
 #   --warmup N      untimed rounds first (default 1)
 #   --keep          keep the generated models (they are reused by the next run)

@@ -57,9 +57,10 @@ bench_parse() {
   bench_options size-mib=size_mib arch=arch runs=runs warmup=warmup keep=!keep -- "$@"
   bench_counts "$warmup" "$size_mib" "$runs"
   case $arch in
-    mlp|cnn) archs=("$arch") ;;
+    mlp|cnn|transformer) archs=("$arch") ;;
     both) archs=(mlp cnn) ;;
-    *) echo "$me: --arch wants mlp, cnn or both" >&2; exit 2 ;;
+    all) archs=(mlp cnn transformer) ;;
+    *) echo "$me: --arch wants mlp, cnn, transformer, both (mlp and cnn) or all" >&2; exit 2 ;;
   esac
 }
 
@@ -100,7 +101,7 @@ bench_cleanup() {
   local f
   for f in "${scratch[@]}"; do rm -f "$tmp/$sub"-*/"$f"; done
   if [ "$keep" = 0 ]; then
-    rm -rf "$tmp/$sub"-mlp "$tmp/$sub"-cnn
+    rm -rf "$tmp/$sub"-mlp "$tmp/$sub"-cnn "$tmp/$sub"-transformer
     [ "$created_tmp" = 0 ] || rmdir "$tmp" 2>/dev/null || true
   fi
 }

@@ -1,6 +1,8 @@
 /* halfguard: the command line. It parses arguments and calls the library; nothing else. */
 #include "halfguard/halfguard.h"
 
+#include "bulk.h"
+
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -568,19 +570,147 @@ analysis_clear(Analysis *a)
 
 /* ---------------------------------------------------------------- convert */
 
+/* What every model of one convert command shares. */
+typedef struct {
+    Analysis *an;
+    const char *output, *output_dir, *report, *dump_after;
+    gboolean trtexec, keep_io, strict_lfs, stdout_taken;
+    char **block_ops, **block_nodes, **force_nodes, **pass_list;
+    const char *results; /* --results FILE, or NULL */
+    const char *options_hash; /* --skip-existing: the hash outputs carry, else NULL */
+    GString *lines;      /* its lines so far (a file is written at the end) */
+    int rc;
+} ConvertRun;
+
+/* Convert one model (bulk_run's BulkConvertFunc). */
+static void
+convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
+{
+    ConvertRun *r = data;
+    const char *in = it->path;
+    const char *out = it->output;
+    FILE *info = r->stdout_taken ? stderr : stdout; /* standard output may carry the model or report */
+    if (r->options_hash && bulk_up_to_date(in, out, r->options_hash)) {
+        rec->status = BULK_SKIPPED;
+        rec->message = g_strdup_printf("%s is up to date: newer, and made with the same options", out);
+        print_line(info, "%s -> %s: up to date, skipped (--skip-existing)", in, out);
+        return;
+    }
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_load(in, &error);
+    if (!m && error->code == HG_ERROR_LFS && r->output_dir && !r->strict_lfs) {
+        rec->status = BULK_SKIPPED;
+        rec->message = g_strdup("Git LFS pointer, not a model: skipped (--strict-lfs makes this an error)");
+        print_line(stderr, "%s: note: %s", in, rec->message);
+        return;
+    }
+    g_autofree char *out_dir = g_path_get_dirname(out);
+    if (m && r->output_dir && g_mkdir_with_parents(out_dir, 0755) != 0) {
+        int e = errno;
+        g_clear_pointer(&m, hg_model_free);
+        g_set_error(&error, HG_ERROR, HG_ERROR_OUTPUT, "%s: cannot create: %s", out_dir, g_strerror(e));
+    }
+    HgStats *use = NULL;
+    g_autoptr(HgStats) owned = NULL;
+    g_auto(Synthetic) syn = {0};
+    g_auto(ModelSetup) ms = {0};
+    g_autoptr(HgConvertResult) result = NULL;
+    g_autoptr(GString) dump = g_string_new(NULL);
+    if (m && model_setup(r->an, m, in, &ms, &error) && model_stats(m, r->an, &ms, TRUE, &use, &owned, &syn, &error)) {
+        HgCheckOptions co = ms.co;
+        co.stats = use;
+        report_warnings(in, m, &co);
+        g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+        hg_convert_options_set_analysis(o, &co);
+        hg_convert_options_set_block_ops(o, (const char *const *)r->block_ops);
+        hg_convert_options_set_block_nodes(o, (const char *const *)r->block_nodes);
+        hg_convert_options_set_force_fp16_nodes(o, (const char *const *)r->force_nodes);
+        hg_convert_options_set_keep_io_types(o, r->keep_io);
+        HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
+        result = hg_convert(m, o, &po, &error);
+        /* Only --results tells converted and unchanged apart: the comparison reads both files (with
+         * --skip-existing, before the options hash makes them differ). */
+        gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);
+        if (result && r->options_hash)
+            bulk_model_set_options(m, r->options_hash);
+        if (result && (!hg_model_save(m, out, &error) ||
+                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
+            g_clear_pointer(&result, hg_convert_result_free);
+        same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
+        rec->status = same ? BULK_UNCHANGED : BULK_CONVERTED;
+    }
+    if (dump->len)
+        fputs(dump->str, stdout);
+    if (!result) {
+        report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
+        rec->status = BULK_ERROR;
+        rec->message = g_strdup(error->message);
+        rec->stop = error->code == HG_ERROR_USAGE; /* the same for every model */
+        return;
+    }
+    report_derived(in, result->inputs);
+    report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, r->an->seed,
+                    ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
+    g_autofree char *summary = hg_convert_result_summary(result);
+    print_line(info, "%s -> %s: %s", in, out, summary);
+    g_autofree char *tr = r->trtexec ? hg_convert_result_trtexec(result) : NULL;
+    if (r->trtexec)
+        print_line(info, "%s", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+    *rec = (BulkRecord){rec->status, NULL, result->planned, result->macs_total, result->macs_fp16, result->weight_bytes_total,
+                        result->weight_bytes_fp16, result->n_fp32_islands, result->n_casts, 0};
+    for (guint i = 0; result->decisions && i < result->decisions->len; i++) {
+        const HgDecision *d = result->decisions->pdata[i];
+        rec->hazards += d->fp32 && d->reason && hg_hazard_kind_from_name(d->reason) >= 0;
+    }
+}
+
+/* A model done, in the list's order (bulk_run's BulkDoneFunc). */
+static void
+convert_done(guint index, const BulkItem *it, const BulkRecord *rec, gpointer data)
+{
+    (void)index;
+    ConvertRun *r = data;
+    if (rec->status == BULK_ERROR)
+        r->rc = EXIT_ERROR;
+    if (!r->results)
+        return;
+    g_autofree char *line = bulk_result_line(it, rec);
+    g_autoptr(GError) error = NULL;
+    if (strcmp(r->results, "-") != 0)
+        g_string_append(r->lines, line);
+    else if (!hg_write_file("-", line, strlen(line), &error))
+        report_error(NULL, error);
+}
+
 static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
-    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL;
+    char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
+    char *results = NULL, *shard = NULL;
+    guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
-    gboolean keep_io = FALSE, trtexec = FALSE;
+    gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
+    int jobs = 0;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
          "Write the model to FILE (one input; - for standard output)", "FILE"},
         {"output-dir", 'O', 0, G_OPTION_ARG_FILENAME, &output_dir,
-         "Write each model to DIR under its own name (several inputs)", "DIR"},
+         "Write each model to DIR at its path below the folder given (or the inputs' common folder)", "DIR"},
+        {"from", 0, 0, G_OPTION_ARG_FILENAME, &from,
+         "Also convert the models (or folders) FILE lists, one a line (- for standard input)", "FILE"},
+        {"strict-lfs", 0, 0, G_OPTION_ARG_NONE, &strict_lfs,
+         "A Git LFS pointer is an error, not a skipped file", NULL},
+        {"jobs", 'j', 0, G_OPTION_ARG_INT, &jobs,
+         "Convert N models at once in N worker processes (default: the number of cores)", "N"},
+        {"results", 0, 0, G_OPTION_ARG_FILENAME, &results,
+         "Write one JSON line per model, in the inputs' order, to FILE (- for stdout)", "FILE.jsonl"},
+        {"skip-existing", 0, 0, G_OPTION_ARG_NONE, &skip_existing,
+         "Skip a model whose output is newer and was made with the same options (a hash in its metadata)",
+         NULL},
+        {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
+         "Convert only the I-th of N shares of the models (the K-th model, from 0, goes to K mod N + 1)", "I/N"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -604,19 +734,32 @@ cmd_convert(int argc, char **argv)
     };
     int rc = EXIT_OK;
     g_auto(GStrv) pass_list = NULL;
-    g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    g_autoptr(GPtrArray) items = NULL;
+    g_autoptr(GError) list_error = NULL;
     const char *usage;
     int stdout_users;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     stdout_users = (output && strcmp(output, "-") == 0) + (report && strcmp(report, "-") == 0) +
-                   (dump_after != NULL);
-    usage = argc < 2                  ? "no input model"
+                   (dump_after != NULL) + (results && strcmp(results, "-") == 0);
+    items = argc >= 2 || from ? bulk_collect(argv + 1, argc - 1, from, output_dir, output_dir != NULL, &list_error) : NULL;
+    if ((argc >= 2 || from) && !items) {
+        report_error(NULL, list_error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (shard && !bulk_shard_parse(shard, &shard_i, &shard_n, &list_error)) {
+        fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", list_error->message);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    usage = !items || !items->len     ? "no input model"
             : output && output_dir    ? "give -o or -O, not both"
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
-            : output && argc > 2      ? "-o takes one input; use -O DIR for several"
-            : report && argc > 2      ? "--report takes one input"
-            : stdout_users > 1        ? "only one of -o -, --report - and --dump-after may use stdout"
+            : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
+            : report && items->len > 1 ? "--report takes one input"
+            : stdout_users > 1        ? "only one of -o -, --report -, --results - and --dump-after may use stdout"
+            : jobs < 0                ? "--jobs takes a count, 1 or more (0: the number of cores)"
                                       : NULL;
     if (usage) {
         fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", usage);
@@ -633,60 +776,28 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
-    for (int i = 1; i < argc; i++) {
-        const char *in = argv[i];
-        g_autofree char *base = g_path_get_basename(in);
-        g_autofree char *out = output ? g_strdup(output) : g_build_filename(output_dir, base, NULL);
-        if (g_hash_table_contains(seen, out)) {
-            print_line(stderr, "%s: another input is also written to %s; skipped", in, out);
-            rc = EXIT_ERROR;
-            continue;
+    {
+        g_autoptr(GString) lines = g_string_new(NULL);
+        /* What does not shape the output model stays out of the hash. */
+        static const char *const not_hashed[] = {"output", "output-dir", "from", "strict-lfs", "jobs", "results",
+                                                 "skip-existing", "shard", "report", "emit-trtexec",
+                                                 "dump-after", NULL};
+        g_autofree char *hash = skip_existing ? bulk_options_hash(entries, not_hashed, hg_version()) : NULL;
+        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
+                          strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
+                          results,   hash,        lines,       EXIT_OK};
+        bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
+        for (guint i = 0; i < items->len; i++) {
+            BulkItem *it = items->pdata[i];
+            it->output = output ? g_strdup(output) : g_build_filename(output_dir, it->rel, NULL);
         }
-        g_hash_table_add(seen, g_strdup(out));
+        bulk_run(items, jobs ? (guint)jobs : bulk_default_jobs(), convert_one, convert_done, &run);
+        rc = run.rc;
         g_autoptr(GError) error = NULL;
-        g_autoptr(HgModel) m = hg_model_load(in, &error);
-        HgStats *use = NULL;
-        g_autoptr(HgStats) owned = NULL;
-        g_auto(Synthetic) syn = {0};
-        g_auto(ModelSetup) ms = {0};
-        if (!m || !model_setup(&an, m, in, &ms, &error) ||
-            !model_stats(m, &an, &ms, TRUE, &use, &owned, &syn, &error)) {
-            report_error(in, error);
+        if (results && strcmp(results, "-") != 0 && !hg_write_file(results, lines->str, lines->len, &error)) {
+            report_error(NULL, error);
             rc = EXIT_ERROR;
-            continue;
         }
-        HgCheckOptions co = ms.co;
-        co.stats = use;
-        report_warnings(in, m, &co);
-        g_autoptr(HgConvertOptions) o = hg_convert_options_new();
-        hg_convert_options_set_analysis(o, &co);
-        hg_convert_options_set_block_ops(o, (const char *const *)block_ops);
-        hg_convert_options_set_block_nodes(o, (const char *const *)block_nodes);
-        hg_convert_options_set_force_fp16_nodes(o, (const char *const *)force_nodes);
-        hg_convert_options_set_keep_io_types(o, keep_io);
-        g_autoptr(GString) dump = g_string_new(NULL);
-        HgPipelineOptions po = {(const char *const *)pass_list, dump_after, dump};
-        g_autoptr(HgConvertResult) result = hg_convert(m, o, &po, &error);
-        gboolean ok = result && hg_model_save(m, out, &error) &&
-                      (!report || hg_convert_result_write_report(result, in, report, &error));
-        if (dump->len)
-            fputs(dump->str, stdout);
-        if (!ok) {
-            report_error(error->code == HG_ERROR_USAGE ? NULL : in, error);
-            rc = EXIT_ERROR;
-            if (error->code == HG_ERROR_USAGE)
-                break;
-            continue;
-        }
-        report_derived(in, result->inputs);
-        report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, an.seed,
-                        ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
-        g_autofree char *summary = hg_convert_result_summary(result);
-        FILE *info = stdout_users ? stderr : stdout; /* standard output may carry the model or report */
-        print_line(info, "%s -> %s: %s", in, out, summary);
-        g_autofree char *tr = trtexec ? hg_convert_result_trtexec(result) : NULL;
-        if (trtexec)
-            print_line(info, "%s", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
     }
 out:
     analysis_clear(&an);
@@ -698,6 +809,9 @@ out:
     g_free(passes);
     g_free(dump_after);
     g_free(report);
+    g_free(from);
+    g_free(results);
+    g_free(shard);
     return rc;
 }
 
@@ -1335,7 +1449,7 @@ static const Command commands[] = {
      "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
      "Example:\n  halfguard check model.onnx --input-range 'input=0:1'\n"
      "  halfguard check models/*.onnx --calib calib/0 --format sarif > halfguard.sarif"},
-    {"convert", cmd_convert, "IN.onnx... (-o OUT.onnx | -O DIR)",
+    {"convert", cmd_convert, "(IN.onnx | FOLDER)... [--from LIST] (-o OUT.onnx | -O DIR)",
      "Make models FP16-safe: mixed precision through the pass pipeline, saved atomically.",
      "Loads each model, runs the passes (all of them in pipeline order unless --passes says\n"
      "otherwise), checks the graph after every pass, and writes the result. A regular file is\n"
@@ -1344,8 +1458,9 @@ static const Command commands[] = {
      "atomically; - is standard output; anything else (a directory, a socket) is an error.\n"
      "An input is never replaced: -o may name the input itself only when it keeps no external\n"
      "data, and no output may be one of its data files. External data goes to one file of the\n"
-     "output's own, OUT.data beside it; so do the largest initializers of a model that would\n"
-     "pass protobuf's 2 GiB limit. With --passes none the output is the input, byte for byte\n"
+     "output's own, OUT.data beside it, without the FP32 originals nothing reads any more; so do the\n"
+     "FP16 copies a conversion makes, and the largest initializers of a model that would pass\n"
+     "protobuf's 2 GiB limit. With --passes none the output is the input, byte for byte\n"
      "(external data: but for the data file's name).\n\n"
      "Passes, in order: fold_shapes (shape arithmetic becomes constants), fuse_layernorm\n"
      "(decomposed LayerNorm becomes opset-17 LayerNormalization), prescale (a scale after a MatMul\n"
@@ -1363,10 +1478,32 @@ static const Command commands[] = {
      "many decisions rest on synthetic data.\n\n"
      "It reads .halfguard.ini exactly as check does ([check], [ranges], [model] calib and dim-max;\n"
      "--config FILE, --no-config); options on the command line win.\n\n"
-     "Exit status: 0 when every model was written, 2 when any failed.\n\n"
+     "Many models: with -O DIR, a FOLDER is walked for *.onnx at every depth (names in byte order;\n"
+     "symbolic links only where they stay inside it; DIR itself is not walked), --from LIST adds the\n"
+     "paths LIST holds, one a line (- for standard input; # starts a comment), and each model is\n"
+     "written to DIR at its path below the folder given (several arguments: below the deepest folder\n"
+     "that holds them all), its external data beside it; two inputs never share an output. A Git LFS\n"
+     "pointer is skipped with a note (--strict-lfs: an error).\n\n"
+     "--jobs N converts N models at once (default: the number of cores) in N worker processes; what\n"
+     "each model prints goes out in the list's order when its turn comes, so outputs and lines are\n"
+     "the same whatever N. A model whose worker dies (a crash) is an error; the others go on.\n"
+     "--results FILE writes one JSON object a line per model, in the list's order (- streams them to\n"
+     "standard output): file, output, status (converted, unchanged, skipped, error), message, the\n"
+     "FP16 shares of MACs and weight bytes, islands, casts, hazards, seconds, peak_bytes; fields in\n"
+     "the README, schema in tests/convert_results_schema.json.\n"
+     "--shard I/N converts only the models whose place K in the list (from 0) has K mod N = I - 1: N\n"
+     "runs over the same inputs (a Slurm array, a Kubernetes Indexed Job, a CI matrix) convert every\n"
+     "model exactly once.\n"
+     "--skip-existing skips a model whose output is newer than it and carries the same options hash\n"
+     "(metadata_props halfguard.convert.options, written with --skip-existing): a rerun resumes.\n"
+     "A model that fails gets an error line (FILE: message) and the others go on. On a terminal,\n"
+     "stderr shows the progress: models done, the one started last, the time left.\n\n"
+     "Exit status: 0 when no model failed (written, unchanged or skipped), 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
      "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
-     "  halfguard convert --passes none a.onnx b.onnx -O out/"},
+     "  halfguard convert --passes none a.onnx b.onnx -O out/\n"
+     "  halfguard convert models/ -O models-fp16/\n"
+     "  halfguard convert models/ -O models-fp16/ --shard $((SLURM_ARRAY_TASK_ID + 1))/$SLURM_ARRAY_TASK_COUNT"},
     {"dump", cmd_dump, "MODEL...",
      "Print models in ONNX's textual syntax, with element types and shapes.",
      "The text is the syntax onnx.parser reads; halfguard reads it back from .onnxtxt files.\n"

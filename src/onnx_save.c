@@ -849,8 +849,9 @@ collect_ext_graph(HgGraph *g, gpointer data)
 }
 
 /* The one mapped source file that every tensor in ext still views at its recorded offset, or NULL:
- * then the file is copied whole and stays byte-identical. Not when those tensors hold less than half
- * of it (the rest converted, or dropped): the dead bytes would go along. */
+ * then the file is copied whole and stays byte-identical. Not when it holds bytes that no tensor
+ * views beyond the alignment padding before each (FP32 originals that were converted, or dropped):
+ * those dead bytes would go along. */
 static const HgBlob *
 ext_unchanged_source(const GPtrArray *ext)
 {
@@ -870,7 +871,7 @@ ext_unchanged_source(const GPtrArray *ext)
     gsize len = 0;
     if (src)
         hg_blob_data(src, &len);
-    return src && live * 2 >= len ? src : NULL;
+    return src && live + 63 * (guint64)ext->len >= len ? src : NULL;
 }
 
 /* Place the tensors that are external in the IR: at their offsets when their one source file is
@@ -962,6 +963,25 @@ protobuf_limit(void)
     if (env && hg_parse_count(env, &v) && v > 0 && v < PROTOBUF_LIMIT)
         return v;
     return PROTOBUF_LIMIT;
+}
+
+static void collect_movable(HgGraph *g, gpointer data);
+
+/* When the output has a data file anyway (the input kept its weights outside), the initializers the
+ * conversion made (FP16 copies: held in memory, not viewing a mapped file) go there too, in graph
+ * order, so the model stays small; those that came inside the input stay inside. */
+static void
+data_plan_converted(DataPlan *p, HgModel *m)
+{
+    if (!p->tensors->len || !m->graph)
+        return;
+    g_autoptr(GPtrArray) movable = g_ptr_array_new();
+    hg_graph_foreach(m->graph, collect_movable, movable);
+    for (guint i = 0; i < movable->len; i++) {
+        HgTensor *t = movable->pdata[i];
+        if (hg_blob_fd(t->blob) < 0 && !g_hash_table_contains(p->offsets, t))
+            data_plan_append(p, t);
+    }
 }
 
 static void
@@ -1070,8 +1090,10 @@ hg_model_save(HgModel *m, const char *path, GError **error)
     g_autofree char *location = g_strconcat(target_base, ".data", NULL);
     DataPlan plan;
     data_plan_init(&plan);
-    if (!stream)
+    if (!stream) {
         data_plan_external(&plan, m);
+        data_plan_converted(&plan, m);
+    }
 
     SaveCtx s;
     Onnx__ModelProto pb;

@@ -3,6 +3,8 @@
  * in outfile.h. */
 #include "outfile.h"
 
+#include "halfguard/io.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -572,4 +574,10 @@ hg_outfile_write(const char *path, const void *data, gsize len, GError **error)
         return FALSE;
     }
     return hg_outfile_commit(f, error);
+}
+
+gboolean
+hg_write_file(const char *path, const void *data, gsize len, GError **error)
+{
+    return hg_outfile_write(path, data, len, error);
 }

@@ -39,14 +39,20 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * (a temporary in the folder of the file a symbolic link points to, then a rename); a character
  * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
  * tensors go to the output's own data file, TARGET.data beside the target (its location entries say
- * so): copied whole when they come unchanged from one file, else laid out again at 64-byte
- * boundaries. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
+ * so): copied whole when they come unchanged from one file that holds nothing else, else laid out
+ * again at 64-byte boundaries; initializers held in memory (made by a conversion, 1 KiB or more) go
+ * there too when there is a data file. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
  * less 64 MiB (protobuf's limit; HALFGUARD_TEST_PROTOBUF_LIMIT lowers it for tests) has its
  * largest initializers moved to the data file; if it cannot fit, or goes to a stream, nothing is
  * written (HG_ERROR_OUTPUT). path may be the file m was loaded from when m keeps no external data;
  * it may never be another file a live model was loaded from. On failure nothing at path changes
  * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
+
+/* Write len bytes at data to path as halfguard writes every file: "-" is standard output, a regular
+ * file is replaced atomically, a FIFO or character device is written directly, anything else is
+ * refused (HG_ERROR_OUTPUT, "PATH: reason"); no file a live model was loaded from is replaced. */
+HG_API gboolean hg_write_file(const char *path, const void *data, gsize len, GError **error);
 
 /* A serialized TensorProto (the ONNX test-data format, input_0.pb) as a new tensor, or NULL with an
  * HG_ERROR. Typed fields are decoded; the tensor owns its data. */
