@@ -1686,6 +1686,10 @@ test_range_conv(void **state)
     assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 9.5, FALSE);
     /* weights not constant: 4 taps of [0, 2] x [-2, 3] = [-4, 6] each, plus a bias in [-3, 0.5] */
     assert_range(range_rule(&nd, 11, 3, ins, rin, 0), -16 - 3, 24 + 0.5, FALSE);
+    /* x may hold a NaN (one does): the windows over it are NaN, the rest inside the same bounds */
+    ((float *)ins[0]->data)[5] = NAN;
+    rin[0].nan = TRUE;
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 9.5, TRUE);
     /* an unbounded input: unbounded out, NaN possible (0 * inf, inf - inf) */
     rin[0] = hg_range_any();
     rin[0].nan = FALSE;
@@ -1717,6 +1721,14 @@ test_range_matmul_gemm(void **state)
     assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -4, 4, FALSE);
     /* not constant: 3 products of [0, 1] x [-4, 3] */
     assert_range(range_rule(&nd, 13, 2, ins, rin, 0), -12, 9, FALSE);
+    /* A may hold a NaN (row 0 does): that row's outputs are NaN, the others keep the finite bounds */
+    ((float *)ins[0]->data)[0] = NAN;
+    rin[0].nan = TRUE;
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -4, 4, TRUE);
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 0), -12, 9, TRUE);
+    /* unbounded A: nothing finite is left */
+    rin[0] = hg_range_exact(0, INFINITY);
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -INFINITY, INFINITY, TRUE);
     unref_all(ins, 2);
     /* constant A (rows {1, -2} and {0.5, 0.5}), B in [-1, 3]: [-7, 5] and [-1, 3] */
     HgArray *a2[2] = {arr_f32(HG_DTYPE_FLOAT, 2, DIMS(2, 2), F32S(1, -2, 0.5f, 0.5f)), arr_in(1, DIMS(2), -1, 3)};
@@ -1734,9 +1746,9 @@ test_range_matmul_gemm(void **state)
                      arr_in(1, DIMS(2), 0, 1)};
     HgRange gr[3] = {hg_range_exact(0, 1), hg_range_of_array(g[1]), hg_range_exact(0, 1)};
     assert_range(range_rule(&nd, 13, 3, g, gr, 2), -9, 8, FALSE);
-    /* a NaN in C reaches the output */
+    /* a NaN in C reaches the output as a flag beside the same bounds */
     gr[2].nan = TRUE;
-    assert_true(range_rule(&nd, 13, 3, g, gr, 2).nan);
+    assert_range(range_rule(&nd, 13, 3, g, gr, 2), -9, 8, TRUE);
     unref_all(g, 3);
     hg_model_free(nd.model);
 
