@@ -6,7 +6,6 @@
  * bounds checks on indices taken from data. */
 #include "opstest.h"
 #include "ranges.h"
-#include "shapes.h"
 
 #include <math.h>
 #include <string.h>
@@ -1497,10 +1496,8 @@ test_partial_shape_values(void **state)
         "  fl = Reshape(x, t3)\n"
         "  e = Expand(w, s)\n"
         "}\n";
-    g_autoptr(GError) error = NULL;
-    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
-    g_autoptr(HgShapes) shapes = m ? hg_shapes_infer(m->graph, NULL, 0, &error) : NULL;
-    assert_non_null(shapes);
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
     struct {
         const char *name;
         int rank;
@@ -1508,7 +1505,7 @@ test_partial_shape_values(void **state)
     } want[] = {{"q", 4, {-1, 6, 2, 4}}, {"sc", 4, {-1, 2, 6, 6}}, {"o", 4, {-1, 2, 6, 4}},
                 {"r2", 3, {-1, 12, 4}}, {"fl", 2, {-1, 48}}, {"e", 3, {-1, 6, 8}}};
     for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
-        const HgValueShape *vs = hg_shapes_get(shapes, g_hash_table_lookup(m->graph->values, want[i].name));
+        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
         if (vs->rank != want[i].rank)
             fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
         for (int k = 0; k < vs->rank; k++)
@@ -1519,7 +1516,7 @@ test_partial_shape_values(void **state)
         assert_string_equal(vs->dims[0].sym, "B");
     }
     /* the shape vector is known but for its first entry */
-    const HgValueShape *ts = hg_shapes_get(shapes, g_hash_table_lookup(m->graph->values, "t"));
+    const HgValueShape *ts = SHAPE_OF(shapes, m, "t");
     assert_null(ts->value);
     assert_int_equal(ts->part.n, 4);
     assert_int_equal(ts->part.known, 0xe);
@@ -1527,9 +1524,9 @@ test_partial_shape_values(void **state)
     /* the products are bounded: 4 terms of [-1, 1]^2, and a convex-weighted sum of 6 */
     HgInputRange in[2] = {{"x", {-1, 1, 0, FALSE}}, {"w", {-1, 1, 0, FALSE}}};
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
-    const HgRange *sc = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "sc"));
+    const HgRange *sc = RANGE_OF(ranges, m, "sc");
     assert_true(sc->lo >= -4.01 && sc->hi <= 4.01 && sc->hi >= 4);
-    const HgRange *o = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "o"));
+    const HgRange *o = RANGE_OF(ranges, m, "o");
     assert_true(isfinite(o->lo) && isfinite(o->hi) && o->hi <= 6.01);
 }
 

@@ -110,6 +110,9 @@ typedef struct {
      * producers), or NULL when the caller has none to offer. */
     const HgRange *(*range_of)(gconstpointer data, const HgValue *v);
     gconstpointer range_data;
+    /* What shape inference knows of any value (for the same rules), or NULL. */
+    const HgValueShape *(*shape_of)(gconstpointer data, const HgValue *v);
+    gconstpointer shape_data;
 } HgRangeCtx;
 
 /* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound
