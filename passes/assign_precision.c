@@ -35,6 +35,11 @@
 #define CAST_PER_ELEMENT 6.0
 #define FP32_PER_MAC 0.1
 #define UNKNOWN_NUMEL 65536 /* a tensor whose size shape inference does not know */
+/* A symbolic dim (batch, sequence) that neither the model nor --shapes fixes is priced at this size
+ * when a node's multiply-accumulates depend on it, unless --dim-max names a size for it: a short
+ * sequence or a large batch, where FP32 compute starts to weigh against the Casts around it. The
+ * summary says which dims were priced so. */
+#define SYMBOLIC_DIM 128
 #define FP16_BYTES 2.0
 
 /* The first default-domain opset whose schema allows tensor(float16) for the op's float type, where
@@ -99,7 +104,8 @@ typedef struct {
     double fp32_cost;
     const char *forced32; /* reason, or NULL */
     const char *forced16;
-    gint64 macs;
+    gint64 macs;          /* with symbolic dims priced (SYMBOLIC_DIM) where macs_unknown */
+    gboolean macs_unknown;
 } Cand;
 
 gint64
@@ -115,10 +121,30 @@ hg_precision_fp16_node_cost(double elems_read, double elems_written)
     return CAST_FIXED + FP16_BYTES * (elems_read + elems_written);
 }
 
+/* s with every unknown dim at its priced size, its symbolic names added to syms ("unnamed" for a
+ * dim no name follows). */
+static void
+price_shape(HgValueShape *s, const char *const *dim_max, GPtrArray *syms)
+{
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i].v >= 0)
+            continue;
+        const char *name = s->dims[i].sym ? s->dims[i].sym : g_intern_static_string("unnamed");
+        if (!g_ptr_array_find(syms, name, NULL))
+            g_ptr_array_add(syms, (gpointer)name);
+        s->dims[i].v = hg_dim_max_lookup(dim_max, s->dims[i].sym, SYMBOLIC_DIM);
+    }
+}
+
+/* n's multiply-accumulates. Where they depend on dims shape inference does not know, *unknown is
+ * set, the names of those dims are added to syms (interned strings), and the count is the one with
+ * each such dim at its priced size (0 when even that is unknown: an unknown rank). */
 static gint64
-node_macs(const HgShapes *shapes, HgNode *n, gint64 opset)
+node_macs(const HgShapes *shapes, HgNode *n, gint64 opset, const char *const *dim_max, gboolean *unknown,
+          GPtrArray *syms)
 {
     const HgOpDef *op = hg_op_for_node(n);
+    *unknown = FALSE;
     if (!op || !op->cost)
         return 0;
     g_autofree const HgValueShape **ins = g_new0(const HgValueShape *, n->n_inputs + 1);
@@ -129,6 +155,25 @@ node_macs(const HgShapes *shapes, HgNode *n, gint64 opset)
         outs[k] = n->outputs[k] ? (HgValueShape *)hg_shapes_get(shapes, n->outputs[k]) : NULL;
     HgShapeCtx sc = {n, opset, n->n_inputs, ins, n->n_outputs, outs, NULL};
     gint64 c = op->cost(&sc);
+    if (c >= 0)
+        return c;
+    /* Copies of the shapes (their values borrowed, not owned) with the unknown dims priced. */
+    *unknown = TRUE;
+    g_autofree HgValueShape *pi = g_new0(HgValueShape, n->n_inputs + 1);
+    g_autofree HgValueShape *po = g_new0(HgValueShape, n->n_outputs + 1);
+    for (guint k = 0; k < n->n_inputs; k++)
+        if (ins[k]) {
+            pi[k] = *ins[k];
+            price_shape(&pi[k], dim_max, syms);
+            ins[k] = &pi[k];
+        }
+    for (guint k = 0; k < n->n_outputs; k++)
+        if (outs[k]) {
+            po[k] = *outs[k];
+            price_shape(&po[k], dim_max, syms);
+            outs[k] = &po[k];
+        }
+    c = op->cost(&sc);
     return MAX(c, 0);
 }
 
@@ -183,6 +228,7 @@ is_float_cast(const HgShapes *shapes, const HgNode *n)
 typedef struct {
     GArray *cands;      /* of Cand */
     GHashTable *index;  /* HgNode* -> candidate index + 1 */
+    GPtrArray *syms;    /* the symbolic dims the MACs of some candidate depend on (interned) */
 } Cands;
 
 static void
@@ -190,6 +236,7 @@ cands_clear(Cands *cs)
 {
     g_clear_pointer(&cs->cands, g_array_unref);
     g_clear_pointer(&cs->index, g_hash_table_unref);
+    g_clear_pointer(&cs->syms, g_ptr_array_unref);
 }
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(Cands, cands_clear)
 
@@ -229,6 +276,9 @@ build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTab
 
     cs->cands = g_array_new(FALSE, TRUE, sizeof(Cand));
     cs->index = g_hash_table_new(NULL, NULL);
+    cs->syms = g_ptr_array_new();
+    const HgCheckOptions *check = hg_convert_options_analysis(env->options);
+    const char *const *dim_max = check ? check->dim_max : NULL;
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
         gboolean any = FALSE;
@@ -245,7 +295,8 @@ build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTab
             }
         if (!any)
             continue;
-        Cand c = {n, 0, NULL, NULL, node_macs(shapes, n, opset)};
+        Cand c = {n, 0, NULL, NULL, 0, FALSE};
+        c.macs = node_macs(shapes, n, opset, dim_max, &c.macs_unknown, cs->syms);
         c.fp32_cost = 1.0 + bytes + FP32_PER_MAC * (double)c.macs;
         c.forced32 = no_fp16_form(n, opset);
         /* A pass before this one may have set FP32 in the plan to keep a node there. */
@@ -475,6 +526,23 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
     g_autoptr(GHashTable) fp32 = g_hash_table_new(NULL, NULL);
     env->result->planned = TRUE;
     env->result->macs_total = env->result->macs_fp16 = 0;
+    env->result->macs_priced_total = env->result->macs_priced_fp16 = 0;
+    env->result->n_macs_unknown = 0;
+    g_clear_pointer(&env->result->symbolic_dims, g_free);
+    g_clear_pointer(&env->result->symbolic_priced, g_free);
+    if (cs.syms->len) {
+        const HgCheckOptions *check = hg_convert_options_analysis(env->options);
+        g_autoptr(GString) names = g_string_new(NULL), priced = g_string_new(NULL);
+        for (guint i = 0; i < cs.syms->len; i++) {
+            const char *name = cs.syms->pdata[i];
+            gint64 size = hg_dim_max_lookup(check ? check->dim_max : NULL, strcmp(name, "unnamed") ? name : NULL,
+                                            SYMBOLIC_DIM);
+            g_string_append_printf(names, "%s%s", i ? ", " : "", name);
+            g_string_append_printf(priced, "%s%s=%" G_GINT64_FORMAT, i ? ", " : "", name, size);
+        }
+        env->result->symbolic_dims = g_string_free(g_steal_pointer(&names), FALSE);
+        env->result->symbolic_priced = g_string_free(g_steal_pointer(&priced), FALSE);
+    }
     env->result->n_synthetic = env->result->n_assumed = 0;
     record_inputs(env->result, res, hg_analyses_options(env->analyses));
     /* Read from the analysis before the plan goes into the IR (which moves the generation). */
@@ -491,7 +559,7 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
                              : c->forced16 ? c->forced16
                              : d->fp32 ? "cheaper in FP32 than the Casts around it (minimum cut)"
                                        : "prefers FP16");
-        d->macs = c->macs;
+        d->macs = c->macs_unknown ? -1 : c->macs;
         d->source = sources[i];
         env->result->n_synthetic += d->source == HG_SOURCE_SYNTHETIC;
         env->result->n_assumed += d->source == HG_SOURCE_ASSUMED;
@@ -505,11 +573,15 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
             }
         g_ptr_array_add(env->result->decisions, d);
         hg_node_set_precision(c->node, d->fp32 ? HG_PRECISION_FP32 : HG_PRECISION_FP16, d->reason);
-        env->result->macs_total += c->macs;
-        if (d->fp32)
+        env->result->n_macs_unknown += c->macs_unknown;
+        env->result->macs_total += c->macs_unknown ? 0 : c->macs;
+        env->result->macs_priced_total += c->macs;
+        if (d->fp32) {
             g_hash_table_add(fp32, c->node);
-        else
-            env->result->macs_fp16 += c->macs;
+        } else {
+            env->result->macs_fp16 += c->macs_unknown ? 0 : c->macs;
+            env->result->macs_priced_fp16 += c->macs;
+        }
     }
     /* Islands: FP32 nodes connected through tensors. */
     guint n32 = g_hash_table_size(fp32), islands = 0;

@@ -217,6 +217,23 @@ hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error)
     return TRUE;
 }
 
+gint64
+hg_dim_max_lookup(const char *const *specs, const char *name, gint64 dflt)
+{
+    gint64 any = dflt;
+    for (guint i = 0; specs && specs[i]; i++) {
+        g_autofree char *n = NULL;
+        gint64 v;
+        if (!hg_dim_max_parse(specs[i], &n, &v, NULL))
+            continue;
+        if (name && strcmp(n, name) == 0)
+            return v;
+        if (strcmp(n, "*") == 0)
+            any = v;
+    }
+    return any;
+}
+
 static gboolean
 load_model_group(HgCheckConfig *cfg, GKeyFile *kf, const char *group, GError **error)
 {

@@ -65,15 +65,26 @@ hg_convert_result_summary(const HgConvertResult *ctx)
     double wpct = ctx->weight_bytes_total
                       ? 100.0 * (double)ctx->weight_bytes_fp16 / (double)ctx->weight_bytes_total
                       : 100;
-    if (ctx->macs_total)
+    if (ctx->n_macs_unknown) {
+        /* A share of the known MACs alone would mislead: the unknown ones are the matrix products. */
+        double ppct = ctx->macs_priced_total
+                          ? 100.0 * (double)ctx->macs_priced_fp16 / (double)ctx->macs_priced_total
+                          : 100;
+        g_string_append_printf(s, "%u FP32 island%s (%u node%s); %u Cast%s; FP16: %.3g%% of weight bytes; "
+                               "MACs unknown (symbolic dims: %s): FP16 runs %.4g%% of them at %s",
+                               ctx->n_fp32_islands, ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
+                               ctx->n_fp32_nodes == 1 ? "" : "s", ctx->n_casts, ctx->n_casts == 1 ? "" : "s",
+                               wpct, ctx->symbolic_dims ? ctx->symbolic_dims : "unnamed", ppct,
+                               ctx->symbolic_priced ? ctx->symbolic_priced : "their priced sizes");
+    } else if (ctx->macs_total)
         g_string_append_printf(s, "%u FP32 island%s (%u node%s, %.3g%% of MACs); %u Cast%s; FP16: %.4g%% of "
                                "MACs, %.3g%% of weight bytes", ctx->n_fp32_islands,
                                ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
                                ctx->n_fp32_nodes == 1 ? "" : "s", pct32, ctx->n_casts,
                                ctx->n_casts == 1 ? "" : "s", pct16, wpct);
-    else /* symbolic dims: no node's cost is known */
+    else /* no node multiplies or adds: shape math, data movement */
         g_string_append_printf(s, "%u FP32 island%s (%u node%s); %u Cast%s; FP16: %.3g%% of weight bytes "
-                               "(MACs unknown: symbolic dims)", ctx->n_fp32_islands,
+                               "(no MACs)", ctx->n_fp32_islands,
                                ctx->n_fp32_islands == 1 ? "" : "s", ctx->n_fp32_nodes,
                                ctx->n_fp32_nodes == 1 ? "" : "s", ctx->n_casts, ctx->n_casts == 1 ? "" : "s",
                                wpct);
@@ -119,6 +130,11 @@ hg_convert_result_write_report(const HgConvertResult *ctx, const char *model, co
     hg_json_add_int(b, "casts", ctx->n_casts);
     hg_json_add_int(b, "macs", ctx->macs_total);
     hg_json_add_int(b, "macs_fp16", ctx->macs_fp16);
+    hg_json_add_int(b, "macs_unknown_nodes", ctx->n_macs_unknown);
+    hg_json_add_str(b, "symbolic_dims", ctx->symbolic_dims);
+    hg_json_add_str(b, "symbolic_priced", ctx->symbolic_priced);
+    hg_json_add_int(b, "macs_priced", ctx->macs_priced_total);
+    hg_json_add_int(b, "macs_priced_fp16", ctx->macs_priced_fp16);
     hg_json_add_int(b, "weight_bytes", ctx->weight_bytes_total);
     hg_json_add_int(b, "weight_bytes_fp16", ctx->weight_bytes_fp16);
     hg_json_add_int(b, "decisions_synthetic", ctx->n_synthetic);

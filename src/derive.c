@@ -48,18 +48,6 @@ hg_input_info_free(HgInputInfo *info)
     g_free(info);
 }
 
-static gboolean
-is_int(int dt)
-{
-    switch (dt) {
-    case HG_DTYPE_INT8: case HG_DTYPE_INT16: case HG_DTYPE_INT32: case HG_DTYPE_INT64:
-    case HG_DTYPE_UINT8: case HG_DTYPE_UINT16: case HG_DTYPE_UINT32: case HG_DTYPE_UINT64:
-        return TRUE;
-    default:
-        return FALSE;
-    }
-}
-
 /* Ops whose output holds values of their input at index 0 (or of any input: Concat), moved or
  * selected but not computed on. */
 static gboolean
@@ -127,7 +115,7 @@ only_indexes(const HgValue *v, IndexWalk *w)
             const HgValue *o = n->outputs[k];
             if (!o)
                 continue;
-            if (!is_int(hg_shapes_get(w->shapes, o)->dtype) || !only_indexes(o, w))
+            if (!hg_dtype_is_int(hg_shapes_get(w->shapes, o)->dtype) || !only_indexes(o, w))
                 return FALSE;
         }
     }
@@ -211,7 +199,7 @@ derive_one(HgInputInfo *info, const HgValue *v, const HgShapes *shapes)
         info->why = g_strdup("it is bool");
         return;
     }
-    if (is_int(info->dtype)) {
+    if (hg_dtype_is_int(info->dtype)) {
         g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
         IndexWalk w = {shapes, seen, -1, NULL, 0, 0};
         if (only_indexes(v, &w)) {

@@ -60,6 +60,18 @@ hg_dtype_bits(HgDType dtype)
 }
 
 gboolean
+hg_dtype_is_int(HgDType dtype)
+{
+    switch (dtype) {
+    case HG_DTYPE_INT8: case HG_DTYPE_INT16: case HG_DTYPE_INT32: case HG_DTYPE_INT64:
+    case HG_DTYPE_UINT8: case HG_DTYPE_UINT16: case HG_DTYPE_UINT32: case HG_DTYPE_UINT64:
+        return TRUE;
+    default:
+        return FALSE;
+    }
+}
+
+gboolean
 hg_dtype_is_float(HgDType dtype)
 {
     switch (dtype) {

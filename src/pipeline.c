@@ -178,6 +178,8 @@ hg_convert_result_free(HgConvertResult *r)
         g_ptr_array_unref(r->inputs);
     if (r->synthetic_draw)
         g_ptr_array_unref(r->synthetic_draw);
+    g_free(r->symbolic_dims);
+    g_free(r->symbolic_priced);
     g_free(r);
 }
 

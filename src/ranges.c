@@ -51,6 +51,12 @@ range_lookup(gconstpointer data, const HgValue *v)
     return hg_ranges_get(data, v);
 }
 
+static const HgValueShape *
+shape_lookup(gconstpointer data, const HgValue *v)
+{
+    return hg_shapes_get(data, v);
+}
+
 const HgScan *
 hg_ranges_scan(const HgRanges *r, const HgValue *v)
 {
@@ -127,7 +133,7 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         const HgOpDef *op = hg_op_for_node(n);
         if (op && op->range) {
             HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs,
-                              range_lookup, r};
+                              range_lookup, r, shape_lookup, shapes};
             op->range(&ctx);
         }
         for (guint k = 0; k < n->n_outputs; k++) {

@@ -228,6 +228,8 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
                                                              err ? err->message : "its inputs disagree"));
                 for (guint k = 0; k < n->n_outputs; k++)
                     hg_vshape_unknown(outs[k]);
+            } else if (n->n_outputs == 1) {
+                hg_partial_infer(n, opset, ins, n->n_inputs, outs[0]);
             }
             /* An element type the rule could not give (inputs it found inconsistent, or unknown):
              * the declared one, else the op's signature's, so the types around the node stay known. */

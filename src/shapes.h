@@ -43,6 +43,12 @@ const HgValueShape *hg_shapes_get(const HgShapes *s, const HgValue *v);
 /* v's element type: inferred, else declared (HG_DTYPE_UNDEFINED when neither knows). */
 int hg_shapes_dtype(const HgShapes *s, const HgValue *v);
 
+/* Fill out->part (or out->value, when every entry is known) from the known entries of node's
+ * inputs, where the node's shape rule left the value unknown: Shape, Gather, Slice, Concat, Cast,
+ * Identity, Unsqueeze, Squeeze, ReduceProd and integer Add, Sub, Mul, Div (src/shape_partial.c). */
+void hg_partial_infer(const HgNode *node, gint64 opset, const HgValueShape *const *ins, guint n_inputs,
+                      HgValueShape *out);
+
 /* The shape of a declared type as an HgValueShape (dims by value or symbol). */
 void hg_vshape_from_type(HgValueShape *out, const HgType *t);
 

@@ -23,25 +23,6 @@
 #include "derive.h"
 #include "shapes.h"
 
-/* The size dim-max gives a symbolic dim called param (NULL: unnamed): its NAME=N, else the N for
- * every dim, else 1. */
-static gint64
-dim_max_of(const char *const *specs, const char *param)
-{
-    gint64 any = 1;
-    for (guint i = 0; specs && specs[i]; i++) {
-        g_autofree char *name = NULL;
-        gint64 v;
-        if (!hg_dim_max_parse(specs[i], &name, &v, NULL))
-            continue;
-        if (param && strcmp(name, param) == 0)
-            return v;
-        if (strcmp(name, "*") == 0)
-            any = v;
-    }
-    return any;
-}
-
 static double
 clip_end(double x)
 {
@@ -73,7 +54,7 @@ synth_one(const HgValueDecl *d, const HgShapePin *pins, guint n_pins, const char
     gint64 dims[HG_MAX_RANK];
     for (guint k = 0; k < ty->shape->rank; k++) {
         const HgDim *dm = &ty->shape->dims[k];
-        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : dim_max_of(dim_max, dm->param);
+        dims[k] = dm->has_value ? dm->value : pin ? pin->dims[k] : hg_dim_max_lookup(dim_max, dm->param, 1);
     }
     int dtype = ty->elem_type;
     int gen = hg_dtype_is_float(dtype) ? HG_DTYPE_FLOAT : dtype;

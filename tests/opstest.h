@@ -10,9 +10,29 @@
 #include "testutil.h"
 
 #include "ops/op.h"
+#include "shapes.h"
 
 #include <math.h>
 #include <string.h>
+
+/* ---------------------------------------------------------------- whole models */
+
+/* The model a text form describes, with shape inference over it in *shapes (both the caller's);
+ * fails the test when either fails. */
+static inline HgModel *
+text_model(const char *text, HgShapes **shapes)
+{
+    g_autoptr(GError) error = NULL;
+    HgModel *m = hg_model_parse_text(text, strlen(text), &error);
+    *shapes = m ? hg_shapes_infer(m->graph, NULL, 0, &error) : NULL;
+    if (!*shapes)
+        fail_msg("%s", error ? error->message : "no model");
+    return m;
+}
+
+/* What shape inference and the interval analysis found for the value called name. */
+#define SHAPE_OF(shapes, m, name) hg_shapes_get((shapes), g_hash_table_lookup((m)->graph->values, (name)))
+#define RANGE_OF(ranges, m, name) hg_ranges_get((ranges), g_hash_table_lookup((m)->graph->values, (name)))
 
 /* ---------------------------------------------------------------- literals */
 

@@ -245,6 +245,33 @@ def test_run_and_calibrate(tmp):
     check("calibrate:nan-counted", js["tensors"].get("t", {}).get("nan") == 1, str(js["tensors"].get("t")))
 
 
+def test_convert_symbolic_macs(tmp):
+    """Issue 12: with a symbolic dim no node's MACs are known; the summary used to give the FP16
+    share of the known ones (0 of 0: "100%"). It now says they are unknown, names the dims, and gives
+    the share at the size the minimum cut prices them (128, or --dim-max's); the report has the
+    figures, and null for each unknown node's MACs."""
+    import json
+    w = numpy_helper.from_array(np.eye(8, dtype=np.float32), "W")
+    path = hgtest.save_model(os.path.join(tmp, "sym.onnx"),
+                             [helper.make_node("MatMul", ["x", "W"], ["h"], name="mm"),
+                              helper.make_node("Relu", ["h"], ["y"], name="relu")],
+                             [vi("x", ("n", 8))], [vi("y", ("n", 8))], [w])
+    out, rep = os.path.join(tmp, "sym.out.onnx"), os.path.join(tmp, "sym.json")
+    for extra, size in (([], 128), (["--dim-max", "n=4"], 4)):
+        rc, so, se = run("convert", path, "-o", out, "-r", "x=-1:1", "--report", rep, *extra)
+        check(f"convert:symbolic-macs-summary-{size}",
+              rc == 0 and f"MACs unknown (symbolic dims: n): FP16 runs 100% of them at n={size}" in so and
+              "% of MACs" not in so, repr(so + se))
+        fig = json.load(open(rep))["figures"] if rc == 0 else {}
+        # MatMul n x 8 x 8, Relu n x 8
+        check(f"convert:symbolic-macs-figures-{size}",
+              fig.get("macs_unknown_nodes") == 2 and fig.get("symbolic_dims") == "n" and
+              fig.get("macs_priced") == size * 72 and fig.get("macs_priced_fp16") == size * 72 and
+              fig.get("macs") == 0, str(fig))
+        macs = {d["node"]: d["macs"] for d in json.load(open(rep))["decisions"]} if rc == 0 else {}
+        check(f"convert:symbolic-macs-null-{size}", macs == {"mm": None, "relu": None}, str(macs))
+
+
 def test_help(_tmp):
     rc, so, _ = run("--help")
     check("help:exit0", rc == 0 and "convert" in so and "dump" in so, so)
@@ -264,5 +291,6 @@ def test_help(_tmp):
     check("no-args", rc == 2)
 
 
-hgtest.temp_folders(check, "hg-cli-", [test_help, test_bad_inputs, test_convert, test_run_and_calibrate])
+hgtest.temp_folders(check, "hg-cli-", [test_help, test_bad_inputs, test_convert, test_run_and_calibrate,
+                                       test_convert_symbolic_macs])
 sys.exit(check.finish())

@@ -93,11 +93,16 @@ def check_report_structure(tag, rep, body, model_path):
         rep["passes"])
     fig = rep["figures"]
     keys = {"fused_layernorm", "fp32_islands", "fp32_nodes", "casts", "macs", "macs_fp16", "weight_bytes",
-            "weight_bytes_fp16", "decisions_synthetic", "decisions_assumed"}
-    check(f"{tag}:report-figures", set(fig) == keys and all(isinstance(fig[k], int) and fig[k] >= 0
-                                                            for k in keys)
+            "weight_bytes_fp16", "decisions_synthetic", "decisions_assumed", "macs_unknown_nodes",
+            "macs_priced", "macs_priced_fp16"}
+    syms = {"symbolic_dims", "symbolic_priced"}
+    check(f"{tag}:report-figures", set(fig) == keys | syms and all(isinstance(fig[k], int) and fig[k] >= 0
+                                                                   for k in keys)
           and fig["macs_fp16"] <= fig["macs"] and fig["weight_bytes_fp16"] <= fig["weight_bytes"]
-          and fig["fp32_islands"] <= fig["fp32_nodes"], fig)
+          and fig["fp32_islands"] <= fig["fp32_nodes"]
+          and fig["macs_priced_fp16"] <= fig["macs_priced"] and fig["macs"] <= fig["macs_priced"]
+          and (fig["macs_unknown_nodes"] == 0) == (fig["symbolic_dims"] is None)
+          and (fig["symbolic_dims"] is None) == (fig["symbolic_priced"] is None), fig)
     decs = rep["decisions"]
     good = True
     for d in decs:
@@ -109,12 +114,14 @@ def check_report_structure(tag, rep, body, model_path):
                  and isinstance(iv, list) and len(iv) == 2
                  and all(x is None or isinstance(x, (int, float)) for x in iv)
                  and (None in iv or iv[0] <= iv[1])
-                 and isinstance(d["macs"], (int, float)) and d["macs"] >= 0)
+                 and (d["macs"] is None or (isinstance(d["macs"], (int, float)) and d["macs"] >= 0)))
     check(f"{tag}:report-decisions", good and decs, decs[:3])
     n32 = [d for d in decs if d["precision"] == "fp32"]
     check(f"{tag}:report-fp32-count", fig["fp32_nodes"] == len(n32), (fig["fp32_nodes"], len(n32)))
-    check(f"{tag}:report-macs", fig["macs"] == sum(d["macs"] for d in decs)
-          and fig["macs_fp16"] == sum(d["macs"] for d in decs if d["precision"] == "fp16"), fig)
+    # null MACs: symbolic dims leave them unknown; the known ones add up to the figures
+    check(f"{tag}:report-macs", fig["macs"] == sum(d["macs"] or 0 for d in decs)
+          and fig["macs_fp16"] == sum(d["macs"] or 0 for d in decs if d["precision"] == "fp16")
+          and fig["macs_unknown_nodes"] == sum(d["macs"] is None for d in decs), fig)
     check(f"{tag}:report-islands", (fig["fp32_islands"] == 0) == (fig["fp32_nodes"] == 0), fig)
     return True
 
@@ -126,7 +133,10 @@ def check_summary_figures(tag, m, fig):
     fused, islands, nodes, pct32, casts, pct16, wpct = m.groups()
     check(f"{tag}:summary-counts", int(fused or 0) == fig["fused_layernorm"] and int(islands) == fig["fp32_islands"]
           and int(nodes) == fig["fp32_nodes"] and int(casts) == fig["casts"], (m.group(0), fig))
-    if fig["macs"]:
+    if fig["macs_unknown_nodes"]:
+        check(f"{tag}:summary-macs-unknown", f"MACs unknown (symbolic dims: {fig['symbolic_dims']})"
+              in m.string and pct16 is None, (m.string, fig))
+    elif fig["macs"]:
         share = 100.0 * fig["macs_fp16"] / fig["macs"]
         check(f"{tag}:summary-macs", pct16 is not None and abs(float(pct16) - share) <= 0.01 * max(share, 1)
               and abs(float(pct32) - (100 - share)) <= 0.01 * max(100 - share, 1), (m.group(0), share))

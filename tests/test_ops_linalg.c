@@ -3,6 +3,7 @@
  * spec's examples, NumPy) and, for Conv and ConvTranspose, against a plain reference loop over many
  * random configurations. */
 #include "opstest.h"
+#include "ranges.h"
 
 #include <math.h>
 #include <string.h>
@@ -1686,6 +1687,10 @@ test_range_conv(void **state)
     assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 9.5, FALSE);
     /* weights not constant: 4 taps of [0, 2] x [-2, 3] = [-4, 6] each, plus a bias in [-3, 0.5] */
     assert_range(range_rule(&nd, 11, 3, ins, rin, 0), -16 - 3, 24 + 0.5, FALSE);
+    /* x may hold a NaN (one does): the windows over it are NaN, the rest inside the same bounds */
+    ((float *)ins[0]->data)[5] = NAN;
+    rin[0].nan = TRUE;
+    assert_range(range_rule(&nd, 11, 3, ins, rin, 6), -11, 9.5, TRUE);
     /* an unbounded input: unbounded out, NaN possible (0 * inf, inf - inf) */
     rin[0] = hg_range_any();
     rin[0].nan = FALSE;
@@ -1706,6 +1711,58 @@ test_range_conv(void **state)
     hg_model_free(nd.model);
 }
 
+/* MatMul(Softmax over the contracted axis, V) is a convex combination of V's rows (issue 12): inside
+ * V's range up to rounding, whatever the length, through a Transpose or a Reshape that keeps the
+ * axis; not when the Softmax normalizes another axis. */
+static void
+test_range_softmax_convex(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[2,3,5] x, float[2,5,3] y, float[2,5,4] v, float[2,3,N] xn, float[2,N,4] vn, float[6,5] z,\n"
+        "   float[1,2,H,W] im)\n"
+        "  => (float[2,3,4] o1, float[2,3,4] o2, float[2,3,4] o3, float[2,3,4] o4, float[2,3,4] o5,\n"
+        "      float[1,2,1,1] o6)\n"
+        "  <int64[3] s235 = {2, 3, 5}> {\n"
+        "  p1 = Softmax <axis = -1> (x)\n"
+        "  o1 = MatMul(p1, v)\n"
+        "  p2 = Softmax <axis = 1> (y)\n"
+        "  t2 = Transpose <perm = [0, 2, 1]> (p2)\n"
+        "  o2 = MatMul(t2, v)\n"
+        "  p3 = Softmax <axis = 1> (x)\n"
+        "  o3 = MatMul(p3, v)\n"
+        "  p4 = Softmax <axis = -1> (xn)\n"
+        "  o4 = MatMul(p4, vn)\n"
+        "  p5 = Softmax <axis = -1> (z)\n"
+        "  r5 = Reshape(p5, s235)\n"
+        "  c5 = Cast <to = 1> (r5)\n"
+        "  o5 = MatMul(c5, v)\n"
+        "  o6 = GlobalAveragePool(im)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[7] = {{"x", {-100, 100, 0, FALSE}}, {"y", {-100, 100, 0, FALSE}}, {"v", {-2, 3, 0, FALSE}},
+                          {"xn", {-100, 100, 0, FALSE}}, {"vn", {-2, 3, 0, FALSE}}, {"z", {-100, 100, 0, FALSE}},
+                          {"im", {-1, 4, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 7);
+    /* the symbolic length: the rounding slack of 2^20 terms (at most 0.8 here) */
+    const char *convex[] = {"o1", "o2", "o5", "o4"};
+    for (guint i = 0; i < G_N_ELEMENTS(convex); i++) {
+        const HgRange *r = RANGE_OF(ranges, m, convex[i]);
+        double slack = i == 3 ? 0.8 : 0.05;
+        if (!(r->lo <= -2 && r->lo >= -2 - slack && r->hi >= 3 && r->hi <= 3 + slack && !r->nan))
+            fail_msg("%s: [%g, %g] nan %d, expected [-2, 3] up to rounding", convex[i], r->lo, r->hi, r->nan);
+    }
+    /* the Softmax normalizes the rows' other axis: 5 products of [0, 1] x [-2, 3] */
+    const HgRange *r3 = RANGE_OF(ranges, m, "o3");
+    assert_true(r3->lo <= -10 && r3->hi >= 15);
+    /* an average over symbolic H x W: inside [-1, 4] up to the slack of 2^20 terms (an eighth of
+     * 4), and 0 / 0 when H or W is 0 */
+    const HgRange *r6 = RANGE_OF(ranges, m, "o6");
+    assert_true(r6->lo <= -1 && r6->lo >= -1.51 && r6->hi >= 4 && r6->hi <= 4.51 && r6->nan);
+}
+
 static void
 test_range_matmul_gemm(void **state)
 {
@@ -1717,6 +1774,14 @@ test_range_matmul_gemm(void **state)
     assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -4, 4, FALSE);
     /* not constant: 3 products of [0, 1] x [-4, 3] */
     assert_range(range_rule(&nd, 13, 2, ins, rin, 0), -12, 9, FALSE);
+    /* A may hold a NaN (row 0 does): that row's outputs are NaN, the others keep the finite bounds */
+    ((float *)ins[0]->data)[0] = NAN;
+    rin[0].nan = TRUE;
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -4, 4, TRUE);
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 0), -12, 9, TRUE);
+    /* unbounded A: nothing finite is left */
+    rin[0] = hg_range_exact(0, INFINITY);
+    assert_range(range_rule(&nd, 13, 2, ins, rin, 2), -INFINITY, INFINITY, TRUE);
     unref_all(ins, 2);
     /* constant A (rows {1, -2} and {0.5, 0.5}), B in [-1, 3]: [-7, 5] and [-1, 3] */
     HgArray *a2[2] = {arr_f32(HG_DTYPE_FLOAT, 2, DIMS(2, 2), F32S(1, -2, 0.5f, 0.5f)), arr_in(1, DIMS(2), -1, 3)};
@@ -1734,9 +1799,9 @@ test_range_matmul_gemm(void **state)
                      arr_in(1, DIMS(2), 0, 1)};
     HgRange gr[3] = {hg_range_exact(0, 1), hg_range_of_array(g[1]), hg_range_exact(0, 1)};
     assert_range(range_rule(&nd, 13, 3, g, gr, 2), -9, 8, FALSE);
-    /* a NaN in C reaches the output */
+    /* a NaN in C reaches the output as a flag beside the same bounds */
     gr[2].nan = TRUE;
-    assert_true(range_rule(&nd, 13, 3, g, gr, 2).nan);
+    assert_range(range_rule(&nd, 13, 3, g, gr, 2), -9, 8, TRUE);
     unref_all(g, 3);
     hg_model_free(nd.model);
 
@@ -1991,6 +2056,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_attention),
              cmocka_unit_test(test_range_conv),
              cmocka_unit_test(test_range_matmul_gemm),
+             cmocka_unit_test(test_range_softmax_convex),
              cmocka_unit_test(test_range_pools),
              cmocka_unit_test(test_range_rotary),
              cmocka_unit_test(test_range_attention))

@@ -5,6 +5,7 @@
  * (attributes that became inputs), FP16 behaviour (raw moves, one rounding, overflow to inf) and
  * bounds checks on indices taken from data. */
 #include "opstest.h"
+#include "ranges.h"
 
 #include <math.h>
 #include <string.h>
@@ -1461,6 +1462,74 @@ assert_range_at(const HgRange *r, double lo, double hi, double tol, const char *
 }
 #define assert_range(r, lo, hi) assert_range_at(&(r), (lo), (hi), 1e-5, __FILE__, __LINE__)
 
+/* Shape math on a symbolic dim keeps the entries it knows (issue 12): Reshape(x, Concat(Shape(x)[0:1],
+ * [-1, 2, 4])) is [B, 6, 2, 4] (B cancels against x's B), so the attention products after it know
+ * their contraction lengths and are bounded; a head size computed by Gather and Div, a ReduceProd of
+ * known dims, and Expand to Shape(x) keep theirs too. */
+static void
+test_partial_shape_values(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[B,6,8] x, float[1,6,1] w) => (float[B,2,6,4] o, float[B,12,4] r2, float[B,48] fl,\n"
+        "                                      float[B,6,8] e)\n"
+        "  <int64[1] st = {0}, int64[1] en = {1}, int64[3] tail = {-1, 2, 4}, int64 two = {2},\n"
+        "   int64[1] axes0 = {0}, int64[1] m1 = {-1}, int64[1] st1 = {1}, int64[1] en3 = {3}> {\n"
+        "  s = Shape(x)\n"
+        "  b = Slice(s, st, en)\n"
+        "  t = Concat <axis = 0> (b, tail)\n"
+        "  q = Reshape(x, t)\n"
+        "  qt = Transpose <perm = [0, 2, 1, 3]> (q)\n"
+        "  kt = Transpose <perm = [0, 2, 3, 1]> (q)\n"
+        "  sc = MatMul(qt, kt)\n"
+        "  p = Softmax <axis = -1> (sc)\n"
+        "  o = MatMul(p, qt)\n"
+        "  g = Gather <axis = 0> (s, two)\n"
+        "  hd = Div(g, two)\n"
+        "  u = Unsqueeze(hd, axes0)\n"
+        "  t2 = Concat <axis = 0> (b, m1, u)\n"
+        "  r2 = Reshape(x, t2)\n"
+        "  hw = Slice(s, st1, en3)\n"
+        "  n = ReduceProd <keepdims = 1> (hw)\n"
+        "  t3 = Concat <axis = 0> (b, n)\n"
+        "  fl = Reshape(x, t3)\n"
+        "  e = Expand(w, s)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    struct {
+        const char *name;
+        int rank;
+        gint64 dims[4];
+    } want[] = {{"q", 4, {-1, 6, 2, 4}}, {"sc", 4, {-1, 2, 6, 6}}, {"o", 4, {-1, 2, 6, 4}},
+                {"r2", 3, {-1, 12, 4}}, {"fl", 2, {-1, 48}}, {"e", 3, {-1, 6, 8}}};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
+        if (vs->rank != want[i].rank)
+            fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
+        for (int k = 0; k < vs->rank; k++)
+            if (vs->dims[k].v != want[i].dims[k])
+                fail_msg("%s: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, want[i].name, k,
+                         vs->dims[k].v, want[i].dims[k]);
+        /* the batch keeps its name */
+        assert_string_equal(vs->dims[0].sym, "B");
+    }
+    /* the shape vector is known but for its first entry */
+    const HgValueShape *ts = SHAPE_OF(shapes, m, "t");
+    assert_null(ts->value);
+    assert_int_equal(ts->part.n, 4);
+    assert_int_equal(ts->part.known, 0xe);
+    assert_string_equal(ts->part.sym[0], "B");
+    /* the products are bounded: 4 terms of [-1, 1]^2, and a convex-weighted sum of 6 */
+    HgInputRange in[2] = {{"x", {-1, 1, 0, FALSE}}, {"w", {-1, 1, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
+    const HgRange *sc = RANGE_OF(ranges, m, "sc");
+    assert_true(sc->lo >= -4.01 && sc->hi <= 4.01 && sc->hi >= 4);
+    const HgRange *o = RANGE_OF(ranges, m, "o");
+    assert_true(isfinite(o->lo) && isfinite(o->hi) && o->hi <= 6.01);
+}
+
 static void
 test_range_rules_movement(void **state)
 {
@@ -1715,6 +1784,7 @@ HG_TEST_MAIN("ops_tensor",
              cmocka_unit_test(test_resize_fp16),
              cmocka_unit_test(test_gridsample),
              cmocka_unit_test(test_unknown_and_odd_inputs),
+             cmocka_unit_test(test_partial_shape_values),
              cmocka_unit_test(test_range_rules_movement),
              cmocka_unit_test(test_range_rules_scatter),
              cmocka_unit_test(test_range_rules_resize),

@@ -78,6 +78,8 @@ HG_API HgDType hg_dtype_from_name(const char *name);
 /* Size of one element in bits (4 for int4, 0 for string and undefined). */
 HG_API guint hg_dtype_bits(HgDType dtype);
 HG_API gboolean hg_dtype_is_float(HgDType dtype);
+/* Signed and unsigned integers of 8 to 64 bits (not bool). */
+HG_API gboolean hg_dtype_is_int(HgDType dtype);
 
 /* ---------------------------------------------------------------- small records that ride along */
 

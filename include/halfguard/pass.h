@@ -76,6 +76,13 @@ typedef struct {
     /* Figures for convert's summary line. */
     guint n_fused_layernorm, n_casts, n_fp32_islands, n_fp32_nodes;
     gint64 macs_total, macs_fp16, weight_bytes_total, weight_bytes_fp16;
+    /* Nodes whose multiply-accumulates depend on dims that neither the model nor --shapes fixes
+     * (macs_total and macs_fp16 leave them out), the names of those dims ("batch, seq"; NULL when
+     * none; owned), the sizes the minimum cut prices them at ("batch=128, seq=128": 128, or
+     * --dim-max's; owned), and the MACs of every node with each such dim at that size. */
+    guint n_macs_unknown;
+    char *symbolic_dims, *symbolic_priced;
+    gint64 macs_priced_total, macs_priced_fp16;
     /* Decisions that rest on synthetic data, and on nothing (HgDecision.source): the summary names
      * them, so a conversion built on guesses never reads as proven. */
     guint n_synthetic, n_assumed;

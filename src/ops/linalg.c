@@ -542,9 +542,7 @@ hg_int_max(int dtype)
     }
 }
 
-/* Store the bound [lo, hi] of output 0 of dtype `dtype`. mag bounds the magnitude of every partial
- * sum of the k terms the kernel accumulates (FP32 for the float types but double); nan says whether
- * an input can bring NaN or infinity in. Integers wrap: a bound that may not fit stays unbounded. */
+/* Store the bound [lo, hi] of output 0 (see linalg.h). */
 void
 hg_range_set_linear(HgRangeCtx *ctx, double lo, double hi, double mag, gint64 k, gboolean nan)
 {
@@ -566,14 +564,21 @@ hg_range_set_linear(HgRangeCtx *ctx, double lo, double hi, double mag, gint64 k,
         return;
     const gboolean dbl = dtype == HG_DTYPE_DOUBLE;
     const double fmax = dbl ? DBL_MAX : FLT_MAX;
-    if (nan || !isfinite(mag) || mag * 1.01 >= fmax || !isfinite(lo) || !isfinite(hi)) {
+    if (isnan(lo) || isnan(hi) || isnan(mag)) {
+        *o = hg_range_any();
+        return;
+    }
+    const gboolean overflow = !(mag * 1.01 < fmax);
+    if (overflow || !isfinite(lo) || !isfinite(hi)) {
         /* an overflowing partial sum becomes inf, and inf - inf NaN */
-        o->lo = nan || !(mag * 1.01 < fmax) ? -INFINITY : lo;
-        o->hi = nan || !(mag * 1.01 < fmax) ? INFINITY : hi;
+        o->lo = overflow ? -INFINITY : lo;
+        o->hi = overflow ? INFINITY : hi;
         o->tiny = 0;
         o->nan = TRUE;
         return;
     }
+    /* A NaN an input may hold (nan) stays a flag beside the bounds: a NaN term makes its sum NaN, so
+     * every output that is not NaN summed non-NaN terms, which the finite bounds cover. */
     const double u = dbl ? 0x1p-53 : 0x1p-24;
     double err = (double)(MAX(k, 0) + 2) * 2 * u * mag;
     lo -= err;
@@ -591,6 +596,7 @@ hg_range_set_linear(HgRangeCtx *ctx, double lo, double hi, double mag, gint64 k,
     lo -= fabs(lo) * rel + step + mag * rel;
     hi += fabs(hi) * rel + step + mag * rel;
     *o = hg_range_exact(lo > -big ? lo : -INFINITY, hi < big ? hi : INFINITY);
+    o->nan = nan;
 }
 
 typedef double V4d __attribute__((vector_size(32)));

@@ -162,7 +162,9 @@ int hg_range_out_dtype(const HgRangeCtx *ctx);
 double hg_int_max(int dtype);
 /* Store the bound [lo, hi] of output 0. mag bounds the magnitude of every partial sum of the k terms
  * the kernel accumulates (FP32 for the float types but double); nan says whether an input can bring
- * NaN or infinity in. Integers wrap: a bound that may not fit stays unbounded. */
+ * NaN (or infinity) in: the output keeps the flag beside finite bounds, which only infinite lo, hi or
+ * mag (an unbounded input, an overflowing sum) make infinite. Integers wrap: a bound that may not fit
+ * stays unbounded. */
 void hg_range_set_linear(HgRangeCtx *ctx, double lo, double hi, double mag, gint64 k, gboolean nan);
 /* A range that is missing, may hold NaN or is unbounded. */
 gboolean hg_range_bad(const HgRange *r);

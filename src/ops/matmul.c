@@ -827,6 +827,83 @@ range_matmul_core(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgR
     hg_range_set_linear(ctx, hg_bound_add(l2, clo, -INFINITY), hg_bound_add(h2, chi, INFINITY), mag, k, nan);
 }
 
+static void range_matmul(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgValueShape *as,
+                         const HgValueShape *bs, gint64 k);
+
+/* A softmax axis this long at most is assumed where the contracted length is symbolic: the FP32
+ * rounding slack of the convex bound below needs a length (2^20, a million positions: one attention
+ * matrix that long would hold 2^40 scores). The README's check section says so. */
+#define CONVEX_LEN_ASSUMED ((gint64)1 << 20)
+
+/* Whether v is a Softmax over the axis that becomes axis `axis` of v (of rank `rank`), through
+ * Cast, Dropout (inference), Transpose and Reshapes that keep that axis whole. */
+static gboolean
+is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
+{
+    for (int depth = 0; v && v->producer && depth < 16; depth++) {
+        const HgNode *p = v->producer;
+        const HgValueShape *ps = p->n_inputs && p->inputs[0] ? ctx->shape_of(ctx->shape_data, p->inputs[0]) : NULL;
+        if (p->domain && *p->domain && strcmp(p->domain, "ai.onnx"))
+            return FALSE;
+        if (!strcmp(p->op_type, "Softmax")) {
+            gint64 ax;
+            gboolean old = ctx->opset < 13;
+            return ps && ps->rank == rank &&
+                   hg_norm_axis(hg_node_attr_int(p, "axis", old ? 1 : -1), (guint)rank, &ax, NULL, NULL) &&
+                   ax == axis && (!old || axis == rank - 1);
+        }
+        if (!strcmp(p->op_type, "Cast") || (!strcmp(p->op_type, "Dropout") && p->n_inputs < 3)) {
+            /* Cast keeps the values up to rounding (the caller's slack); Dropout without
+             * training_mode is the identity */
+        } else if (!strcmp(p->op_type, "Transpose")) {
+            guint np = 0;
+            const gint64 *perm = hg_attr_ints(p, "perm", &np);
+            if (!ps || ps->rank != rank)
+                return FALSE;
+            axis = perm ? (np == (guint)rank ? (int)perm[axis] : -1) : rank - 1 - axis;
+            if (axis < 0 || axis >= rank)
+                return FALSE;
+        } else if (!strcmp(p->op_type, "Reshape")) {
+            /* the last axis, the same length (known, or the same symbolic dim) before and after */
+            const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
+            if (!ps || !os || ps->rank < 1 || os->rank != rank || axis != rank - 1)
+                return FALSE;
+            HgSymDim di = ps->dims[ps->rank - 1], dout = os->dims[rank - 1];
+            if (!(di.v >= 0 ? di.v == dout.v : di.sym && di.sym == dout.sym))
+                return FALSE;
+            rank = ps->rank;
+            axis = rank - 1;
+        } else {
+            return FALSE;
+        }
+        if (!p->n_inputs)
+            return FALSE;
+        v = p->inputs[0];
+    }
+    return FALSE;
+}
+
+/* MatMul(P, V) where each row of P is a softmax over the contracted axis: every output is a convex
+ * combination of V's rows, inside V's range whatever the length n. Rounding: the computed row of P
+ * sums to at most s = (1 + u) / (1 - gamma_n) (the FP32 sum of its exps is low by at most gamma_n =
+ * n u / (1 - n u)), times 1 + 2^-7 plus n 2^-25 should P be stored in a 16-bit float; the product's
+ * own accumulation is hg_range_set_linear's. n symbolic: CONVEX_LEN_ASSUMED. */
+static gboolean
+range_convex(HgRangeCtx *ctx, const HgRange *p, const HgRange *v, gint64 n)
+{
+    const HgValueShape *as = ctx->shapes[0];
+    if (!ctx->shape_of || !ctx->node || !ctx->node->inputs[0] || !hg_range_bounded(v) || as->rank < 2 ||
+        !is_softmax_over(ctx, ctx->node->inputs[0], as->rank - 1, as->rank))
+        return FALSE;
+    gint64 len = n >= 0 ? n : CONVEX_LEN_ASSUMED;
+    double nu = (double)len * 0x1p-24, gamma = nu / (1 - nu);
+    /* a 16-bit P also rounds each tiny entry up by at most FP16's half subnormal step */
+    double s = (1 + 0x1p-24) / (1 - gamma) * (1 + 0x1p-7) + (double)len * 0x1p-25;
+    double lo = v->lo >= 0 ? 0 : v->lo * s, hi = v->hi <= 0 ? 0 : v->hi * s;
+    hg_range_set_linear(ctx, lo, hi, s * hg_mag(v->lo, v->hi), len, p->nan || v->nan);
+    return TRUE;
+}
+
 void
 hg_range_MatMul(HgRangeCtx *ctx)
 {
@@ -838,8 +915,29 @@ hg_range_MatMul(HgRangeCtx *ctx)
     gint64 k = as->dims[as->rank - 1].v;
     if (k < 0)
         k = bs->dims[bs->rank == 1 ? 0 : bs->rank - 2].v;
-    if (k < 0)
-        return;
+    /* Both bounds are sound: keep what both allow. */
+    HgRange convex;
+    gboolean has_convex = range_convex(ctx, a, b, k);
+    if (has_convex)
+        convex = *ctx->outputs[0];
+    if (k >= 0)
+        range_matmul(ctx, a, b, as, bs, k);
+    if (has_convex) {
+        HgRange *o = ctx->outputs[0];
+        if (k < 0)
+            *o = convex;
+        o->lo = MAX(o->lo, convex.lo);
+        o->hi = MIN(o->hi, convex.hi);
+        o->tiny = MAX(o->tiny, convex.tiny);
+        o->nan = o->nan && convex.nan;
+    }
+}
+
+/* The interval bound of MatMul as a sum of k products. */
+static void
+range_matmul(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgValueShape *as,
+             const HgValueShape *bs, gint64 k)
+{
     gboolean nan = a->nan || b->nan || !hg_range_bounded(a) || !hg_range_bounded(b);
     const HgArray *av = ctx->values[0], *bv = ctx->values[1];
     gint64 p[2], nvec = 0;

@@ -415,13 +415,15 @@ expand_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
 {
     g_autofree gint64 *shape = NULL;
     guint n;
+    guint32 known = ~0u;
+    const char *syms[HG_MAX_RANK] = {NULL};
     y->rank = -1;
     HgPState ps = hg_arg_ints(a, 1, NULL, &shape, &n);
     if (ps == P_ABSENT) {
         INVALID(a, "no shape input");
         return PLAN_ERR;
     }
-    if (ps == P_UNKNOWN || x->rank < 0)
+    if ((ps == P_UNKNOWN && !hg_arg_ints_partial(a, 1, &shape, &n, &known, syms)) || x->rank < 0)
         return PLAN_UNKNOWN;
     guint r = MAX((guint)x->rank, n);
     if (r > HG_MAX_RANK) {
@@ -432,6 +434,12 @@ expand_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
     for (guint i = 0; i < r; i++) {
         HgSymDim xa = i < r - (guint)x->rank ? hg_dim_known(1) : x->d[i - (r - (guint)x->rank)];
         gint64 b = i < r - n ? 1 : shape[i - (r - n)];
+        if (i >= r - n && !(known >> (i - (r - n)) & 1)) {
+            /* an entry known only by name: 1 keeps x's dim, anything else must match it */
+            const char *sym = syms[i - (r - n)];
+            y->d[i] = (xa.v >= 0 && xa.v != 1) || (xa.v < 0 && xa.sym == sym) ? xa : (HgSymDim){-1, sym};
+            continue;
+        }
         if (b < 0) {
             INVALID(a, "shape has %" G_GINT64_FORMAT, b);
             return PLAN_ERR;

@@ -26,12 +26,24 @@ typedef struct {
     const char *sym;
 } HgSymDim;
 
+/* What shape inference knows of the entries of a scalar or a short vector of integers whose value
+ * it does not know as a whole (src/shape_partial.c): shape math on symbolic dims, such as
+ * Concat(Shape(x)[0:1], [-1, 12, 64]) = [batch, -1, 12, 64]. n entries (0: nothing known); bit i of
+ * known says v[i] is entry i; an unknown entry that equals a symbolic dim has its name in sym[i]. */
+typedef struct {
+    int n;
+    guint32 known;
+    gint64 v[HG_MAX_RANK];
+    const char *sym[HG_MAX_RANK];
+} HgPartial;
+
 /* What shape inference knows of one value. */
 typedef struct {
     int dtype;                     /* HG_DTYPE_UNDEFINED when unknown */
     int rank;                      /* -1 when unknown */
     HgSymDim dims[HG_MAX_RANK];
     HgArray *value;                /* the constant value when known (owned), e.g. folded shape math */
+    HgPartial part;                /* the known entries where value is not known (n 0: none) */
 } HgValueShape;
 
 typedef struct {
@@ -98,6 +110,9 @@ typedef struct {
      * producers), or NULL when the caller has none to offer. */
     const HgRange *(*range_of)(gconstpointer data, const HgValue *v);
     gconstpointer range_data;
+    /* What shape inference knows of any value (for the same rules), or NULL. */
+    const HgValueShape *(*shape_of)(gconstpointer data, const HgValue *v);
+    gconstpointer shape_data;
 } HgRangeCtx;
 
 /* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound

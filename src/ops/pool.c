@@ -427,10 +427,12 @@ hg_range_GlobalAveragePool(HgRangeCtx *ctx)
 {
     const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
     const HgValueShape *s = x ? ctx->shapes[0] : NULL;
-    if (!x || !s || !hg_vshape_known(s))
+    if (!x || !s || s->rank < 2)
         return;
     gint64 n = 1;
     for (int i = 2; i < s->rank; i++)
-        n *= s->dims[i].v;
-    range_average(ctx, x->lo, x->hi, x->nan, n);
+        n = n < 0 || s->dims[i].v < 0 ? -1 : n * s->dims[i].v;
+    /* Symbolic spatial dims need only the rounding slack's length: at most 2^20 values are assumed
+     * (as MatMul's convex rule does), and an empty window gives 0 / 0. */
+    range_average(ctx, x->lo, x->hi, x->nan || n < 0, n < 0 ? (gint64)1 << 20 : n);
 }

@@ -428,19 +428,23 @@ mul_ok(gint64 *p, gint64 v)
 
 /* Reshape's output: 0 copies the input dim (unless allowzero, opset 14), -1 takes what is left. The
  * -1 is found even with unknown input dims when those dims are the copied ones: [B, 12, 64] with
- * [0, -1] gives [B, 768]. */
+ * [0, -1] gives [B, 768]; or when a shape entry that inference knows only by its symbolic name
+ * (Shape(x)[0]: HgValueShape.part) matches an input dim of that name: [B, 7, 768] with
+ * [B, -1, 12, 64] gives [B, 7, 12, 64]. */
 static int
 reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
 {
     g_autofree gint64 *req = NULL;
     guint n;
+    guint32 known = ~0u;
+    const char *syms[HG_MAX_RANK] = {NULL};
     y->rank = -1;
     HgPState ps = hg_arg_ints(a, 1, "shape", &req, &n);
     if (ps == P_ABSENT) {
         INVALID(a, "no shape input");
         return PLAN_ERR;
     }
-    if (ps == P_UNKNOWN) {
+    if (ps == P_UNKNOWN && !hg_arg_ints_partial(a, 1, &req, &n, &known, syms)) {
         hg_sym_rank_from_param(a, 1, 0, y);
         return PLAN_UNKNOWN;
     }
@@ -454,7 +458,10 @@ reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
     y->rank = (int)n;
     for (guint i = 0; i < n; i++) {
         gint64 v = req[i];
-        if (v == 0 && !allowzero) {
+        if (!(known >> i & 1)) {
+            y->d[i].v = -1;
+            y->d[i].sym = syms[i];
+        } else if (v == 0 && !allowzero) {
             if (x->rank >= 0 && (int)i >= x->rank) {
                 INVALID(a, "shape[%u] is 0 (copy) but the input has rank %d", i, x->rank);
                 return PLAN_ERR;
@@ -482,17 +489,26 @@ reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
     }
     if (x->rank < 0)
         return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
-    /* Products over the dims that are not copied: the copied ones cancel. */
+    /* Products over the dims that are not copied: the copied ones cancel, and so do an unknown
+     * output dim and an input dim of the same symbolic name. */
+    gboolean cancel_in[HG_MAX_RANK] = {FALSE}, cancel_out[HG_MAX_RANK] = {FALSE};
+    for (guint i = 0; i < n; i++) {
+        if ((int)i == neg || copied[i] || y->d[i].v >= 0 || !y->d[i].sym)
+            continue;
+        for (int j = 0; j < x->rank && !cancel_out[i]; j++)
+            if (!(j < (int)n && copied[j]) && !cancel_in[j] && x->d[j].v < 0 && x->d[j].sym == y->d[i].sym)
+                cancel_in[j] = cancel_out[i] = TRUE;
+    }
     gint64 pin = 1, pout = 1;
     gboolean in_known = TRUE, out_known = TRUE;
     for (int i = 0; i < x->rank; i++) {
-        if (i < (int)n && copied[i])
+        if ((i < (int)n && copied[i]) || cancel_in[i])
             continue;
         if (x->d[i].v < 0 || !mul_ok(&pin, x->d[i].v))
             in_known = FALSE;
     }
     for (guint i = 0; i < n; i++) {
-        if ((int)i == neg || copied[i])
+        if ((int)i == neg || copied[i] || cancel_out[i])
             continue;
         if (y->d[i].v < 0 || !mul_ok(&pout, y->d[i].v))
             out_known = FALSE;

@@ -186,6 +186,21 @@ hg_arg_ints(const HgArgs *a, guint index, const char *attr, gint64 **vals, guint
     return P_ABSENT;
 }
 
+gboolean
+hg_arg_ints_partial(const HgArgs *a, guint index, gint64 **vals, guint *n, guint32 *known, const char **syms)
+{
+    const HgPartial *p = a->shapes && index < a->n_inputs && a->shapes[index] ? &a->shapes[index]->part : NULL;
+    if (!p || p->n <= 0 || p->n > HG_MAX_RANK)
+        return FALSE;
+    g_free(*vals);
+    *vals = g_memdup2(p->v, sizeof(gint64) * (gsize)p->n);
+    *n = (guint)p->n;
+    *known = p->known;
+    for (int i = 0; i < p->n; i++)
+        syms[i] = p->sym[i];
+    return TRUE;
+}
+
 /* Normalize axes against rank (negative count from the end); repeated axes are an error. */
 gboolean
 hg_arg_norm_axes(const HgArgs *a, gint64 *axes, guint n, guint rank)

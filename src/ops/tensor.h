@@ -87,6 +87,12 @@ typedef enum { P_ABSENT, P_UNKNOWN, P_KNOWN } HgPState;
 /* An int list given by input `index` (newer opsets) or attribute `attr` (older ones). The input wins
  * when present, so a model that mixes the forms still runs. *vals is g_free'd by the caller. */
 HgPState hg_arg_ints(const HgArgs *a, guint index, const char *attr, gint64 **vals, guint *n);
+/* The entries of the int list input `index` that inference knows where hg_arg_ints found it
+ * unknown (HgValueShape.part): *vals (g_free'd by the caller) and *n as hg_arg_ints's, bit i of
+ * *known for each known entry, syms[i] (HG_MAX_RANK slots) the name of an unknown entry that is a
+ * symbolic dim. FALSE (nothing set) when not even the length is known. */
+gboolean hg_arg_ints_partial(const HgArgs *a, guint index, gint64 **vals, guint *n, guint32 *known,
+                             const char **syms);
 /* Normalize axes against rank (negative count from the end); repeated axes are an error. */
 gboolean hg_arg_norm_axes(const HgArgs *a, gint64 *axes, guint n, guint rank);
 
