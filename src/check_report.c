@@ -160,6 +160,16 @@ sarif_level(HgHazardKind k)
     return hg_hazard_kind_level(k);
 }
 
+/* "member": {"text": text}, SARIF's message form. */
+static void
+text_member(JsonBuilder *b, const char *member, const char *text)
+{
+    json_builder_set_member_name(b, member);
+    json_builder_begin_object(b);
+    hg_json_add_str(b, "text", text);
+    json_builder_end_object(b);
+}
+
 /* What to do about each kind: SARIF's help, as text and Markdown (the README's "check" section says
  * more). */
 static const char *const HELP[HG_HAZARD_N_KINDS] = {
@@ -193,14 +203,8 @@ sarif_rules(JsonBuilder *b)
     for (int k = 0; k < HG_HAZARD_N_KINDS; k++) {
         json_builder_begin_object(b);
         hg_json_add_str(b, "id", hg_hazard_kind_name(k));
-        json_builder_set_member_name(b, "shortDescription");
-        json_builder_begin_object(b);
-        hg_json_add_str(b, "text", hg_hazard_kind_description(k));
-        json_builder_end_object(b);
-        json_builder_set_member_name(b, "fullDescription");
-        json_builder_begin_object(b);
-        hg_json_add_str(b, "text", hg_hazard_kind_description(k));
-        json_builder_end_object(b);
+        text_member(b, "shortDescription", hg_hazard_kind_description(k));
+        text_member(b, "fullDescription", hg_hazard_kind_description(k));
         json_builder_set_member_name(b, "help");
         json_builder_begin_object(b);
         g_autofree char *plain = g_strdelimit(g_strdup(HELP[k]), "`", '\'');
@@ -305,10 +309,7 @@ notification(JsonBuilder *b, const char *level, const char *text, const char *ur
 {
     json_builder_begin_object(b);
     hg_json_add_str(b, "level", level);
-    json_builder_set_member_name(b, "message");
-    json_builder_begin_object(b);
-    hg_json_add_str(b, "text", text);
-    json_builder_end_object(b);
+    text_member(b, "message", text);
     json_builder_set_member_name(b, "locations");
     json_builder_begin_array(b);
     json_builder_begin_object(b);

@@ -26,14 +26,12 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
-from hgtest import save_model, vi  # noqa: E402
+from hgtest import save_model, show, vi  # noqa: E402
 
 HG = sys.argv[1]
 run = hgtest.tool(HG)
 check = hgtest.Checks()
 
-
-show = hgtest.show
 
 
 def model(path):

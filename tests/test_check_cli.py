@@ -37,7 +37,7 @@ from onnx import helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
-from hgtest import close, save_model, vi  # noqa: E402
+from hgtest import close, save_model, show, vi  # noqa: E402
 
 HERE = hgtest.HERE
 HG = os.path.abspath(sys.argv[1])
@@ -65,8 +65,6 @@ check = hgtest.Checks()
 run = hgtest.tool(HG, "check")
 calibrate = hgtest.tool(HG, "calibrate")
 
-
-show = hgtest.show
 
 
 # ---------------------------------------------------------------- models

@@ -35,7 +35,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
-from hgtest import save_model, vi  # noqa: E402
+from hgtest import save_model, show, vi  # noqa: E402
 
 HG = sys.argv[1]
 run = hgtest.tool(HG)
@@ -45,8 +45,6 @@ I64, I32, BOOL = TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
 
 VALIDATOR = jsonschema.Draft7Validator(json.load(open(os.path.join(hgtest.HERE, "check_schema.json"))))
 
-
-show = hgtest.show
 
 
 def check_json(label, *args):
