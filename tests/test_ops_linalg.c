@@ -4,6 +4,7 @@
  * random configurations. */
 #include "opstest.h"
 #include "ranges.h"
+#include "halfguard/run.h"
 
 #include <math.h>
 #include <string.h>
@@ -1763,6 +1764,66 @@ test_range_softmax_convex(void **state)
     assert_true(r6->lo <= -1 && r6->lo >= -1.51 && r6->hi >= 4 && r6->hi <= 4.51 && r6->nan);
 }
 
+/* After a LayerNormalization every row has L2 norm at most sqrt(n) max|gamma| + ||beta|| (issue 12),
+ * so a product with constant weights is bounded column by column by ||w_j|| times that (Cauchy-Schwarz)
+ * where the interval rule takes sum |w_j| times the largest element: here 2.83 x 5.80 where the
+ * interval rule gives 8 x 5.76. Also through a Reshape that keeps the row, and for Gemm with C. The
+ * interpreter's outputs on random rows and rows aligned with the weights stay inside. */
+static void
+test_range_norm_aware(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[4,8] x) => (float[4,2] y, float[4,2] z, float[2,2,2] r)\n"
+        "  <float[8] gm = {1, -2, 0.5, 1, 1, 1, 1, 1}, float[8] bt = {0.1, 0, 0, 0, 0, 0, 0, -0.1},\n"
+        "   float[8,2] w = {1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5},\n"
+        "   float[2,8] wt = {1, 1, 1, 1, 1, 1, 1, 1, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5},\n"
+        "   float[2] c = {10, -1}, int64[3] s228 = {2, 2, 8}> {\n"
+        "  ln = LayerNormalization <axis = -1> (x, gm, bt)\n"
+        "  y = MatMul(ln, w)\n"
+        "  z = Gemm <transB = 1> (ln, wt, c)\n"
+        "  rs = Reshape(ln, s228)\n"
+        "  r = MatMul(rs, w)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-10, 10, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    double bound = sqrt(8.0) * (sqrt(8.0) * 2 + sqrt(0.02));
+    const HgRange *y = RANGE_OF(ranges, m, "y"), *z = RANGE_OF(ranges, m, "z"), *r = RANGE_OF(ranges, m, "r");
+    assert_true(y->hi >= bound && y->hi <= bound * 1.001 && y->lo <= -bound && y->lo >= -bound * 1.001);
+    assert_true(r->hi >= bound && r->hi <= bound * 1.001);
+    assert_true(z->hi >= 10 + bound && z->hi <= (10 + bound) * 1.001 && z->lo <= -1 - bound / 2 &&
+                z->lo >= -1.001 - bound / 2 * 1.001);
+    /* rows: random, and the first column's direction (a multiple of gamma's signs undone) */
+    g_autoptr(GRand) rng = g_rand_new_with_seed(7);
+    const HgRange *outs[3] = {y, z, r};
+    for (int trial = 0; trial < 64; trial++) {
+        gint64 dims[2] = {4, 8};
+        g_autoptr(HgTensor) t = hg_tensor_new("x", HG_DTYPE_FLOAT, 2, dims);
+        float *xv = hg_tensor_data_mut(t);
+        for (int i = 0; i < 32; i++)
+            xv[i] = trial == 0 ? (float)((i % 8 == 1 ? -1 : i % 8 == 2 ? 2 : 1) * (i % 8 == 0 ? 3 : 1))
+                               : (float)g_rand_double_range(rng, -10, 10);
+        g_autoptr(GPtrArray) feeds = g_ptr_array_new();
+        g_ptr_array_add(feeds, t);
+        const char *names[] = {"y", "z", "r", NULL};
+        HgRunOptions opts = {1, NULL, NULL, names};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) got = hg_run(m, feeds, &opts, &error);
+        assert_non_null(got);
+        for (guint k = 0; k < got->len; k++) {
+            HgTensor *o = got->pdata[k];
+            const float *ov = hg_tensor_data_mut(o);
+            for (gint64 i = 0; i < hg_tensor_numel(o); i++)
+                if (!(ov[i] >= outs[k]->lo && ov[i] <= outs[k]->hi))
+                    fail_msg("%s[%" G_GINT64_FORMAT "] = %g outside [%g, %g]", names[k], i, ov[i], outs[k]->lo,
+                             outs[k]->hi);
+        }
+    }
+}
+
 static void
 test_range_matmul_gemm(void **state)
 {
@@ -2057,6 +2118,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_conv),
              cmocka_unit_test(test_range_matmul_gemm),
              cmocka_unit_test(test_range_softmax_convex),
+             cmocka_unit_test(test_range_norm_aware),
              cmocka_unit_test(test_range_pools),
              cmocka_unit_test(test_range_rotary),
              cmocka_unit_test(test_range_attention))
