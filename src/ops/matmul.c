@@ -988,6 +988,89 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
     return INFINITY;
 }
 
+/* A bound on the L2 norm of every vector along axis `axis` of v (of rank `rank`) when v is
+ * x W (+ c) with W a constant matrix and x's rows bounded by row_l2_bound, through Cast, Identity,
+ * Transpose, and Reshapes that split each row of x W into blocks (attention heads: [.., D] into
+ * [.., H, D / H]): ||x W_h|| <= ||W_h||_F ||x|| for each block h of W's columns, plus the block's
+ * ||c_h||; the largest over the blocks. INFINITY otherwise. Slack: the product's FP32 sums (K + 2)
+ * 2^-23 relative, the Add's rounding, and each 16-bit store. */
+static double
+block_l2_bound(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
+{
+    gint64 blk = -1;
+    double stores = 1, steps = 0;
+    const HgValue *bias = NULL;
+    for (int depth = 0; v && v->producer && depth < 16; depth++) {
+        const HgNode *p = v->producer;
+        if ((p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) || !p->n_inputs || !p->inputs[0])
+            return INFINITY;
+        const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
+        const HgValueShape *ps = ctx->shape_of(ctx->shape_data, p->inputs[0]);
+        if (os->rank != rank)
+            return INFINITY;
+        if (os->dtype != HG_DTYPE_FLOAT && os->dtype != HG_DTYPE_DOUBLE) {
+            stores *= 1 + 0x1p-10;
+            steps++;
+        }
+        if (!strcmp(p->op_type, "Transpose")) {
+            guint np = 0;
+            const gint64 *perm = hg_attr_ints(p, "perm", &np);
+            axis = perm ? (np == (guint)rank ? (int)perm[axis] : -1) : rank - 1 - axis;
+            if (axis < 0 || axis >= rank)
+                return INFINITY;
+        } else if (!strcmp(p->op_type, "Reshape")) {
+            /* rows of d elements inside rows of D, d | D: each a block of one row */
+            gint64 d = os->rank >= 1 ? os->dims[os->rank - 1].v : -1, dd = ps->rank >= 1 ? ps->dims[ps->rank - 1].v : -1;
+            if (axis != rank - 1 || d <= 0 || dd <= 0 || dd % d || (blk > 0 && d % blk))
+                return INFINITY;
+            if (blk < 0)
+                blk = d;
+            rank = ps->rank;
+            axis = rank - 1;
+        } else if (!strcmp(p->op_type, "Add") && !bias && p->n_inputs == 2 && axis == rank - 1) {
+            /* x W + c, c a constant of the row's length (or broadcast to it) */
+            int ci = p->inputs[1] && p->inputs[1]->init ? 1 : p->inputs[0]->init ? 0 : -1;
+            if (ci < 0 || !p->inputs[1 - ci])
+                return INFINITY;
+            bias = p->inputs[ci];
+            v = p->inputs[1 - ci];
+            continue;
+        } else if (!strcmp(p->op_type, "MatMul") && axis == rank - 1 && p->n_inputs == 2 && p->inputs[1] &&
+                   p->inputs[1]->init) {
+            g_autoptr(HgArray) w = hg_array_view_tensor(p->inputs[1]->init, NULL);
+            g_autoptr(HgArray) c = bias ? hg_array_view_tensor(bias->init, NULL) : NULL;
+            double R = row_l2_bound(ctx, p->inputs[0]);
+            if (!w || w->rank != 2 || !isfinite(R) || (bias && !c))
+                return INFINITY;
+            gint64 kk = w->dims[0], nn = w->dims[1];
+            if (blk < 0)
+                blk = nn;
+            if (nn % blk || (c && c->numel != nn && c->numel != 1))
+                return INFINITY;
+            double best = 0;
+            for (gint64 h = 0; h < nn / blk; h++) {
+                double ws = 0, cs = 0;
+                for (gint64 q = 0; q < kk; q++)
+                    for (gint64 j = h * blk; j < (h + 1) * blk; j++) {
+                        double x = hg_array_get_f64(w, q * nn + j);
+                        ws += x * x;
+                    }
+                for (gint64 j = h * blk; c && j < (h + 1) * blk; j++) {
+                    double x = hg_array_get_f64(c, c->numel == 1 ? 0 : j);
+                    cs += x * x;
+                }
+                double b = (sqrt(ws) * R * (1 + (double)(kk + 2) * 0x1p-23) + sqrt(cs)) * (1 + 0x1p-22);
+                best = MAX(best, b);
+            }
+            return isfinite(best) ? best * stores + steps * sqrt((double)blk) * 0x1p-24 : INFINITY;
+        } else if (strcmp(p->op_type, "Cast") && strcmp(p->op_type, "Identity")) {
+            return INFINITY;
+        }
+        v = p->inputs[0];
+    }
+    return INFINITY;
+}
+
 /* x W (+ C) with W a constant matrix and every row of x of L2 norm at most R (row_l2_bound): output
  * column j is alpha <w_j, x> + beta c_j, at most |alpha| ||w_j|| R from beta c_j (Cauchy-Schwarz).
  * Narrows what ctx->outputs[0] already holds. tb: W is [N, K] (Gemm's transB); c: Gemm's C as
@@ -1048,6 +1131,17 @@ hg_range_MatMul(HgRangeCtx *ctx)
         range_meet(ctx->outputs[0], &convex);
     if (k >= 0 && bs->rank == 2)
         range_norm(ctx, a, bs, FALSE, 1, NULL, 0, 0);
+    /* Q K^T: each output is <q, k> <= ||q|| ||k|| */
+    if (k >= 0 && ctx->shape_of && ctx->node && ctx->node->inputs[0] && ctx->node->inputs[1] &&
+        as->rank >= 2 && bs->rank >= 2) {
+        double na = block_l2_bound(ctx, ctx->node->inputs[0], as->rank - 1, as->rank);
+        double nb = isfinite(na) ? block_l2_bound(ctx, ctx->node->inputs[1], bs->rank - 2, bs->rank) : INFINITY;
+        if (isfinite(nb)) {
+            HgRange before = *ctx->outputs[0];
+            hg_range_set_linear(ctx, -na * nb, na * nb, na * nb, k, a->nan || b->nan);
+            range_meet(ctx->outputs[0], &before);
+        }
+    }
 }
 
 /* The interval bound of MatMul as a sum of k products. */
