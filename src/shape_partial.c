@@ -145,22 +145,18 @@ slice(const HgNode *node, gint64 opset, const HgValueShape *const *ins, guint n_
         st[0] = ps[0], en[0] = pe[0], ns = ne = 1;
         ax[0] = pa ? pa[0] : 0;
     }
-    if (ns != 1 || ne != 1 || na != 1 || np != 1 || (ax[0] != 0 && ax[0] != -1) || sp[0] == 0)
+    /* steps other than 1 (rare in shape math) are left to the kernel's own clamping rules */
+    if (ns != 1 || ne != 1 || na != 1 || np != 1 || (ax[0] != 0 && ax[0] != -1) || sp[0] != 1)
         return FALSE;
-    gint64 n = d->n, step = sp[0], s = st[0], e = en[0];
+    gint64 n = d->n, s = st[0], e = en[0];
     if (s < 0)
         s += n;
     if (e < 0)
         e += n;
-    if (step > 0) {
-        s = CLAMP(s, 0, n);
-        e = CLAMP(e, 0, n);
-    } else {
-        s = CLAMP(s, -1, n - 1);
-        e = CLAMP(e, -1, n - 1);
-    }
+    s = CLAMP(s, 0, n);
+    e = CLAMP(e, 0, n);
     o->n = 0;
-    for (gint64 k = s; step > 0 ? k < e : k > e; k += step) {
+    for (gint64 k = s; k < e; k++) {
         if (o->n == HG_MAX_RANK)
             return FALSE;
         o->v[o->n] = d->v[k];
@@ -244,8 +240,8 @@ reduce_prod(const HgNode *node, const HgValueShape *const *ins, guint n_inputs, 
     if (ins[0]->rank != 1 || (axes && (la != 1 || (axes[0] != 0 && axes[0] != -1))) ||
         (ni == 1 && in_axes[0] != 0 && in_axes[0] != -1))
         return FALSE;
-    if (ni == 0 && n_inputs > 1 && ins[1] && hg_node_attr_int(node, "noop_with_empty_axes", 0))
-        return FALSE;
+    if (!axes && ni == 0 && hg_node_attr_int(node, "noop_with_empty_axes", 0))
+        return FALSE; /* no axes: the identity */
     o->n = 1;
     gint64 prod = 1;
     for (int i = 0; i < d->n; i++)

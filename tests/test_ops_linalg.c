@@ -4,6 +4,7 @@
  * random configurations. */
 #include "opstest.h"
 #include "ranges.h"
+#include "halfguard/run.h"
 
 #include <math.h>
 #include <string.h>
@@ -1763,6 +1764,118 @@ test_range_softmax_convex(void **state)
     assert_true(r6->lo <= -1 && r6->lo >= -1.51 && r6->hi >= 4 && r6->hi <= 4.51 && r6->nan);
 }
 
+/* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in
+ * [-10, 10] (seeded), and fail when a value of the named outputs (NULL-terminated) leaves its range
+ * in ranges. */
+static void
+assert_runs_inside(HgModel *m, const HgRanges *ranges, const gint64 *dims, guint rank, const float *first,
+                   const char *const *names)
+{
+    g_autoptr(GRand) rng = g_rand_new_with_seed(7);
+    for (int trial = 0; trial < 64; trial++) {
+        g_autoptr(HgTensor) t = hg_tensor_new("x", HG_DTYPE_FLOAT, rank, dims);
+        float *xv = hg_tensor_data_mut(t);
+        for (int i = 0; i < 32; i++)
+            xv[i] = trial == 0 ? first[i] : (float)g_rand_double_range(rng, -10, 10);
+        g_autoptr(GPtrArray) feeds = g_ptr_array_new();
+        g_ptr_array_add(feeds, t);
+        HgRunOptions opts = {1, NULL, NULL, names};
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) got = hg_run(m, feeds, &opts, &error);
+        assert_non_null(got);
+        for (guint k = 0; k < got->len; k++) {
+            const HgRange *r = RANGE_OF(ranges, m, names[k]);
+            HgTensor *o = got->pdata[k];
+            const float *ov = hg_tensor_data_mut(o);
+            for (gint64 i = 0; i < hg_tensor_numel(o); i++)
+                if (!(ov[i] >= r->lo && ov[i] <= r->hi))
+                    fail_msg("%s[%" G_GINT64_FORMAT "] = %g outside [%g, %g]", names[k], i, ov[i], r->lo, r->hi);
+        }
+    }
+}
+
+/* After a LayerNormalization every row has L2 norm at most sqrt(n) max|gamma| + ||beta|| (issue 12),
+ * so a product with constant weights is bounded column by column by ||w_j|| times that (Cauchy-Schwarz)
+ * where the interval rule takes sum |w_j| times the largest element: here 2.83 x 5.80 where the
+ * interval rule gives 8 x 5.76. Also through a Reshape that keeps the row, and for Gemm with C. The
+ * interpreter's outputs on random rows and rows aligned with the weights stay inside. */
+static void
+test_range_norm_aware(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[4,8] x) => (float[4,2] y, float[4,2] z, float[2,2,2] r)\n"
+        "  <float[8] gm = {1, -2, 0.5, 1, 1, 1, 1, 1}, float[8] bt = {0.1, 0, 0, 0, 0, 0, 0, -0.1},\n"
+        "   float[8,2] w = {1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5},\n"
+        "   float[2,8] wt = {1, 1, 1, 1, 1, 1, 1, 1, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5, 0.5, -0.5},\n"
+        "   float[2] c = {10, -1}, int64[3] s228 = {2, 2, 8}> {\n"
+        "  ln = LayerNormalization <axis = -1> (x, gm, bt)\n"
+        "  y = MatMul(ln, w)\n"
+        "  z = Gemm <transB = 1> (ln, wt, c)\n"
+        "  rs = Reshape(ln, s228)\n"
+        "  r = MatMul(rs, w)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-10, 10, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    double bound = sqrt(8.0) * (sqrt(8.0) * 2 + sqrt(0.02));
+    const HgRange *y = RANGE_OF(ranges, m, "y"), *z = RANGE_OF(ranges, m, "z"), *r = RANGE_OF(ranges, m, "r");
+    assert_true(y->hi >= bound && y->hi <= bound * 1.001 && y->lo <= -bound && y->lo >= -bound * 1.001);
+    assert_true(r->hi >= bound && r->hi <= bound * 1.001);
+    assert_true(z->hi >= 10 + bound && z->hi <= (10 + bound) * 1.001 && z->lo <= -1 - bound / 2 &&
+                z->lo >= -1.001 - bound / 2 * 1.001);
+    /* rows: random, and one leaning on the first column */
+    float first[32];
+    for (int i = 0; i < 32; i++)
+        first[i] = (float)((i % 8 == 1 ? -1 : i % 8 == 2 ? 2 : 1) * (i % 8 == 0 ? 3 : 1));
+    const char *names[] = {"y", "z", "r", NULL};
+    assert_runs_inside(m, ranges, DIMS(4, 8), 2, first, names);
+}
+
+/* Q K^T bounded by the product of the two heads' norms (issue 12): each head of q = x Wq + bq has
+ * norm at most ||Wq_h||_F ||x|| + ||bq_h||, here (2.87 x 2.83 + 0.5) for q and 2.87 x 2.83 for k,
+ * where the interval rule takes 4 products of the largest elements (4 x 8.5 x 8). The interpreter's
+ * scores on 64 input sets stay inside. */
+static void
+test_range_qk_norms(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[1,4,8] x) => (float[1,2,4,4] s)\n"
+        "  <float[8] gm = {1, 1, 1, 1, 1, 1, 1, 1},\n"
+        "   float[8,8] w = {1, .1, .1, .1, .1, .1, .1, .1, 1, .1, .1, .1, .1, .1, .1, .1,\n"
+        "                   1, .1, .1, .1, .1, .1, .1, .1, 1, .1, .1, .1, .1, .1, .1, .1,\n"
+        "                   1, .1, .1, .1, .1, .1, .1, .1, 1, .1, .1, .1, .1, .1, .1, .1,\n"
+        "                   1, .1, .1, .1, .1, .1, .1, .1, 1, .1, .1, .1, .1, .1, .1, .1},\n"
+        "   float[8] bq = {0.5, 0, 0, 0, 0, 0, 0, 0}, int64[4] hs = {1, 4, 2, 4}> {\n"
+        "  ln = LayerNormalization <axis = -1> (x, gm)\n"
+        "  qm = MatMul(ln, w)\n"
+        "  q = Add(qm, bq)\n"
+        "  qr = Reshape(q, hs)\n"
+        "  qt = Transpose <perm = [0, 2, 1, 3]> (qr)\n"
+        "  km = MatMul(ln, w)\n"
+        "  kr = Reshape(km, hs)\n"
+        "  kt = Transpose <perm = [0, 2, 3, 1]> (kr)\n"
+        "  s = MatMul(qt, kt)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-10, 10, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    double wh = sqrt(8 + 24 * 0.01), r = sqrt(8.0), bound = (wh * r + 0.5) * wh * r;
+    const HgRange *sr = RANGE_OF(ranges, m, "s");
+    if (!(sr->hi >= bound && sr->hi <= bound * 1.001 && sr->lo <= -bound && sr->lo >= -bound * 1.001))
+        fail_msg("s: [%g, %g], expected +-%g", sr->lo, sr->hi, bound);
+    float first[32]; /* every row's weight on the first column */
+    for (int i = 0; i < 32; i++)
+        first[i] = i % 8 == 0 ? 10.0f : -1.0f;
+    const char *names[] = {"s", NULL};
+    assert_runs_inside(m, ranges, DIMS(1, 4, 8), 3, first, names);
+}
+
 static void
 test_range_matmul_gemm(void **state)
 {
@@ -2057,6 +2170,8 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_conv),
              cmocka_unit_test(test_range_matmul_gemm),
              cmocka_unit_test(test_range_softmax_convex),
+             cmocka_unit_test(test_range_norm_aware),
+             cmocka_unit_test(test_range_qk_norms),
              cmocka_unit_test(test_range_pools),
              cmocka_unit_test(test_range_rotary),
              cmocka_unit_test(test_range_attention))

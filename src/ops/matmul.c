@@ -829,6 +829,9 @@ range_matmul_core(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgR
 
 static void range_matmul(HgRangeCtx *ctx, const HgRange *a, const HgRange *b, const HgValueShape *as,
                          const HgValueShape *bs, gint64 k);
+static void range_meet(HgRange *r, const HgRange *b);
+static void range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws, gboolean tb, double alpha,
+                       const HgArray *c, double clo, double chi);
 
 /* A softmax axis this long at most is assumed where the contracted length is symbolic: the FP32
  * rounding slack of the convex bound below needs a length (2^20, a million positions: one attention
@@ -904,6 +907,208 @@ range_convex(HgRangeCtx *ctx, const HgRange *p, const HgRange *v, gint64 n)
     return TRUE;
 }
 
+/* Both r and b bound the same values: keep what both allow. */
+static void
+range_meet(HgRange *r, const HgRange *b)
+{
+    r->lo = MAX(r->lo, b->lo);
+    r->hi = MIN(r->hi, b->hi);
+    r->tiny = MAX(r->tiny, b->tiny);
+    r->nan = r->nan && b->nan;
+}
+
+/* The L2 norm of a constant vector (FALSE when not finite), or of one of n values in [lo, hi]. */
+static double
+l2_of(const HgValue *v, const HgRange *r, gint64 n)
+{
+    g_autoptr(HgArray) a = v && v->init ? hg_array_view_tensor(v->init, NULL) : NULL;
+    if (!a)
+        return n < 0 ? INFINITY : sqrt((double)n) * hg_mag(r->lo, r->hi);
+    double ss = 0;
+    for (gint64 i = 0; i < a->numel; i++) {
+        double x = hg_array_get_f64(a, i);
+        ss += x * x;
+    }
+    return isfinite(ss) ? sqrt(ss) * (1 + 0x1p-40) : INFINITY;
+}
+
+/* A bound on the L2 norm of every row (along the last axis) of v, when v is a LayerNormalization's
+ * or an RMSNormalization's output (through Cast, Identity, Dropout and Reshapes that keep the last
+ * axis whole); INFINITY otherwise. Each normalized group z has sum z^2 <= n (its squares over n
+ * times their mean, plus eps), so by Cauchy-Schwarz a group of gamma z + beta has norm at most
+ * sqrt(n) max|gamma| + ||beta||, and a row, part of one group, no more. Slack: the kernel's sums
+ * (n 2^-23 relative, as norm_zbound allows for z) and each 16-bit store (2^-10 and a subnormal step
+ * per element). */
+static double
+row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
+{
+    double stores = 1, steps = 0;
+    for (int depth = 0; v && v->producer && depth < 16; depth++) {
+        const HgNode *p = v->producer;
+        if ((p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) || !p->n_inputs || !p->inputs[0])
+            return INFINITY;
+        const HgValueShape *ps = ctx->shape_of(ctx->shape_data, p->inputs[0]);
+        const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
+        if (os->dtype != HG_DTYPE_FLOAT && os->dtype != HG_DTYPE_DOUBLE) {
+            stores *= 1 + 0x1p-10;
+            steps++; /* and a subnormal step per element, below */
+        }
+        gboolean layer = !strcmp(p->op_type, "LayerNormalization");
+        if (layer || !strcmp(p->op_type, "RMSNormalization")) {
+            gint64 axis, n = 1;
+            if (ps->rank < 1 ||
+                !hg_norm_axis(hg_node_attr_int(p, "axis", -1), (guint)ps->rank, &axis, NULL, NULL))
+                return INFINITY;
+            for (int i = (int)axis; i < ps->rank; i++)
+                n = n < 0 || ps->dims[i].v < 0 ? -1 : n * ps->dims[i].v;
+            const HgValue *g = p->n_inputs > 1 ? p->inputs[1] : NULL, *b = layer && p->n_inputs > 2 ? p->inputs[2] : NULL;
+            if (n < 0 || !g)
+                return INFINITY;
+            const HgRange *gr = ctx->range_of(ctx->range_data, g);
+            if (!hg_range_bounded(gr))
+                return INFINITY;
+            double bn = 0;
+            if (b) {
+                const HgRange *br = ctx->range_of(ctx->range_data, b);
+                bn = hg_range_bounded(br) ? l2_of(b, br, hg_vshape_numel(ctx->shape_of(ctx->shape_data, b))) : INFINITY;
+            }
+            double z = sqrt((double)n) * (1 + 0x1p-16 + (double)n * 0x1p-23);
+            return (z * hg_mag(gr->lo, gr->hi) + bn) * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)n) * 0x1p-24;
+        }
+        if (!strcmp(p->op_type, "Reshape")) {
+            if (ps->rank < 1 || os->rank < 1 || ps->dims[ps->rank - 1].v < 0 ||
+                ps->dims[ps->rank - 1].v != os->dims[os->rank - 1].v)
+                return INFINITY;
+        } else if (strcmp(p->op_type, "Cast") && strcmp(p->op_type, "Identity") &&
+                   !(!strcmp(p->op_type, "Dropout") && p->n_inputs < 3)) {
+            return INFINITY;
+        }
+        v = p->inputs[0];
+    }
+    return INFINITY;
+}
+
+/* A bound on the L2 norm of every vector along axis `axis` of v (of rank `rank`) when v is
+ * x W (+ c) with W a constant matrix and x's rows bounded by row_l2_bound, through Cast, Identity,
+ * Transpose, and Reshapes that split each row of x W into blocks (attention heads: [.., D] into
+ * [.., H, D / H]): ||x W_h|| <= ||W_h||_F ||x|| for each block h of W's columns, plus the block's
+ * ||c_h||; the largest over the blocks. INFINITY otherwise. Slack: the product's FP32 sums (K + 2)
+ * 2^-23 relative, the Add's rounding, and each 16-bit store. */
+static double
+block_l2_bound(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
+{
+    gint64 blk = -1;
+    double stores = 1, steps = 0;
+    const HgValue *bias = NULL;
+    for (int depth = 0; v && v->producer && depth < 16; depth++) {
+        const HgNode *p = v->producer;
+        if ((p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) || !p->n_inputs || !p->inputs[0])
+            return INFINITY;
+        const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
+        const HgValueShape *ps = ctx->shape_of(ctx->shape_data, p->inputs[0]);
+        if (os->rank != rank)
+            return INFINITY;
+        if (os->dtype != HG_DTYPE_FLOAT && os->dtype != HG_DTYPE_DOUBLE) {
+            stores *= 1 + 0x1p-10;
+            steps++;
+        }
+        if (!strcmp(p->op_type, "Transpose")) {
+            guint np = 0;
+            const gint64 *perm = hg_attr_ints(p, "perm", &np);
+            axis = perm ? (np == (guint)rank ? (int)perm[axis] : -1) : rank - 1 - axis;
+            if (axis < 0 || axis >= rank)
+                return INFINITY;
+        } else if (!strcmp(p->op_type, "Reshape")) {
+            /* rows of d elements inside rows of D, d | D: each a block of one row */
+            gint64 d = os->rank >= 1 ? os->dims[os->rank - 1].v : -1, dd = ps->rank >= 1 ? ps->dims[ps->rank - 1].v : -1;
+            if (axis != rank - 1 || d <= 0 || dd <= 0 || dd % d || (blk > 0 && d % blk))
+                return INFINITY;
+            if (blk < 0)
+                blk = d;
+            rank = ps->rank;
+            axis = rank - 1;
+        } else if (!strcmp(p->op_type, "Add") && !bias && p->n_inputs == 2 && axis == rank - 1) {
+            /* x W + c, c a constant of the row's length (or broadcast to it) */
+            int ci = p->inputs[1] && p->inputs[1]->init ? 1 : p->inputs[0]->init ? 0 : -1;
+            if (ci < 0 || !p->inputs[1 - ci])
+                return INFINITY;
+            bias = p->inputs[ci];
+            v = p->inputs[1 - ci];
+            continue;
+        } else if (!strcmp(p->op_type, "MatMul") && axis == rank - 1 && p->n_inputs == 2 && p->inputs[1] &&
+                   p->inputs[1]->init) {
+            g_autoptr(HgArray) w = hg_array_view_tensor(p->inputs[1]->init, NULL);
+            g_autoptr(HgArray) c = bias ? hg_array_view_tensor(bias->init, NULL) : NULL;
+            double R = row_l2_bound(ctx, p->inputs[0]);
+            if (!w || w->rank != 2 || !isfinite(R) || (bias && !c))
+                return INFINITY;
+            gint64 kk = w->dims[0], nn = w->dims[1];
+            if (blk < 0)
+                blk = nn;
+            if (nn % blk || (c && c->numel != nn && c->numel != 1))
+                return INFINITY;
+            double best = 0;
+            for (gint64 h = 0; h < nn / blk; h++) {
+                double ws = 0, cs = 0;
+                for (gint64 q = 0; q < kk; q++)
+                    for (gint64 j = h * blk; j < (h + 1) * blk; j++) {
+                        double x = hg_array_get_f64(w, q * nn + j);
+                        ws += x * x;
+                    }
+                for (gint64 j = h * blk; c && j < (h + 1) * blk; j++) {
+                    double x = hg_array_get_f64(c, c->numel == 1 ? 0 : j);
+                    cs += x * x;
+                }
+                double b = (sqrt(ws) * R * (1 + (double)(kk + 2) * 0x1p-23) + sqrt(cs)) * (1 + 0x1p-22);
+                best = MAX(best, b);
+            }
+            return isfinite(best) ? best * stores + steps * sqrt((double)blk) * 0x1p-24 : INFINITY;
+        } else if (strcmp(p->op_type, "Cast") && strcmp(p->op_type, "Identity")) {
+            return INFINITY;
+        }
+        v = p->inputs[0];
+    }
+    return INFINITY;
+}
+
+/* x W (+ C) with W a constant matrix and every row of x of L2 norm at most R (row_l2_bound): output
+ * column j is alpha <w_j, x> + beta c_j, at most |alpha| ||w_j|| R from beta c_j (Cauchy-Schwarz).
+ * Narrows what ctx->outputs[0] already holds. tb: W is [N, K] (Gemm's transB); c: Gemm's C as
+ * constants per column (NULL: [clo, chi] for every column). */
+static void
+range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws, gboolean tb, double alpha,
+           const HgArray *c, double clo, double chi)
+{
+    const HgArray *w = ctx->values[1];
+    if (!ctx->shape_of || !ctx->range_of || !ctx->node || !ctx->node->inputs[0] || !w || !hg_vshape_known(ws) ||
+        ws->rank != 2 || w->numel != hg_vshape_numel(ws) || !isfinite(alpha))
+        return;
+    double R = row_l2_bound(ctx, ctx->node->inputs[0]);
+    if (!isfinite(R))
+        return;
+    gint64 kk = ws->dims[tb ? 1 : 0].v, nn = ws->dims[tb ? 0 : 1].v;
+    if (c && c->numel != nn && c->numel != 1)
+        return;
+    double lo = INFINITY, hi = -INFINITY, mag = 0;
+    for (gint64 j = 0; j < nn; j++) {
+        double ss = 0;
+        for (gint64 q = 0; q < kk; q++) {
+            double x = hg_array_get_f64(w, tb ? j * kk + q : q * nn + j);
+            ss += x * x;
+        }
+        double half = fabs(alpha) * sqrt(ss) * (1 + 0x1p-40) * R;
+        double cj_lo = c ? hg_array_get_f64(c, c->numel == 1 ? 0 : j) : clo, cj_hi = c ? cj_lo : chi;
+        lo = MIN(lo, cj_lo - half);
+        hi = MAX(hi, cj_hi + half);
+        mag = MAX(mag, half + MAX(fabs(cj_lo), fabs(cj_hi)));
+    }
+    if (!(lo <= hi) || !isfinite(mag))
+        return;
+    HgRange before = *ctx->outputs[0];
+    hg_range_set_linear(ctx, lo, hi, mag, kk, a->nan);
+    range_meet(ctx->outputs[0], &before);
+}
+
 void
 hg_range_MatMul(HgRangeCtx *ctx)
 {
@@ -922,14 +1127,20 @@ hg_range_MatMul(HgRangeCtx *ctx)
         convex = *ctx->outputs[0];
     if (k >= 0)
         range_matmul(ctx, a, b, as, bs, k);
-    if (has_convex) {
-        HgRange *o = ctx->outputs[0];
-        if (k < 0)
-            *o = convex;
-        o->lo = MAX(o->lo, convex.lo);
-        o->hi = MIN(o->hi, convex.hi);
-        o->tiny = MAX(o->tiny, convex.tiny);
-        o->nan = o->nan && convex.nan;
+    if (has_convex)
+        range_meet(ctx->outputs[0], &convex);
+    if (k >= 0 && bs->rank == 2)
+        range_norm(ctx, a, bs, FALSE, 1, NULL, 0, 0);
+    /* Q K^T: each output is <q, k> <= ||q|| ||k|| */
+    if (k >= 0 && ctx->shape_of && ctx->node && ctx->node->inputs[0] && ctx->node->inputs[1] &&
+        as->rank >= 2 && bs->rank >= 2) {
+        double na = block_l2_bound(ctx, ctx->node->inputs[0], as->rank - 1, as->rank);
+        double nb = isfinite(na) ? block_l2_bound(ctx, ctx->node->inputs[1], bs->rank - 2, bs->rank) : INFINITY;
+        if (isfinite(nb)) {
+            HgRange before = *ctx->outputs[0];
+            hg_range_set_linear(ctx, -na * nb, na * nb, na * nb, k, a->nan || b->nan);
+            range_meet(ctx->outputs[0], &before);
+        }
     }
 }
 
@@ -991,6 +1202,19 @@ hg_range_Gemm(HgRangeCtx *ctx)
         id = tb ? hg_vec_row : hg_vec_col;
     }
     range_matmul_core(ctx, a, b, a, id ? bv : NULL, id, p, nvec, k, alpha, clo, chi, nan);
+    /* rows of A (not transposed) of bounded norm; C per column when constant */
+    const HgArray *cv = c ? ctx->values[2] : NULL;
+    if (cv && cv->rank > 1 && cv->dims[0] != 1)
+        cv = NULL; /* per row too: [clo, chi] */
+    if (!ta && (!c || !hg_range_bad(c)) && isfinite(beta)) {
+        g_autoptr(HgArray) cs = NULL;
+        if (cv && beta != 1) {
+            cs = hg_array_new(HG_DTYPE_DOUBLE, cv->rank, cv->dims, NULL);
+            for (gint64 i = 0; cs && i < cv->numel; i++)
+                ((double *)cs->data)[i] = beta * hg_array_get_f64(cv, i);
+        }
+        range_norm(ctx, a, bs, tb, alpha, cs ? cs : cv, clo, chi);
+    }
 }
 
 /* Einsum: each output element sums `terms` products of one element of each operand. */
