@@ -175,13 +175,14 @@ reaches_float(const HgShapes *shapes, const HgValue *v, GHashTable *seen)
 static const HgInputRangeSpec *
 given_range(const HgInputRangeSpec *given, guint n, const char *name)
 {
-    for (guint i = 0; i < n; i++)
-        if (strcmp(given[i].name, name) == 0)
-            return &given[i];
-    for (guint i = 0; i < n; i++)
-        if (strcmp(given[i].name, "*") == 0)
-            return &given[i];
-    return NULL;
+    const HgInputRangeSpec *best = NULL;
+    int rank = 0;
+    for (guint i = 0; i < n; i++) {
+        int r = hg_input_range_rank(given[i].name, name);
+        if (r > rank)
+            best = &given[i], rank = r;
+    }
+    return best;
 }
 
 static void

@@ -127,6 +127,16 @@ hg_hazard_kind_from_name(const char *name)
     return -1;
 }
 
+int
+hg_input_range_rank(const char *name, const char *input)
+{
+    if (strcmp(name, input) == 0)
+        return 3;
+    if (strcmp(name, "*") == 0)
+        return 1;
+    return strpbrk(name, "*?") && g_pattern_match_simple(name, input) ? 2 : 0;
+}
+
 gboolean
 hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error)
 {
@@ -1261,7 +1271,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
     for (guint i = 0; i < opts->n_ranges; i++) {
         gboolean found = strcmp(opts->ranges[i].name, "*") == 0;
         for (guint k = 0; k < feeds->len && !found; k++)
-            found = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, opts->ranges[i].name) == 0;
+            found = hg_input_range_rank(opts->ranges[i].name, ((HgValueDecl *)feeds->pdata[k])->value->name) > 0;
         if (!found) {
             g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--input-range: the model has no input '%s'",
                         opts->ranges[i].name);

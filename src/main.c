@@ -284,7 +284,7 @@ config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArr
         const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
         gboolean known = strcmp(name, "*") == 0;
         for (guint k = 0; k < feeds->len && !known; k++)
-            known = strcmp(((HgValueDecl *)feeds->pdata[k])->value->name, name) == 0;
+            known = hg_input_range_rank(name, ((HgValueDecl *)feeds->pdata[k])->value->name) > 0;
         if (!known)
             g_array_remove_index(ranges, i--);
     }

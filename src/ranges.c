@@ -2,6 +2,7 @@
  * its outputs. Exact ranges come from initializers and from every value shape inference computed
  * (folded shape math); graph inputs take the ranges the caller gives. */
 #include "ranges.h"
+#include "halfguard/check.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,13 +29,14 @@ widen(HgRange *r)
 static const HgInputRange *
 find_input(const HgInputRange *in, guint n, const char *name)
 {
-    for (guint i = 0; i < n; i++)
-        if (strcmp(in[i].name, name) == 0)
-            return &in[i];
-    for (guint i = 0; i < n; i++)
-        if (strcmp(in[i].name, "*") == 0)
-            return &in[i];
-    return NULL;
+    const HgInputRange *best = NULL;
+    int rank = 0;
+    for (guint i = 0; i < n; i++) {
+        int r = hg_input_range_rank(in[i].name, name);
+        if (r > rank)
+            best = &in[i], rank = r;
+    }
+    return best;
 }
 
 const HgRange *

@@ -687,6 +687,26 @@ def test_sarif_structure(tmp):
                     str(x.get("suppressions")))
 
 
+def test_glob_ranges(tmp):
+    """-r NAME may be a glob ('past_*'): every input it matches takes the range, an exact name wins
+    over it, and a glob that matches no input is an error like a name that does not."""
+    m = save_model(os.path.join(tmp, "globs.onnx"),
+                   [helper.make_node("Sum", ["past_0", "past_1", "x"], ["y"], name="sum")],
+                   [vi("past_0"), vi("past_1"), vi("x")], [vi("y")])
+    rc, so, se = run(m, "--no-config", "-r", "past_*=-5:5", "--format", "json")
+    doc = json.loads(so) if rc in (0, 1) else {}
+    model = (doc.get("models") or [{}])[0]
+    check("glob:matches", model.get("unranged_inputs") == ["x"], show(rc, so, se))
+    ranges = {i["name"]: i.get("range") for i in model.get("inputs", [])}
+    check("glob:range", ranges.get("past_1") == {"lo": -5, "hi": 5}, str(ranges))
+    rc, so, se = run(m, "--no-config", "-r", "past_*=-5:5", "-r", "past_1=0:1", "-r", "x=0:1", "--format", "json")
+    ranges = {i["name"]: i.get("range") for i in json.loads(so)["models"][0]["inputs"]} if rc in (0, 1) else {}
+    check("glob:exact-wins", ranges.get("past_1") == {"lo": 0, "hi": 1} and ranges.get("past_0") == {"lo": -5, "hi": 5},
+          str(ranges))
+    rc, so, se = run(m, "--no-config", "-r", "kv_*=0:1")
+    check("glob:no-match", rc == 2 and "no input 'kv_*'" in se, show(rc, so, se))
+
+
 def test_fail_on(tmp):
     """--fail-on: exit 1 only for the levels and kinds listed; a level takes the levels above it."""
     m = scale_model(os.path.join(tmp, "scale.onnx"))
@@ -868,7 +888,7 @@ def main():
     else:
         hgtest.temp_folders(check, "hg-check-", [
             test_exit_codes_and_text, test_errors, test_json, test_lfs, test_config, test_stats,
-            test_sarif_structure, test_fixed_unknown_accumulate, test_fail_on])
+            test_sarif_structure, test_fixed_unknown_accumulate, test_fail_on, test_glob_ranges])
     sys.exit(check.finish())
 
 

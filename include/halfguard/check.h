@@ -116,6 +116,10 @@ typedef struct {
 
 /* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
 HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
+/* How well a range's NAME fits graph input `input`: 3 the same name, 2 a glob that matches it
+ * ("past_*": '*' and '?'), 1 "*" (every input not named otherwise), 0 none. Of several ranges, the
+ * first of the highest rank applies. */
+HG_API int hg_input_range_rank(const char *name, const char *input);
 
 /* Where the range of a graph input comes from (hg_check, HgCheckResult.inputs). */
 typedef enum {
