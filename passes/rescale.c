@@ -797,6 +797,24 @@ typedef struct {
     char *cost_note; /* the weighing, for the note */
 } Planned;
 
+/* values_reach over a planned region's scaled and entering tensors. */
+static gboolean
+region_values_reach(const Planned *P, Probe *probe, HgGraph *g, const HgCheckOptions *opts,
+                    const HgCheckResult *res, char **why)
+{
+    g_autoptr(GHashTable) vals = g_hash_table_new(NULL, NULL);
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, P->R.scaled);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_hash_table_add(vals, key);
+    for (guint j = 0; j < P->R.entries->len; j++) {
+        HgUse *e = &g_array_index(P->R.entries, HgUse, j);
+        g_hash_table_add(vals, e->node->inputs[e->index]);
+    }
+    return values_reach(probe, g, opts, res, vals, P->k, why);
+}
+
 /* The rewrite's own cost in assign_precision's units: a Mul per entering tensor and per undone
  * tensor, FP16; an undone tensor whose values pass the threshold (a graph output that overflows)
  * has its Mul in FP32 and a Cast in front. */
@@ -894,22 +912,6 @@ hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error)
             region_clear(&P.R);
             continue;
         }
-        /* The bounds that chose k must be near what the values reach (see values_reach). */
-        g_autoptr(GHashTable) vals = g_hash_table_new(NULL, NULL);
-        g_hash_table_iter_init(&it, P.R.scaled);
-        while (g_hash_table_iter_next(&it, &key, NULL))
-            g_hash_table_add(vals, key);
-        for (guint j = 0; j < P.R.entries->len; j++) {
-            HgUse *e = &g_array_index(P.R.entries, HgUse, j);
-            g_hash_table_add(vals, e->node->inputs[e->index]);
-        }
-        g_autofree char *why = NULL;
-        if (!values_reach(&probe, g, opts, res, vals, k, &why)) {
-            hg_pass_note(env->result, "rescale", "left the region of '%s' unscaled: %s; calibration (--calib) "
-                         "decides with what the values reach", at, why);
-            region_clear(&P.R);
-            continue;
-        }
         /* A later linear op absorbs 2^k in its weights only where they stay in range. */
         for (guint j = 0; j < P.R.linear_ends->len;) {
             HgNode *r = P.R.linear_ends->pdata[j];
@@ -972,6 +974,15 @@ hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error)
                          saved, rewrite);
             if (f)
                 g_ptr_array_add(cumsum_costs, NULL);
+            continue;
+        }
+        /* The bounds that chose k must be near what the values reach (see values_reach). Asked only of
+         * a rewrite that wins: the synthetic probe runs the whole model, and most regions of a
+         * transformer lose to the island anyway. */
+        g_autofree char *why = NULL;
+        if (P && !region_values_reach(P, &probe, g, opts, res, &why)) {
+            hg_pass_note(env->result, "rescale", "left the region of '%s' unscaled: %s; calibration (--calib) "
+                         "decides with what the values reach", at->name ? at->name : at->op_type, why);
             continue;
         }
         char *note = g_strdup_printf(" (rewrite costs %.3g against %.3g for an FP32 island)", rewrite, saved);
