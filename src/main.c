@@ -210,10 +210,14 @@ inputs_without_data(HgModel *m, const HgCheckOptions *co, HgStats *stats, gboole
     if (!infos)
         return NULL;
     GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hg_input_info_free);
-    for (guint i = 0; i < infos->len; i++) {
-        HgInputInfo *in = infos->pdata[i];
+    gsize n = 0;
+    g_autofree gpointer *all = g_ptr_array_steal(infos, &n); /* one pass: 10^5 inputs, no memmove each */
+    for (gsize i = 0; i < n; i++) {
+        HgInputInfo *in = all[i];
         if (in->source == HG_INPUT_RANGE_NONE && in->reaches_float && !covered && !has_real_data(stats, in->name))
-            g_ptr_array_add(out, g_ptr_array_steal_index(infos, i--));
+            g_ptr_array_add(out, in);
+        else
+            hg_input_info_free(in);
     }
     return out;
 }

@@ -13,7 +13,12 @@ allocate without bound. Each class is a crafted model, file or command:
   so that a build without the checks fails instead of eating the machine;
 - allocation: an .npy header or a Polygraphy base64 array that claims 2^40 elements is compared with
   the bytes there before anything is allocated; a 3 GiB ConstantOfShape output that cannot be copied
-  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded.
+  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded;
+- hangs: a model 64 graphs deep whose every level reads a main-graph value 20,000 times (dump took
+  92 s, check 54 s: each graph's check re-collected its ancestors' uses and found each node's
+  ancestor by climbing) and a Sum of 100,000 distinct inputs (convert took 95 s: quadratic lookups
+  of inputs and their declarations) finish within a bound that is generous for CI (4x under
+  sanitizers) and give the right answer.
 
 Usage: test_hostile.py HALFGUARD [SANITIZE]. Models are made here with Debian's python3-onnx. SANITIZE
 is meson's b_sanitize: under a sanitizer the address space is not capped (ASan reserves terabytes of
@@ -25,7 +30,9 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
+import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -269,6 +276,50 @@ def test_allocation(tmp):
           (rc, se[-300:]))
 
 
+def timed(*args, bound):
+    """run() with a time bound (4x under sanitizers): (rc, stdout, stderr, seconds)."""
+    bound *= 4 if SANITIZED else 1
+    t0 = time.monotonic()
+    rc, so, se = run(*args, timeout=bound)
+    return rc, so, se, time.monotonic() - t0
+
+
+def test_hangs(tmp):
+    # 63 nested If bodies (64 graphs, the limit), each a Sum reading the main graph's x 20,000 times.
+    body = None
+    for k in range(63, 0, -1):
+        nodes = [helper.make_node("Sum", ["x"] * 20000, [f"s{k}"], name=f"sum{k}")]
+        if body is None:
+            nodes.append(helper.make_node("Identity", [f"s{k}"], [f"o{k}"]))
+        else:
+            els = helper.make_graph([helper.make_node("Identity", [f"s{k}"], [f"e{k}"])], f"e{k}", [], [vi(f"e{k}")])
+            nodes.append(helper.make_node("If", ["c"], [f"o{k}"], then_branch=body, else_branch=els))
+        body = helper.make_graph(nodes, f"g{k}", [], [vi(f"o{k}")])
+    els = helper.make_graph([helper.make_node("Identity", ["x"], ["e0"])], "e0", [], [vi("e0")])
+    deep = os.path.join(tmp, "deep.onnx")
+    with open(deep, "wb") as f:
+        f.write(make_model([helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=els)],
+                           [vi("c", [], TensorProto.BOOL), vi("x")], [vi("y")]).SerializeToString())
+    rc, so, se, sec = timed("dump", deep, bound=30)
+    check("hangs:deep-wide-dump", rc == 0 and so.count(b" = Sum(") == 63, (rc, f"{sec:.1f} s", se[-300:]))
+    rc, so, se, sec = timed("check", deep, "-r", "x=0:1", bound=30)
+    check("hangs:deep-wide-check", rc in (0, 1), (rc, f"{sec:.1f} s", se[-300:]))
+    # One Sum of 100,000 distinct inputs, converted with one synthetic sample.
+    n = 100000
+    wide = os.path.join(tmp, "wide.onnx")
+    with open(wide, "wb") as f:
+        f.write(make_model([helper.make_node("Sum", [f"x{i}" for i in range(n)], ["y"], name="sum")],
+                           [vi(f"x{i}") for i in range(n)], [vi("y")]).SerializeToString())
+    out = os.path.join(tmp, "out.onnx")
+    rc, so, se, sec = timed("convert", wide, "-o", out, "--calib-random", "1", bound=40)
+    ok = rc == 0 and os.path.exists(out)
+    if ok:
+        m = onnx.load(out)
+        ok = len(m.graph.input) == n and all(i.type.tensor_type.elem_type == TensorProto.FLOAT16
+                                             for i in m.graph.input)
+    check("hangs:sum-100k-convert", ok, (rc, f"{sec:.1f} s", se[-300:]))
+
+
 hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
-                                         test_allocation], catch=True)
+                                         test_allocation, test_hangs], catch=True)
 sys.exit(check.finish())
