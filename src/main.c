@@ -740,6 +740,33 @@ cmd_dump(int argc, char **argv)
 
 /* ---------------------------------------------------------------- run */
 
+/* A size: digits with an optional K, M, G or T (powers of 1024), "B" or "iB" after it allowed.
+ * FALSE when s is not one or is 0. */
+static gboolean
+parse_size(const char *s, guint64 *out)
+{
+    char *end = NULL;
+    if (!s || !g_ascii_isdigit(*s))
+        return FALSE;
+    guint64 v = g_ascii_strtoull(s, &end, 10);
+    guint shift = 0;
+    switch (g_ascii_toupper(*end)) {
+    case 'K': shift = 10, end++; break;
+    case 'M': shift = 20, end++; break;
+    case 'G': shift = 30, end++; break;
+    case 'T': shift = 40, end++; break;
+    default: break;
+    }
+    if (shift && *end == 'i')
+        end++;
+    if (*end == 'B')
+        end++;
+    if (*end || v == 0 || v > (G_MAXUINT64 >> shift))
+        return FALSE;
+    *out = v << shift;
+    return TRUE;
+}
+
 /* run --time: one timing each is kept, and a run takes at least microseconds. */
 #define MAX_TIMED_RUNS 1000000
 
@@ -747,7 +774,7 @@ static int
 cmd_run(int argc, char **argv)
 {
     const Command *cmd = find_command("run");
-    char *data = NULL, *output = NULL, *format = NULL, *outputs = NULL;
+    char *data = NULL, *output = NULL, *format = NULL, *outputs = NULL, *max_memory = NULL;
     gboolean mark_all = FALSE;
     int threads = 0, repeat = 0;
     GOptionEntry entries[] = {
@@ -763,6 +790,8 @@ cmd_run(int argc, char **argv)
          "Comma-separated values to write instead of the graph outputs (only what they need runs)",
          "NAMES"},
         {"threads", 't', 0, G_OPTION_ARG_INT, &threads, "Threads for BLAS kernels (default: all cores)", "N"},
+        {"max-memory", 0, 0, G_OPTION_ARG_STRING, &max_memory,
+         "Cap on the live tensors, e.g. 4G (default: half the physical memory)", "SIZE"},
         {NULL},
     };
     int rc = EXIT_OK;
@@ -770,6 +799,7 @@ cmd_run(int argc, char **argv)
     g_autoptr(HgModel) m = NULL;
     g_auto(GStrv) wanted = NULL;
     HgTensorFormat fmt = HG_FORMAT_PB;
+    guint64 cap = 0;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     if (format && strcmp(format, "npy") == 0)
@@ -779,6 +809,12 @@ cmd_run(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
+    if (max_memory && !parse_size(max_memory, &cap)) {
+        print_line(stderr, "halfguard run: --max-memory takes a size such as 4G or 512M, not '%s'", max_memory);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    hg_run_set_default_max_memory(cap);
     if (argc != 2 || !data || (!output && !repeat) || threads < 0 || repeat < 0 || repeat > MAX_TIMED_RUNS) {
         fprintf(stderr, "halfguard run: %s\nTry 'halfguard help run'.\n",
                 argc != 2                   ? "give one model"
@@ -823,6 +859,7 @@ out:
     g_free(output);
     g_free(format);
     g_free(outputs);
+    g_free(max_memory);
     return rc;
 }
 

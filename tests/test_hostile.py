@@ -14,6 +14,7 @@ allocate without bound. Each class is a crafted model, file or command:
 - allocation: an .npy header or a Polygraphy base64 array that claims 2^40 elements is compared with
   the bytes there before anything is allocated; a 3 GiB ConstantOfShape output that cannot be copied
   out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded;
+  `run --max-memory` caps the live tensors and names the node that passes it;
 - hangs: a model 64 graphs deep whose every level reads a main-graph value 20,000 times (dump took
   92 s, check 54 s: each graph's check re-collected its ancestors' uses and found each node's
   ancestor by climbing) and a Sum of 100,000 distinct inputs (convert took 95 s: quadratic lookups
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
@@ -267,13 +269,47 @@ def test_allocation(tmp):
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)
     if not SANITIZED:
-        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), timeout=120,
-                         memory=5 << 30)
+        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), "--max-memory", "1T",
+                         timeout=120, memory=5 << 30)
         check("alloc:run-3gib-output", rc == 2 and se.decode() ==
               f"{big}: output 'y': out of memory for its 3221225472 bytes\n", (rc, se[-300:]))
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
     check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
           (rc, se[-300:]))
+
+
+def test_max_memory(tmp):
+    # a = x expanded to 40 MiB; b = -a while a is still live (Add reads both): 80 MiB at once.
+    n = 10 << 20
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Expand", ["x", "shape"], ["a"], name="expand"),
+                          helper.make_node("Neg", ["a"], ["b"], name="neg"),
+                          helper.make_node("Add", ["a", "b"], ["y"], name="add")],
+                      [vi("x", [1])], [vi("y", [n])], [helper.make_tensor("shape", TensorProto.INT64, [1], [n])])
+    data = os.path.join(tmp, "data")
+    hgtest.write_inputs(data, [("x", np.ones([1], np.float32))])
+    out = os.path.join(tmp, "out")
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "64M")
+    check("max-memory:names-node", rc == 2 and se.decode() ==
+          f"{m}: node 'neg' (Neg): its output 'b' (41943040 bytes) takes the run's live tensors past the "
+          "memory cap of 67108864 bytes (--max-memory)\n", (rc, se[-300:]))
+    check("max-memory:nothing-written", not os.path.exists(os.path.join(out, "output_0.pb")))
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "128MiB")
+    check("max-memory:fits", rc == 0 and hgtest.read_pb(os.path.join(out, "output_0.pb")).max() == 0,
+          (rc, se[-300:]))
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "lots")
+    check("max-memory:bad-size", rc == 2 and se.startswith(
+        b"halfguard run: --max-memory takes a size such as 4G or 512M, not 'lots'\n"), (rc, se[-300:]))
+    # What the plan computes from constants alone counts too: 40 MiB of zeros under a 16 MiB cap.
+    z = os.path.join(tmp, "zeros.onnx")
+    hgtest.save_model(z, [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="zeros")], [],
+                      [vi("y", [n])], [helper.make_tensor("shape", TensorProto.INT64, [1], [n])])
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    rc, so, se = run("run", z, "--data", empty, "-o", os.path.join(tmp, "zout"), "--max-memory", "16M")
+    check("max-memory:folded", rc == 2 and se.decode() ==
+          f"{z}: node 'zeros' (ConstantOfShape): its output 'y' (41943040 bytes, computed from constants) "
+          "takes the run's live tensors past the memory cap of 16777216 bytes (--max-memory)\n", (rc, se[-300:]))
 
 
 def timed(*args, bound):
@@ -321,5 +357,5 @@ def test_hangs(tmp):
 
 
 hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
-                                         test_allocation, test_hangs], catch=True)
+                                         test_allocation, test_max_memory, test_hangs], catch=True)
 sys.exit(check.finish())
