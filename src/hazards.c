@@ -385,11 +385,14 @@ unknown_op_free(gpointer p)
 static void
 mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_ops)
 {
+    /* A set of the names: a Sum of 10^5 unranged inputs must not compare 10^10 pairs. */
+    g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
+    for (guint k = 0; k < unranged->len; k++)
+        g_hash_table_add(names, unranged->pdata[k]);
     for (guint i = 0; i < c->model->graph->inputs->len; i++) {
         HgValue *v = ((HgValueDecl *)c->model->graph->inputs->pdata[i])->value;
-        for (guint k = 0; k < unranged->len; k++)
-            if (strcmp(unranged->pdata[k], v->name) == 0)
-                g_hash_table_add(c->open, v);
+        if (g_hash_table_contains(names, v->name))
+            g_hash_table_add(c->open, v);
     }
     /* value -> the HgUnknownOp it depends on (the first one found), for the counts. */
     g_autoptr(GHashTable) from = g_hash_table_new(NULL, NULL);

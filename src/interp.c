@@ -3,6 +3,7 @@
  * --mark-all). */
 #include "halfguard/run.h"
 #include "halfguard/io.h"
+#include "infile.h"
 #include "ir_private.h"
 #include "ops/kernel.h"
 
@@ -307,9 +308,30 @@ observe(const HgRunOptions *opts, const HgValue *v, const HgArray *a, GError **e
     return opts->observe(v, &t, opts->observe_data, error);
 }
 
+/* What a live array adds to the memory the run holds: its own data (a view adds nothing). */
+static guint64
+array_bytes(const HgArray *a)
+{
+    return a && a->owns_data && a->data ? (guint64)a->numel * hg_dtype_size(a->dtype) : 0;
+}
+
+/* Set before runs start (the command line does, once); 0: half the physical memory. */
+static guint64 default_max_memory;
+
+void
+hg_run_set_default_max_memory(guint64 bytes)
+{
+    default_max_memory = bytes;
+}
+
+/* The memory the run holds against its cap. */
+typedef struct {
+    guint64 live, cap;
+} Budget;
+
 static gboolean
 run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const HgRunOptions *opts,
-         gint64 opset, int threads, GError **error)
+         gint64 opset, int threads, Budget *budget, GError **error)
 {
     HgNode *n = st->node;
     if (!st->op) {
@@ -350,11 +372,21 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
             }
             continue;
         }
+        if (ok && budget->live + array_bytes(outs[k]) > budget->cap) {
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes) takes the run's live "
+                        "tensors past the memory cap of %" G_GUINT64_FORMAT " bytes (--max-memory)",
+                        n->name ? n->name : "", n->op_type, pl->values[s]->name, array_bytes(outs[k]),
+                        budget->cap);
+            ok = FALSE;
+        }
         if (ok)
             ok = observe(opts, pl->values[s], outs[k], error);
-        if (pl->uses[s] || pl->keep[s]) {
+        if (ok && (pl->uses[s] || pl->keep[s])) {
+            budget->live -= array_bytes(arrays[s]);
             hg_array_unref(arrays[s]);
             arrays[s] = outs[k];
+            budget->live += array_bytes(outs[k]);
         } else {
             hg_array_unref(outs[k]);
         }
@@ -365,8 +397,10 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
         guint s = st->in[k];
         if (s == G_MAXUINT || pl->constants[s])
             continue;
-        if (--left[s] == 0 && !pl->keep[s])
+        if (--left[s] == 0 && !pl->keep[s]) {
+            budget->live -= array_bytes(arrays[s]);
             g_clear_pointer(&arrays[s], hg_array_unref);
+        }
     }
     return TRUE;
 }
@@ -394,6 +428,9 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     HgArray **arrays = g_new0(HgArray *, pl->n_slots + 1);
     guint *left = g_memdup2(pl->uses, sizeof(guint) * (pl->n_slots + 1));
     GPtrArray *result = NULL;
+    Budget budget = {0, opts && opts->max_memory   ? opts->max_memory
+                        : default_max_memory ? default_max_memory
+                                             : hg_infile_limit()};
     for (guint i = 0; i < pl->n_feeds; i++) {
         HgValueDecl *d = feeds->pdata[i];
         const HgTensor *t = inputs->pdata[i];
@@ -410,11 +447,24 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     /* Folded values are computed once, but observers see them on every run like any other. */
     for (guint i = 0; i < pl->folded->len; i++) {
         guint s = g_array_index(pl->folded, guint, i);
+        /* What the plan computed from constants alone (a ConstantOfShape of 3 GiB) counts too. */
+        budget.live += array_bytes(pl->constants[s]);
+        if (budget.live > budget.cap) {
+            const HgNode *n = pl->values[s]->producer;
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes, computed from constants) "
+                        "takes the run's live tensors past the memory cap of %" G_GUINT64_FORMAT " bytes "
+                        "(--max-memory)", n && n->name ? n->name : "", n ? n->op_type : "?",
+                        pl->values[s]->name, array_bytes(pl->constants[s]), budget.cap);
+            goto out;
+        }
         if (!observe(opts, pl->values[s], pl->constants[s], error))
             goto out;
     }
+    for (guint i = 0; i < pl->n_feeds; i++)
+        budget.live += array_bytes(arrays[pl->feeds[i]]);
     for (guint i = 0; i < pl->n_steps; i++)
-        if (!run_step(pl, &pl->steps[i], arrays, left, opts, opset, threads, error))
+        if (!run_step(pl, &pl->steps[i], arrays, left, opts, opset, threads, &budget, error))
             goto out;
     result = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
     for (guint i = 0; i < pl->n_want; i++) {

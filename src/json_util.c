@@ -63,7 +63,14 @@ hg_json_parse(JsonParser *p, const char *data, gsize len, GError **error)
             depth--; /* unbalanced text is json-glib's to refuse */
         }
     }
-    return json_parser_load_from_data(p, data, (gssize)len, error);
+    GError *e = NULL;
+    if (!json_parser_load_from_data(p, data, (gssize)len, &e)) {
+        /* An HG_ERROR like every other refusal of the library's. */
+        g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not JSON: %s", e->message);
+        g_error_free(e);
+        return FALSE;
+    }
+    return TRUE;
 }
 
 char *

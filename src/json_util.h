@@ -22,7 +22,8 @@ gboolean hg_json_save(JsonBuilder *b, const char *path, GError **error);
  * per level, so 100,000 nested '[' overflowed the stack. */
 #define HG_JSON_MAX_DEPTH 64
 /* json_parser_load_from_data after a scan that refuses text nested deeper than HG_JSON_MAX_DEPTH
- * (HG_ERROR_PARSE, "JSON nested more than 64 levels deep") before json-glib sees it. */
+ * (HG_ERROR_PARSE, "JSON nested more than 64 levels deep") before json-glib sees it; json-glib's own
+ * refusals come back as HG_ERROR_PARSE too ("not JSON: ..."). */
 gboolean hg_json_parse(JsonParser *p, const char *data, gsize len, GError **error);
 
 typedef struct HgTensor HgTensor;

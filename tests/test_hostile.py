@@ -13,7 +13,13 @@ allocate without bound. Each class is a crafted model, file or command:
   so that a build without the checks fails instead of eating the machine;
 - allocation: an .npy header or a Polygraphy base64 array that claims 2^40 elements is compared with
   the bytes there before anything is allocated; a 3 GiB ConstantOfShape output that cannot be copied
-  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded.
+  out (5 GiB of address space) is an error naming the output, not an abort; `run --time` is bounded;
+  `run --max-memory` caps the live tensors and names the node that passes it;
+- hangs: a model 64 graphs deep whose every level reads a main-graph value 20,000 times (dump took
+  92 s, check 54 s: each graph's check re-collected its ancestors' uses and found each node's
+  ancestor by climbing) and a Sum of 100,000 distinct inputs (convert took 95 s: quadratic lookups
+  of inputs and their declarations) finish within a bound that is generous for CI (4x under
+  sanitizers) and give the right answer.
 
 Usage: test_hostile.py HALFGUARD [SANITIZE]. Models are made here with Debian's python3-onnx. SANITIZE
 is meson's b_sanitize: under a sanitizer the address space is not capped (ASan reserves terabytes of
@@ -25,7 +31,10 @@ import os
 import resource
 import subprocess
 import sys
+import time
 
+import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -260,8 +269,8 @@ def test_allocation(tmp):
     empty = os.path.join(tmp, "empty")
     os.mkdir(empty)
     if not SANITIZED:
-        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), timeout=120,
-                         memory=5 << 30)
+        rc, so, se = run("run", big, "--data", empty, "-o", os.path.join(tmp, "bigout"), "--max-memory", "1T",
+                         timeout=120, memory=5 << 30)
         check("alloc:run-3gib-output", rc == 2 and se.decode() ==
               f"{big}: output 'y': out of memory for its 3221225472 bytes\n", (rc, se[-300:]))
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
@@ -269,6 +278,84 @@ def test_allocation(tmp):
           (rc, se[-300:]))
 
 
+def test_max_memory(tmp):
+    # a = x expanded to 40 MiB; b = -a while a is still live (Add reads both): 80 MiB at once.
+    n = 10 << 20
+    m = os.path.join(tmp, "m.onnx")
+    hgtest.save_model(m, [helper.make_node("Expand", ["x", "shape"], ["a"], name="expand"),
+                          helper.make_node("Neg", ["a"], ["b"], name="neg"),
+                          helper.make_node("Add", ["a", "b"], ["y"], name="add")],
+                      [vi("x", [1])], [vi("y", [n])], [helper.make_tensor("shape", TensorProto.INT64, [1], [n])])
+    data = os.path.join(tmp, "data")
+    hgtest.write_inputs(data, [("x", np.ones([1], np.float32))])
+    out = os.path.join(tmp, "out")
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "64M")
+    check("max-memory:names-node", rc == 2 and se.decode() ==
+          f"{m}: node 'neg' (Neg): its output 'b' (41943040 bytes) takes the run's live tensors past the "
+          "memory cap of 67108864 bytes (--max-memory)\n", (rc, se[-300:]))
+    check("max-memory:nothing-written", not os.path.exists(os.path.join(out, "output_0.pb")))
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "128MiB")
+    check("max-memory:fits", rc == 0 and hgtest.read_pb(os.path.join(out, "output_0.pb")).max() == 0,
+          (rc, se[-300:]))
+    rc, so, se = run("run", m, "--data", data, "-o", out, "--max-memory", "lots")
+    check("max-memory:bad-size", rc == 2 and se.startswith(
+        b"halfguard run: --max-memory takes a size such as 4G or 512M, not 'lots'\n"), (rc, se[-300:]))
+    # What the plan computes from constants alone counts too: 40 MiB of zeros under a 16 MiB cap.
+    z = os.path.join(tmp, "zeros.onnx")
+    hgtest.save_model(z, [helper.make_node("ConstantOfShape", ["shape"], ["y"], name="zeros")], [],
+                      [vi("y", [n])], [helper.make_tensor("shape", TensorProto.INT64, [1], [n])])
+    empty = os.path.join(tmp, "empty")
+    os.mkdir(empty)
+    rc, so, se = run("run", z, "--data", empty, "-o", os.path.join(tmp, "zout"), "--max-memory", "16M")
+    check("max-memory:folded", rc == 2 and se.decode() ==
+          f"{z}: node 'zeros' (ConstantOfShape): its output 'y' (41943040 bytes, computed from constants) "
+          "takes the run's live tensors past the memory cap of 16777216 bytes (--max-memory)\n", (rc, se[-300:]))
+
+
+def timed(*args, bound):
+    """run() with a time bound (4x under sanitizers): (rc, stdout, stderr, seconds)."""
+    bound *= 4 if SANITIZED else 1
+    t0 = time.monotonic()
+    rc, so, se = run(*args, timeout=bound)
+    return rc, so, se, time.monotonic() - t0
+
+
+def test_hangs(tmp):
+    # 63 nested If bodies (64 graphs, the limit), each a Sum reading the main graph's x 20,000 times.
+    body = None
+    for k in range(63, 0, -1):
+        nodes = [helper.make_node("Sum", ["x"] * 20000, [f"s{k}"], name=f"sum{k}")]
+        if body is None:
+            nodes.append(helper.make_node("Identity", [f"s{k}"], [f"o{k}"]))
+        else:
+            els = helper.make_graph([helper.make_node("Identity", [f"s{k}"], [f"e{k}"])], f"e{k}", [], [vi(f"e{k}")])
+            nodes.append(helper.make_node("If", ["c"], [f"o{k}"], then_branch=body, else_branch=els))
+        body = helper.make_graph(nodes, f"g{k}", [], [vi(f"o{k}")])
+    els = helper.make_graph([helper.make_node("Identity", ["x"], ["e0"])], "e0", [], [vi("e0")])
+    deep = os.path.join(tmp, "deep.onnx")
+    with open(deep, "wb") as f:
+        f.write(make_model([helper.make_node("If", ["c"], ["y"], then_branch=body, else_branch=els)],
+                           [vi("c", [], TensorProto.BOOL), vi("x")], [vi("y")]).SerializeToString())
+    rc, so, se, sec = timed("dump", deep, bound=30)
+    check("hangs:deep-wide-dump", rc == 0 and so.count(b" = Sum(") == 63, (rc, f"{sec:.1f} s", se[-300:]))
+    rc, so, se, sec = timed("check", deep, "-r", "x=0:1", bound=30)
+    check("hangs:deep-wide-check", rc in (0, 1), (rc, f"{sec:.1f} s", se[-300:]))
+    # One Sum of 100,000 distinct inputs, converted with one synthetic sample.
+    n = 100000
+    wide = os.path.join(tmp, "wide.onnx")
+    with open(wide, "wb") as f:
+        f.write(make_model([helper.make_node("Sum", [f"x{i}" for i in range(n)], ["y"], name="sum")],
+                           [vi(f"x{i}") for i in range(n)], [vi("y")]).SerializeToString())
+    out = os.path.join(tmp, "out.onnx")
+    rc, so, se, sec = timed("convert", wide, "-o", out, "--calib-random", "1", bound=40)
+    ok = rc == 0 and os.path.exists(out)
+    if ok:
+        m = onnx.load(out)
+        ok = len(m.graph.input) == n and all(i.type.tensor_type.elem_type == TensorProto.FLOAT16
+                                             for i in m.graph.input)
+    check("hangs:sum-100k-convert", ok, (rc, f"{sec:.1f} s", se[-300:]))
+
+
 hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
-                                         test_allocation], catch=True)
+                                         test_allocation, test_max_memory, test_hangs], catch=True)
 sys.exit(check.finish())

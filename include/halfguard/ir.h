@@ -305,6 +305,7 @@ struct HgValue {
     HgTensor *init;      /* the initializer, if this value is one */
     HgSparseTensor *sparse_init; /* the sparse initializer, if this value is one */
     gboolean is_input;   /* declared in graph.input */
+    HgValueDecl *input_decl; /* that declaration (graph inputs are never removed); NULL if declared twice */
     gboolean is_output;  /* declared in graph.output */
     guint nested_outputs; /* output declarations of nested graphs that pass this value through */
     GArray *uses;        /* of HgUse */

@@ -27,6 +27,11 @@ typedef struct {
      * outputs). Only the nodes they depend on run, so a model whose other outputs need ops without a
      * kernel (ai.onnx.ml's ZipMap, say) still runs up to these. */
     const char *const *outputs;
+    /* The most bytes the run's live tensors (those it computed and still needs, and its inputs; not
+     * the model's constants) may take; 0 = the default, half the physical memory. A node whose
+     * outputs pass it stops the run with an HG_ERROR_USAGE naming the node (its outputs, once
+     * computed, are freed: the peak is the cap plus one node's outputs). */
+    guint64 max_memory;
 } HgRunOptions;
 
 /* Run m's main graph. Several threads may run one model at once (the compiled plan it caches is
@@ -37,6 +42,10 @@ typedef struct {
  * the node or input at fault (an op without a kernel is HG_ERROR_UNSUPPORTED; an unknown output name
  * HG_ERROR_USAGE). */
 HG_API GPtrArray *hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error);
+/* The cap on live tensors of every run whose options give none (0 restores half the physical memory):
+ * for the runs that commands make inside calibration, verification and hg_run_to_dir. Call it before
+ * any run starts; it is not synchronized with running threads. */
+HG_API void hg_run_set_default_max_memory(guint64 bytes);
 
 /* A tensor file: a TensorProto (.pb) or a NumPy array (.npy). Returns a new tensor. */
 HG_API HgTensor *hg_tensor_load_file(const char *path, GError **error);
