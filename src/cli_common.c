@@ -1,0 +1,481 @@
+/* The command line's shared parts: the reports every command prints, and the options, configuration
+ * and calibration of the commands that analyse a model (src/cli.h). */
+#include "cli.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* Print one line to f. Whatever a model or a file name put in it is escaped (hg_escape_text), so that a
+ * name cannot forge a line of its own or send the terminal escapes. */
+void G_GNUC_PRINTF(2, 3)
+print_line(FILE *f, const char *format, ...)
+{
+    va_list ap;
+    va_start(ap, format);
+    g_autofree char *line = g_strdup_vprintf(format, ap);
+    va_end(ap);
+    g_autofree char *safe = hg_escape_text(line);
+    fprintf(f, "%s\n", safe);
+}
+
+/* Print "FILE: message" for a failed model, the way compilers do. An output's error names the output
+ * itself. */
+void
+report_error(const char *file, const GError *error)
+{
+    if (g_error_matches(error, HG_ERROR, HG_ERROR_OUTPUT))
+        print_line(stderr, "%s", error->message);
+    else if (file)
+        print_line(stderr, "%s: %s", file, error->message);
+    else
+        print_line(stderr, "halfguard: %s", error->message);
+}
+
+/* Print what the loader accepted but flagged, and (shapes non-NULL: check, convert) the nodes whose
+ * shape rule found their inputs inconsistent. */
+void
+report_warnings(const char *file, HgModel *m, const HgCheckOptions *co)
+{
+    for (guint i = 0; i < m->warnings->len; i++)
+        print_line(stderr, "%s: warning: %s", file, (const char *)m->warnings->pdata[i]);
+    g_autoptr(GPtrArray) shape = co ? hg_check_shape_warnings(m, co->shapes, NULL) : NULL;
+    for (guint i = 0; shape && i < shape->len; i++)
+        print_line(stderr, "%s: warning: %s", file, (const char *)shape->pdata[i]);
+}
+
+/* One note for the hazards convert rewrites away by itself, by pass and kind. */
+void
+report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
+{
+    g_autoptr(GString) what = g_string_new(NULL);
+    guint total = 0;
+    g_autoptr(GHashTable) counted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    for (guint i = 0; i < r->hazards->len; i++) {
+        const HgHazard *h = r->hazards->pdata[i];
+        if (!h->fixed_by || h->suppressed)
+            continue;
+        total++;
+        g_autofree char *key = g_strdup_printf("%s\x01%s", h->fixed_by, hg_hazard_kind_name(h->kind));
+        if (!g_hash_table_add(counted, g_strdup(key)))
+            continue;
+        guint n = 0;
+        for (guint k = i; k < r->hazards->len; k++) {
+            const HgHazard *o = r->hazards->pdata[k];
+            n += o->fixed_by && !o->suppressed && o->kind == h->kind && strcmp(o->fixed_by, h->fixed_by) == 0;
+        }
+        g_string_append_printf(what, "%s%s: %u %s", what->len ? ", " : "", h->fixed_by, n,
+                               hg_hazard_kind_name(h->kind));
+    }
+    if (total)
+        print_line(stderr, "%s: note: %u hazard%s that convert rewrites away by itself (%s) %s not counted%s",
+                file, total, total == 1 ? "" : "s", what->str, total == 1 ? "is" : "are",
+                shown ? "" : "; --show-fixed lists them");
+}
+
+/* One note per op the analysis has no row for. */
+void
+report_unknown_ops(const char *file, const HgCheckResult *r)
+{
+    for (guint i = 0; r->unknown_ops && i < r->unknown_ops->len; i++) {
+        g_autofree char *note = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
+        print_line(stderr, "%s: note: %s", file, note);
+    }
+}
+
+/* One note per input whose range the model itself gives (derived) or that needs none. */
+void
+report_derived(const char *file, const GPtrArray *inputs)
+{
+    for (guint i = 0; inputs && i < inputs->len; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        if (in->source == HG_INPUT_RANGE_DERIVED)
+            print_line(stderr, "%s: note: input '%s' (%s): range [%g, %g] derived: %s", file, in->name, dt,
+                    in->lo, in->hi, in->why);
+        else if (in->source == HG_INPUT_RANGE_UNNEEDED)
+            print_line(stderr, "%s: note: input '%s' (%s) needs no range: %s", file, in->name, dt, in->why);
+    }
+}
+
+/* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
+gboolean
+parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
+{
+    g_autofree char *prgname = g_strdup_printf("halfguard %s", cmd->name);
+    g_set_prgname(prgname);
+    g_autoptr(GOptionContext) ctx = g_option_context_new(cmd->args);
+    g_option_context_set_summary(ctx, cmd->summary);
+    g_option_context_set_description(ctx, cmd->description);
+    g_option_context_add_main_entries(ctx, entries, NULL);
+    g_autoptr(GError) error = NULL;
+    if (!g_option_context_parse(ctx, argc, argv, &error)) {
+        fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, error->message,
+                cmd->name);
+        *exit_code = EXIT_ERROR;
+        return FALSE;
+    }
+    return TRUE;
+}
+
+
+
+
+
+
+/* Does stats hold data of the caller's (not synthetic) for input `name`? */
+static gboolean
+has_real_data(HgStats *stats, const char *name)
+{
+    const HgTensorStats *s = stats ? hg_stats_get(stats, name) : NULL;
+    return s && s->samples > s->synthetic;
+}
+
+/* Inputs of m (HgInputInfo*) whose values reach float math with neither a range nor data in stats
+ * (covered: --calib data gave every input its values). */
+static GPtrArray *
+inputs_without_data(HgModel *m, const HgCheckOptions *co, HgStats *stats, gboolean covered, GError **error)
+{
+    g_autoptr(GPtrArray) infos = hg_check_inputs(m, co, error);
+    if (!infos)
+        return NULL;
+    GPtrArray *out = g_ptr_array_new_with_free_func((GDestroyNotify)hg_input_info_free);
+    gsize n = 0;
+    g_autofree gpointer *all = g_ptr_array_steal(infos, &n); /* one pass: 10^5 inputs, no memmove each */
+    for (gsize i = 0; i < n; i++) {
+        HgInputInfo *in = all[i];
+        if (in->source == HG_INPUT_RANGE_NONE && in->reaches_float && !covered && !has_real_data(stats, in->name))
+            g_ptr_array_add(out, in);
+        else
+            hg_input_info_free(in);
+    }
+    return out;
+}
+
+
+void
+synthetic_clear(Synthetic *syn)
+{
+    g_clear_pointer(&syn->failed, g_free);
+}
+
+static void
+range_spec_clear(gpointer p)
+{
+    g_free(((HgInputRangeSpec *)p)->name);
+}
+
+/* The configuration that applies to model_path: --config's, none with --no-config, else the nearest
+ * .halfguard.ini at or above its folder (each file loaded once). *cfg is NULL when none applies. FALSE
+ * with the file's error (once; later models it applies to say it was reported). */
+static gboolean
+config_for(Analysis *a, const char *model_path, const HgCheckConfig **cfg, GError **error)
+{
+    *cfg = a->fixed;
+    if (a->fixed || a->no_config)
+        return TRUE;
+    g_autofree char *cpath = hg_check_config_find(model_path);
+    if (!cpath)
+        return TRUE;
+    if (!a->found)
+        a->found = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, (GDestroyNotify)hg_check_config_free);
+    gpointer hit = NULL;
+    if (g_hash_table_lookup_extended(a->found, cpath, NULL, &hit)) {
+        if (!hit)
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "%s: invalid configuration (reported above)", cpath);
+        *cfg = hit;
+        return hit != NULL;
+    }
+    HgCheckConfig *loaded = hg_check_config_load(cpath, error);
+    g_hash_table_insert(a->found, g_strdup(cpath), loaded);
+    *cfg = loaded;
+    return loaded != NULL;
+}
+
+/* Append to ranges what cfg gives model_path, but for inputs m does not have: a [ranges *] group
+ * names the inputs of many models. (A name nothing matches leaves its input unranged, and the
+ * unranged-input finding names that input, so a typo does not go unseen.) */
+static void
+config_ranges(const HgCheckConfig *cfg, const char *model_path, HgModel *m, GArray *ranges)
+{
+    guint given = ranges->len;
+    hg_check_config_ranges(cfg, model_path, ranges);
+    g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
+    for (guint i = given; i < ranges->len; i++) {
+        const char *name = g_array_index(ranges, HgInputRangeSpec, i).name;
+        gboolean known = strcmp(name, "*") == 0;
+        for (guint k = 0; k < feeds->len && !known; k++)
+            known = hg_input_range_rank(name, ((HgValueDecl *)feeds->pdata[k])->value->name) > 0;
+        if (!known)
+            g_array_remove_index(ranges, i--);
+    }
+}
+
+
+void
+model_setup_clear(ModelSetup *ms)
+{
+    g_clear_pointer(&ms->ranges, g_array_unref);
+    g_clear_pointer(&ms->dim_max, g_strfreev);
+    g_clear_pointer(&ms->samples, g_ptr_array_unref);
+}
+
+/* Fill ms for model m (read from path): options on the command line win over the configuration's.
+ * FALSE with an error: an invalid configuration, or calibration data of the configuration's that
+ * cannot be read. */
+gboolean
+model_setup(Analysis *a, HgModel *m, const char *path, ModelSetup *ms, GError **error)
+{
+    if (!config_for(a, path, &ms->cfg, error))
+        return FALSE;
+    ms->ranges = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(ms->ranges, range_spec_clear);
+    for (guint i = 0; a->specs && i < a->specs->len; i++) {
+        const HgInputRangeSpec *s = &g_array_index(a->specs, HgInputRangeSpec, i);
+        HgInputRangeSpec copy = {g_strdup(s->name), s->lo, s->hi};
+        g_array_append_val(ms->ranges, copy);
+    }
+    if (ms->cfg)
+        config_ranges(ms->cfg, path, m, ms->ranges);
+    ms->dim_max = a->dim_max ? g_strdupv(a->dim_max) : ms->cfg ? hg_check_config_dim_max(ms->cfg, path) : NULL;
+    ms->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    g_auto(GStrv) calib = !(a->samples && a->samples->len) && ms->cfg ? hg_check_config_calib(ms->cfg, path) : NULL;
+    for (guint i = 0; calib && calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(calib[i], error);
+        if (!smp) {
+            g_prefix_error(error, "calib of %s: ", hg_check_config_path(ms->cfg));
+            return FALSE;
+        }
+        g_ptr_array_add(ms->samples, smp);
+    }
+    if (!calib)
+        for (guint i = 0; a->samples && i < a->samples->len; i++)
+            g_ptr_array_add(ms->samples, hg_samples_ref(a->samples->pdata[i]));
+    double margin = a->margin > 0 ? a->margin : ms->cfg ? hg_check_config_margin(ms->cfg) : 0;
+    double threshold = a->threshold > 0 ? a->threshold : ms->cfg ? hg_check_config_threshold(ms->cfg) : 0;
+    ms->co = (HgCheckOptions){(HgInputRangeSpec *)(void *)ms->ranges->data, ms->ranges->len, NULL, margin,
+                              threshold, (const char *const *)a->shapes, a->accumulate_model,
+                              (const char *const *)ms->dim_max};
+    return TRUE;
+}
+
+/* Statistics for one model with its setup ms: --stats files (merged once by the caller), runs on
+ * its calibration data, and synthetic samples: --calib-random N, or for convert (by_default)
+ * DEFAULT samples when an input whose values reach float math has neither a range nor data. convert
+ * with --calib-random 0 refuses such an input instead. Returns the table to use (file_stats itself,
+ * a new table in *owned, or NULL), FALSE on error. */
+gboolean
+model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_default, HgStats **use,
+            HgStats **owned, Synthetic *syn, GError **error)
+{
+    const HgCheckOptions *co = &ms->co;
+    *owned = NULL;
+    *use = a->file_stats;
+    memset(syn, 0, sizeof *syn);
+    if (ms->samples->len) {
+        g_autoptr(GPtrArray) all = g_ptr_array_new_with_free_func((GDestroyNotify)hg_sample_free);
+        for (guint i = 0; i < ms->samples->len; i++) {
+            g_autoptr(GPtrArray) part = hg_samples_feeds(ms->samples->pdata[i], m, TRUE, error);
+            if (!part)
+                return FALSE;
+            while (part->len)
+                g_ptr_array_add(all, g_ptr_array_steal_index(part, 0));
+        }
+        *owned = hg_stats_collect_samples(m, all, 0, error);
+        if (!*owned)
+            return FALSE;
+        if (a->file_stats)
+            hg_stats_merge(*owned, a->file_stats);
+        *use = *owned;
+    }
+    guint n = a->calib_random > 0 ? (guint)a->calib_random : 0;
+    if (by_default && a->calib_random <= 0) {
+        g_autoptr(GPtrArray) bare = inputs_without_data(m, co, *use, ms->samples->len > 0, error);
+        if (!bare)
+            return FALSE;
+        if (bare->len && a->calib_random == 0) {
+            g_autoptr(GString) names = g_string_new(NULL);
+            for (guint i = 0; i < bare->len; i++)
+                g_string_append_printf(names, "%s'%s'", i ? ", " : "", ((HgInputInfo *)bare->pdata[i])->name);
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                        "input%s %s ha%s no range and no data, and --calib-random 0 forbids synthetic data: "
+                        "give -r NAME=LO:HI, --calib DATA, or a [ranges] group in .halfguard.ini",
+                        bare->len > 1 ? "s" : "", names->str, bare->len > 1 ? "ve" : "s");
+            return FALSE;
+        }
+        if (bare->len) {
+            n = HG_SYNTH_DEFAULT_SAMPLES;
+            syn->by_default = TRUE;
+        }
+    }
+    if (!n)
+        return TRUE;
+    g_autoptr(GError) e = NULL;
+    g_autoptr(HgStats) synth = hg_stats_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
+    if (!synth) {
+        /* convert's own choice failing is no error: it goes on, and says what its decisions then
+         * rest on. What the user asked for failing is. */
+        if (!syn->by_default) {
+            g_propagate_prefixed_error(error, g_steal_pointer(&e), "--calib-random: ");
+            return FALSE;
+        }
+        syn->failed = g_strdup(e->message);
+        return TRUE;
+    }
+    syn->samples = n;
+    if (!*use) {
+        *owned = g_steal_pointer(&synth);
+    } else {
+        if (!*owned)
+            *owned = hg_stats_copy(*use);
+        hg_stats_merge(*owned, synth);
+    }
+    *use = *owned;
+    return TRUE;
+}
+
+/* How to give inputs `names` ("x" or "x', 'y") a range: the option, and the .halfguard.ini group
+ * that would apply (config: the file that applies to model_path, or NULL for one beside the model).
+ * New string. */
+static char *
+range_fix(const char *names, gboolean several, const char *model_path, const char *config)
+{
+    g_autofree char *abs = g_canonicalize_filename(model_path, NULL);
+    g_autofree char *dir = config ? g_path_get_dirname(config) : g_path_get_dirname(abs);
+    g_autofree char *cdir = g_canonicalize_filename(dir, NULL);
+    gsize n = strlen(cdir);
+    const char *rel = strncmp(abs, cdir, n) == 0 && abs[n] == '/' ? abs + n + 1 : abs;
+    g_autofree char *ini = config ? g_strdup(config) : g_build_filename(dir, ".halfguard.ini", NULL);
+    if (several)
+        return g_strdup_printf("-r 'NAME=LO:HI' for each (or --calib DATA), or 'NAME = LO:HI' lines under "
+                               "[ranges %s] in %s", rel, ini);
+    return g_strdup_printf("-r '%s=LO:HI' (or --calib DATA), or '%s = LO:HI' under [ranges %s] in %s", names,
+                           names, rel, ini);
+}
+
+/* The notes on every input whose values reach float math without a range: what was assumed for it
+ * (what synthetic inputs drew), and what fixes it; inputs with the same element type and the same
+ * assumption share one line. covered: --calib data gave every input its values. */
+void
+report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gboolean covered,
+                const Synthetic *syn, gint64 seed, const char *config)
+{
+    guint n = inputs ? inputs->len : 0;
+    g_autofree gboolean *done = g_new0(gboolean, n + 1);
+    for (guint i = 0; i < n; i++) {
+        const HgInputInfo *in = inputs->pdata[i];
+        if (done[i] || in->source != HG_INPUT_RANGE_NONE || !in->reaches_float)
+            continue;
+        gboolean data = covered || has_real_data(stats, in->name);
+        g_autofree char *draw = !data && syn->samples ? hg_synth_describe(in) : NULL;
+        g_autoptr(GString) names = g_string_new(NULL);
+        guint count = 0;
+        for (guint k = i; k < n; k++) {
+            const HgInputInfo *o = inputs->pdata[k];
+            if (done[k] || o->source != HG_INPUT_RANGE_NONE || !o->reaches_float || o->dtype != in->dtype ||
+                (covered || has_real_data(stats, o->name)) != data)
+                continue;
+            g_autofree char *odraw = !data && syn->samples ? hg_synth_describe(o) : NULL;
+            if (g_strcmp0(odraw, draw) != 0)
+                continue;
+            done[k] = TRUE;
+            g_string_append_printf(names, "%s%s", count++ ? "', '" : "", o->name);
+        }
+        const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
+        g_autofree char *fix = range_fix(names->str, count > 1, file, config);
+        const char *s = count > 1 ? "s" : "", *has = count > 1 ? "have" : "has";
+        if (data)
+            print_line(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
+                    "observations; fix: %s", file, s, names->str, dt, has, fix);
+        else if (draw)
+            print_line(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
+                    "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s",
+                    file, s, names->str, dt, has, draw, syn->samples, syn->samples == 1 ? "" : "s", seed,
+                    syn->by_default ? ", convert's default" : "", count > 1 ? "them" : "it", fix);
+        else
+            print_line(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
+                    "computed from %s goes unchecked%s%s; fix: %s", file, syn->failed ? "warning" : "note", s,
+                    names->str, dt, has, count > 1 ? "them" : "it",
+                    syn->failed ? ", and no synthetic data could be drawn: " : "", syn->failed ? syn->failed : "",
+                    fix);
+    }
+}
+
+/* Parse the shared options after the command's own: the ranges (a mistake is a usage error with the
+ * command's hint) and the --stats files merged. FALSE after printing the problem. */
+gboolean
+analysis_prepare(Analysis *a, const Command *cmd)
+{
+    g_autoptr(GError) error = NULL;
+    a->specs = g_array_new(FALSE, TRUE, sizeof(HgInputRangeSpec));
+    g_array_set_clear_func(a->specs, range_spec_clear);
+    const char *usage =
+        a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    if (!usage && a->calib_random < -1)
+        usage = "--calib-random and --random take a count, 0 or more";
+    if (!usage && a->config && a->no_config)
+        usage = "give --config or --no-config, not both";
+    for (guint i = 0; !usage && a->dim_max && a->dim_max[i]; i++)
+        if (!hg_dim_max_parse(a->dim_max[i], NULL, NULL, &error))
+            usage = error->message;
+    if (!usage && a->accumulate && strcmp(a->accumulate, "targets") != 0 && strcmp(a->accumulate, "fp16") != 0)
+        usage = "--accumulate must be targets or fp16";
+    a->accumulate_model = a->accumulate && strcmp(a->accumulate, "fp16") == 0 ? HG_CHECK_ACCUMULATE_FP16
+                                                                                : HG_CHECK_ACCUMULATE_TARGETS;
+    for (guint i = 0; !usage && a->ranges && a->ranges[i]; i++) {
+        HgInputRangeSpec spec;
+        if (!hg_input_range_parse(a->ranges[i], &spec, &error))
+            usage = error->message;
+        else
+            g_array_append_val(a->specs, spec);
+    }
+    if (usage) {
+        fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, usage, cmd->name);
+        return FALSE;
+    }
+    if (a->config && !(a->fixed = hg_check_config_load(a->config, &error))) {
+        report_error(NULL, error);
+        return FALSE;
+    }
+    /* The calibration files are read (and a malformed one refused) before any model is. */
+    a->samples = g_ptr_array_new_with_free_func((GDestroyNotify)hg_samples_free);
+    for (guint i = 0; a->calib && a->calib[i]; i++) {
+        HgSamples *smp = hg_samples_open(a->calib[i], &error);
+        if (!smp) {
+            print_line(stderr, "%s", error->message); /* it names the file */
+            return FALSE;
+        }
+        g_ptr_array_add(a->samples, smp);
+    }
+    for (guint i = 0; a->stats && a->stats[i]; i++) {
+        HgStats *st = hg_stats_load(a->stats[i], &error);
+        if (!st) {
+            print_line(stderr, "%s", error->message); /* it names the file */
+            return FALSE;
+        }
+        if (a->file_stats) {
+            hg_stats_merge(a->file_stats, st);
+            hg_stats_unref(st);
+        } else {
+            a->file_stats = st;
+        }
+    }
+    return TRUE;
+}
+
+void
+analysis_clear(Analysis *a)
+{
+    g_strfreev(a->ranges);
+    g_strfreev(a->calib);
+    g_strfreev(a->stats);
+    g_strfreev(a->shapes);
+    g_strfreev(a->dim_max);
+    g_free(a->accumulate);
+    g_free(a->config);
+    g_clear_pointer(&a->fixed, hg_check_config_free);
+    g_clear_pointer(&a->found, g_hash_table_unref);
+    g_clear_pointer(&a->specs, g_array_unref);
+    g_clear_pointer(&a->samples, g_ptr_array_unref);
+    g_clear_pointer(&a->file_stats, hg_stats_unref);
+}
