@@ -316,6 +316,9 @@ static void
 close_backward(GHashTable *back, HgNode *from, const HgGraph *g, GHashTable *taken, const HgShapes *shapes)
 {
     g_autoptr(GPtrArray) stack = g_ptr_array_new();
+    /* Producers judged once: a Sum may read one tensor 10^5 times, and outputs_scalable reads
+     * every use of it. */
+    g_autoptr(GHashTable) judged = g_hash_table_new(NULL, NULL);
     g_ptr_array_add(stack, from);
     while (stack->len) {
         HgNode *p = g_ptr_array_steal_index(stack, stack->len - 1);
@@ -328,8 +331,8 @@ close_backward(GHashTable *back, HgNode *from, const HgGraph *g, GHashTable *tak
             if (!carries(p, i) || !x || is_const(x))
                 continue;
             HgNode *q = x->producer;
-            if (q && q->graph == g && commutes(q) && !g_hash_table_contains(taken, q) &&
-                outputs_scalable(g, shapes, q))
+            if (q && g_hash_table_add(judged, q) && q->graph == g && commutes(q) &&
+                !g_hash_table_contains(taken, q) && outputs_scalable(g, shapes, q))
                 g_ptr_array_add(stack, q);
         }
     }
@@ -734,6 +737,27 @@ name_list(GPtrArray *nodes)
 }
 
 /* Apply a planned region with scale 2^-k. */
+static gint
+by_value_name(gconstpointer a, gconstpointer b)
+{
+    return strcmp((*(const HgValue *const *)a)->name, (*(const HgValue *const *)b)->name);
+}
+
+/* The tensors R undoes, by name: what they are called and what their costs sum to must not follow
+ * the hash table's order, which follows the addresses (same input, same bytes). */
+static GPtrArray *
+undo_order(const Region *R)
+{
+    GPtrArray *keys = g_ptr_array_new();
+    GHashTableIter it;
+    gpointer key;
+    g_hash_table_iter_init(&it, R->undo);
+    while (g_hash_table_iter_next(&it, &key, NULL))
+        g_ptr_array_add(keys, key);
+    g_ptr_array_sort(keys, by_value_name);
+    return keys;
+}
+
 static gboolean
 apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **error)
 {
@@ -777,9 +801,9 @@ apply_region(HgGraph *g, Region *R, int k, const HgCheckOptions *opts, GError **
     for (guint i = 0; i < R->linear_ends->len; i++)
         if (!scale_const(g, R->linear_ends->pdata[i], 1, k, error))
             return FALSE;
-    g_hash_table_iter_init(&it, R->undo);
-    while (g_hash_table_iter_next(&it, &key, &val))
-        if (!undo_for(g, key, val, k, error))
+    g_autoptr(GPtrArray) undo = undo_order(R);
+    for (guint i = 0; i < undo->len; i++)
+        if (!undo_for(g, undo->pdata[i], g_hash_table_lookup(R->undo, undo->pdata[i]), k, error))
             return FALSE;
     g_hash_table_iter_init(&it, was);
     while (g_hash_table_iter_next(&it, &key, &val))
@@ -831,10 +855,9 @@ region_rewrite_cost(const Region *R, const HgShapes *shapes, const HgCheckResult
             cost += hg_precision_fp16_node_cost(n, n);
         }
     }
-    GHashTableIter it;
-    gpointer key;
-    g_hash_table_iter_init(&it, R->undo);
-    while (g_hash_table_iter_next(&it, &key, NULL)) {
+    g_autoptr(GPtrArray) undo = undo_order(R);
+    for (guint i = 0; i < undo->len; i++) {
+        const HgValue *key = undo->pdata[i];
         double n = (double)hg_precision_numel(shapes, key);
         if (hg_check_value_bound(res, key, NULL) > threshold)
             cost += hg_precision_fp16_node_cost(2 * n, 2 * n) + hg_precision_fp16_node_cost(2 * n, n);

@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
@@ -354,6 +354,17 @@ def test_hangs(tmp):
         ok = len(m.graph.input) == n and all(i.type.tensor_type.elem_type == TensorProto.FLOAT16
                                              for i in m.graph.input)
     check("hangs:sum-100k-convert", ok, (rc, f"{sec:.1f} s", se[-300:]))
+    # One Sum reading one overflowing tensor 100,000 times: rescale judged its producer once per
+    # operand, each time over every use of the tensor (8 s before, 0.4 s after).
+    w = numpy_helper.from_array(np.full((4, 4), 1000.0, np.float32), "w")
+    fan = os.path.join(tmp, "fan.onnx")
+    with open(fan, "wb") as f:
+        f.write(make_model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
+                            helper.make_node("Sum", ["h"] * n, ["y"], name="sum")],
+                           [vi("x", [4, 4])], [vi("y", [4, 4])], [w]).SerializeToString())
+    rc, so, se, sec = timed("convert", fan, "-o", out, "-r", "x=-1:1", "--no-config", bound=5)
+    check("hangs:sum-fan-in-convert", rc == 0 and b"region of 2 nodes at 'sum'" in so,
+          (rc, f"{sec:.1f} s", so[-300:], se[-300:]))
 
 
 hgtest.temp_folders(check, "hg-hostile-", [test_names, test_nesting, test_json_nesting, test_files,
