@@ -99,6 +99,23 @@ report_derived(const char *file, const GPtrArray *inputs)
 }
 
 /* Parse a subcommand's options. On --help prints and returns FALSE with *exit_code 0. */
+/* " (did you mean --NAME?)" for the first unknown long option of args that, with '_' for '-' and
+ * case ignored (AutoCast's --keep_io_types, Polygraphy's spellings), is an option of entries; or NULL. */
+static char *
+option_hint(const GOptionEntry *entries, char **args)
+{
+    for (guint i = 1; args && args[i]; i++) {
+        if (!g_str_has_prefix(args[i], "--") || !args[i][2])
+            continue;
+        g_autofree char *word = g_strndup(args[i] + 2, strcspn(args[i] + 2, "="));
+        g_strdelimit(word, "_", '-');
+        for (const GOptionEntry *e = entries; e->long_name; e++)
+            if (g_ascii_strcasecmp(word, e->long_name) == 0 && strncmp(args[i] + 2, e->long_name, strlen(word)) != 0)
+                return g_strdup_printf(" (did you mean --%s?)", e->long_name);
+    }
+    return NULL;
+}
+
 gboolean
 parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv, int *exit_code)
 {
@@ -109,9 +126,12 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
     g_option_context_set_description(ctx, cmd->description);
     g_option_context_add_main_entries(ctx, entries, NULL);
     g_autoptr(GError) error = NULL;
+    /* The words given, for a suggestion: parsing reorders argv. */
+    g_auto(GStrv) given = g_strdupv(*argv);
     if (!g_option_context_parse(ctx, argc, argv, &error)) {
-        fprintf(stderr, "halfguard %s: %s\nTry 'halfguard help %s'.\n", cmd->name, error->message,
-                cmd->name);
+        g_autofree char *hint = error->code == G_OPTION_ERROR_UNKNOWN_OPTION ? option_hint(entries, given) : NULL;
+        fprintf(stderr, "halfguard %s: %s%s\nTry 'halfguard help %s'.\n", cmd->name, error->message,
+                hint ? hint : "", cmd->name);
         *exit_code = EXIT_ERROR;
         return FALSE;
     }

@@ -156,6 +156,8 @@ cmd_convert(int argc, char **argv)
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
+        /* AutoCast's and onnxconverter-common's spelling, which their users type */
+        {"keep_io_types", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &keep_io, NULL, NULL},
         {"block-op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_ops,
          "Keep every node of op TYPE FP32 (repeatable)", "TYPE"},
         {"block-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_nodes,

@@ -287,6 +287,11 @@ def test_help(_tmp):
     check("help-unknown", rc == 2 and "nope" in se, se)
     rc, _, se = run("nope")
     check("unknown-subcommand", rc == 2 and "no subcommand 'nope'" in se, se)
+    # the spellings users bring from other tools: a suggestion, and AutoCast's --keep_io_types works
+    rc, _, se = run("check", "m.onnx", "--Fail_On=error")
+    check("unknown-option-hint", rc == 2 and "Unknown option --Fail_On=error (did you mean --fail-on?)" in se, se)
+    rc, _, se = run("check", "m.onnx", "--bogus")
+    check("unknown-option-no-hint", rc == 2 and "Unknown option --bogus\n" in se, se)
     rc, _, _ = run()
     check("no-args", rc == 2)
 

@@ -258,6 +258,10 @@ for c in cases:
         check(f"{name}:keep-io-outputs", sig(k.graph.output) == sig(orig_m.graph.output), sig(k.graph.output))
         check_verify(f"{name}:keep-io", *verify(src, keep, data))
         check_model_checker(f"{name}:keep-io", orig_m, k)
+        # AutoCast's spelling, --keep_io_types, is the same option
+        autocast = os.path.join(conv_dir, name + ".keepio2.onnx")
+        rc, _, se = convert(src, autocast, flags + ["--keep_io_types"])
+        check(f"{name}:keep_io_types", rc == 0 and hgtest.read_bytes(autocast) == hgtest.read_bytes(keep), se)
 
 
 # ---------------------------------------------------------------- flags on chosen cases
