@@ -10,10 +10,17 @@
 guint
 hg_check_result_count(const HgCheckResult *r)
 {
+    return hg_check_result_count_kinds(r, ~0u);
+}
+
+guint
+hg_check_result_count_kinds(const HgCheckResult *r, guint kinds)
+{
     guint n = 0;
-    for (guint i = 0; r && i < r->hazards->len; i++)
-        n += ((HgHazard *)r->hazards->pdata[i])->suppressed == NULL &&
-             ((HgHazard *)r->hazards->pdata[i])->fixed_by == NULL;
+    for (guint i = 0; r && i < r->hazards->len; i++) {
+        const HgHazard *h = r->hazards->pdata[i];
+        n += !h->suppressed && !h->fixed_by && (kinds >> h->kind & 1u);
+    }
     return n;
 }
 
@@ -152,14 +159,6 @@ hg_check_format_json(const HgCheckFile *files, guint n)
     return hg_json_to_text(b);
 }
 
-/* SARIF levels: what breaks the model is an error; what degrades it a warning; what convert handles
- * by itself a note. */
-static const char *
-sarif_level(HgHazardKind k)
-{
-    return hg_hazard_kind_level(k);
-}
-
 /* "member": {"text": text}, SARIF's message form. */
 static void
 text_member(JsonBuilder *b, const char *member, const char *text)
@@ -215,7 +214,7 @@ sarif_rules(JsonBuilder *b)
         json_builder_end_object(b);
         json_builder_set_member_name(b, "defaultConfiguration");
         json_builder_begin_object(b);
-        hg_json_add_str(b, "level", sarif_level(k));
+        hg_json_add_str(b, "level", hg_hazard_kind_level(k));
         json_builder_end_object(b);
         json_builder_end_object(b);
     }
@@ -258,7 +257,7 @@ sarif_result(JsonBuilder *b, const char *file, const char *uri, const HgHazard *
     json_builder_set_member_name(b, "ruleIndex");
     json_builder_add_int_value(b, h->kind);
     /* A hazard convert rewrites away is a note: nothing for the user to do. */
-    hg_json_add_str(b, "level", h->fixed_by ? "note" : sarif_level(h->kind));
+    hg_json_add_str(b, "level", h->fixed_by ? "note" : hg_hazard_kind_level(h->kind));
     json_builder_set_member_name(b, "message");
     json_builder_begin_object(b);
     gboolean input = h->kind == HG_HAZARD_UNRANGED_INPUT;

@@ -239,17 +239,21 @@ walk_up(const HgIndexChain *ch, const HgValue *from, const HgValue *stop, gboole
     return g_hash_table_size(seen);
 }
 
+/* An integer or bool element type: the values a chain can be followed over, one by one. */
+static gboolean
+countable(HgDType dt)
+{
+    return hg_dtype_is_int(dt) || dt == HG_DTYPE_BOOL;
+}
+
+/* An integer tensor, or a float Cast of one. */
 static gboolean
 integer_root(const HgIndexChain *ch, const HgValue *x)
 {
-    int dt = hg_shapes_get(ch->shapes, x)->dtype;
-    if (!hg_dtype_is_float(dt))
-        return dt != HG_DTYPE_UNDEFINED && dt != HG_DTYPE_STRING;
+    if (countable(hg_shapes_get(ch->shapes, x)->dtype))
+        return TRUE;
     const HgNode *p = x->producer;
-    if (!p || !hg_node_is(p, "Cast") || !p->inputs[0])
-        return FALSE;
-    int from = hg_shapes_get(ch->shapes, p->inputs[0])->dtype;
-    return !hg_dtype_is_float(from) && from != HG_DTYPE_UNDEFINED && from != HG_DTYPE_STRING;
+    return p && hg_node_is(p, "Cast") && p->inputs[0] && countable(hg_shapes_get(ch->shapes, p->inputs[0])->dtype);
 }
 
 static gint
@@ -359,8 +363,7 @@ hg_index_chain_exact(const HgIndexChain *ch, double lo, double hi, int to)
     if (!ch->source || !ch->result || !ch->shapes || isnan(lo) || isnan(hi) ||
         ch->nodes->len > HG_INDEX_CHAIN_MAX ||
         (ch->source_dtype != HG_DTYPE_FLOAT && ch->source_dtype != HG_DTYPE_FLOAT16 &&
-         (hg_dtype_is_float(ch->source_dtype) || ch->source_dtype == HG_DTYPE_STRING ||
-          ch->source_dtype == HG_DTYPE_UNDEFINED)))
+         !countable(ch->source_dtype)))
         return FALSE;
     lo = ceil(lo);
     hi = floor(hi);

@@ -675,18 +675,6 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
     return r;
 }
 
-/* Does r hold a hazard that counts (neither suppressed nor fixed by convert) of a kind in mask? */
-static gboolean
-failing(const HgCheckResult *r, guint mask)
-{
-    for (guint i = 0; r && i < r->hazards->len; i++) {
-        const HgHazard *h = r->hazards->pdata[i];
-        if (!h->suppressed && !h->fixed_by && (mask >> h->kind & 1u))
-            return TRUE;
-    }
-    return FALSE;
-}
-
 static int
 cmd_check(int argc, char **argv)
 {
@@ -745,7 +733,7 @@ cmd_check(int argc, char **argv)
         files[i - 1].message = msg;
         if (files[i - 1].status == HG_CHECK_ERROR)
             rc = EXIT_ERROR;
-        else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK && failing(r, fail_mask))
+        else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK && hg_check_result_count_kinds(r, fail_mask))
             rc = EXIT_FINDINGS;
         if (strcmp(fmt, "text") == 0) {
             g_autofree char *text = hg_check_format_text(

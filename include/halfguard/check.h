@@ -283,6 +283,8 @@ typedef struct {
 HG_API char *hg_check_unknown_op_note(const HgUnknownOp *u);
 /* Hazards of r that count: neither suppressed nor fixed by convert. */
 HG_API guint hg_check_result_count(const HgCheckResult *r);
+/* The same, of the kinds in the mask (bit 1 << kind: hg_check_fail_on_parse's). */
+HG_API guint hg_check_result_count_kinds(const HgCheckResult *r, guint kinds);
 /* What hg_check_format_text lists besides the hazards that count (flags, or-ed). */
 #define HG_CHECK_SHOW_SUPPRESSED 1u
 #define HG_CHECK_SHOW_FIXED 2u
