@@ -140,8 +140,9 @@ def ort_run(node_path, model_path, feeds, work, timeout, session_only=False, lev
                           env={"NODE_PATH": node_path})
     session_ok = "SESSION_OK" in out
     if rc != 0:
-        what = "timeout" if rc == "timeout" else (last_line(err, 400) or (
-            f"crashed (signal {-rc})" if isinstance(rc, int) and rc < 0 else f"exit {rc}"))
+        # a crash is a crash whatever ORT printed before it (its warnings go to stderr too)
+        what = ("timeout" if rc == "timeout" else f"crashed (signal {-rc})" if isinstance(rc, int) and rc < 0
+                else last_line(err, 400) or f"exit {rc}")
         return None, ("run: " if session_ok else "session: ") + what, session_ok
     if session_only:
         return {}, None, True
