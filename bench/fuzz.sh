@@ -6,10 +6,13 @@
 # bench/out/fuzz/TARGET/; add it to the target's seeds in tests/meson.build (tests/fuzz_seeds/) so the
 # fuzz-replay tests keep it. Prints each target's last libFuzzer stats line (executions, coverage).
 #
-# Usage: bench/fuzz.sh [MINUTES [BUILD_DIR]]   (default 30 minutes each, build-fuzz)
+# Usage: bench/fuzz.sh [MINUTES [BUILD_DIR [TARGET...]]]   (default 30 minutes each, build-fuzz, all six)
+# A run over 30 s on one input (-timeout) or past 2 GiB of RSS counts as a failure, as a crash does.
 set -euo pipefail
 minutes=${1:-30}
 build=${2:-build-fuzz}
+shift $(( $# > 2 ? 2 : $# ))
+targets=${*:-load text npy pb stats ini}
 cd "$(dirname "$0")/.."
 if [ ! -f "$build/build.ninja" ]; then
   CC=clang meson setup "$build" --buildtype=debugoptimized -Db_lundef=false \
@@ -28,13 +31,13 @@ seeds() {
   esac
 }
 status=0
-for t in load text npy pb stats ini; do
+for t in $targets; do
   exe=$build/tests/fuzz_${t}_libfuzzer
   corpus=bench/out/fuzz/$t/corpus
   mkdir -p "$corpus"
   seeds "$t" | while read -r f; do cp "$f" "$corpus/"; done
   echo "=== fuzz_$t: $minutes min"
-  if ! "$exe" -max_total_time=$((minutes * 60)) -print_final_stats=1 -artifact_prefix="bench/out/fuzz/$t/" \
+  if ! "$exe" -max_total_time=$((minutes * 60)) -print_final_stats=1 -timeout=30 -rss_limit_mb=2048 -artifact_prefix="bench/out/fuzz/$t/" \
       "$corpus" > "bench/out/fuzz/$t/log.txt" 2>&1; then
     echo "fuzz_$t: CRASH, see bench/out/fuzz/$t/"
     status=1

@@ -6,6 +6,9 @@
 #include <stdarg.h>
 #include <string.h>
 
+/* How many input names one unranged-input line shows before "and N more". */
+#define UNRANGED_NAMES_SHOWN 8
+
 /* Print one line to f. Whatever a model or a file name put in it is escaped (hg_escape_text), so that a
  * name cannot forge a line of its own or send the terminal escapes. */
 void G_GNUC_PRINTF(2, 3)
@@ -315,8 +318,10 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
             return FALSE;
         if (bare->len && a->calib_random == 0) {
             g_autoptr(GString) names = g_string_new(NULL);
-            for (guint i = 0; i < bare->len; i++)
+            for (guint i = 0; i < bare->len && i < UNRANGED_NAMES_SHOWN; i++)
                 g_string_append_printf(names, "%s'%s'", i ? ", " : "", ((HgInputInfo *)bare->pdata[i])->name);
+            if (bare->len > UNRANGED_NAMES_SHOWN)
+                g_string_append_printf(names, " and %u more", bare->len - UNRANGED_NAMES_SHOWN);
             g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
                         "input%s %s ha%s no range and no data, and --calib-random 0 forbids synthetic data: "
                         "give -r NAME=LO:HI, --calib DATA, or a [ranges] group in .halfguard.ini",
@@ -354,11 +359,11 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
     return TRUE;
 }
 
-/* How to give inputs `names` ("x" or "x', 'y") a range: the option, and the .halfguard.ini group
+/* How to give inputs a range (name: the one input, when not several): the option, and the .halfguard.ini group
  * that would apply (config: the file that applies to model_path, or NULL for one beside the model).
  * New string. */
 static char *
-range_fix(const char *names, gboolean several, const char *model_path, const char *config)
+range_fix(const char *name, gboolean several, const char *model_path, const char *config)
 {
     g_autofree char *abs = g_canonicalize_filename(model_path, NULL);
     g_autofree char *dir = config ? g_path_get_dirname(config) : g_path_get_dirname(abs);
@@ -369,8 +374,8 @@ range_fix(const char *names, gboolean several, const char *model_path, const cha
     if (several)
         return g_strdup_printf("-r 'NAME=LO:HI' for each (or --calib DATA), or 'NAME = LO:HI' lines under "
                                "[ranges %s] in %s", rel, ini);
-    return g_strdup_printf("-r '%s=LO:HI' (or --calib DATA), or '%s = LO:HI' under [ranges %s] in %s", names,
-                           names, rel, ini);
+    return g_strdup_printf("-r '%s=LO:HI' (or --calib DATA), or '%s = LO:HI' under [ranges %s] in %s", name,
+                           name, rel, ini);
 }
 
 /* The notes on every input whose values reach float math without a range: what was assumed for it
@@ -399,21 +404,26 @@ report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gbool
             if (g_strcmp0(odraw, draw) != 0)
                 continue;
             done[k] = TRUE;
-            g_string_append_printf(names, "%s%s", count++ ? "', '" : "", o->name);
+            /* A model with 10^5 inputs gets one line, not a megabyte: the first few, then a count. */
+            if (count < UNRANGED_NAMES_SHOWN)
+                g_string_append_printf(names, "%s'%s'", count ? ", " : "", o->name);
+            count++;
         }
+        if (count > UNRANGED_NAMES_SHOWN)
+            g_string_append_printf(names, " and %u more", count - UNRANGED_NAMES_SHOWN);
         const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
-        g_autofree char *fix = range_fix(names->str, count > 1, file, config);
+        g_autofree char *fix = range_fix(in->name, count > 1, file, config);
         const char *s = count > 1 ? "s" : "", *has = count > 1 ? "have" : "has";
         if (data)
-            print_line(stderr, "%s: note: input%s '%s' (%s) %s no range: decided on the calibration data's "
+            print_line(stderr, "%s: note: input%s %s (%s) %s no range: decided on the calibration data's "
                     "observations; fix: %s", file, s, names->str, dt, has, fix);
         else if (draw)
-            print_line(stderr, "%s: warning: input%s '%s' (%s) %s no range and no data: assumed %s (%u synthetic "
+            print_line(stderr, "%s: warning: input%s %s (%s) %s no range and no data: assumed %s (%u synthetic "
                     "sample%s, seed %" G_GINT64_FORMAT "%s); what rests on %s is marked synthetic; fix: %s",
                     file, s, names->str, dt, has, draw, syn->samples, syn->samples == 1 ? "" : "s", seed,
                     syn->by_default ? ", convert's default" : "", count > 1 ? "them" : "it", fix);
         else
-            print_line(stderr, "%s: %s: input%s '%s' (%s) %s no range and no data: nothing is assumed, so what is "
+            print_line(stderr, "%s: %s: input%s %s (%s) %s no range and no data: nothing is assumed, so what is "
                     "computed from %s goes unchecked%s%s; fix: %s", file, syn->failed ? "warning" : "note", s,
                     names->str, dt, has, count > 1 ? "them" : "it",
                     syn->failed ? ", and no synthetic data could be drawn: " : "", syn->failed ? syn->failed : "",
