@@ -1046,11 +1046,12 @@ give_up:
     return NULL;
 }
 
-/* Two things are checked on the wire, walking the messages the schema nests with a stack of our own,
+/* Three things are checked on the wire, walking the messages the schema nests with a stack of our own,
  * before protobuf-c unpacks anything:
  * - protobuf-c unpacks a string field into a C string, so "x\0evil" would become "x": another name,
  *   and another model than the file holds. Every string field (names, op types, domains, keys, doc
  *   strings; bytes fields such as attribute values may hold any byte) must be free of NUL.
+ * - no field is numbered 0 (protobuf-c keeps a padded key of 0 and cannot read back what it saves);
  * - protobuf-c recurses once per nested message: 10,000 nested If bodies overflowed the stack. Graphs
  *   may nest HG_MAX_GRAPH_DEPTH deep and types HG_MAX_TYPE_DEPTH; the stack here stays that small.
  * A message that is malformed at its own level is left to protobuf-c to refuse (it scans a message's
@@ -1076,6 +1077,14 @@ check_wire(const guint8 *d, gsize len, GError **error)
             types -= f->desc == &onnx__type_proto__descriptor;
             g_array_set_size(stack, stack->len - 1);
             continue;
+        }
+        if (field == 0) {
+            /* No message has a field 0. protobuf-c refuses it in a one-byte key but keeps it as an
+             * unknown field when the key is padded ("81 00"), and then cannot read back what it
+             * wrote: a model that loads must save. */
+            g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a valid ONNX model: field number 0 in %s",
+                        f->desc->short_name);
+            return FALSE;
         }
         if (wt != 2)
             continue;
