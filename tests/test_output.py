@@ -137,6 +137,16 @@ def test_quiet(tmp):
     check("quiet:convert-error-shown", rc == 2 and so == "" and se.startswith(f"{bad}: "), hgtest.show(rc, so, se))
     rc, so, se = run("convert", m, "-o", out, "-q", "-v")
     check("quiet:not-with-v", rc == 2 and "-v or -q" in se, hgtest.show(rc, so, se))
+    # --emit-trtexec FILE: one input; the flags in FILE, nothing of them on stdout.
+    flags = os.path.join(tmp, "flags.txt")
+    m2 = scale_model(os.path.join(tmp, "scale2.onnx"))
+    rc, so, se = run("convert", m, m2, "-O", os.path.join(tmp, "o"), "--emit-trtexec", flags)
+    check("trtexec:one-input", rc == 2 and "--emit-trtexec takes one input" in se and not os.path.exists(flags),
+          hgtest.show(rc, so, se))
+    rc, so, se = run("convert", m, "-o", out, "-r", "x=0:100", "--emit-trtexec", flags)
+    text = open(flags).read() if os.path.exists(flags) else ""
+    check("trtexec:file", rc == 0 and text == "--fp16 --precisionConstraints=obey --layerPrecisions=scale:fp32\n"
+          and "--fp16" not in so + se and " -> " in so, (text, so, se))
     # check: exit 1 stays; no finding as text; JSON still printed.
     rc, so, se = run("check", m, "-r", "x=0:100", "-q")
     check("quiet:check-text", rc == 1 and so == "" and se == "", hgtest.show(rc, so, se))
