@@ -156,6 +156,10 @@ plain_reason(const char *reason)
             return hazards[i].words;
     if (g_strcmp0(reason, "cheaper in FP32 than the Casts around it (minimum cut)") == 0)
         return "cheaper in FP32 than the Casts around it";
+    if (g_strcmp0(reason, "--block-op") == 0)
+        return "kept FP32 by --block-op";
+    if (g_strcmp0(reason, "--block-node") == 0)
+        return "kept FP32 by --block-node";
     return reason ? reason : "";
 }
 

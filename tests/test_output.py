@@ -121,6 +121,29 @@ def test_summary_and_verbose(tmp):
     check("islands:not-without-v", rc == 0 and "×" not in so and len(so.splitlines()) == 1, so)
 
 
+def test_notes_grouped(tmp):
+    """Four identical attention-like blocks whose product has another reader: prescale leaves each Div
+    in place, rescale scales each region; -v says each once, "4 × ...", with the first names."""
+    nodes, outs = [], []
+    inits = [numpy_helper.from_array(np.full((64, 64), 20, np.float32), "W"),
+             numpy_helper.from_array(np.array(8.0, np.float32), "eight")]
+    for i in range(4):
+        nodes += [helper.make_node("MatMul", ["x", "W"], [f"p{i}"], name=f"mm{i}"),
+                  helper.make_node("Div", [f"p{i}", "eight"], [f"q{i}"], name=f"div{i}"),
+                  helper.make_node("Relu", [f"p{i}"], [f"r{i}"], name=f"relu{i}")]
+        outs += [vi(f"q{i}", (4, 64)), vi(f"r{i}", (4, 64))]
+    m = hgtest.save_model(os.path.join(tmp, "blocks.onnx"), nodes, [vi("x", (4, 64))], outs, inits)
+    out = os.path.join(tmp, "blocks.out.onnx")
+    rc, so, se = run("convert", m, "-o", out, "-r", "x=0:100", "-v")
+    check("notes:convert", rc == 0, hgtest.show(rc, so, se))
+    body = summary_body(so, m, out) or ""
+    check("notes:summary-counts-them", "; 4 patterns left as they were" in body and len(body) <= SUMMARY_MAX, body)
+    left = [l for l in so.splitlines() if "left Div" in l]
+    check("notes:left-grouped", len(left) == 1 and left[0].startswith("    4 × left Div '…' after MatMul '…' in place")
+          and left[0].endswith("(at 'div0', 'div1', 'div2' and 1 more)"), so)
+    check("notes:under-its-title", "\n  patterns left as they were:\n    4 × left Div" in so, so)
+
+
 def test_quiet(tmp):
     m = scale_model(os.path.join(tmp, "scale.onnx"))
     out = os.path.join(tmp, "out.onnx")
@@ -237,7 +260,7 @@ def test_corpus(tmp):
         print(f"{tag}: {len(body or '')} characters: {body}")
 
 
-tests = [test_corpus] if CORPUS_RUN else [test_summary_and_verbose, test_quiet, test_colour_and_progress,
+tests = [test_corpus] if CORPUS_RUN else [test_summary_and_verbose, test_notes_grouped, test_quiet, test_colour_and_progress,
                                            test_check_grouping]
 hgtest.temp_folders(check, "hg-output-", tests)
 sys.exit(check.finish())
