@@ -144,6 +144,29 @@ def test_notes_grouped(tmp):
     check("notes:under-its-title", "\n  patterns left as they were:\n    4 × left Div" in so, so)
 
 
+def test_warnings_grouped(tmp):
+    """Three values each defined by two Constants (gpt2_past has 48): one warning line naming the
+    others; -v one line each; -q none."""
+    nodes = []
+    for name in ("ca", "cb", "cc"):
+        for k in range(2):
+            nodes.append(helper.make_node("Constant", [], [name], name=f"{name}{k}",
+                                          value=numpy_helper.from_array(np.full((2, 2), k + 1, np.float32))))
+    nodes.append(helper.make_node("Sum", ["x", "ca", "cb", "cc"], ["y"], name="sum"))
+    m = os.path.join(tmp, "dup.onnx")
+    import onnx
+    onnx.save(hgtest.make_model(nodes, [vi("x")], [vi("y")]), m)
+    rc, so, se = run("check", m, "-r", "x=0:1")
+    warned = [l for l in se.splitlines() if ": warning: " in l]
+    check("warnings:grouped", rc == 0 and len(warned) == 1 and warned[0] ==
+          f"{m}: warning: 3 × value 'ca' is defined by two Constant nodes; the later one (in file order) is used, "
+          "as ONNX Runtime does (also 'cb', 'cc')", se)
+    rc, so, se = run("check", m, "-r", "x=0:1", "-v")
+    check("warnings:-v-each", len([l for l in se.splitlines() if ": warning: value '" in l]) == 3, se)
+    rc, so, se = run("check", m, "-r", "x=0:1", "-q")
+    check("warnings:-q-none", rc == 0 and se == "" and so == "", se)
+
+
 def test_quiet(tmp):
     m = scale_model(os.path.join(tmp, "scale.onnx"))
     out = os.path.join(tmp, "out.onnx")
@@ -260,7 +283,7 @@ def test_corpus(tmp):
         print(f"{tag}: {len(body or '')} characters: {body}")
 
 
-tests = [test_corpus] if CORPUS_RUN else [test_summary_and_verbose, test_notes_grouped, test_quiet, test_colour_and_progress,
+tests = [test_corpus] if CORPUS_RUN else [test_summary_and_verbose, test_notes_grouped, test_warnings_grouped, test_quiet, test_colour_and_progress,
                                            test_check_grouping]
 hgtest.temp_folders(check, "hg-output-", tests)
 sys.exit(check.finish())
