@@ -583,21 +583,26 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
             env->result->macs_priced_fp16 += c->macs;
         }
     }
-    /* Islands: FP32 nodes connected through tensors. */
+    /* Islands: FP32 nodes connected through tensors, numbered in the decisions' order (so that the
+     * numbers, and convert -v's list, are the same on every run). */
     guint n32 = g_hash_table_size(fp32), islands = 0;
     g_autoptr(GHashTable) seen = g_hash_table_new(NULL, NULL);
     g_autoptr(GPtrArray) stack = g_ptr_array_new();
-    GHashTableIter it;
-    gpointer key;
-    g_hash_table_iter_init(&it, fp32);
-    while (g_hash_table_iter_next(&it, &key, NULL)) {
-        if (g_hash_table_contains(seen, key))
+    g_autoptr(GHashTable) decision_of = g_hash_table_new(NULL, NULL);
+    guint first = env->result->decisions->len - cands->len;
+    for (guint i = 0; i < cands->len; i++)
+        g_hash_table_insert(decision_of, g_array_index(cands, Cand, i).node,
+                            env->result->decisions->pdata[first + i]);
+    for (guint i = 0; i < cands->len; i++) {
+        HgNode *start = g_array_index(cands, Cand, i).node;
+        if (!g_hash_table_contains(fp32, start) || g_hash_table_contains(seen, start))
             continue;
         islands++;
-        g_ptr_array_add(stack, key);
-        g_hash_table_add(seen, key);
+        g_ptr_array_add(stack, start);
+        g_hash_table_add(seen, start);
         while (stack->len) {
             HgNode *n = g_ptr_array_steal_index(stack, stack->len - 1);
+            ((HgDecision *)g_hash_table_lookup(decision_of, n))->island = islands;
             for (guint k = 0; k < n->n_inputs; k++) {
                 HgNode *p = n->inputs[k] ? n->inputs[k]->producer : NULL;
                 if (p && g_hash_table_contains(fp32, p) && g_hash_table_add(seen, p))

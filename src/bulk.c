@@ -1,6 +1,7 @@
 /* convert over many models: which models, and where their outputs go (bulk.h). */
 #include "bulk.h"
 
+#include "cli.h"
 #include "halfguard/halfguard.h"
 
 #include <dirent.h>
@@ -590,34 +591,37 @@ typedef struct {
     gboolean on;
     guint total;
     gint64 t0;
+    gboolean shown; /* a line is on the terminal */
 } Progress;
 
 static void
-progress_clear(const Progress *p)
+progress_clear(Progress *p)
 {
-    if (p->on) {
+    if (p->on && p->shown) {
         fputs("\r\033[K", stderr);
         fflush(stderr);
     }
+    p->shown = FALSE;
 }
 
 static void
-progress_show(const Progress *p, guint done, const char *current)
+progress_show(Progress *p, guint done, const char *current)
 {
-    if (!p->on || done >= p->total)
-        return;
     double elapsed = (double)(g_get_monotonic_time() - p->t0) / 1e6;
+    if (!p->on || done >= p->total || elapsed < cli_progress_after()) /* quick work shows none */
+        return;
     g_autofree char *eta = done ? g_strdup_printf(", about %.0f s left", elapsed / done * (p->total - done))
                                 : g_strdup("");
     fprintf(stderr, "\r[%u/%u%s] %s\033[K", done, p->total, eta, current ? current : "");
     fflush(stderr);
+    p->shown = TRUE;
 }
 
 void
 bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc done, gpointer data)
 {
     guint n = items->len;
-    Progress progress = {n > 1 && isatty(STDERR_FILENO), n, g_get_monotonic_time()};
+    Progress progress = {n > 1 && isatty(STDERR_FILENO) && !cli_quiet, n, g_get_monotonic_time(), FALSE};
     /* On a terminal even one job converts in a worker: its lines are held, so the progress line
      * can stay below them. */
     if ((jobs <= 1 && !progress.on) || n <= 1) {

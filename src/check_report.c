@@ -6,6 +6,7 @@
 
 #include "json_util.h"
 #include <math.h>
+#include <string.h>
 
 guint
 hg_check_result_count(const HgCheckResult *r)
@@ -24,34 +25,153 @@ hg_check_result_count_kinds(const HgCheckResult *r, guint kinds)
     return n;
 }
 
+/* What convert does about h, for the text line. */
+static const char *
+convert_mark(const HgHazard *h)
+{
+    if (h->fixed_by)
+        return NULL; /* "[fixed by convert: PASS]" */
+    return h->kind == HG_HAZARD_UNRANGED_INPUT ? NULL : "convert keeps it FP32";
+}
+
+/* h's message with each quoted name blanked: what identical hazards share. */
+static char *
+blank_names(const char *message)
+{
+    GString *s = g_string_new(NULL);
+    for (const char *p = message; *p; p++) {
+        /* A name opens after a space or a bracket (not FP16's) and closes before one or the end. */
+        const char *close = NULL;
+        if (*p == '\'' && (p == message || strchr(" ([", p[-1])))
+            for (const char *q = strchr(p + 1, '\''); q && !close; q = strchr(q + 1, '\''))
+                if (!q[1] || strchr(" ,;:)]", q[1]))
+                    close = q;
+        if (!close) {
+            g_string_append_c(s, *p);
+            continue;
+        }
+        g_string_append(s, "''");
+        p = close;
+    }
+    return g_string_free(s, FALSE);
+}
+
+static char *
+group_key(const HgHazard *h)
+{
+    g_autofree char *blank = blank_names(h->message);
+    return g_strdup_printf("%d\x01%s\x01%s\x01%s\x01%s", h->kind, h->op ? h->op : "", blank,
+                           h->fixed_by ? h->fixed_by : "", h->suppressed ? h->suppressed : "");
+}
+
+/* How many names a grouped line shows before "and N more". */
+#define GROUP_NAMES 3
+
 char *
 hg_check_format_text(const HgCheckFile *files, guint n, guint flags)
 {
     GString *s = g_string_new(NULL);
     for (guint f = 0; f < n; f++) {
         const HgCheckResult *r = files[f].result;
-        for (guint i = 0; r && i < r->hazards->len; i++) {
+        guint nh = r ? r->hazards->len : 0;
+        /* Groups, in the order of their first hazard: the members' indices. */
+        g_autoptr(GHashTable) groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                                             (GDestroyNotify)g_array_unref);
+        g_autofree GArray **member_of = g_new0(GArray *, nh + 1);
+        for (guint i = 0; (flags & HG_CHECK_GROUP) && i < nh; i++) {
+            char *key = group_key(r->hazards->pdata[i]);
+            GArray *members = g_hash_table_lookup(groups, key);
+            if (!members) {
+                members = g_array_new(FALSE, FALSE, sizeof(guint));
+                g_hash_table_insert(groups, key, members);
+            } else {
+                g_free(key);
+            }
+            g_array_append_val(members, i);
+            member_of[i] = members;
+        }
+        for (guint i = 0; i < nh; i++) {
             const HgHazard *h = r->hazards->pdata[i];
             if ((h->suppressed && !(flags & HG_CHECK_SHOW_SUPPRESSED)) ||
                 (h->fixed_by && !(flags & HG_CHECK_SHOW_FIXED)))
                 continue;
+            GArray *members = member_of[i];
+            if (members && g_array_index(members, guint, 0) != i)
+                continue; /* said on its group's line */
             g_autoptr(GString) line = g_string_new(NULL);
-            if (h->kind == HG_HAZARD_UNRANGED_INPUT)
+            gboolean input = h->kind == HG_HAZARD_UNRANGED_INPUT;
+            if (members && members->len > 1) {
+                g_string_append_printf(line, "%s: %u × %s ", files[f].file, members->len, input ? "input" : "node");
+                for (guint k = 0; k < members->len && k < GROUP_NAMES; k++)
+                    g_string_append_printf(line, "%s'%s'", k ? ", " : "",
+                                           ((const HgHazard *)r->hazards->pdata[g_array_index(members, guint, k)])->node);
+                if (members->len > GROUP_NAMES)
+                    g_string_append_printf(line, " and %u more", members->len - GROUP_NAMES);
+                if (!input)
+                    g_string_append_printf(line, " (%s)", h->op);
+                g_string_append_printf(line, ": %s: %s (as at '%s')", hg_hazard_kind_name(h->kind), h->message, h->node);
+            } else if (input) {
                 g_string_append_printf(line, "%s: input '%s': %s: %s", files[f].file, h->node,
                                        hg_hazard_kind_name(h->kind), h->message);
-            else
+            } else {
                 g_string_append_printf(line, "%s: node '%s' (%s): %s: %s", files[f].file, h->node, h->op,
                                        hg_hazard_kind_name(h->kind), h->message);
+            }
             if (h->suppressed)
                 g_string_append_printf(line, " [suppressed: %s]", h->suppressed);
             if (h->fixed_by)
                 g_string_append_printf(line, " [fixed by convert: %s]", h->fixed_by);
+            else if (convert_mark(h) && !h->suppressed)
+                g_string_append_printf(line, " [%s]", convert_mark(h));
             /* One hazard, one line, whatever the names hold. */
             g_autofree char *safe = hg_escape_text(line->str);
             g_string_append(s, safe);
             g_string_append_c(s, '\n');
         }
     }
+    return g_string_free(s, FALSE);
+}
+
+char *
+hg_check_summary(const HgCheckFile *files, guint n)
+{
+    guint open[HG_HAZARD_N_KINDS] = {0}, fixed[HG_HAZARD_N_KINDS] = {0};
+    guint total = 0, suppressed = 0, models = 0;
+    for (guint f = 0; f < n; f++) {
+        const HgCheckResult *r = files[f].result;
+        gboolean any = FALSE;
+        for (guint i = 0; r && i < r->hazards->len; i++) {
+            const HgHazard *h = r->hazards->pdata[i];
+            if (h->suppressed) {
+                suppressed++;
+                continue;
+            }
+            (h->fixed_by ? fixed : open)[h->kind]++;
+            total++;
+            any = TRUE;
+        }
+        models += any;
+    }
+    if (!total && !suppressed)
+        return NULL;
+    GString *s = g_string_new(NULL);
+    g_string_append_printf(s, "%u hazard%s", total, total == 1 ? "" : "s");
+    if (n > 1)
+        g_string_append_printf(s, " in %u of %u models", models, n);
+    const char *sep = ": ";
+    for (int k = 0; k < HG_HAZARD_N_KINDS; k++)
+        if (open[k]) {
+            g_string_append_printf(s, "%s%u %s", sep, open[k], hg_hazard_kind_name(k));
+            sep = ", ";
+        }
+    for (int k = 0; k < HG_HAZARD_N_KINDS; k++)
+        if (fixed[k]) {
+            g_string_append_printf(s, "%s%u %s (convert fixes %s)", sep, fixed[k], hg_hazard_kind_name(k),
+                                   fixed[k] == 1 ? "it" : "them");
+            sep = ", ";
+        }
+    if (suppressed)
+        g_string_append_printf(s, "; %u suppressed", suppressed);
     return g_string_free(s, FALSE);
 }
 

@@ -104,6 +104,42 @@ typedef struct {
     HgCheckOptions co;        /* over the above (stats NULL) */
 } ModelSetup;
 
+/* ---------------------------------------------------------------- how much to say, and how */
+/* -v and -q (convert, check, calibrate, verify): -v says what the summary leaves out, -q prints only
+ * errors (and the documents a command was asked for). Exit statuses do not change. */
+extern gboolean cli_verbose, cli_quiet;
+#define OUTPUT_ENTRIES                                                                             \
+    {"verbose", 'v', 0, G_OPTION_ARG_NONE, &cli_verbose,                                           \
+     "Say more: each FP32 island and why, each rewrite and each pattern left alone", NULL},       \
+    {"quiet", 'q', 0, G_OPTION_ARG_NONE, &cli_quiet,                                               \
+     "Print only errors (and the JSON or SARIF asked for); the exit status is the same", NULL}
+
+/* Whether lines to f (stdout or stderr) are coloured: a terminal, and NO_COLOR unset or empty
+ * (no-color.org), TERM not "dumb". Decided when the options are parsed, before any worker forks. */
+gboolean cli_colour(FILE *f);
+/* line with the words "warning:", "note:" and "error:" (and check's hazard kinds, by level) coloured
+ * for f; line itself when f is not coloured. New string. */
+char *cli_colourize(FILE *f, const char *line);
+
+/* A progress line on stderr, "[done/total] what: item", only on a terminal, not with -q, and only
+ * once the work has taken about a second (HALFGUARD_TEST_PROGRESS_AFTER=SECONDS changes that, for
+ * the tests); erased by cli_progress_end. */
+typedef struct {
+    gboolean on, shown;
+    gint64 t0;
+    guint total;
+    const char *what;
+} CliProgress;
+void cli_progress_start(CliProgress *p, const char *what, guint total);
+void cli_progress_step(CliProgress *p, guint done, const char *item);
+void cli_progress_end(CliProgress *p);
+/* Seconds of work before a progress line shows. */
+double cli_progress_after(void);
+/* hg_stats_collect_samples and hg_stats_collect_synthetic, with that progress line. */
+HgStats *cli_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error);
+HgStats *cli_collect_synthetic(HgModel *m, const HgCheckOptions *co, guint n, guint64 seed, int threads,
+                               GError **error);
+
 /* Print one line to f. Whatever a model or a file name put in it is escaped (hg_escape_text), so that a
  * name cannot forge a line of its own or send the terminal escapes. */
 void print_line(FILE *f, const char *format, ...) G_GNUC_PRINTF(2, 3);

@@ -4,7 +4,112 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+gboolean cli_verbose, cli_quiet;
+
+/* ---------------------------------------------------------------- colour */
+
+static int colour_out = -1, colour_err = -1; /* -1: not decided yet */
+
+static gboolean
+colour_wanted(int fd)
+{
+    const char *no = g_getenv("NO_COLOR");
+    const char *term = g_getenv("TERM");
+    return isatty(fd) && !(no && *no) && g_strcmp0(term, "dumb") != 0;
+}
+
+static void
+colour_decide(void)
+{
+    colour_out = colour_wanted(STDOUT_FILENO);
+    colour_err = colour_wanted(STDERR_FILENO);
+}
+
+gboolean
+cli_colour(FILE *f)
+{
+    if (colour_out < 0)
+        colour_decide();
+    return f == stdout ? colour_out : f == stderr ? colour_err : FALSE;
+}
+
+#define SGR_ERROR "\033[1;31m"
+#define SGR_WARNING "\033[1;35m"
+#define SGR_NOTE "\033[1;36m"
+#define SGR_RESET "\033[0m"
+
+char *
+cli_colourize(FILE *f, const char *line)
+{
+    if (!cli_colour(f))
+        return g_strdup(line);
+    /* The first ": WORD:" that is a level, or a hazard kind of check's (coloured by its level). */
+    static const char *const words[] = {"error", "internal error", "warning", "note"};
+    const char *best = NULL, *sgr = NULL;
+    gsize len = 0;
+    for (const char *p = strstr(line, ": "); p && !best; p = strstr(p + 1, ": ")) {
+        const char *w = p + 2;
+        for (guint i = 0; i < G_N_ELEMENTS(words) && !best; i++) {
+            gsize n = strlen(words[i]);
+            if (strncmp(w, words[i], n) == 0 && w[n] == ':') {
+                best = w, len = n;
+                sgr = i < 2 ? SGR_ERROR : i == 2 ? SGR_WARNING : SGR_NOTE;
+            }
+        }
+        for (int k = 0; k < HG_HAZARD_N_KINDS && !best; k++) {
+            const char *name = hg_hazard_kind_name(k);
+            gsize n = strlen(name);
+            if (strncmp(w, name, n) == 0 && w[n] == ':') {
+                const char *level = hg_hazard_kind_level(k);
+                best = w, len = n;
+                sgr = strcmp(level, "error") == 0 ? SGR_ERROR : strcmp(level, "warning") == 0 ? SGR_WARNING : SGR_NOTE;
+            }
+        }
+    }
+    if (!best)
+        return g_strdup(line);
+    return g_strdup_printf("%.*s%s%.*s%s%s", (int)(best - line), line, sgr, (int)len, best, SGR_RESET, best + len);
+}
+
+/* ---------------------------------------------------------------- progress */
+
+double
+cli_progress_after(void)
+{
+    const char *s = g_getenv("HALFGUARD_TEST_PROGRESS_AFTER");
+    return s && *s ? g_ascii_strtod(s, NULL) : 1.0;
+}
+
+void
+cli_progress_start(CliProgress *p, const char *what, guint total)
+{
+    *p = (CliProgress){isatty(STDERR_FILENO) && !cli_quiet, FALSE, g_get_monotonic_time(), total, what};
+}
+
+void
+cli_progress_step(CliProgress *p, guint done, const char *item)
+{
+    if (!p->on || (double)(g_get_monotonic_time() - p->t0) / 1e6 < cli_progress_after())
+        return;
+    g_autofree char *safe = hg_escape_text(item ? item : "");
+    fprintf(stderr, "\r[%u/%u] %s: %s\033[K", done, p->total, p->what, safe);
+    fflush(stderr);
+    p->shown = TRUE;
+}
+
+void
+cli_progress_end(CliProgress *p)
+{
+    if (p->shown) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    p->shown = FALSE;
+}
 
 /* How many input names one unranged-input line shows before "and N more". */
 #define UNRANGED_NAMES_SHOWN 8
@@ -19,7 +124,8 @@ print_line(FILE *f, const char *format, ...)
     g_autofree char *line = g_strdup_vprintf(format, ap);
     va_end(ap);
     g_autofree char *safe = hg_escape_text(line);
-    fprintf(f, "%s\n", safe);
+    g_autofree char *shown = cli_colourize(f, safe);
+    fprintf(f, "%s\n", shown);
 }
 
 /* Print "FILE: message" for a failed model, the way compilers do. An output's error names the output
@@ -27,12 +133,55 @@ print_line(FILE *f, const char *format, ...)
 void
 report_error(const char *file, const GError *error)
 {
+    g_autofree char *msg = NULL;
     if (g_error_matches(error, HG_ERROR, HG_ERROR_OUTPUT))
-        print_line(stderr, "%s", error->message);
-    else if (file)
-        print_line(stderr, "%s: %s", file, error->message);
+        msg = g_strdup(error->message);
     else
-        print_line(stderr, "halfguard: %s", error->message);
+        msg = g_strdup_printf("%s: %s", file ? file : "halfguard", error->message);
+    g_autofree char *safe = hg_escape_text(msg);
+    if (cli_colour(stderr))
+        fprintf(stderr, SGR_ERROR "%s" SGR_RESET "\n", safe);
+    else
+        fprintf(stderr, "%s\n", safe);
+}
+
+/* Where s has a quoted name at p ('NAME' after a space or a bracket, before one or the end; not the
+ * apostrophe of FP16's), its closing quote; else NULL. */
+static const char *
+quoted_at(const char *s, const char *p)
+{
+    if (*p != '\'' || (p != s && !strchr(" ([", p[-1])))
+        return NULL;
+    for (const char *q = strchr(p + 1, '\''); q; q = strchr(q + 1, '\''))
+        if (!q[1] || strchr(" ,;:)]", q[1]))
+            return q;
+    return NULL;
+}
+
+/* s with each quoted name blanked: what identical messages share. New string. */
+static char *
+blank_quoted(const char *s)
+{
+    GString *out = g_string_new(NULL);
+    for (const char *p = s; *p; p++) {
+        const char *close = quoted_at(s, p);
+        g_string_append(out, close ? "''" : (char[]){*p, 0});
+        if (close)
+            p = close;
+    }
+    return g_string_free(out, FALSE);
+}
+
+/* The first name quoted in s, or "". New string. */
+static char *
+first_quoted(const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        const char *close = quoted_at(s, p);
+        if (close)
+            return g_strndup(p + 1, (gsize)(close - p - 1));
+    }
+    return g_strdup("");
 }
 
 /* Print what the loader accepted but flagged, and (shapes non-NULL: check, convert) the nodes whose
@@ -40,8 +189,38 @@ report_error(const char *file, const GError *error)
 void
 report_warnings(const char *file, HgModel *m, const HgCheckOptions *co)
 {
-    for (guint i = 0; i < m->warnings->len; i++)
-        print_line(stderr, "%s: warning: %s", file, (const char *)m->warnings->pdata[i]);
+    if (cli_quiet)
+        return;
+    /* Identical warnings (the same words but for the names quoted in them) are one line, unless -v:
+     * gpt2_past has 48 values defined twice. */
+    guint n = m->warnings->len;
+    g_autofree char **keys = g_new0(char *, n + 1);
+    for (guint i = 0; i < n; i++)
+        keys[i] = blank_quoted(m->warnings->pdata[i]);
+    g_autofree gboolean *said = g_new0(gboolean, n + 1);
+    for (guint i = 0; i < n; i++) {
+        if (said[i])
+            continue;
+        g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+        for (guint k = i; k < n && !cli_verbose; k++)
+            if (!said[k] && strcmp(keys[k], keys[i]) == 0) {
+                said[k] = TRUE;
+                g_ptr_array_add(names, first_quoted(m->warnings->pdata[k]));
+            }
+        if (names->len <= 1) {
+            print_line(stderr, "%s: warning: %s", file, (const char *)m->warnings->pdata[i]);
+            continue;
+        }
+        g_autoptr(GString) also = g_string_new(NULL);
+        for (guint k = 1; k < names->len && k <= 3; k++)
+            g_string_append_printf(also, "%s'%s'", k > 1 ? ", " : "", (const char *)names->pdata[k]);
+        if (names->len > 4)
+            g_string_append_printf(also, " and %u more", names->len - 4);
+        print_line(stderr, "%s: warning: %u × %s (also %s)", file, names->len,
+                   (const char *)m->warnings->pdata[i], also->str);
+    }
+    for (guint i = 0; i < n; i++)
+        g_free(keys[i]);
     g_autoptr(GPtrArray) shape = co ? hg_check_shape_warnings(m, co->shapes, NULL) : NULL;
     for (guint i = 0; shape && i < shape->len; i++)
         print_line(stderr, "%s: warning: %s", file, (const char *)shape->pdata[i]);
@@ -51,6 +230,8 @@ report_warnings(const char *file, HgModel *m, const HgCheckOptions *co)
 void
 report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
 {
+    if (cli_quiet)
+        return;
     g_autoptr(GString) what = g_string_new(NULL);
     guint total = 0;
     g_autoptr(GHashTable) counted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
@@ -80,6 +261,8 @@ report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
 void
 report_unknown_ops(const char *file, const HgCheckResult *r)
 {
+    if (cli_quiet)
+        return;
     for (guint i = 0; r->unknown_ops && i < r->unknown_ops->len; i++) {
         g_autofree char *note = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
         print_line(stderr, "%s: note: %s", file, note);
@@ -90,6 +273,8 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
 void
 report_derived(const char *file, const GPtrArray *inputs)
 {
+    if (cli_quiet)
+        return;
     for (guint i = 0; inputs && i < inputs->len; i++) {
         const HgInputInfo *in = inputs->pdata[i];
         const char *dt = hg_dtype_name(in->dtype) ? hg_dtype_name(in->dtype) : "?";
@@ -138,6 +323,7 @@ parse_options(const Command *cmd, GOptionEntry *entries, int *argc, char ***argv
         *exit_code = EXIT_ERROR;
         return FALSE;
     }
+    colour_decide(); /* here, before convert's workers fork with pipes for stderr */
     return TRUE;
 }
 
@@ -282,6 +468,65 @@ model_setup(Analysis *a, HgModel *m, const char *path, ModelSetup *ms, GError **
     return TRUE;
 }
 
+/* hg_stats_collect_samples, one sample at a time, with a progress line (one sample's statistics
+ * merged into the first's: the same table). */
+HgStats *
+cli_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **error)
+{
+    CliProgress p;
+    cli_progress_start(&p, "calibrating on sample", samples->len);
+    if (!p.on || samples->len <= 1)
+        return hg_stats_collect_samples(m, samples, threads, error);
+    HgStats *st = NULL;
+    for (guint i = 0; i < samples->len; i++) {
+        const HgSample *smp = samples->pdata[i];
+        cli_progress_step(&p, i, smp->label);
+        g_autoptr(GPtrArray) one = g_ptr_array_new();
+        g_ptr_array_add(one, (gpointer)smp);
+        HgStats *part = hg_stats_collect_samples(m, one, threads, error);
+        if (!part) {
+            g_clear_pointer(&st, hg_stats_unref);
+            break;
+        }
+        if (st) {
+            hg_stats_merge(st, part);
+            hg_stats_unref(part);
+        } else {
+            st = part;
+        }
+    }
+    cli_progress_end(&p);
+    return st;
+}
+
+/* hg_stats_collect_synthetic, one sample (seed) at a time, with a progress line. */
+HgStats *
+cli_collect_synthetic(HgModel *m, const HgCheckOptions *co, guint n, guint64 seed, int threads, GError **error)
+{
+    CliProgress p;
+    cli_progress_start(&p, "calibrating on synthetic sample", n);
+    if (!p.on || n <= 1)
+        return hg_stats_collect_synthetic(m, co, n, seed, threads, error);
+    HgStats *st = NULL;
+    for (guint i = 0; i < n; i++) {
+        g_autofree char *label = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed + i);
+        cli_progress_step(&p, i, label);
+        HgStats *part = hg_stats_collect_synthetic(m, co, 1, seed + i, threads, error);
+        if (!part) {
+            g_clear_pointer(&st, hg_stats_unref);
+            break;
+        }
+        if (st) {
+            hg_stats_merge(st, part);
+            hg_stats_unref(part);
+        } else {
+            st = part;
+        }
+    }
+    cli_progress_end(&p);
+    return st;
+}
+
 /* Statistics for one model with its setup ms: --stats files (merged once by the caller), runs on
  * its calibration data, and synthetic samples: --calib-random N, or for convert (by_default)
  * DEFAULT samples when an input whose values reach float math has neither a range nor data. convert
@@ -304,7 +549,7 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
             while (part->len)
                 g_ptr_array_add(all, g_ptr_array_steal_index(part, 0));
         }
-        *owned = hg_stats_collect_samples(m, all, 0, error);
+        *owned = cli_collect_samples(m, all, 0, error);
         if (!*owned)
             return FALSE;
         if (a->file_stats)
@@ -336,7 +581,7 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
     if (!n)
         return TRUE;
     g_autoptr(GError) e = NULL;
-    g_autoptr(HgStats) synth = hg_stats_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
+    g_autoptr(HgStats) synth = cli_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
     if (!synth) {
         /* convert's own choice failing is no error: it goes on, and says what its decisions then
          * rest on. What the user asked for failing is. */
@@ -385,6 +630,8 @@ void
 report_unranged(const char *file, const GPtrArray *inputs, HgStats *stats, gboolean covered,
                 const Synthetic *syn, gint64 seed, const char *config)
 {
+    if (cli_quiet)
+        return;
     guint n = inputs ? inputs->len : 0;
     g_autofree gboolean *done = g_new0(gboolean, n + 1);
     for (guint i = 0; i < n; i++) {

@@ -15,14 +15,24 @@
 /* What every model of one convert command shares. */
 typedef struct {
     Analysis *an;
-    const char *output, *output_dir, *report, *dump_after;
-    gboolean trtexec, keep_io, strict_lfs, stdout_taken;
+    const char *output, *output_dir, *report, *dump_after, *trtexec;
+    gboolean keep_io, strict_lfs, stdout_taken;
     char **block_ops, **block_nodes, **force_nodes, **pass_list;
     const char *results; /* --results FILE, or NULL */
     const char *options_hash; /* --skip-existing: the hash outputs carry, else NULL */
     GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
 } ConvertRun;
+
+/* convert --emit-trtexec FILE: the trtexec flags of a weakly typed FP16 build (TensorRT 10.11 and
+ * older), one line, written as every output is (- for standard output). */
+static gboolean
+write_trtexec(const HgConvertResult *result, const char *path, GError **error)
+{
+    g_autofree char *pins = hg_convert_result_trtexec(result);
+    g_autofree char *line = g_strdup_printf("--fp16%s%s\n", pins ? " " : "", pins ? pins : "");
+    return hg_write_file(path, line, strlen(line), error);
+}
 
 /* Convert one model (bulk_run's BulkConvertFunc). */
 static void
@@ -76,7 +86,8 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         if (result && r->options_hash)
             bulk_model_set_options(m, r->options_hash);
         if (result && (!hg_model_save(m, out, &error) ||
-                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
+                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error)) ||
+                       (r->trtexec && !write_trtexec(result, r->trtexec, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
         same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
         rec->status = same ? BULK_UNCHANGED : BULK_CONVERTED;
@@ -94,10 +105,17 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
     report_unranged(in, result->inputs, use, ms.samples->len > 0, &syn, r->an->seed,
                     ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
     g_autofree char *summary = hg_convert_result_summary(result);
-    print_line(info, "%s -> %s: %s", in, out, summary);
-    g_autofree char *tr = r->trtexec ? hg_convert_result_trtexec(result) : NULL;
-    if (r->trtexec)
-        print_line(info, "%s", tr ? tr : "# every node runs in FP16: no --layerPrecisions needed");
+    if (!cli_quiet)
+        print_line(info, "%s -> %s: %s", in, out, summary);
+    /* What the user should know without -v: ops halfguard does not know, kept FP32. */
+    for (guint i = 0; !cli_quiet && i < result->notes->len; i++) {
+        const HgPassNote *note = result->notes->pdata[i];
+        if (g_strcmp0(note->pass, "assign_precision") == 0 && g_str_has_prefix(note->message, "kept "))
+            print_line(stderr, "%s: note: %s", in, note->message);
+    }
+    g_autofree char *details = cli_verbose && !cli_quiet ? hg_convert_result_details(result, "  ") : NULL;
+    if (details) /* its names are escaped: one item, one line */
+        fputs(details, info);
     *rec = (BulkRecord){rec->status, NULL, result->planned, result->macs_total, result->macs_fp16, result->weight_bytes_total,
                         result->weight_bytes_fp16, result->n_fp32_islands, result->n_casts, 0};
     for (guint i = 0; result->decisions && i < result->decisions->len; i++) {
@@ -129,11 +147,11 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
-    char *results = NULL, *shard = NULL;
+    char *results = NULL, *shard = NULL, *trtexec = NULL;
     guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
-    gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
+    gboolean keep_io = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
     int jobs = 0;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -167,13 +185,14 @@ cmd_convert(int argc, char **argv)
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
          "Write every decision with its reason and interval to FILE (JSON; one input; - for stdout)",
          "FILE.json"},
-        {"emit-trtexec", 0, 0, G_OPTION_ARG_NONE, &trtexec,
-         "Print trtexec's --precisionConstraints/--layerPrecisions for the FP32 nodes (TensorRT <= 10)",
-         NULL},
+        {"emit-trtexec", 0, 0, G_OPTION_ARG_FILENAME, &trtexec,
+         "Write trtexec's flags for a weakly typed FP16 build (TensorRT <= 10.11: --fp16 and "
+         "--layerPrecisions for the FP32 nodes) to FILE (one input; - for stdout)", "FILE"},
         {"passes", 0, 0, G_OPTION_ARG_STRING, &passes,
          "Comma-separated passes to run, or 'none' (default: all, in pipeline order)", "LIST"},
         {"dump-after", 0, 0, G_OPTION_ARG_STRING, &dump_after,
          "Print the graph's text form to stdout after PASS", "PASS"},
+        OUTPUT_ENTRIES,
         {NULL},
     };
     int rc = EXIT_OK;
@@ -185,7 +204,8 @@ cmd_convert(int argc, char **argv)
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     stdout_users = (output && strcmp(output, "-") == 0) + (report && strcmp(report, "-") == 0) +
-                   (dump_after != NULL) + (results && strcmp(results, "-") == 0);
+                   (dump_after != NULL) + (results && strcmp(results, "-") == 0) +
+                   (trtexec && strcmp(trtexec, "-") == 0);
     items = argc >= 2 || from ? bulk_collect(argv + 1, argc - 1, from, output_dir, output_dir != NULL, &list_error) : NULL;
     if ((argc >= 2 || from) && !items) {
         report_error(NULL, list_error);
@@ -202,7 +222,10 @@ cmd_convert(int argc, char **argv)
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
             : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
             : report && items->len > 1 ? "--report takes one input"
-            : stdout_users > 1        ? "only one of -o -, --report -, --results - and --dump-after may use stdout"
+            : trtexec && items->len > 1 ? "--emit-trtexec takes one input"
+            : stdout_users > 1        ? "only one of -o -, --report -, --results -, --emit-trtexec - and --dump-after "
+                                        "may use stdout"
+            : cli_verbose && cli_quiet ? "give -v or -q, not both"
             : jobs < 0                ? "--jobs takes a count, 1 or more (0: the number of cores)"
                                       : NULL;
     if (usage) {
@@ -256,6 +279,7 @@ out:
     g_free(from);
     g_free(results);
     g_free(shard);
+    g_free(trtexec);
     return rc;
 }
 
@@ -593,9 +617,9 @@ cmd_calibrate(int argc, char **argv)
     if (output) {
         /* Synthetic statistics count as such (hg_stats_collect_synthetic draws what synthetic_samples
          * drew: the same seeds). */
-        st = samples->len ? hg_stats_collect_samples(m, samples, threads, &error) : hg_stats_new();
+        st = samples->len ? cli_collect_samples(m, samples, threads, &error) : hg_stats_new();
         g_autoptr(HgStats) syn_st =
-            st && drawn->len ? hg_stats_collect_synthetic(m, &ms.co, drawn->len, (guint64)a.seed, threads, &error)
+            st && drawn->len ? cli_collect_synthetic(m, &ms.co, drawn->len, (guint64)a.seed, threads, &error)
                              : NULL;
         if (syn_st)
             hg_stats_merge(st, syn_st);
@@ -696,6 +720,7 @@ cmd_check(int argc, char **argv)
         {"fail-on", 0, 0, G_OPTION_ARG_STRING, &fail_on,
          "Exit 1 only for these: levels (error, warning, note) and kinds, comma-separated (default: all)",
          "LIST"},
+        OUTPUT_ENTRIES,
         {NULL},
     };
     int rc = EXIT_OK;
@@ -703,6 +728,7 @@ cmd_check(int argc, char **argv)
     g_autoptr(GPtrArray) results = g_ptr_array_new_with_free_func((GDestroyNotify)hg_check_result_free);
     g_autoptr(GPtrArray) messages = g_ptr_array_new_with_free_func(g_free);
     g_autofree HgCheckFile *files = NULL;
+    g_autofree char *summary = NULL;
     const char *fmt, *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
@@ -710,6 +736,7 @@ cmd_check(int argc, char **argv)
     usage = argc < 2 ? "no input model"
                         : strcmp(fmt, "text") && strcmp(fmt, "json") && strcmp(fmt, "sarif")
                             ? "--format must be text, json or sarif"
+                        : cli_verbose && cli_quiet ? "give -v or -q, not both"
                             : NULL;
     if (!usage && fail_on && !hg_check_fail_on_parse(fail_on, &fail_mask, &fail_error))
         usage = fail_error->message;
@@ -735,12 +762,24 @@ cmd_check(int argc, char **argv)
             rc = EXIT_ERROR;
         else if (files[i - 1].status == HG_CHECK_HAZARDS && rc == EXIT_OK && hg_check_result_count_kinds(r, fail_mask))
             rc = EXIT_FINDINGS;
-        if (strcmp(fmt, "text") == 0) {
+        if (strcmp(fmt, "text") == 0 && !cli_quiet) {
+            /* Identical hazards on one line, unless -v. */
             g_autofree char *text = hg_check_format_text(
                 &files[i - 1], 1,
-                (show_suppressed ? HG_CHECK_SHOW_SUPPRESSED : 0u) | (a.show_fixed ? HG_CHECK_SHOW_FIXED : 0u));
-            fputs(text, stdout);
+                (show_suppressed ? HG_CHECK_SHOW_SUPPRESSED : 0u) | (a.show_fixed ? HG_CHECK_SHOW_FIXED : 0u) |
+                    (cli_verbose ? 0u : HG_CHECK_GROUP));
+            g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+            for (guint k = 0; lines[k] && *lines[k]; k++) {
+                g_autofree char *shown = cli_colourize(stdout, lines[k]);
+                printf("%s\n", shown);
+            }
         }
+    }
+    /* The count by kind, for people and hooks, after the findings (stdout stays one finding a line). */
+    summary = cli_quiet ? NULL : hg_check_summary(files, (guint)argc - 1);
+    if (summary) {
+        fflush(stdout);
+        print_line(stderr, "halfguard check: %s", summary);
     }
     if (strcmp(fmt, "text") != 0) {
         g_autofree char *text = strcmp(fmt, "json") == 0 ? hg_check_format_json(files, argc - 1)
@@ -915,6 +954,10 @@ static const Command commands[] = {
      "unknown group or key is an error naming the file and line.\n"
      "Git LFS pointers are skipped with a note (--strict-lfs: an error).\n\n"
      "Output: text (compiler-style lines on stdout, notes on stderr), json or sarif (SARIF 2.1.0).\n"
+     "Text puts identical hazards of a model on one line (\"24 × node 'a', 'b', 'c' and 21 more\"; -v:\n"
+     "one line each), ends each with what convert does about it, and counts the hazards by kind on\n"
+     "stderr at the end; -q prints only errors (and the JSON or SARIF asked for). Colour only on a\n"
+     "terminal, and never with NO_COLOR set.\n"
      "Exit status: 0 no hazards, 1 hazards, 2 an error.\n\n"
      "Example:\n  halfguard check model.onnx --input-range 'input=0:1'\n"
      "  halfguard check models/*.onnx --calib calib/0 --format sarif > halfguard.sarif"},
@@ -942,9 +985,13 @@ static const Command commands[] = {
      "Give input ranges (-r) or calibration (--calib, --stats). An input whose values reach float\n"
      "math with neither gets synthetic calibration by default: 4 seeded input sets (a float input\n"
      "uniform in [-64, 64], an integer one 0 or 1), and a warning names the input, what was assumed\n"
-     "and what fixes it; --calib-random 0 refuses such a model instead. The summary line gives the\n"
-     "LayerNorms fused, the FP32 islands, the Casts, the FP16 share of MACs and weight bytes, and how\n"
-     "many decisions rest on synthetic data.\n\n"
+     "and what fixes it; --calib-random 0 refuses such a model instead. The summary line (about 200\n"
+     "characters at most) gives the LayerNorms fused, the FP32 islands, the Casts, the FP16 share of\n"
+     "MACs and weight bytes, the nodes kept FP32 for hazards, how many other changes were made and\n"
+     "patterns left alone, and how many decisions rest on synthetic data. -v lists each FP32 island\n"
+     "with its nodes and why, each rewrite and each pattern left alone (identical ones grouped); -q\n"
+     "prints only errors. --emit-trtexec FILE writes trtexec's flags for TensorRT 10.11 and older;\n"
+     "from 10.12 on, build the output with trtexec --stronglyTyped.\n\n"
      "It reads .halfguard.ini exactly as check does ([check], [ranges], [model] calib and dim-max;\n"
      "--config FILE, --no-config); options on the command line win.\n\n"
      "Many models: with -O DIR, a FOLDER is walked for *.onnx at every depth (names in byte order;\n"
@@ -969,7 +1016,7 @@ static const Command commands[] = {
      "stderr shows the progress: models done, the one started last, the time left.\n\n"
      "Exit status: 0 when no model failed (written, unchanged or skipped), 2 when any failed.\n\n"
      "Example:\n  halfguard convert model.onnx -o model.fp16.onnx -r 'input=0:1' --calib calib/0\n"
-     "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec\n"
+     "  halfguard convert model.onnx -o out.onnx --keep-io-types --report report.json --emit-trtexec flags.txt\n"
      "  halfguard convert --passes none a.onnx b.onnx -O out/\n"
      "  halfguard convert models/ -O models-fp16/\n"
      "  halfguard convert models/ -O models-fp16/ --shard $((SLURM_ARRAY_TASK_ID + 1))/$SLURM_ARRAY_TASK_COUNT"},

@@ -205,7 +205,7 @@ def pathology(tmp):
         src, data = os.path.join(out, c["model"]), os.path.join(out, c["data"])
         dst, report = os.path.join(tmp, name + ".fp16.onnx"), os.path.join(tmp, name + ".json")
         flags = hgtest.case_flags(c, out, options=False)
-        rc, msg = hg("convert", src, "-o", dst, *flags, "--report", report)
+        rc, msg = hg("convert", src, "-o", dst, *flags, "--report", report, "-v")
         if not check(f"{name}:convert", rc == 0, msg):
             continue
         s = SUMMARY.search(msg)

@@ -537,10 +537,16 @@ def test_progress_tty(tmp):
         write_model(os.path.join(zoo, f"m{i}", "model.onnx"), k=float(i))
     with open(os.path.join(zoo, "m2", "model.onnx"), "wb") as f:
         f.write(b"broken")
-    for j in ("1", "2"):
+    # Shown from the start (HALFGUARD_TEST_PROGRESS_AFTER=0: this work takes less than the second it
+    # waits for otherwise), without colour (tests/test_output.py checks that).
+    for j, after in (("1", "0"), ("2", "0"), ("2", None)):
         master, slave = pty.openpty()
+        env = dict(os.environ, NO_COLOR="1")
+        env.pop("HALFGUARD_TEST_PROGRESS_AFTER", None)
+        if after is not None:
+            env["HALFGUARD_TEST_PROGRESS_AFTER"] = after
         p = subprocess.Popen([HG, "convert", zoo, "-O", os.path.join(tmp, "out"), "-j", j],
-                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+                             stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, env=env)
         os.close(slave)
         chunks = []
         while True:
@@ -555,6 +561,10 @@ def test_progress_tty(tmp):
         os.close(master)
         tty = b"".join(chunks).decode(errors="replace")
         plain = hgtest.run([HG, "convert", zoo, "-O", os.path.join(tmp, "out"), "-j", j])[2]
+        if after is None:  # quick work: no progress line at all
+            check(f"progress:{j}:none-under-a-second", "\r" not in tty.replace("\r\n", "\n") and
+                  tty.replace("\r\n", "\n") == plain, repr(tty))
+            continue
         check(f"progress:{j}:shown", re.search(r"\r\[\d/5, about \d+ s left\] \S+model.onnx\x1b\[K", tty), repr(tty))
         # Without the progress lines (each cleared before anything is printed), the terminal got
         # what a pipe gets.

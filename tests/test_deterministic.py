@@ -40,7 +40,7 @@ def main(tmp):
     outputs = []
     for i in range(8):
         out = os.path.join(tmp, f"out{i}.onnx")
-        rc, so, se = run("convert", m, "-o", out, "-r", "x=-1:1", "--no-config")
+        rc, so, se = run("convert", m, "-o", out, "-r", "x=-1:1", "--no-config", "-v")
         if not check(f"convert:{i}", rc == 0, show(rc, so, se)):
             return
         if i == 0:

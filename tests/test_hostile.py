@@ -365,7 +365,7 @@ def test_hangs(tmp):
         f.write(make_model([helper.make_node("MatMul", ["x", "w"], ["h"], name="mm"),
                             helper.make_node("Sum", ["h"] * n, ["y"], name="sum")],
                            [vi("x", [4, 4])], [vi("y", [4, 4])], [w]).SerializeToString())
-    rc, so, se, sec = timed("convert", fan, "-o", out, "-r", "x=-1:1", "--no-config", bound=5)
+    rc, so, se, sec = timed("convert", fan, "-o", out, "-r", "x=-1:1", "--no-config", "-v", bound=5)
     check("hangs:sum-fan-in-convert", rc == 0 and b"region of 2 nodes at 'sum'" in so,
           (rc, f"{sec:.1f} s", so[-300:], se[-300:]))
 

@@ -179,8 +179,9 @@ def test_synthetic(tmp):
                                        r"\[-64, 64\] \(4 synthetic samples, seed 0, convert's default\)", text), text)
     check("default:fix", "fix: -r 'x=LO:HI'" in text and "'x = LO:HI' under [ranges scale.onnx] in " in text
           and ".halfguard.ini" in text, text)
-    check("default:summary", re.search(r"-> .*: .*; 1 of 1 decisions rest on synthetic data \(no range or data "
-                                       r"for 'x'\)", text), text)
+    check("default:summary", re.search(r"-> .*: .*; 1 of 1 decisions rest on synthetic data$", text, re.M), text)
+    rc, vtext, _ = convert(m, out, "-v")
+    check("default:verbose", "\n  1 of 1 decisions rest on synthetic data (no range or data for 'x')\n" in vtext, vtext)
     d = decision(rep, "scale")
     check("default:decided-fp32-on-synthetic", d.get("precision") == "fp32" and d.get("source") == "synthetic", d)
     x = next((i for i in rep["inputs"] if i["name"] == "x"), {}) if rep else {}

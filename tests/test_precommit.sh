@@ -115,6 +115,12 @@ else
   fail "hazard: hazard line shown" "$out"
 fi
 if grep -q "exit code: 1" <<<"$out"; then ok "hazard: exit code 1"; else fail "hazard: exit code 1" "$out"; fi
+# The count by kind (stderr) is shown too, after the findings.
+if grep -qxF "halfguard check: 1 hazard: 1 overflow" <<<"$out"; then
+  ok "hazard: count by kind shown"
+else
+  fail "hazard: count by kind shown" "$out"
+fi
 git rm -q --cached models/bad.onnx && rm -f models/bad.onnx
 
 # 1b. An input without a range: the commit is refused, and the output shows both the finding

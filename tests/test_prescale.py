@@ -182,13 +182,13 @@ def golden_cases(tmp, rng):
         rc, so, se = run("convert", "--passes", "none", src, "-o", orig)
         if not check(f"golden:{name}:load", rc == 0, se):
             continue
-        rc, so, se = run("convert", "--passes", "prescale", *args, src, "-o", new)
+        rc, so, se = run("convert", "--passes", "prescale", *args, src, "-o", new, "-v")
         if not check(f"golden:{name}:convert", rc == 0, se):
             continue
         _, before, _ = run("dump", orig)
         _, after, _ = run("dump", new)
         rewrote = before != after
-        costs(name, so)
+        costs(name, "\n".join(l for l in so.splitlines() if l.startswith("    ")))  # -v's list, once each
         if name.startswith("neg_"):
             check(f"golden:{name}:unchanged", not rewrote, after)
             continue
@@ -221,7 +221,7 @@ def pathology(tmp, rng):
         inputs = float_inputs(src)
         # the rewrite alone, in FP32: bit for bit
         new = os.path.join(tmp, name + ".prescaled.onnx")
-        rc, so, se = run("convert", "--passes", "prescale", *flags, src, "-o", new)
+        rc, so, se = run("convert", "--passes", "prescale", *flags, src, "-o", new, "-v")
         if check(f"{name}:prescale", rc == 0 and "k=" in so, so + se):
             feeds = [load_feed(data, inputs)] + samples(inputs, ranges_of(flags), rng)
             compare(f"{name}:fp32", src, new, feeds, tmp)

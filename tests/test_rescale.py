@@ -36,7 +36,7 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
         args = re.findall(r"^# @args: *(.*)$", text, re.M)
         args = args[0].split() if args else []
         out = os.path.join(tmp, name + ".onnx")
-        rc, so, se = run("convert", "--passes", "rescale", *args, case, "-o", out)
+        rc, so, se = run("convert", "--passes", "rescale", *args, case, "-o", out, "-v")
         check(f"{name}:converts", rc == 0, se)
         rewrote = "weights x 2^-" in so or "normalized CumSum" in so
         check(f"{name}:rewrites-as-named", rewrote == (not name.startswith("neg_")), so)
@@ -76,7 +76,7 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
         model, data = os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"])
         out = os.path.join(tmp, f"{tag}.fp16.onnx")
         report = os.path.join(tmp, f"{tag}.json")
-        rc, so, se = run("convert", model, "-o", out, "--calib", data, "--report", report, *rng_args)
+        rc, so, se = run("convert", model, "-o", out, "--calib", data, "--report", report, *rng_args, "-v")
         check(f"{tag}:converts", rc == 0, se)
         if rc == 0:
             fig = json.load(open(report))["figures"]
@@ -94,7 +94,7 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
     # The residual net's region spans its blocks: every Add reads two scaled tensors, no Mul is added
     # (later linear ops absorb 2^k), and nothing stays FP32.
     rc, so, se = run("convert", os.path.join(pdir, "resnet_no_norm.onnx"), "-o", os.path.join(tmp, "r.onnx"),
-                     "--calib", os.path.join(pdir, "resnet_no_norm.data"), "-r", "image=0:1")
+                     "--calib", os.path.join(pdir, "resnet_no_norm.data"), "-r", "image=0:1", "-v")
     check("resnet:one-region", so.count("region of") == 1 and "undone by" not in so and
           "0 FP32 islands" in so and "0 Casts" in so, so)
 

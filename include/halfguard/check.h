@@ -288,9 +288,18 @@ HG_API guint hg_check_result_count_kinds(const HgCheckResult *r, guint kinds);
 /* What hg_check_format_text lists besides the hazards that count (flags, or-ed). */
 #define HG_CHECK_SHOW_SUPPRESSED 1u
 #define HG_CHECK_SHOW_FIXED 2u
+/* Identical hazards of one file (the same kind, op, message but for the names in it, and marks) are
+ * one line, "FILE: 24 × node 'a', 'b', 'c' and 21 more (Add): KIND: MESSAGE (as at 'a')". */
+#define HG_CHECK_GROUP 4u
 /* Compiler-style lines, one per hazard that counts; the suppressed and the fixed ones too, marked,
- * as flags say (TRUE is HG_CHECK_SHOW_SUPPRESSED). */
+ * as flags say (TRUE is HG_CHECK_SHOW_SUPPRESSED). Each line says what convert does about it:
+ * "[fixed by convert: PASS]" (a rewrite removes it) or "[convert keeps it FP32]"; an unranged input's
+ * message says how to give the range. */
 HG_API char *hg_check_format_text(const HgCheckFile *files, guint n, guint flags);
+/* One line for people, by kind: "12 hazards: 10 underflow (convert fixes them), 2 overflow" (the
+ * hazards convert fixes by itself are counted apart; suppressed ones are not counted, but said);
+ * NULL when there is no hazard at all. New string. */
+HG_API char *hg_check_summary(const HgCheckFile *files, guint n);
 /* The JSON report (README.md, "check --format json"). */
 HG_API char *hg_check_format_json(const HgCheckFile *files, guint n);
 /* A SARIF 2.1.0 log: one rule per hazard kind, one result per hazard. */

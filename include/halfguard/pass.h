@@ -66,6 +66,8 @@ typedef struct {
     /* What the decision rests on: the weakest source among the bounds of the node's float inputs and
      * outputs (assumed, then synthetic, then calibration, then static). */
     HgBoundSource source;
+    /* The FP32 island the node belongs to, numbered from 1 in the decisions' order; 0 for FP16. */
+    guint island;
 } HgDecision;
 
 typedef struct {
@@ -98,10 +100,16 @@ HG_API void hg_convert_result_free(HgConvertResult *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgConvertResult, hg_convert_result_free)
 /* Record a note from pass `pass` (printf-style). */
 HG_API void hg_pass_note(HgConvertResult *r, const char *pass, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
-/* convert's one-line summary, e.g. "fused 25 LayerNorm; 3 FP32 islands (12 nodes, 0.4% of MACs);
- * 14 Casts; FP16: 99.6% of MACs, 98% of weight bytes" (the pass notes when no precision was
- * assigned). New string. */
+/* convert's one-line summary, at most about 200 characters: counts and shares, e.g. "fused 25
+ * LayerNorm; 3 FP32 islands (12 nodes, 0.4% of MACs); 14 Casts; FP16: 99.6% of MACs, 98% of weight
+ * bytes; 5 nodes FP32 for hazards" (when no precision was assigned, what the passes did, cut short).
+ * New string. */
 HG_API char *hg_convert_result_summary(const HgConvertResult *r);
+/* What the summary leaves out, for people (convert -v): each FP32 island with a few of its nodes and
+ * why it stayed FP32, each rewrite made and each pattern left alone, identical items grouped
+ * ("24 x ..."). Lines ending in '\n', each starting with prefix; "" when there is nothing to say.
+ * New string. */
+HG_API char *hg_convert_result_details(const HgConvertResult *r, const char *prefix);
 /* Every decision with its reason and interval, the pass notes and the figures, as JSON (README:
  * "convert --report"). */
 HG_API gboolean hg_convert_result_write_report(const HgConvertResult *r, const char *model, const char *path,
