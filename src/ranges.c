@@ -3,6 +3,7 @@
  * (folded shape math); graph inputs take the ranges the caller gives. */
 #include "ranges.h"
 #include "halfguard/check.h"
+#include "ops/kernel.h"
 
 #include <math.h>
 #include <string.h>
@@ -57,6 +58,39 @@ static const HgValueShape *
 shape_lookup(gconstpointer data, const HgValue *v)
 {
     return hg_shapes_get(data, v);
+}
+
+/* Constants seen through ops that only rearrange them (issue 12): an initializer behind a Reshape,
+ * Flatten, Squeeze, Unsqueeze or Identity is a view of the same bytes with the output's dims, at any
+ * size, so the rules downstream (a MatMul's column norms, say) see the weights themselves. A Transpose
+ * moves the elements, so it is a copy, made only up to TRANSPOSE_COPY_MAX elements. Shape inference
+ * folds only small values (HG_FOLD_MAX_OUTPUT); these are the large ones. */
+#define TRANSPOSE_COPY_MAX ((gint64)1 << 22)
+
+static HgArray *
+const_through(const HgNode *n, gint64 opset, GHashTable *consts, const HgValueShape *os)
+{
+    if (!n->n_inputs || !n->inputs[0] || n->n_outputs < 1 || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return NULL;
+    HgArray *a = g_hash_table_lookup(consts, n->inputs[0]);
+    if (!a || a->strings || !os || os->rank < 0 || os->rank > HG_MAX_RANK)
+        return NULL;
+    gint64 dims[HG_MAX_RANK];
+    for (int i = 0; i < os->rank; i++)
+        if ((dims[i] = os->dims[i].v) < 0)
+            return NULL;
+    if (!strcmp(n->op_type, "Reshape") || !strcmp(n->op_type, "Flatten") || !strcmp(n->op_type, "Squeeze") ||
+        !strcmp(n->op_type, "Unsqueeze") || !strcmp(n->op_type, "Identity"))
+        return os->dtype == a->dtype ? hg_array_reshape_view(a, (guint)os->rank, dims, NULL) : NULL;
+    if (strcmp(n->op_type, "Transpose") || a->numel > TRANSPOSE_COPY_MAX)
+        return NULL;
+    const HgOpDef *op = hg_op_for_node(n);
+    HgArray *out = NULL;
+    if (!op || !op->eval || !hg_eval_constants(n, opset, op->eval, 1, &a, 1, &out, NULL))
+        return NULL;
+    if (out && (out->numel != a->numel || out->rank != (guint)os->rank))
+        g_clear_pointer(&out, hg_array_unref);
+    return out;
 }
 
 const HgScan *
@@ -147,6 +181,11 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
                 /* stored in the output's float type: past its range inf, under its subnormals 0 */
                 if (hg_dtype_is_float(oshapes[k]->dtype))
                     *outs[k] = hg_range_fit(*outs[k], oshapes[k]->dtype);
+            }
+            if (n->outputs[k] && k == 0 && !oshapes[0]->value) {
+                HgArray *view = const_through(n, opset, consts, oshapes[0]);
+                if (view)
+                    g_hash_table_insert(consts, n->outputs[0], view);
             }
             if (n->outputs[k])
                 g_hash_table_replace(r->ranges, n->outputs[k], outs[k]);
