@@ -27,6 +27,21 @@ widen(HgRange *r)
     r->tiny *= 1.0 - rel;
 }
 
+/* The same widening for a per-channel interval. */
+static void
+widen_bounds(double *lo, double *hi)
+{
+    const double rel = 1.0 / 1048576.0;
+    *lo -= fabs(*lo) * rel;
+    *hi += fabs(*hi) * rel;
+}
+
+const HgChan *
+hg_ranges_chan(const HgRanges *r, const HgValue *v)
+{
+    return v ? g_hash_table_lookup(r->chans, v) : NULL;
+}
+
 static const HgInputRange *
 find_input(const HgInputRange *in, guint n, const char *name)
 {
@@ -105,6 +120,7 @@ hg_ranges_free(HgRanges *r)
     if (!r)
         return;
     g_hash_table_unref(r->scans);
+    g_hash_table_unref(r->chans);
     g_hash_table_unref(r->ranges);
     g_free(r);
 }
@@ -118,6 +134,7 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
     r->generation = g->generation;
     r->ranges = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     r->scans = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    r->chans = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_chan_free);
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, NULL);
     if (!order)
         return r;
@@ -171,6 +188,25 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
             HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs,
                               range_lookup, r, shape_lookup, shapes};
             op->range(&ctx);
+        }
+        /* Per-channel intervals: kept beside the first output's, and its interval met with their hull
+         * (both sound, so the meet is). */
+        HgChanCtx cx = {n, n->n_inputs, ins, ishapes, vals, n->n_outputs ? oshapes[0] : NULL, r->chans};
+        HgChan *ch = n->n_outputs ? hg_chan_rule(&cx) : NULL;
+        if (ch) {
+            double lo = INFINITY, hi = -INFINITY;
+            for (gint64 j = 0; j < ch->c; j++) {
+                widen_bounds(&ch->lo[j], &ch->hi[j]);
+                lo = MIN(lo, ch->lo[j]);
+                hi = MAX(hi, ch->hi[j]);
+            }
+            if (MAX(outs[0]->lo, lo) <= MIN(outs[0]->hi, hi)) {
+                outs[0]->lo = MAX(outs[0]->lo, lo);
+                outs[0]->hi = MIN(outs[0]->hi, hi);
+                g_hash_table_replace(r->chans, n->outputs[0], ch);
+            } else {
+                hg_chan_free(ch); /* an empty value: nothing to gain */
+            }
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             /* A value shape inference computed is known exactly, whatever the rule said. */

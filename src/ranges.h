@@ -16,7 +16,33 @@ typedef struct {
     guint64 generation;
     GHashTable *ranges; /* HgValue* -> HgRange* (owned) */
     GHashTable *scans;  /* HgValue* -> HgScan* (owned): what the pass over each initializer found */
+    GHashTable *chans;  /* HgValue* -> HgChan* (owned): intervals per channel, where known */
 } HgRanges;
+
+/* A value's intervals per index of its axis 1 (src/ranges_chan.c): every element whose axis-1 index
+ * is j lies in [lo[j], hi[j]] (NaN aside: the value's HgRange says whether it may appear). */
+typedef struct {
+    gint64 c;
+    double *lo, *hi;
+} HgChan;
+
+/* What a per-channel rule sees of a node (as HgRangeCtx, plus the table of the values before it). */
+typedef struct {
+    const HgNode *node;
+    guint n_inputs;
+    const HgRange *const *inputs;
+    const HgValueShape *const *shapes;
+    const HgArray *const *values;
+    const HgValueShape *out_shape;
+    GHashTable *chans;
+} HgChanCtx;
+
+/* The per-channel intervals of the node's first output, or NULL where its op mixes channels in a way
+ * the rules do not follow (or nothing per channel is known of its inputs). */
+HgChan *hg_chan_rule(const HgChanCtx *cx);
+void hg_chan_free(HgChan *c);
+/* The per-channel intervals of v, or NULL. */
+const HgChan *hg_ranges_chan(const HgRanges *r, const HgValue *v);
 
 /* A range for graph input `name` ("*" for every input not named otherwise). */
 typedef struct {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """The interval analysis against a search for inputs that break it (issue 12): on the pathology suite,
-the README's example, a small BERT-width encoder layer and the corpus's models (those skipped when
+the README's example, a small BERT-width encoder layer, 24 random CNNs of the ops whose channels the
+analysis follows apart (tests/random_cnns.py) and the corpus's models (those skipped when
 ../shared/corpus is absent), tests/adversarial.c runs random restarts and a gradient-free ascent
 inside the declared input ranges, checks every value of every run against its static range, and
 reports how close it came to the bounds. Any value outside its range fails the test.
@@ -40,6 +41,10 @@ with tempfile.TemporaryDirectory(prefix="hg-adv-") as tmp:
     for c in json.load(open(os.path.join(pdir, "cases.json")))["cases"]:
         models.append((c["name"], os.path.join(pdir, c["model"]), os.path.join(pdir, c["data"]),
                        c["input_ranges"], 40))
+    cdir = os.path.join(tmp, "cnns")
+    subprocess.run([sys.executable, os.path.join(hgtest.HERE, "random_cnns.py"), cdir, "24"], check=True)
+    for c in json.load(open(os.path.join(cdir, "cases.json"))):
+        models.append((c["name"], c["model"], c["data"], c["input_ranges"], 30))
     ex = os.path.join(hgtest.ROOT, "examples", "tiny_unet.onnx")
     models.append(("tiny_unet", ex, hgtest.write_inputs(os.path.join(tmp, "tiny_unet"),
                    [("image", rng.uniform(0, 1, (1, 3, 32, 32)).astype(np.float32))]), ["image=0:1"], 40))

@@ -1887,6 +1887,73 @@ test_range_weights_through_reshape(void **state)
     assert_runs_inside(m, ranges, dims, 2, first, names);
 }
 
+/* Per-channel intervals (issue 12). Channel 1 of the Conv is 100 times channel 0, and the
+ * BatchNormalization scales it back by 0.01: per channel both are within 2, where one interval per
+ * tensor charges channel 0 with channel 1's 200. Then Relu, GlobalAveragePool, Flatten and a Gemm keep
+ * the channels apart ([0, 4]). A Div by per-channel constants of both signs is bounded per channel
+ * where their hull holds 0. A padded Conv of values in [1, 3] must count the padding's zeros: a
+ * corner sums 8 terms, not 18, so -8 is reached. The interpreter's outputs on random inputs and on
+ * the corners stay inside. */
+static void
+test_range_per_channel(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 7, opset_import: [\"\" : 13]>\n"
+        "g (float[2,2,4,4] x) => (float[2,2,4,4] y, float[2,1] g, float[2,2,4,4] q, float[2,1,4,4] p)\n"
+        "  <float[2,2,1,1] w = {1, 1, 100, 100}, float[2] sc = {1, 0.01}, float[2] zb = {0, 0},\n"
+        "   float[2] vr = {0.99999, 0.99999}, float[2,1] fc = {1, 1}, float[2,1,1] dv = {2, -3},\n"
+        "   float two = {2}, float[1,2,3,3] wn = {-1, -1, -1, -1, -1, -1, -1, -1, -1,\n"
+        "                                         -1, -1, -1, -1, -1, -1, -1, -1, -1}> {\n"
+        "  c = Conv(x, w)\n"
+        "  y = BatchNormalization <epsilon = 1e-5> (c, sc, zb, zb, vr)\n"
+        "  r = Relu(y)\n"
+        "  a = GlobalAveragePool(r)\n"
+        "  f = Flatten(a)\n"
+        "  g = Gemm(f, fc)\n"
+        "  q = Div(x, dv)\n"
+        "  xs = Add(x, two)\n"
+        "  p = Conv <pads = [1, 1, 1, 1]> (xs, wn)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-1, 1, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const HgRange *y = RANGE_OF(ranges, m, "y"), *g = RANGE_OF(ranges, m, "g"), *q = RANGE_OF(ranges, m, "q");
+    const HgRange *p = RANGE_OF(ranges, m, "p");
+    if (!(y->hi >= 2 && y->hi <= 2.001 && y->lo <= -2 && y->lo >= -2.001))
+        fail_msg("y: [%g, %g], expected +-2", y->lo, y->hi);
+    if (!(g->hi >= 4 && g->hi <= 4.001 && g->lo <= 0 && g->lo >= -0.001))
+        fail_msg("g: [%g, %g], expected [0, 4]", g->lo, g->hi);
+    if (!(q->hi >= 0.5 && q->hi <= 0.501 && q->lo <= -0.5 && q->lo >= -0.501))
+        fail_msg("q: [%g, %g], expected +-0.5", q->lo, q->hi);
+    if (!(p->hi >= -8 && p->lo <= -54 && p->lo >= -54.01))
+        fail_msg("p: [%g, %g], expected [-54, >= -8]", p->lo, p->hi);
+    const char *const names[] = {"y", "g", "q", "p"};
+    const gint64 dims[4] = {2, 2, 4, 4};
+    g_autoptr(GRand) rng = g_rand_new_with_seed(5);
+    for (int trial = 0; trial < 32; trial++) {
+        g_autoptr(HgTensor) t = hg_tensor_new("x", HG_DTYPE_FLOAT, 4, dims);
+        float *xv = hg_tensor_data_mut(t);
+        for (int i = 0; i < 64; i++)
+            xv[i] = trial == 0 ? -1 : trial == 1 ? 1 : trial < 8 ? (g_rand_boolean(rng) ? 1 : -1)
+                                                     : (float)g_rand_double_range(rng, -1, 1);
+        g_autoptr(GPtrArray) feeds = g_ptr_array_new();
+        g_ptr_array_add(feeds, t);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) got = hg_run(m, feeds, NULL, &error);
+        assert_non_null(got);
+        for (guint k = 0; k < got->len; k++) {
+            const HgRange *r = RANGE_OF(ranges, m, names[k]);
+            HgTensor *o = got->pdata[k];
+            const float *ov = hg_tensor_data_mut(o);
+            for (gint64 i = 0; i < hg_tensor_numel(o); i++)
+                if (!(ov[i] >= r->lo && ov[i] <= r->hi))
+                    fail_msg("%s[%" G_GINT64_FORMAT "] = %g outside [%g, %g]", names[k], i, ov[i], r->lo, r->hi);
+        }
+    }
+}
+
 /* After a LayerNormalization every row has L2 norm at most sqrt(n) max|gamma| + ||beta|| (issue 12),
  * so a product with constant weights is bounded column by column by ||w_j|| times that (Cauchy-Schwarz)
  * where the interval rule takes sum |w_j| times the largest element: here 2.83 x 5.80 where the
@@ -2265,6 +2332,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_softmax_convex),
              cmocka_unit_test(test_range_norm_aware),
              cmocka_unit_test(test_range_dims_used),
+             cmocka_unit_test(test_range_per_channel),
              cmocka_unit_test(test_range_weights_through_reshape),
              cmocka_unit_test(test_range_qk_norms),
              cmocka_unit_test(test_range_pools),
