@@ -121,15 +121,65 @@ hg_ranges_free(HgRanges *r)
         return;
     g_hash_table_unref(r->scans);
     g_hash_table_unref(r->chans);
+    g_ptr_array_unref(r->assumed);
     g_hash_table_unref(r->ranges);
     g_free(r);
+}
+
+static void
+note_assumed(GPtrArray *assumed, const char *msg)
+{
+    if (!assumed)
+        return;
+    for (guint i = 0; i < assumed->len; i++)
+        if (!strcmp(assumed->pdata[i], msg))
+            return;
+    g_ptr_array_add(assumed, g_strdup(msg));
+}
+
+gint64
+hg_range_len_bound(const HgRangeCtx *ctx, const HgValueShape *s, int from, int to)
+{
+    if (!s || s->rank < 0 || to > s->rank) {
+        note_assumed(ctx->assumed, "a dim of unknown rank: at most 2^20 elements (rounding slack)");
+        return HG_ASSUMED_LEN;
+    }
+    gint64 n = 1;
+    gboolean unbounded = FALSE;
+    for (int i = MAX(from, 0); i < to; i++) {
+        const HgSymDim *d = &s->dims[i];
+        gint64 v = d->v >= 0 ? d->v : hg_dim_max_lookup(ctx->dim_max, d->sym, -1);
+        g_autofree char *what = d->sym ? g_strdup_printf("symbolic dim '%s'", d->sym)
+                                       : g_strdup("an unnamed symbolic dim");
+        if (d->v < 0 && v > 0) {
+            g_autofree char *m = g_strdup_printf("%s at most %" G_GINT64_FORMAT " (--dim-max)", what, v);
+            note_assumed(ctx->assumed, m);
+        }
+        if (v < 0) {
+            g_autofree char *m = g_strdup_printf("%s: at most 2^20 elements where a rounding slack needs a "
+                                                 "length (--dim-max %s%s sets it)", what, d->sym ? d->sym : "N", d->sym ? "=N" : "");
+            note_assumed(ctx->assumed, m);
+            unbounded = TRUE;
+        } else {
+            n = v > 0 && n > G_MAXINT64 / v ? G_MAXINT64 : n * v;
+        }
+    }
+    return unbounded ? MAX(n, HG_ASSUMED_LEN) : n;
 }
 
 HgRanges *
 hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs)
 {
+    return hg_ranges_infer_dims(g, shapes, inputs, n_inputs, NULL);
+}
+
+HgRanges *
+hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs,
+                     const char *const *dim_max)
+{
     g_return_val_if_fail(g != NULL && shapes != NULL, NULL);
     HgRanges *r = g_new0(HgRanges, 1);
+    r->assumed = g_ptr_array_new_with_free_func(g_free);
     r->graph = g;
     r->generation = g->generation;
     r->ranges = g_hash_table_new_full(NULL, NULL, NULL, g_free);
@@ -186,7 +236,7 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         const HgOpDef *op = hg_op_for_node(n);
         if (op && op->range) {
             HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs,
-                              range_lookup, r, shape_lookup, shapes};
+                              range_lookup, r, shape_lookup, shapes, dim_max, r->assumed};
             op->range(&ctx);
         }
         /* Per-channel intervals: kept beside the first output's, and its interval met with their hull

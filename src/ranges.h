@@ -17,6 +17,7 @@ typedef struct {
     GHashTable *ranges; /* HgValue* -> HgRange* (owned) */
     GHashTable *scans;  /* HgValue* -> HgScan* (owned): what the pass over each initializer found */
     GHashTable *chans;  /* HgValue* -> HgChan* (owned): intervals per channel, where known */
+    GPtrArray *assumed; /* char*: the lengths rules assumed for symbolic dims (hg_range_len_bound) */
 } HgRanges;
 
 /* A value's intervals per index of its axis 1 (src/ranges_chan.c): every element whose axis-1 index
@@ -53,6 +54,10 @@ typedef struct {
 /* Infer ranges over g's main graph, using shapes (computed by hg_shapes_infer for g). Inputs without a
  * range are unbounded. Never fails: unknown is unbounded. */
 HgRanges *hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs);
+/* The same with --dim-max specs (NULL-terminated, may be NULL): the sizes rules may assume for
+ * symbolic dims where a bound needs only an upper bound on a length. */
+HgRanges *hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs,
+                               const char *const *dim_max);
 void hg_ranges_free(HgRanges *r);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgRanges, hg_ranges_free)
 

@@ -1762,6 +1762,20 @@ test_range_softmax_convex(void **state)
      * 4), and 0 / 0 when H or W is 0 */
     const HgRange *r6 = RANGE_OF(ranges, m, "o6");
     assert_true(r6->lo <= -1 && r6->lo >= -1.51 && r6->hi >= 4 && r6->hi <= 4.51 && r6->nan);
+    /* ... an assumption the analysis notes, once per dim */
+    guint noted = 0;
+    for (guint i = 0; i < ranges->assumed->len; i++)
+        noted += strstr(ranges->assumed->pdata[i], "'H'") != NULL || strstr(ranges->assumed->pdata[i], "'W'") != NULL;
+    assert_int_equal(noted, 2);
+    /* --dim-max H=8, W=8 (and 64 for the rest): the slack of 64 terms, noted as such */
+    const char *const dims[] = {"H=8", "W=8", "64", NULL};
+    g_autoptr(HgRanges) bounded = hg_ranges_infer_dims(m->graph, shapes, in, 7, dims);
+    const HgRange *b6 = RANGE_OF(bounded, m, "o6");
+    assert_true(b6->lo <= -1 && b6->lo >= -1.001 && b6->hi >= 4 && b6->hi <= 4.001 && b6->nan);
+    gboolean said = FALSE;
+    for (guint i = 0; i < bounded->assumed->len; i++)
+        said = said || strstr(bounded->assumed->pdata[i], "'H' at most 8") != NULL;
+    assert_true(said);
 }
 
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in

@@ -439,7 +439,7 @@ hg_range_GlobalAveragePool(HgRangeCtx *ctx)
     gint64 n = s && s->rank >= 2 ? 1 : -1;
     for (int i = 2; s && i < s->rank; i++)
         n = n < 0 || s->dims[i].v < 0 ? -1 : n * s->dims[i].v;
-    /* Symbolic spatial dims need only the rounding slack's length: at most 2^20 values are assumed
-     * (as MatMul's convex rule does), and an empty window gives 0 / 0. */
-    range_average(ctx, x->lo, x->hi, x->nan || n < 0, n < 0 ? (gint64)1 << 20 : n);
+    /* Symbolic spatial dims need only the rounding slack's length (their --dim-max, else
+     * HG_ASSUMED_LEN, noted), and an empty window gives 0 / 0. */
+    range_average(ctx, x->lo, x->hi, x->nan || n < 0, n < 0 ? hg_range_len_bound(ctx, s, 2, s ? s->rank : 0) : n);
 }
