@@ -295,6 +295,11 @@ chan_pool(const HgChanCtx *cx, gint64 c, int rank, int dtype, gboolean average, 
         gint64 max_pad;
         gboolean pads = hg_win_pads(cx->node, &max_pad);
         gint64 ext = win_extent(cx->node);
+        guint nd = 0;
+        const gint64 *ds = hg_attr_ints(cx->node, "dilations", &nd);
+        for (guint i = 0; ds && i < nd; i++)
+            if (ds[i] != 1)
+                return NULL; /* holes: a window may fall between the values */
         if (!ext || hg_node_attr_int(cx->node, "ceil_mode", 0) || (pads && max_pad >= ext))
             return NULL; /* a window of padding only */
         with_zero = average && pads && hg_node_attr_int(cx->node, "count_include_pad", 0);

@@ -5,10 +5,12 @@
  * tightness seen from below, where bench/tightness.py sees it from random samples.
  *
  * The search: R random restarts (uniform inside the ranges, or every element at one end of its range,
- * the corners where a linear map is largest, or a mix), then, for each of the K tensors the restarts
- * are pushed (below), a (1+1) evolutionary ascent from the restart that did best for it:
- * a random set of input elements (its size adapted, larger after a success) is moved to an end of its
- * range or to a random point inside, and the move is kept when the tensor's max|x| does not drop.
+ * the corners where a linear map is largest, or a mix), then, for each of K target tensors (below), a
+ * (1+1) evolutionary ascent from the restart that did best for it: a random set of input elements
+ * (its size adapted, larger after a success) is moved to an end of its range or to a random point
+ * inside, and the move is kept when the tensor's max|x| does not drop. Where the target and an input
+ * are both NCHW, three moves in four stay in the input window under the target's largest element
+ * (its receptive field, by proportion of the spatial dims), where a move can change it.
  * Gradient-free: it sees only the interpreter's outputs. Integer inputs move among the integers of
  * their range; inputs without a range keep the sample's values. The shapes are the sample's, pinned,
  * so the bounds are the tightest the analysis gives.
@@ -45,8 +47,15 @@ typedef struct {
     GHashTable *index;  /* HgValue* -> index + 1 */
     GPtrArray *values;  /* index -> HgValue* */
     GArray *amax;       /* this run's max|x| per index */
+    GArray *argmax;     /* gint64: where this run's max|x| is, per index */
+    GArray *dims;       /* Dims: each value's shape (rank 4 or less kept) */
     guint64 checked, violations;
 } Run;
+
+typedef struct {
+    guint rank;
+    gint64 d[4];
+} Dims;
 
 static gboolean
 observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
@@ -59,12 +68,19 @@ observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
     if (!i) {
         g_ptr_array_add(r->values, (gpointer)v);
         double zero = 0;
+        gint64 none = 0;
+        Dims dm = {MIN(t->rank, 4), {0}};
+        for (guint k = 0; k < dm.rank; k++)
+            dm.d[k] = t->dims[k];
         g_array_append_val(r->amax, zero);
+        g_array_append_val(r->argmax, none);
+        g_array_append_val(r->dims, dm);
         i = r->values->len;
         g_hash_table_insert(r->index, (gpointer)v, GUINT_TO_POINTER(i));
     }
     HgArray view = {1, t->dtype, t->rank, {0}, hg_tensor_numel(t), (void *)t->data, FALSE, NULL, NULL, NULL};
     double amax = 0;
+    gint64 arg = 0;
     for (gint64 k = 0; k < view.numel; k++) {
         double x = hg_array_get_f64(&view, k);
         gboolean ok = isnan(x) ? rg->nan : (x >= rg->lo && x <= rg->hi && (x == 0 || fabs(x) >= rg->tiny));
@@ -72,10 +88,11 @@ observe(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
         if (!ok && r->violations++ < 5)
             printf("VIOLATION '%s' (%s): %.9g outside [%.9g, %.9g] (tiny %.3g)\n", v->name, v->producer->op_type,
                    x, rg->lo, rg->hi, rg->tiny);
-        if (isfinite(x))
-            amax = MAX(amax, fabs(x));
+        if (isfinite(x) && fabs(x) > amax)
+            amax = fabs(x), arg = k;
     }
     g_array_index(r->amax, double, i - 1) = amax;
+    g_array_index(r->argmax, gint64, i - 1) = arg;
     return TRUE;
 }
 
@@ -243,14 +260,16 @@ main(int argc, char **argv)
     }
 
     g_ptr_array_add(outputs, NULL);
-    Run r = {ranges, outputs->len > 1 ? (const char *const *)outputs->pdata : NULL, g_hash_table_new(NULL, NULL), g_ptr_array_new(), g_array_new(FALSE, FALSE, sizeof(double)),
-             0, 0};
+    Run r = {ranges, outputs->len > 1 ? (const char *const *)outputs->pdata : NULL, g_hash_table_new(NULL, NULL),
+             g_ptr_array_new(), g_array_new(FALSE, FALSE, sizeof(double)), g_array_new(FALSE, FALSE, sizeof(gint64)),
+             g_array_new(FALSE, FALSE, sizeof(Dims)), 0, 0};
     g_autoptr(GRand) rng = g_rand_new_with_seed(seed);
     guint64 evals = 0;
     int rc = 0;
     /* The sample itself first, then the restarts. */
     GArray *best_random = g_array_new(FALSE, TRUE, sizeof(double)); /* max|x| over the restarts */
     GArray *best_at = g_array_new(FALSE, TRUE, sizeof(guint));      /* the restart that gave it */
+    GArray *best_arg = g_array_new(FALSE, TRUE, sizeof(gint64));    /* and where */
     GPtrArray *starts = g_ptr_array_new();                           /* each restart's inputs */
     for (guint s = 0; s <= restarts && evals < max_evals; s++) {
         if (s > 0)
@@ -264,10 +283,12 @@ main(int argc, char **argv)
         g_ptr_array_add(starts, snap_new(feeds, nf));
         g_array_set_size(best_random, r.amax->len);
         g_array_set_size(best_at, r.amax->len);
+        g_array_set_size(best_arg, r.amax->len);
         for (guint i = 0; i < r.amax->len; i++)
             if (g_array_index(r.amax, double, i) > g_array_index(best_random, double, i)) {
                 g_array_index(best_random, double, i) = g_array_index(r.amax, double, i);
                 g_array_index(best_at, guint, i) = s;
+                g_array_index(best_arg, gint64, i) = g_array_index(r.argmax, gint64, i);
             }
     }
     if (rc)
@@ -316,17 +337,45 @@ main(int argc, char **argv)
         double b = bound_of(&r, ti), cur = g_array_index(best_random, double, ti);
         restore(feeds, nf, starts->pdata[g_array_index(best_at, guint, ti)]);
         double **keep = snap_new(feeds, nf);
-        double rate = 0.05;
+        double rate = 0.05, local_rate = 0.2;
+        /* An NCHW target and an NCHW input: most moves go to the input pixels under the target's
+         * largest element (its receptive field, by proportion of the spatial dims), where a move
+         * can change it. */
+        const Dims *td = &g_array_index(r.dims, Dims, ti);
+        guint k4 = nf;
+        for (guint k = 0; k < nf && td->rank == 4; k++)
+            if (feeds[k].moves && feeds[k].t->rank == 4 && k4 == nf)
+                k4 = k;
+        gint64 arg = g_array_index(best_arg, gint64, ti);
+        gint64 radius = k4 < nf ? MAX(1, feeds[k4].t->dims[2] / MAX(td->d[2], 1)) * 2 + 1 : 0;
         for (guint64 e = 0; e < per_target; e++) {
-            gint64 moves = MAX(1, (gint64)(rate * (double)total_moving));
-            for (gint64 q = 0; q < moves; q++) {
-                gint64 j = g_rand_int_range(rng, 0, (gint32)MIN(total_moving, G_MAXINT32));
-                guint k = 0;
-                while (!feeds[k].moves || j >= feeds[k].n) {
-                    j -= feeds[k].moves ? feeds[k].n : 0;
-                    k++;
+            gboolean local = k4 < nf && g_rand_int_range(rng, 0, 4) != 0;
+            if (local) {
+                const gint64 *fd = feeds[k4].t->dims;
+                gint64 h = (arg / td->d[3]) % td->d[2], w = arg % td->d[3], n = arg / (td->d[1] * td->d[2] * td->d[3]);
+                gint64 hc = (gint64)(((double)h + 0.5) * (double)fd[2] / (double)td->d[2]);
+                gint64 wc = (gint64)(((double)w + 0.5) * (double)fd[3] / (double)td->d[3]);
+                gint64 area = (2 * radius + 1) * (2 * radius + 1) * fd[1];
+                gint64 moves = MAX(1, (gint64)(local_rate * (double)area));
+                for (gint64 q = 0; q < moves; q++) {
+                    gint64 dh = g_rand_int_range(rng, -(gint32)radius, (gint32)radius + 1);
+                    gint64 dw = g_rand_int_range(rng, -(gint32)radius, (gint32)radius + 1);
+                    gint64 hh = CLAMP(hc + dh, 0, fd[2] - 1), ww = CLAMP(wc + dw, 0, fd[3] - 1);
+                    gint64 cc = g_rand_int_range(rng, 0, (gint32)fd[1]), nn = n < fd[0] ? n : 0;
+                    gint64 j = ((nn * fd[1] + cc) * fd[2] + hh) * fd[3] + ww;
+                    feeds[k4].x[j] = draw(rng, &feeds[k4], 1);
                 }
-                feeds[k].x[j] = draw(rng, &feeds[k], 2);
+            } else {
+                gint64 moves = MAX(1, (gint64)(rate * (double)total_moving));
+                for (gint64 q = 0; q < moves; q++) {
+                    gint64 j = g_rand_int_range(rng, 0, (gint32)MIN(total_moving, G_MAXINT32));
+                    guint k = 0;
+                    while (!feeds[k].moves || j >= feeds[k].n) {
+                        j -= feeds[k].moves ? feeds[k].n : 0;
+                        k++;
+                    }
+                    feeds[k].x[j] = draw(rng, &feeds[k], 2);
+                }
             }
             if (!evaluate(m, tensors, feeds, nf, &r, &evals)) {
                 rc = 2;
@@ -334,12 +383,20 @@ main(int argc, char **argv)
             }
             double now = g_array_index(r.amax, double, ti);
             if (now >= cur) {
-                if (now > cur)
-                    rate = MIN(0.5, rate * 1.5);
+                if (now > cur) {
+                    if (local)
+                        local_rate = MIN(1.0, local_rate * 1.5);
+                    else
+                        rate = MIN(0.5, rate * 1.5);
+                }
                 cur = now;
+                arg = g_array_index(r.argmax, gint64, ti);
                 save(feeds, nf, keep);
             } else {
-                rate = MAX(1.0 / (double)total_moving, rate * 0.8);
+                if (local)
+                    local_rate = MAX(0.01, local_rate * 0.8);
+                else
+                    rate = MAX(1.0 / (double)total_moving, rate * 0.8);
                 restore(feeds, nf, keep);
             }
         }
@@ -356,11 +413,14 @@ main(int argc, char **argv)
         snap_free(starts->pdata[i], nf);
     g_ptr_array_unref(starts);
     g_array_unref(best_at);
+    g_array_unref(best_arg);
     g_array_unref(best_random);
     for (guint k = 0; k < nf; k++)
         g_free(feeds[k].x);
     g_hash_table_unref(r.index);
     g_ptr_array_unref(r.values);
     g_array_unref(r.amax);
+    g_array_unref(r.argmax);
+    g_array_unref(r.dims);
     return rc;
 }
