@@ -27,7 +27,7 @@ scale = 20 if long_run else 1
 CORPUS_RANGES = {
     "mnist": (["Input3=0:255"], 40),
     "cnn_mnist_pytorch": (["0=0:1"], 40),
-    "squeezenet_tensor_input": (["data=0:255", "--output", "loss1"], 16),
+    "squeezenet_tensor_input": (["data=0:255", "--output", "loss1"], 12),
     "gpt2_past": (["input_ids=0:19", "*=-5:5"], 40),
     "TFBertForQuestionAnswering": (["attention_mask=0:1", "input_ids=0:19", "token_type_ids=0:1"], 30),
 }
@@ -44,7 +44,7 @@ with tempfile.TemporaryDirectory(prefix="hg-adv-") as tmp:
     cdir = os.path.join(tmp, "cnns")
     subprocess.run([sys.executable, os.path.join(hgtest.HERE, "random_cnns.py"), cdir, "24"], check=True)
     for c in json.load(open(os.path.join(cdir, "cases.json"))):
-        models.append((c["name"], c["model"], c["data"], c["input_ranges"], 30))
+        models.append((c["name"], c["model"], c["data"], c["input_ranges"], 20))
     ex = os.path.join(hgtest.ROOT, "examples", "tiny_unet.onnx")
     models.append(("tiny_unet", ex, hgtest.write_inputs(os.path.join(tmp, "tiny_unet"),
                    [("image", rng.uniform(0, 1, (1, 3, 32, 32)).astype(np.float32))]), ["image=0:1"], 40))
