@@ -257,7 +257,7 @@ report_fixed(const char *file, const HgCheckResult *r, gboolean shown)
                 shown ? "" : "; --show-fixed lists them");
 }
 
-/* One note per op the analysis has no row for. */
+/* One note per op the analysis has no row for, and one per length it assumed for a symbolic dim. */
 void
 report_unknown_ops(const char *file, const HgCheckResult *r)
 {
@@ -267,6 +267,8 @@ report_unknown_ops(const char *file, const HgCheckResult *r)
         g_autofree char *note = hg_check_unknown_op_note(r->unknown_ops->pdata[i]);
         print_line(stderr, "%s: note: %s", file, note);
     }
+    for (guint i = 0; r->assumptions && i < r->assumptions->len; i++)
+        print_line(stderr, "%s: note: bounds assume %s", file, (const char *)r->assumptions->pdata[i]);
 }
 
 /* One note per input whose range the model itself gives (derived) or that needs none. */

@@ -214,6 +214,8 @@ hg_check_result_free(HgCheckResult *r)
         g_ptr_array_unref(r->inputs);
     if (r->unknown_ops)
         g_ptr_array_unref(r->unknown_ops);
+    if (r->assumptions)
+        g_ptr_array_unref(r->assumptions);
     g_free(r);
 }
 
@@ -1309,7 +1311,10 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
-    c->ranges = hg_ranges_infer(g, c->shapes, ir, n_ir);
+    c->ranges = hg_ranges_infer_dims(g, c->shapes, ir, n_ir, opts->dim_max);
+    res->assumptions = g_ptr_array_new_with_free_func(g_free);
+    for (guint k = 0; k < c->ranges->assumed->len; k++)
+        g_ptr_array_add(res->assumptions, g_strdup(c->ranges->assumed->pdata[k]));
     res->unknown_ops = g_ptr_array_new_with_free_func(unknown_op_free);
     mark_open(c, order, res->unranged_inputs, res->unknown_ops);
     mark_fp32(c, order);

@@ -3,6 +3,7 @@
  * (folded shape math); graph inputs take the ranges the caller gives. */
 #include "ranges.h"
 #include "halfguard/check.h"
+#include "ops/kernel.h"
 
 #include <math.h>
 #include <string.h>
@@ -24,6 +25,21 @@ widen(HgRange *r)
     if (isfinite(r->hi))
         r->hi += fabs(r->hi) * rel;
     r->tiny *= 1.0 - rel;
+}
+
+/* The same widening for a per-channel interval. */
+static void
+widen_bounds(double *lo, double *hi)
+{
+    const double rel = 1.0 / 1048576.0;
+    *lo -= fabs(*lo) * rel;
+    *hi += fabs(*hi) * rel;
+}
+
+const HgChan *
+hg_ranges_chan(const HgRanges *r, const HgValue *v)
+{
+    return v ? g_hash_table_lookup(r->chans, v) : NULL;
 }
 
 static const HgInputRange *
@@ -59,6 +75,39 @@ shape_lookup(gconstpointer data, const HgValue *v)
     return hg_shapes_get(data, v);
 }
 
+/* Constants seen through ops that only rearrange them (issue 12): an initializer behind a Reshape,
+ * Flatten, Squeeze, Unsqueeze or Identity is a view of the same bytes with the output's dims, at any
+ * size, so the rules downstream (a MatMul's column norms, say) see the weights themselves. A Transpose
+ * moves the elements, so it is a copy, made only up to TRANSPOSE_COPY_MAX elements. Shape inference
+ * folds only small values (HG_FOLD_MAX_OUTPUT); these are the large ones. */
+#define TRANSPOSE_COPY_MAX ((gint64)1 << 22)
+
+static HgArray *
+const_through(const HgNode *n, gint64 opset, GHashTable *consts, const HgValueShape *os)
+{
+    if (!n->n_inputs || !n->inputs[0] || n->n_outputs < 1 || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return NULL;
+    HgArray *a = g_hash_table_lookup(consts, n->inputs[0]);
+    if (!a || a->strings || !os || os->rank < 0 || os->rank > HG_MAX_RANK)
+        return NULL;
+    gint64 dims[HG_MAX_RANK];
+    for (int i = 0; i < os->rank; i++)
+        if ((dims[i] = os->dims[i].v) < 0)
+            return NULL;
+    if (!strcmp(n->op_type, "Reshape") || !strcmp(n->op_type, "Flatten") || !strcmp(n->op_type, "Squeeze") ||
+        !strcmp(n->op_type, "Unsqueeze") || !strcmp(n->op_type, "Identity"))
+        return os->dtype == a->dtype ? hg_array_reshape_view(a, (guint)os->rank, dims, NULL) : NULL;
+    if (strcmp(n->op_type, "Transpose") || a->numel > TRANSPOSE_COPY_MAX)
+        return NULL;
+    const HgOpDef *op = hg_op_for_node(n);
+    HgArray *out = NULL;
+    if (!op || !op->eval || !hg_eval_constants(n, opset, op->eval, 1, &a, 1, &out, NULL))
+        return NULL;
+    if (out && (out->numel != a->numel || out->rank != (guint)os->rank))
+        g_clear_pointer(&out, hg_array_unref);
+    return out;
+}
+
 const HgScan *
 hg_ranges_scan(const HgRanges *r, const HgValue *v)
 {
@@ -71,19 +120,71 @@ hg_ranges_free(HgRanges *r)
     if (!r)
         return;
     g_hash_table_unref(r->scans);
+    g_hash_table_unref(r->chans);
+    g_ptr_array_unref(r->assumed);
     g_hash_table_unref(r->ranges);
     g_free(r);
+}
+
+static void
+note_assumed(GPtrArray *assumed, const char *msg)
+{
+    if (!assumed)
+        return;
+    for (guint i = 0; i < assumed->len; i++)
+        if (!strcmp(assumed->pdata[i], msg))
+            return;
+    g_ptr_array_add(assumed, g_strdup(msg));
+}
+
+gint64
+hg_range_len_bound(const HgRangeCtx *ctx, const HgValueShape *s, int from, int to)
+{
+    if (!s || s->rank < 0 || to > s->rank) {
+        note_assumed(ctx->assumed, "a dim of unknown rank: at most 2^20 elements (rounding slack)");
+        return HG_ASSUMED_LEN;
+    }
+    gint64 n = 1;
+    gboolean unbounded = FALSE;
+    for (int i = MAX(from, 0); i < to; i++) {
+        const HgSymDim *d = &s->dims[i];
+        gint64 v = d->v >= 0 ? d->v : hg_dim_max_lookup(ctx->dim_max, d->sym, -1);
+        g_autofree char *what = d->sym ? g_strdup_printf("symbolic dim '%s'", d->sym)
+                                       : g_strdup("an unnamed symbolic dim");
+        if (d->v < 0 && v > 0) {
+            g_autofree char *m = g_strdup_printf("%s at most %" G_GINT64_FORMAT " (--dim-max)", what, v);
+            note_assumed(ctx->assumed, m);
+        }
+        if (v < 0) {
+            g_autofree char *m = g_strdup_printf("%s: at most 2^20 elements where a rounding slack needs a "
+                                                 "length (--dim-max %s%s sets it)", what, d->sym ? d->sym : "N", d->sym ? "=N" : "");
+            note_assumed(ctx->assumed, m);
+            unbounded = TRUE;
+        } else {
+            n = v > 0 && n > G_MAXINT64 / v ? G_MAXINT64 : n * v;
+        }
+    }
+    return unbounded ? MAX(n, HG_ASSUMED_LEN) : n;
 }
 
 HgRanges *
 hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs)
 {
+    return hg_ranges_infer_dims(g, shapes, inputs, n_inputs, NULL);
+}
+
+HgRanges *
+hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs,
+                     const char *const *dim_max)
+{
     g_return_val_if_fail(g != NULL && shapes != NULL, NULL);
     HgRanges *r = g_new0(HgRanges, 1);
+    r->assumed = g_ptr_array_new_with_free_func(g_free);
     r->graph = g;
     r->generation = g->generation;
     r->ranges = g_hash_table_new_full(NULL, NULL, NULL, g_free);
     r->scans = g_hash_table_new_full(NULL, NULL, NULL, g_free);
+    r->chans = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_chan_free);
     g_autoptr(GPtrArray) order = hg_graph_topo_order(g, NULL);
     if (!order)
         return r;
@@ -135,8 +236,27 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
         const HgOpDef *op = hg_op_for_node(n);
         if (op && op->range) {
             HgRangeCtx ctx = {n, opset, n->n_inputs, ins, ishapes, vals, n->n_outputs, oshapes, outs,
-                              range_lookup, r, shape_lookup, shapes};
+                              range_lookup, r, shape_lookup, shapes, dim_max, r->assumed};
             op->range(&ctx);
+        }
+        /* Per-channel intervals: kept beside the first output's, and its interval met with their hull
+         * (both sound, so the meet is). */
+        HgChanCtx cx = {n, n->n_inputs, ins, ishapes, vals, n->n_outputs ? oshapes[0] : NULL, r->chans};
+        HgChan *ch = n->n_outputs ? hg_chan_rule(&cx) : NULL;
+        if (ch) {
+            double lo = INFINITY, hi = -INFINITY;
+            for (gint64 j = 0; j < ch->c; j++) {
+                widen_bounds(&ch->lo[j], &ch->hi[j]);
+                lo = MIN(lo, ch->lo[j]);
+                hi = MAX(hi, ch->hi[j]);
+            }
+            if (MAX(outs[0]->lo, lo) <= MIN(outs[0]->hi, hi)) {
+                outs[0]->lo = MAX(outs[0]->lo, lo);
+                outs[0]->hi = MIN(outs[0]->hi, hi);
+                g_hash_table_replace(r->chans, n->outputs[0], ch);
+            } else {
+                hg_chan_free(ch); /* an empty value: nothing to gain */
+            }
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             /* A value shape inference computed is known exactly, whatever the rule said. */
@@ -147,6 +267,11 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
                 /* stored in the output's float type: past its range inf, under its subnormals 0 */
                 if (hg_dtype_is_float(oshapes[k]->dtype))
                     *outs[k] = hg_range_fit(*outs[k], oshapes[k]->dtype);
+            }
+            if (n->outputs[k] && k == 0 && !oshapes[0]->value) {
+                HgArray *view = const_through(n, opset, consts, oshapes[0]);
+                if (view)
+                    g_hash_table_insert(consts, n->outputs[0], view);
             }
             if (n->outputs[k])
                 g_hash_table_replace(r->ranges, n->outputs[k], outs[k]);

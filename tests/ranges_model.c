@@ -1,9 +1,12 @@
 /* Soundness and tightness of the interval analysis on one real model: the graph inputs' ranges are
  * declared, the model runs on inputs inside them, and every float value must lie inside its static
- * range. Prints the violations and, per tensor, static bound / observed absmax (median and worst).
+ * range. Prints the violations and, per tensor, static bound / observed absmax (median, 90th
+ * percentile and worst).
  *
- * Usage: ranges_model MODEL DATA_DIR NAME=LO:HI...   (DATA_DIR as for `halfguard run`; NAME may be *;
- * the inputs' shapes pin the symbolic dims) */
+ * Usage: ranges_model [--symbolic] [--tsv FILE] MODEL DATA_DIR NAME=LO:HI...   (DATA_DIR as for
+ * `halfguard run`; NAME may be *; the inputs' shapes pin the symbolic dims, except with --symbolic,
+ * where the analysis sees the model's own shapes as `check` does without --shapes; --tsv writes one
+ * line per float tensor: name, op, static lo, static hi, observed absmax) */
 #include "halfguard/halfguard.h"
 #include "ops/array.h"
 #include "ops/op.h"
@@ -19,6 +22,7 @@ typedef struct {
     guint64 values, violations;
     GArray *ratios; /* static bound / observed absmax, per tensor */
     guint unbounded;
+    FILE *tsv;
 } Check;
 
 /* HALFGUARD_RANGES_DEBUG=1: name the op of each unbounded tensor whose inputs are all bounded (where
@@ -68,6 +72,8 @@ check_value(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
     if (g_strcmp0(g_getenv("HALFGUARD_RANGES_DEBUG"), "all") == 0)
         fprintf(stderr, "range '%s' (%s): [%.4g, %.4g] tiny %.3g%s, observed absmax %.4g\n", v->name,
                 v->producer->op_type, r->lo, r->hi, r->tiny, r->nan ? " nan" : "", amax);
+    if (c->tsv)
+        fprintf(c->tsv, "%s\t%s\t%.9g\t%.9g\t%.9g\n", v->name, v->producer->op_type, r->lo, r->hi, amax);
     if (!hg_range_bounded(r)) {
         c->unbounded++;
         debug_unbounded(c, v);
@@ -89,8 +95,19 @@ cmp_double(gconstpointer a, gconstpointer b)
 int
 main(int argc, char **argv)
 {
+    gboolean symbolic = FALSE;
+    const char *tsv_path = NULL;
+    while (argc > 1 && g_str_has_prefix(argv[1], "--")) {
+        if (!strcmp(argv[1], "--symbolic"))
+            symbolic = TRUE;
+        else if (!strcmp(argv[1], "--tsv") && argc > 2)
+            tsv_path = argv[2], argv++, argc--;
+        else
+            break;
+        argv++, argc--;
+    }
     if (argc < 3) {
-        fprintf(stderr, "usage: ranges_model MODEL DATA_DIR NAME=LO:HI...\n");
+        fprintf(stderr, "usage: ranges_model [--symbolic] [--tsv FILE] MODEL DATA_DIR NAME=LO:HI...\n");
         return 2;
     }
     g_autoptr(GError) error = NULL;
@@ -108,7 +125,8 @@ main(int argc, char **argv)
         pins[k].rank = MIN(t->rank, HG_MAX_RANK);
         memcpy(pins[k].dims, t->dims, sizeof(gint64) * pins[k].rank);
     }
-    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, pins, decls->len, &error);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, symbolic ? NULL : pins, symbolic ? 0 : decls->len,
+                                                 &error);
     if (!shapes) {
         fprintf(stderr, "%s: %s\n", argv[1], error->message);
         return 2;
@@ -127,15 +145,22 @@ main(int argc, char **argv)
         ir[n++].range = hg_range_exact(lo, hi);
     }
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, ir, n);
-    Check c = {ranges, 0, 0, g_array_new(FALSE, FALSE, sizeof(double)), 0};
+    Check c = {ranges, 0, 0, g_array_new(FALSE, FALSE, sizeof(double)), 0, NULL};
+    if (tsv_path && !(c.tsv = fopen(tsv_path, "w"))) {
+        fprintf(stderr, "%s: cannot write\n", tsv_path);
+        return 2;
+    }
     HgRunOptions opts = {0, check_value, &c, NULL};
     g_autoptr(GPtrArray) outs = hg_run(m, feeds, &opts, &error);
     g_array_sort(c.ratios, cmp_double);
     double median = c.ratios->len ? g_array_index(c.ratios, double, c.ratios->len / 2) : 0;
+    double p90 = c.ratios->len ? g_array_index(c.ratios, double, c.ratios->len * 9 / 10) : 0;
     double worst = c.ratios->len ? g_array_index(c.ratios, double, c.ratios->len - 1) : 0;
+    if (c.tsv)
+        fclose(c.tsv);
     printf("%s: %" G_GUINT64_FORMAT " values, %" G_GUINT64_FORMAT " violations; %u tensors bounded "
-           "(bound/absmax median %.3g, worst %.3g), %u unbounded%s%s\n", argv[1], c.values, c.violations,
-           c.ratios->len, median, worst, c.unbounded, outs ? "" : "; run stopped: ",
+           "(bound/absmax median %.3g, p90 %.3g, worst %.3g), %u unbounded%s%s\n", argv[1], c.values,
+           c.violations, c.ratios->len, median, p90, worst, c.unbounded, outs ? "" : "; run stopped: ",
            outs ? "" : error->message);
     g_array_unref(c.ratios);
     return c.violations ? 1 : 0;

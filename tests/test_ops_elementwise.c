@@ -1188,10 +1188,9 @@ test_range_helpers(void **state)
  * spellings: |Y| <= sqrt(n) per row of n = 8, not |d| / sqrt(eps) = 63246. A row with one spike
  * attains |Y| = sqrt(7), which the bound must hold. */
 static void
-test_range_decomposed_layernorm(void **state)
+decomposed_layernorm(const char *dims)
 {
-    (void)state;
-    static const char text[] =
+    static const char tmpl[] =
         "<ir_version: 8, opset_import: [\"\" : 13]>\n"
         "g (float[2,8] X, float[1] E = {1e-5}, float[1] two = {2},\n"
         "   float[8] G = {2, -1, 0.5, 1, 1, 1, 1, 1}, float[8] B = {1, 0, 0, 0, 0, 0, 0, -0.5})\n"
@@ -1214,8 +1213,10 @@ test_range_decomposed_layernorm(void **state)
         "  SB = Sub(B, M2)\n"
         "  T = Add(M1, SB)\n"
         "}\n";
+    g_autoptr(GString) text = g_string_new(tmpl);
+    g_string_replace(text, "float[2,8]", dims, 0);
     g_autoptr(GError) error = NULL;
-    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    g_autoptr(HgModel) m = hg_model_parse_text(text->str, text->len, &error);
     assert_non_null(m);
     g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
     assert_non_null(shapes);
@@ -1232,6 +1233,43 @@ test_range_decomposed_layernorm(void **state)
     assert_false(t->nan);
     assert_true(t->hi >= 2 * sqrt(7) + 1 && t->hi <= 2 * sqrt(8) * 1.02 + 1.1);
     assert_true(t->lo <= -(2 * sqrt(7) - 0.5) && t->lo >= -(2 * sqrt(8) * 1.02 + 1.1));
+}
+
+static void
+test_range_decomposed_layernorm(void **state)
+{
+    (void)state;
+    decomposed_layernorm("float[2,8]");
+    /* The rule asks only for the averaged axis: a symbolic batch gives the same bounds. */
+    decomposed_layernorm("float[batch,8]");
+}
+
+/* The averaged axis symbolic: its length is unknown, so the rule must not apply (the quotient's
+ * interval bound |d| / sqrt(eps) stays). */
+static void
+test_range_decomposed_layernorm_symbolic_row(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[2,n] X, float[1] E = {1e-5}, float[1] two = {2}) => (float[2,n] Y) {\n"
+        "  M = ReduceMean <axes = [-1]> (X)\n"
+        "  D = Sub(X, M)\n"
+        "  P = Pow(D, two)\n"
+        "  V = ReduceMean <axes = [-1]> (P)\n"
+        "  VE = Add(V, E)\n"
+        "  S = Sqrt(VE)\n"
+        "  Y = Div(D, S)\n"
+        "}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    assert_non_null(m);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
+    assert_non_null(shapes);
+    HgInputRange in = {"X", {-100, 100, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y"));
+    assert_true(y->hi >= 200 / sqrt(1e-5) * 0.99);
 }
 
 /* DETR's normalised CumSum: c / (c[last] + eps) lies in [0, 1] when x >= 0 (and without eps, 0 / 0
@@ -1463,6 +1501,7 @@ HG_TEST_MAIN("ops_elementwise",
              cmocka_unit_test(test_range_helpers),
              cmocka_unit_test(test_range_rules),
              cmocka_unit_test(test_range_decomposed_layernorm),
+             cmocka_unit_test(test_range_decomposed_layernorm_symbolic_row),
              cmocka_unit_test(test_range_normalized_cumsum),
              cmocka_unit_test(test_range_contains_kernel),
              cmocka_unit_test(test_range_gelu))

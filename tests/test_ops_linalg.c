@@ -1762,6 +1762,20 @@ test_range_softmax_convex(void **state)
      * 4), and 0 / 0 when H or W is 0 */
     const HgRange *r6 = RANGE_OF(ranges, m, "o6");
     assert_true(r6->lo <= -1 && r6->lo >= -1.51 && r6->hi >= 4 && r6->hi <= 4.51 && r6->nan);
+    /* ... an assumption the analysis notes, once per dim */
+    guint noted = 0;
+    for (guint i = 0; i < ranges->assumed->len; i++)
+        noted += strstr(ranges->assumed->pdata[i], "'H'") != NULL || strstr(ranges->assumed->pdata[i], "'W'") != NULL;
+    assert_int_equal(noted, 2);
+    /* --dim-max H=8, W=8 (and 64 for the rest): the slack of 64 terms, noted as such */
+    const char *const dims[] = {"H=8", "W=8", "64", NULL};
+    g_autoptr(HgRanges) bounded = hg_ranges_infer_dims(m->graph, shapes, in, 7, dims);
+    const HgRange *b6 = RANGE_OF(bounded, m, "o6");
+    assert_true(b6->lo <= -1 && b6->lo >= -1.001 && b6->hi >= 4 && b6->hi <= 4.001 && b6->nan);
+    gboolean said = FALSE;
+    for (guint i = 0; i < bounded->assumed->len; i++)
+        said = said || strstr(bounded->assumed->pdata[i], "'H' at most 8") != NULL;
+    assert_true(said);
 }
 
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in
@@ -1782,6 +1796,166 @@ assert_runs_inside(HgModel *m, const HgRanges *ranges, const gint64 *dims, guint
         HgRunOptions opts = {1, NULL, NULL, names};
         g_autoptr(GError) error = NULL;
         g_autoptr(GPtrArray) got = hg_run(m, feeds, &opts, &error);
+        assert_non_null(got);
+        for (guint k = 0; k < got->len; k++) {
+            const HgRange *r = RANGE_OF(ranges, m, names[k]);
+            HgTensor *o = got->pdata[k];
+            const float *ov = hg_tensor_data_mut(o);
+            for (gint64 i = 0; i < hg_tensor_numel(o); i++)
+                if (!(ov[i] >= r->lo && ov[i] <= r->hi))
+                    fail_msg("%s[%" G_GINT64_FORMAT "] = %g outside [%g, %g]", names[k], i, ov[i], r->lo, r->hi);
+        }
+    }
+}
+
+/* Rules that ask only for the dims they use (issue 12). A legacy Pad of -FLT_MAX before a MaxPool
+ * with pads shorter than the window is >= 0 after the pool whatever the batch and spatial dims are
+ * (here symbolic); pads that can fill a window of an empty axis are not. A GlobalAveragePool of a
+ * tensor of unknown rank is still an average. The interpreter's outputs on random inputs (H = W = 7)
+ * stay inside. */
+static void
+test_range_dims_used(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 5, opset_import: [\"\" : 10]>\n"
+        "g (float[N,2,H,W] x, int64[3] shp) => (float[N,2,?,?] q, float[N,2,?,?] s, float[?,?,?] a)\n"
+        "  {\n"
+        "  r = Relu(x)\n"
+        "  pq = Pad <pads = [0, 0, 0, 0, 0, 0, 1, 1], value = -3.4028235e+38> (r)\n"
+        "  q = MaxPool <kernel_shape = [3, 3], strides = [2, 2]> (pq)\n"
+        "  ps = Pad <pads = [0, 0, 2, 2, 0, 0, 2, 2], value = -3.4028235e+38> (r)\n"
+        "  s = MaxPool <kernel_shape = [3, 3]> (ps)\n"
+        "  rs = Reshape(x, shp)\n"
+        "  a = GlobalAveragePool(rs)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-1, 4, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const HgRange *q = RANGE_OF(ranges, m, "q"), *sr = RANGE_OF(ranges, m, "s"), *a = RANGE_OF(ranges, m, "a");
+    assert_true(q->lo == 0 && q->hi >= 4 && q->hi <= 4.001);
+    assert_true(sr->lo <= -3e38);
+    assert_true(a->lo <= -1 && a->lo >= -1.51 && a->hi >= 4 && a->hi <= 4.51 && a->nan);
+    g_autoptr(GRand) rng = g_rand_new_with_seed(3);
+    const gint64 dims[4] = {2, 2, 7, 7}, sdims[1] = {3};
+    for (int trial = 0; trial < 16; trial++) {
+        g_autoptr(HgTensor) t = hg_tensor_new("x", HG_DTYPE_FLOAT, 4, dims);
+        g_autoptr(HgTensor) sh = hg_tensor_new("shp", HG_DTYPE_INT64, 1, sdims);
+        float *xv = hg_tensor_data_mut(t);
+        gint64 *sv = hg_tensor_data_mut(sh);
+        sv[0] = 2, sv[1] = 2, sv[2] = 49;
+        for (int i = 0; i < 196; i++)
+            xv[i] = (float)g_rand_double_range(rng, -1, 4);
+        g_autoptr(GPtrArray) feeds = g_ptr_array_new();
+        g_ptr_array_add(feeds, t);
+        g_ptr_array_add(feeds, sh);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) got = hg_run(m, feeds, NULL, &error);
+        assert_non_null(got);
+        const HgRange *rs[3] = {q, sr, a};
+        for (guint k = 0; k < 3; k++) {
+            HgTensor *o = got->pdata[k];
+            const float *ov = hg_tensor_data_mut(o);
+            for (gint64 i = 0; i < hg_tensor_numel(o); i++)
+                if (!(ov[i] >= rs[k]->lo && ov[i] <= rs[k]->hi))
+                    fail_msg("output %u [%" G_GINT64_FORMAT "] = %g outside [%g, %g]", k, i, ov[i], rs[k]->lo,
+                             rs[k]->hi);
+        }
+    }
+}
+
+/* Constant weights seen through a Reshape (a view) and a Transpose, at a size shape inference does
+ * not fold (1600 elements): column j of w has one 1 and small entries, so the product of x in
+ * [-10, 10] is bounded by 10 (1 + 7 * 0.01) per column, where weights unseen give 10 * 8 * max|w| = 80. */
+static void
+test_range_weights_through_reshape(void **state)
+{
+    (void)state;
+    g_autoptr(GString) text = g_string_new("<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                                           "g (float[4,8] x) => (float[4,200] y, float[4,200] z)\n  <float[1600] wf = {");
+    g_autoptr(GString) wt = g_string_new("float[200,8] wt = {");
+    for (int i = 0; i < 1600; i++) {
+        int k = i / 200, j = i % 200; /* wf viewed as [8, 200]: row k, column j */
+        g_string_append_printf(text, "%s%g", i ? ", " : "", k == j % 8 ? 1.0 : (j % 2 ? 0.01 : -0.01));
+        int tj = i / 8, tk = i % 8; /* wt is [200, 8]: its transpose is [8, 200] */
+        g_string_append_printf(wt, "%s%g", i ? ", " : "", tk == tj % 8 ? 1.0 : 0.01);
+    }
+    g_string_append_printf(text, "},\n   %s}, int64[2] s = {8, 200}> {\n"
+                                 "  w = Reshape(wf, s)\n  y = MatMul(x, w)\n"
+                                 "  wtt = Transpose <perm = [1, 0]> (wt)\n  z = MatMul(x, wtt)\n}\n", wt->str);
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text->str, &shapes);
+    HgInputRange in = {"x", {-10, 10, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const char *const names[] = {"y", "z", NULL};
+    for (guint i = 0; names[i]; i++) {
+        const HgRange *r = RANGE_OF(ranges, m, names[i]);
+        if (!(r->hi >= 10.7 && r->hi <= 10.71 && r->lo <= -10.7 && r->lo >= -10.71))
+            fail_msg("%s: [%g, %g], expected +-10.7", names[i], r->lo, r->hi);
+    }
+    const gint64 dims[2] = {4, 8};
+    float first[32]; /* row 0 attains z's bound in column 0: x = 10 everywhere */
+    for (int i = 0; i < 32; i++)
+        first[i] = i < 8 ? 10 : (i % 2 ? 10 : -10);
+    assert_runs_inside(m, ranges, dims, 2, first, names);
+}
+
+/* Per-channel intervals (issue 12). Channel 1 of the Conv is 100 times channel 0, and the
+ * BatchNormalization scales it back by 0.01: per channel both are within 2, where one interval per
+ * tensor charges channel 0 with channel 1's 200. Then Relu, GlobalAveragePool, Flatten and a Gemm keep
+ * the channels apart ([0, 4]). A Div by per-channel constants of both signs is bounded per channel
+ * where their hull holds 0. A padded Conv of values in [1, 3] must count the padding's zeros: a
+ * corner sums 8 terms, not 18, so -8 is reached. The interpreter's outputs on random inputs and on
+ * the corners stay inside. */
+static void
+test_range_per_channel(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 7, opset_import: [\"\" : 13]>\n"
+        "g (float[2,2,4,4] x) => (float[2,2,4,4] y, float[2,1] g, float[2,2,4,4] q, float[2,1,4,4] p)\n"
+        "  <float[2,2,1,1] w = {1, 1, 100, 100}, float[2] sc = {1, 0.01}, float[2] zb = {0, 0},\n"
+        "   float[2] vr = {0.99999, 0.99999}, float[2,1] fc = {1, 1}, float[2,1,1] dv = {2, -3},\n"
+        "   float two = {2}, float[1,2,3,3] wn = {-1, -1, -1, -1, -1, -1, -1, -1, -1,\n"
+        "                                         -1, -1, -1, -1, -1, -1, -1, -1, -1}> {\n"
+        "  c = Conv(x, w)\n"
+        "  y = BatchNormalization <epsilon = 1e-5> (c, sc, zb, zb, vr)\n"
+        "  r = Relu(y)\n"
+        "  a = GlobalAveragePool(r)\n"
+        "  f = Flatten(a)\n"
+        "  g = Gemm(f, fc)\n"
+        "  q = Div(x, dv)\n"
+        "  xs = Add(x, two)\n"
+        "  p = Conv <pads = [1, 1, 1, 1]> (xs, wn)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in = {"x", {-1, 1, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    const HgRange *y = RANGE_OF(ranges, m, "y"), *g = RANGE_OF(ranges, m, "g"), *q = RANGE_OF(ranges, m, "q");
+    const HgRange *p = RANGE_OF(ranges, m, "p");
+    if (!(y->hi >= 2 && y->hi <= 2.001 && y->lo <= -2 && y->lo >= -2.001))
+        fail_msg("y: [%g, %g], expected +-2", y->lo, y->hi);
+    if (!(g->hi >= 4 && g->hi <= 4.001 && g->lo <= 0 && g->lo >= -0.001))
+        fail_msg("g: [%g, %g], expected [0, 4]", g->lo, g->hi);
+    if (!(q->hi >= 0.5 && q->hi <= 0.501 && q->lo <= -0.5 && q->lo >= -0.501))
+        fail_msg("q: [%g, %g], expected +-0.5", q->lo, q->hi);
+    if (!(p->hi >= -8 && p->lo <= -54 && p->lo >= -54.01))
+        fail_msg("p: [%g, %g], expected [-54, >= -8]", p->lo, p->hi);
+    const char *const names[] = {"y", "g", "q", "p"};
+    const gint64 dims[4] = {2, 2, 4, 4};
+    g_autoptr(GRand) rng = g_rand_new_with_seed(5);
+    for (int trial = 0; trial < 32; trial++) {
+        g_autoptr(HgTensor) t = hg_tensor_new("x", HG_DTYPE_FLOAT, 4, dims);
+        float *xv = hg_tensor_data_mut(t);
+        for (int i = 0; i < 64; i++)
+            xv[i] = trial == 0 ? -1 : trial == 1 ? 1 : trial < 8 ? (g_rand_boolean(rng) ? 1 : -1)
+                                                     : (float)g_rand_double_range(rng, -1, 1);
+        g_autoptr(GPtrArray) feeds = g_ptr_array_new();
+        g_ptr_array_add(feeds, t);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(GPtrArray) got = hg_run(m, feeds, NULL, &error);
         assert_non_null(got);
         for (guint k = 0; k < got->len; k++) {
             const HgRange *r = RANGE_OF(ranges, m, names[k]);
@@ -2171,6 +2345,9 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_matmul_gemm),
              cmocka_unit_test(test_range_softmax_convex),
              cmocka_unit_test(test_range_norm_aware),
+             cmocka_unit_test(test_range_dims_used),
+             cmocka_unit_test(test_range_per_channel),
+             cmocka_unit_test(test_range_weights_through_reshape),
              cmocka_unit_test(test_range_qk_norms),
              cmocka_unit_test(test_range_pools),
              cmocka_unit_test(test_range_rotary),

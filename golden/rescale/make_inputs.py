@@ -77,7 +77,7 @@ nodes = [conv(0, "x", "c0", scale=1.0, inits=inits), h.make_node("Relu", ["c0"],
          h.make_node("Add", ["c3", "gate"], ["s"], name="add"),
          h.make_node("Div", ["s", "norm"], ["y"], name="div")]
 inits.append(nh.from_array(np.array(4096.0, np.float32), "norm"))
-save("entry_from_outside", nodes, inits, "# @args: --input-range x=0:1\n# @passes: rescale\n# The Add reads a Sigmoid of the input (not in the region): it enters through a Mul by 2^-k; the\n# constant Div after the Add absorbs 2^k.\n")
+save("entry_from_outside", nodes, inits, "# @args: --input-range x=0:16\n# @passes: rescale\n# (x in [0, 16]: with per-channel intervals, x in [0, 1] is proven to fit FP16 and leaves nothing to rescale.)\n# The Add reads a Sigmoid of the input (not in the region): it enters through a Mul by 2^-k; the\n# constant Div after the Add absorbs 2^k.\n")
 
 # 5. A scaled graph output that the region also reads on.
 inits = []; nodes = []; x = "x"
@@ -86,7 +86,7 @@ for i in range(6):
     x = f"r{i}"
 nodes.append(h.make_node("InstanceNormalization", [x, "gamma", "beta"], ["y"], name="norm"))
 inits += [nh.from_array(np.ones(4, np.float32), "gamma"), nh.from_array(np.zeros(4, np.float32), "beta")]
-save("output_read_inside", nodes, inits, "# @args: --input-range x=0:1\n# @passes: rescale\n# r4 is a graph output and read by the next Conv: the Conv reads it scaled (renamed r4_scaled), the\n# output keeps its name and its values through a Mul by 2^k.\n",
+save("output_read_inside", nodes, inits, "# @args: --input-range x=0:16\n# @passes: rescale\n# (x in [0, 16]: with per-channel intervals, x in [0, 1] is proven to fit FP16 and leaves nothing to rescale.)\n# r4 is a graph output and read by the next Conv: the Conv reads it scaled (renamed r4_scaled), the\n# output keeps its name and its values through a Mul by 2^k.\n",
      outs=[h.make_tensor_value_info("y", T.FLOAT, None), h.make_tensor_value_info("r4", T.FLOAT, None)])
 
 # 6. Negative: a branch so small that 2^-k would push it toward FP16's subnormals.

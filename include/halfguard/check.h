@@ -213,6 +213,8 @@ typedef struct {
     gpointer priv;               /* the analysis, for the passes (src/hazards.h) */
     GPtrArray *unknown_ops;      /* HgUnknownOp*, by first appearance in topological order */
     GPtrArray *inputs;           /* HgInputInfo*: every graph input to feed, in feed order */
+    GPtrArray *assumptions;      /* char*: what the interval analysis assumed of symbolic dims where a
+                                    bound needs a length (their --dim-max, else at most 2^20) */
 } HgCheckResult;
 
 /* Find the hazards of m. NULL with an HG_ERROR on a bad option (unknown input name in ranges, bad

@@ -265,9 +265,6 @@ row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
 {
     if (!s || s->rank < 1)
         return -1;
-    for (int i = 0; i < s->rank; i++)
-        if (s->dims[i].v < 0)
-            return -1;
     guint na = 0;
     const gint64 *axes = hg_attr_ints(rm, "axes", &na);
     g_autoptr(HgArray) av = NULL;
@@ -278,12 +275,16 @@ row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
         axes = av->data;
         na = (guint)av->numel;
     }
+    /* Only the averaged axes' dims are asked for: a symbolic batch or sequence elsewhere is no matter. */
     if (!axes || na == 0) {
         if (hg_node_attr_int(rm, "noop_with_empty_axes", 0))
             return 1;
         double n = 1;
-        for (int i = 0; i < s->rank; i++)
+        for (int i = 0; i < s->rank; i++) {
+            if (s->dims[i].v < 0)
+                return -1;
             n *= (double)s->dims[i].v;
+        }
         return n;
     }
     gint64 top = -1;
@@ -294,7 +295,7 @@ row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
         double n = 1;
         for (guint k = 0; k < na; k++) {
             gint64 a = axes[k] >= 0 ? axes[k] + off : s->rank + axes[k];
-            if (a < 0 || a >= s->rank)
+            if (a < 0 || a >= s->rank || s->dims[a].v < 0)
                 return -1;
             n *= (double)s->dims[a].v;
         }

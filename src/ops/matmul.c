@@ -833,10 +833,9 @@ static void range_meet(HgRange *r, const HgRange *b);
 static void range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws, gboolean tb, double alpha,
                        const HgArray *c, double clo, double chi);
 
-/* A softmax axis this long at most is assumed where the contracted length is symbolic: the FP32
- * rounding slack of the convex bound below needs a length (2^20, a million positions: one attention
- * matrix that long would hold 2^40 scores). The README's check section says so. */
-#define CONVEX_LEN_ASSUMED ((gint64)1 << 20)
+/* Where the contracted length is symbolic, the FP32 rounding slack of the convex bound below needs a
+ * length: its --dim-max, else HG_ASSUMED_LEN (2^20, a million positions: one attention matrix that
+ * long would hold 2^40 scores), reported (hg_range_len_bound). */
 
 /* Whether v is a Softmax over the axis that becomes axis `axis` of v (of rank `rank`), through
  * Cast, Dropout (inference), Transpose and Reshapes that keep that axis whole. */
@@ -890,7 +889,7 @@ is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
  * combination of V's rows, inside V's range whatever the length n. Rounding: the computed row of P
  * sums to at most s = (1 + u) / (1 - gamma_n) (the FP32 sum of its exps is low by at most gamma_n =
  * n u / (1 - n u)), times 1 + 2^-7 plus n 2^-25 should P be stored in a 16-bit float; the product's
- * own accumulation is hg_range_set_linear's. n symbolic: CONVEX_LEN_ASSUMED. */
+ * own accumulation is hg_range_set_linear's. n symbolic: its --dim-max, else HG_ASSUMED_LEN. */
 static gboolean
 range_convex(HgRangeCtx *ctx, const HgRange *p, const HgRange *v, gint64 n)
 {
@@ -898,7 +897,7 @@ range_convex(HgRangeCtx *ctx, const HgRange *p, const HgRange *v, gint64 n)
     if (!ctx->shape_of || !ctx->node || !ctx->node->inputs[0] || !hg_range_bounded(v) || as->rank < 2 ||
         !is_softmax_over(ctx, ctx->node->inputs[0], as->rank - 1, as->rank))
         return FALSE;
-    gint64 len = n >= 0 ? n : CONVEX_LEN_ASSUMED;
+    gint64 len = n >= 0 ? n : hg_range_len_bound(ctx, as, as->rank - 1, as->rank);
     double nu = (double)len * 0x1p-24, gamma = nu / (1 - nu);
     /* a 16-bit P also rounds each tiny entry up by at most FP16's half subnormal step */
     double s = (1 + 0x1p-24) / (1 - gamma) * (1 + 0x1p-7) + (double)len * 0x1p-25;

@@ -113,7 +113,18 @@ typedef struct {
     /* What shape inference knows of any value (for the same rules), or NULL. */
     const HgValueShape *(*shape_of)(gconstpointer data, const HgValue *v);
     gconstpointer shape_data;
+    /* --dim-max specs (NULL-terminated, may be NULL), and where to note each length assumed for
+     * symbolic dims (char*; NULL: not noted): see hg_range_len_bound. */
+    const char *const *dim_max;
+    GPtrArray *assumed;
 } HgRangeCtx;
+
+/* Where a rule needs only an upper bound on how many elements dims [from, to) of s hold (the terms of
+ * a rounding slack): known dims as they are, a symbolic one at its --dim-max; where a symbolic dim has
+ * none (or the rank is unknown), HG_ASSUMED_LEN for the lot. Every symbolic dim counted is noted in
+ * ctx->assumed, so the assumption is reported. */
+#define HG_ASSUMED_LEN ((gint64)1 << 20)
+gint64 hg_range_len_bound(const HgRangeCtx *ctx, const HgValueShape *s, int from, int to);
 
 /* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound
  * that a real input inside the input ranges can cross is a bug (tests/ranges_sound.c checks the

@@ -342,9 +342,14 @@ pad_windows_nonneg(const HgRangeCtx *ctx, const HgValueShape *xs)
     for (guint i = 0; i < nd; i++)
         if (ds[i] != 1)
             return FALSE;
+    /* Only the padded axes' dims matter, and only to rule out an empty input, whose padding alone
+     * could fill a window: a symbolic one does when the two pads together are shorter than the window
+     * (no window fits in the padding of an empty axis). */
     for (int a = 0; a < xs->rank; a++) {
         gint64 pb = pads[a], pe = pads[a + xs->rank], k = a >= 2 ? ks[a - 2] : 1;
-        if (pb < 0 || pe < 0 || pb >= k || pe >= k || (a < 2 && (pb || pe)) || xs->dims[a].v <= pb + pe)
+        if (pb < 0 || pe < 0 || pb >= k || pe >= k || (a < 2 && (pb || pe)))
+            return FALSE;
+        if ((pb || pe) && (xs->dims[a].v >= 0 ? xs->dims[a].v <= pb + pe : pb + pe >= k))
             return FALSE;
     }
     return TRUE;
@@ -427,12 +432,14 @@ hg_range_GlobalAveragePool(HgRangeCtx *ctx)
 {
     const HgRange *x = ctx->n_inputs > 0 ? ctx->inputs[0] : NULL;
     const HgValueShape *s = x ? ctx->shapes[0] : NULL;
-    if (!x || !s || s->rank < 2)
+    /* An average needs no dim but for its rounding slack: an unknown rank or symbolic spatial dims
+     * still bound it. */
+    if (!x || (s && s->rank >= 0 && s->rank < 2))
         return;
-    gint64 n = 1;
-    for (int i = 2; i < s->rank; i++)
+    gint64 n = s && s->rank >= 2 ? 1 : -1;
+    for (int i = 2; s && i < s->rank; i++)
         n = n < 0 || s->dims[i].v < 0 ? -1 : n * s->dims[i].v;
-    /* Symbolic spatial dims need only the rounding slack's length: at most 2^20 values are assumed
-     * (as MatMul's convex rule does), and an empty window gives 0 / 0. */
-    range_average(ctx, x->lo, x->hi, x->nan || n < 0, n < 0 ? (gint64)1 << 20 : n);
+    /* Symbolic spatial dims need only the rounding slack's length (their --dim-max, else
+     * HG_ASSUMED_LEN, noted), and an empty window gives 0 / 0. */
+    range_average(ctx, x->lo, x->hi, x->nan || n < 0, n < 0 ? hg_range_len_bound(ctx, s, 2, s ? s->rank : 0) : n);
 }
