@@ -159,9 +159,12 @@ cmd_convert(int argc, char **argv)
         /* AutoCast's and onnxconverter-common's spelling, which their users type */
         {"keep_io_types", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &keep_io, NULL, NULL},
         {"block-op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_ops,
-         "Keep every node of op TYPE FP32 (repeatable)", "TYPE"},
+         "Keep every node of op TYPE FP32 (repeatable; AutoCast: --op_types_to_exclude)", "TYPE"},
         {"block-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_nodes,
-         "Keep nodes whose name matches REGEX FP32 (repeatable)", "REGEX"},
+         "Keep nodes whose name matches REGEX FP32 (repeatable; AutoCast: --nodes_to_exclude)", "REGEX"},
+        /* AutoCast's spellings (one value each: repeat the option for several) */
+        {"op_types_to_exclude", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING_ARRAY, &block_ops, NULL, NULL},
+        {"nodes_to_exclude", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING_ARRAY, &block_nodes, NULL, NULL},
         {"force-fp16-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &force_nodes,
          "Run nodes whose name matches REGEX in FP16 whatever the analysis says (repeatable)", "REGEX"},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
@@ -225,7 +228,7 @@ cmd_convert(int argc, char **argv)
         /* What does not shape the output model stays out of the hash. */
         static const char *const not_hashed[] = {"output", "output-dir", "from", "strict-lfs", "jobs", "results",
                                                  "skip-existing", "shard", "report", "emit-trtexec",
-                                                 "dump-after", NULL};
+                                                 "dump-after", "threads", NULL};
         g_autofree char *hash = skip_existing ? bulk_options_hash(entries, not_hashed, hg_version()) : NULL;
         ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
