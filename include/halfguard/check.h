@@ -114,8 +114,13 @@ typedef struct {
     double lo, hi;
 } HgInputRangeSpec;
 
-/* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
+/* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). On success out->name is a new string that the
+ * caller owns: release it with hg_input_range_spec_clear (or g_free), or declare out as
+ * `g_auto(HgInputRangeSpec)`. On failure out is untouched and nothing is allocated. */
 HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
+/* Free spec's name and set it to NULL (the struct itself is the caller's). */
+HG_API void hg_input_range_spec_clear(HgInputRangeSpec *spec);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HgInputRangeSpec, hg_input_range_spec_clear)
 /* How well a range's NAME fits graph input `input`: 3 the same name, 2 a glob that matches it
  * ("past_*": '*' and '?'), 1 "*" (every input not named otherwise), 0 none. Of several ranges, the
  * first of the highest rank applies. */
