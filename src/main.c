@@ -764,7 +764,7 @@ cmd_verify(int argc, char **argv)
 {
     const Command *cmd = find_command("verify");
     char *format = NULL, *outputs = NULL;
-    double rtol = HG_VERIFY_DEFAULT_RTOL;
+    double l2_tol = HG_VERIFY_DEFAULT_L2_TOL, atol = -G_MAXDOUBLE, rtol = -G_MAXDOUBLE; /* not given */
     int threads = 0;
     Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
@@ -777,8 +777,12 @@ cmd_verify(int argc, char **argv)
         {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
         INPUT_ENTRIES(a),
         CONFIG_ENTRIES(a),
-        {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
-         "Largest relative L2 error an output may have (default 1e-2)", "R"},
+        {"l2-tol", 0, 0, G_OPTION_ARG_DOUBLE, &l2_tol,
+         "Largest relative L2 error an output may have, over all its elements (default 1e-2)", "L"},
+        {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &atol,
+         "Per element, as Polygraphy: pass when |conv-orig| <= A + R*|orig| (default 1e-5 once either is given)",
+         "A"},
+        {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol, "Per element: R above (default 1e-5 once either is given)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
          "FORMAT"},
         {"outputs", 0, 0, G_OPTION_ARG_STRING, &outputs,
@@ -800,7 +804,9 @@ cmd_verify(int argc, char **argv)
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     usage = argc != 3                                          ? "give two models: ORIG CONVERTED"
-            : !(rtol >= 0)                                     ? "--rtol must be a number >= 0"
+            : !(l2_tol >= 0)                                   ? "--l2-tol must be a number >= 0"
+            : !(atol >= 0 || atol == -G_MAXDOUBLE) || !(rtol >= 0 || rtol == -G_MAXDOUBLE)
+                                                               ? "--atol and --rtol must be numbers >= 0"
             : threads < 0                                      ? "--threads must be positive"
             : format && strcmp(format, "text") && strcmp(format, "json") ? "--format must be text or json"
                                                                : NULL;
@@ -847,7 +853,10 @@ cmd_verify(int argc, char **argv)
         Synthetic syn = {(guint)a.calib_random, FALSE, NULL};
         report_unranged(argv[1], inputs, NULL, FALSE, &syn, a.seed, ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
     }
-    vo.rtol = rtol;
+    vo.l2_tol = l2_tol;
+    vo.elementwise = atol >= 0 || rtol >= 0;
+    vo.atol = atol >= 0 ? atol : HG_VERIFY_DEFAULT_ATOL;
+    vo.rtol = rtol >= 0 ? rtol : HG_VERIFY_DEFAULT_RTOL;
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
@@ -1013,7 +1022,7 @@ static const Command commands[] = {
      "--random, the calib of the model's [model] group in .halfguard.ini is the data.\n\n"
      "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json\n"
      "  halfguard calibrate model.onnx --random 8 -O calib/"},
-    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--rtol R] [--format text|json]",
+    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--l2-tol L] [--atol A] [--rtol R] [--format text|json]",
      "Run a model and its converted form on the same data; exit 1 if they disagree.",
      "Runs both models with the built-in interpreter on each sample of each --data (a folder laid out\n"
      "as for 'run', a folder of such folders, an .npz, or Polygraphy --save-inputs JSON;\n"
@@ -1027,8 +1036,8 @@ static const Command commands[] = {
      "--random N adds N synthetic input sets drawn in the input ranges (-r, .halfguard.ini, derived).\n"
      "Without --data, the calib of ORIG's [model] group in .halfguard.ini is the data.\n\n"
      "Output: text, or json (fields in the README).\n"
-     "Exit status: 0 every output finite and within --rtol; 1 an output non-finite where ORIG's is\n"
-     "finite, or over --rtol; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"
+     "Exit status: 0 every output finite and within its tolerances; 1 an output non-finite where ORIG's\n"
+     "is finite, over --l2-tol, or (with --atol/--rtol) with an element over atol + rtol*|orig|; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"
      "outputs that differ in name or shape).\n\n"
      "Example:\n  halfguard verify model.onnx model.fp16.onnx --data test_data_set_0 --data test_data_set_1"},
     {"help", cmd_help, "[SUBCOMMAND]", "Show help for a subcommand.", ""},
