@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "bulk.h"
+#include "dot.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -15,7 +16,7 @@
 /* What every model of one convert command shares. */
 typedef struct {
     Analysis *an;
-    const char *output, *output_dir, *report, *dump_after;
+    const char *output, *output_dir, *report, *dump_after, *dot;
     gboolean trtexec, keep_io, strict_lfs, stdout_taken;
     char **block_ops, **block_nodes, **force_nodes, **pass_list;
     const char *results; /* --results FILE, or NULL */
@@ -69,14 +70,17 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         hg_convert_options_set_force_fp16_nodes(o, (const char *const *)r->force_nodes);
         hg_convert_options_set_keep_io_types(o, r->keep_io);
         HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
+        g_autoptr(DotSnapshot) before = r->dot ? dot_snapshot(m->graph) : NULL;
         result = hg_convert(m, o, &po, &error);
         /* Only --results tells converted and unchanged apart: the comparison reads both files (with
          * --skip-existing, before the options hash makes them differ). */
         gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);
         if (result && r->options_hash)
             bulk_model_set_options(m, r->options_hash);
+        g_autofree char *title = g_strdup_printf("halfguard convert %s -> %s", in, out);
         if (result && (!hg_model_save(m, out, &error) ||
-                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
+                       (r->report && !hg_convert_result_write_report(result, in, r->report, &error)) ||
+                       (r->dot && !dot_write_convert(r->dot, m->graph, before, title, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
         same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
         rec->status = same ? BULK_UNCHANGED : BULK_CONVERTED;
@@ -129,6 +133,7 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
+    char *dot = NULL;
     char *results = NULL, *shard = NULL;
     guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
@@ -170,6 +175,9 @@ cmd_convert(int argc, char **argv)
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
          "Write every decision with its reason and interval to FILE (JSON; one input; - for stdout)",
          "FILE.json"},
+        {"dot", 0, 0, G_OPTION_ARG_FILENAME, &dot,
+         "Draw the result with Graphviz to FILE: FP32 islands, Casts, rewritten nodes, FP16 runs folded "
+         "(DOT; SVG when FILE ends in .svg; one input)", "FILE"},
         {"emit-trtexec", 0, 0, G_OPTION_ARG_NONE, &trtexec,
          "Print trtexec's --precisionConstraints/--layerPrecisions for the FP32 nodes (TensorRT <= 10)",
          NULL},
@@ -205,6 +213,7 @@ cmd_convert(int argc, char **argv)
             : !output && !output_dir  ? "say where to write: -o FILE or -O DIR"
             : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
             : report && items->len > 1 ? "--report takes one input"
+            : dot && items->len > 1   ? "--dot takes one input"
             : stdout_users > 1        ? "only one of -o -, --report -, --results - and --dump-after may use stdout"
             : jobs < 0                ? "--jobs takes a count, 1 or more (0: the number of cores)"
                                       : NULL;
@@ -228,9 +237,9 @@ cmd_convert(int argc, char **argv)
         /* What does not shape the output model stays out of the hash. */
         static const char *const not_hashed[] = {"output", "output-dir", "from", "strict-lfs", "jobs", "results",
                                                  "skip-existing", "shard", "report", "emit-trtexec",
-                                                 "dump-after", "threads", NULL};
+                                                 "dump-after", "threads", "dot", NULL};
         g_autofree char *hash = skip_existing ? bulk_options_hash(entries, not_hashed, hg_version()) : NULL;
-        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
+        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, dot, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   hash,        lines,       EXIT_OK};
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
@@ -256,6 +265,7 @@ out:
     g_free(passes);
     g_free(dump_after);
     g_free(report);
+    g_free(dot);
     g_free(from);
     g_free(results);
     g_free(shard);
@@ -628,6 +638,7 @@ out:
 typedef struct {
     Analysis an;
     gboolean strict_lfs, show_fixed;
+    char *dot; /* --dot FILE */
 } CheckArgs;
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
@@ -661,6 +672,10 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
         }
         if (r && cfg)
             hg_check_config_suppress(cfg, path, r);
+        /* Drawn here: the hazards point into m. */
+        g_autofree char *title = g_strdup_printf("halfguard check %s", path);
+        if (r && a->dot && !dot_write_check(a->dot, m->graph, r, title, &error))
+            g_clear_pointer(&r, hg_check_result_free);
     }
     if (!r) {
         f->status = HG_CHECK_ERROR;
@@ -685,7 +700,7 @@ cmd_check(int argc, char **argv)
     char *format = NULL, *fail_on = NULL;
     gboolean show_suppressed = FALSE;
     guint fail_mask = ~0u;
-    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE};
+    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE, NULL};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
@@ -696,6 +711,9 @@ cmd_check(int argc, char **argv)
          "Also print suppressed hazards (text format)", NULL},
         {"show-fixed", 0, 0, G_OPTION_ARG_NONE, &a.show_fixed,
          "Also print the hazards convert rewrites away by itself (text format; never counted)", NULL},
+        {"dot", 0, 0, G_OPTION_ARG_FILENAME, &a.dot,
+         "Draw the model with Graphviz to FILE, hazards marked, runs without findings folded (DOT; SVG "
+         "when FILE ends in .svg; one model)", "FILE"},
         {"fail-on", 0, 0, G_OPTION_ARG_STRING, &fail_on,
          "Exit 1 only for these: levels (error, warning, note) and kinds, comma-separated (default: all)",
          "LIST"},
@@ -716,6 +734,8 @@ cmd_check(int argc, char **argv)
                             : NULL;
     if (!usage && fail_on && !hg_check_fail_on_parse(fail_on, &fail_mask, &fail_error))
         usage = fail_error->message;
+    if (!usage && a.dot && argc > 2)
+        usage = "--dot takes one model";
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
@@ -752,6 +772,7 @@ cmd_check(int argc, char **argv)
     }
 out:
     analysis_clear(&a.an);
+    g_free(a.dot);
     g_free(format);
     g_free(fail_on);
     return rc;
