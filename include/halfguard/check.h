@@ -256,7 +256,8 @@ HG_API const char *hg_check_config_path(const HgCheckConfig *cfg);
 /* [check] threshold and margin, or 0 when the file does not set them. */
 HG_API double hg_check_config_threshold(const HgCheckConfig *cfg);
 HG_API double hg_check_config_margin(const HgCheckConfig *cfg);
-/* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func) the ranges of
+/* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func, e.g.
+ * g_array_set_clear_func(ranges, (GDestroyNotify)hg_input_range_spec_clear)) the ranges of
  * every [ranges GLOB] group matching model_path, skipping names already present. */
 HG_API void hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray *ranges);
 /* The calibration data the first [model GLOB] group matching model_path gives (calib = ...; paths made
