@@ -11,8 +11,8 @@
  * hazard-error, hazard-warning, hazard-note, fixed, input, output), which SVG output keeps, and its
  * full name as a tooltip.
  *
- * (A folded box gathers every plain node it is connected to through plain nodes, so it may both feed
- * and read one marked node: the picture then has a cycle, which dot draws with one edge reversed.) */
+ * A run gathers plain nodes joined to each other that have as many marked nodes before them (on the
+ * longest path from the inputs), so the picture stays acyclic. */
 #include "cli.h"
 #include "dot.h"
 
@@ -36,6 +36,7 @@ typedef struct {
     int hazard_level;    /* check: 0 none, 1 note, 2 warning, 3 error */
     GString *hazards;    /* check: the kinds found at the node, "overflow, underflow" */
     gboolean fixed;      /* check: every hazard at the node is one convert rewrites away */
+    gboolean rewritten;  /* convert: a pass made the node or changed its weights (whatever its class) */
 } Mark;
 
 struct DotSnapshot {
@@ -187,7 +188,9 @@ draw_node(Agraph_t *dg, const char *id, const HgNode *n, const Mark *mk, gboolea
             g_string_append(label, ": ");
             append_label(label, mk->reason);
         }
-        style(an, "fp32", "box", "#f6b0b0", "#a00000", "2", NULL);
+        if (mk->rewritten) /* kept FP32 after a rewrite: both */
+            g_string_append(label, "\\n(rewritten)");
+        style(an, "fp32", "box", "#f6b0b0", "#a00000", "2", mk->rewritten ? "rounded" : NULL);
         break;
     case MARK_CAST:
         style(an, "cast", "cds", "#ffe08a", "#8a6d00", "1", NULL);
@@ -271,6 +274,42 @@ static int flush(void *chan);
 static Agiodisc_t io_disc;
 static Agdisc_t disc;
 
+static gboolean
+plain_at(const Mark *marks, guint i)
+{
+    return marks[i].cls == MARK_PLAIN && !marks[i].hazard_level;
+}
+
+/* Union the plain nodes of g joined by an edge whose keys are equal (parent, size: n entries each);
+ * returns how many boxes the picture then has. */
+static guint
+fold_by(const HgGraph *g, const Mark *marks, GHashTable *index, const guint *key, guint *parent, guint *size)
+{
+    guint n = g->nodes->len, boxes = 0;
+    for (guint i = 0; i < n; i++) {
+        parent[i] = i;
+        size[i] = 0;
+    }
+    for (guint i = 0; i < n; i++) {
+        const HgNode *nd = g->nodes->pdata[i];
+        for (guint k = 0; plain_at(marks, i) && k < nd->n_inputs; k++) {
+            const HgValue *v = nd->inputs[k];
+            guint p = v && v->producer ? GPOINTER_TO_UINT(g_hash_table_lookup(index, v->producer)) : 0;
+            if (!p || !plain_at(marks, p - 1) || key[p - 1] != key[i])
+                continue;
+            guint a = find(parent, i), b = find(parent, p - 1);
+            if (a != b)
+                parent[a] = b;
+        }
+    }
+    for (guint i = 0; i < n; i++)
+        if (plain_at(marks, i))
+            size[find(parent, i)]++;
+    for (guint i = 0; i < n; i++)
+        boxes += !plain_at(marks, i) || size[find(parent, i)] < FOLD_MIN || find(parent, i) == i;
+    return boxes;
+}
+
 /* Build the picture of g with one mark per node (g->nodes order). */
 static Agraph_t *
 build(const HgGraph *g, const Mark *marks, gboolean check, const char *title, GHashTable *input_hazards)
@@ -291,28 +330,43 @@ build(const HgGraph *g, const Mark *marks, gboolean check, const char *title, GH
     g_autofree guint *parent = g_new(guint, n + 1);
     g_autofree guint *size = g_new0(guint, n + 1);
     g_autoptr(GHashTable) index = g_hash_table_new(g_direct_hash, g_direct_equal);
-    for (guint i = 0; i < n; i++) {
-        parent[i] = i;
+    for (guint i = 0; i < n; i++)
         g_hash_table_insert(index, g->nodes->pdata[i], GUINT_TO_POINTER(i + 1));
-    }
-    /* Plain nodes joined by an edge fall into one run. */
-    for (guint i = 0; i < n; i++) {
-        const HgNode *nd = g->nodes->pdata[i];
-        if (marks[i].cls != MARK_PLAIN || marks[i].hazard_level)
-            continue;
-        for (guint k = 0; k < nd->n_inputs; k++) {
+    /* Plain nodes joined by an edge fall into one run when they have as many marked nodes before them
+     * (on the longest path from the inputs), or else as many after them (to the outputs), whichever
+     * draws fewer boxes. Either way a run never reaches itself again through a marked node (what
+     * follows a marked node has one more before it, and one fewer after it), so the picture has no
+     * cycle: a residual block around an FP32 Crop draws as a run before it and a run after it. The
+     * first key suits side outputs, the second side inputs (shape math feeding a Reshape). */
+    g_autofree guint *before = g_new0(guint, n + 1), *after = g_new0(guint, n + 1);
+    g_autoptr(GPtrArray) topo = hg_graph_topo_order((HgGraph *)g, NULL); /* NULL on a cycle: keys all 0 */
+    for (guint t = 0; topo && t < topo->len; t++) {
+        const HgNode *nd = topo->pdata[t];
+        guint i = GPOINTER_TO_UINT(g_hash_table_lookup(index, nd));
+        for (guint k = 0; i && k < nd->n_inputs; k++) {
             const HgValue *v = nd->inputs[k];
             guint p = v && v->producer ? GPOINTER_TO_UINT(g_hash_table_lookup(index, v->producer)) : 0;
-            if (!p || marks[p - 1].cls != MARK_PLAIN || marks[p - 1].hazard_level)
-                continue;
-            guint a = find(parent, i), b = find(parent, p - 1);
-            if (a != b)
-                parent[a] = b;
+            if (p)
+                before[i - 1] = MAX(before[i - 1], before[p - 1] + !plain_at(marks, p - 1));
         }
     }
-    for (guint i = 0; i < n; i++)
-        if (marks[i].cls == MARK_PLAIN && !marks[i].hazard_level)
-            size[find(parent, i)]++;
+    for (guint t = topo ? topo->len : 0; t-- > 0;) {
+        const HgNode *nd = topo->pdata[t];
+        guint i = GPOINTER_TO_UINT(g_hash_table_lookup(index, nd));
+        for (guint k = 0; i && k < nd->n_outputs; k++) {
+            const HgValue *v = nd->outputs[k];
+            for (guint u = 0; v && v->uses && u < v->uses->len; u++) {
+                guint c = GPOINTER_TO_UINT(g_hash_table_lookup(index, g_array_index(v->uses, HgUse, u).node));
+                if (c)
+                    after[i - 1] = MAX(after[i - 1], after[c - 1] + !plain_at(marks, c - 1));
+            }
+        }
+    }
+    g_autofree guint *parent2 = g_new(guint, n + 1), *size2 = g_new0(guint, n + 1);
+    if (fold_by(g, marks, index, after, parent2, size2) < fold_by(g, marks, index, before, parent, size)) {
+        memcpy(parent, parent2, n * sizeof *parent);
+        memcpy(size, size2, n * sizeof *size);
+    }
     /* The DOT node each graph node is drawn as. */
     g_autofree Agnode_t **drawn = g_new0(Agnode_t *, n + 1);
     g_autoptr(GHashTable) ops = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_hash_table_unref);
@@ -499,16 +553,18 @@ dot_write_convert(const char *path, const HgGraph *g, const DotSnapshot *before,
     g_autofree Mark *marks = g_new0(Mark, n + 1);
     for (guint i = 0; i < n; i++) {
         const HgNode *nd = g->nodes->pdata[i];
+        if (nd->name && before) {
+            const char *was = g_hash_table_lookup(before->sig, nd->name);
+            g_autofree char *now = signature(nd, before);
+            marks[i].rewritten = !was || strcmp(was, now) != 0;
+        }
         if (strcmp(nd->op_type, "Cast") == 0 && (!nd->domain || !*nd->domain || strcmp(nd->domain, "ai.onnx") == 0)) {
             marks[i].cls = MARK_CAST;
         } else if (nd->precision == HG_PRECISION_FP32) {
             marks[i].cls = MARK_FP32;
             marks[i].reason = nd->precision_reason;
-        } else if (nd->name && before) {
-            const char *was = g_hash_table_lookup(before->sig, nd->name);
-            g_autofree char *now = signature(nd, before);
-            if (!was || strcmp(was, now) != 0)
-                marks[i].cls = MARK_REWRITTEN;
+        } else if (marks[i].rewritten) {
+            marks[i].cls = MARK_REWRITTEN;
         }
     }
     Agraph_t *dg = build(g, marks, FALSE, title, NULL);

@@ -40,7 +40,8 @@ def const(name, value, shape=()):
 
 
 def small_model(path):
-    """x -> 6 plain nodes -> decomposed LayerNorm (eps 1e-12) -> Mul 1e5 (overflow) -> Mul 1e-5 -> y."""
+    """x -> 6 plain nodes -> decomposed LayerNorm (eps 1e-12) -> Mul 1e5 (overflow) -> Mul 1e-5 -> Add
+    of the 6th plain node -> y."""
     nodes, inits = [], [const("c1", 0.5), const("eps", 1e-12), const("two", 2.0), const("gamma", 1.0, (16,)),
                         const("beta", 0.0, (16,)), const("big_k", 1e5), const("small_k", 1e-5)]
     prev = "x"
@@ -63,7 +64,9 @@ def small_model(path):
         helper.make_node("Add", ["scaled", "beta"], ["ln"], name="ln_beta"),
         helper.make_node("Mul", ["ln", "big_k"], ["huge"], name="big"),
         helper.make_node("Mul", ["huge", "small_k"], ["back"], name="back"),
-        helper.make_node("Relu", ["back"], ["y"], name="last"),
+        # a residual: the run before the island read again after it (a picture with a cycle, if the
+        # run were folded across the island)
+        helper.make_node("Add", ["back", "p5"], ["y"], name="last"),
     ]
     return save_model(path, nodes, [vi("x", (1, 8, 16))], [vi("y", (1, 8, 16))], inits)
 
@@ -91,7 +94,25 @@ def layout(dot_path):
     rc, so, se = hgtest.run([DOT, "-Tjson", dot_path], timeout=300)
     if not check(f"dot-parses:{os.path.basename(dot_path)}", rc == 0, se[:2000]):
         return None
-    objs = json.loads(so).get("objects", [])
+    js = json.loads(so)
+    objs = js.get("objects", [])
+    # Acyclic: folding never joins a run before a marked node to one after it.
+    succ, indeg = {}, {}
+    for e in js.get("edges", []):
+        succ.setdefault(e["tail"], []).append(e["head"])
+        indeg[e["head"]] = indeg.get(e["head"], 0) + 1
+    ready = [o["_gvid"] for o in objs if "_gvid" in o and not indeg.get(o["_gvid"])]
+    seen = 0
+    while ready:
+        v = ready.pop()
+        seen += 1
+        for w in succ.get(v, []):
+            indeg[w] -= 1
+            if not indeg[w]:
+                ready.append(w)
+    nodes_total = len({e["tail"] for e in js.get("edges", [])} | {e["head"] for e in js.get("edges", [])} |
+                      {o["_gvid"] for o in objs if "_gvid" in o and "nodes" not in o})
+    check(f"acyclic:{os.path.basename(dot_path)}", seen >= nodes_total, f"{seen} of {nodes_total} sorted")
     return {o["name"]: o for o in objs if not o["name"].startswith(("legend", "cluster"))}
 
 
@@ -126,9 +147,12 @@ def test_small(tmp):
     casts = [n for n in conv.graph.node if n.op_type == "Cast"]
     check("convert:casts", len(casts) >= 1 and len(by_class(nodes, "cast")) == len(casts),
           (len(casts), len(by_class(nodes, "cast"))))
-    rewritten = [o for o in by_class(nodes, "rewritten")]
-    check("convert:layernorm-rewritten", any("LayerNormalization" in o.get("label", "") for o in rewritten),
-          [o.get("label") for o in rewritten])
+    # The fused LayerNorm is rewritten: blue, or (the cut keeps it FP32 here) red and labelled so.
+    ln = [o for o in nodes.values() if o.get("label", "").startswith("LayerNormalization")]
+    check("convert:layernorm-rewritten", len(ln) == 1 and (ln[0].get("class") == "rewritten" or (
+          ln[0].get("class") == "fp32" and "(rewritten)" in ln[0]["label"])), ln)
+    check("convert:untouched-not-rewritten", not any("rewritten" in o.get("label", "") for o in nodes.values()
+                                                     if o.get("tooltip") in ("big", "back", "last")), nodes)
     folded = by_class(nodes, "folded")
     check("convert:folded", len(folded) >= 1 and all(int(o["folded"]) >= 3 for o in folded)
           and all("FP16 nodes" in o.get("label", "") for o in folded), [o.get("label") for o in folded])
@@ -186,6 +210,28 @@ def test_small(tmp):
     check("error:unwritable", rc == 2 and se.startswith(bad) and not os.path.exists(bad), se)
 
 
+def test_residual(tmp):
+    """A residual block around one node kept FP32 (--block-node): the plain nodes before it and after
+    it fold into two runs, not one run that feeds the island and reads it back (a cycle)."""
+    nodes, prev = [], "x"
+    for i in range(3):
+        nodes.append(helper.make_node("Relu", [prev], [f"a{i}"], name=f"a{i}"))
+        prev = f"a{i}"
+    nodes.append(helper.make_node("Neg", ["a2"], ["m"], name="mid"))
+    nodes.append(helper.make_node("Add", ["m", "a2"], ["b0"], name="b0"))
+    for i in range(1, 3):
+        nodes.append(helper.make_node("Relu", [f"b{i - 1}"], [f"b{i}"], name=f"b{i}"))
+    m = save_model(os.path.join(tmp, "residual.onnx"), nodes, [vi("x", (64, 64))], [vi("b2", (64, 64))])
+    dot = os.path.join(tmp, "residual.dot")
+    rc, so, se = run("convert", m, "-o", os.path.join(tmp, "r.onnx"), "-r", "x=-1:1", "--no-config",
+                     "--block-node", "^mid$", "--dot", dot)
+    if not check("residual:convert", rc == 0, hgtest.show(rc, so, se)):
+        return
+    drawn = layout(dot)  # checks acyclicity
+    runs = sorted(o.get("label", "").split("\\n")[0] for o in by_class(drawn or {}, "folded"))
+    check("residual:two-runs", runs == ["3 FP16 nodes", "3 FP16 nodes"], runs)
+
+
 def bounded(tag, model_path, extra, limit):
     """convert --dot and check --dot on model_path draw at most `limit` boxes, and account for every node."""
     n = len(onnx.load(model_path, load_external_data=False).graph.node)
@@ -236,5 +282,5 @@ if not DOT:
 if sys.argv[2] != "yes":
     print("SKIP: this halfguard was built without Graphviz (libgraphviz-dev)")
     sys.exit(77)
-hgtest.temp_folders(check, "hg-dot-", [test_small, test_large, test_corpus])
+hgtest.temp_folders(check, "hg-dot-", [test_small, test_residual, test_large, test_corpus])
 sys.exit(check.finish())
