@@ -107,7 +107,7 @@ for k in range(2):
 PY
 # name | convert_one's options | halfguard convert's options
 cases=(
-  "ranges|-r image=0:1 --exclude-op Sqrt --exclude-node ^conv2$ --keep-io-types|-r image=0:1 --op_types_to_exclude Sqrt --nodes_to_exclude ^conv2\$ --keep_io_types"
+  "ranges|-r image=0:1 --exclude-op Relu --exclude-node ^Conv_2$ --keep-io-types|-r image=0:1 --op_types_to_exclude Relu --nodes_to_exclude ^Conv_2$ --keep_io_types"
   "calib|--calib $tmp/calib --threads 1|--calib $tmp/calib --threads 1"
   "default|--threads 2|--threads 2"
 )
@@ -134,6 +134,22 @@ if [ -x "$tmp/convert_one" ]; then
   # activations beyond FP16 in the calibration data get Conv weights rescaled.
   cmp -s "$tmp/lib-ranges.onnx" "$tmp/lib-default.onnx" && bad "options" "ranges and exclusions changed nothing"
   cmp -s "$tmp/lib-calib.onnx" "$tmp/lib-default.onnx" && bad "options" "the calibration data changed nothing"
+  # The exclusions arrived: every Relu and Conv_2 compute in FP32, Conv_1 in FP16.
+  kept=$(/usr/bin/python3 - "$tmp/lib-ranges.onnx" <<'PY'
+import sys
+import onnx
+m = onnx.shape_inference.infer_shapes(onnx.load(sys.argv[1]))
+t = {v.name: v.type.tensor_type.elem_type for v in list(m.graph.value_info) + list(m.graph.output)}
+print(" ".join(f"{n.name}:{t.get(n.output[0])}" for n in m.graph.node if n.name in ("Relu_0", "Relu_2", "Conv_1", "Conv_2")))
+PY
+)
+  # (elem_type 1 is float, 10 float16)
+  if [[ " $kept " == *" Relu_0:1 "* && " $kept " == *" Relu_2:1 "* && " $kept " == *" Conv_2:1 "* &&
+        " $kept " == *" Conv_1:10 "* ]]; then
+    ok "excluded ops and nodes stay FP32 ($kept)"
+  else
+    bad "exclusions" "$kept"
+  fi
   err=$(LD_LIBRARY_PATH=$libdir "$tmp/convert_one" "$tmp/none.onnx" "$tmp/x.onnx" 2>&1)
   rc=$?
   case "$rc:$err" in 2:"$tmp/none.onnx: "*) ok "a missing model: '$err', exit 2";; *) bad "missing model" "exit $rc: $err";; esac
