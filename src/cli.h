@@ -37,6 +37,7 @@ typedef struct {
     GPtrArray *samples;       /* --calib, opened (HgSamples*) */
     int calib_random;         /* --calib-random N (calibrate, verify: --random N); -1 when not given */
     gint64 seed;              /* --seed */
+    int threads;              /* --threads: the interpreter's, for calibration (0: all cores) */
     char *config;             /* --config FILE */
     gboolean no_config;       /* --no-config */
     HgCheckConfig *fixed;     /* --config, loaded */
@@ -85,7 +86,9 @@ typedef struct {
     {"calib-random", 0, 0, G_OPTION_ARG_INT, &(a).calib_random,                                    \
      "Also run N synthetic input sets, drawn in the input ranges (a float input without one: "     \
      "uniform in [-64, 64]); what rests on them is marked synthetic", "N"},                       \
-    {"seed", 0, 0, G_OPTION_ARG_INT64, &(a).seed, "Seed of the synthetic inputs (default 0)", "S"}
+    {"seed", 0, 0, G_OPTION_ARG_INT64, &(a).seed, "Seed of the synthetic inputs (default 0)", "S"}, \
+    {"threads", 't', 0, G_OPTION_ARG_INT, &(a).threads,                                            \
+     "Threads for the interpreter's calibration runs (default: all cores)", "N"}
 
 /* What model_stats did about synthetic data, for the notes. */
 typedef struct {

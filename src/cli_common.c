@@ -551,7 +551,7 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
             while (part->len)
                 g_ptr_array_add(all, g_ptr_array_steal_index(part, 0));
         }
-        *owned = cli_collect_samples(m, all, 0, error);
+        *owned = cli_collect_samples(m, all, a->threads, error);
         if (!*owned)
             return FALSE;
         if (a->file_stats)
@@ -583,7 +583,7 @@ model_stats(HgModel *m, const Analysis *a, const ModelSetup *ms, gboolean by_def
     if (!n)
         return TRUE;
     g_autoptr(GError) e = NULL;
-    g_autoptr(HgStats) synth = cli_collect_synthetic(m, co, n, (guint64)a->seed, 0, &e);
+    g_autoptr(HgStats) synth = cli_collect_synthetic(m, co, n, (guint64)a->seed, a->threads, &e);
     if (!synth) {
         /* convert's own choice failing is no error: it goes on, and says what its decisions then
          * rest on. What the user asked for failing is. */
@@ -690,6 +690,8 @@ analysis_prepare(Analysis *a, const Command *cmd)
     g_array_set_clear_func(a->specs, range_spec_clear);
     const char *usage =
         a->margin < 0 || a->threshold < 0 ? "--margin and --threshold must be positive" : NULL;
+    if (!usage && a->threads < 0)
+        usage = "--threads takes a count, 1 or more (0: all cores)";
     if (!usage && a->calib_random < -1)
         usage = "--calib-random and --random take a count, 0 or more";
     if (!usage && a->config && a->no_config)

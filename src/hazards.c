@@ -160,6 +160,13 @@ hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error)
     return TRUE;
 }
 
+void
+hg_input_range_spec_clear(HgInputRangeSpec *spec)
+{
+    g_return_if_fail(spec != NULL);
+    g_clear_pointer(&spec->name, g_free);
+}
+
 /* ---------------------------------------------------------------- the analysis state */
 
 typedef struct {

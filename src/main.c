@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include "bulk.h"
+#include "dot.h"
 
 #include <errno.h>
 #include <locale.h>
@@ -15,7 +16,7 @@
 /* What every model of one convert command shares. */
 typedef struct {
     Analysis *an;
-    const char *output, *output_dir, *report, *dump_after, *trtexec;
+    const char *output, *output_dir, *report, *dump_after, *dot, *trtexec;
     gboolean keep_io, strict_lfs, stdout_taken;
     char **block_ops, **block_nodes, **force_nodes, **pass_list;
     const char *results; /* --results FILE, or NULL */
@@ -79,15 +80,18 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         hg_convert_options_set_force_fp16_nodes(o, (const char *const *)r->force_nodes);
         hg_convert_options_set_keep_io_types(o, r->keep_io);
         HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
+        g_autoptr(DotSnapshot) before = r->dot ? dot_snapshot(m->graph) : NULL;
         result = hg_convert(m, o, &po, &error);
         /* Only --results tells converted and unchanged apart: the comparison reads both files (with
          * --skip-existing, before the options hash makes them differ). */
         gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);
         if (result && r->options_hash)
             bulk_model_set_options(m, r->options_hash);
+        g_autofree char *title = g_strdup_printf("halfguard convert %s -> %s", in, out);
         if (result && (!hg_model_save(m, out, &error) ||
                        (r->report && !hg_convert_result_write_report(result, in, r->report, &error)) ||
-                       (r->trtexec && !write_trtexec(result, r->trtexec, &error))))
+                       (r->trtexec && !write_trtexec(result, r->trtexec, &error)) ||
+                       (r->dot && !dot_write_convert(r->dot, m->graph, before, title, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
         same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
         rec->status = same ? BULK_UNCHANGED : BULK_CONVERTED;
@@ -147,7 +151,7 @@ cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
-    char *results = NULL, *shard = NULL, *trtexec = NULL;
+    char *results = NULL, *shard = NULL, *trtexec = NULL, *dot = NULL;
     guint shard_i = 1, shard_n = 1;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
@@ -177,14 +181,20 @@ cmd_convert(int argc, char **argv)
         /* AutoCast's and onnxconverter-common's spelling, which their users type */
         {"keep_io_types", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &keep_io, NULL, NULL},
         {"block-op", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_ops,
-         "Keep every node of op TYPE FP32 (repeatable)", "TYPE"},
+         "Keep every node of op TYPE FP32 (repeatable; AutoCast: --op_types_to_exclude)", "TYPE"},
         {"block-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &block_nodes,
-         "Keep nodes whose name matches REGEX FP32 (repeatable)", "REGEX"},
+         "Keep nodes whose name matches REGEX FP32 (repeatable; AutoCast: --nodes_to_exclude)", "REGEX"},
+        /* AutoCast's spellings (one value each: repeat the option for several) */
+        {"op_types_to_exclude", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING_ARRAY, &block_ops, NULL, NULL},
+        {"nodes_to_exclude", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING_ARRAY, &block_nodes, NULL, NULL},
         {"force-fp16-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &force_nodes,
          "Run nodes whose name matches REGEX in FP16 whatever the analysis says (repeatable)", "REGEX"},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
          "Write every decision with its reason and interval to FILE (JSON; one input; - for stdout)",
          "FILE.json"},
+        {"dot", 0, 0, G_OPTION_ARG_FILENAME, &dot,
+         "Draw the result with Graphviz to FILE: FP32 islands, Casts, rewritten nodes, FP16 runs folded "
+         "(DOT; SVG when FILE ends in .svg; one input)", "FILE"},
         {"emit-trtexec", 0, 0, G_OPTION_ARG_FILENAME, &trtexec,
          "Write trtexec's flags for a weakly typed FP16 build (TensorRT <= 10.11: --fp16 and "
          "--layerPrecisions for the FP32 nodes) to FILE (one input; - for stdout)", "FILE"},
@@ -223,6 +233,7 @@ cmd_convert(int argc, char **argv)
             : output && items->len > 1 ? "-o takes one input; use -O DIR for several"
             : report && items->len > 1 ? "--report takes one input"
             : trtexec && items->len > 1 ? "--emit-trtexec takes one input"
+            : dot && items->len > 1   ? "--dot takes one input"
             : stdout_users > 1        ? "only one of -o -, --report -, --results -, --emit-trtexec - and --dump-after "
                                         "may use stdout"
             : cli_verbose && cli_quiet ? "give -v or -q, not both"
@@ -248,9 +259,9 @@ cmd_convert(int argc, char **argv)
         /* What does not shape the output model stays out of the hash. */
         static const char *const not_hashed[] = {"output", "output-dir", "from", "strict-lfs", "jobs", "results",
                                                  "skip-existing", "shard", "report", "emit-trtexec",
-                                                 "dump-after", NULL};
+                                                 "dump-after", "threads", "dot", NULL};
         g_autofree char *hash = skip_existing ? bulk_options_hash(entries, not_hashed, hg_version()) : NULL;
-        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
+        ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, dot, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   hash,        lines,       EXIT_OK};
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
@@ -276,6 +287,7 @@ out:
     g_free(passes);
     g_free(dump_after);
     g_free(report);
+    g_free(dot);
     g_free(from);
     g_free(results);
     g_free(shard);
@@ -649,6 +661,7 @@ out:
 typedef struct {
     Analysis an;
     gboolean strict_lfs, show_fixed;
+    char *dot; /* --dot FILE */
 } CheckArgs;
 
 /* Check one model into *f; returns the result (NULL on error or skip, with f filled in). */
@@ -682,6 +695,10 @@ check_one(CheckArgs *a, const char *path, HgCheckFile *f, char **message)
         }
         if (r && cfg)
             hg_check_config_suppress(cfg, path, r);
+        /* Drawn here: the hazards point into m. */
+        g_autofree char *title = g_strdup_printf("halfguard check %s", path);
+        if (r && a->dot && !dot_write_check(a->dot, m->graph, r, title, &error))
+            g_clear_pointer(&r, hg_check_result_free);
     }
     if (!r) {
         f->status = HG_CHECK_ERROR;
@@ -706,7 +723,7 @@ cmd_check(int argc, char **argv)
     char *format = NULL, *fail_on = NULL;
     gboolean show_suppressed = FALSE;
     guint fail_mask = ~0u;
-    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE};
+    CheckArgs a = {ANALYSIS_INIT, FALSE, FALSE, NULL};
     GOptionEntry entries[] = {
         ANALYSIS_ENTRIES(a.an),
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text, json or sarif (default text)",
@@ -717,6 +734,9 @@ cmd_check(int argc, char **argv)
          "Also print suppressed hazards (text format)", NULL},
         {"show-fixed", 0, 0, G_OPTION_ARG_NONE, &a.show_fixed,
          "Also print the hazards convert rewrites away by itself (text format; never counted)", NULL},
+        {"dot", 0, 0, G_OPTION_ARG_FILENAME, &a.dot,
+         "Draw the model with Graphviz to FILE, hazards marked, runs without findings folded (DOT; SVG "
+         "when FILE ends in .svg; one model)", "FILE"},
         {"fail-on", 0, 0, G_OPTION_ARG_STRING, &fail_on,
          "Exit 1 only for these: levels (error, warning, note) and kinds, comma-separated (default: all)",
          "LIST"},
@@ -740,6 +760,8 @@ cmd_check(int argc, char **argv)
                             : NULL;
     if (!usage && fail_on && !hg_check_fail_on_parse(fail_on, &fail_mask, &fail_error))
         usage = fail_error->message;
+    if (!usage && a.dot && argc > 2)
+        usage = "--dot takes one model";
     if (usage) {
         fprintf(stderr, "halfguard check: %s\nTry 'halfguard help check'.\n", usage);
         rc = EXIT_ERROR;
@@ -788,6 +810,7 @@ cmd_check(int argc, char **argv)
     }
 out:
     analysis_clear(&a.an);
+    g_free(a.dot);
     g_free(format);
     g_free(fail_on);
     return rc;
@@ -800,7 +823,7 @@ cmd_verify(int argc, char **argv)
 {
     const Command *cmd = find_command("verify");
     char *format = NULL, *outputs = NULL;
-    double rtol = HG_VERIFY_DEFAULT_RTOL;
+    double l2_tol = HG_VERIFY_DEFAULT_L2_TOL, atol = -G_MAXDOUBLE, rtol = -G_MAXDOUBLE; /* not given */
     int threads = 0;
     Analysis a = ANALYSIS_INIT;
     GOptionEntry entries[] = {
@@ -813,8 +836,12 @@ cmd_verify(int argc, char **argv)
         {"seed", 0, 0, G_OPTION_ARG_INT64, &a.seed, "Seed of the synthetic inputs (default 0)", "S"},
         INPUT_ENTRIES(a),
         CONFIG_ENTRIES(a),
-        {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol,
-         "Largest relative L2 error an output may have (default 1e-2)", "R"},
+        {"l2-tol", 0, 0, G_OPTION_ARG_DOUBLE, &l2_tol,
+         "Largest relative L2 error an output may have, over all its elements (default 1e-2)", "L"},
+        {"atol", 0, 0, G_OPTION_ARG_DOUBLE, &atol,
+         "Per element, as Polygraphy: pass when |conv-orig| <= A + R*|orig| (default 1e-5 once either is given)",
+         "A"},
+        {"rtol", 0, 0, G_OPTION_ARG_DOUBLE, &rtol, "Per element: R above (default 1e-5 once either is given)", "R"},
         {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text or json (default text)",
          "FORMAT"},
         {"outputs", 0, 0, G_OPTION_ARG_STRING, &outputs,
@@ -836,7 +863,9 @@ cmd_verify(int argc, char **argv)
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
     usage = argc != 3                                          ? "give two models: ORIG CONVERTED"
-            : !(rtol >= 0)                                     ? "--rtol must be a number >= 0"
+            : !(l2_tol >= 0)                                   ? "--l2-tol must be a number >= 0"
+            : !(atol >= 0 || atol == -G_MAXDOUBLE) || !(rtol >= 0 || rtol == -G_MAXDOUBLE)
+                                                               ? "--atol and --rtol must be numbers >= 0"
             : threads < 0                                      ? "--threads must be positive"
             : format && strcmp(format, "text") && strcmp(format, "json") ? "--format must be text or json"
                                                                : NULL;
@@ -883,7 +912,10 @@ cmd_verify(int argc, char **argv)
         Synthetic syn = {(guint)a.calib_random, FALSE, NULL};
         report_unranged(argv[1], inputs, NULL, FALSE, &syn, a.seed, ms.cfg ? hg_check_config_path(ms.cfg) : NULL);
     }
-    vo.rtol = rtol;
+    vo.l2_tol = l2_tol;
+    vo.elementwise = atol >= 0 || rtol >= 0;
+    vo.atol = atol >= 0 ? atol : HG_VERIFY_DEFAULT_ATOL;
+    vo.rtol = rtol >= 0 ? rtol : HG_VERIFY_DEFAULT_RTOL;
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
@@ -1057,7 +1089,7 @@ static const Command commands[] = {
      "--random, the calib of the model's [model] group in .halfguard.ini is the data.\n\n"
      "Example:\n  halfguard calibrate model.onnx --data calib/0 --data calib/1 -o stats.json\n"
      "  halfguard calibrate model.onnx --random 8 -O calib/"},
-    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--rtol R] [--format text|json]",
+    {"verify", cmd_verify, "ORIG CONVERTED --data DATA [--data DATA...] [--l2-tol L] [--atol A] [--rtol R] [--format text|json]",
      "Run a model and its converted form on the same data; exit 1 if they disagree.",
      "Runs both models with the built-in interpreter on each sample of each --data (a folder laid out\n"
      "as for 'run', a folder of such folders, an .npz, or Polygraphy --save-inputs JSON;\n"
@@ -1071,8 +1103,8 @@ static const Command commands[] = {
      "--random N adds N synthetic input sets drawn in the input ranges (-r, .halfguard.ini, derived).\n"
      "Without --data, the calib of ORIG's [model] group in .halfguard.ini is the data.\n\n"
      "Output: text, or json (fields in the README).\n"
-     "Exit status: 0 every output finite and within --rtol; 1 an output non-finite where ORIG's is\n"
-     "finite, or over --rtol; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"
+     "Exit status: 0 every output finite and within its tolerances; 1 an output non-finite where ORIG's\n"
+     "is finite, over --l2-tol, or (with --atol/--rtol) with an element over atol + rtol*|orig|; 2 an error (bad arguments, an unreadable model, data that does not fit,\n"
      "outputs that differ in name or shape).\n\n"
      "Example:\n  halfguard verify model.onnx model.fp16.onnx --data test_data_set_0 --data test_data_set_1"},
     {"help", cmd_help, "[SUBCOMMAND]", "Show help for a subcommand.", ""},

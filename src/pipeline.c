@@ -17,6 +17,10 @@ struct HgConvertOptions {
     char **dim_max;         /* owned copy of check.dim_max */
     gboolean keep_io_types;
     char **block_ops, **block_nodes, **force_fp16_nodes;
+    /* hg_convert_file's calibration: data paths (owned), interpreter threads, synthetic seed. */
+    char **calib;
+    int threads;
+    guint64 seed;
 };
 
 static void
@@ -45,7 +49,95 @@ hg_convert_options_free(HgConvertOptions *o)
     g_strfreev(o->block_ops);
     g_strfreev(o->block_nodes);
     g_strfreev(o->force_fp16_nodes);
+    g_strfreev(o->calib);
     g_free(o);
+}
+
+/* Point check's borrowed fields at the owned copies (after either moved). */
+static void
+repoint(HgConvertOptions *o)
+{
+    o->check.ranges = (const HgInputRangeSpec *)(void *)o->ranges->data;
+    o->check.n_ranges = o->ranges->len;
+    o->check.shapes = (const char *const *)o->shapes;
+    o->check.dim_max = (const char *const *)o->dim_max;
+}
+
+HgConvertOptions *
+hg_convert_options_copy(const HgConvertOptions *o)
+{
+    g_return_val_if_fail(o != NULL, NULL);
+    HgConvertOptions *c = hg_convert_options_new();
+    hg_convert_options_set_analysis(c, &o->check);
+    c->keep_io_types = o->keep_io_types;
+    c->block_ops = g_strdupv(o->block_ops);
+    c->block_nodes = g_strdupv(o->block_nodes);
+    c->force_fp16_nodes = g_strdupv(o->force_fp16_nodes);
+    c->calib = g_strdupv(o->calib);
+    c->threads = o->threads;
+    c->seed = o->seed;
+    return c;
+}
+
+void
+hg_convert_options_add_input_range(HgConvertOptions *o, const char *name, double lo, double hi)
+{
+    g_return_if_fail(o != NULL && name != NULL && !(lo > hi));
+    HgInputRangeSpec r = {g_strdup(name), lo, hi};
+    g_array_append_val(o->ranges, r);
+    repoint(o);
+}
+
+void
+hg_convert_options_set_stats(HgConvertOptions *o, HgStats *stats)
+{
+    g_return_if_fail(o != NULL);
+    o->check.stats = stats;
+}
+
+void
+hg_convert_options_add_calib(HgConvertOptions *o, const char *path)
+{
+    g_return_if_fail(o != NULL && path != NULL);
+    guint n = o->calib ? g_strv_length(o->calib) : 0;
+    o->calib = g_renew(char *, o->calib, n + 2);
+    o->calib[n] = g_strdup(path);
+    o->calib[n + 1] = NULL;
+}
+
+void
+hg_convert_options_set_threads(HgConvertOptions *o, int threads)
+{
+    g_return_if_fail(o != NULL && threads >= 0);
+    o->threads = threads;
+}
+
+void
+hg_convert_options_set_seed(HgConvertOptions *o, guint64 seed)
+{
+    g_return_if_fail(o != NULL);
+    o->seed = seed;
+}
+
+const char *const *
+hg_convert_options_calib(const HgConvertOptions *o)
+{
+    g_return_val_if_fail(o != NULL, NULL);
+    return (const char *const *)o->calib;
+}
+
+int
+hg_convert_options_threads(const HgConvertOptions *o)
+{
+    g_return_val_if_fail(o != NULL, 0);
+    return o->threads;
+}
+
+guint64
+hg_convert_options_seed(const HgConvertOptions *o)
+{
+    g_return_val_if_fail(o != NULL, 0);
+    return o->seed;
 }
 
 void
@@ -62,10 +154,7 @@ hg_convert_options_set_analysis(HgConvertOptions *o, const HgCheckOptions *check
     g_strfreev(o->dim_max);
     o->dim_max = g_strdupv((char **)check->dim_max);
     o->check = *check;
-    o->check.ranges = (const HgInputRangeSpec *)(void *)o->ranges->data;
-    o->check.n_ranges = o->ranges->len;
-    o->check.shapes = (const char *const *)o->shapes;
-    o->check.dim_max = (const char *const *)o->dim_max;
+    repoint(o);
 }
 
 void

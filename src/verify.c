@@ -111,7 +111,8 @@ typedef struct {
 } Sums;
 
 static gboolean
-compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor *b, GError **error)
+compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor *b, const HgVerifyReport *r,
+               GError **error)
 {
     gboolean same = a->rank == b->rank;
     for (guint i = 0; same && i < a->rank; i++)
@@ -147,6 +148,12 @@ compare_output(HgVerifyOutput *o, Sums *sums, const HgTensor *a, const HgTensor 
             sums->sum_o2 += x[i] * x[i];
             o->max_abs = MAX(o->max_abs, fabs(d));
             o->compared++;
+            if (r->elementwise) {
+                double tol = r->atol + r->rtol * fabs(x[i]);
+                double ratio = tol > 0 ? fabs(d) / tol : d != 0 ? INFINITY : 0;
+                o->elements_over += ratio > 1;
+                o->worst_ratio = MAX(o->worst_ratio, ratio);
+            }
             continue;
         }
         o->nonfinite_orig += !fx;
@@ -267,7 +274,7 @@ verify_folder(HgModel *orig, HgModel *conv, const char *dir, GPtrArray *feeds, c
         return FALSE;
     }
     for (guint i = 0; i < r->n_outputs; i++) {
-        if (!compare_output(&r->outputs[i], &sums[i], oa->pdata[i], ob->pdata[map[i]], error)) {
+        if (!compare_output(&r->outputs[i], &sums[i], oa->pdata[i], ob->pdata[map[i]], r, error)) {
             g_prefix_error(error, "%s: ", dir);
             return FALSE;
         }
@@ -309,7 +316,7 @@ hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples, const 
                   GError **error)
 {
     g_return_val_if_fail(orig != NULL && conv != NULL && samples != NULL && samples->len > 0, NULL);
-    g_return_val_if_fail(!opts || opts->rtol >= 0, NULL);
+    g_return_val_if_fail(!opts || (opts->l2_tol >= 0 && opts->atol >= 0 && opts->rtol >= 0), NULL);
     if (!orig->graph || !conv->graph) {
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the %s model has no graph",
                     orig->graph ? "converted" : "original");
@@ -333,7 +340,10 @@ hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples, const 
         return NULL;
     }
     g_autoptr(HgVerifyReport) r = g_new0(HgVerifyReport, 1);
-    r->rtol = opts ? opts->rtol : HG_VERIFY_DEFAULT_RTOL;
+    r->l2_tol = opts ? opts->l2_tol : HG_VERIFY_DEFAULT_L2_TOL;
+    r->elementwise = opts && opts->elementwise;
+    r->atol = r->elementwise ? opts->atol : 0;
+    r->rtol = r->elementwise ? opts->rtol : 0;
     r->n_outputs = names ? n_names : orig->graph->outputs->len;
     r->outputs = g_new0(HgVerifyOutput, r->n_outputs + 1);
     for (guint i = 0; i < r->n_outputs; i++) {
@@ -363,7 +373,7 @@ hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples, const 
         /* 0/0: the outputs agree exactly (both all zero); x/0: any error relative to zero is
          * unbounded. */
         o->rel_l2 = den > 0 ? num / den : num > 0 ? INFINITY : 0;
-        o->pass = o->new_nonfinite == 0 && o->rel_l2 <= r->rtol;
+        o->pass = o->new_nonfinite == 0 && o->rel_l2 <= r->l2_tol && o->elements_over == 0;
         r->pass &= o->pass;
     }
     return g_steal_pointer(&r);
@@ -385,13 +395,21 @@ hg_verify_format_text(const HgVerifyReport *r)
                                o->nonfinite_conv, o->count);
         if (o->nonfinite_orig)
             g_string_append_printf(s, ", original non-finite %" G_GINT64_FORMAT, o->nonfinite_orig);
+        if (r->elementwise)
+            g_string_append_printf(s, ", %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " elements over atol + "
+                                   "rtol*|orig| (worst at %.2gx)", o->elements_over, o->compared, o->worst_ratio);
         if (!o->pass) {
             failed++;
             if (o->new_nonfinite)
                 g_string_append_printf(s, " [FAIL: %" G_GINT64_FORMAT " non-finite where the original "
                                        "is finite]", o->new_nonfinite);
+            else if (o->rel_l2 > r->l2_tol && o->elements_over)
+                g_string_append_printf(s, " [FAIL: over l2-tol %.1e and atol %.1e + rtol %.1e]", r->l2_tol,
+                                       r->atol, r->rtol);
+            else if (o->rel_l2 > r->l2_tol)
+                g_string_append_printf(s, " [FAIL: over l2-tol %.1e]", r->l2_tol);
             else
-                g_string_append_printf(s, " [FAIL: over rtol %.1e]", r->rtol);
+                g_string_append_printf(s, " [FAIL: elements over atol %.1e + rtol %.1e]", r->atol, r->rtol);
         }
         g_string_append_c(s, '\n');
     }
@@ -410,13 +428,16 @@ hg_verify_format_text(const HgVerifyReport *r)
         g_string_append_printf(s, "first non-finite: '%s' from node '%s' (%s), %" G_GINT64_FORMAT " of %"
                                G_GINT64_FORMAT " values, in %s\n", value, node,
                                op, f->nonfinite, f->count, dir);
+    g_autofree char *tols = r->elementwise ? g_strdup_printf("l2-tol %.1e, atol %.1e, rtol %.1e", r->l2_tol,
+                                                             r->atol, r->rtol)
+                                           : g_strdup_printf("l2-tol %.1e", r->l2_tol);
     if (r->pass)
-        g_string_append_printf(s, "verdict: PASS (%u output%s, %u data folder%s, rtol %.1e)\n",
+        g_string_append_printf(s, "verdict: PASS (%u output%s, %u data folder%s, %s)\n",
                                r->n_outputs, r->n_outputs == 1 ? "" : "s", r->samples,
-                               r->samples == 1 ? "" : "s", r->rtol);
+                               r->samples == 1 ? "" : "s", tols);
     else
-        g_string_append_printf(s, "verdict: FAIL (%u of %u output%s non-finite or over rtol %.1e)\n",
-                               failed, r->n_outputs, r->n_outputs == 1 ? "" : "s", r->rtol);
+        g_string_append_printf(s, "verdict: FAIL (%u of %u output%s non-finite or over %s)\n",
+                               failed, r->n_outputs, r->n_outputs == 1 ? "" : "s", tols);
     return g_string_free(s, FALSE);
 }
 
@@ -431,9 +452,14 @@ hg_verify_format_json(const HgVerifyReport *r)
     g_autoptr(JsonBuilder) b = json_builder_new();
     json_builder_begin_object(b);
     hg_json_add_str(b, "format", "halfguard-verify");
-    hg_json_add_int(b, "version", 1);
+    hg_json_add_int(b, "version", 2); /* 2: "rtol" is per element; the L2 tolerance is "l2_tol" */
     hg_json_add_bool(b, "pass", r->pass);
-    hg_json_add_num(b, "rtol", r->rtol);
+    hg_json_add_num(b, "l2_tol", r->l2_tol);
+    /* The per-element tolerances: null when the check did not run. */
+    json_builder_set_member_name(b, "atol");
+    r->elementwise ? (void)json_builder_add_double_value(b, r->atol) : (void)json_builder_add_null_value(b);
+    json_builder_set_member_name(b, "rtol");
+    r->elementwise ? (void)json_builder_add_double_value(b, r->rtol) : (void)json_builder_add_null_value(b);
     hg_json_add_int(b, "samples", r->samples);
     json_builder_set_member_name(b, "outputs");
     json_builder_begin_array(b);
@@ -447,6 +473,9 @@ hg_verify_format_json(const HgVerifyReport *r)
         hg_json_add_int(b, "compared", o->compared);
         hg_json_add_num(b, "rel_l2", o->rel_l2);
         hg_json_add_num(b, "max_abs", o->max_abs);
+        json_builder_set_member_name(b, "elements_over");
+        r->elementwise ? (void)json_builder_add_int_value(b, o->elements_over) : (void)json_builder_add_null_value(b);
+        hg_json_add_num(b, "worst_ratio", r->elementwise ? o->worst_ratio : NAN); /* inf: null too */
         hg_json_add_int(b, "nonfinite_orig", o->nonfinite_orig);
         hg_json_add_int(b, "nonfinite_conv", o->nonfinite_conv);
         hg_json_add_int(b, "new_nonfinite", o->new_nonfinite);

@@ -4,6 +4,7 @@
 Usage: test_cli.py HALFGUARD. Bad models are made here with Debian's python3-onnx (onnx.helper does
 not validate, so it writes whatever defect we ask for).
 """
+import json
 import os
 import sys
 
@@ -271,6 +272,32 @@ def test_convert_symbolic_macs(tmp):
         check(f"convert:symbolic-macs-null-{size}", macs == {"mm": None, "relu": None}, str(macs))
 
 
+def test_threads(tmp):
+    """--threads N wherever the interpreter runs: each such command lists it, refuses a negative count,
+    and gives the same answer on one thread as on all (convert's and check's calibration included)."""
+    m = hgtest.save_model(os.path.join(tmp, "t.onnx"), [helper.make_node("Mul", ["x", "k"], ["y"], name="big")],
+                          [vi("x", (2, 3))], [vi("y", (2, 3))], [helper.make_tensor("k", 1, [], [1e3])])
+    data = os.path.join(tmp, "tdata")
+    os.makedirs(data)
+    np.save(os.path.join(data, "x.npy"), np.full((2, 3), 100, np.float32))
+    for cmd in ("convert", "check", "run", "calibrate", "verify"):
+        rc, so, _ = run(cmd, "--help")
+        check(f"threads:{cmd}:help", rc == 0 and "--threads=N" in so, so)
+        extra = {"convert": ["-o", os.path.join(tmp, "neg.onnx")], "verify": [m, "--random", "1"],
+                 "run": ["-d", data, "-o", tmp], "calibrate": ["-d", data, "-o", os.path.join(tmp, "s.json")]}
+        rc, _, se = run(cmd, m, *extra.get(cmd, []), "--threads", "-1")
+        check(f"threads:{cmd}:negative", rc == 2 and "--threads" in se, se)
+    outs = {}
+    for t in ("1", "0"):
+        out = os.path.join(tmp, f"t{t}.onnx")
+        rc, _, se = run("convert", m, "-o", out, "--calib", data, "--threads", t, "--no-config")
+        check(f"threads:convert-{t}", rc == 0, se)
+        rc, so, se = run("check", m, "--calib", data, "-t", t, "--no-config", "--format", "json")
+        check(f"threads:check-{t}", rc == 1 and "overflow" in so, so + se)
+        outs[t] = (hgtest.read_bytes(out) if os.path.exists(out) else None, json.loads(so or "{}").get("models"))
+    check("threads:same-answer", outs["1"] == outs["0"] and outs["1"][0], "differs by thread count")
+
+
 def test_help(_tmp):
     rc, so, _ = run("--help")
     check("help:exit0", rc == 0 and "convert" in so and "dump" in so, so)
@@ -296,5 +323,5 @@ def test_help(_tmp):
 
 
 hgtest.temp_folders(check, "hg-cli-", [test_help, test_bad_inputs, test_convert, test_run_and_calibrate,
-                                       test_convert_symbolic_macs])
+                                       test_convert_symbolic_macs, test_threads])
 sys.exit(check.finish())

@@ -318,6 +318,10 @@ if not ONLY or flag_cases & ONLY:
         others = [d for d in rep["decisions"] if d["op"] != "Relu" and d["precision"] == "fp32"
                   and d["reason"] == "--block-op"]
         check("flags:block-op:only-relu", not others, others)
+        # AutoCast's spelling, --op_types_to_exclude, is the same option: the same bytes.
+        converted(c, ["--op_types_to_exclude", "Relu"], "op_types_to_exclude")
+        same = [hgtest.read_bytes(os.path.join(conv_dir, f"{c['name']}.{t}.onnx")) for t in ("block-op", "op_types_to_exclude")]
+        check("flags:op_types_to_exclude", same[0] == same[1], "differs from --block-op")
 
     # --block-node REGEX: the nodes it matches, and only those, are blocked.
     c = case("control_conv_clip_conv")
@@ -333,6 +337,11 @@ if not ONLY or flag_cases & ONLY:
         blocked = [d["node"] for d in rep["decisions"] if d["reason"] == "--block-node"]
         check("flags:block-node:only-match", blocked == ["conv1"], blocked)
         check("flags:block-node:was-fp16", all(d["precision"] == "fp16" for d in rep0["decisions"]), rep0["figures"])
+    # AutoCast's spelling, --nodes_to_exclude, adds to --block-node's list.
+    _, _, _, rep, _ = converted(c, ["--block-node", "^conv1$", "--nodes_to_exclude", "^conv2$"], "nodes_to_exclude")
+    if rep:
+        blocked = sorted(d["node"] for d in rep["decisions"] if d["reason"] == "--block-node")
+        check("flags:nodes_to_exclude", blocked == ["conv1", "conv2"], blocked)
 
     # --force-fp16-node on the overflow case: the node the analysis keeps FP32 runs in FP16.
     c = case("overflow_mul_const")

@@ -2,6 +2,8 @@
  * that every pass that changes the graph moves its generation. */
 #include "testutil.h"
 
+#include <math.h>
+
 #include <string.h>
 
 static const char *const chain_text =
@@ -154,6 +156,44 @@ test_plan_from_text(void **state)
     assert_hg_error(error, HG_ERROR_PARSE, "precision 'fp8'");
 }
 
+/* The options a one-call conversion is built from: ranges appended and copied (the parsed name is
+ * the caller's, released by g_auto), the calibration paths, threads and seed, and a deep copy that
+ * outlives the original. */
+static void
+test_convert_options(void **state)
+{
+    (void)state;
+    g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+    {
+        g_auto(HgInputRangeSpec) r = {0};
+        assert_true(hg_input_range_parse("past_*=-5:5", &r, NULL));
+        hg_convert_options_add_input_range(o, r.name, r.lo, r.hi);
+    }
+    HgInputRangeSpec bad = {NULL, 0, 0};
+    assert_false(hg_input_range_parse("x=2:1", &bad, NULL));
+    assert_null(bad.name);
+    hg_convert_options_add_input_range(o, "*", -INFINITY, INFINITY);
+    hg_convert_options_add_calib(o, "a");
+    hg_convert_options_add_calib(o, "b.npz");
+    hg_convert_options_set_threads(o, 3);
+    hg_convert_options_set_seed(o, 7);
+    HgConvertOptions *c = hg_convert_options_copy(o);
+    g_clear_pointer(&o, hg_convert_options_free);
+    const HgCheckOptions *co = hg_convert_options_analysis(c);
+    assert_int_equal(co->n_ranges, 2);
+    assert_string_equal(co->ranges[0].name, "past_*");
+    assert_true(co->ranges[0].lo == -5 && co->ranges[0].hi == 5);
+    assert_string_equal(co->ranges[1].name, "*");
+    assert_true(isinf(co->ranges[1].hi));
+    const char *const *calib = hg_convert_options_calib(c);
+    assert_string_equal(calib[0], "a");
+    assert_string_equal(calib[1], "b.npz");
+    assert_null(calib[2]);
+    assert_int_equal(hg_convert_options_threads(c), 3);
+    assert_true(hg_convert_options_seed(c) == 7);
+    hg_convert_options_free(c);
+}
+
 int
 main(void)
 {
@@ -161,6 +201,7 @@ main(void)
         cmocka_unit_test(test_edit_without_generation_fails),
         cmocka_unit_test(test_needs_and_order),
         cmocka_unit_test(test_plan_from_text),
+        cmocka_unit_test(test_convert_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -103,7 +103,7 @@ test_verify_api(void **state)
     assert_null(error);
     assert_non_null(r);
     assert_int_equal(r->samples, 1);
-    assert_true(r->rtol == HG_VERIFY_DEFAULT_RTOL);
+    assert_true(r->l2_tol == HG_VERIFY_DEFAULT_L2_TOL && !r->elementwise);
     assert_int_equal(r->n_outputs, 1);
     const HgVerifyOutput *o = &r->outputs[0];
     assert_string_equal(o->name, "y");

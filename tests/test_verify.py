@@ -123,7 +123,8 @@ def test_identical(tmp):
     o = outputs_by_name(js).get("y", {})
     check("identical:json", rc == 0 and js and js["pass"] is True and js["first_nonfinite"] is None
           and o.get("rel_l2") == 0 and o.get("max_abs") == 0 and o.get("count") == 8
-          and js["format"] == "halfguard-verify" and js["samples"] == 1 and js["rtol"] == 0.01, js)
+          and js["format"] == "halfguard-verify" and js["samples"] == 1 and js["l2_tol"] == 0.01
+          and js["atol"] is None and js["rtol"] is None and o.get("elements_over") is None, js)
 
 
 def test_overflow(tmp):
@@ -160,12 +161,12 @@ def test_overflow(tmp):
     check("overflow-none:exit0", rc == 0 and js and js["first_nonfinite"] is None, (rc, js, se))
     check("overflow-none:nonzero-error", 0 < want0["rel_l2"] < 1e-2, want0)
     check_metrics("overflow-none", o, want0)
-    # The rtol boundary on that same error: just under it fails, just over it passes.
+    # The l2-tol boundary on that same error: just under it fails, just over it passes.
     r = want0["rel_l2"]
-    rc, _, se = run("verify", orig, fp16_io, "--data", d0, "--rtol", repr(r * 0.99))
-    check("rtol:over-exit1", rc == 1, se)
-    rc, _, se = run("verify", orig, fp16_io, "--data", d0, "--rtol", repr(r * 1.01))
-    check("rtol:under-exit0", rc == 0, se)
+    rc, _, se = run("verify", orig, fp16_io, "--data", d0, "--l2-tol", repr(r * 0.99))
+    check("l2-tol:over-exit1", rc == 1, se)
+    rc, _, se = run("verify", orig, fp16_io, "--data", d0, "--l2-tol", repr(r * 1.01))
+    check("l2-tol:under-exit0", rc == 0, se)
 
 
 def test_input_overflow(tmp):
@@ -198,12 +199,40 @@ def test_rtol(tmp):
     rc, js, se = verify_json(orig, near, "--data", d)
     r = outputs_by_name(js).get("y", {}).get("rel_l2")
     check("rtol:near-default-exit0", rc == 0 and r is not None and abs(r - 1e-3) < 1e-5, (rc, r, se))
-    rc, _, se = run("verify", orig, near, "--data", d, "--rtol", "1e-4")
+    rc, _, se = run("verify", orig, near, "--data", d, "--l2-tol", "1e-4")
     check("rtol:near-tight-exit1", rc == 1, se)
     rc, so, se = run("verify", orig, far, "--data", d)
-    check("rtol:far-exit1", rc == 1 and "[FAIL: over rtol 1.0e-02]" in so, so + se)
-    rc, _, se = run("verify", orig, far, "--data", d, "--rtol", "0.1")
+    check("rtol:far-exit1", rc == 1 and "[FAIL: over l2-tol 1.0e-02]" in so, so + se)
+    rc, _, se = run("verify", orig, far, "--data", d, "--l2-tol", "0.1")
     check("rtol:far-loose-exit0", rc == 0, se)
+    # Per element, Polygraphy's convention: |conv - orig| <= atol + rtol * |orig|. The expected count
+    # over the tolerance comes from the two models' own outputs (halfguard run), in float64.
+    ys = {}
+    for tag, m in (("orig", orig), ("near", near)):
+        od = os.path.join(tmp, "elem_out_" + tag)
+        rc, _, se = run("run", m, "--data", d, "-o", od, "--format", "npy")
+        ys[tag] = np.load(os.path.join(od, "output_0.npy")).astype(np.float64) if rc == 0 else None
+    if check("elementwise:run-outputs", ys["orig"] is not None and ys["near"] is not None, ys):
+        diff, ref = np.abs(ys["near"] - ys["orig"]), np.abs(ys["orig"])
+        for atol, rtol in ((float(np.median(diff)), 0.0), (0.0, float(np.median(diff / ref))),
+                           (float(diff.max()) * 1.01, 0.0), (float(diff.max()) / 4, 5e-4)):
+            want = int(np.sum(diff > atol + rtol * ref))
+            rc, js, se = verify_json(orig, near, "--data", d, "--atol", repr(atol), "--rtol", repr(rtol))
+            o = outputs_by_name(js).get("y", {}) if js else {}
+            tag = f"elementwise:atol={atol:.3g},rtol={rtol:.3g}"
+            check(f"{tag}:count", o.get("elements_over") == want and js["atol"] == atol and js["rtol"] == rtol,
+                  (want, o, se))
+            check(f"{tag}:verdict", rc == (1 if want else 0) and o.get("pass") is (want == 0), (rc, want))
+            ratio = float(np.max(diff / (atol + rtol * ref)))
+            check(f"{tag}:worst", abs(o.get("worst_ratio", -1) - ratio) <= 1e-6 * ratio, (o, ratio))
+        # One tolerance given: the other is Polygraphy's default, 1e-5; the text line says it all.
+        rc, so, se = run("verify", orig, near, "--data", d, "--rtol", "1e-4")
+        check("elementwise:default-atol", rc == 1 and "6 of 6 elements over atol + rtol*|orig|" in so
+              and "[FAIL: elements over atol 1.0e-05 + rtol 1.0e-04]" in so
+              and "verdict: FAIL (1 of 1 output non-finite or over l2-tol 1.0e-02, atol 1.0e-05, rtol 1.0e-04)"
+              in so, so + se)
+        rc, _, se = run("verify", orig, near, "--data", d, "--atol", "-1")
+        check("elementwise:negative", rc == 2 and "--atol and --rtol must be numbers >= 0" in se, se)
     # Numbers against the models' own outputs (halfguard run), for a real FP16 MatMul.
     outs = {}
     d16 = data_dir(tmp, "mm_data16", [("x", x.astype(np.float16))])  # what verify feeds the FP16 model
@@ -308,6 +337,7 @@ def test_errors(tmp):
     for args, phrase in ((["verify", orig, orig], "--data"),
                          (["verify", orig, "--data", d], "two models"),
                          (["verify", orig, orig, "--data", d, "--rtol", "-1"], "--rtol"),
+                         (["verify", orig, orig, "--data", d, "--l2-tol", "-1"], "--l2-tol"),
                          (["verify", orig, orig, "--data", d, "--rtol", "x"], "rtol"),
                          (["verify", orig, orig, "--data", d, "--format", "xml"], "--format"),
                          (["verify", orig, orig, "--data", d, "--threads", "-2"], "--threads")):

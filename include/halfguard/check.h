@@ -114,8 +114,13 @@ typedef struct {
     double lo, hi;
 } HgInputRangeSpec;
 
-/* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). */
+/* Parse "NAME=LO:HI" (LO and HI may be inf or -inf). On success out->name is a new string that the
+ * caller owns: release it with hg_input_range_spec_clear (or g_free), or declare out as
+ * `g_auto(HgInputRangeSpec)`. On failure out is untouched and nothing is allocated. */
 HG_API gboolean hg_input_range_parse(const char *text, HgInputRangeSpec *out, GError **error);
+/* Free spec's name and set it to NULL (the struct itself is the caller's). */
+HG_API void hg_input_range_spec_clear(HgInputRangeSpec *spec);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC(HgInputRangeSpec, hg_input_range_spec_clear)
 /* How well a range's NAME fits graph input `input`: 3 the same name, 2 a glob that matches it
  * ("past_*": '*' and '?'), 1 "*" (every input not named otherwise), 0 none. Of several ranges, the
  * first of the highest rank applies. */
@@ -253,7 +258,8 @@ HG_API const char *hg_check_config_path(const HgCheckConfig *cfg);
 /* [check] threshold and margin, or 0 when the file does not set them. */
 HG_API double hg_check_config_threshold(const HgCheckConfig *cfg);
 HG_API double hg_check_config_margin(const HgCheckConfig *cfg);
-/* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func) the ranges of
+/* Append to ranges (GArray of HgInputRangeSpec, names owned by the array's clear func, e.g.
+ * g_array_set_clear_func(ranges, (GDestroyNotify)hg_input_range_spec_clear)) the ranges of
  * every [ranges GLOB] group matching model_path, skipping names already present. */
 HG_API void hg_check_config_ranges(const HgCheckConfig *cfg, const char *model_path, GArray *ranges);
 /* The calibration data the first [model GLOB] group matching model_path gives (calib = ...; paths made

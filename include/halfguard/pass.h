@@ -40,6 +40,21 @@ HG_API void hg_convert_options_set_keep_io_types(HgConvertOptions *o, gboolean k
 HG_API void hg_convert_options_set_block_ops(HgConvertOptions *o, const char *const *ops);
 HG_API void hg_convert_options_set_block_nodes(HgConvertOptions *o, const char *const *patterns);
 HG_API void hg_convert_options_set_force_fp16_nodes(HgConvertOptions *o, const char *const *patterns);
+/* A deep copy of o (the statistics stay borrowed). */
+HG_API HgConvertOptions *hg_convert_options_copy(const HgConvertOptions *o);
+/* Values of graph input name (a glob: '*' and '?'; "*" alone: every input not named otherwise) lie in
+ * [lo, hi] (-INFINITY and INFINITY allowed; lo <= hi), as `-r NAME=LO:HI`. Appended; name is copied. */
+HG_API void hg_convert_options_add_input_range(HgConvertOptions *o, const char *name, double lo, double hi);
+/* Calibration statistics the analysis reads (borrowed: they must outlive the conversion; NULL: none). */
+HG_API void hg_convert_options_set_stats(HgConvertOptions *o, HgStats *stats);
+/* For hg_convert_file: calibration data as for `--calib` (a folder of input_K.pb or NAME.npy, or of
+ * such folders; an .npz; Polygraphy --save-inputs JSON). Appended; path is copied. */
+HG_API void hg_convert_options_add_calib(HgConvertOptions *o, const char *path);
+/* For hg_convert_file: the interpreter's threads for calibration (0, the default: all cores). */
+HG_API void hg_convert_options_set_threads(HgConvertOptions *o, int threads);
+/* For hg_convert_file: the seed of the synthetic inputs drawn for an input with neither range nor
+ * data (default 0, as `convert --seed`). */
+HG_API void hg_convert_options_set_seed(HgConvertOptions *o, guint64 seed);
 
 /* The getters the passes use. The pointers are o's. */
 HG_API const HgCheckOptions *hg_convert_options_analysis(const HgConvertOptions *o);
@@ -47,6 +62,9 @@ HG_API gboolean hg_convert_options_keep_io_types(const HgConvertOptions *o);
 HG_API const char *const *hg_convert_options_block_ops(const HgConvertOptions *o);
 HG_API const char *const *hg_convert_options_block_nodes(const HgConvertOptions *o);
 HG_API const char *const *hg_convert_options_force_fp16_nodes(const HgConvertOptions *o);
+HG_API const char *const *hg_convert_options_calib(const HgConvertOptions *o);
+HG_API int hg_convert_options_threads(const HgConvertOptions *o);
+HG_API guint64 hg_convert_options_seed(const HgConvertOptions *o);
 
 /* ---------------------------------------------------------------- what the passes report */
 
@@ -192,6 +210,18 @@ typedef struct {
  * (the test suite does), when a pass changed the graph without moving its generation. */
 HG_API HgConvertResult *hg_convert(HgModel *m, const HgConvertOptions *o, const HgPipelineOptions *po,
                                    GError **error);
+
+/* Convert the model in file `in` and save it to `out`, in one call, as `halfguard convert IN -o OUT
+ * --no-config` does with the same options (the same bytes): load; calibrate on o's --calib data (with
+ * o's threads), adding o's statistics; when an input whose values reach float math still has neither
+ * a range nor data, run HG_SYNTH_DEFAULT_SAMPLES synthetic input sets (o's seed) as convert does;
+ * run every pass (hg_convert); save through the library's one writer (a temporary renamed over out,
+ * so out is never half-written; "-" is standard output). o may be NULL (the defaults). TRUE on
+ * success, with the result in *result_out when result_out is not NULL (free with
+ * hg_convert_result_free). FALSE with an HG_ERROR: the model's or the data's error prefixed with the
+ * file's name ("in.onnx: ..."), what hg_convert reports, or HG_ERROR_OUTPUT naming out. */
+HG_API gboolean hg_convert_file(const char *in, const char *out, const HgConvertOptions *o,
+                                HgConvertResult **result_out, GError **error);
 
 /* Run the given passes, in this order, as hg_convert does but without checking their needs and order
  * or type-checking the result (for tests, and for hg_check_mark_fixed, which analyses between passes).

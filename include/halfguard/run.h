@@ -77,14 +77,23 @@ HG_API gboolean hg_calibrate(HgModel *m, const char *const *data_dirs, int threa
 
 /* ---------------------------------------------------------------- verify */
 
-#define HG_VERIFY_DEFAULT_RTOL 1e-2
+/* The largest relative L2 error of an output that passes, by default. */
+#define HG_VERIFY_DEFAULT_L2_TOL 1e-2
+/* The per-element tolerances when only one is given (Polygraphy's defaults). */
+#define HG_VERIFY_DEFAULT_ATOL 1e-5
+#define HG_VERIFY_DEFAULT_RTOL 1e-5
 
 typedef struct {
-    double rtol; /* the largest relative L2 error that passes (>= 0; HG_VERIFY_DEFAULT_RTOL) */
+    double l2_tol; /* the largest relative L2 error that passes (>= 0; HG_VERIFY_DEFAULT_L2_TOL) */
     int threads; /* threads for BLAS kernels; 0 = all cores */
     /* Values to compare instead of the graph outputs (NULL-terminated, NULL = the graph outputs): a
      * model whose outputs go through ops the interpreter lacks is compared up to them. */
     const char *const *outputs;
+    /* The per-element check, Polygraphy's convention: with elementwise set, an element passes when
+     * |conv - orig| <= atol + rtol * |orig| (both >= 0), and an output passes only when every compared
+     * element does (as well as its L2 figure). Off (FALSE) by default. */
+    gboolean elementwise;
+    double atol, rtol;
 } HgVerifyOptions;
 
 /* One graph output, compared over all data folders (their elements taken as one vector). */
@@ -97,10 +106,15 @@ typedef struct {
      * (0/0), +inf when only ||orig|| is 0. */
     double rel_l2;
     double max_abs;        /* max |conv - orig| over the compared elements (0 when none) */
+    /* The per-element check (HgVerifyReport.elementwise): the compared elements over atol + rtol *
+     * |orig|, and the largest ratio |conv - orig| / (atol + rtol * |orig|) (over 1: that element
+     * fails; 0 when the check is off or nothing was compared). */
+    gint64 elements_over;
+    double worst_ratio;
     gint64 nonfinite_orig; /* inf or NaN elements of ORIG */
     gint64 nonfinite_conv; /* inf or NaN elements of CONVERTED */
     gint64 new_nonfinite;  /* elements non-finite in CONVERTED where ORIG's is finite */
-    gboolean pass;         /* new_nonfinite == 0 and rel_l2 <= rtol */
+    gboolean pass;         /* new_nonfinite == 0, rel_l2 <= l2_tol, and elements_over == 0 */
 } HgVerifyOutput;
 
 /* The first value that turned non-finite in CONVERTED: in its execution order, the first computed
@@ -114,7 +128,9 @@ typedef struct {
 } HgVerifyNonFinite;
 
 typedef struct {
-    double rtol;
+    double l2_tol;
+    gboolean elementwise; /* the per-element check ran, with these tolerances */
+    double atol, rtol;
     guint samples;      /* data folders run */
     guint n_outputs;
     HgVerifyOutput *outputs; /* in ORIG's graph-output order */
@@ -132,7 +148,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgVerifyReport, hg_verify_report_free)
  * data. opts may be NULL. Returns a new report (free with hg_verify_report_free), or NULL with an
  * HG_ERROR: HG_ERROR_USAGE when the outputs differ in name (all missing names are listed), when conv
  * needs an input orig lacks, or when the two give an output different shapes; what hg_load_feeds and
- * hg_run report otherwise, prefixed with the model and the folder. A negative rtol is a caller bug. */
+ * hg_run report otherwise, prefixed with the model and the folder. A negative tolerance is a caller
+ * bug. */
 HG_API HgVerifyReport *hg_verify(HgModel *orig, HgModel *conv, const char *const *data_dirs,
                                  const HgVerifyOptions *opts, GError **error);
 
