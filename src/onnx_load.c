@@ -51,19 +51,11 @@ dup0(const char *s)
     return s ? g_strdup(s) : NULL;
 }
 
-/* Set when an unknown field has field number 0, which protobuf forbids: protobuf-c accepts it when
- * the key is written in more than one byte, but would refuse the model it saves. Per thread, reset
- * by each load. */
-static _Thread_local gboolean saw_field_zero;
-
 static HgUnknown *
 unknown_from_pb(const ProtobufCMessage *msg)
 {
     if (!msg->n_unknown_fields)
         return NULL;
-    for (unsigned i = 0; i < msg->n_unknown_fields; i++)
-        if (msg->unknown_fields[i].tag == 0)
-            saw_field_zero = TRUE;
     HgUnknown *u = g_new0(HgUnknown, 1);
     u->n = msg->n_unknown_fields;
     u->fields = g_new0(HgUnknownField, u->n);
@@ -1082,7 +1074,8 @@ check_wire(const guint8 *d, gsize len, GError **error)
             /* No message has a field 0. protobuf-c refuses it in a one-byte key but keeps it as an
              * unknown field when the key is padded ("81 00"), and then cannot read back what it
              * wrote: a model that loads must save. */
-            g_set_error(error, HG_ERROR, HG_ERROR_PARSE, "not a valid ONNX model: field number 0 in %s",
+            g_set_error(error, HG_ERROR, HG_ERROR_PARSE,
+                        "not an ONNX model: the protobuf is malformed (a field numbered 0, in %s)",
                         f->desc->short_name);
             return FALSE;
         }
@@ -1164,13 +1157,7 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
                  error, file, views};
     c.model->encoding = enc;
     c.model->dir = g_strdup(dir);
-    saw_field_zero = FALSE;
     HgModel *m = model_from_pb(&c, pb);
-    if (m && saw_field_zero) {
-        g_set_error(error, HG_ERROR, HG_ERROR_PARSE,
-                    "not an ONNX model: the protobuf is malformed (a field numbered 0)");
-        m = NULL;
-    }
     /* The viewed payloads belong to the mapping, not to protobuf-c. */
     GHashTableIter it;
     gpointer key;
