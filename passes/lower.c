@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir_private.h"
 #include "ops/array.h"
 #include "ops/op.h"
 #include "precision_cost.h"
@@ -33,6 +34,8 @@ typedef struct {
     GHashTable *inits;   /* HgValue* -> HgValue*: FP16 copies of initializers */
     GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
+    HgSpill *scratch;  /* where large converted weights go (made at the first), or NULL */
+    gboolean no_scratch; /* it could not be made: convert in memory */
 } Lower;
 
 static gboolean
@@ -107,9 +110,84 @@ output_type(const Lower *l, const HgNode *n, guint k)
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
 }
 
-/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name. */
+/* Converted weights of at least this many bytes, from a tensor that views a mapped file, are written
+ * to a scratch file and mapped back (HALFGUARD_TEST_SCRATCH_MIN lowers it: the test suite checks the
+ * mechanism on small models). */
+#define SCRATCH_MIN ((gsize)1 << 20)
+
+static gsize
+scratch_min(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_SCRATCH_MIN");
+    guint64 v;
+    if (env && g_ascii_string_to_unsigned(env, 10, 1, SCRATCH_MIN, &v, NULL))
+        return (gsize)v;
+    return SCRATCH_MIN;
+}
+
+typedef struct {
+    const HgTensor *src;
+    HgDType to;
+    gsize prev; /* where in the source the previous piece began */
+} Fill;
+
+/* hg_spill_put's fill: output bytes [from, from + count) from the matching source elements; the
+ * source pages read so far leave the process (from the previous piece's start, for the page the two
+ * pieces share). */
+static void
+fill_converted(guint8 *dst, gsize from, gsize count, gpointer data)
+{
+    Fill *f = data;
+    const guint8 *src = f->src->data;
+    gsize s0, s1;
+    if (f->to == HG_DTYPE_FLOAT16) {
+        s0 = 2 * from, s1 = 2 * (from + count);
+        hg_f32_bytes_to_f16(src + s0, dst, count / 2);
+    } else {
+        s0 = from / 2, s1 = (from + count) / 2;
+        hg_f16_bytes_to_f32(src + s0, dst, count / 4);
+    }
+    hg_blob_release(f->src->blob, src + f->prev, s1 - f->prev);
+    f->prev = s0;
+}
+
+/* The bytes of c (a new FLOAT16 or FLOAT tensor, converted from t) in l's scratch file instead of
+ * memory, when t views a mapped file and c is large: a conversion's new weights then never sit in
+ * memory all at once. FALSE leaves c as it is (the caller converts in memory). */
+static gboolean
+convert_to_scratch(Lower *l, const HgTensor *t, HgTensor *c)
+{
+    if (!l || l->no_scratch || c->nbytes < scratch_min() || hg_blob_fd(t->blob) < 0)
+        return FALSE;
+    if (!l->scratch) {
+        g_autoptr(GError) e = NULL;
+        l->scratch = hg_spill_new(&e);
+        if (!l->scratch) {
+            /* No room for a scratch file: memory still works, it only costs more of it. */
+            hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);
+            l->no_scratch = TRUE;
+            return FALSE;
+        }
+    }
+    Fill f = {t, c->dtype, 0};
+    g_autoptr(GError) e = NULL;
+    HgBlob *b = hg_spill_put(l->scratch, c->nbytes, fill_converted, &f, &e);
+    if (!b) {
+        hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);
+        l->no_scratch = TRUE;
+        return FALSE;
+    }
+    hg_tensor_release(t);
+    hg_blob_unref(c->blob);
+    c->blob = b;
+    c->data = hg_blob_data(b, NULL);
+    return TRUE;
+}
+
+/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name (its bytes in l's
+ * scratch file where convert_to_scratch says so; l may be NULL). */
 static HgTensor *
-convert_tensor(const HgTensor *t, const char *name, HgDType to)
+convert_tensor(Lower *l, const HgTensor *t, const char *name, HgDType to)
 {
     /* Weights are most of a model's bytes: convert them from where they lie (often the mapped input,
      * unaligned) straight into the new tensor, touching each byte once, with the converters the
@@ -119,7 +197,7 @@ convert_tensor(const HgTensor *t, const char *name, HgDType to)
     if (is_float(t->dtype) && is_float(to) && t->dtype != to && numel >= 0 && t->rank <= HG_MAX_RANK &&
         (guint64)numel * from == t->nbytes && (t->data || !t->nbytes)) {
         HgTensor *c = hg_tensor_new(name, to, t->rank, t->dims);
-        if (c && c->nbytes) {
+        if (c && c->nbytes && !convert_to_scratch(l, t, c)) {
             if (to == HG_DTYPE_FLOAT16)
                 hg_f32_bytes_to_f16(t->data, hg_tensor_data_mut(c), (gsize)numel);
             else
@@ -177,7 +255,7 @@ initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
         all = use->node->graph == l->g && required(l, use->node, use->index) == (int)to;
     }
     if (all) {
-        HgTensor *t = convert_tensor(v->init, v->name, to);
+        HgTensor *t = convert_tensor(l, v->init, v->name, to);
         if (!t) {
             g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "lower: cannot convert initializer '%s'",
                         v->name);
@@ -192,7 +270,7 @@ initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
         return c;
     g_autofree char *base = g_strdup_printf("%s_%s", v->name, to == HG_DTYPE_FLOAT16 ? "fp16" : "fp32");
     g_autofree char *name = hg_graph_unique_name(l->g, base);
-    HgTensor *t = convert_tensor(v->init, name, to);
+    HgTensor *t = convert_tensor(l, v->init, name, to);
     c = t ? hg_graph_new_value(l->g, name, error) : NULL;
     if (!c) {
         if (t)
@@ -249,7 +327,7 @@ retype_value_attr(Lower *l, HgNode *n, HgDType to)
 {
     HgAttr *a = hg_node_attr(n, "value");
     if (a && a->t && is_float(a->t->dtype) && a->t->dtype != to) {
-        HgTensor *t = convert_tensor(a->t, a->t->name, to);
+        HgTensor *t = convert_tensor(l, a->t, a->t->name, to);
         if (t) {
             hg_tensor_free(a->t);
             a->t = t;
@@ -433,5 +511,6 @@ out:
     g_hash_table_unref(l.casts);
     g_hash_table_unref(l.inits);
     g_hash_table_unref(l.frozen);
+    hg_spill_unref(l.scratch);
     return ok;
 }

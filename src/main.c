@@ -22,6 +22,7 @@ typedef struct {
     const char *options_hash; /* --skip-existing: the hash outputs carry, else NULL */
     GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
+    HgExternalData external; /* --external-data */
 } ConvertRun;
 
 /* Convert one model (bulk_run's BulkConvertFunc). */
@@ -75,7 +76,7 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);
         if (result && r->options_hash)
             bulk_model_set_options(m, r->options_hash);
-        if (result && (!hg_model_save(m, out, &error) ||
+        if (result && (!hg_model_save_external(m, out, r->external, &error) ||
                        (r->report && !hg_convert_result_write_report(result, in, r->report, &error))))
             g_clear_pointer(&result, hg_convert_result_free);
         same = same || (result && r->results && !r->options_hash && bulk_same_bytes(in, out));
@@ -124,13 +125,22 @@ convert_done(guint index, const BulkItem *it, const BulkRecord *rec, gpointer da
         report_error(NULL, error);
 }
 
+/* --external-data's value, or -1. */
+static int
+parse_external_data(const char *s)
+{
+    return !strcmp(s, "auto") ? HG_EXTERNAL_AUTO : !strcmp(s, "always") ? HG_EXTERNAL_ALWAYS
+           : !strcmp(s, "never") ? HG_EXTERNAL_NEVER : -1;
+}
+
 static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
-    char *results = NULL, *shard = NULL;
+    char *results = NULL, *shard = NULL, *external_data = NULL;
     guint shard_i = 1, shard_n = 1;
+    int external = HG_EXTERNAL_AUTO;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, trtexec = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
@@ -153,6 +163,9 @@ cmd_convert(int argc, char **argv)
          NULL},
         {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
          "Convert only the I-th of N shares of the models (the K-th model, from 0, goes to K mod N + 1)", "I/N"},
+        {"external-data", 0, 0, G_OPTION_ARG_STRING, &external_data,
+         "Initializers in OUT.data beside the model: auto (when the input had external data or the model "
+         "would pass 2 GiB), always, never (default: auto)", "WHEN"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -189,6 +202,12 @@ cmd_convert(int argc, char **argv)
     items = argc >= 2 || from ? bulk_collect(argv + 1, argc - 1, from, output_dir, output_dir != NULL, &list_error) : NULL;
     if ((argc >= 2 || from) && !items) {
         report_error(NULL, list_error);
+        rc = EXIT_ERROR;
+        goto out;
+    }
+    if (external_data && (external = parse_external_data(external_data)) < 0) {
+        fprintf(stderr, "halfguard convert: --external-data wants auto, always or never, not '%s'\n"
+                "Try 'halfguard help convert'.\n", external_data);
         rc = EXIT_ERROR;
         goto out;
     }
@@ -230,6 +249,7 @@ cmd_convert(int argc, char **argv)
         ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   hash,        lines,       EXIT_OK};
+        run.external = (HgExternalData)external;
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
         for (guint i = 0; i < items->len; i++) {
             BulkItem *it = items->pdata[i];
@@ -256,6 +276,7 @@ out:
     g_free(from);
     g_free(results);
     g_free(shard);
+    g_free(external_data);
     return rc;
 }
 

@@ -49,6 +49,19 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
 
+/* Where hg_model_save_external puts initializers. */
+typedef enum {
+    HG_EXTERNAL_AUTO,   /* hg_model_save's rules: a data file when the input had external data (every
+                         * tensor that was external or that a conversion made, of 1 KiB or more, goes
+                         * there), or when the model would pass the 2 GiB limit */
+    HG_EXTERNAL_ALWAYS, /* every initializer of 1 KiB or more in the data file; a stream is refused */
+    HG_EXTERNAL_NEVER,  /* every tensor inside the model, external ones read in; a model past the
+                         * limit is refused */
+} HgExternalData;
+
+/* hg_model_save with the data file chosen by mode. Refusals are HG_ERROR_OUTPUT; nothing is written. */
+HG_API gboolean hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError **error);
+
 /* Write len bytes at data to path as halfguard writes every file: "-" is standard output, a regular
  * file is replaced atomically, a FIFO or character device is written directly, anything else is
  * refused (HG_ERROR_OUTPUT, "PATH: reason"); no file a live model was loaded from is replaced. */
