@@ -34,8 +34,7 @@ typedef struct {
     GHashTable *inits;   /* HgValue* -> HgValue*: FP16 copies of initializers */
     GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
-    HgSpill *scratch;  /* where large converted weights go (made at the first), or NULL */
-    gboolean no_scratch; /* it could not be made: convert in memory */
+    gboolean no_spill;   /* the spill file could not be written: convert in memory */
 } Lower;
 
 static gboolean
@@ -110,21 +109,6 @@ output_type(const Lower *l, const HgNode *n, guint k)
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
 }
 
-/* Converted weights of at least this many bytes, from a tensor that views a mapped file, are written
- * to a scratch file and mapped back (HALFGUARD_TEST_SCRATCH_MIN lowers it: the test suite checks the
- * mechanism on small models). */
-#define SCRATCH_MIN ((gsize)1 << 20)
-
-static gsize
-scratch_min(void)
-{
-    const char *env = g_getenv("HALFGUARD_TEST_SCRATCH_MIN");
-    guint64 v;
-    if (env && g_ascii_string_to_unsigned(env, 10, 1, SCRATCH_MIN, &v, NULL))
-        return (gsize)v;
-    return SCRATCH_MIN;
-}
-
 typedef struct {
     const HgTensor *src;
     HgDType to;
@@ -151,41 +135,31 @@ fill_converted(guint8 *dst, gsize from, gsize count, gpointer data)
     f->prev = s0;
 }
 
-/* The bytes of c (a new FLOAT16 or FLOAT tensor, converted from t) in l's scratch file instead of
- * memory, when t views a mapped file and c is large: a conversion's new weights then never sit in
- * memory all at once. FALSE leaves c as it is (the caller converts in memory). */
-static gboolean
-convert_to_scratch(Lower *l, const HgTensor *t, HgTensor *c)
+/* t converted to `to` in the model's spill file instead of memory, when t views a mapped file and
+ * the copy is large: a conversion's new weights then never sit in memory all at once. NULL: the
+ * caller converts in memory. */
+static HgTensor *
+convert_to_spill(Lower *l, const HgTensor *t, const char *name, HgDType to)
 {
-    if (!l || l->no_scratch || c->nbytes < scratch_min() || hg_blob_fd(t->blob) < 0)
-        return FALSE;
-    if (!l->scratch) {
-        g_autoptr(GError) e = NULL;
-        l->scratch = hg_spill_new(&e);
-        if (!l->scratch) {
-            /* No room for a scratch file: memory still works, it only costs more of it. */
-            hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);
-            l->no_scratch = TRUE;
-            return FALSE;
-        }
-    }
-    Fill f = {t, c->dtype, 0};
+    gint64 numel = hg_tensor_numel(t);
+    if (!l || l->no_spill || !l->g->model || hg_blob_fd(t->blob) < 0 || numel <= 0 ||
+        (guint64)numel * hg_dtype_size(to) < hg_spill_min())
+        return NULL;
+    Fill f = {t, to, 0};
     g_autoptr(GError) e = NULL;
-    HgBlob *b = hg_spill_put(l->scratch, c->nbytes, fill_converted, &f, &e);
-    if (!b) {
+    HgTensor *c = hg_tensor_new_spilled(l->g->model, name, to, t->rank, t->dims, fill_converted, &f, &e);
+    if (!c) {
+        /* No room for a scratch file: memory still works, it only costs more of it. */
         hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);
-        l->no_scratch = TRUE;
-        return FALSE;
+        l->no_spill = TRUE;
+        return NULL;
     }
     hg_tensor_release(t);
-    hg_blob_unref(c->blob);
-    c->blob = b;
-    c->data = hg_blob_data(b, NULL);
-    return TRUE;
+    return c;
 }
 
-/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name (its bytes in l's
- * scratch file where convert_to_scratch says so; l may be NULL). */
+/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name (its bytes in the
+ * model's spill file where convert_to_spill says so; l may be NULL). */
 static HgTensor *
 convert_tensor(Lower *l, const HgTensor *t, const char *name, HgDType to)
 {
@@ -196,8 +170,11 @@ convert_tensor(Lower *l, const HgTensor *t, const char *name, HgDType to)
     gsize from = hg_dtype_size(t->dtype);
     if (is_float(t->dtype) && is_float(to) && t->dtype != to && numel >= 0 && t->rank <= HG_MAX_RANK &&
         (guint64)numel * from == t->nbytes && (t->data || !t->nbytes)) {
-        HgTensor *c = hg_tensor_new(name, to, t->rank, t->dims);
-        if (c && c->nbytes && !convert_to_scratch(l, t, c)) {
+        HgTensor *c = convert_to_spill(l, t, name, to);
+        if (c)
+            return c;
+        c = hg_tensor_new(name, to, t->rank, t->dims);
+        if (c && c->nbytes) {
             if (to == HG_DTYPE_FLOAT16)
                 hg_f32_bytes_to_f16(t->data, hg_tensor_data_mut(c), (gsize)numel);
             else
@@ -511,6 +488,5 @@ out:
     g_hash_table_unref(l.casts);
     g_hash_table_unref(l.inits);
     g_hash_table_unref(l.frozen);
-    hg_spill_unref(l.scratch);
     return ok;
 }

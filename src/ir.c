@@ -201,6 +201,50 @@ hg_blob_unref(HgBlob *blob)
     g_free(blob);
 }
 
+gsize
+hg_spill_min(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_SCRATCH_MIN");
+    guint64 v;
+    if (env && g_ascii_string_to_unsigned(env, 10, 1, HG_SPILL_MIN, &v, NULL))
+        return (gsize)v;
+    return HG_SPILL_MIN;
+}
+
+HgTensor *
+hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                      void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data,
+                      GError **error)
+{
+    g_return_val_if_fail(m != NULL && fill != NULL && dtype != HG_DTYPE_STRING, NULL);
+    HgTensor *t = g_new0(HgTensor, 1);
+    t->name = g_strdup(name);
+    t->has_dtype = TRUE;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->dims = g_new0(gint64, rank ? rank : 1);
+    if (rank)
+        memcpy(t->dims, dims, sizeof(gint64) * rank);
+    t->storage = HG_STORAGE_RAW;
+    gint64 nbytes = hg_tensor_expected_bytes(t);
+    if (nbytes <= 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "tensor '%s': no bytes to spill", name ? name : "");
+        hg_tensor_free(t);
+        return NULL;
+    }
+    if (!m->spill)
+        m->spill = hg_spill_new(error);
+    HgBlob *b = m->spill ? hg_spill_put(m->spill, (gsize)nbytes, fill, data, error) : NULL;
+    if (!b) {
+        hg_tensor_free(t);
+        return NULL;
+    }
+    t->nbytes = (gsize)nbytes;
+    t->blob = b;
+    t->data = hg_blob_data(b, NULL);
+    return t;
+}
+
 /* ---------------------------------------------------------------- small records */
 
 void
@@ -660,6 +704,7 @@ hg_model_free(HgModel *m)
         m->run_plan_free(m->run_plan);
     if (m->names)
         g_hash_table_unref(m->names);
+    hg_spill_unref(m->spill);
     g_free(m);
 }
 

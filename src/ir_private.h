@@ -41,6 +41,16 @@ void hg_spill_unref(HgSpill *s);
 HgBlob *hg_spill_put(HgSpill *s, gsize len, void (*fill)(guint8 *dst, gsize from, gsize count,
                                                              gpointer data),
                        gpointer data, GError **error);
+/* New weights of at least hg_spill_min() bytes made from a tensor that views a mapped file go to the
+ * model's spill file (64 KiB; HALFGUARD_TEST_SCRATCH_MIN lowers it: the test suite checks the
+ * mechanism on small models). */
+#define HG_SPILL_MIN ((gsize)64 << 10)
+gsize hg_spill_min(void);
+/* A new raw tensor whose bytes fill writes (hg_spill_put) into m's spill file (made at the first
+ * call, freed with m), or NULL with an error (the caller makes it in memory instead). */
+HgTensor *hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                                void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+                                gpointer data, GError **error);
 
 void hg_unknown_free(HgUnknown *u);
 HgUnknown *hg_unknown_copy(const HgUnknown *u);

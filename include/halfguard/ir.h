@@ -411,6 +411,7 @@ struct HgModel {
                            * under a lock: threads may run one model at once), freed with run_plan_free */
     GDestroyNotify run_plan_free;
     gboolean external_data; /* the file it was loaded from kept tensors in external data */
+    gpointer spill;         /* private: the scratch file large new weights are written to, or NULL */
 };
 
 /* ---------------------------------------------------------------- model */
