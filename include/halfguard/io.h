@@ -40,8 +40,8 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
  * tensors go to the output's own data file, TARGET.data beside the target (its location entries say
  * so): copied whole when they come unchanged from one file that holds nothing else, else laid out
- * again at 64-byte boundaries; initializers held in memory (made by a conversion, 1 KiB or more) go
- * there too when there is a data file. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
+ * again at 64-byte boundaries; initializers a conversion made (held in memory or in the model's
+ * spill file, 1 KiB or more) go there too when there is a data file or the input had external data. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
  * less 64 MiB (protobuf's limit; HALFGUARD_TEST_PROTOBUF_LIMIT lowers it for tests) has its
  * largest initializers moved to the data file; if it cannot fit, or goes to a stream, nothing is
  * written (HG_ERROR_OUTPUT). path may be the file m was loaded from when m keeps no external data;
