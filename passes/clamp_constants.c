@@ -57,9 +57,20 @@ mask_use(const HgValue *v, int sign, int depth)
  * reads them) is a mask on each side that has such values; NULL when t holds NaN, or nothing to
  * clamp, or a side that is no mask. *worst receives the largest magnitude clamped, with its sign. */
 static HgTensor *
-clamped(const HgTensor *t, const HgValue *v, double *worst)
+clamped(const HgTensor *t, const HgValue *v, const HgScan *known, double *worst)
 {
     if (t->dtype != HG_DTYPE_FLOAT)
+        return NULL;
+    /* Almost no weight has a value past FP16's range: the analysis's scan of t (known), or one
+     * vectorised scan of the bytes where they lie (often the mapped input), says so before anything
+     * is copied. */
+    HgScan sc = {0};
+    g_autoptr(HgArray) view = known ? NULL : hg_array_view_tensor(t, NULL);
+    if (known)
+        sc = *known;
+    else if (view)
+        sc = hg_scan_array(view);
+    if ((known || view) && (sc.range.nan || (sc.range.lo >= -FP16_MAX && sc.range.hi <= FP16_MAX)))
         return NULL;
     g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
     if (!a)
@@ -117,7 +128,9 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
         double worst;
         if (!v || v->init != t || v->is_input)
             continue;
-        HgTensor *c = clamped(t, v, &worst);
+        /* The analysis scanned t itself: no initializer before it was replaced by this loop. */
+        const HgScan *sc = t->dtype == HG_DTYPE_FLOAT && v->uses->len ? hg_ranges_scan(ranges, v) : NULL;
+        HgTensor *c = clamped(t, v, sc, &worst);
         if (!c)
             continue;
         hg_value_set_initializer(v, c);
@@ -131,7 +144,7 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
         double worst;
         if (!a || !a->t || !(hg_node_is(node, "Constant") || hg_node_is(node, "ConstantOfShape")))
             continue;
-        HgTensor *c = clamped(a->t, node->outputs[0], &worst);
+        HgTensor *c = clamped(a->t, node->outputs[0], NULL, &worst);
         if (!c)
             continue;
         hg_node_set_attr_tensor(node, "value", c);

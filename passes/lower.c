@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ir_private.h"
 #include "ops/array.h"
 #include "ops/op.h"
 #include "precision_cost.h"
@@ -33,6 +34,7 @@ typedef struct {
     GHashTable *inits;   /* HgValue* -> HgValue*: FP16 copies of initializers */
     GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
+    gboolean no_spill;   /* the spill file could not be written: convert in memory */
 } Lower;
 
 static gboolean
@@ -107,9 +109,59 @@ output_type(const Lower *l, const HgNode *n, guint k)
     return fp16_node(l, n) ? HG_DTYPE_FLOAT16 : HG_DTYPE_FLOAT;
 }
 
-/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name. */
+typedef struct {
+    const HgTensor *src;
+    HgDType to;
+    gsize prev; /* where in the source the previous piece began */
+} Fill;
+
+/* hg_spill_put's fill: output bytes [from, from + count) from the matching source elements; the
+ * source pages read so far leave the process (from the previous piece's start, for the page the two
+ * pieces share). */
+static void
+fill_converted(guint8 *dst, gsize from, gsize count, gpointer data)
+{
+    Fill *f = data;
+    const guint8 *src = f->src->data;
+    gsize s0, s1;
+    if (f->to == HG_DTYPE_FLOAT16) {
+        s0 = 2 * from, s1 = 2 * (from + count);
+        hg_f32_bytes_to_f16(src + s0, dst, count / 2);
+    } else {
+        s0 = from / 2, s1 = (from + count) / 2;
+        hg_f16_bytes_to_f32(src + s0, dst, count / 4);
+    }
+    hg_blob_release(f->src->blob, src + f->prev, s1 - f->prev);
+    f->prev = s0;
+}
+
+/* t converted to `to` in the model's spill file instead of memory, when t views a mapped file and
+ * the copy is large: a conversion's new weights then never sit in memory all at once. NULL: the
+ * caller converts in memory. */
 static HgTensor *
-convert_tensor(const HgTensor *t, const char *name, HgDType to)
+convert_to_spill(Lower *l, const HgTensor *t, const char *name, HgDType to)
+{
+    gint64 numel = hg_tensor_numel(t);
+    if (!l || l->no_spill || !l->g->model || hg_blob_fd(t->blob) < 0 || numel <= 0 ||
+        (guint64)numel * hg_dtype_size(to) < hg_spill_min())
+        return NULL;
+    Fill f = {t, to, 0};
+    g_autoptr(GError) e = NULL;
+    HgTensor *c = hg_tensor_new_spilled(l->g->model, name, to, t->rank, t->dims, fill_converted, &f, &e);
+    if (!c) {
+        /* No room for a scratch file: memory still works, it only costs more of it. */
+        hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);
+        l->no_spill = TRUE;
+        return NULL;
+    }
+    hg_tensor_release(t);
+    return c;
+}
+
+/* A FLOAT tensor converted to FLOAT16 (or back), as a new raw tensor named name (its bytes in the
+ * model's spill file where convert_to_spill says so; l may be NULL). */
+static HgTensor *
+convert_tensor(Lower *l, const HgTensor *t, const char *name, HgDType to)
 {
     /* Weights are most of a model's bytes: convert them from where they lie (often the mapped input,
      * unaligned) straight into the new tensor, touching each byte once, with the converters the
@@ -118,7 +170,10 @@ convert_tensor(const HgTensor *t, const char *name, HgDType to)
     gsize from = hg_dtype_size(t->dtype);
     if (is_float(t->dtype) && is_float(to) && t->dtype != to && numel >= 0 && t->rank <= HG_MAX_RANK &&
         (guint64)numel * from == t->nbytes && (t->data || !t->nbytes)) {
-        HgTensor *c = hg_tensor_new(name, to, t->rank, t->dims);
+        HgTensor *c = convert_to_spill(l, t, name, to);
+        if (c)
+            return c;
+        c = hg_tensor_new(name, to, t->rank, t->dims);
         if (c && c->nbytes) {
             if (to == HG_DTYPE_FLOAT16)
                 hg_f32_bytes_to_f16(t->data, hg_tensor_data_mut(c), (gsize)numel);
@@ -177,7 +232,7 @@ initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
         all = use->node->graph == l->g && required(l, use->node, use->index) == (int)to;
     }
     if (all) {
-        HgTensor *t = convert_tensor(v->init, v->name, to);
+        HgTensor *t = convert_tensor(l, v->init, v->name, to);
         if (!t) {
             g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "lower: cannot convert initializer '%s'",
                         v->name);
@@ -192,7 +247,7 @@ initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
         return c;
     g_autofree char *base = g_strdup_printf("%s_%s", v->name, to == HG_DTYPE_FLOAT16 ? "fp16" : "fp32");
     g_autofree char *name = hg_graph_unique_name(l->g, base);
-    HgTensor *t = convert_tensor(v->init, name, to);
+    HgTensor *t = convert_tensor(l, v->init, name, to);
     c = t ? hg_graph_new_value(l->g, name, error) : NULL;
     if (!c) {
         if (t)
@@ -249,7 +304,7 @@ retype_value_attr(Lower *l, HgNode *n, HgDType to)
 {
     HgAttr *a = hg_node_attr(n, "value");
     if (a && a->t && is_float(a->t->dtype) && a->t->dtype != to) {
-        HgTensor *t = convert_tensor(a->t, a->t->name, to);
+        HgTensor *t = convert_tensor(l, a->t, a->t->name, to);
         if (t) {
             hg_tensor_free(a->t);
             a->t = t;

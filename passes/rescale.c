@@ -24,6 +24,7 @@
  * Each rewrite is reported with k, the bound that needed it, and where the scale comes in and goes.
  */
 #include "halfguard/pass.h"
+#include "ir_private.h"
 
 #include <math.h>
 #include <string.h>
@@ -111,26 +112,62 @@ absorbs(const HgNode *n)
            hg_tensor_numel(n->inputs[1]->init) >= 1;
 }
 
-/* A copy of constant input k of n times 2^e (a new initializer, so others reading it are untouched). */
+typedef struct {
+    const HgTensor *src;
+    int e;
+    gsize prev; /* where the previous piece began */
+} ScaleFill;
+
+/* hg_tensor_new_spilled's fill: FP32 bytes [from, from + count) scaled by 2^e, as the loop of
+ * scale_const computes them; the source pages read leave the process. */
+static void
+fill_scaled(guint8 *dst, gsize from, gsize count, gpointer data)
+{
+    ScaleFill *f = data;
+    const guint8 *src = f->src->data;
+    for (gsize i = 0; i + 4 <= count; i += 4) {
+        float x, y;
+        memcpy(&x, src + from + i, 4);
+        y = (float)ldexp(x, f->e);
+        memcpy(dst + i, &y, 4);
+    }
+    hg_blob_release(f->src->blob, src + f->prev, from + count - f->prev);
+    f->prev = from;
+}
+
+/* A copy of constant input k of n times 2^e (a new initializer, so others reading it are untouched).
+ * A large FP32 weight viewed in a mapped file is scaled into the model's spill file, not memory. */
 static gboolean
 scale_const(HgGraph *g, HgNode *n, guint k, int e, GError **error)
 {
     HgValue *v = n->inputs[k];
-    g_autoptr(HgArray) a = hg_array_from_tensor(v->init, error);
-    if (!a)
-        return FALSE;
-    g_autoptr(HgArray) out = hg_array_new(HG_DTYPE_FLOAT, a->rank, a->dims, error);
-    if (!out)
-        return FALSE;
-    float *src = a->data, *dst = out->data;
-    for (gint64 i = 0; i < a->numel; i++)
-        dst[i] = (float)ldexp(src[i], e);
     g_autofree char *base = g_strdup_printf("%s_scaled", v->name);
     g_autofree char *name = hg_graph_unique_name(g, base);
+    const HgTensor *t = v->init;
+    HgTensor *scaled = NULL;
+    if (t->dtype == HG_DTYPE_FLOAT && g->model && hg_blob_fd(t->blob) >= 0 && t->data &&
+        t->nbytes >= hg_spill_min() && (gint64)t->nbytes == hg_tensor_expected_bytes(t)) {
+        ScaleFill f = {t, e, 0};
+        scaled = hg_tensor_new_spilled(g->model, name, HG_DTYPE_FLOAT, t->rank, t->dims, fill_scaled, &f, NULL);
+    }
+    if (!scaled) {
+        g_autoptr(HgArray) a = hg_array_from_tensor(t, error);
+        if (!a)
+            return FALSE;
+        g_autoptr(HgArray) out = hg_array_new(HG_DTYPE_FLOAT, a->rank, a->dims, error);
+        if (!out)
+            return FALSE;
+        float *src = a->data, *dst = out->data;
+        for (gint64 i = 0; i < a->numel; i++)
+            dst[i] = (float)ldexp(src[i], e);
+        scaled = hg_array_to_tensor(out, name);
+    }
     HgValue *c = hg_graph_new_value(g, name, error);
-    if (!c)
+    if (!c) {
+        hg_tensor_free(scaled);
         return FALSE;
-    hg_graph_add_initializer(g, c, hg_array_to_tensor(out, name));
+    }
+    hg_graph_add_initializer(g, c, scaled);
     hg_node_set_input(n, k, c);
     return TRUE;
 }

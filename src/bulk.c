@@ -4,6 +4,8 @@
 #include "cli.h"
 #include "halfguard/halfguard.h"
 
+#include <json-glib/json-glib.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -727,79 +729,69 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
 
 static const char *const status_names[] = {"converted", "unchanged", "skipped", "error"};
 
-/* s as a JSON string (invalid UTF-8 replaced), or null. */
+/* One member of a --results line: a string (invalid UTF-8 replaced) or null. */
 static void
-append_json_string(GString *out, const char *key, const char *s)
+add_string(JsonBuilder *b, const char *key, const char *s)
 {
-    g_string_append_printf(out, "%s\"%s\": ", out->len > 1 ? ", " : "", key);
-    if (!s) {
-        g_string_append(out, "null");
-        return;
+    json_builder_set_member_name(b, key);
+    if (s) {
+        g_autofree char *valid = g_utf8_make_valid(s, -1);
+        json_builder_add_string_value(b, valid);
+    } else {
+        json_builder_add_null_value(b);
     }
-    g_autofree char *valid = g_utf8_make_valid(s, -1);
-    g_string_append_c(out, '"');
-    for (const char *p = valid; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if (c == '"' || c == '\\')
-            g_string_append_printf(out, "\\%c", c);
-        else if (c == '\n')
-            g_string_append(out, "\\n");
-        else if (c == '\t')
-            g_string_append(out, "\\t");
-        else if (c < 0x20 || c == 0x7f)
-            g_string_append_printf(out, "\\u%04x", c);
-        else
-            g_string_append_c(out, (char)c);
-    }
-    g_string_append_c(out, '"');
 }
 
-/* A number (%.6g), or null when not known. */
+/* A number, or null when not known (or not finite: JSON has no inf or NaN). */
 static void
-append_json_number(GString *out, const char *key, gboolean known, double v)
+add_number(JsonBuilder *b, const char *key, gboolean known, double v)
 {
-    g_string_append_printf(out, ", \"%s\": ", key);
-    if (!known || !isfinite(v)) {
-        g_string_append(out, "null");
-        return;
-    }
-    char buf[G_ASCII_DTOSTR_BUF_SIZE];
-    g_string_append(out, g_ascii_formatd(buf, sizeof buf, "%.6g", v));
-}
-
-static void
-append_json_int(GString *out, const char *key, gboolean known, gint64 v)
-{
-    if (known)
-        g_string_append_printf(out, ", \"%s\": %" G_GINT64_FORMAT, key, v);
+    json_builder_set_member_name(b, key);
+    if (known && isfinite(v))
+        json_builder_add_double_value(b, v);
     else
-        g_string_append_printf(out, ", \"%s\": null", key);
+        json_builder_add_null_value(b);
+}
+
+static void
+add_int(JsonBuilder *b, const char *key, gboolean known, gint64 v)
+{
+    json_builder_set_member_name(b, key);
+    if (known)
+        json_builder_add_int_value(b, v);
+    else
+        json_builder_add_null_value(b);
 }
 
 char *
 bulk_result_line(const BulkItem *it, const BulkRecord *rec)
 {
-    GString *out = g_string_new("{");
+    g_autoptr(JsonBuilder) b = json_builder_new();
     gboolean written = rec->status == BULK_CONVERTED || rec->status == BULK_UNCHANGED;
     gboolean f = rec->figures;
-    append_json_string(out, "file", it->path);
-    append_json_string(out, "output", written ? it->output : NULL);
-    append_json_string(out, "status", status_names[rec->status]);
-    append_json_string(out, "message", rec->message);
-    append_json_number(out, "fp16_macs_share", f && rec->macs > 0, (double)rec->macs_fp16 / (double)rec->macs);
-    append_json_number(out, "fp16_weight_bytes_share", f && rec->weight_bytes > 0,
-                       (double)rec->weight_bytes_fp16 / (double)rec->weight_bytes);
-    append_json_int(out, "macs", f && rec->macs > 0, rec->macs); /* 0: unknown (symbolic dims) */
-    append_json_int(out, "macs_fp16", f && rec->macs > 0, rec->macs_fp16);
-    append_json_int(out, "weight_bytes", f, rec->weight_bytes);
-    append_json_int(out, "weight_bytes_fp16", f, rec->weight_bytes_fp16);
-    append_json_int(out, "islands", f, rec->islands);
-    append_json_int(out, "casts", f, rec->casts);
-    append_json_int(out, "hazards", f, rec->hazards);
-    append_json_number(out, "seconds", TRUE, rec->seconds);
-    append_json_int(out, "peak_bytes", TRUE, (gint64)rec->peak_bytes);
-    g_string_append(out, "}\n");
-    return g_string_free(out, FALSE);
+    json_builder_begin_object(b);
+    add_string(b, "file", it->path);
+    add_string(b, "output", written ? it->output : NULL);
+    add_string(b, "status", status_names[rec->status]);
+    add_string(b, "message", rec->message);
+    add_number(b, "fp16_macs_share", f && rec->macs > 0, (double)rec->macs_fp16 / (double)rec->macs);
+    add_number(b, "fp16_weight_bytes_share", f && rec->weight_bytes > 0,
+               (double)rec->weight_bytes_fp16 / (double)rec->weight_bytes);
+    add_int(b, "macs", f && rec->macs > 0, rec->macs); /* 0: unknown (symbolic dims) */
+    add_int(b, "macs_fp16", f && rec->macs > 0, rec->macs_fp16);
+    add_int(b, "weight_bytes", f, rec->weight_bytes);
+    add_int(b, "weight_bytes_fp16", f, rec->weight_bytes_fp16);
+    add_int(b, "islands", f, rec->islands);
+    add_int(b, "casts", f, rec->casts);
+    add_int(b, "hazards", f, rec->hazards);
+    add_number(b, "seconds", TRUE, rec->seconds);
+    add_int(b, "peak_bytes", TRUE, (gint64)rec->peak_bytes);
+    json_builder_end_object(b);
+    g_autoptr(JsonNode) root = json_builder_get_root(b);
+    g_autoptr(JsonGenerator) gen = json_generator_new();
+    json_generator_set_root(gen, root); /* not pretty: one line */
+    g_autofree char *text = json_generator_to_data(gen, NULL);
+    return g_strconcat(text, "\n", NULL);
 }
 
 gboolean

@@ -395,6 +395,10 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
         return FALSE;
     for (guint k = 0; k < n->n_inputs; k++) {
         guint s = st->in[k];
+        /* A weight viewed in a mapped file leaves the process once read: a run touches each weight
+         * page when it needs it, and a model larger than memory runs. */
+        if (s != G_MAXUINT && pl->constants[s])
+            hg_array_release(pl->constants[s]);
         if (s == G_MAXUINT || pl->constants[s])
             continue;
         if (--left[s] == 0 && !pl->keep[s]) {

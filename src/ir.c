@@ -3,6 +3,7 @@
 #include "ir_private.h"
 #include "outfile.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -17,6 +18,9 @@ struct HgBlob {
     gsize len;
     gboolean mapped;
     int fd;     /* the mapped file, open: copies read the same inode even after a rename */
+    HgBlob *file;      /* hg_blob_new_mapped_at: the blob whose fd this maps (a reference) */
+    gint64 file_offset; /* where data starts in the file */
+    gboolean scratch;  /* maps a scratch file */
 };
 
 HgBlob *
@@ -39,10 +43,129 @@ hg_blob_new_mapped(void *addr, gsize len, int fd)
     return b;
 }
 
+HgBlob *
+hg_blob_new_mapped_at(void *addr, gsize len, HgBlob *file, gint64 offset, gboolean scratch)
+{
+    HgBlob *b = hg_blob_new_take(addr, len);
+    b->mapped = TRUE;
+    b->file = hg_blob_ref(file);
+    b->file_offset = offset;
+    b->scratch = scratch;
+    return b;
+}
+
 int
 hg_blob_fd(const HgBlob *b)
 {
-    return b && b->mapped ? b->fd : -1;
+    return b && b->mapped ? (b->file ? b->file->fd : b->fd) : -1;
+}
+
+gint64
+hg_blob_file_offset(const HgBlob *b)
+{
+    return b ? b->file_offset : 0;
+}
+
+gboolean
+hg_blob_is_spill(const HgBlob *b)
+{
+    return b && b->scratch;
+}
+
+void
+hg_blob_release(const HgBlob *b, const void *p, gsize len)
+{
+    if (!b || !b->mapped || !b->len || !p)
+        return;
+    guintptr page = (guintptr)sysconf(_SC_PAGESIZE);
+    guintptr lo = MAX((guintptr)p, (guintptr)b->data), hi = MIN((guintptr)p + len, (guintptr)b->data + b->len);
+    lo = (lo + page - 1) & ~(page - 1);
+    hi &= ~(page - 1);
+    /* Only whole pages inside [p, p + len): a page shared with bytes still in use elsewhere stays.
+     * The mapping is read-only and never written, so a later read finds the file's bytes again. */
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+void
+hg_tensor_release(const HgTensor *t)
+{
+    if (t && t->data && t->nbytes)
+        hg_blob_release(t->blob, t->data, t->nbytes);
+}
+
+/* ---------------------------------------------------------------- scratch files */
+
+struct HgSpill {
+    gint refcount;
+    HgBlob *file; /* its open file (no mapping of its own) */
+    gint64 end;   /* bytes written so far */
+};
+
+HgSpill *
+hg_spill_new(GError **error)
+{
+    char *path = NULL;
+    GError *e = NULL;
+    int fd = g_file_open_tmp("halfguard-XXXXXX.scratch", &path, &e);
+    if (fd < 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "scratch file in %s: %s", g_get_tmp_dir(), e->message);
+        g_error_free(e);
+        return NULL;
+    }
+    /* Unlinked at once: nothing is left behind, whatever ends the process. */
+    unlink(path);
+    g_free(path);
+    HgSpill *s = g_new0(HgSpill, 1);
+    s->refcount = 1;
+    s->file = hg_blob_new_mapped(NULL, 0, fd);
+    return s;
+}
+
+void
+hg_spill_unref(HgSpill *s)
+{
+    if (!s || !g_atomic_int_dec_and_test(&s->refcount))
+        return;
+    hg_blob_unref(s->file);
+    g_free(s);
+}
+
+HgBlob *
+hg_spill_put(HgSpill *s, gsize len, void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+               gpointer data, GError **error)
+{
+    g_return_val_if_fail(s != NULL && len > 0 && fill != NULL, NULL);
+    gint64 page = sysconf(_SC_PAGESIZE);
+    gint64 off = (s->end + page - 1) / page * page; /* mmap maps from page boundaries */
+    int fd = s->file->fd;
+    enum { PIECE = 1 << 20 };
+    g_autofree guint8 *buf = g_malloc(MIN(len, (gsize)PIECE));
+    for (gsize from = 0; from < len;) {
+        gsize count = MIN(len - from, (gsize)PIECE);
+        fill(buf, from, count, data);
+        gsize done = 0;
+        while (done < count) {
+            ssize_t n = pwrite(fd, buf + done, count - done, off + (gint64)(from + done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0) {
+                g_set_error(error, HG_ERROR, HG_ERROR_IO, "scratch file in %s: %s", g_get_tmp_dir(),
+                            g_strerror(n < 0 ? errno : ENOSPC));
+                return NULL;
+            }
+            done += (gsize)n;
+        }
+        from += count;
+    }
+    void *addr = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, off);
+    if (addr == MAP_FAILED) {
+        g_set_error(error, HG_ERROR, HG_ERROR_IO, "scratch file in %s: cannot map: %s", g_get_tmp_dir(),
+                    g_strerror(errno));
+        return NULL;
+    }
+    s->end = off + (gint64)len;
+    return hg_blob_new_mapped_at(addr, len, s->file, off, TRUE);
 }
 
 const void *
@@ -74,7 +197,52 @@ hg_blob_unref(HgBlob *blob)
     }
     if (blob->fd >= 0)
         close(blob->fd);
+    hg_blob_unref(blob->file);
     g_free(blob);
+}
+
+gsize
+hg_spill_min(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_SCRATCH_MIN");
+    guint64 v;
+    if (env && g_ascii_string_to_unsigned(env, 10, 1, HG_SPILL_MIN, &v, NULL))
+        return (gsize)v;
+    return HG_SPILL_MIN;
+}
+
+HgTensor *
+hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                      void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data,
+                      GError **error)
+{
+    g_return_val_if_fail(m != NULL && fill != NULL && dtype != HG_DTYPE_STRING, NULL);
+    HgTensor *t = g_new0(HgTensor, 1);
+    t->name = g_strdup(name);
+    t->has_dtype = TRUE;
+    t->dtype = dtype;
+    t->rank = rank;
+    t->dims = g_new0(gint64, rank ? rank : 1);
+    if (rank)
+        memcpy(t->dims, dims, sizeof(gint64) * rank);
+    t->storage = HG_STORAGE_RAW;
+    gint64 nbytes = hg_tensor_expected_bytes(t);
+    if (nbytes <= 0) {
+        g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED, "tensor '%s': no bytes to spill", name ? name : "");
+        hg_tensor_free(t);
+        return NULL;
+    }
+    if (!m->spill)
+        m->spill = hg_spill_new(error);
+    HgBlob *b = m->spill ? hg_spill_put(m->spill, (gsize)nbytes, fill, data, error) : NULL;
+    if (!b) {
+        hg_tensor_free(t);
+        return NULL;
+    }
+    t->nbytes = (gsize)nbytes;
+    t->blob = b;
+    t->data = hg_blob_data(b, NULL);
+    return t;
 }
 
 /* ---------------------------------------------------------------- small records */
@@ -536,6 +704,7 @@ hg_model_free(HgModel *m)
         m->run_plan_free(m->run_plan);
     if (m->names)
         g_hash_table_unref(m->names);
+    hg_spill_unref(m->spill);
     g_free(m);
 }
 

@@ -13,6 +13,44 @@ HgBlob *hg_blob_new_mapped(void *addr, gsize len, int fd);
 /* The open file of a mapped blob, or -1. */
 int hg_blob_fd(const HgBlob *b);
 const void *hg_blob_data(const HgBlob *b, gsize *len);
+/* Where a mapped blob's first byte lies in its file (hg_blob_fd): 0 but for hg_blob_new_mapped_at. */
+gint64 hg_blob_file_offset(const HgBlob *b);
+/* A read-only mapping of len bytes at offset of file's open file (a blob made by hg_blob_new_mapped,
+ * whose file it shares and keeps open by a reference). scratch: the file is halfguard's own scratch
+ * (hg_spill_*), holding data the process made, not a file it read. */
+HgBlob *hg_blob_new_mapped_at(void *addr, gsize len, HgBlob *file, gint64 offset, gboolean scratch);
+/* Does b map a scratch file (bytes the process made, which a save must write out like memory)? */
+gboolean hg_blob_is_spill(const HgBlob *b);
+/* Done reading the len bytes at p, which lie in b: when b maps a file, its whole pages there leave
+ * the process (madvise MADV_DONTNEED; the page cache keeps them and a later read maps them again),
+ * so that reading a model's weights once, tensor by tensor, does not leave them all resident. Heap
+ * blobs are untouched. */
+void hg_blob_release(const HgBlob *b, const void *p, gsize len);
+/* hg_blob_release of all of t's bytes. */
+void hg_tensor_release(const HgTensor *t);
+
+/* A scratch file: an unlinked temporary in g_get_tmp_dir() ($TMPDIR) that converted weights are
+ * written to and mapped back from (hg_spill_put), so that a conversion's new weights need not live
+ * in memory. Counted; each tensor put in it keeps it open. */
+typedef struct HgSpill HgSpill;
+HgSpill *hg_spill_new(GError **error);
+void hg_spill_unref(HgSpill *s);
+/* Append len bytes made by fill (called with successive pieces of at most 1 MiB: fill(dst, from,
+ * count, data) writes bytes [from, from + count) of the tensor into dst) to s and return a read-only
+ * mapping of them, or NULL with an error (HG_ERROR_IO). */
+HgBlob *hg_spill_put(HgSpill *s, gsize len, void (*fill)(guint8 *dst, gsize from, gsize count,
+                                                             gpointer data),
+                       gpointer data, GError **error);
+/* New weights of at least hg_spill_min() bytes made from a tensor that views a mapped file go to the
+ * model's spill file (64 KiB; HALFGUARD_TEST_SCRATCH_MIN lowers it: the test suite checks the
+ * mechanism on small models). */
+#define HG_SPILL_MIN ((gsize)64 << 10)
+gsize hg_spill_min(void);
+/* A new raw tensor whose bytes fill writes (hg_spill_put) into m's spill file (made at the first
+ * call, freed with m), or NULL with an error (the caller makes it in memory instead). */
+HgTensor *hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                                void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+                                gpointer data, GError **error);
 
 void hg_unknown_free(HgUnknown *u);
 HgUnknown *hg_unknown_copy(const HgUnknown *u);

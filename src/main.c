@@ -23,6 +23,7 @@ typedef struct {
     const char *options_hash; /* --skip-existing: the hash outputs carry, else NULL */
     GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
+    HgExternalData external; /* --external-data */
 } ConvertRun;
 
 /* convert --emit-trtexec FILE: the trtexec flags of a weakly typed FP16 build (TensorRT 10.11 and
@@ -88,7 +89,7 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         if (result && r->options_hash)
             bulk_model_set_options(m, r->options_hash);
         g_autofree char *title = g_strdup_printf("halfguard convert %s -> %s", in, out);
-        if (result && (!hg_model_save(m, out, &error) ||
+        if (result && (!hg_model_save_external(m, out, r->external, &error) ||
                        (r->report && !hg_convert_result_write_report(result, in, r->report, &error)) ||
                        (r->trtexec && !write_trtexec(result, r->trtexec, &error)) ||
                        (r->dot && !dot_write_convert(r->dot, m->graph, before, title, &error))))
@@ -146,13 +147,22 @@ convert_done(guint index, const BulkItem *it, const BulkRecord *rec, gpointer da
         report_error(NULL, error);
 }
 
+/* --external-data's value, or -1. */
+static int
+parse_external_data(const char *s)
+{
+    return !strcmp(s, "auto") ? HG_EXTERNAL_AUTO : !strcmp(s, "always") ? HG_EXTERNAL_ALWAYS
+           : !strcmp(s, "never") ? HG_EXTERNAL_NEVER : -1;
+}
+
 static int
 cmd_convert(int argc, char **argv)
 {
     const Command *cmd = find_command("convert");
     char *output = NULL, *output_dir = NULL, *passes = NULL, *dump_after = NULL, *report = NULL, *from = NULL;
-    char *results = NULL, *shard = NULL, *trtexec = NULL, *dot = NULL;
+    char *results = NULL, *shard = NULL, *trtexec = NULL, *dot = NULL, *external_data = NULL;
     guint shard_i = 1, shard_n = 1;
+    int external = HG_EXTERNAL_AUTO;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
     gboolean keep_io = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
@@ -175,6 +185,9 @@ cmd_convert(int argc, char **argv)
          NULL},
         {"shard", 0, 0, G_OPTION_ARG_STRING, &shard,
          "Convert only the I-th of N shares of the models (the K-th model, from 0, goes to K mod N + 1)", "I/N"},
+        {"external-data", 0, 0, G_OPTION_ARG_STRING, &external_data,
+         "Initializers in OUT.data beside the model: auto (when the input had external data or the model "
+         "would pass 2 GiB), always, never (default: auto)", "WHEN"},
         ANALYSIS_ENTRIES(an),
         {"keep-io-types", 0, 0, G_OPTION_ARG_NONE, &keep_io,
          "Graph inputs and outputs keep their element types (Casts inside the model)", NULL},
@@ -222,6 +235,12 @@ cmd_convert(int argc, char **argv)
         rc = EXIT_ERROR;
         goto out;
     }
+    if (external_data && (external = parse_external_data(external_data)) < 0) {
+        fprintf(stderr, "halfguard convert: --external-data wants auto, always or never, not '%s'\n"
+                "Try 'halfguard help convert'.\n", external_data);
+        rc = EXIT_ERROR;
+        goto out;
+    }
     if (shard && !bulk_shard_parse(shard, &shard_i, &shard_n, &list_error)) {
         fprintf(stderr, "halfguard convert: %s\nTry 'halfguard help convert'.\n", list_error->message);
         rc = EXIT_ERROR;
@@ -264,6 +283,7 @@ cmd_convert(int argc, char **argv)
         ConvertRun run = {&an,       output,      output_dir,  report,    dump_after, dot, trtexec, keep_io,
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   hash,        lines,       EXIT_OK};
+        run.external = (HgExternalData)external;
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
         for (guint i = 0; i < items->len; i++) {
             BulkItem *it = items->pdata[i];
@@ -292,6 +312,7 @@ out:
     g_free(results);
     g_free(shard);
     g_free(trtexec);
+    g_free(external_data);
     return rc;
 }
 

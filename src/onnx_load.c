@@ -1169,6 +1169,8 @@ load_model(const guint8 *data, gsize len, const char *dir, HgBlob *file, GError 
         t->has_raw_data = FALSE;
     }
     onnx__model_proto__free_unpacked(pb, NULL);
+    if (m)
+        m->external_data = g_hash_table_size(c.ext_files) > 0;
     g_hash_table_unref(c.ext_files);
     g_free(c.real_dir);
     if (!m || !hg_model_validate(m, error)) {

@@ -691,7 +691,7 @@ fd_copy_from_source(FdBuffer *b, size_t len, const uint8_t *data)
         const guint8 *base = hg_blob_data(src, &slen);
         if (data < base || data + len > base + slen)
             continue;
-        loff_t in = data - base;
+        loff_t in = hg_blob_file_offset(src) + (data - base);
         size_t left = len;
         while (left) {
             ssize_t n = copy_file_range(hg_blob_fd(src), &in, b->fd, NULL, left, 0);
@@ -919,8 +919,8 @@ write_data_file(const DataPlan *p, int fd)
         gsize blen;
         const guint8 *base = t->blob ? hg_blob_data(t->blob, &blen) : NULL;
         if (hg_blob_fd(t->blob) >= 0 && t->nbytes) {
-            if (!copy_range(hg_blob_fd(t->blob), (const guint8 *)t->data - base, fd, off,
-                            (gint64)t->nbytes, &err) && !err)
+            if (!copy_range(hg_blob_fd(t->blob), hg_blob_file_offset(t->blob) + ((const guint8 *)t->data - base),
+                            fd, off, (gint64)t->nbytes, &err) && !err)
                 err = EIO;
             continue;
         }
@@ -967,19 +967,22 @@ protobuf_limit(void)
 
 static void collect_movable(HgGraph *g, gpointer data);
 
-/* When the output has a data file anyway (the input kept its weights outside), the initializers the
- * conversion made (FP16 copies: held in memory, not viewing a mapped file) go there too, in graph
- * order, so the model stays small; those that came inside the input stay inside. */
+/* When the output has a data file anyway (the input kept its weights outside, even if none of them is
+ * left as it was), the initializers the conversion made (FP16 copies: held in memory or in a scratch
+ * file, not viewing a file that was read) go there too, in graph order, so the model stays small;
+ * those that came inside the input stay inside. all: every initializer of 1 KiB or more goes
+ * (--external-data always). */
 static void
-data_plan_converted(DataPlan *p, HgModel *m)
+data_plan_converted(DataPlan *p, HgModel *m, gboolean all)
 {
-    if (!p->tensors->len || !m->graph)
+    if ((!p->tensors->len && !m->external_data && !all) || !m->graph)
         return;
     g_autoptr(GPtrArray) movable = g_ptr_array_new();
     hg_graph_foreach(m->graph, collect_movable, movable);
     for (guint i = 0; i < movable->len; i++) {
         HgTensor *t = movable->pdata[i];
-        if (hg_blob_fd(t->blob) < 0 && !g_hash_table_contains(p->offsets, t))
+        if ((all || hg_blob_fd(t->blob) < 0 || hg_blob_is_spill(t->blob)) &&
+            !g_hash_table_contains(p->offsets, t))
             data_plan_append(p, t);
     }
 }
@@ -1016,18 +1019,19 @@ build_pb(SaveCtx *s, HgModel *m, Onnx__ModelProto *pb, GError **error)
 }
 
 /* Build pb for m with the plan's placements; when it would pass the limit, move the largest
- * initializers into the plan until it fits. stream: no data file can be written (every tensor must
- * be inside the model). Returns the packed size, or -1 with an error (s is then cleared). */
+ * initializers into the plan until it fits. stream: the output is a stream; never: --external-data
+ * never; with either no data file can be written (every tensor must be inside the model). Returns
+ * the packed size, or -1 with an error (s is then cleared). */
 static gint64
-build_within_limit(SaveCtx *s, HgModel *m, DataPlan *plan, gboolean stream, const char *path,
-                   Onnx__ModelProto *pb, GError **error)
+build_within_limit(SaveCtx *s, HgModel *m, DataPlan *plan, gboolean stream, gboolean never,
+                   const char *path, Onnx__ModelProto *pb, GError **error)
 {
     gint64 limit = protobuf_limit();
     gint64 size = build_pb(s, m, pb, error);
     if (size < 0 || size <= limit)
         return size;
     g_autoptr(GPtrArray) movable = g_ptr_array_new();
-    if (!stream && m->graph)
+    if (!stream && !never && m->graph)
         hg_graph_foreach(m->graph, collect_movable, movable);
     /* Stable: equal sizes keep graph order, so the layout is the same on every run. */
     g_ptr_array_sort(movable, by_size_desc);
@@ -1052,6 +1056,11 @@ build_within_limit(SaveCtx *s, HgModel *m, DataPlan *plan, gboolean stream, cons
                         G_GINT64_FORMAT "-byte limit that ONNX readers parse; a stream (standard "
                         "output, a FIFO, a device) cannot carry external data: write it to a file",
                         path, size, limit);
+        else if (never)
+            g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
+                        "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf, past the %"
+                        G_GINT64_FORMAT "-byte limit that ONNX readers parse; not written with "
+                        "--external-data never", path, size, limit);
         else
             g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT,
                         "%s: the model is %" G_GINT64_FORMAT " bytes as one protobuf even with every "
@@ -1078,21 +1087,35 @@ collect_sources(HgGraph *g, gpointer data)
 gboolean
 hg_model_save(HgModel *m, const char *path, GError **error)
 {
+    return hg_model_save_external(m, path, HG_EXTERNAL_AUTO, error);
+}
+
+gboolean
+hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError **error)
+{
     g_return_val_if_fail(m != NULL && path != NULL, FALSE);
+    g_return_val_if_fail(mode == HG_EXTERNAL_AUTO || mode == HG_EXTERNAL_ALWAYS || mode == HG_EXTERNAL_NEVER, FALSE);
     /* The model's own output is opened first: a path that must not be written fails before any file
      * is touched, and its resolved target names the data file. */
     HgOutFile *out = hg_outfile_open(path, 0, m, error);
     if (!out)
         return FALSE;
     gboolean stream = hg_outfile_is_stream(out);
+    if (stream && mode == HG_EXTERNAL_ALWAYS) {
+        g_set_error(error, HG_ERROR, HG_ERROR_OUTPUT, "%s: a stream (standard output, a FIFO, a device) "
+                    "cannot carry external data (--external-data always): write it to a file", path);
+        hg_outfile_abort(out);
+        return FALSE;
+    }
+    gboolean inside = stream || mode == HG_EXTERNAL_NEVER;
     g_autofree char *target_base = g_path_get_basename(hg_outfile_target(out));
     g_autofree char *target_dir = g_path_get_dirname(hg_outfile_target(out));
     g_autofree char *location = g_strconcat(target_base, ".data", NULL);
     DataPlan plan;
     data_plan_init(&plan);
-    if (!stream) {
+    if (!inside) {
         data_plan_external(&plan, m);
-        data_plan_converted(&plan, m);
+        data_plan_converted(&plan, m, mode == HG_EXTERNAL_ALWAYS);
     }
 
     SaveCtx s;
@@ -1100,8 +1123,8 @@ hg_model_save(HgModel *m, const char *path, GError **error)
     /* The context reads the plan while the messages are built. */
     s.placed = plan.offsets;
     s.location = location;
-    s.inline_external = stream;
-    gint64 size = build_within_limit(&s, m, &plan, stream, path, &pb, error);
+    s.inline_external = inside;
+    gint64 size = build_within_limit(&s, m, &plan, stream, mode == HG_EXTERNAL_NEVER, path, &pb, error);
     HgOutFile *data = NULL;
     gboolean ok = size >= 0;
     if (ok && plan.tensors->len) {

@@ -207,6 +207,7 @@ hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inp
             continue;
         HgScan *scan = g_new(HgScan, 1);
         *scan = hg_scan_array(a);
+        hg_array_release(a);
         g_hash_table_insert(r->scans, v, scan);
         g_hash_table_insert(r->ranges, v, range_new(scan->range));
         g_hash_table_insert(consts, v, a);

@@ -433,6 +433,115 @@ def test_protobuf_limit(tmp):
           not os.path.exists(os.path.join(out_dir, "tiny.onnx")), se)
 
 
+# ---------------------------------------------------------------- --external-data
+
+def mlp_model(rng):
+    """x[64,128] -> MatMul w0 -> Add b0 -> Relu -> MatMul w1 -> y: two weights of 64 KiB (32 KiB in
+    FP16, past the 1 KiB threshold), one bias of 512 bytes (under it); large enough to run in FP16."""
+    ws = {"w0": rng.standard_normal((128, 128)).astype(np.float32) * 0.1,
+          "b0": rng.standard_normal(128).astype(np.float32) * 0.1,
+          "w1": rng.standard_normal((128, 128)).astype(np.float32) * 0.1}
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h0"], name="mm0"),
+             helper.make_node("Add", ["h0", "b0"], ["h1"], name="add0"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
+             helper.make_node("MatMul", ["h2", "w1"], ["y"], name="mm1")]
+    return make_model(nodes, [vi("x", (64, 128))], [vi("y", (64, 128))],
+                      [numpy_helper.from_array(w, n) for n, w in ws.items()])
+
+
+def data_layout(path):
+    """{name: (data_type, offset, length)} of path's external initializers, the locations named, and
+    the names of those inside the model."""
+    m = onnx.load(path, load_external_data=False)
+    ext, inside, locs = {}, [], set()
+    for t in m.graph.initializer:
+        kv = {e.key: e.value for e in t.external_data}
+        if kv:
+            locs.add(kv["location"])
+            ext[t.name] = (t.data_type, int(kv.get("offset", 0)), int(kv["length"]))
+        else:
+            inside.append(t.name)
+    return ext, inside, locs
+
+
+def test_external_data(tmp):
+    rng = np.random.default_rng(3)
+    inline = os.path.join(tmp, "inline.onnx")
+    onnx.save(mlp_model(rng), inline)
+    ext_dir = os.path.join(tmp, "ext")
+    os.mkdir(ext_dir)
+    external = os.path.join(ext_dir, "ext.onnx")
+    save_external(onnx.load(inline), external, "weights.bin")
+    data = os.path.join(tmp, "data")
+    os.mkdir(data)
+    write_pb(os.path.join(data, "input_0.pb"), rng.uniform(-1, 1, (64, 128)).astype(np.float32), "x")
+    outs = {}
+    for label, src, mode in [("inline-always", inline, "always"), ("inline-auto", inline, "auto"),
+                             ("inline-never", inline, "never"), ("ext-auto", external, None),
+                             ("ext-always", external, "always"), ("ext-never", external, "never")]:
+        out = os.path.join(tmp, f"out-{label}", "m.onnx")
+        os.mkdir(os.path.dirname(out))
+        rc, so, se = run("convert", src, "-o", out, "-r", "x=-1:1", "--no-config", "--keep-io-types",
+                         *(["--external-data", mode] if mode else []))
+        check(f"ext:{label}:exit0", rc == 0, se)
+        outs[label] = out
+        has_data = os.path.exists(out + ".data")
+        want_data = label in ("inline-always", "ext-auto", "ext-always")
+        check(f"ext:{label}:data-file", has_data == want_data and
+              sorted(os.listdir(os.path.dirname(out))) == sorted(["m.onnx"] + (["m.onnx.data"] if want_data else [])),
+              str(os.listdir(os.path.dirname(out))))
+        try:
+            onnx.checker.check_model(out)
+            ext, inside, locs = data_layout(out)
+            loaded = {t.name: numpy_helper.to_array(t) for t in onnx.load(out).graph.initializer}
+        except Exception as e:  # noqa: BLE001
+            check(f"ext:{label}:onnx-load", False, repr(e))
+            continue
+        if want_data:
+            # Both weights, converted to FP16, in the output's own file at 64-byte boundaries; the
+            # FP32 originals that no node reads are not there; the bias (128 bytes) stays inside.
+            check(f"ext:{label}:own-file", locs == {"m.onnx.data"}, str(locs))
+            check(f"ext:{label}:fp16-outside", sorted(ext) == ["w0", "w1"] and
+                  all(dt == TensorProto.FLOAT16 for dt, _, _ in ext.values()) and inside == ["b0"], f"{ext} {inside}")
+            check(f"ext:{label}:aligned", all(off % 64 == 0 for _, off, _ in ext.values()), str(ext))
+            end = max(off + n for _, off, n in ext.values())
+            check(f"ext:{label}:no-orphans", os.path.getsize(out + ".data") == end and
+                  sum(n for _, _, n in ext.values()) == 2 * 128 * 128 * 2, f"{os.path.getsize(out + '.data')} {ext}")
+        else:
+            check(f"ext:{label}:all-inside", not ext and sorted(inside) == ["b0", "w0", "w1"], f"{ext} {inside}")
+        check(f"ext:{label}:fp16-values", loaded.get("w0") is not None and loaded["w0"].dtype == np.float16,
+              str({k: v.dtype for k, v in loaded.items()}))
+        rc, so, se = run("verify", src, out, "--data", data, "--no-config")
+        check(f"ext:{label}:verify", rc == 0, se)
+    # Every placement computes the same: the same bytes of output.
+    results = {}
+    for label, out in outs.items():
+        o = os.path.join(tmp, f"run-{label}")
+        rc, so, se = run("run", out, "--data", data, "-o", o)
+        results[label] = read(os.path.join(o, "output_0.pb")) if rc == 0 else None
+        check(f"ext:{label}:runs", rc == 0, se)
+    check("ext:same-outputs", len(set(results.values())) == 1 and None not in results.values(),
+          str({k: hash(v) for k, v in results.items()}))
+    # Converted weights written to a spill file (lowered threshold) give the same bytes.
+    spilled = os.path.join(tmp, "spill", "m.onnx")
+    os.mkdir(os.path.dirname(spilled))
+    rc, so, se = run("convert", external, "-o", spilled, "-r", "x=-1:1", "--no-config", "--keep-io-types",
+                     env={"HALFGUARD_TEST_SCRATCH_MIN": "1024"})
+    check("ext:spill-identical", rc == 0 and read(spilled) == read(outs["ext-auto"]) and
+          read(spilled + ".data") == read(outs["ext-auto"] + ".data"), se)
+    # Refusals: an unknown value; external data to a stream.
+    rc, so, se = run("convert", inline, "-o", os.path.join(tmp, "x.onnx"), "--external-data", "sometimes")
+    check("ext:bad-value", rc == 2 and "--external-data wants auto, always or never" in se and
+          not os.path.exists(os.path.join(tmp, "x.onnx")), se)
+    rc, so, se = run("convert", inline, "-o", "-", "--external-data", "always", "-r", "x=-1:1", "--no-config")
+    check("ext:stream-always-refused", rc == 2 and not so and "cannot carry external data" in se, se)
+    # never with a model past the (lowered) limit: refused, nothing written.
+    big = os.path.join(tmp, "never-big.onnx")
+    rc, so, se = run("convert", inline, "-o", big, "--external-data", "never", "-r", "x=-1:1", "--no-config",
+                     env={"HALFGUARD_TEST_PROTOBUF_LIMIT": "4000"})
+    check("ext:never-past-limit", rc == 2 and "--external-data never" in se and not os.path.exists(big), se)
+
+
 # ---------------------------------------------------------------- names and configuration
 
 def test_nul_name(tmp):
@@ -470,5 +579,6 @@ def test_config_garbage(tmp):
 # file lands there.
 hgtest.temp_folders(check, "hg-outpath-", [
     test_device, test_fifo, test_symlink, test_stdout, test_not_a_file, test_inputs_protected, test_signals,
-    test_data_per_output, test_protobuf_limit, test_nul_name, test_config_garbage], chdir=True, catch=True)
+    test_data_per_output, test_protobuf_limit, test_external_data, test_nul_name, test_config_garbage],
+    chdir=True, catch=True)
 sys.exit(check.finish())

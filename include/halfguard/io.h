@@ -40,14 +40,27 @@ HG_API guint8 *hg_model_save_bytes(HgModel *m, gsize *len, GError **error);
  * device or a FIFO is written to directly; "-" is standard output; anything else is refused. External
  * tensors go to the output's own data file, TARGET.data beside the target (its location entries say
  * so): copied whole when they come unchanged from one file that holds nothing else, else laid out
- * again at 64-byte boundaries; initializers held in memory (made by a conversion, 1 KiB or more) go
- * there too when there is a data file. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
+ * again at 64-byte boundaries; initializers a conversion made (held in memory or in the model's
+ * spill file, 1 KiB or more) go there too when there is a data file or the input had external data. A stream gets them inside the model. A model whose serialized size would pass 2 GiB
  * less 64 MiB (protobuf's limit; HALFGUARD_TEST_PROTOBUF_LIMIT lowers it for tests) has its
  * largest initializers moved to the data file; if it cannot fit, or goes to a stream, nothing is
  * written (HG_ERROR_OUTPUT). path may be the file m was loaded from when m keeps no external data;
  * it may never be another file a live model was loaded from. On failure nothing at path changes
  * (a stream keeps what was written). Output errors are HG_ERROR_OUTPUT, "PATH: reason". */
 HG_API gboolean hg_model_save(HgModel *m, const char *path, GError **error);
+
+/* Where hg_model_save_external puts initializers. */
+typedef enum {
+    HG_EXTERNAL_AUTO,   /* hg_model_save's rules: a data file when the input had external data (every
+                         * tensor that was external or that a conversion made, of 1 KiB or more, goes
+                         * there), or when the model would pass the 2 GiB limit */
+    HG_EXTERNAL_ALWAYS, /* every initializer of 1 KiB or more in the data file; a stream is refused */
+    HG_EXTERNAL_NEVER,  /* every tensor inside the model, external ones read in; a model past the
+                         * limit is refused */
+} HgExternalData;
+
+/* hg_model_save with the data file chosen by mode. Refusals are HG_ERROR_OUTPUT; nothing is written. */
+HG_API gboolean hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError **error);
 
 /* Write len bytes at data to path as halfguard writes every file: "-" is standard output, a regular
  * file is replaced atomically, a FIFO or character device is written directly, anything else is

@@ -410,6 +410,8 @@ struct HgModel {
     gpointer run_plan;    /* private: the interpreter's compiled plan (immutable, counted, replaced
                            * under a lock: threads may run one model at once), freed with run_plan_free */
     GDestroyNotify run_plan_free;
+    gboolean external_data; /* the file it was loaded from kept tensors in external data */
+    gpointer spill;         /* private: the scratch file large new weights are written to, or NULL */
 };
 
 /* ---------------------------------------------------------------- model */

@@ -51,6 +51,9 @@ HgArray *hg_array_from_tensor(const HgTensor *t, GError **error);
  * hg_range_of_array, all of which accept unaligned data. Kernels that cast a->data to a typed pointer
  * need hg_array_from_tensor. Falls back to hg_array_from_tensor where no view is possible. */
 HgArray *hg_array_view_tensor(const HgTensor *t, GError **error);
+/* Done reading a's bytes in bulk: where a views a mapped file, its pages leave the process
+ * (hg_blob_release), so that a pass over every weight does not keep them all resident. */
+void hg_array_release(const HgArray *a);
 /* A new tensor (raw storage) holding a copy of a's data. */
 HgTensor *hg_array_to_tensor(const HgArray *a, const char *name);
 /* A view of a with other dims (same numel); shares data. */

@@ -686,14 +686,24 @@ col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp
 gboolean
 hg_weight_sums(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, double *sp, double *sn)
 {
+    gboolean ok;
     if (w->dtype == HG_DTYPE_FLOAT && nvec > 0) {
-        if ((id == hg_vec_conv || id == hg_vec_row) && p[0] > 0 && p[0] * nvec == w->numel)
-            return row_sums_f32(w->data, nvec, p[0], sp, sn);
+        if ((id == hg_vec_conv || id == hg_vec_row) && p[0] > 0 && p[0] * nvec == w->numel) {
+            ok = row_sums_f32(w->data, nvec, p[0], sp, sn);
+            hg_array_release(w);
+            return ok;
+        }
         if (id == hg_vec_matmul_b && p[0] > 0 && p[1] > 0 && w->numel % (p[0] * p[1]) == 0 &&
-            nvec == w->numel / p[0])
-            return col_sums_f32(w->data, w->numel / (p[0] * p[1]), p[0], p[1], sp, sn);
-        if (id == hg_vec_col && p[1] > 0 && nvec == p[1] && w->numel % p[1] == 0)
-            return col_sums_f32(w->data, 1, w->numel / p[1], p[1], sp, sn);
+            nvec == w->numel / p[0]) {
+            ok = col_sums_f32(w->data, w->numel / (p[0] * p[1]), p[0], p[1], sp, sn);
+            hg_array_release(w);
+            return ok;
+        }
+        if (id == hg_vec_col && p[1] > 0 && nvec == p[1] && w->numel % p[1] == 0) {
+            ok = col_sums_f32(w->data, 1, w->numel / p[1], p[1], sp, sn);
+            hg_array_release(w);
+            return ok;
+        }
     }
     for (gint64 v = 0; v < nvec; v++)
         sp[v] = sn[v] = 0;
