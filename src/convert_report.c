@@ -71,7 +71,8 @@ hg_convert_result_summary(const HgConvertResult *ctx)
         return g_string_free(s, FALSE);
     }
     if (ctx->n_fused_layernorm)
-        g_string_append_printf(s, "fused %u LayerNorm; ", ctx->n_fused_layernorm);
+        g_string_append_printf(s, "fused %u LayerNorm%s; ", ctx->n_fused_layernorm,
+                               ctx->n_fused_layernorm == 1 ? "" : "s");
     double macs32 = (double)(ctx->macs_total - ctx->macs_fp16);
     double pct32 = ctx->macs_total ? 100.0 * macs32 / (double)ctx->macs_total : 0;
     double pct16 = ctx->macs_total ? 100.0 * (double)ctx->macs_fp16 / (double)ctx->macs_total : 100;

@@ -36,7 +36,7 @@ OUT = os.path.abspath(sys.argv[2])
 ONLY = set(sys.argv[3:])
 RTOL = 1e-2
 INSERTED_CAST = re.compile(r"/to_fp(16|32)(_\d+)?$")
-SUMMARY = re.compile(r"^(?:fused (\d+) LayerNorm; )?(\d+) FP32 islands? \((\d+) nodes?(?:, ([\d.e+-]+)% of MACs)?\); "
+SUMMARY = re.compile(r"^(?:fused (\d+) LayerNorms?; )?(\d+) FP32 islands? \((\d+) nodes?(?:, ([\d.e+-]+)% of MACs)?\); "
                      r"(\d+) Casts?; FP16: (?:([\d.e+-]+)% of MACs(?: at [^;]*?)?, )?([\d.e+-]+)% of weight bytes")
 check = hgtest.Checks(echo="fail", limit=2000)
 
