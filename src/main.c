@@ -839,6 +839,14 @@ out:
 
 /* ---------------------------------------------------------------- verify */
 
+/* The progress line over verify's samples (HgVerifyOptions.progress; data: the CliProgress). */
+static void
+verify_progress(guint done, guint total, const char *label, gpointer data)
+{
+    (void)total;
+    cli_progress_step(data, done, label);
+}
+
 static int
 cmd_verify(int argc, char **argv)
 {
@@ -880,6 +888,7 @@ cmd_verify(int argc, char **argv)
     g_auto(ModelSetup) ms = {0};
     g_autofree char *text = NULL;
     HgVerifyOptions vo;
+    CliProgress progress;
     const char *usage;
     if (!parse_options(cmd, entries, &argc, &argv, &rc))
         goto out;
@@ -940,7 +949,11 @@ cmd_verify(int argc, char **argv)
     vo.threads = threads;
     names = outputs ? g_strsplit(outputs, ",", -1) : NULL;
     vo.outputs = (const char *const *)names;
+    cli_progress_start(&progress, "verifying on sample", samples->len);
+    vo.progress = verify_progress;
+    vo.progress_data = &progress;
     r = hg_verify_samples(orig, conv, samples, &vo, &error);
+    cli_progress_end(&progress);
     if (!r) {
         print_line(stderr, "halfguard verify: %s", error->message);
         rc = EXIT_ERROR;

@@ -359,6 +359,8 @@ hg_verify_samples(HgModel *orig, HgModel *conv, const GPtrArray *samples, const 
     guint best_seq = 0;
     for (guint k = 0; k < samples->len; k++) {
         const HgSample *smp = samples->pdata[k];
+        if (opts && opts->progress)
+            opts->progress(k, samples->len, smp->label, opts->progress_data);
         g_autoptr(GPtrArray) loaded = smp->feeds ? NULL : hg_load_feeds(orig, smp->label, error);
         if ((!smp->feeds && !loaded) ||
             !verify_folder(orig, conv, smp->label, smp->feeds ? smp->feeds : loaded, map, sums, r, &best_seq,

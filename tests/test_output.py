@@ -214,6 +214,14 @@ def test_colour_and_progress(tmp):
     check("tty:stdout-plain", ESC not in so and " -> " in so, repr(so))
     check("tty:progress", re.search(r"\r\[1/3\] calibrating on synthetic sample: seed 1\x1b\[K", tty), repr(tty))
     check("tty:progress-erased", tty.rfind("\r\x1b[K") > tty.rfind("[2/3]") >= 0, repr(tty))
+    # verify's samples: the same line on a terminal, erased at the end; none on a pipe.
+    rc, so, tty = on_pty([HG, "verify", m, out, "--random", "3"], dict(env, NO_COLOR=""))
+    check("tty:verify-progress", rc in (0, 1) and
+          re.search(r"\r\[1/3\] verifying on sample: synthetic 1 \(seed 1\)\x1b\[K", tty) and
+          tty.rfind("\r\x1b[K") > tty.rfind("[2/3]") >= 0, repr((rc, so, tty)))
+    rc, so, se = run("verify", m, out, "--random", "3", env=dict(env, NO_COLOR=""))
+    check("pipe:verify-no-progress", rc in (0, 1) and "verifying" not in se and "\r" not in se,
+          hgtest.show(rc, so, se))
     # NO_COLOR (any non-empty value): no colour, the words the same.
     rc, so, tty = on_pty([HG, "convert", m, "-o", out, "--calib-random", "3"], dict(env, NO_COLOR="1"))
     check("no_color:plain", rc == 0 and ESC + "1;" not in tty and ": warning: input 'x'" in tty, repr(tty))

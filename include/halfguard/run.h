@@ -94,6 +94,10 @@ typedef struct {
      * element does (as well as its L2 figure). Off (FALSE) by default. */
     gboolean elementwise;
     double atol, rtol;
+    /* Called before each sample runs, with the samples finished so far, their total and the
+     * sample's label; NULL for none (the CLI draws its progress line with it). */
+    void (*progress)(guint done, guint total, const char *label, gpointer data);
+    gpointer progress_data;
 } HgVerifyOptions;
 
 /* One graph output, compared over all data folders (their elements taken as one vector). */
