@@ -632,6 +632,10 @@ hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error)
                      res->unknown_ops->len == 1 ? "" : "s", ops->str, nodes == 1 ? "it" : "them",
                      nodes == 1 ? "it" : "them");
     }
+    /* What the bounds behind these decisions assumed of symbolic dims (--dim-max, or 2^20). */
+    for (guint i = 0; res->assumptions && i < res->assumptions->len; i++)
+        hg_pass_note(env->result, "assign_precision", "bounds assume %s",
+                     (const char *)res->assumptions->pdata[i]);
     hg_pass_note(env->result, "assign_precision", "%u FP32 island%s (%u node%s)", islands, islands == 1 ? "" : "s",
                  n32, n32 == 1 ? "" : "s");
     return TRUE;

@@ -15,6 +15,7 @@ typedef enum {
     NOTE_FIGURED, /* the summary's figures already say it (islands, Casts, fused LayerNorms) */
     NOTE_DONE,    /* a rewrite or an edit made */
     NOTE_LEFT,    /* a pattern left as it was */
+    NOTE_ASSUMED, /* what the bounds assumed of a symbolic dim (--dim-max): no change, but said */
 } NoteKind;
 
 static NoteKind
@@ -24,6 +25,8 @@ note_kind(const HgPassNote *note)
         g_strcmp0(note->pass, "lower") == 0 ||
         (g_strcmp0(note->pass, "fuse_layernorm") == 0 && g_str_has_prefix(note->message, "fused ")))
         return NOTE_FIGURED;
+    if (g_str_has_prefix(note->message, "bounds assume "))
+        return NOTE_ASSUMED;
     /* "left ...": a pattern a rewriting pass matched and left alone; "kept ...": unknown ops kept FP32 */
     if (g_str_has_prefix(note->message, "left ") || g_str_has_prefix(note->message, "kept "))
         return NOTE_LEFT;
@@ -337,8 +340,12 @@ hg_convert_result_details(const HgConvertResult *ctx, const char *prefix)
                   names->pdata[0]);
     }
     print_groups(s, prefix, "FP32 islands (nodes, and why they stay FP32)", islands);
-    /* Rewrites and edits made, then patterns left as they were, identical ones grouped. */
-    for (int want = NOTE_DONE; want <= NOTE_LEFT; want++) {
+    /* Rewrites and edits made, then patterns left as they were, then what the bounds assumed,
+     * identical ones grouped. */
+    static const char *const titles[] = {[NOTE_DONE] = "rewrites and other changes",
+                                         [NOTE_LEFT] = "patterns left as they were",
+                                         [NOTE_ASSUMED] = "what the bounds assume"};
+    for (int want = NOTE_DONE; want <= NOTE_ASSUMED; want++) {
         g_autoptr(GPtrArray) groups = g_ptr_array_new_with_free_func(group_free);
         g_autoptr(GHashTable) by_key = g_hash_table_new(g_str_hash, g_str_equal);
         for (guint k = 0; k < ctx->notes->len; k++) {
@@ -351,8 +358,7 @@ hg_convert_result_details(const HgConvertResult *ctx, const char *prefix)
             char *key = g_strdup_printf("%s\x01%s", note->pass, blanked);
             group_add(groups, by_key, key, blanked, plain, first ? first : "");
         }
-        print_groups(s, prefix, want == NOTE_DONE ? "rewrites and other changes" : "patterns left as they were",
-                     groups);
+        print_groups(s, prefix, titles[want], groups);
     }
     guint n = ctx->decisions ? ctx->decisions->len : 0;
     if (ctx->n_synthetic) {

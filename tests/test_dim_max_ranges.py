@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """--dim-max in the interval analysis (issue 12): where a bound needs a length of a symbolic dim (the
-rounding slack of Softmax x V, of a GlobalAveragePool), check says what it assumed: 2^20 elements
-without --dim-max, the given size with it; and the bound follows the assumption.
+rounding slack of Softmax x V, of a GlobalAveragePool), check (and convert -v) says what it
+assumed: 2^20 elements without --dim-max, the given size with it; and the bound follows the assumption.
 Usage: test_dim_max_ranges.py HALFGUARD"""
 import os
 import sys
@@ -34,4 +34,14 @@ with tempfile.TemporaryDirectory(prefix="hg-dimmax-") as d:
     # (an overflow convert rescales away is noted, not counted)
     check("the 2^20 assumption bounds the average past 65504", "overflow" in so + se, so + se)
     check("--dim-max 16 x 16 bounds it under 65504", rc2 == 0 and "overflow" not in so2 + se2, so2 + se2)
+    # convert says the same under -v, apart from its changes: an assumption is not a change.
+    out = os.path.join(d, "gap16.onnx")
+    rc, so, se = hgtest.run([tool, "convert", path, "-o", out, "--no-config", "-r", "x=0:60000", "-v"])
+    check("convert -v reports the 2^20 assumption", rc == 0 and "\n  what the bounds assume:\n" in so
+          and "bounds assume symbolic dim 'H': at most 2^20 elements" in so, so + se)
+    rc, so, se = hgtest.run([tool, "convert", path, "-o", out, "--no-config", "-r", "x=0:60000", "-v",
+                             "--dim-max", "H=16", "--dim-max", "W=16"])
+    first = so.splitlines()[0] if so else ""
+    check("convert -v reports --dim-max, not as a change", rc == 0 and "at most 16 (--dim-max)" in so
+          and "2^20" not in so and "other change" not in first, so + se)
 sys.exit(check.finish())
