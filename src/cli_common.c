@@ -470,6 +470,24 @@ model_setup(Analysis *a, HgModel *m, const char *path, ModelSetup *ms, GError **
     return TRUE;
 }
 
+/* Merge one sample's statistics into *st (taking part; the first becomes *st). A NULL part (its run
+ * failed) drops *st: FALSE. */
+static gboolean
+stats_absorb(HgStats **st, HgStats *part)
+{
+    if (!part) {
+        g_clear_pointer(st, hg_stats_unref);
+        return FALSE;
+    }
+    if (*st) {
+        hg_stats_merge(*st, part);
+        hg_stats_unref(part);
+    } else {
+        *st = part;
+    }
+    return TRUE;
+}
+
 /* hg_stats_collect_samples, one sample at a time, with a progress line (one sample's statistics
  * merged into the first's: the same table). */
 HgStats *
@@ -486,16 +504,8 @@ cli_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GError **
         g_autoptr(GPtrArray) one = g_ptr_array_new();
         g_ptr_array_add(one, (gpointer)smp);
         HgStats *part = hg_stats_collect_samples(m, one, threads, error);
-        if (!part) {
-            g_clear_pointer(&st, hg_stats_unref);
+        if (!stats_absorb(&st, part))
             break;
-        }
-        if (st) {
-            hg_stats_merge(st, part);
-            hg_stats_unref(part);
-        } else {
-            st = part;
-        }
     }
     cli_progress_end(&p);
     return st;
@@ -514,16 +524,8 @@ cli_collect_synthetic(HgModel *m, const HgCheckOptions *co, guint n, guint64 see
         g_autofree char *label = g_strdup_printf("seed %" G_GUINT64_FORMAT, seed + i);
         cli_progress_step(&p, i, label);
         HgStats *part = hg_stats_collect_synthetic(m, co, 1, seed + i, threads, error);
-        if (!part) {
-            g_clear_pointer(&st, hg_stats_unref);
+        if (!stats_absorb(&st, part))
             break;
-        }
-        if (st) {
-            hg_stats_merge(st, part);
-            hg_stats_unref(part);
-        } else {
-            st = part;
-        }
     }
     cli_progress_end(&p);
     return st;

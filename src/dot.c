@@ -143,6 +143,16 @@ append_label(GString *out, const char *s)
     }
 }
 
+/* A graph input's or output's label: its name, and its element type when declared. */
+static void
+value_label(GString *label, const HgValue *v)
+{
+    append_label(label, v->name);
+    const char *dt = v->type && v->type->has_elem_type ? hg_dtype_name(v->type->elem_type) : NULL;
+    if (dt)
+        g_string_append_printf(label, "\\n%s", dt);
+}
+
 static void
 set(void *obj, const char *name, const char *value)
 {
@@ -435,10 +445,7 @@ build(const HgGraph *g, const Mark *marks, gboolean check, const char *title, GH
         g_autofree char *id = g_strdup_printf("in%u", i);
         Agnode_t *an = agnode(dg, id, 1);
         g_autoptr(GString) label = g_string_new(NULL);
-        append_label(label, v->name);
-        const char *dt = v->type && v->type->has_elem_type ? hg_dtype_name(v->type->elem_type) : NULL;
-        if (dt)
-            g_string_append_printf(label, "\\n%s", dt);
+        value_label(label, v);
         const char *kind = input_hazards ? g_hash_table_lookup(input_hazards, v->name) : NULL;
         if (kind) { /* unranged-input: outlined as a warning */
             g_string_append(label, "\\n");
@@ -477,10 +484,7 @@ build(const HgGraph *g, const Mark *marks, gboolean check, const char *title, GH
         g_autofree char *id = g_strdup_printf("out%u", i);
         Agnode_t *an = agnode(dg, id, 1);
         g_autoptr(GString) label = g_string_new(NULL);
-        append_label(label, v->name);
-        const char *dt = v->type && v->type->has_elem_type ? hg_dtype_name(v->type->elem_type) : NULL;
-        if (dt)
-            g_string_append_printf(label, "\\n%s", dt);
+        value_label(label, v);
         set(an, "class", "output");
         set(an, "shape", "ellipse");
         set(an, "style", "bold");

@@ -211,12 +211,10 @@ hg_spill_min(void)
     return HG_SPILL_MIN;
 }
 
-HgTensor *
-hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
-                      void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data,
-                      GError **error)
+/* A tensor's name, type and dims, with no storage yet. */
+static HgTensor *
+tensor_header(const char *name, HgDType dtype, guint rank, const gint64 *dims)
 {
-    g_return_val_if_fail(m != NULL && fill != NULL && dtype != HG_DTYPE_STRING, NULL);
     HgTensor *t = g_new0(HgTensor, 1);
     t->name = g_strdup(name);
     t->has_dtype = TRUE;
@@ -225,6 +223,16 @@ hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, c
     t->dims = g_new0(gint64, rank ? rank : 1);
     if (rank)
         memcpy(t->dims, dims, sizeof(gint64) * rank);
+    return t;
+}
+
+HgTensor *
+hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                      void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data,
+                      GError **error)
+{
+    g_return_val_if_fail(m != NULL && fill != NULL && dtype != HG_DTYPE_STRING, NULL);
+    HgTensor *t = tensor_header(name, dtype, rank, dims);
     t->storage = HG_STORAGE_RAW;
     gint64 nbytes = hg_tensor_expected_bytes(t);
     if (nbytes <= 0) {
@@ -476,14 +484,7 @@ hg_tensor_expected_bytes(const HgTensor *t)
 static HgTensor *
 tensor_new(const char *name, HgDType dtype, guint rank, const gint64 *dims, gboolean try)
 {
-    HgTensor *t = g_new0(HgTensor, 1);
-    t->name = g_strdup(name);
-    t->has_dtype = TRUE;
-    t->dtype = dtype;
-    t->rank = rank;
-    t->dims = g_new0(gint64, rank ? rank : 1);
-    if (rank)
-        memcpy(t->dims, dims, sizeof(gint64) * rank);
+    HgTensor *t = tensor_header(name, dtype, rank, dims);
     if (dtype == HG_DTYPE_STRING) {
         gint64 n = hg_numel(rank, t->dims);
         if (n < 0 || n > G_MAXUINT32) {

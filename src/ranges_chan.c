@@ -271,19 +271,6 @@ chan_binary(const HgChanCtx *cx, gint64 c, int rank, char op)
     return y;
 }
 
-/* The window extent along the smallest axis (kernel_shape and dilations); 0 without kernel_shape. */
-static gint64
-win_extent(const HgNode *node)
-{
-    guint nk = 0, nd = 0;
-    const gint64 *ks = hg_attr_ints(node, "kernel_shape", &nk);
-    const gint64 *ds = hg_attr_ints(node, "dilations", &nd);
-    gint64 m = G_MAXINT64;
-    for (guint i = 0; ks && i < nk; i++)
-        m = MIN(m, (ks[i] - 1) * (ds && i < nd ? MAX(ds[i], 1) : 1) + 1);
-    return ks ? m : 0;
-}
-
 /* Pools: each output channel is a max or an average of its own input channel's values (and of the
  * pool's zero padding where an average counts it). n: the values one output averages (0 for max). */
 static HgChan *
@@ -294,7 +281,7 @@ chan_pool(const HgChanCtx *cx, gint64 c, int rank, int dtype, gboolean average, 
     if (!global) {
         gint64 max_pad;
         gboolean pads = hg_win_pads(cx->node, &max_pad);
-        gint64 ext = win_extent(cx->node);
+        gint64 ext = hg_pool_window_extent(cx->node);
         guint nd = 0;
         const gint64 *ds = hg_attr_ints(cx->node, "dilations", &nd);
         for (guint i = 0; ds && i < nd; i++)

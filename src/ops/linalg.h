@@ -76,6 +76,10 @@ gint64 hg_win_size(const gint64 *v);
 
 typedef enum { AUTO_PAD_NOTSET, AUTO_PAD_SAME_UPPER, AUTO_PAD_SAME_LOWER, AUTO_PAD_VALID } HgAutoPad;
 
+/* A pool's smallest window extent along its axes, from kernel_shape and dilations; 0 without
+ * kernel_shape. (pool.c; the per-channel rules of ranges_chan.c use it too.) */
+gint64 hg_pool_window_extent(const HgNode *node);
+
 /* Attributes of Conv, ConvTranspose and the pools for nsp spatial axes, checked, with defaults. */
 typedef struct {
     guint nsp;

@@ -287,9 +287,8 @@ range_copy_input(HgRangeCtx *ctx, double lo, double hi, gboolean nan)
     ctx->outputs[0]->nan = nan;
 }
 
-/* The largest window extent along any axis, from kernel_shape and dilations. */
-static gint64
-win_extent_min(const HgNode *node)
+gint64
+hg_pool_window_extent(const HgNode *node)
 {
     guint nk = 0, nd = 0;
     const gint64 *ks = hg_attr_ints(node, "kernel_shape", &nk);
@@ -364,7 +363,7 @@ hg_range_MaxPool(HgRangeCtx *ctx)
     gint64 max_pad;
     gboolean pads = hg_win_pads(ctx->node, &max_pad);
     /* a window wholly in the padding (pads at least the window) yields the -inf the padding holds */
-    double lo = pads && max_pad >= win_extent_min(ctx->node) ? -INFINITY : x->lo;
+    double lo = pads && max_pad >= hg_pool_window_extent(ctx->node) ? -INFINITY : x->lo;
     if (ctx->node && lo < 0 && pad_windows_nonneg(ctx, ctx->shapes[0]))
         lo = 0;
     range_copy_input(ctx, lo, x->hi, x->nan);
@@ -410,7 +409,7 @@ hg_range_AveragePool(HgRangeCtx *ctx)
     gboolean incl = hg_node_attr_int(ctx->node, "count_include_pad", 0) != 0;
     double lo = x->lo, hi = x->hi;
     gboolean nan = x->nan;
-    gint64 ext = win_extent_min(ctx->node);
+    gint64 ext = hg_pool_window_extent(ctx->node);
     if ((pads || ceil_mode) && (incl || max_pad >= ext)) {
         lo = MIN(lo, 0);
         hi = MAX(hi, 0);
