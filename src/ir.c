@@ -4,6 +4,7 @@
 #include "outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@ struct HgBlob {
     HgBlob *file;      /* hg_blob_new_mapped_at: the blob whose fd this maps (a reference) */
     gint64 file_offset; /* where data starts in the file */
     gboolean scratch;  /* maps a scratch file */
+    GHashTable *facts; /* of a file's own blob: hg_blob_fact_get/put (FactKey -> GBytes), or NULL */
 };
 
 HgBlob *
@@ -192,13 +194,112 @@ hg_blob_unref(HgBlob *blob)
     if (blob->mapped) {
         if (blob->len)
             munmap(blob->data, blob->len);
+        /* Bytes of the scratch file that nothing maps any more: dropped now, so that the kernel
+         * does not write them back to disk while the conversion goes on. */
+        if (blob->scratch && blob->file && blob->len)
+            (void)fallocate(blob->file->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, blob->file_offset,
+                            (off_t)blob->len);
     } else {
         g_free(blob->data);
     }
     if (blob->fd >= 0)
         close(blob->fd);
     hg_blob_unref(blob->file);
+    if (blob->facts)
+        g_hash_table_destroy(blob->facts);
     g_free(blob);
+}
+
+/* ---------------------------------------------------------------- facts about mapped bytes */
+
+typedef struct {
+    gint64 off;   /* where the bytes start in the file */
+    guint64 len;
+    guint kind;
+    gint64 p[HG_FACT_PARAMS];
+} FactKey;
+
+static guint
+fact_hash(gconstpointer k)
+{
+    const FactKey *f = k;
+    guint h = g_int64_hash(&f->off) * 31u + (guint)f->len * 17u + f->kind;
+    for (int i = 0; i < HG_FACT_PARAMS; i++)
+        h = h * 31u + (guint)f->p[i];
+    return h;
+}
+
+static gboolean
+fact_equal(gconstpointer a, gconstpointer b)
+{
+    return memcmp(a, b, sizeof(FactKey)) == 0;
+}
+
+/* One lock for every file's table: a lookup is a hash probe, next to a pass over megabytes. */
+static GMutex facts_lock;
+
+/* The blob that owns the file b's bytes lie in, and the key of [data, data + len) there; NULL when
+ * b is not a mapping of a file (heap bytes may change; a file we mapped read-only does not). */
+static HgBlob *
+fact_key(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np, FactKey *key)
+{
+    if (!b || !b->mapped || !data || (const guint8 *)data < (const guint8 *)b->data ||
+        (const guint8 *)data + len > (const guint8 *)b->data + b->len || np > HG_FACT_PARAMS)
+        return NULL;
+    memset(key, 0, sizeof *key);
+    key->off = (b->file ? b->file_offset : 0) + ((const guint8 *)data - (const guint8 *)b->data);
+    key->len = len;
+    key->kind = kind;
+    for (guint i = 0; i < np; i++)
+        key->p[i] = p[i];
+    return b->file ? b->file : (HgBlob *)b;
+}
+
+gboolean
+hg_blob_fact_get(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np,
+                 void *out, gsize out_len)
+{
+    FactKey key;
+    HgBlob *root = fact_key(b, data, len, kind, p, np, &key);
+    if (!root)
+        return FALSE;
+    gboolean found = FALSE;
+    g_mutex_lock(&facts_lock);
+    GBytes *v = root->facts ? g_hash_table_lookup(root->facts, &key) : NULL;
+    if (v && g_bytes_get_size(v) == out_len) {
+        memcpy(out, g_bytes_get_data(v, NULL), out_len);
+        found = TRUE;
+    }
+    g_mutex_unlock(&facts_lock);
+    return found;
+}
+
+gboolean
+hg_blob_fact_has(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np)
+{
+    FactKey key;
+    HgBlob *root = fact_key(b, data, len, kind, p, np, &key);
+    if (!root)
+        return FALSE;
+    g_mutex_lock(&facts_lock);
+    gboolean found = root->facts && g_hash_table_contains(root->facts, &key);
+    g_mutex_unlock(&facts_lock);
+    return found;
+}
+
+void
+hg_blob_fact_put(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np,
+                 const void *val, gsize val_len)
+{
+    FactKey key;
+    HgBlob *root = fact_key(b, data, len, kind, p, np, &key);
+    if (!root)
+        return;
+    g_mutex_lock(&facts_lock);
+    if (!root->facts)
+        root->facts = g_hash_table_new_full(fact_hash, fact_equal, g_free, (GDestroyNotify)g_bytes_unref);
+    g_hash_table_replace(root->facts, g_memdup2(&key, sizeof key), g_bytes_new(val, val_len));
+    g_mutex_unlock(&facts_lock);
 }
 
 gsize

@@ -26,6 +26,21 @@ gboolean hg_blob_is_spill(const HgBlob *b);
  * so that reading a model's weights once, tensor by tensor, does not leave them all resident. Heap
  * blobs are untouched. */
 void hg_blob_release(const HgBlob *b, const void *p, gsize len);
+/* What a pass over a weight's bytes found (a scan, column sums), kept with the file they were mapped
+ * from, so that each analysis of a conversion (there are several) does not read every weight again.
+ * Only bytes that map a file (the input, its external data, the spill file) are kept: they cannot
+ * change under us. The key is where the bytes lie in the file and how many, the fact's kind and up
+ * to HG_FACT_PARAMS parameters (a layout); get copies the fact into out (out_len bytes) and says
+ * whether it was there with that size. */
+#define HG_FACT_PARAMS 4
+enum { HG_FACT_SCAN = 1, HG_FACT_ROW_SUMS, HG_FACT_COL_SUMS, HG_FACT_COL_SQUARES };
+/* Facts are kept only for weights of at least this many bytes: smaller ones cost less to read again. */
+#define HG_FACT_MIN_BYTES ((gsize)64 << 10)
+gboolean hg_blob_fact_get(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np,
+                          void *out, gsize out_len);
+gboolean hg_blob_fact_has(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np);
+void hg_blob_fact_put(const HgBlob *b, const void *data, gsize len, guint kind, const gint64 *p, guint np,
+                      const void *val, gsize val_len);
 /* hg_blob_release of all of t's bytes. */
 void hg_tensor_release(const HgTensor *t);
 

@@ -4,6 +4,8 @@
 #include "ranges.h"
 #include "halfguard/check.h"
 #include "ops/kernel.h"
+#include "ops/linalg.h"
+#include "ir_private.h"
 
 #include <math.h>
 #include <string.h>
@@ -173,6 +175,80 @@ hg_ranges_infer(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, 
     return hg_ranges_infer_dims(g, shapes, inputs, n_inputs, NULL);
 }
 
+/* ---------------------------------------------------------------- reading the weights once */
+
+typedef struct {
+    HgArray *w;
+    gboolean by_rows;
+    gint64 rows, cols;
+} Prescan;
+
+typedef struct {
+    GArray *jobs; /* of Prescan */
+    gint next;
+} PrescanQueue;
+
+static gpointer
+prescan_worker(gpointer data)
+{
+    PrescanQueue *q = data;
+    for (;;) {
+        guint i = (guint)g_atomic_int_add(&q->next, 1);
+        if (i >= q->jobs->len)
+            return NULL;
+        Prescan *j = &g_array_index(q->jobs, Prescan, i);
+        hg_weight_prescan(j->w, j->by_rows, j->rows, j->cols);
+    }
+}
+
+/* The large FP32 weights of MatMul, Gemm and Conv nodes, each read once, with everything the rules
+ * below will ask of its bytes (scan, row or column sums, squares: hg_weight_prescan), in two threads
+ * when there are hundreds of megabytes to read. The facts stay with the mapped file, so the next
+ * analysis of the same model (convert runs several) reads nothing again. What is computed is what
+ * the rules would compute themselves, to the bit; a weight used in another layout is read again by
+ * its rule. */
+#define PRESCAN_THREADS_MIN_BYTES ((guint64)256 << 20)
+static void
+prescan_weights(HgGraph *g)
+{
+    g_autoptr(GArray) jobs = g_array_new(FALSE, FALSE, sizeof(Prescan));
+    guint64 total = 0;
+    for (guint i = 0; i < g->initializers->len; i++) {
+        HgTensor *t = g->initializers->pdata[i];
+        HgValue *v = t->name ? g_hash_table_lookup(g->values, t->name) : NULL;
+        if (!v || v->init != t || t->dtype != HG_DTYPE_FLOAT || t->nbytes < HG_FACT_MIN_BYTES ||
+            hg_blob_fd(t->blob) < 0 || t->rank < 2 || !v->uses || !v->uses->len)
+            continue;
+        const HgUse *u = &g_array_index(v->uses, HgUse, 0);
+        const HgNode *n = u->node;
+        Prescan j = {NULL, FALSE, t->dims[0], 0};
+        if (u->index != 1 || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+            continue;
+        if (!strcmp(n->op_type, "MatMul") && t->rank == 2)
+            j.cols = t->dims[1];
+        else if (!strcmp(n->op_type, "Gemm") && t->rank == 2)
+            j.by_rows = hg_node_attr_int(n, "transB", 0) != 0, j.cols = t->dims[1];
+        else if (!strcmp(n->op_type, "Conv") && t->dims[0] > 0)
+            j.by_rows = TRUE, j.cols = hg_tensor_numel(t) / t->dims[0];
+        else
+            continue;
+        j.w = hg_array_view_tensor(t, NULL);
+        if (!j.w)
+            continue;
+        total += t->nbytes;
+        g_array_append_val(jobs, j);
+    }
+    PrescanQueue q = {jobs, 0};
+    GThread *helper = NULL;
+    if (total >= PRESCAN_THREADS_MIN_BYTES && g_get_num_processors() > 1)
+        helper = g_thread_try_new("hg-prescan", prescan_worker, &q, NULL);
+    prescan_worker(&q);
+    if (helper)
+        g_thread_join(helper);
+    for (guint i = 0; i < jobs->len; i++)
+        hg_array_unref(g_array_index(jobs, Prescan, i).w);
+}
+
 HgRanges *
 hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inputs, guint n_inputs,
                      const char *const *dim_max)
@@ -194,6 +270,7 @@ hg_ranges_infer_dims(HgGraph *g, const HgShapes *shapes, const HgInputRange *inp
         if (ir && !d->value->init)
             g_hash_table_insert(r->ranges, d->value, range_new(ir->range));
     }
+    prescan_weights(g);
     /* Constant inputs of nodes: initializers (any size: views of the file, read once here) and values
      * shape inference folded. */
     g_autoptr(GHashTable) consts = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref);

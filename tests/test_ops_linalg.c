@@ -5,6 +5,11 @@
 #include "opstest.h"
 #include "ranges.h"
 #include "halfguard/run.h"
+#include "ir_private.h"
+#include "ops/linalg.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <math.h>
 #include <string.h>
@@ -2317,7 +2322,98 @@ test_range_attention(void **state)
     vs_free(mb);
 }
 
+/* hg_weight_prescan reads a weight once and keeps, with the file it maps, what the analysis's rules
+ * would compute from it (hg_scan_array, hg_weight_sums, hg_weight_col_squares): those facts must be
+ * what the rules compute themselves from a heap copy of the same floats, to the bit, for layouts
+ * with and without a tail of columns, for values past FP16's range, NaN and flushed ones, and for a
+ * view at an offset of the file that no float alignment holds. */
+static void
+test_weight_prescan_facts(void **state)
+{
+    static const gint64 shapes[][2] = {{40, 4096}, {600, 37}, {17, 1025}, {5000, 4}};
+    g_autoptr(GRand) rng = g_rand_new_with_seed(0x4847);
+    for (guint si = 0; si < G_N_ELEMENTS(shapes); si++)
+        for (int special = 0; special < 3; special++)
+            for (int by_rows = 0; by_rows < 2; by_rows++) {
+                gint64 rows = shapes[si][0], cols = shapes[si][1], n = rows * cols;
+                g_autofree float *v = g_new(float, n);
+                for (gint64 i = 0; i < n; i++)
+                    v[i] = (float)g_rand_double_range(rng, -2, 2);
+                v[n / 3] = 1e-30f; /* flushes to 0 in FP16 */
+                if (special == 1)
+                    v[n / 2] = 1e6f; /* past 65504: the scan's recount is left to hg_scan_array */
+                if (special == 2)
+                    v[n - 1] = NAN;
+                /* the file: 12 bytes, then the floats */
+                char *path = NULL;
+                int fd = g_file_open_tmp("hg-prescan-XXXXXX", &path, NULL);
+                assert_true(fd >= 0);
+                unlink(path);
+                g_free(path);
+                gsize len = 12 + (gsize)n * 4;
+                g_autofree guint8 *bytes = g_malloc0(len);
+                memcpy(bytes + 12, v, (gsize)n * 4);
+                assert_true(write(fd, bytes, len) == (ssize_t)len);
+                void *addr = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+                assert_true(addr != MAP_FAILED);
+                HgBlob *file = hg_blob_new_mapped(addr, len, fd);
+                gint64 dims[2] = {rows, cols};
+                HgArray *mapped = g_new0(HgArray, 1);
+                mapped->refcount = 1;
+                mapped->dtype = HG_DTYPE_FLOAT;
+                mapped->rank = 2;
+                memcpy(mapped->dims, dims, sizeof dims);
+                mapped->numel = n;
+                mapped->data = (guint8 *)addr + 12;
+                mapped->blob = file; /* the array's reference */
+                HgArray *heap = arr_f32(HG_DTYPE_FLOAT, 2, dims, v);
+
+                hg_weight_prescan(mapped, by_rows, rows, cols);
+                gboolean kept = n * 4 >= (gint64)HG_FACT_MIN_BYTES;
+                gint64 key[3] = {by_rows ? rows : 1, by_rows ? cols : rows, by_rows ? 0 : cols};
+                assert_int_equal(hg_blob_fact_has(file, mapped->data, (gsize)n * 4,
+                                                  by_rows ? HG_FACT_ROW_SUMS : HG_FACT_COL_SUMS, key, 3), kept);
+                assert_int_equal(hg_blob_fact_has(file, mapped->data, (gsize)n * 4, HG_FACT_SCAN, NULL, 0),
+                                 kept && special == 0);
+
+                HgScan a = hg_scan_array(heap), b = hg_scan_array(mapped);
+                assert_memory_equal(&a.range.lo, &b.range.lo, sizeof(double));
+                assert_memory_equal(&a.range.hi, &b.range.hi, sizeof(double));
+                assert_memory_equal(&a.range.tiny, &b.range.tiny, sizeof(double));
+                assert_int_equal(a.range.nan, b.range.nan);
+                assert_int_equal(a.n_nonfinite, b.n_nonfinite);
+                assert_int_equal(a.n_big, b.n_big);
+                assert_int_equal(a.n_flush, b.n_flush);
+                assert_int_equal(a.n_nonzero, b.n_nonzero);
+                assert_int_equal(a.n_flush, 1);
+
+                gint64 nvec = by_rows ? rows : cols, p[2] = {by_rows ? cols : rows, cols};
+                g_autofree double *sp1 = g_new(double, nvec), *sn1 = g_new(double, nvec);
+                g_autofree double *sp2 = g_new(double, nvec), *sn2 = g_new(double, nvec);
+                HgVecId id = by_rows ? hg_vec_row : hg_vec_col;
+                gboolean ok1 = hg_weight_sums(heap, nvec, id, p, sp1, sn1);
+                gboolean ok2 = hg_weight_sums(mapped, nvec, id, p, sp2, sn2);
+                assert_int_equal(ok1, ok2);
+                assert_int_equal(ok1, special != 2);
+                if (ok1) {
+                    assert_memory_equal(sp1, sp2, (gsize)nvec * sizeof(double));
+                    assert_memory_equal(sn1, sn2, (gsize)nvec * sizeof(double));
+                }
+                if (!by_rows && ok1) {
+                    g_autofree double *q1 = g_new(double, cols), *q2 = g_new(double, cols);
+                    assert_int_equal(hg_blob_fact_has(file, mapped->data, (gsize)n * 4, HG_FACT_COL_SQUARES,
+                                                      (const gint64[]){rows, cols, 0}, 3), kept);
+                    hg_weight_col_squares(heap, rows, cols, FALSE, q1);
+                    hg_weight_col_squares(mapped, rows, cols, FALSE, q2);
+                    assert_memory_equal(q1, q2, (gsize)cols * sizeof(double));
+                }
+                hg_array_unref(heap);
+                hg_array_unref(mapped);
+            }
+}
+
 HG_TEST_MAIN("ops_linalg",
+             cmocka_unit_test(test_weight_prescan_facts),
              cmocka_unit_test(test_family_rows),
              cmocka_unit_test(test_conv_spec_examples),
              cmocka_unit_test(test_conv_auto_pad),

@@ -98,4 +98,26 @@ with tempfile.TemporaryDirectory(prefix="hg-rescale-") as tmp:
     check("resnet:one-region", so.count("region of") == 1 and "undone by" not in so and
           "0 FP32 islands" in so and "0 Casts" in so, so)
 
+    # The synthetic probe is asked only for 2^-k past 2^-3 (PROBE_MIN_K in passes/rescale.c): below
+    # that the scale costs at most 2^(k-25) where values reach FP16's subnormals, whatever they reach.
+    # A MatMul reads (x - x (1 + 2^-23))^2: bounded at 4, about 1e-14 in fact, so in-range inputs make
+    # products near 1e-9 where the bound says up to 4.8e5 (w x 16: k = 3) or 9.6e5 (w x 32: k = 4).
+    # With k = 3 the region is scaled without running the model; with k = 4 the probe runs and refuses.
+    src = open(os.path.join(root, "golden", "rescale", "matmul_to_rmsnorm.onnxtxt")).read()
+    for mult, k in ((16, 3), (32, 4)):
+        text = re.sub(r"float\[8,8\] w = \{([^}]*)\}",
+                      lambda m: "float[8,8] w = {" + ", ".join(repr(float(v) * mult) for v in m.group(1).split(",")) +
+                      "},\n  float c = {1.00000011920928955}", src)
+        text = text.replace("  h = MatMul(x, w)", "  xc = Mul(x, c)\n  d = Sub(x, xc)\n  d2 = Mul(d, d)\n  h = MatMul(d2, w)")
+        case = os.path.join(tmp, f"probe_k{k}.onnxtxt")
+        with open(case, "w") as f:
+            f.write(text)
+        rc, so, se = run("convert", "-r", "x=-1:1", case, "-o", os.path.join(tmp, f"probe_k{k}.onnx"), "-v")
+        check(f"probe-k{k}:converts", rc == 0, se)
+        if k <= 3:
+            check(f"probe-k{k}:scaled-unprobed", f"weights x 2^-{k} in 'proj'" in so and "unscaled" not in so, so)
+        else:
+            check(f"probe-k{k}:probed-and-refused", "left the region of 'proj' unscaled" in so and
+                  "(synthetic probe)" in so and f"2^-{k} would leave it" in so, so)
+
 sys.exit(check.finish())

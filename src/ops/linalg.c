@@ -642,15 +642,17 @@ row_sums_f32(const guint8 *p, gint64 nvec, gint64 len, double *sp, double *sn)
 }
 
 /* FP32 weights [batch, rows, cols], vector = batch * cols + column: elementwise across columns, four
- * columns at a time (memcpy loads and stores: neither the weights nor the sums need alignment). */
+ * columns at a time (memcpy loads and stores: neither the weights nor the sums need alignment). The
+ * sums are added to what sp and sn (and sq) hold: the caller zeroes them, or passes the sums of the
+ * rows before these.
+ * sq (batch 1 only, or NULL): each column's sum of squares as well, added in row order as
+ * hg_weight_col_squares adds them, so the two agree to the bit. */
 __attribute__((target_clones("avx2", "default"))) static gboolean
-col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp, double *sn)
+col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp, double *sn, double *sq)
 {
     const V4d zero = {0}, half = zero + 0.5;
     const V4l magnitude = {G_MAXINT64, G_MAXINT64, G_MAXINT64, G_MAXINT64};
     V4d bad = zero;
-    for (gint64 v = 0; v < batch * cols; v++)
-        sp[v] = sn[v] = 0;
     for (gint64 b = 0; b < batch; b++) {
         double *bp = sp + b * cols, *bn = sn + b * cols;
         for (gint64 r = 0; r < rows; r++) {
@@ -669,6 +671,13 @@ col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp
                 bad += x * zero;
                 memcpy(bp + c, &pos, sizeof pos);
                 memcpy(bn + c, &neg, sizeof neg);
+                if (sq) {
+                    V4d q;
+                    memcpy(&q, sq + c, sizeof q);
+                    V4d xx = x * x;
+                    q += xx;
+                    memcpy(sq + c, &q, sizeof q);
+                }
             }
             for (; c < cols; c++) {
                 float f;
@@ -677,33 +686,163 @@ col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp
                 bp[c] += px;
                 bn[c] += x - px;
                 bad[0] += x * 0;
+                if (sq)
+                    sq[c] += x * x;
             }
         }
     }
     return !isnan(bad[0] + bad[1] + bad[2] + bad[3]);
 }
 
+/* The fast paths of hg_weight_sums over FP32 weights: the sums, and where the weights map a file and
+ * are large, kept with it (hg_blob_fact_put) for the next analysis. -1: no fast path for this
+ * layout; else ok. */
+static int
+weight_sums_f32(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, double *sp, double *sn)
+{
+    guint kind;
+    gint64 key[3];
+    if ((id == hg_vec_conv || id == hg_vec_row) && p[0] > 0 && p[0] * nvec == w->numel) {
+        kind = HG_FACT_ROW_SUMS, key[0] = nvec, key[1] = p[0], key[2] = 0;
+    } else if (id == hg_vec_matmul_b && p[0] > 0 && p[1] > 0 && w->numel % (p[0] * p[1]) == 0 &&
+               nvec == w->numel / p[0]) {
+        kind = HG_FACT_COL_SUMS, key[0] = w->numel / (p[0] * p[1]), key[1] = p[0], key[2] = p[1];
+    } else if (id == hg_vec_col && p[1] > 0 && nvec == p[1] && w->numel % p[1] == 0) {
+        kind = HG_FACT_COL_SUMS, key[0] = 1, key[1] = w->numel / p[1], key[2] = p[1];
+    } else {
+        return -1;
+    }
+    gsize bytes = (gsize)w->numel * 4, vb = (gsize)nvec * sizeof(double);
+    gboolean keep = w->blob && bytes >= HG_FACT_MIN_BYTES;
+    /* the fact: sp, sn, then ok */
+    g_autofree guint8 *fact = keep ? g_malloc(2 * vb + 1) : NULL;
+    if (keep && hg_blob_fact_get(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1)) {
+        memcpy(sp, fact, vb);
+        memcpy(sn, fact + vb, vb);
+        return fact[2 * vb];
+    }
+    g_autofree double *sq = keep && kind == HG_FACT_COL_SUMS && key[0] == 1 ? g_new0(double, key[2]) : NULL;
+    if (kind == HG_FACT_COL_SUMS)
+        for (gint64 v = 0; v < nvec; v++)
+            sp[v] = sn[v] = 0;
+    gboolean ok = kind == HG_FACT_ROW_SUMS ? row_sums_f32(w->data, nvec, p[0], sp, sn)
+                                           : col_sums_f32(w->data, key[0], key[1], key[2], sp, sn, sq);
+    if (keep) {
+        memcpy(fact, sp, vb);
+        memcpy(fact + vb, sn, vb);
+        fact[2 * vb] = (guint8)ok;
+        hg_blob_fact_put(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1);
+        if (sq && ok) {
+            gint64 qk[3] = {key[1], key[2], 0};
+            hg_blob_fact_put(w->blob, w->data, bytes, HG_FACT_COL_SQUARES, qk, 3, sq, (gsize)key[2] * sizeof(double));
+        }
+    }
+    hg_array_release(w);
+    return ok;
+}
+
+/* sq[j] = the sum of the squares of column j of w, [kk, nn] (tb: [nn, kk], column j is row j), in
+ * double, added in row order. The rows are walked in memory order, so a column of a row-major
+ * matrix is not read with a stride of nn; each column's sum is still added in the same order, so
+ * the sums are the same to the bit. FP32 weights are read where they lie (unaligned views too). */
+static void
+col_squares(const HgArray *w, gint64 kk, gint64 nn, gboolean tb, double *sq)
+{
+    const guint8 *p = w->data;
+    gboolean f32 = w->dtype == HG_DTYPE_FLOAT;
+    for (gint64 j = 0; j < nn; j++)
+        sq[j] = 0;
+    if (tb) {
+        for (gint64 j = 0; j < nn; j++)
+            for (gint64 q = 0; q < kk; q++) {
+                float f;
+                double x = f32 ? (memcpy(&f, p + 4 * (j * kk + q), 4), (double)f) : hg_array_get_f64(w, j * kk + q);
+                sq[j] += x * x;
+            }
+        return;
+    }
+    for (gint64 q = 0; q < kk; q++) {
+        if (f32) {
+            const guint8 *row = p + 4 * q * nn;
+            for (gint64 j = 0; j < nn; j++) {
+                float f;
+                memcpy(&f, row + 4 * j, 4);
+                sq[j] += (double)f * f;
+            }
+        } else {
+            for (gint64 j = 0; j < nn; j++) {
+                double x = hg_array_get_f64(w, q * nn + j);
+                sq[j] += x * x;
+            }
+        }
+    }
+}
+
+void
+hg_weight_prescan(const HgArray *w, gboolean by_rows, gint64 rows, gint64 cols)
+{
+    gsize bytes = (gsize)w->numel * 4;
+    if (w->dtype != HG_DTYPE_FLOAT || !w->blob || bytes < HG_FACT_MIN_BYTES || rows <= 0 || cols <= 0 ||
+        rows * cols != w->numel)
+        return;
+    gint64 key[3] = {by_rows ? rows : 1, by_rows ? cols : rows, by_rows ? 0 : cols};
+    guint kind = by_rows ? HG_FACT_ROW_SUMS : HG_FACT_COL_SUMS;
+    if (hg_blob_fact_has(w->blob, w->data, bytes, kind, key, 3))
+        return; /* read by an earlier analysis */
+    gint64 nvec = by_rows ? rows : cols;
+    gsize vb = (gsize)nvec * sizeof(double);
+    /* a chunk of rows of about 256 KiB: read once, scanned and summed while in cache */
+    gint64 step = MAX(1, ((gint64)256 << 10) / (cols * 4));
+    g_autofree guint8 *fact = g_malloc(2 * vb + 1);
+    double *sp = (double *)(void *)fact, *sn = sp + nvec; /* g_malloc aligns for double */
+    g_autofree double *sq = by_rows ? NULL : g_new0(double, cols);
+    memset(fact, 0, 2 * vb);
+    HgScan scan = {0}, part;
+    gboolean ok = TRUE;
+    const guint8 *p = w->data;
+    for (gint64 r = 0; r < rows; r += step) {
+        gint64 n = MIN(step, rows - r);
+        const guint8 *chunk = p + 4 * r * cols;
+        hg_scan_f32_bytes(chunk, n * cols, r ? &part : &scan);
+        if (r)
+            hg_scan_merge(&scan, &part);
+        if (by_rows)
+            ok &= row_sums_f32(chunk, n, cols, sp + r, sn + r);
+        else
+            ok &= col_sums_f32(chunk, 1, n, cols, sp, sn, sq);
+    }
+    /* What hg_scan_array would say, but for its recount past +-65504: that case is left to it. */
+    if (!scan.range.nan && scan.range.lo >= -65504 && scan.range.hi <= 65504)
+        hg_blob_fact_put(w->blob, w->data, bytes, HG_FACT_SCAN, NULL, 0, &scan, sizeof scan);
+    fact[2 * vb] = (guint8)ok;
+    hg_blob_fact_put(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1);
+    if (!by_rows && ok) {
+        gint64 qk[3] = {rows, cols, 0};
+        hg_blob_fact_put(w->blob, w->data, bytes, HG_FACT_COL_SQUARES, qk, 3, sq, (gsize)cols * sizeof(double));
+    }
+    hg_array_release(w);
+}
+
+void
+hg_weight_col_squares(const HgArray *w, gint64 kk, gint64 nn, gboolean tb, double *sq)
+{
+    gsize bytes = (gsize)w->numel * hg_dtype_size(w->dtype);
+    gint64 key[3] = {kk, nn, tb};
+    gboolean keep = w->blob && bytes >= HG_FACT_MIN_BYTES;
+    if (keep && hg_blob_fact_get(w->blob, w->data, bytes, HG_FACT_COL_SQUARES, key, 3, sq, (gsize)nn * sizeof(double)))
+        return;
+    col_squares(w, kk, nn, tb, sq);
+    if (keep)
+        hg_blob_fact_put(w->blob, w->data, bytes, HG_FACT_COL_SQUARES, key, 3, sq, (gsize)nn * sizeof(double));
+}
+
 gboolean
 hg_weight_sums(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, double *sp, double *sn)
 {
-    gboolean ok;
     if (w->dtype == HG_DTYPE_FLOAT && nvec > 0) {
-        if ((id == hg_vec_conv || id == hg_vec_row) && p[0] > 0 && p[0] * nvec == w->numel) {
-            ok = row_sums_f32(w->data, nvec, p[0], sp, sn);
-            hg_array_release(w);
+        int ok = weight_sums_f32(w, nvec, id, p, sp, sn);
+        if (ok >= 0)
             return ok;
-        }
-        if (id == hg_vec_matmul_b && p[0] > 0 && p[1] > 0 && w->numel % (p[0] * p[1]) == 0 &&
-            nvec == w->numel / p[0]) {
-            ok = col_sums_f32(w->data, w->numel / (p[0] * p[1]), p[0], p[1], sp, sn);
-            hg_array_release(w);
-            return ok;
-        }
-        if (id == hg_vec_col && p[1] > 0 && nvec == p[1] && w->numel % p[1] == 0) {
-            ok = col_sums_f32(w->data, 1, w->numel / p[1], p[1], sp, sn);
-            hg_array_release(w);
-            return ok;
-        }
     }
     for (gint64 v = 0; v < nvec; v++)
         sp[v] = sn[v] = 0;

@@ -187,6 +187,15 @@ gint64 hg_vec_col(gint64 i, const gint64 *p);
 /* Per-vector positive and negative sums of a constant weight array: element i belongs to vector
  * id(i). FALSE when a weight is not finite. */
 gboolean hg_weight_sums(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, double *sp, double *sn);
+/* sq[j] = the sum of the squares of column j of w, [kk, nn] (tb: [nn, kk], column j is row j), in
+ * double, added in row order; kept with a mapped file's weights for the next analysis. */
+void hg_weight_col_squares(const HgArray *w, gint64 kk, gint64 nn, gboolean tb, double *sq);
+/* One pass over a large FP32 weight w viewed in a mapped file, [rows, cols]: its scan
+ * (hg_scan_array), and its row sums (by_rows: a Conv's or transB Gemm's filters) or its column sums
+ * and squares (a MatMul's B), kept as the facts hg_scan_array, hg_weight_sums and
+ * hg_weight_col_squares look for, to the bit what they would compute. Does nothing for other
+ * weights. Thread-safe. */
+void hg_weight_prescan(const HgArray *w, gboolean by_rows, gint64 rows, gint64 cols);
 /* out_v = sum of w*x with x in [xlo, xhi] over vector v's weights, plus a bias in [blo_v, bhi_v]
  * (bias NULL: the range [blo0, bhi0] for every vector); the union over vectors, and the largest
  * partial-sum magnitude. */

@@ -987,42 +987,6 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
     return INFINITY;
 }
 
-/* sq[j] = the sum of the squares of column j of w, [kk, nn] (tb: [nn, kk], column j is row j), in
- * double, added in row order. The rows are walked in memory order, so a column of a row-major
- * matrix is not read with a stride of nn; each column's sum is still added in the same order, so
- * the sums are the same to the bit. FP32 weights are read where they lie (unaligned views too). */
-static void
-col_squares(const HgArray *w, gint64 kk, gint64 nn, gboolean tb, double *sq)
-{
-    const guint8 *p = w->data;
-    gboolean f32 = w->dtype == HG_DTYPE_FLOAT;
-    for (gint64 j = 0; j < nn; j++)
-        sq[j] = 0;
-    if (tb) {
-        for (gint64 j = 0; j < nn; j++)
-            for (gint64 q = 0; q < kk; q++) {
-                float f;
-                double x = f32 ? (memcpy(&f, p + 4 * (j * kk + q), 4), (double)f) : hg_array_get_f64(w, j * kk + q);
-                sq[j] += x * x;
-            }
-        return;
-    }
-    for (gint64 q = 0; q < kk; q++) {
-        if (f32) {
-            const guint8 *row = p + 4 * q * nn;
-            for (gint64 j = 0; j < nn; j++) {
-                float f;
-                memcpy(&f, row + 4 * j, 4);
-                sq[j] += (double)f * f;
-            }
-        } else {
-            for (gint64 j = 0; j < nn; j++) {
-                double x = hg_array_get_f64(w, q * nn + j);
-                sq[j] += x * x;
-            }
-        }
-    }
-}
 
 /* A bound on the L2 norm of every vector along axis `axis` of v (of rank `rank`) when v is
  * x W (+ c) with W a constant matrix and x's rows bounded by row_l2_bound, through Cast, Identity,
@@ -1084,23 +1048,13 @@ block_l2_bound(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
             if (nn % blk || (c && c->numel != nn && c->numel != 1))
                 return INFINITY;
             double best = 0;
+            /* ||W_h||_F^2 is the sum of its columns' squares (the analysis's own, kept with the file) */
+            g_autofree double *sq = g_new(double, nn);
+            hg_weight_col_squares(w, kk, nn, FALSE, sq);
             for (gint64 h = 0; h < nn / blk; h++) {
                 double ws = 0, cs = 0;
-                if (w->dtype == HG_DTYPE_FLOAT) {
-                    const guint8 *wp = w->data;
-                    for (gint64 q = 0; q < kk; q++)
-                        for (gint64 j = h * blk; j < (h + 1) * blk; j++) {
-                            float f;
-                            memcpy(&f, wp + 4 * (q * nn + j), 4);
-                            ws += (double)f * f;
-                        }
-                } else {
-                    for (gint64 q = 0; q < kk; q++)
-                        for (gint64 j = h * blk; j < (h + 1) * blk; j++) {
-                            double x = hg_array_get_f64(w, q * nn + j);
-                            ws += x * x;
-                        }
-                }
+                for (gint64 j = h * blk; j < (h + 1) * blk; j++)
+                    ws += sq[j];
                 for (gint64 j = h * blk; c && j < (h + 1) * blk; j++) {
                     double x = hg_array_get_f64(c, c->numel == 1 ? 0 : j);
                     cs += x * x;
@@ -1138,7 +1092,7 @@ range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws, gboolean t
         return;
     double lo = INFINITY, hi = -INFINITY, mag = 0;
     g_autofree double *sq = g_new(double, nn);
-    col_squares(w, kk, nn, tb, sq);
+    hg_weight_col_squares(w, kk, nn, tb, sq);
     hg_array_release(w);
     for (gint64 j = 0; j < nn; j++) {
         double half = fabs(alpha) * sqrt(sq[j]) * (1 + 0x1p-40) * R;

@@ -151,6 +151,11 @@ typedef struct {
     gint64 n_nonzero;   /* finite, nonzero, |x| <= 65504 */
 } HgScan;
 HgScan hg_scan_array(const HgArray *a);
+/* The FLOAT scan of hg_scan_array over n floats at p (unaligned allowed), without its recount of
+ * values past FP16's range (done only when range.nan or the range passes +-65504); and the scan of
+ * two consecutive parts from theirs (acc the first, and then the whole). */
+void hg_scan_f32_bytes(const guint8 *p, gint64 n, HgScan *out);
+void hg_scan_merge(HgScan *acc, const HgScan *part);
 gboolean hg_range_bounded(const HgRange *r);                 /* both bounds finite */
 
 /* Interval arithmetic on the extended reals, for rules. Each takes ranges by value and returns the

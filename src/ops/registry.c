@@ -1,5 +1,6 @@
 /* The op table built from ops.def, lookups, and helpers shared by the kernel families. */
 #include "ops/op.h"
+#include "ir_private.h"
 
 #include <float.h>
 #include <math.h>
@@ -196,6 +197,27 @@ scan_f32(const guint8 *p, gint64 n, HgScan *out)
     out->n_nonzero = n_nonzero; /* so far: every finite nonzero value */
 }
 
+void
+hg_scan_f32_bytes(const guint8 *p, gint64 n, HgScan *out)
+{
+    *out = (HgScan){hg_range_any(), 0, 0, 0, 0};
+    scan_f32(p, n, out);
+}
+
+void
+hg_scan_merge(HgScan *acc, const HgScan *part)
+{
+    acc->range.lo = MIN(acc->range.lo, part->range.lo);
+    acc->range.hi = MAX(acc->range.hi, part->range.hi);
+    if (part->range.tiny > 0 && (acc->range.tiny == 0 || part->range.tiny < acc->range.tiny))
+        acc->range.tiny = part->range.tiny;
+    acc->range.nan |= part->range.nan;
+    acc->n_nonfinite += part->n_nonfinite;
+    acc->n_big += part->n_big;
+    acc->n_flush += part->n_flush;
+    acc->n_nonzero += part->n_nonzero;
+}
+
 HgScan
 hg_scan_array(const HgArray *a)
 {
@@ -203,6 +225,10 @@ hg_scan_array(const HgArray *a)
     if (!a || a->strings || hg_dtype_compute(a->dtype) == HG_COMPUTE_NONE)
         return s;
     if (a->dtype == HG_DTYPE_FLOAT) {
+        gsize bytes = (gsize)a->numel * 4;
+        gboolean keep = a->blob && bytes >= HG_FACT_MIN_BYTES;
+        if (keep && hg_blob_fact_get(a->blob, a->data, bytes, HG_FACT_SCAN, NULL, 0, &s, sizeof s))
+            return s;
         scan_f32(a->data, a->numel, &s);
         /* Values past FP16's range are rare: count them (and inf and NaN) only when the range says
          * there are some. */
@@ -215,6 +241,8 @@ hg_scan_array(const HgArray *a)
                 s.n_nonzero += isfinite(v) && v != 0 && fabs(v) <= 65504;
             }
         }
+        if (keep)
+            hg_blob_fact_put(a->blob, a->data, bytes, HG_FACT_SCAN, NULL, 0, &s, sizeof s);
         return s;
     }
     HgRange r = {INFINITY, -INFINITY, INFINITY, FALSE};
