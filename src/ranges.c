@@ -208,6 +208,19 @@ prescan_worker(gpointer data)
  * the rules would compute themselves, to the bit; a weight used in another layout is read again by
  * its rule. */
 #define PRESCAN_THREADS_MIN_BYTES ((guint64)256 << 20)
+
+/* PRESCAN_THREADS_MIN_BYTES, or HALFGUARD_TEST_PRESCAN_THREADS_MIN (bytes): the test suite runs the
+ * two threads on a small model under helgrind. */
+static guint64
+prescan_threads_min(void)
+{
+    const char *env = g_getenv("HALFGUARD_TEST_PRESCAN_THREADS_MIN");
+    guint64 v;
+    if (env && g_ascii_string_to_unsigned(env, 10, 1, PRESCAN_THREADS_MIN_BYTES, &v, NULL))
+        return v;
+    return PRESCAN_THREADS_MIN_BYTES;
+}
+
 static void
 prescan_weights(HgGraph *g)
 {
@@ -240,7 +253,7 @@ prescan_weights(HgGraph *g)
     }
     PrescanQueue q = {jobs, 0};
     GThread *helper = NULL;
-    if (total >= PRESCAN_THREADS_MIN_BYTES && g_get_num_processors() > 1)
+    if (total >= prescan_threads_min() && g_get_num_processors() > 1)
         helper = g_thread_try_new("hg-prescan", prescan_worker, &q, NULL);
     prescan_worker(&q);
     if (helper)
