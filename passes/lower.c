@@ -147,7 +147,7 @@ convert_to_spill(Lower *l, const HgTensor *t, const char *name, HgDType to)
         return NULL;
     Fill f = {t, to, 0};
     g_autoptr(GError) e = NULL;
-    HgTensor *c = hg_tensor_new_spilled(l->g->model, name, to, t->rank, t->dims, fill_converted, &f, &e);
+    HgTensor *c = hg_tensor_new_spilled_output(l->g->model, name, to, t->rank, t->dims, fill_converted, &f, &e);
     if (!c) {
         /* No room for a scratch file: memory still works, it only costs more of it. */
         hg_pass_note(l->env->result, "lower", "converted weights kept in memory: %s", e->message);

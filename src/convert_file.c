@@ -92,6 +92,8 @@ hg_convert_file(const char *in, const char *out, const HgConvertOptions *o, HgCo
     }
     g_autoptr(HgConvertOptions) run = hg_convert_options_copy(o);
     hg_convert_options_set_stats(run, stats);
+    /* The output keeps a data file: lower writes the converted weights into it directly. */
+    hg_model_plan_output(m, out, HG_EXTERNAL_AUTO);
     g_autoptr(HgConvertResult) result = hg_convert(m, run, NULL, &e);
     if (!result) {
         if (e->code != HG_ERROR_USAGE)

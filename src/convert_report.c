@@ -22,7 +22,7 @@ static NoteKind
 note_kind(const HgPassNote *note)
 {
     if ((g_strcmp0(note->pass, "assign_precision") == 0 && strstr(note->message, " FP32 island")) ||
-        g_strcmp0(note->pass, "lower") == 0 ||
+        (g_strcmp0(note->pass, "lower") == 0 && !g_str_has_prefix(note->message, "converted weights kept in memory")) ||
         (g_strcmp0(note->pass, "fuse_layernorm") == 0 && g_str_has_prefix(note->message, "fused ")))
         return NOTE_FIGURED;
     if (g_str_has_prefix(note->message, "bounds assume "))

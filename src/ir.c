@@ -24,6 +24,7 @@ struct HgBlob {
     gint64 file_offset; /* where data starts in the file */
     gboolean scratch;  /* maps a scratch file */
     GHashTable *facts; /* of a file's own blob: hg_blob_fact_get/put (FactKey -> GBytes), or NULL */
+    gboolean keep_bytes; /* of a file's own blob: a spill that becomes an output; never punched */
 };
 
 HgBlob *
@@ -104,6 +105,36 @@ struct HgSpill {
     HgBlob *file; /* its open file (no mapping of its own) */
     gint64 end;   /* bytes written so far */
 };
+
+/* What m->spill holds: the scratch file, and the output's data file opened early
+ * (hg_model_spill_to_output), into which lower writes the weights it converts. */
+typedef struct {
+    HgSpill *scratch;
+    HgSpill *out;      /* the output data file's own inode, or NULL */
+    HgOutFile *of;     /* its temporary, until a save takes it or the model is freed */
+    char *data_target; /* the data file's final path, as the save computes it */
+    gboolean taken;    /* a save took it: nothing more goes into it */
+} Spills;
+
+static Spills *
+spills_of(HgModel *m)
+{
+    if (!m->spill)
+        m->spill = g_new0(Spills, 1);
+    return m->spill;
+}
+
+static void
+spills_free(Spills *sp)
+{
+    if (!sp)
+        return;
+    hg_outfile_abort(sp->of);
+    hg_spill_unref(sp->out);
+    hg_spill_unref(sp->scratch);
+    g_free(sp->data_target);
+    g_free(sp);
+}
 
 HgSpill *
 hg_spill_new(GError **error)
@@ -197,7 +228,7 @@ hg_blob_unref(HgBlob *blob)
             munmap(blob->data, blob->len);
         /* Bytes of the scratch file that nothing maps any more: dropped now, so that the kernel
          * does not write them back to disk while the conversion goes on. */
-        if (blob->scratch && blob->file && blob->len)
+        if (blob->scratch && blob->file && !blob->file->keep_bytes && blob->len)
             (void)fallocate(blob->file->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, blob->file_offset,
                             (off_t)blob->len);
     } else {
@@ -304,6 +335,66 @@ hg_blob_fact_put(const HgBlob *b, const void *data, gsize len, guint kind, const
     pthread_mutex_unlock(&facts_lock);
 }
 
+void
+hg_model_spill_to_output(HgModel *m, const char *out_path)
+{
+    g_return_if_fail(m != NULL && out_path != NULL);
+    Spills *sp = spills_of(m);
+    if (sp->out || sp->taken)
+        return;
+    g_autofree char *target = hg_outfile_resolve(out_path);
+    if (!target)
+        return;
+    g_autofree char *data_target = g_strconcat(target, ".data", NULL);
+    /* Refused (an input's own data file, not a regular file): the save says why, or copies. */
+    HgOutFile *of = hg_outfile_open(data_target, HG_OUTFILE_SEEKABLE, NULL, NULL);
+    if (!of)
+        return;
+    int fd = dup(hg_outfile_fd(of));
+    if (fd < 0) {
+        hg_outfile_abort(of);
+        return;
+    }
+    HgSpill *s = g_new0(HgSpill, 1);
+    s->refcount = 1;
+    s->file = hg_blob_new_mapped(NULL, 0, fd);
+    s->file->keep_bytes = TRUE;
+    sp->out = s;
+    sp->of = of;
+    sp->data_target = g_steal_pointer(&data_target);
+}
+
+int
+hg_model_output_spill(const HgModel *m, const char *data_target, gint64 *end)
+{
+    const Spills *sp = m->spill;
+    if (!sp || !sp->out || !sp->of || sp->taken || strcmp(sp->data_target, data_target) != 0)
+        return -1;
+    *end = sp->out->end;
+    return sp->out->file->fd;
+}
+
+HgOutFile *
+hg_model_take_output_data(HgModel *m)
+{
+    Spills *sp = m->spill;
+    if (!sp || !sp->of)
+        return NULL;
+    sp->taken = TRUE;
+    return g_steal_pointer(&sp->of);
+}
+
+void
+hg_model_drop_output_data(HgModel *m)
+{
+    Spills *sp = m->spill;
+    if (sp && sp->of) {
+        /* The tensors in it keep their mapping (the spill's own descriptor); only the name goes. */
+        hg_outfile_abort(g_steal_pointer(&sp->of));
+        sp->taken = TRUE;
+    }
+}
+
 gsize
 hg_spill_min(void)
 {
@@ -329,10 +420,29 @@ tensor_header(const char *name, HgDType dtype, guint rank, const gint64 *dims)
     return t;
 }
 
+static HgTensor *new_spilled(HgModel *m, gboolean output, const char *name, HgDType dtype, guint rank,
+                             const gint64 *dims, void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+                             gpointer data, GError **error);
+
 HgTensor *
 hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
                       void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data,
                       GError **error)
+{
+    return new_spilled(m, FALSE, name, dtype, rank, dims, fill, data, error);
+}
+
+HgTensor *
+hg_tensor_new_spilled_output(HgModel *m, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+                             void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+                             gpointer data, GError **error)
+{
+    return new_spilled(m, TRUE, name, dtype, rank, dims, fill, data, error);
+}
+
+static HgTensor *
+new_spilled(HgModel *m, gboolean output, const char *name, HgDType dtype, guint rank, const gint64 *dims,
+            void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data), gpointer data, GError **error)
 {
     g_return_val_if_fail(m != NULL && fill != NULL && dtype != HG_DTYPE_STRING, NULL);
     HgTensor *t = tensor_header(name, dtype, rank, dims);
@@ -343,9 +453,14 @@ hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, guint rank, c
         hg_tensor_free(t);
         return NULL;
     }
-    if (!m->spill)
-        m->spill = hg_spill_new(error);
-    HgBlob *b = m->spill ? hg_spill_put(m->spill, (gsize)nbytes, fill, data, error) : NULL;
+    Spills *sp = spills_of(m);
+    HgSpill *into = output && sp->out && !sp->taken ? sp->out : NULL;
+    if (!into) {
+        if (!sp->scratch)
+            sp->scratch = hg_spill_new(error);
+        into = sp->scratch;
+    }
+    HgBlob *b = into ? hg_spill_put(into, (gsize)nbytes, fill, data, error) : NULL;
     if (!b) {
         hg_tensor_free(t);
         return NULL;
@@ -808,7 +923,7 @@ hg_model_free(HgModel *m)
         m->run_plan_free(m->run_plan);
     if (m->names)
         g_hash_table_unref(m->names);
-    hg_spill_unref(m->spill);
+    spills_free(m->spill);
     g_free(m);
 }
 

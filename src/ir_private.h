@@ -67,6 +67,27 @@ HgTensor *hg_tensor_new_spilled(HgModel *m, const char *name, HgDType dtype, gui
                                 void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
                                 gpointer data, GError **error);
 
+/* The same, but the bytes go into the output's data file when hg_model_spill_to_output opened it
+ * (lower's converted weights: written once, where the save leaves them), else the spill file. */
+HgTensor *hg_tensor_new_spilled_output(HgModel *m, const char *name, HgDType dtype, guint rank,
+                                       const gint64 *dims,
+                                       void (*fill)(guint8 *dst, gsize from, gsize count, gpointer data),
+                                       gpointer data, GError **error);
+/* Open the data file that saving m to out_path will write (its temporary, beside the target, under
+ * the rules of outfile.h), so that lower writes converted weights straight into it: the save then
+ * writes only what is not there yet, and renames it into place. Quietly does nothing where that
+ * file cannot be opened (the save then reports it, or copies as before). The caller is one that
+ * will save m to out_path with a data file (convert of a model with external data, or
+ * --external-data always). */
+void hg_model_spill_to_output(HgModel *m, const char *out_path);
+/* For the save: the descriptor of the output spill when its file is the data file data_target and
+ * still open (with *end, its length), else -1; then take its temporary (for hg_outfile_finish and
+ * commit), or drop it (removed; the tensors in it keep their mapping) when the save lays the data
+ * file out itself. */
+int hg_model_output_spill(const HgModel *m, const char *data_target, gint64 *end);
+struct HgOutFile *hg_model_take_output_data(HgModel *m);
+void hg_model_drop_output_data(HgModel *m);
+
 void hg_unknown_free(HgUnknown *u);
 HgUnknown *hg_unknown_copy(const HgUnknown *u);
 void hg_string_pair_free(gpointer p);

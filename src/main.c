@@ -82,6 +82,8 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         hg_convert_options_set_keep_io_types(o, r->keep_io);
         HgPipelineOptions po = {(const char *const *)r->pass_list, r->dump_after, dump};
         g_autoptr(DotSnapshot) before = r->dot ? dot_snapshot(m->graph) : NULL;
+        /* The output will have a data file: lower writes the converted weights into it directly. */
+        hg_model_plan_output(m, out, r->external);
         result = hg_convert(m, o, &po, &error);
         /* Only --results tells converted and unchanged apart: the comparison reads both files (with
          * --skip-existing, before the options hash makes them differ). */

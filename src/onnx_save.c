@@ -875,16 +875,17 @@ ext_unchanged_source(const GPtrArray *ext)
 }
 
 /* Place the tensors that are external in the IR: at their offsets when their one source file is
- * copied whole, else laid out again in order, each at a 64-byte boundary. */
+ * copied whole (not when the data file is the output spill), else laid out again in order, each at a
+ * 64-byte boundary. */
 static void
-data_plan_external(DataPlan *p, HgModel *m)
+data_plan_external(DataPlan *p, HgModel *m, gboolean adopted)
 {
     g_autoptr(GPtrArray) ext = g_ptr_array_new();
     if (m->graph)
         hg_graph_foreach(m->graph, collect_ext_graph, ext);
     if (!ext->len)
         return;
-    p->whole = ext_unchanged_source(ext);
+    p->whole = adopted ? NULL : ext_unchanged_source(ext);
     if (p->whole) {
         gsize len;
         hg_blob_data(p->whole, &len);
@@ -899,10 +900,47 @@ data_plan_external(DataPlan *p, HgModel *m)
     }
 }
 
-/* Write the data file: the whole source first when there is one, then every tensor not inside it,
- * copied by the kernel from a mapped file where it lies in one. */
+static void collect_movable(HgGraph *g, gpointer data);
+
+/* When lower wrote the converted weights into the output's data file itself (hg_model_spill_to_output),
+ * they stay where they are: each is placed at its offset in that file, and the rest is laid out after
+ * them. Declined (-1) when the file holds too much that the model no longer reads (an eighth or more:
+ * converted weights a later pass dropped), which the save would otherwise leave in it as zeros. Else
+ * the output spill's descriptor, which write_data_file skips. */
 static int
-write_data_file(const DataPlan *p, int fd)
+data_plan_adopt(DataPlan *p, HgModel *m, const char *data_target)
+{
+    gint64 end = 0;
+    int fd = hg_model_output_spill(m, data_target, &end);
+    if (fd < 0 || !m->graph)
+        return -1;
+    g_autoptr(GPtrArray) movable = g_ptr_array_new();
+    hg_graph_foreach(m->graph, collect_movable, movable);
+    g_autoptr(GPtrArray) in = g_ptr_array_new();
+    gint64 live = 0;
+    for (guint i = 0; i < movable->len; i++) {
+        HgTensor *t = movable->pdata[i];
+        if (hg_blob_fd(t->blob) == fd && !g_ptr_array_find(in, t, NULL)) {
+            g_ptr_array_add(in, t);
+            live += (gint64)t->nbytes;
+        }
+    }
+    if (!in->len || live < end - end / 8)
+        return -1;
+    for (guint i = 0; i < in->len; i++) {
+        HgTensor *t = in->pdata[i];
+        gsize blen;
+        const guint8 *base = hg_blob_data(t->blob, &blen);
+        data_plan_put(p, t, hg_blob_file_offset(t->blob) + ((const guint8 *)t->data - base));
+    }
+    return fd;
+}
+
+/* Write the data file: the whole source first when there is one, then every tensor not inside it,
+ * copied by the kernel from a mapped file where it lies in one. Tensors in the file adopted (a
+ * descriptor, or -1) are there already. */
+static int
+write_data_file(const DataPlan *p, int fd, int adopted)
 {
     int err = 0;
     if (p->whole) {
@@ -913,7 +951,7 @@ write_data_file(const DataPlan *p, int fd)
     }
     for (guint i = 0; i < p->tensors->len && !err; i++) {
         const HgTensor *t = p->tensors->pdata[i];
-        if (p->whole && t->blob == p->whole)
+        if ((p->whole && t->blob == p->whole) || (adopted >= 0 && hg_blob_fd(t->blob) == adopted))
             continue;
         gint64 off = *(gint64 *)g_hash_table_lookup(p->offsets, t);
         gsize blen;
@@ -1084,6 +1122,14 @@ collect_sources(HgGraph *g, gpointer data)
     }
 }
 
+void
+hg_model_plan_output(HgModel *m, const char *path, HgExternalData mode)
+{
+    g_return_if_fail(m != NULL && path != NULL);
+    if (mode == HG_EXTERNAL_ALWAYS || (mode == HG_EXTERNAL_AUTO && m->external_data))
+        hg_model_spill_to_output(m, path);
+}
+
 gboolean
 hg_model_save(HgModel *m, const char *path, GError **error)
 {
@@ -1111,10 +1157,15 @@ hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError
     g_autofree char *target_base = g_path_get_basename(hg_outfile_target(out));
     g_autofree char *target_dir = g_path_get_dirname(hg_outfile_target(out));
     g_autofree char *location = g_strconcat(target_base, ".data", NULL);
+    g_autofree char *data_path = g_build_filename(target_dir, location, NULL);
     DataPlan plan;
     data_plan_init(&plan);
+    int adopted = inside ? -1 : data_plan_adopt(&plan, m, data_path);
+    /* Not adopted: its temporary goes before the save opens its own under the same name. */
+    if (adopted < 0)
+        hg_model_drop_output_data(m);
     if (!inside) {
-        data_plan_external(&plan, m);
+        data_plan_external(&plan, m, adopted >= 0);
         data_plan_converted(&plan, m, mode == HG_EXTERNAL_ALWAYS);
     }
 
@@ -1129,9 +1180,14 @@ hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError
     gboolean ok = size >= 0;
     if (ok && plan.tensors->len) {
         /* The data file is a regular file beside the model's target, never standard output. */
-        g_autofree char *data_path = g_build_filename(target_dir, location, NULL);
-        data = hg_outfile_open(data_path, HG_OUTFILE_SEEKABLE, NULL, error);
-        ok = data && hg_outfile_finish(data, write_data_file(&plan, hg_outfile_fd(data)), error);
+        data = adopted >= 0 ? hg_model_take_output_data(m) : NULL;
+        if (!data) {
+            adopted = -1;
+            data = hg_outfile_open(data_path, HG_OUTFILE_SEEKABLE, NULL, error);
+        }
+        ok = data && hg_outfile_finish(data, write_data_file(&plan, hg_outfile_fd(data), adopted), error);
+    } else {
+        hg_model_drop_output_data(m);
     }
     if (ok) {
         FdBuffer b = {{fd_append}, hg_outfile_fd(out), g_malloc(1 << 20), 0, 1 << 20, 0, 0,

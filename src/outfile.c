@@ -243,10 +243,12 @@ sweep(const char *dir)
     closedir(d);
 }
 
+/* Read and write: a data file opened before the conversion (hg_model_spill_to_output) is mapped back
+ * as lower writes weights into it. */
 static int
 open_new(const char *path)
 {
-    return open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    return open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
 }
 
 /* Remove the temporary name in dir if nobody holds it; TRUE when it is gone. */
@@ -504,6 +506,31 @@ hg_outfile_open(const char *path, guint flags, const HgModel *self, GError **err
         return NULL;
     }
     return f;
+}
+
+char *
+hg_outfile_resolve(const char *path)
+{
+    g_return_val_if_fail(path != NULL, NULL);
+    struct stat st, lst;
+    if (!*path || strcmp(path, "-") == 0 || g_str_has_suffix(path, "/"))
+        return NULL;
+    if (stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return NULL;
+        char *real = realpath(path, NULL);
+        char *r = real ? g_strdup(real) : NULL;
+        free(real);
+        return r;
+    }
+    if (errno != ENOENT || (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)))
+        return NULL;
+    g_autofree char *dir = g_path_get_dirname(path);
+    g_autofree char *base = g_path_get_basename(path);
+    char *real_dir = realpath(dir, NULL);
+    char *r = real_dir ? g_build_filename(real_dir, base, NULL) : NULL;
+    free(real_dir);
+    return r;
 }
 
 int

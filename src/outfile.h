@@ -41,6 +41,10 @@ enum {
  * hg_outfile_commit or hg_outfile_abort, or NULL with an HG_ERROR_OUTPUT error. */
 HgOutFile *hg_outfile_open(const char *path, guint flags, const HgModel *self, GError **error);
 
+/* The file hg_outfile_open(path) would write and hg_outfile_target name (a new string): a regular
+ * file or a new one, links resolved; NULL for standard output, streams and paths it would refuse. */
+char *hg_outfile_resolve(const char *path);
+
 /* The descriptor to write to (positioned at 0 for a new file). */
 int hg_outfile_fd(const HgOutFile *f);
 

@@ -529,6 +529,34 @@ def test_external_data(tmp):
                      env={"HALFGUARD_TEST_SCRATCH_MIN": "1024"})
     check("ext:spill-identical", rc == 0 and read(spilled) == read(outs["ext-auto"]) and
           read(spilled + ".data") == read(outs["ext-auto"] + ".data"), se)
+    # The weights lower converts go straight into the output's data file (hg_model_plan_output): with
+    # no usable scratch folder (TMPDIR missing) they are still written to files, not kept in memory,
+    # and the model computes the same. With --external-data never there is no data file, and the
+    # scratch file is tried and missed: the note shows the check above is live.
+    for label, mode, want_note in (("written-once", "auto", False), ("scratch-tried", "never", True)):
+        d = os.path.join(tmp, label)
+        os.mkdir(d)
+        o = os.path.join(d, "m.onnx")
+        rc, so, se = run("convert", external, "-o", o, "-r", "x=-1:1", "--no-config", "--keep-io-types",
+                         "--external-data", mode, "-v",
+                         env={"HALFGUARD_TEST_SCRATCH_MIN": "1024", "TMPDIR": os.path.join(tmp, "no-such-dir")})
+        note = "converted weights kept in memory" in so.decode() + se
+        check(f"ext:{label}:note", rc == 0 and note == want_note, so.decode() + se)
+        r = os.path.join(tmp, f"run-{label}")
+        rc, so, se = run("run", o, "--data", data, "-o", r)
+        check(f"ext:{label}:same-outputs", rc == 0 and read(os.path.join(r, "output_0.pb")) == results["ext-auto"], se)
+        if mode == "auto":
+            ext, inside, locs = data_layout(o)
+            check(f"ext:{label}:layout", locs == {"m.onnx.data"} and sorted(ext) == ["w0", "w1"] and
+                  all(off % 64 == 0 for _, off, _ in ext.values()) and
+                  os.path.getsize(o + ".data") == max(off + n for _, off, n in ext.values()), str(ext))
+    # A conversion that fails after the data file was opened early leaves no temporary behind.
+    d = os.path.join(tmp, "failed")
+    os.mkdir(d)
+    rc, so, se = run("convert", external, "-o", os.path.join(d, "m.onnx"), "-r", "x=-1:1", "--no-config",
+                     "--passes", "lower,nosuch")
+    check("ext:failed-no-temporary", rc == 2 and "unknown pass 'nosuch'" in se and os.listdir(d) == [],
+          f"{se} {os.listdir(d)}")
     # Refusals: an unknown value; external data to a stream.
     rc, so, se = run("convert", inline, "-o", os.path.join(tmp, "x.onnx"), "--external-data", "sometimes")
     check("ext:bad-value", rc == 2 and "--external-data wants auto, always or never" in se and

@@ -62,6 +62,15 @@ typedef enum {
 /* hg_model_save with the data file chosen by mode. Refusals are HG_ERROR_OUTPUT; nothing is written. */
 HG_API gboolean hg_model_save_external(HgModel *m, const char *path, HgExternalData mode, GError **error);
 
+/* Say, before converting m, that it will be saved to path with mode: where the output will have a
+ * data file (mode ALWAYS, or AUTO and m has external data), that file's temporary is opened now, beside
+ * path's target (under the rules above; removed if m is freed unsaved, or on SIGINT, SIGTERM, SIGHUP),
+ * and the weights the conversion converts are written into it, where the save then leaves them:
+ * written once, not to a scratch file and then again. Optional: a save to another path, or with
+ * another mode, copies them as before. Nothing happens where the file cannot be opened (the save
+ * reports why). hg_convert_file does this itself. */
+HG_API void hg_model_plan_output(HgModel *m, const char *path, HgExternalData mode);
+
 /* Write len bytes at data to path as halfguard writes every file: "-" is standard output, a regular
  * file is replaced atomically, a FIFO or character device is written directly, anything else is
  * refused (HG_ERROR_OUTPUT, "PATH: reason"); no file a live model was loaded from is replaced. */
