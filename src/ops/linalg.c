@@ -810,6 +810,8 @@ hg_weight_prescan(const HgArray *w, gboolean by_rows, gint64 rows, gint64 cols)
             ok &= row_sums_f32(chunk, n, cols, sp + r, sn + r);
         else
             ok &= col_sums_f32(chunk, 1, n, cols, sp, sn, sq);
+        /* its pages leave the process now, not at the end of the weight (two threads, 64 MiB each) */
+        hg_blob_release(w->blob, chunk, (gsize)(n * cols * 4));
     }
     /* What hg_scan_array would say, but for its recount past +-65504: that case is left to it. */
     if (!scan.range.nan && scan.range.lo >= -65504 && scan.range.hi <= 65504)
