@@ -1244,6 +1244,51 @@ test_range_decomposed_layernorm(void **state)
     decomposed_layernorm("float[batch,8]");
 }
 
+/* Decomposed RMSNorm as the torch exporters write it for LLaMA-family models: X * Reciprocal(S)
+ * (dynamo) and Div(1, S) * X (TorchScript), S = Sqrt(mean(X^2) + eps): |Y| <= sqrt(8), which a
+ * spike row attains (100 / sqrt(100^2 / 8) = sqrt(8)); a numerator of 3 scales it. The interval
+ * bound would be 100 / sqrt(1e-5) = 31623. Another tensor times the same reciprocal is not
+ * normalized by it: no such bound. */
+static void
+test_range_decomposed_rmsnorm(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[batch,8] X, float[batch,8] Z, float[1] E = {1e-5}, float two = {2}, float one = {1},\n"
+        "   float three = {3})\n"
+        "  => (float[batch,8] Y1, float[batch,8] Y2, float[batch,8] Y3, float[batch,8] Y4) {\n"
+        "  P = Pow(X, two)\n"
+        "  V = ReduceMean <axes = [-1]> (P)\n"
+        "  VE = Add(V, E)\n"
+        "  S = Sqrt(VE)\n"
+        "  R = Reciprocal(S)\n"
+        "  Y1 = Mul(X, R)\n"
+        "  D1 = Div(one, S)\n"
+        "  Y2 = Mul(D1, X)\n"
+        "  D3 = Div(three, S)\n"
+        "  Y3 = Mul(X, D3)\n"
+        "  Y4 = Mul(Z, R)\n"
+        "}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    assert_non_null(m);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
+    assert_non_null(shapes);
+    HgInputRange in[2] = {{"X", {-100, 100, 0, FALSE}}, {"Z", {-100, 100, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
+    const char *names[] = {"Y1", "Y2", "Y3"};
+    for (int i = 0; i < 3; i++) {
+        const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, names[i]));
+        double c = i == 2 ? 3 : 1;
+        if (y->nan || !(y->hi >= c * sqrt(8) * (1 - 1e-6) && y->hi <= c * sqrt(8) * 1.02 &&
+                        y->lo <= -c * sqrt(8) * (1 - 1e-6) && y->lo >= -c * sqrt(8) * 1.02))
+            fail_msg("%s: [%g, %g] nan %d, expected +-%g sqrt(8)", names[i], y->lo, y->hi, y->nan, c);
+    }
+    const HgRange *y4 = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y4"));
+    assert_true(y4->hi >= 30000);
+}
+
 /* The averaged axis symbolic: its length is unknown, so the rule must not apply (the quotient's
  * interval bound |d| / sqrt(eps) stays). */
 static void
@@ -1501,6 +1546,7 @@ HG_TEST_MAIN("ops_elementwise",
              cmocka_unit_test(test_range_helpers),
              cmocka_unit_test(test_range_rules),
              cmocka_unit_test(test_range_decomposed_layernorm),
+             cmocka_unit_test(test_range_decomposed_rmsnorm),
              cmocka_unit_test(test_range_decomposed_layernorm_symbolic_row),
              cmocka_unit_test(test_range_normalized_cumsum),
              cmocka_unit_test(test_range_contains_kernel),

@@ -1783,6 +1783,59 @@ test_range_softmax_convex(void **state)
     assert_true(said);
 }
 
+/* The exporters' attention zeroes rows a mask empties, Where(IsNaN(P), 0, P), before P x V (both
+ * torch exporters; LLaMA, Qwen2, Gemma): still a nonnegative row summing to at most one, so the
+ * product stays within V's range, with P's rank known or not (TorchScript's masks come through an
+ * Expand whose shape has no known entry). Not when the kept branch is not the softmax, or the other
+ * is not zero, or P may be broadcast along the contracted axis. */
+static void
+test_range_softmax_where_zero(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[2,3,5] x, float[2,5,4] v, float[2,3,N] xn, float[2,N,4] vn, float[2,3,1] x1)\n"
+        "  => (float[2,3,4] o1, float[2,3,4] o2, float[2,3,4] o3, float[2,3,4] o4, float[2,3,4] o5)\n"
+        "  <float zero = {0.0}, float[1] zero1 = {0.0}, float half = {0.5}> {\n"
+        "  p1 = Softmax <axis = -1> (x)\n"
+        "  n1 = IsNaN(p1)\n"
+        "  w1 = Where(n1, zero, p1)\n"
+        "  o1 = MatMul(w1, v)\n"
+        "  p2 = Softmax <axis = -1> (xn)\n"
+        "  n2 = IsNaN(p2)\n"
+        "  w2 = Where(n2, p2, zero1)\n"
+        "  o2 = MatMul(w2, vn)\n"
+        "  w3 = Where(n1, half, p1)\n"
+        "  o3 = MatMul(w3, v)\n"
+        "  w4 = Where(n1, zero, x)\n"
+        "  o4 = MatMul(w4, v)\n"
+        "  p5 = Softmax <axis = -1> (x1)\n"
+        "  c5 = Greater(x, x)\n"
+        "  w5 = Where(c5, zero, p5)\n"
+        "  o5 = MatMul(w5, v)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[5] = {{"x", {-100, 100, 0, FALSE}}, {"v", {-2, 3, 0, FALSE}}, {"xn", {-100, 100, 0, FALSE}},
+                          {"vn", {-2, 3, 0, FALSE}}, {"x1", {-100, 100, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 5);
+    const char *convex[] = {"o1", "o2"};
+    for (guint i = 0; i < G_N_ELEMENTS(convex); i++) {
+        const HgRange *r = RANGE_OF(ranges, m, convex[i]);
+        double slack = i == 1 ? 0.8 : 0.05;
+        if (!(r->lo <= -2 && r->lo >= -2 - slack && r->hi >= 3 && r->hi <= 3 + slack && !r->nan))
+            fail_msg("%s: [%g, %g] nan %d, expected [-2, 3] up to rounding", convex[i], r->lo, r->hi, r->nan);
+    }
+    /* 0.5 is no zero, x no softmax: 5 products each; a softmax over a length-1 axis broadcast along
+     * the 5 contracted ones sums to 5 */
+    const char *generic[] = {"o3", "o4", "o5"};
+    for (guint i = 0; i < G_N_ELEMENTS(generic); i++) {
+        const HgRange *r = RANGE_OF(ranges, m, generic[i]);
+        if (!(r->hi >= 15 || !hg_range_bounded(r)))
+            fail_msg("%s: [%g, %g]: the convex bound must not apply", generic[i], r->lo, r->hi);
+    }
+}
+
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in
  * [-10, 10] (seeded), and fail when a value of the named outputs (NULL-terminated) leaves its range
  * in ranges. */
@@ -2440,6 +2493,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_conv),
              cmocka_unit_test(test_range_matmul_gemm),
              cmocka_unit_test(test_range_softmax_convex),
+             cmocka_unit_test(test_range_softmax_where_zero),
              cmocka_unit_test(test_range_norm_aware),
              cmocka_unit_test(test_range_dims_used),
              cmocka_unit_test(test_range_per_channel),

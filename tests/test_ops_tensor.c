@@ -1462,6 +1462,31 @@ assert_range_at(const HgRange *r, double lo, double hi, double tol, const char *
 }
 #define assert_range(r, lo, hi) assert_range_at(&(r), (lo), (hi), 1e-5, __FILE__, __LINE__)
 
+/* Expand to a shape none of whose entries is known still has the shape's length for its rank, and
+ * keeps every input dim past 1 (the entry there can only be 1 or that dim): TorchScript's attention
+ * masks are Expand(mask, Where(Equal(s, -1), ones, s)), and without a rank the attention products
+ * after them could not be bounded. A shape of unknown length leaves the rank unknown. */
+static void
+test_expand_unknown_entries(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[2,1,5] x, int64[4] s, int64[n] sn) => (float[a,b,c,d] e, float[?] f) {\n"
+        "  e = Expand(x, s)\n"
+        "  f = Expand(x, sn)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    const HgValueShape *e = SHAPE_OF(shapes, m, "e");
+    assert_int_equal(e->rank, 4);
+    gint64 want[4] = {-1, 2, -1, 5};
+    for (int k = 0; k < 4; k++)
+        if (e->dims[k].v != want[k])
+            fail_msg("e: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, k, e->dims[k].v, want[k]);
+    assert_true(SHAPE_OF(shapes, m, "f")->rank < 0);
+}
+
 /* Shape math on a symbolic dim keeps the entries it knows (issue 12): Reshape(x, Concat(Shape(x)[0:1],
  * [-1, 2, 4])) is [B, 6, 2, 4] (B cancels against x's B), so the attention products after it know
  * their contraction lengths and are bounded; a head size computed by Gather and Div, a ReduceProd of
@@ -1790,6 +1815,7 @@ HG_TEST_MAIN("ops_tensor",
              cmocka_unit_test(test_gridsample),
              cmocka_unit_test(test_unknown_and_odd_inputs),
              cmocka_unit_test(test_partial_shape_values),
+             cmocka_unit_test(test_expand_unknown_entries),
              cmocka_unit_test(test_range_rules_movement),
              cmocka_unit_test(test_range_rules_scatter),
              cmocka_unit_test(test_range_rules_resize),

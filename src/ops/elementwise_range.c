@@ -501,6 +501,40 @@ hg_range_Sub(HgRangeCtx *ctx)
 }
 
 /* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
+/* The RMSNorm that LLaMA-family exports spell y = Mul(x, Reciprocal(s)) (the dynamo exporter) or
+ * Mul(x, Div(1, s)) (TorchScript), s = Sqrt(ReduceMean(x^2) + eps): |y_i| <= c sqrt(n) for a
+ * constant numerator c (1 for Reciprocal), as for d / s above (norm_quotient_bound; its relative
+ * slack of 2^-8 covers the reciprocal's and the product's roundings). Narrows *r; TRUE when the
+ * pattern is there. */
+static gboolean
+norm_mul_reciprocal(const HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    if (!n || n->n_inputs != 2)
+        return FALSE;
+    for (int k = 0; k < 2; k++) {
+        const HgNode *rc = made_by(n->inputs[1 - k], "Reciprocal");
+        const HgValue *s = first_input(rc);
+        double c = 1;
+        const HgNode *dv = rc ? NULL : made_by(n->inputs[1 - k], "Div");
+        HgRange num;
+        if (dv && dv->n_inputs == 2 && dv->inputs[1] && const_range(dv->inputs[0], &num, 1)) {
+            s = dv->inputs[1];
+            c = max_abs(&num);
+        }
+        if (!n->inputs[k] || !s || !ctx->shapes[k] || !isfinite(c))
+            continue;
+        double zb = c * norm_quotient_bound(s, n->inputs[k], in_dtype(ctx, (guint)k), ctx->shapes[k], TRUE);
+        if (!(zb > 0))
+            continue;
+        HgRange x = in_range(ctx, (guint)k);
+        *r = clamp_abs(*r, zb);
+        r->nan = x.nan || !hg_range_bounded(&x);
+        return TRUE;
+    }
+    return FALSE;
+}
+
 void
 hg_range_Mul(HgRangeCtx *ctx)
 {
@@ -512,7 +546,10 @@ hg_range_Mul(HgRangeCtx *ctx)
         set_out(ctx, 0, r);
         return;
     }
-    set_out(ctx, 0, hg_range_mul(a, in_range(ctx, 1)));
+    HgRange r = hg_range_mul(a, in_range(ctx, 1));
+    if (out_is_float(ctx, 0))
+        norm_mul_reciprocal(ctx, &r);
+    set_out(ctx, 0, r);
 }
 
 /* Float: a * (1 / b), unbounded and NaN-prone when b reaches 0. Integer: the truncated quotient when

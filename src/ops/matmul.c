@@ -837,13 +837,57 @@ static void range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws
  * length: its --dim-max, else HG_ASSUMED_LEN (2^20, a million positions: one attention matrix that
  * long would hold 2^40 scores), reported (hg_range_len_bound). */
 
+/* Whether v is a constant (an initializer or a Constant's output) whose every element is 0. */
+static gboolean
+is_zero_const(const HgValue *v)
+{
+    const HgTensor *t = v ? v->init : NULL;
+    const HgNode *c = v && !t ? v->producer : NULL;
+    if (c && !strcmp(c->op_type, "Constant") && (!c->domain || !*c->domain || !strcmp(c->domain, "ai.onnx"))) {
+        HgAttr *at = hg_node_attr(c, "value");
+        t = at ? at->t : NULL;
+    }
+    g_autoptr(HgArray) a = t ? hg_array_from_tensor(t, NULL) : NULL;
+    if (!a || a->strings || a->numel <= 0 || a->numel > 4096)
+        return FALSE;
+    for (gint64 i = 0; i < a->numel; i++)
+        if (hg_array_get_f64(a, i) != 0)
+            return FALSE;
+    return TRUE;
+}
+
 /* Whether v is a Softmax over the axis that becomes axis `axis` of v (of rank `rank`), through
- * Cast, Dropout (inference), Transpose and Reshapes that keep that axis whole. */
+ * Cast, Dropout (inference), Transpose and Reshapes that keep that axis whole, and Where(c, 0, P) or
+ * Where(c, P, 0) with P of v's rank and length along the axis (the dynamo exporter's attention zeroes
+ * the rows a mask empties: Where(IsNaN(P), 0, P)). Such a row is nonnegative and sums to at most one:
+ * its products with V lie where range_convex says, between 0 and V's extremes. */
 static gboolean
 is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
 {
     for (int depth = 0; v && v->producer && depth < 16; depth++) {
         const HgNode *p = v->producer;
+        if (!strcmp(p->op_type, "Where") && p->n_inputs == 3 && p->inputs[1] && p->inputs[2] &&
+            (!p->domain || !*p->domain || !strcmp(p->domain, "ai.onnx"))) {
+            int keep = is_zero_const(p->inputs[1]) ? 2 : is_zero_const(p->inputs[2]) ? 1 : 0;
+            const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
+            const HgValueShape *ks = keep ? ctx->shape_of(ctx->shape_data, p->inputs[keep]) : NULL;
+            if (!ks || !os || ks->rank != rank || os->rank != rank)
+                return FALSE;
+            /* P is not broadcast along the axis (a row of ones would sum past one): the same length,
+             * or a condition computed from P itself (IsNaN(P): the output has P's shape, the zero a
+             * scalar) */
+            HgSymDim dk = ks->dims[axis], dout = os->dims[axis];
+            const HgValue *cv = p->inputs[0];
+            const HgNode *cn = cv ? cv->producer : NULL;
+            const HgValueShape *zs = ctx->shape_of(ctx->shape_data, p->inputs[3 - keep]);
+            gboolean same = dk.v >= 0 ? dk.v == dout.v : dk.sym && dk.sym == dout.sym;
+            gboolean own = cn && !strcmp(cn->op_type, "IsNaN") && cn->n_inputs == 1 &&
+                           cn->inputs[0] == p->inputs[keep] && zs && hg_vshape_known(zs) && hg_vshape_numel(zs) == 1;
+            if (!same && !own)
+                return FALSE;
+            v = p->inputs[keep];
+            continue;
+        }
         const HgValueShape *ps = p->n_inputs && p->inputs[0] ? ctx->shape_of(ctx->shape_data, p->inputs[0]) : NULL;
         if (p->domain && *p->domain && strcmp(p->domain, "ai.onnx"))
             return FALSE;

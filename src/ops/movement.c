@@ -423,8 +423,23 @@ expand_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
         INVALID(a, "no shape input");
         return PLAN_ERR;
     }
-    if ((ps == P_UNKNOWN && !hg_arg_ints_partial(a, 1, &shape, &n, &known, syms)) || x->rank < 0)
+    if (x->rank < 0)
         return PLAN_UNKNOWN;
+    if (ps == P_UNKNOWN && !hg_arg_ints_partial(a, 1, &shape, &n, &known, syms)) {
+        /* No entry known, but the shape's own length is: the rank is, and every dim of x past 1
+         * (the shape's entry there must be 1 or that dim) */
+        HgSymShape ss;
+        hg_arg_shape(a, 1, &ss);
+        if (ss.rank != 1 || ss.d[0].v < 0 || ss.d[0].v > HG_MAX_RANK)
+            return PLAN_UNKNOWN;
+        guint len = (guint)ss.d[0].v, r = MAX((guint)x->rank, len);
+        y->rank = (int)r;
+        for (guint i = 0; i < r; i++) {
+            HgSymDim xa = i < r - (guint)x->rank ? hg_dim_known(1) : x->d[i - (r - (guint)x->rank)];
+            y->d[i] = xa.v > 1 ? xa : (HgSymDim){-1, NULL};
+        }
+        return PLAN_UNKNOWN;
+    }
     guint r = MAX((guint)x->rank, n);
     if (r > HG_MAX_RANK) {
         UNSUPPORTED(a, "rank %u is above %d", r, HG_MAX_RANK);
