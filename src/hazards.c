@@ -1434,6 +1434,28 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
             cumsum_span(p->inputs[k], depth + 1, nodes);
 }
 
+/* The nodes that compute a Softmax's large logits: v's producer, and back through its float inputs,
+ * as long as the tensor may pass SOFTMAX_SPREAD (statically, or as calibration saw it), down to the
+ * product that forms them (MatMul, Gemm, Einsum: Q K^T), whose inputs are left to the cut. A logit of
+ * that size loses its units wherever it is stored in FP16, before the Softmax as much as inside it
+ * (a scale after the product does not help: FP16's precision is relative), so every tensor that
+ * large between the product and the Softmax must be FP32. */
+static void
+logits_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 16 || !is_float_value(c, v) || is_constant(c, v) || g_ptr_array_find(nodes, p, NULL))
+        return;
+    Decided d = decide(c, v);
+    if (d.known && d.bound <= SOFTMAX_SPREAD)
+        return;
+    g_ptr_array_add(nodes, (gpointer)p);
+    if (hg_node_is(p, "MatMul") || hg_node_is(p, "Gemm") || hg_node_is(p, "Einsum"))
+        return;
+    for (guint k = 0; k < p->n_inputs; k++)
+        logits_span(c, p->inputs[k], depth + 1, nodes);
+}
+
 void
 hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes)
 {
@@ -1444,6 +1466,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
     if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
         const HgValue *d = hg_node_is(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
         zero_span(c, d, 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {
+        logits_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);

@@ -1836,6 +1836,57 @@ test_range_softmax_where_zero(void **state)
     }
 }
 
+/* Row norms of decomposed normalizations feed the Cauchy-Schwarz bounds: F.normalize's
+ * x / max(||x||, eps) (SwinV2's cosine attention: Q Kᵀ of unit rows is at most 1, where the interval
+ * rule says 16), and an RMSNorm spelled x * Reciprocal(Sqrt(mean(x^2) + eps)) times gamma before a
+ * MatMul (LLaMA, T5): column j bounded by ||w_j|| sqrt(n) max|gamma|. */
+static void
+test_range_decomposed_row_norms(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[2,4,16] q, float[2,4,16] k, float[3,16] x)\n"
+        "  => (float[2,4,4] cos, float[2,4,16] qn, float[3,2] y) <float eps = {1e-12}, int64[1] last = {-1},\n"
+        "     float two = {2}, float e5 = {1e-5}, float[16] gamma = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},\n"
+        "     float[16,2] w = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,\n"
+        "                      0, 1, 0, 1}> {\n"
+        "  lq = ReduceL2 <axes = [-1], keepdims = 1> (q)\n"
+        "  cq = Clip(lq, eps)\n"
+        "  sq = Shape(q)\n"
+        "  eq = Expand(cq, sq)\n"
+        "  qn = Div(q, eq)\n"
+        "  lk = ReduceL2 <axes = [-1], keepdims = 1> (k)\n"
+        "  ck = Max(lk, eps)\n"
+        "  kn = Div(k, ck)\n"
+        "  kt = Transpose <perm = [0, 2, 1]> (kn)\n"
+        "  cos = MatMul(qn, kt)\n"
+        "  p = Pow(x, two)\n"
+        "  m = ReduceMean <axes = [-1]> (p)\n"
+        "  a = Add(m, e5)\n"
+        "  s = Sqrt(a)\n"
+        "  r = Reciprocal(s)\n"
+        "  xr = Mul(x, r)\n"
+        "  xg = Mul(gamma, xr)\n"
+        "  y = MatMul(xg, w)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[3] = {{"q", {-100, 100, 0, FALSE}}, {"k", {-100, 100, 0, FALSE}}, {"x", {-100, 100, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 3);
+    const HgRange *qn = RANGE_OF(ranges, m, "qn");
+    if (!(qn->hi >= 1 && qn->hi <= 1.001 && qn->lo <= -1 && qn->lo >= -1.001))
+        fail_msg("qn: [%g, %g], expected [-1, 1]", qn->lo, qn->hi);
+    const HgRange *cs = RANGE_OF(ranges, m, "cos");
+    if (!(cs->hi >= 1 && cs->hi <= 1.01 && cs->lo <= -1 && cs->lo >= -1.01))
+        fail_msg("cos: [%g, %g], expected [-1, 1] (Cauchy-Schwarz)", cs->lo, cs->hi);
+    /* ||w_j|| = sqrt(8), rows of norm sqrt(16) = 4 times |gamma| <= 2: 8 sqrt(8) = 22.6; the
+     * interval rule gives 8 x 2 x 4 = 64 */
+    const HgRange *y = RANGE_OF(ranges, m, "y");
+    if (!(y->hi >= 8 * sqrt(8) * 0.999 && y->hi <= 8 * sqrt(8) * 1.02))
+        fail_msg("y: [%g, %g], expected +-%g", y->lo, y->hi, 8 * sqrt(8));
+}
+
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in
  * [-10, 10] (seeded), and fail when a value of the named outputs (NULL-terminated) leaves its range
  * in ranges. */
@@ -2494,6 +2545,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_matmul_gemm),
              cmocka_unit_test(test_range_softmax_convex),
              cmocka_unit_test(test_range_softmax_where_zero),
+             cmocka_unit_test(test_range_decomposed_row_norms),
              cmocka_unit_test(test_range_norm_aware),
              cmocka_unit_test(test_range_dims_used),
              cmocka_unit_test(test_range_per_channel),

@@ -332,6 +332,90 @@ norm_quotient_bound(const HgValue *s, const HgValue *d, int dt, const HgValueSha
     return 0;
 }
 
+/* Whether the reduction rm (ReduceMean, ReduceL2) averages or sums over exactly the last axis of a
+ * rank-`rank` input, keeping dims. */
+static gboolean
+reduces_last_axis(const HgNode *rm, int rank)
+{
+    if (!rm || rank < 1 || hg_node_attr_int(rm, "keepdims", 1) != 1)
+        return FALSE;
+    guint na = 0;
+    const gint64 *axes = hg_attr_ints(rm, "axes", &na);
+    g_autoptr(HgArray) av = NULL;
+    if (!axes && rm->n_inputs > 1 && rm->inputs[1]) {
+        av = value_const(rm->inputs[1]);
+        if (!av || av->dtype != HG_DTYPE_INT64 || av->numel != 1)
+            return FALSE;
+        axes = av->data;
+        na = 1;
+    }
+    return axes && na == 1 && (axes[0] == -1 || axes[0] == rank - 1);
+}
+
+/* Whether m is x's L2 norm over the last axis floored at a positive constant, as F.normalize writes
+ * it: [Expand(..., Shape(x)) of] Clip(ReduceL2(x), eps) or Max(ReduceL2(x), eps), eps > 0. */
+static gboolean
+is_l2_floor_of(const HgValue *m, const HgValue *x, int rank)
+{
+    const HgNode *e = made_by(m, "Expand");
+    if (e)
+        m = first_input(e);
+    const HgNode *cl = made_by(m, "Clip"), *mx = cl ? NULL : made_by(m, "Max");
+    HgRange eps;
+    const HgValue *nv = NULL;
+    if (cl && cl->n_inputs >= 2 && cl->inputs[1] && const_range(cl->inputs[1], &eps, 1) && eps.lo > 0 &&
+        (cl->n_inputs < 3 || !cl->inputs[2]))
+        nv = cl->inputs[0];
+    for (int k = 0; mx && mx->n_inputs == 2 && !nv && k < 2; k++)
+        if (const_range(mx->inputs[1 - k], &eps, 1) && eps.lo > 0)
+            nv = mx->inputs[k];
+    const HgNode *rl = made_by(nv, "ReduceL2");
+    return rl && first_input(rl) == x && reduces_last_axis(rl, rank);
+}
+
+double
+hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y)
+{
+    const HgNode *n = y ? y->producer : NULL;
+    if (!ctx->shape_of || !n || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] ||
+        (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return INFINITY;
+    gboolean div = !strcmp(n->op_type, "Div"), mul = !strcmp(n->op_type, "Mul");
+    if (!div && !mul)
+        return INFINITY;
+    for (int k = 0; k < (mul ? 2 : 1); k++) {
+        const HgValue *x = n->inputs[k], *m = n->inputs[1 - k];
+        const HgValueShape *xs = ctx->shape_of(ctx->shape_data, x);
+        if (!xs || xs->rank < 1 || xs->dims[xs->rank - 1].v < 1)
+            continue;
+        double len = (double)xs->dims[xs->rank - 1].v;
+        /* x / max(||x||, eps): norm at most 1, up to the FP32 sum's and the quotients' rounding */
+        if (div && is_l2_floor_of(m, x, xs->rank))
+            return (1 + 0x1p-16 + len * 0x1p-23) * (xs->dtype == HG_DTYPE_FLOAT || xs->dtype == HG_DTYPE_DOUBLE ? 1 : 1 + 0x1p-9);
+        /* x / s, x * Reciprocal(s), x * Div(c, s), s = Sqrt(mean over the last axis of x^2 + eps): the
+         * row's norm is ||x|| / sqrt(||x||^2 / len + eps) <= sqrt(len), times |c| */
+        const HgValue *sv = div ? m : NULL;
+        double c = 1;
+        const HgNode *rc = mul ? made_by(m, "Reciprocal") : NULL, *dv = mul && !rc ? made_by(m, "Div") : NULL;
+        HgRange num;
+        if (rc)
+            sv = first_input(rc);
+        else if (dv && dv->n_inputs == 2 && const_range(dv->inputs[0], &num, 1))
+            sv = dv->inputs[1], c = max_abs(&num);
+        const HgNode *add = made_by(first_input(made_by(sv, "Sqrt")), "Add");
+        gboolean last = FALSE;
+        for (int a = 0; add && add->n_inputs == 2 && a < 2; a++)
+            last = last || reduces_last_axis(made_by(add->inputs[a], "ReduceMean"), xs->rank);
+        if (!last || !isfinite(c))
+            continue;
+        /* the per-element bound is the row norm's: both are sqrt(len) times the same slack */
+        double zb = norm_quotient_bound(sv, x, xs->dtype, xs, TRUE);
+        if (zb > 0)
+            return c * zb;
+    }
+    return INFINITY;
+}
+
 /* Intersect r with [-zb, zb] (zb > 0). */
 static HgRange
 clamp_abs(HgRange r, double zb)
@@ -560,8 +644,18 @@ hg_range_Div(HgRangeCtx *ctx)
     HgRange a = in_range(ctx, 0), b = in_range(ctx, 1);
     if (out_is_float(ctx, 0)) {
         HgRange r = hg_range_div(a, b);
-        if (!norm_div(ctx, &r))
+        /* x / max(||x||, eps) over the last axis: every element within the row's norm, at most 1 */
+        const HgNode *n = ctx->node;
+        if (n && n->n_inputs == 2 && n->outputs[0] && ctx->shapes[0] &&
+            is_l2_floor_of(n->inputs[1], n->inputs[0], ctx->shapes[0]->rank)) {
+            double zb = hg_norm_row_l2(ctx, n->outputs[0]);
+            if (isfinite(zb)) {
+                r = clamp_abs(r, zb);
+                r.nan = a.nan || !hg_range_bounded(&a);
+            }
+        } else if (!norm_div(ctx, &r)) {
             cumsum_share(ctx, &r);
+        }
         set_out(ctx, 0, r);
         return;
     }

@@ -985,7 +985,7 @@ l2_of(const HgValue *v, const HgRange *r, gint64 n)
 static double
 row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
 {
-    double stores = 1, steps = 0;
+    double stores = 1, steps = 0, scale = 1;
     for (int depth = 0; v && v->producer && depth < 16; depth++) {
         const HgNode *p = v->producer;
         if ((p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) || !p->n_inputs || !p->inputs[0])
@@ -995,6 +995,22 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
         if (os->dtype != HG_DTYPE_FLOAT && os->dtype != HG_DTYPE_DOUBLE) {
             stores *= 1 + 0x1p-10;
             steps++; /* and a subnormal step per element, below */
+        }
+        /* decomposed norms (RMSNorm, LayerNorm's quotient, F.normalize) */
+        double nb = hg_norm_row_l2(ctx, v);
+        if (isfinite(nb) && os->rank >= 1 && os->dims[os->rank - 1].v >= 1)
+            return scale * nb * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)os->dims[os->rank - 1].v) * 0x1p-24 * scale;
+        /* times a constant scale (gamma of a decomposed RMSNorm): at most its largest magnitude */
+        if (!strcmp(p->op_type, "Mul") && p->n_inputs == 2 && p->inputs[1]) {
+            int ci = p->inputs[0]->init ? 0 : p->inputs[1]->init ? 1 : -1;
+            const HgRange *cr = ci >= 0 ? ctx->range_of(ctx->range_data, p->inputs[ci]) : NULL;
+            const HgValueShape *xs = ci >= 0 ? ctx->shape_of(ctx->shape_data, p->inputs[1 - ci]) : NULL;
+            if (!cr || !hg_range_bounded(cr) || cr->nan || !xs || xs->rank != os->rank || os->rank < 1 ||
+                xs->dims[xs->rank - 1].v < 0 || xs->dims[xs->rank - 1].v != os->dims[os->rank - 1].v)
+                return INFINITY;
+            scale *= hg_mag(cr->lo, cr->hi) * (1 + 0x1p-23);
+            v = p->inputs[1 - ci];
+            continue;
         }
         gboolean layer = !strcmp(p->op_type, "LayerNormalization");
         if (layer || !strcmp(p->op_type, "RMSNormalization")) {
@@ -1016,7 +1032,7 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
                 bn = hg_range_bounded(br) ? l2_of(b, br, hg_vshape_numel(ctx->shape_of(ctx->shape_data, b))) : INFINITY;
             }
             double z = sqrt((double)n) * (1 + 0x1p-16 + (double)n * 0x1p-23);
-            return (z * hg_mag(gr->lo, gr->hi) + bn) * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)n) * 0x1p-24;
+            return scale * ((z * hg_mag(gr->lo, gr->hi) + bn) * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)n) * 0x1p-24);
         }
         if (!strcmp(p->op_type, "Reshape")) {
             if (ps->rank < 1 || os->rank < 1 || ps->dims[ps->rank - 1].v < 0 ||
@@ -1052,6 +1068,12 @@ block_l2_bound(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
         const HgValueShape *ps = ctx->shape_of(ctx->shape_data, p->inputs[0]);
         if (os->rank != rank)
             return INFINITY;
+        /* rows normalized along this very axis (F.normalize's cosine attention: Q and K of norm 1) */
+        if (axis == rank - 1 && blk < 0 && !bias) {
+            double nb = hg_norm_row_l2(ctx, v);
+            if (isfinite(nb) && os->dims[rank - 1].v >= 1)
+                return nb * stores + steps * sqrt((double)os->dims[rank - 1].v) * 0x1p-24;
+        }
         if (os->dtype != HG_DTYPE_FLOAT && os->dtype != HG_DTYPE_DOUBLE) {
             stores *= 1 + 0x1p-10;
             steps++;

@@ -125,6 +125,11 @@ typedef struct {
  * ctx->assumed, so the assumption is reported. */
 #define HG_ASSUMED_LEN ((gint64)1 << 20)
 gint64 hg_range_len_bound(const HgRangeCtx *ctx, const HgValueShape *s, int from, int to);
+/* A bound on the L2 norm of every row (last axis) of y when y normalizes its rows: F.normalize's
+ * x / max(||x||, eps) (1), or an RMSNorm or decomposed LayerNorm quotient x / s, x * Reciprocal(s),
+ * x * Div(c, s) with s = Sqrt(mean over the last axis of the squares + eps) (sqrt(n), times |c|);
+ * INFINITY otherwise. Rounding included. */
+double hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y);
 
 /* The interval rule of an op: narrow ctx->outputs from the inputs' ranges. Must be sound: a bound
  * that a real input inside the input ranges can cross is a bug (tests/ranges_sound.c checks the
