@@ -136,6 +136,18 @@ spills_free(Spills *sp)
     g_free(sp);
 }
 
+/* A spill over the open file fd (owned). keep: the file becomes an output, so no byte of it is ever
+ * punched out. */
+static HgSpill *
+spill_over(int fd, gboolean keep)
+{
+    HgSpill *s = g_new0(HgSpill, 1);
+    s->refcount = 1;
+    s->file = hg_blob_new_mapped(NULL, 0, fd);
+    s->file->keep_bytes = keep;
+    return s;
+}
+
 HgSpill *
 hg_spill_new(GError **error)
 {
@@ -150,10 +162,7 @@ hg_spill_new(GError **error)
     /* Unlinked at once: nothing is left behind, whatever ends the process. */
     unlink(path);
     g_free(path);
-    HgSpill *s = g_new0(HgSpill, 1);
-    s->refcount = 1;
-    s->file = hg_blob_new_mapped(NULL, 0, fd);
-    return s;
+    return spill_over(fd, FALSE);
 }
 
 void
@@ -355,11 +364,7 @@ hg_model_spill_to_output(HgModel *m, const char *out_path)
         hg_outfile_abort(of);
         return;
     }
-    HgSpill *s = g_new0(HgSpill, 1);
-    s->refcount = 1;
-    s->file = hg_blob_new_mapped(NULL, 0, fd);
-    s->file->keep_bytes = TRUE;
-    sp->out = s;
+    sp->out = spill_over(fd, TRUE);
     sp->of = of;
     sp->data_target = g_steal_pointer(&data_target);
 }

@@ -183,22 +183,11 @@ typedef struct {
     gint64 rows, cols;
 } Prescan;
 
-typedef struct {
-    GArray *jobs; /* of Prescan */
-    gint next;
-} PrescanQueue;
-
-static gpointer
-prescan_worker(gpointer data)
+static void
+prescan_task(gpointer data, gint64 i, int worker)
 {
-    PrescanQueue *q = data;
-    for (;;) {
-        guint i = (guint)g_atomic_int_add(&q->next, 1);
-        if (i >= q->jobs->len)
-            return NULL;
-        Prescan *j = &g_array_index(q->jobs, Prescan, i);
-        hg_weight_prescan(j->w, j->by_rows, j->rows, j->cols);
-    }
+    Prescan *j = &g_array_index((GArray *)data, Prescan, i);
+    hg_weight_prescan(j->w, j->by_rows, j->rows, j->cols);
 }
 
 /* The large FP32 weights of MatMul, Gemm and Conv nodes, each read once, with everything the rules
@@ -251,13 +240,7 @@ prescan_weights(HgGraph *g)
         total += t->nbytes;
         g_array_append_val(jobs, j);
     }
-    PrescanQueue q = {jobs, 0};
-    GThread *helper = NULL;
-    if (total >= prescan_threads_min() && g_get_num_processors() > 1)
-        helper = g_thread_try_new("hg-prescan", prescan_worker, &q, NULL);
-    prescan_worker(&q);
-    if (helper)
-        g_thread_join(helper);
+    hg_par_for(total >= prescan_threads_min() && g_get_num_processors() > 1 ? 2 : 1, jobs->len, prescan_task, jobs);
     for (guint i = 0; i < jobs->len; i++)
         hg_array_unref(g_array_index(jobs, Prescan, i).w);
 }

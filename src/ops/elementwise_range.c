@@ -373,6 +373,22 @@ is_l2_floor_of(const HgValue *m, const HgValue *x, int rank)
     return rl && first_input(rl) == x && reduces_last_axis(rl, rank);
 }
 
+/* s when m is 1 / s spelled Reciprocal(s) (*c = 1) or Div(c, s) with a constant numerator (*c its
+ * largest magnitude): how the exporters write an rsqrt. NULL otherwise. */
+static const HgValue *
+reciprocal_of(const HgValue *m, double *c)
+{
+    const HgNode *rc = made_by(m, "Reciprocal"), *dv = rc ? NULL : made_by(m, "Div");
+    HgRange num;
+    *c = 1;
+    if (rc)
+        return first_input(rc);
+    if (!dv || dv->n_inputs != 2 || !dv->inputs[1] || !const_range(dv->inputs[0], &num, 1))
+        return NULL;
+    *c = max_abs(&num);
+    return isfinite(*c) ? dv->inputs[1] : NULL;
+}
+
 double
 hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y)
 {
@@ -394,19 +410,13 @@ hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y)
             return (1 + 0x1p-16 + len * 0x1p-23) * (xs->dtype == HG_DTYPE_FLOAT || xs->dtype == HG_DTYPE_DOUBLE ? 1 : 1 + 0x1p-9);
         /* x / s, x * Reciprocal(s), x * Div(c, s), s = Sqrt(mean over the last axis of x^2 + eps): the
          * row's norm is ||x|| / sqrt(||x||^2 / len + eps) <= sqrt(len), times |c| */
-        const HgValue *sv = div ? m : NULL;
         double c = 1;
-        const HgNode *rc = mul ? made_by(m, "Reciprocal") : NULL, *dv = mul && !rc ? made_by(m, "Div") : NULL;
-        HgRange num;
-        if (rc)
-            sv = first_input(rc);
-        else if (dv && dv->n_inputs == 2 && const_range(dv->inputs[0], &num, 1))
-            sv = dv->inputs[1], c = max_abs(&num);
+        const HgValue *sv = div ? m : reciprocal_of(m, &c);
         const HgNode *add = made_by(first_input(made_by(sv, "Sqrt")), "Add");
         gboolean last = FALSE;
         for (int a = 0; add && add->n_inputs == 2 && a < 2; a++)
             last = last || reduces_last_axis(made_by(add->inputs[a], "ReduceMean"), xs->rank);
-        if (!last || !isfinite(c))
+        if (!last)
             continue;
         /* the per-element bound is the row norm's: both are sqrt(len) times the same slack */
         double zb = norm_quotient_bound(sv, x, xs->dtype, xs, TRUE);
@@ -584,7 +594,6 @@ hg_range_Sub(HgRangeCtx *ctx)
     set_out(ctx, 0, hg_range_sub(in_range(ctx, 0), in_range(ctx, 1)));
 }
 
-/* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
 /* The RMSNorm that LLaMA-family exports spell y = Mul(x, Reciprocal(s)) (the dynamo exporter) or
  * Mul(x, Div(1, s)) (TorchScript), s = Sqrt(ReduceMean(x^2) + eps): |y_i| <= c sqrt(n) for a
  * constant numerator c (1 for Reciprocal), as for d / s above (norm_quotient_bound; its relative
@@ -597,16 +606,9 @@ norm_mul_reciprocal(const HgRangeCtx *ctx, HgRange *r)
     if (!n || n->n_inputs != 2)
         return FALSE;
     for (int k = 0; k < 2; k++) {
-        const HgNode *rc = made_by(n->inputs[1 - k], "Reciprocal");
-        const HgValue *s = first_input(rc);
-        double c = 1;
-        const HgNode *dv = rc ? NULL : made_by(n->inputs[1 - k], "Div");
-        HgRange num;
-        if (dv && dv->n_inputs == 2 && dv->inputs[1] && const_range(dv->inputs[0], &num, 1)) {
-            s = dv->inputs[1];
-            c = max_abs(&num);
-        }
-        if (!n->inputs[k] || !s || !ctx->shapes[k] || !isfinite(c))
+        double c;
+        const HgValue *s = reciprocal_of(n->inputs[1 - k], &c);
+        if (!n->inputs[k] || !s || !ctx->shapes[k])
             continue;
         double zb = c * norm_quotient_bound(s, n->inputs[k], in_dtype(ctx, (guint)k), ctx->shapes[k], TRUE);
         if (!(zb > 0))
@@ -619,6 +621,7 @@ norm_mul_reciprocal(const HgRangeCtx *ctx, HgRange *r)
     return FALSE;
 }
 
+/* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
 void
 hg_range_Mul(HgRangeCtx *ctx)
 {

@@ -695,8 +695,8 @@ col_sums_f32(const guint8 *p, gint64 batch, gint64 rows, gint64 cols, double *sp
 }
 
 /* The fast paths of hg_weight_sums over FP32 weights: the sums, and where the weights map a file and
- * are large, kept with it (hg_blob_fact_put) for the next analysis. -1: no fast path for this
- * layout; else ok. */
+ * are large, kept with it (hg_weight_prescan's facts) for the next analysis. -1: no fast path for
+ * this layout; else ok. */
 static int
 weight_sums_f32(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, double *sp, double *sn)
 {
@@ -713,30 +713,23 @@ weight_sums_f32(const HgArray *w, gint64 nvec, HgVecId id, const gint64 *p, doub
         return -1;
     }
     gsize bytes = (gsize)w->numel * 4, vb = (gsize)nvec * sizeof(double);
-    gboolean keep = w->blob && bytes >= HG_FACT_MIN_BYTES;
-    /* the fact: sp, sn, then ok */
-    g_autofree guint8 *fact = keep ? g_malloc(2 * vb + 1) : NULL;
-    if (keep && hg_blob_fact_get(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1)) {
-        memcpy(sp, fact, vb);
-        memcpy(sn, fact + vb, vb);
-        return fact[2 * vb];
+    /* A large weight of one matrix in a mapped file: read once by hg_weight_prescan (if no analysis
+     * has yet), which keeps the sums as a fact: sp, sn, then ok. */
+    if (w->blob && bytes >= HG_FACT_MIN_BYTES && (kind == HG_FACT_ROW_SUMS || key[0] == 1)) {
+        gboolean rows = kind == HG_FACT_ROW_SUMS;
+        hg_weight_prescan(w, rows, rows ? nvec : key[1], rows ? p[0] : key[2]);
+        g_autofree guint8 *fact = g_malloc(2 * vb + 1);
+        if (hg_blob_fact_get(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1)) {
+            memcpy(sp, fact, vb);
+            memcpy(sn, fact + vb, vb);
+            return fact[2 * vb];
+        }
     }
-    g_autofree double *sq = keep && kind == HG_FACT_COL_SUMS && key[0] == 1 ? g_new0(double, key[2]) : NULL;
     if (kind == HG_FACT_COL_SUMS)
         for (gint64 v = 0; v < nvec; v++)
             sp[v] = sn[v] = 0;
     gboolean ok = kind == HG_FACT_ROW_SUMS ? row_sums_f32(w->data, nvec, p[0], sp, sn)
-                                           : col_sums_f32(w->data, key[0], key[1], key[2], sp, sn, sq);
-    if (keep) {
-        memcpy(fact, sp, vb);
-        memcpy(fact + vb, sn, vb);
-        fact[2 * vb] = (guint8)ok;
-        hg_blob_fact_put(w->blob, w->data, bytes, kind, key, 3, fact, 2 * vb + 1);
-        if (sq && ok) {
-            gint64 qk[3] = {key[1], key[2], 0};
-            hg_blob_fact_put(w->blob, w->data, bytes, HG_FACT_COL_SQUARES, qk, 3, sq, (gsize)key[2] * sizeof(double));
-        }
-    }
+                                           : col_sums_f32(w->data, key[0], key[1], key[2], sp, sn, NULL);
     hg_array_release(w);
     return ok;
 }

@@ -837,30 +837,26 @@ static void range_norm(HgRangeCtx *ctx, const HgRange *a, const HgValueShape *ws
  * length: its --dim-max, else HG_ASSUMED_LEN (2^20, a million positions: one attention matrix that
  * long would hold 2^40 scores), reported (hg_range_len_bound). */
 
-/* Whether v is a constant (an initializer or a Constant's output) whose every element is 0. */
+/* Whether two dims are known to be the same length: both known and equal, or the same symbol. */
 static gboolean
-is_zero_const(const HgValue *v)
+same_length(HgSymDim a, HgSymDim b)
 {
-    const HgTensor *t = v ? v->init : NULL;
-    const HgNode *c = v && !t ? v->producer : NULL;
-    if (c && !strcmp(c->op_type, "Constant") && (!c->domain || !*c->domain || !strcmp(c->domain, "ai.onnx"))) {
-        HgAttr *at = hg_node_attr(c, "value");
-        t = at ? at->t : NULL;
-    }
-    g_autoptr(HgArray) a = t ? hg_array_from_tensor(t, NULL) : NULL;
-    if (!a || a->strings || a->numel <= 0 || a->numel > 4096)
-        return FALSE;
-    for (gint64 i = 0; i < a->numel; i++)
-        if (hg_array_get_f64(a, i) != 0)
-            return FALSE;
-    return TRUE;
+    return a.v >= 0 ? a.v == b.v : a.sym && a.sym == b.sym;
+}
+
+/* Whether every element of v is 0, by its range (a zero constant's is exactly [0, 0]). */
+static gboolean
+all_zero(const HgRangeCtx *ctx, const HgValue *v)
+{
+    const HgRange *r = v && ctx->range_of ? ctx->range_of(ctx->range_data, v) : NULL;
+    return r && !r->nan && r->lo == 0 && r->hi == 0;
 }
 
 /* Whether v is a Softmax over the axis that becomes axis `axis` of v (of rank `rank`), through
  * Cast, Dropout (inference), Transpose and Reshapes that keep that axis whole, and Where(c, 0, P) or
- * Where(c, P, 0) with P of v's rank and length along the axis (the dynamo exporter's attention zeroes
- * the rows a mask empties: Where(IsNaN(P), 0, P)). Such a row is nonnegative and sums to at most one:
- * its products with V lie where range_convex says, between 0 and V's extremes. */
+ * Where(c, P, 0) (0 by its range) with P of v's rank and length along the axis (the exporters'
+ * attention zeroes the rows a mask empties: Where(IsNaN(P), 0, P)). Such a row is nonnegative and
+ * sums to at most one: its products with V lie where range_convex says, between 0 and V's extremes. */
 static gboolean
 is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
 {
@@ -868,7 +864,7 @@ is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
         const HgNode *p = v->producer;
         if (!strcmp(p->op_type, "Where") && p->n_inputs == 3 && p->inputs[1] && p->inputs[2] &&
             (!p->domain || !*p->domain || !strcmp(p->domain, "ai.onnx"))) {
-            int keep = is_zero_const(p->inputs[1]) ? 2 : is_zero_const(p->inputs[2]) ? 1 : 0;
+            int keep = all_zero(ctx, p->inputs[1]) ? 2 : all_zero(ctx, p->inputs[2]) ? 1 : 0;
             const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
             const HgValueShape *ks = keep ? ctx->shape_of(ctx->shape_data, p->inputs[keep]) : NULL;
             if (!ks || !os || ks->rank != rank || os->rank != rank)
@@ -876,13 +872,13 @@ is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
             /* P is not broadcast along the axis (a row of ones would sum past one): the same length,
              * or a condition computed from P itself (IsNaN(P): the output has P's shape, the zero a
              * scalar) */
-            HgSymDim dk = ks->dims[axis], dout = os->dims[axis];
             const HgValue *cv = p->inputs[0];
             const HgNode *cn = cv ? cv->producer : NULL;
             const HgValueShape *zs = ctx->shape_of(ctx->shape_data, p->inputs[3 - keep]);
-            gboolean same = dk.v >= 0 ? dk.v == dout.v : dk.sym && dk.sym == dout.sym;
+            gboolean same = same_length(ks->dims[axis], os->dims[axis]);
             gboolean own = cn && !strcmp(cn->op_type, "IsNaN") && cn->n_inputs == 1 &&
-                           cn->inputs[0] == p->inputs[keep] && zs && hg_vshape_known(zs) && hg_vshape_numel(zs) == 1;
+                           cn->inputs[0] == p->inputs[keep] && zs && hg_vshape_known(zs) &&
+                           hg_vshape_numel(zs) == 1;
             if (!same && !own)
                 return FALSE;
             v = p->inputs[keep];
@@ -914,8 +910,7 @@ is_softmax_over(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
             const HgValueShape *os = ctx->shape_of(ctx->shape_data, v);
             if (!ps || !os || ps->rank < 1 || os->rank != rank || axis != rank - 1)
                 return FALSE;
-            HgSymDim di = ps->dims[ps->rank - 1], dout = os->dims[rank - 1];
-            if (!(di.v >= 0 ? di.v == dout.v : di.sym && di.sym == dout.sym))
+            if (!same_length(ps->dims[ps->rank - 1], os->dims[rank - 1]))
                 return FALSE;
             rank = ps->rank;
             axis = rank - 1;
@@ -998,8 +993,10 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
         }
         /* decomposed norms (RMSNorm, LayerNorm's quotient, F.normalize) */
         double nb = hg_norm_row_l2(ctx, v);
-        if (isfinite(nb) && os->rank >= 1 && os->dims[os->rank - 1].v >= 1)
-            return scale * nb * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)os->dims[os->rank - 1].v) * 0x1p-24 * scale;
+        if (isfinite(nb) && os->rank >= 1 && os->dims[os->rank - 1].v >= 1) {
+            double len = (double)os->dims[os->rank - 1].v;
+            return scale * (nb * (1 + 0x1p-22) * stores + (steps + 1) * sqrt(len) * 0x1p-24);
+        }
         /* times a constant scale (gamma of a decomposed RMSNorm): at most its largest magnitude */
         if (!strcmp(p->op_type, "Mul") && p->n_inputs == 2 && p->inputs[1]) {
             int ci = p->inputs[0]->init ? 0 : p->inputs[1]->init ? 1 : -1;
@@ -1032,7 +1029,8 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
                 bn = hg_range_bounded(br) ? l2_of(b, br, hg_vshape_numel(ctx->shape_of(ctx->shape_data, b))) : INFINITY;
             }
             double z = sqrt((double)n) * (1 + 0x1p-16 + (double)n * 0x1p-23);
-            return scale * ((z * hg_mag(gr->lo, gr->hi) + bn) * (1 + 0x1p-22) * stores + (steps + 1) * sqrt((double)n) * 0x1p-24);
+            return scale * ((z * hg_mag(gr->lo, gr->hi) + bn) * (1 + 0x1p-22) * stores +
+                            (steps + 1) * sqrt((double)n) * 0x1p-24);
         }
         if (!strcmp(p->op_type, "Reshape")) {
             if (ps->rank < 1 || os->rank < 1 || ps->dims[ps->rank - 1].v < 0 ||
