@@ -121,6 +121,12 @@ hg_precision_fp16_node_cost(double elems_read, double elems_written)
     return CAST_FIXED + FP16_BYTES * (elems_read + elems_written);
 }
 
+gboolean
+hg_precision_rewrite_pays(double rewrite, double island)
+{
+    return rewrite <= 0 || rewrite < island || (island > 0 && rewrite < island + CAST_FIXED);
+}
+
 /* s with every unknown dim at its priced size, its symbolic names added to syms ("unnamed" for a
  * dim no name follows). */
 static void

@@ -33,6 +33,14 @@ gboolean hg_precision_cut_cost(HgGraph *g, const HgPassEnv *env, const HgCheckRe
  * cost as a Cast's launch) plus the elements it reads and writes at 2 bytes each. */
 double hg_precision_fp16_node_cost(double elems_read, double elems_written);
 
+/* Is a rewrite that costs `rewrite` worth making against the FP32 island it avoids, which costs
+ * `island` (both as above: the rewrite's added nodes, and the cut without the rewrite less the cut
+ * with it)? Yes where it is the cheaper, where it adds nothing on balance (rewrite <= 0), and where
+ * the island costs something and the rewrite costs less than that plus one kernel launch: the model
+ * cannot tell such figures apart (a runtime fuses a Mul by a constant into the kernel beside it, or
+ * not, and the launch is the whole difference), and between equals the FP16 form wins. */
+gboolean hg_precision_rewrite_pays(double rewrite, double island);
+
 /* The element count of v as the cost model counts it: its static count, or a fixed guess
  * (65536) where shape inference does not know it. */
 gint64 hg_precision_numel(const HgShapes *shapes, const HgValue *v);

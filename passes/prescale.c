@@ -55,6 +55,7 @@
 #define PASS "prescale"
 #define FP16_MIN_NORMAL 0x1p-14
 #define MAX_K 60
+#define POW_MAX_N 8
 
 typedef struct {
     HgNode *node;
@@ -267,7 +268,8 @@ add_const(const Pre *p, Plan *pl, HgNode *n, guint index, int e)
  * are assign_precision's (passes/precision_cost.h) on the analysis as it stands: the plans are all
  * made before any is applied, each counting the nodes the ones before it cure. The rewrite pays for
  * the node it adds (the Mul on x) in FP16 and gets back what the node it drops (a scale whose
- * remainder is 1) cost there; one that adds nothing on balance is made, whatever the island costs.
+ * remainder is 1) cost there; hg_precision_rewrite_pays decides (one that adds nothing on balance is
+ * made, whatever the island costs).
  * Either way the figures go into a note: the rewrite's own, or one saying what was left, named by
  * `what` (e.g. "Mul 's' after MatMul 'm'"). FALSE also when the cost model fails (p->error). */
 static gboolean
@@ -304,7 +306,7 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
     double island = p->cut_now - cut_cured;
     if (island < 1e-9 * MAX(p->cut_now, 1.0))
         island = 0;
-    if (!(rewrite < island || rewrite <= 0)) {
+    if (!hg_precision_rewrite_pays(rewrite, island)) {
         hg_pass_note(p->env->result, PASS, "left %s in FP32: the island costs %.3g, the rewrite %.3g", what,
                      island, rewrite);
         return FALSE;
@@ -346,6 +348,22 @@ static void
 describe_bound(GString *s, double b, gboolean calibrated)
 {
     g_string_append_printf(s, "%.3g (%s)", b, calibrated ? "calibration with margin" : "static");
+}
+
+/* n's exponent where n is Pow(x, c) with c a constant whole number from 2 to POW_MAX_N and x a float
+ * tensor, else 0. */
+static int
+pow_exponent(const Pre *p, const HgNode *n)
+{
+    if (!hg_node_is(n, "Pow") || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] ||
+        !hg_dtype_is_float(dtype_of(p, n->inputs[0])))
+        return 0;
+    g_autoptr(HgArray) c = const_array(p, n->inputs[1]);
+    const HgArray *a = c ? c : hg_shapes_get(p->s, n->inputs[1])->value;
+    if (!a || a->numel != 1)
+        return 0;
+    double e = hg_array_get_f64(a, 0);
+    return e == floor(e) && e >= 2 && e <= POW_MAX_N ? (int)e : 0;
 }
 
 static void
@@ -391,7 +409,8 @@ match_scale(Pre *p, HgNode *sn)
             return;
     }
     HgNode *mm = v->producer;
-    if (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
+    int pow_n = pow_exponent(p, mm);
+    if (!pow_n && (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1]))
         return;
     g_ptr_array_insert(chain, 0, v);
 
@@ -415,10 +434,29 @@ match_scale(Pre *p, HgNode *sn)
         HgValue *w = chain->pdata[i];
         HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
         if (!private_value(w, next)) {
-            hg_pass_note(p->env->result, PASS, "left %s '%s' after MatMul '%s' in place: '%s' (the unscaled product) "
-                         "has other readers", sn->op_type, node_name(sn), node_name(mm), w->name);
+            hg_pass_note(p->env->result, PASS, "left %s '%s' after %s '%s' in place: '%s' (the unscaled product) "
+                         "has other readers", sn->op_type, node_name(sn), mm->op_type, node_name(mm), w->name);
             return;
         }
+    }
+    /* A power x^n takes 2^-j on x as 2^-nj: the smallest j that brings it under the threshold, whatever
+     * the constant's own exponent (the remainder left behind may then exceed 1; what it writes has its
+     * own bound, and a hazard there is not cured). Refused where 2^-j would push x's smallest nonzero
+     * magnitude, where known, below FP16's normal range. */
+    int pow_j = 0;
+    if (pow_n) {
+        for (pow_j = 1; pow_n * pow_j <= MAX_K && !fits(p, ldexp(b, -pow_n * pow_j)); pow_j++)
+            ;
+        double tiny = hg_ranges_get(p->r, mm->inputs[0])->tiny;
+        if (pow_n * pow_j > MAX_K || !isfinite(b) ||
+            (tiny >= FP16_MIN_NORMAL && ldexp(tiny, -pow_j) < FP16_MIN_NORMAL)) {
+            hg_pass_note(p->env->result, PASS, "left %s '%s' after Pow '%s' in place: its power may reach %.3g, "
+                         "and no 2^-j on its base brings it under %g while keeping the base's smallest "
+                         "magnitude (%.3g) normal", sn->op_type, node_name(sn), node_name(mm), b, p->threshold,
+                         tiny);
+            return;
+        }
+        e = -pow_n * pow_j;
     }
     if (!fits(p, ldexp(b, e))) {
         hg_pass_note(p->env->result, PASS, "left %s '%s' after MatMul '%s' in place: its product may reach %.3g, "
@@ -432,10 +470,15 @@ match_scale(Pre *p, HgNode *sn)
 
     Plan pl;
     plan_init(&pl, sn);
+    if (pow_n) {
+        pl.x = mm->inputs[0];
+        pl.xe = -pow_j;
+        add_xuse(&pl, mm, 0);
+    }
     /* Where the power goes: a constant operand takes it into its values (free at run time) unless
      * that pushes some of them below FP16's normal range; else the smaller operand (by elements)
      * gets a Mul. */
-    int target = -1;
+    int target = pow_n ? 0 : -1;
     gboolean into_const = FALSE;
     for (guint k = 0; k < 2 && target < 0; k++) {
         g_autoptr(HgArray) w = const_array(p, mm->inputs[k]);
@@ -475,9 +518,13 @@ match_scale(Pre *p, HgNode *sn)
                            div ? "/" : "x", cv);
     if (rem != 1.0)
         g_string_append_printf(note, " = 2^%d x %.6g, the remainder left behind", div ? -e : e, rem);
-    g_string_append_printf(note, ") before MatMul '%s', onto %s '%s', k=%d: the product may reach ",
-                           node_name(mm), into_const ? "the constant" : "operand",
-                           mm->inputs[target]->name, -e);
+    if (pow_n)
+        g_string_append_printf(note, ") before Pow '%s' (exponent %d), onto its base '%s' as 2^-%d, k=%d: the "
+                               "power may reach ", node_name(mm), pow_n, mm->inputs[0]->name, pow_j, -e);
+    else
+        g_string_append_printf(note, ") before MatMul '%s', onto %s '%s', k=%d: the product may reach ",
+                               node_name(mm), into_const ? "the constant" : "operand",
+                               mm->inputs[target]->name, -e);
     describe_bound(note, b, calibrated);
     g_string_append_printf(note, " > %g before the scale, %.3g after", p->threshold, ldexp(b, e));
     pl.note = g_string_free(g_steal_pointer(&note), FALSE);
@@ -486,7 +533,7 @@ match_scale(Pre *p, HgNode *sn)
     cure[0] = mm;
     for (guint i = 1; i < chain->len; i++)
         cure[i] = ((HgValue *)chain->pdata[i])->producer;
-    g_autofree char *what = g_strdup_printf("%s '%s' after MatMul '%s'", sn->op_type, node_name(sn),
+    g_autofree char *what = g_strdup_printf("%s '%s' after %s '%s'", sn->op_type, node_name(sn), mm->op_type,
                                             node_name(mm));
     if (!cheaper_than_island(p, &pl, cure, chain->len, what)) {
         plan_clear(&pl);

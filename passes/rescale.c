@@ -1041,7 +1041,7 @@ hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error)
         double saved = island - after;
         if (saved < 1e-9 * MAX(island, 1.0))
             saved = 0;
-        gboolean take = rewrite < saved || rewrite <= 0;
+        gboolean take = hg_precision_rewrite_pays(rewrite, saved);
         const HgNode *at = f ? f->nodes[0] : P->at;
         if (!take) {
             hg_pass_note(env->result, "rescale", "left %s '%s' in FP32: the island costs %.3g, the rewrite %.3g",

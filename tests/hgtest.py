@@ -294,3 +294,14 @@ def case_flags(case, outdir, options=True):
     of its input ranges, and (options) the case's own options."""
     return (["--calib", os.path.join(outdir, case["data"])] + range_args(case["input_ranges"])
             + (case.get("options", []) if options else []))
+
+
+# One kernel launch in the cost model's units (passes/assign_precision.c's CAST_FIXED).
+LAUNCH_COST = 8192.0
+
+
+def rewrite_pays(rewrite, island):
+    """hg_precision_rewrite_pays: is a rewrite costing `rewrite` made against an FP32 island costing
+    `island` (both as the passes' notes print them)? Where it is the cheaper, where it adds nothing, and
+    where the island costs anything and the rewrite less than that plus one launch."""
+    return rewrite <= 0 or rewrite < island or (island > 0 and rewrite < island + LAUNCH_COST)
