@@ -13,7 +13,8 @@
  * minimum, and for both Sigmoid and Tanh (RT-DETR's anchors filled with float32 max before the box
  * head's Add and a Sigmoid). Each clamp is reported. Anything else beyond
  * FP16's range stays as it is: its readers stay FP32 (assign_precision). Weights that FP16 flushes to
- * zero are reported; conversion keeps their sign (-1e-9 becomes -0).
+ * zero are reported; conversion keeps their sign (-1e-9 becomes -0). A Clip whose min is -inf or
+ * whose max is +inf (a constant) loses that input: it bounds nothing.
  */
 #include "halfguard/pass.h"
 
@@ -95,6 +96,24 @@ clamped(const HgTensor *t, const HgValue *v, const HgScan *known, double *worst)
     return c;
 }
 
+/* The value of v where it is a constant float scalar (an initializer that is no graph input, or a
+ * Constant's value), else NaN. */
+static double
+scalar_constant(const HgValue *v)
+{
+    const HgTensor *t = NULL;
+    if (v->init && !v->is_input) {
+        t = v->init;
+    } else if (hg_node_is(v->producer, "Constant")) {
+        const HgAttr *a = hg_node_attr(v->producer, "value");
+        t = a ? a->t : NULL;
+    }
+    if (!t || hg_tensor_numel(t) != 1 || !hg_dtype_is_float(t->dtype))
+        return NAN;
+    g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
+    return a ? hg_array_get_f64(a, 0) : NAN;
+}
+
 gboolean
 hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
 {
@@ -151,6 +170,27 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
         hg_pass_note(env->result, "clamp_constants", "mask fill of %s '%s': %.3g -> %g", node->op_type,
                      node->name ? node->name : "", worst, worst < 0 ? -FP16_MAX : FP16_MAX);
         n++;
+    }
+    /* A Clip bound of -inf (its min) or +inf (its max) bounds nothing: Clip without it is the same
+     * function in every precision, so the input goes, and with it a constant FP16 would keep as
+     * inf but that the check reports (torch.clamp(x, min=0, max=float('inf'))). */
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *node = g->nodes->pdata[i];
+        if (node->flags & HG_NODE_DEAD || !hg_node_is(node, "Clip"))
+            continue;
+        for (guint k = 1; k < node->n_inputs && k < 3; k++) {
+            HgValue *b = node->inputs[k];
+            double x = b ? scalar_constant(b) : NAN;
+            if (!isinf(x) || (k == 1) != (x < 0))
+                continue;
+            hg_pass_note(env->result, "clamp_constants", "Clip '%s': dropped its %s bound '%s' (%s)",
+                         node->name ? node->name : "", k == 1 ? "lower" : "upper", b->name, x < 0 ? "-inf" : "inf");
+            hg_node_set_input(node, k, NULL);
+            hg_value_drop_if_unused(g, b);
+            n++;
+        }
+        while (node->n_inputs > 1 && !node->inputs[node->n_inputs - 1])
+            node->n_inputs--; /* no trailing "" */
     }
     /* A Pad (before opset 11: the fill is an attribute) that pads for a maximum. */
     for (guint i = 0; i < g->nodes->len; i++) {

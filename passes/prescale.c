@@ -883,22 +883,6 @@ new_initializer(HgGraph *g, const char *base, const HgArray *a)
 
 /* A constant nothing reads any more goes: its Constant node, or its initializer. */
 static void
-drop_if_unused(HgGraph *g, HgValue *v)
-{
-    if (!v || v->uses->len || v->is_output || v->is_input || v->nested_outputs)
-        return;
-    if (hg_node_is(v->producer, "Constant")) {
-        hg_node_remove(v->producer);
-    } else if (v->init) {
-        guint i;
-        if (g_ptr_array_find(g->initializers, v->init, &i)) {
-            v->init = NULL;
-            g_ptr_array_remove_index(g->initializers, i);
-        }
-    }
-}
-
-static void
 rename_scaled(Pre *p, HgValue *v, int e)
 {
     g_autofree char *base = g_strdup_printf("%s_prescaled", v->name);
@@ -968,7 +952,7 @@ apply(Pre *p, Plan *pl)
         ConstEdit *ce = &g_array_index(pl->consts, ConstEdit, i);
         HgValue *old = ce->node->inputs[ce->index];
         hg_node_set_input(ce->node, ce->index, scaled_const(p, old, ce->e, ce->scaled));
-        drop_if_unused(g, old);
+        hg_value_drop_if_unused(g, old);
     }
     for (guint i = 0; i < pl->vals->len; i++) {
         ValEdit *ve = &g_array_index(pl->vals, ValEdit, i);
@@ -981,7 +965,7 @@ apply(Pre *p, Plan *pl)
         HgNode *last = a->producer;
         guint slot = a->producer_index;
         hg_node_remove(sn);
-        drop_if_unused(g, c);
+        hg_value_drop_if_unused(g, c);
         last->outputs[slot] = y;
         y->producer = last;
         y->producer_index = slot;

@@ -1566,6 +1566,22 @@ hg_node_remove(HgNode *n)
     hg_graph_touch(n->graph);
 }
 
+void
+hg_value_drop_if_unused(HgGraph *g, HgValue *v)
+{
+    if (!v || v->uses->len || v->is_output || v->is_input || v->nested_outputs)
+        return;
+    if (hg_node_is(v->producer, "Constant")) {
+        hg_node_remove(v->producer);
+    } else if (v->init) {
+        guint i;
+        if (g_ptr_array_find(g->initializers, v->init, &i)) {
+            v->init = NULL;
+            g_ptr_array_remove_index(g->initializers, i);
+        }
+    }
+}
+
 static void
 collect_declared(HgGraph *sub, gpointer data)
 {

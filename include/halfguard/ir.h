@@ -499,6 +499,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(HgAttr, hg_attr_free)
  * caller must leave them unused or define them again (as an initializer, say); hg_graph_verify()
  * reports a value that is read but no longer defined. hg_graph_compact() removes dead nodes. */
 HG_API void hg_node_remove(HgNode *n);
+/* Remove constant v of g when nothing reads it (and it is no graph input or output, nor read by a
+ * subgraph): its Constant node, or its initializer. Anything else is left as it is; NULL is allowed. */
+HG_API void hg_value_drop_if_unused(HgGraph *g, HgValue *v);
 /* Remove dead nodes and values that nothing defines or uses any more; renumbers node->order. */
 HG_API void hg_graph_compact(HgGraph *g);
 
