@@ -1289,6 +1289,92 @@ test_range_decomposed_rmsnorm(void **state)
     assert_true(y4->hi >= 30000);
 }
 
+/* GRN (ConvNeXt V2): G / (mean of G over the channels + eps), G >= 0, lies in [0, 16] for 16 channels
+ * (a row with one nonzero entry attains 16 up to eps), whatever G's own bound (1e4); over a sum it
+ * lies in [0, 1]. Not when the numerator can be negative, nor when it is not the tensor averaged,
+ * nor when the averaged axis is symbolic. */
+static void
+test_range_share_of_own_sum(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[2,3,16] G, float[2,3,16] H, float[2,3,16] X, float[2,n] W, float eps = {1e-6},\n"
+        "   int64[1] last = {-1})\n"
+        "  => (float[2,3,16] Y, float[2,3,16] S, float[2,3,16] N, float[2,3,16] O, float[2,n] U) {\n"
+        "  M = ReduceMean <axes = [-1]> (G)\n"
+        "  ME = Add(M, eps)\n"
+        "  Y = Div(G, ME)\n"
+        "  T = ReduceSum(G, last)\n"
+        "  S = Div(G, T)\n"
+        "  MX = ReduceMean <axes = [-1]> (X)\n"
+        "  MXE = Add(eps, MX)\n"
+        "  N = Div(X, MXE)\n"
+        "  O = Div(H, ME)\n"
+        "  MW = ReduceMean <axes = [-1]> (W)\n"
+        "  U = Div(W, MW)\n"
+        "}\n";
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
+    assert_non_null(m);
+    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
+    assert_non_null(shapes);
+    HgInputRange in[4] = {{"G", {0, 1e4, 0, FALSE}}, {"H", {0, 1e4, 0, FALSE}}, {"X", {-1, 1e4, 0, FALSE}},
+                          {"W", {0, 1e4, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 4);
+    const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y"));
+    if (!(y->lo == 0 && y->hi >= 16 && y->hi <= 16 * (1 + 1e-5)))
+        fail_msg("Y: [%g, %g]", y->lo, y->hi);
+    const HgRange *sm = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "S"));
+    if (!(sm->lo == 0 && sm->hi >= 1 && sm->hi <= 1 + 1e-5))
+        fail_msg("S: [%g, %g]", sm->lo, sm->hi);
+    const char *loose[] = {"N", "O", "U"};
+    for (int i = 0; i < 3; i++) {
+        const HgRange *r = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, loose[i]));
+        if (!(r->hi > 1e6))
+            fail_msg("%s: [%g, %g] should keep the interval bound", loose[i], r->lo, r->hi);
+    }
+    /* The interpreter's quotients lie inside, on rows that reach the bound (one nonzero entry) and
+     * on random rows. */
+    g_autoptr(HgArray) gv = hg_array_new(HG_DTYPE_FLOAT, 3, (gint64[]){2, 3, 16}, NULL);
+    float *gp = gv->data;
+    guint32 seed = 7;
+    for (int i = 0; i < 96; i++) {
+        seed = seed * 1103515245u + 12345u;
+        gp[i] = i < 16 ? (i == 5 ? 1e4f : 0.0f) : (float)((seed >> 8) % 10000) * 0.37f;
+    }
+    /* G through ReduceMean, Add, Div and ReduceSum, Div, by the kernels */
+    g_autoptr(GHashTable) vals = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, (GDestroyNotify)hg_array_unref);
+    g_hash_table_insert(vals, (gpointer) "G", hg_array_ref(gv));
+    for (guint i = 0; i < m->graph->initializers->len; i++) {
+        HgTensor *t = m->graph->initializers->pdata[i];
+        g_hash_table_insert(vals, t->name, hg_array_from_tensor(t, NULL));
+    }
+    const char *chain[] = {"M", "ME", "Y", "T", "S"};
+    for (guint c = 0; c < G_N_ELEMENTS(chain); c++) {
+        const HgNode *node = ((HgValue *)g_hash_table_lookup(m->graph->values, chain[c]))->producer;
+        HgArray *ins[2] = {NULL, NULL}, *out = NULL;
+        for (guint k = 0; k < node->n_inputs && k < 2; k++)
+            ins[k] = g_hash_table_lookup(vals, node->inputs[k]->name);
+        g_autoptr(GError) err = NULL;
+        assert_true(eval_checked(node, 17, 1, node->n_inputs, ins, 1, &out, &err));
+        g_hash_table_insert(vals, (gpointer)chain[c], out);
+    }
+    const char *checked[] = {"Y", "S"};
+    for (int k = 0; k < 2; k++) {
+        const HgRange *r = k ? sm : y;
+        const HgArray *o = g_hash_table_lookup(vals, checked[k]);
+        double top = 0;
+        for (gint64 i = 0; i < o->numel; i++) {
+            double v = hg_array_get_f64(o, i);
+            top = MAX(top, v);
+            if (!(v >= r->lo && v <= r->hi))
+                fail_msg("%s[%" G_GINT64_FORMAT "] = %.9g outside [%g, %g]", checked[k], i, v, r->lo, r->hi);
+        }
+        assert_true(top >= (k ? 1 : 16) * (1 - 1e-6)); /* the spike row reaches the bound */
+    }
+}
+
 /* The averaged axis symbolic: its length is unknown, so the rule must not apply (the quotient's
  * interval bound |d| / sqrt(eps) stays). */
 static void
@@ -1547,6 +1633,7 @@ HG_TEST_MAIN("ops_elementwise",
              cmocka_unit_test(test_range_rules),
              cmocka_unit_test(test_range_decomposed_layernorm),
              cmocka_unit_test(test_range_decomposed_rmsnorm),
+             cmocka_unit_test(test_range_share_of_own_sum),
              cmocka_unit_test(test_range_decomposed_layernorm_symbolic_row),
              cmocka_unit_test(test_range_normalized_cumsum),
              cmocka_unit_test(test_range_contains_kernel),

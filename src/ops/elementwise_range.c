@@ -639,6 +639,50 @@ hg_range_Mul(HgRangeCtx *ctx)
     set_out(ctx, 0, r);
 }
 
+/* a / (ReduceMean(a) + eps) or a / (ReduceSum(a) + eps), eps >= 0 or absent, keeping dims, with a >= 0:
+ * each a_i is one of the n terms its own row sums, so the quotient lies in [0, n] for a mean and in
+ * [0, 1] for a sum, whatever a's bound (ConvNeXt V2's Global Response Normalization divides ReduceL2
+ * of the activations by their mean over the channels). Rounding: the sum of n nonnegative terms comes
+ * out low by at most gamma_n = n u / (1 - n u), the mean, the Add and the quotient round once each
+ * (u = 2^-24 in FP32, 2^-11 or 2^-8 where a is stored in FP16 or BF16, whose sums FP16 may keep).
+ * Narrows r; FALSE where the pattern is not there or n is not known. */
+static gboolean
+share_of_own_sum(HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    const HgValue *a = n->inputs[0], *d = n->inputs[1];
+    HgRange ar = in_range(ctx, 0);
+    const HgValueShape *as = ctx->shapes[0];
+    int dt = in_dtype(ctx, 0);
+    if (!(ar.lo >= 0) || !as || as->rank < 1)
+        return FALSE;
+    const HgNode *add = made_by(d, "Add");
+    if (add) {
+        HgRange eps;
+        d = NULL;
+        for (int k = 0; add->n_inputs == 2 && k < 2 && !d; k++)
+            if (const_range(add->inputs[1 - k], &eps, (guint)as->rank) && eps.lo >= 0)
+                d = add->inputs[k];
+    }
+    const HgNode *red = made_by(d, "ReduceMean");
+    gboolean mean = red != NULL;
+    if (!red)
+        red = made_by(d, "ReduceSum");
+    if (!red || first_input(red) != a || hg_node_attr_int(red, "keepdims", 1) != 1)
+        return FALSE;
+    double len = row_length(red, as, TRUE);
+    double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8
+               : dt == HG_DTYPE_FLOAT || dt == HG_DTYPE_DOUBLE ? 0x1p-24 : NAN;
+    if (!(len >= 1) || !(len * u < 0.5))
+        return FALSE;
+    double gamma = len * u / (1 - len * u);
+    double top = (mean ? len : 1) * (1 + u) / ((1 - gamma) * (1 - u) * (1 - u));
+    r->lo = MAX(r->lo, 0);
+    r->hi = MIN(r->hi, top);
+    r->nan = ar.nan;
+    return TRUE;
+}
+
 /* Float: a * (1 / b), unbounded and NaN-prone when b reaches 0. Integer: the truncated quotient when
  * |b| >= 1 throughout; a divisor range that holds 0 adds the kernel's 0 for x / 0. */
 void
@@ -656,7 +700,7 @@ hg_range_Div(HgRangeCtx *ctx)
                 r = clamp_abs(r, zb);
                 r.nan = a.nan || !hg_range_bounded(&a);
             }
-        } else if (!norm_div(ctx, &r)) {
+        } else if (!share_of_own_sum(ctx, &r) && !norm_div(ctx, &r)) {
             cumsum_share(ctx, &r);
         }
         set_out(ctx, 0, r);
