@@ -178,6 +178,7 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
         HgNode *node = g->nodes->pdata[i];
         if (node->flags & HG_NODE_DEAD || !hg_node_is(node, "Clip"))
             continue;
+        gboolean dropped = FALSE;
         for (guint k = 1; k < node->n_inputs && k < 3; k++) {
             HgValue *b = node->inputs[k];
             double x = b ? scalar_constant(b) : NAN;
@@ -187,10 +188,13 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
                          node->name ? node->name : "", k == 1 ? "lower" : "upper", b->name, x < 0 ? "-inf" : "inf");
             hg_node_set_input(node, k, NULL);
             hg_value_drop_if_unused(g, b);
+            dropped = TRUE;
             n++;
         }
-        while (node->n_inputs > 1 && !node->inputs[node->n_inputs - 1])
-            node->n_inputs--; /* no trailing "" */
+        while (dropped && node->n_inputs > 1 && !node->inputs[node->n_inputs - 1])
+            node->n_inputs--; /* no trailing "" where this pass made it */
+        if (dropped)
+            hg_graph_touch(g);
     }
     /* A Pad (before opset 11: the fill is an attribute) that pads for a maximum. */
     for (guint i = 0; i < g->nodes->len; i++) {

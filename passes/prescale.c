@@ -14,14 +14,16 @@
  *   hold and its deciding bound (static, or calibration with the analysis's margin) times 2^e fits
  *   under the threshold, and only where nothing else reads the unscaled product.
  *
- *   L2 normalisation pre-scaled (it is scale-invariant):
+ *   L2 normalisation pre-scaled (it is scale-invariant), and RMS normalisation likewise:
  *
- *     s = ReduceSum(Mul(x, x))                  (or Pow(x, 2); ReduceSumSquare(x))
+ *     s = ReduceSum(Mul(x, x))                  (or Pow(x, 2); ReduceSumSquare(x); ReduceMean of
+ *                                                the squares: T5's and LLaMA's RMSNorm)
  *     n = Sqrt(s)                               (or Sqrt(Add(s, eps)), Sqrt(Max(s, eps)); ReduceL2(x))
  *     y = Div(x, n)                        =>   the same with x2 = Mul(x, 2^-k) read in place of x,
  *                                               eps inside the Sqrt scaled by 2^-2k,
  *     (n may be Max(n, eps), Clip(n, eps),      eps outside it by 2^-k
- *      Add(n, eps); y = Mul(x, Reciprocal(n)); LpNormalization(x) <p = 2> alone)
+ *      Add(n, eps); y = Mul(x, Reciprocal(n)) or Mul(x, Div(c, n)), c constant;
+ *      LpNormalization(x) <p = 2> alone)
  *
  *   k is the smallest that brings the sum of squares (the check's own measures: the sum, and the
  *   reduction's accumulator, count x bound) under the threshold; it is refused when it would push
@@ -668,7 +670,7 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
         m->count = ratio(numel_of(p, m->x), numel_of(p, w));
         return TRUE;
     }
-    if (!hg_node_is(rs, "ReduceSum"))
+    if (!hg_node_is(rs, "ReduceSum") && !hg_node_is(rs, "ReduceMean"))
         return FALSE;
     HgValue *sq = rs->inputs[0];
     HgNode *sn = sq->producer;
@@ -721,8 +723,14 @@ match_l2(Pre *p, HgNode *d)
     } else if (hg_node_is(d, "Mul") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
         for (guint k = 0; k < 2 && !ok; k++) {
             HgNode *rc = d->inputs[k]->producer;
-            if (!hg_node_is(rc, "Reciprocal") || !rc->inputs[0] || !private_value(d->inputs[k], d))
+            /* Reciprocal(n), or Div(c, n) with a constant c (TorchScript's rsqrt): both scale by 2^k */
+            gboolean recip = hg_node_is(rc, "Reciprocal") && rc->inputs[0];
+            g_autoptr(HgArray) num = !recip && hg_node_is(rc, "Div") && rc->n_inputs == 2 && rc->inputs[1]
+                                         ? const_array(p, rc->inputs[0])
+                                         : NULL;
+            if ((!recip && !num) || !private_value(d->inputs[k], d))
                 continue;
+            HgValue *nv = recip ? rc->inputs[0] : rc->inputs[1];
             g_array_set_size(pl.xuses, 0);
             g_array_set_size(pl.vals, 0);
             g_array_set_size(pl.consts, 0);
@@ -731,7 +739,7 @@ match_l2(Pre *p, HgNode *d)
             add_xuse(&pl, d, 1 - k);
             add_val(&pl, d->inputs[k], 1);
             l2_add_node(&m, rc);
-            ok = match_norm(p, &pl, &m, rc->inputs[0], rc);
+            ok = match_norm(p, &pl, &m, nv, rc);
         }
     }
     if (!ok || !x || m.x != x || !hg_dtype_is_float(dtype_of(p, x))) {
@@ -777,7 +785,7 @@ match_l2(Pre *p, HgNode *d)
         need = bx * bx * (double)m.count;
         hg_check_value_bound(p->res, x, &cal);
     }
-    const char *what = m.reduce == d ? "LpNormalization" : "L2 norm";
+    const char *what = m.reduce == d ? "LpNormalization" : hg_node_is(m.reduce, "ReduceMean") ? "RMS norm" : "L2 norm";
     if (isfinite(need) && fits(p, need)) {
         /* Nothing in the sum of squares overflows (the reduction accumulates in FP32): what made the
          * pattern unsafe is elsewhere (a divisor that reaches 0, say), not for pre-scaling to cure. */
