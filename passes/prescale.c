@@ -30,6 +30,13 @@
  *   x's smallest nonzero magnitude (the interval's tiny, where known) below FP16's normal range.
  *   Done only where the pattern has an overflow hazard and its intermediates have no other reader.
  *
+ *   A reduction whose running sum a runtime keeps in FP16 (--accumulate fp16) overflows while its
+ *   output fits: x pre-scaled by 2^-k where the reduction reads it, a Mul by 2^k after it (2^2k for
+ *   ReduceSumSquare); see match_reduce.
+ *
+ *   Scale moved in front of a whole-number power: c * Pow(x, n) takes 2^-j on x as 2^-nj (GELU's
+ *   tanh form); see match_scale.
+ *
  * Every value whose contents change is renamed (NAME_prescaled), and where calibration statistics
  * exist for the old name the scaled statistics are added under the new one (into the caller's table,
  * hg_analyses_options(env->analyses)->stats): the later passes decide on what the tensor now holds.
@@ -80,6 +87,8 @@ typedef struct {
     GArray *vals;     /* of ValEdit */
     HgNode *drop;     /* the Mul or Div whose remainder is 1: removed, its output moves up */
     guint drop_ci;    /* which of its inputs is the constant */
+    HgValue *post;    /* written by a new Mul(post's new name, 2^post_e) (NULL: none) */
+    int post_e;
     char *note;
 } Plan;
 
@@ -92,6 +101,8 @@ typedef struct {
     HgStats *stats;
     double threshold;
     GHashTable *hazard_at; /* HgNode* with an overflow or internal-overflow hazard */
+    GHashTable *internal;  /* HgNode* -> double*: the largest internal-overflow bound at it */
+    GHashTable *in_norm;   /* HgNode* of an L2 or RMS norm match_l2 matched, made or left */
     GHashTable *taken;     /* HgNode* that a plan edits */
     GHashTable *consts;    /* "name\x01e" -> HgValue*: scaled constants already made */
     GArray *plans;         /* of Plan */
@@ -298,6 +309,10 @@ cheaper_than_island(Pre *p, Plan *pl, HgNode *const *cure, guint n_cure, const c
     if (pl->x) {
         double nx = (double)hg_precision_numel(p->s, pl->x);
         rewrite += hg_precision_fp16_node_cost(nx + 1, nx);
+    }
+    if (pl->post) {
+        double ny = (double)hg_precision_numel(p->s, pl->post);
+        rewrite += hg_precision_fp16_node_cost(ny + 1, ny);
     }
     if (pl->drop) {
         double ny = (double)hg_precision_numel(p->s, pl->drop->outputs[0]);
@@ -747,6 +762,8 @@ match_l2(Pre *p, HgNode *d)
         return;
     }
     l2_add_node(&m, d);
+    for (guint i = 0; i < m.n_nodes; i++)
+        g_hash_table_add(p->in_norm, m.nodes[i]);
     /* Does it overflow? An overflow hazard at one of its nodes, or a value FP16 cannot hold. */
     gboolean unsafe = FALSE;
     for (guint i = 0; i < m.n_nodes; i++)
@@ -966,6 +983,20 @@ apply(Pre *p, Plan *pl)
         ValEdit *ve = &g_array_index(pl->vals, ValEdit, i);
         rename_scaled(p, ve->v, ve->e);
     }
+    if (pl->post) {
+        /* The producer writes a new value; a Mul by 2^post_e writes the old one (its name kept). */
+        HgValue *y = pl->post;
+        HgNode *prod = y->producer;
+        int dt = dtype_of(p, y);
+        g_autofree char *nbase = g_strdup_printf("%s_prescale_undo", node_name(pl->anchor));
+        g_autofree char *ybase = g_strdup_printf("%s_prescaled", y->name);
+        HgValue *y2 = new_value(g, ybase);
+        carry_stats(p, y->name, y2->name, -pl->post_e);
+        hg_node_set_output(prod, y->producer_index, y2);
+        HgValue *ins[2] = {y2, power_const(p, dt, pl->post_e)};
+        g_autofree char *nname = hg_graph_unique_name(g, nbase);
+        hg_graph_add_node(g, "Mul", NULL, nname, 2, ins, 1, &y);
+    }
     if (pl->drop) {
         /* The remainder is 1: the node that wrote the scale's input writes its output instead. */
         HgNode *sn = pl->drop;
@@ -987,6 +1018,54 @@ apply(Pre *p, Plan *pl)
     p->env->result->n_changed++;
 }
 
+/* ---------------------------------------------------------------- a reduction's FP16 running sum */
+
+/* A ReduceSum, ReduceMean, ReduceL2 or ReduceSumSquare whose running sum, kept in FP16 (--accumulate
+ * fp16), may pass the threshold while its output fits (the check's internal-overflow, of bound acc):
+ * x pre-scaled by the smallest 2^-k that brings the running sum under the threshold (its squares by
+ * 2^-2k for L2 and SumSquare), the result scaled back after the reduction (2^k; 2^2k for SumSquare).
+ * Powers of two, so the FP32 result keeps its bits. Refused where 2^-k would push x's smallest known
+ * magnitude below FP16's normal range. */
+static void
+match_reduce(Pre *p, HgNode *n)
+{
+    const double *acc = g_hash_table_lookup(p->internal, n);
+    gboolean sq = hg_node_is(n, "ReduceL2") || hg_node_is(n, "ReduceSumSquare");
+    if (!acc || g_hash_table_contains(p->in_norm, n) ||
+        !(sq || hg_node_is(n, "ReduceSum") || hg_node_is(n, "ReduceMean")) || n->n_inputs < 1 ||
+        !n->inputs[0] || n->n_outputs != 1 || !n->outputs[0] || !hg_dtype_is_float(dtype_of(p, n->inputs[0])) ||
+        any_taken(p, &n, 1))
+        return;
+    int a = sq ? 2 : 1, o = hg_node_is(n, "ReduceSumSquare") ? 2 : 1;
+    HgValue *x = n->inputs[0];
+    int k = 1;
+    while (a * k <= MAX_K && !fits(p, ldexp(*acc, -a * k)))
+        k++;
+    double tiny = hg_ranges_get(p->r, x)->tiny;
+    if (!isfinite(*acc) || a * k > MAX_K || (tiny >= FP16_MIN_NORMAL && ldexp(tiny, -k) < FP16_MIN_NORMAL)) {
+        hg_pass_note(p->env->result, PASS, "left %s '%s' alone: its running sum may reach %.3g, and no 2^-k on "
+                     "its input brings it under %g while keeping the input's smallest magnitude (%.3g) normal",
+                     n->op_type, node_name(n), *acc, p->threshold, tiny);
+        return;
+    }
+    Plan pl;
+    plan_init(&pl, n);
+    pl.x = x;
+    pl.xe = -k;
+    add_xuse(&pl, n, 0);
+    pl.post = n->outputs[0];
+    pl.post_e = o * k;
+    pl.note = g_strdup_printf("pre-scaled '%s' by 2^-%d into %s '%s', undone after it by 2^%d, k=%d: its FP16 "
+                              "running sum may reach %.3g > %g, %.3g after", x->name, k, n->op_type, node_name(n),
+                              o * k, k, *acc, p->threshold, ldexp(*acc, -a * k));
+    g_autofree char *what = g_strdup_printf("%s '%s'", n->op_type, node_name(n));
+    if (!cheaper_than_island(p, &pl, &n, 1, what)) {
+        plan_clear(&pl);
+        return;
+    }
+    take_plan(p, &pl, &n, 1);
+}
+
 gboolean
 hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
 {
@@ -1005,6 +1084,8 @@ hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
         .stats = co->stats,
         .threshold = co->threshold > 0 ? co->threshold : HG_DEFAULT_THRESHOLD,
         .hazard_at = g_hash_table_new(NULL, NULL),
+        .internal = g_hash_table_new_full(NULL, NULL, NULL, g_free),
+        .in_norm = g_hash_table_new(NULL, NULL),
         .taken = g_hash_table_new(NULL, NULL),
         .consts = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL),
         .plans = g_array_new(FALSE, TRUE, sizeof(Plan)),
@@ -1015,6 +1096,12 @@ hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
         const HgHazard *h = res->hazards->pdata[i];
         if (h->at && (h->kind == HG_HAZARD_OVERFLOW || h->kind == HG_HAZARD_INTERNAL_OVERFLOW))
             g_hash_table_add(p.hazard_at, (gpointer)h->at);
+        if (h->at && h->kind == HG_HAZARD_INTERNAL_OVERFLOW && !isnan(h->bound)) {
+            double *b = g_hash_table_lookup(p.internal, h->at);
+            if (!b)
+                g_hash_table_insert(p.internal, (gpointer)h->at, b = g_new0(double, 1));
+            *b = MAX(*b, h->bound);
+        }
     }
     guint n_nodes = g->nodes->len;
     for (guint i = 0; i < n_nodes && !p.error; i++) {
@@ -1023,6 +1110,12 @@ hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
             continue;
         match_scale(&p, n);
         match_l2(&p, n);
+    }
+    /* then the reductions that no norm above took in */
+    for (guint i = 0; i < n_nodes && !p.error; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (!(n->flags & HG_NODE_DEAD))
+            match_reduce(&p, n);
     }
     for (guint i = 0; i < p.plans->len && !p.error; i++)
         apply(&p, &g_array_index(p.plans, Plan, i));
@@ -1033,6 +1126,8 @@ hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error)
     g_hash_table_unref(p.consts);
     g_hash_table_unref(p.taken);
     g_hash_table_unref(p.hazard_at);
+    g_hash_table_unref(p.internal);
+    g_hash_table_unref(p.in_norm);
     g_hash_table_unref(p.cured);
     if (p.error) {
         g_propagate_error(error, p.error);

@@ -17,7 +17,12 @@ Usage: test_prescale.py HALFGUARD [CASE...]
    - in an L2 norm, x x 2^-k squares to 2^-2k x^2 exactly, sums (in any order) to 2^-2k times the
      same partial sums, the square root of 2^-2k S is 2^-k sqrt(S) exactly, and the quotient (or the
      product with the reciprocal, 2^k / n) cancels the scales exactly; epsilons are scaled by the same
-     powers, so Add(S, eps), Max(n, eps) keep their bits too.
+     powers, so Add(S, eps), Max(n, eps) keep their bits too; a mean of the squares (RMSNorm)
+     divides 2^-2k S by n, itself 2^-2k times S / n exactly;
+   - a power x^n with 2^-j on x is 2^-nj x^n (the interpreter's pow is computed in double and
+     rounded once), and the remainder left behind gives back c x^n as above;
+   - a reduction whose input is pre-scaled by 2^-k sums 2^-k (or, squared, 2^-2k) times the same
+     partial sums, and the Mul by 2^k (2^2k) after it gives back the same bits.
    The negative cases must come out unchanged (the dump equals the input's). Every rewrite's note
    weighs it against an FP32 island (assign_precision's cut with and without the rewrite's nodes
    cured): a rewrite made must be the cheaper, a pattern left in FP32 the dearer; the cases with
