@@ -1847,7 +1847,8 @@ test_range_decomposed_row_norms(void **state)
     static const char text[] =
         "<ir_version: 8, opset_import: [\"\" : 17]>\n"
         "g (float[2,4,16] q, float[2,4,16] k, float[3,16] x)\n"
-        "  => (float[2,4,4] cos, float[2,4,16] qn, float[3,2] y) <float eps = {1e-12}, int64[1] last = {-1},\n"
+        "  => (float[2,4,4] cos, float[2,4,16] qn, float[3,2] y, float[3,2] yi) <float eps = {1e-12},\n"
+        "     int64[1] last = {-1},\n"
         "     float two = {2}, float e5 = {1e-5}, float[16] gamma = {2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},\n"
         "     float[16,2] w = {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,\n"
         "                      0, 1, 0, 1}> {\n"
@@ -1869,6 +1870,10 @@ test_range_decomposed_row_norms(void **state)
         "  xr = Mul(x, r)\n"
         "  xg = Mul(gamma, xr)\n"
         "  y = MatMul(xg, w)\n"
+        "  gi = Identity(gamma)\n"
+        "  wi = Identity(w)\n"
+        "  xgi = Mul(gi, xr)\n"
+        "  yi = MatMul(xgi, wi)\n"
         "}\n";
     g_autoptr(HgShapes) shapes = NULL;
     g_autoptr(HgModel) m = text_model(text, &shapes);
@@ -1885,6 +1890,10 @@ test_range_decomposed_row_norms(void **state)
     const HgRange *y = RANGE_OF(ranges, m, "y");
     if (!(y->hi >= 8 * sqrt(8) * 0.999 && y->hi <= 8 * sqrt(8) * 1.02))
         fail_msg("y: [%g, %g], expected +-%g", y->lo, y->hi, 8 * sqrt(8));
+    /* the same with gamma and w read through Identity nodes, as TorchScript shares parameters */
+    const HgRange *yi = RANGE_OF(ranges, m, "yi");
+    if (!(yi->hi >= 8 * sqrt(8) * 0.999 && yi->hi <= 8 * sqrt(8) * 1.02))
+        fail_msg("yi: [%g, %g], expected +-%g", yi->lo, yi->hi, 8 * sqrt(8));
 }
 
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in

@@ -955,11 +955,30 @@ range_meet(HgRange *r, const HgRange *b)
     r->nan = r->nan && b->nan;
 }
 
+/* v's initializer, looking through Identity nodes (the TorchScript exporter shares a parameter that
+ * two modules hold, and a layer norm's weight of ones, through an Identity of one initializer), or
+ * NULL. */
+static const HgTensor *
+init_of(const HgValue *v)
+{
+    for (int depth = 0; v && depth < 8; depth++) {
+        if (v->init)
+            return v->is_input ? NULL : v->init;
+        const HgNode *p = v->producer;
+        if (!p || strcmp(p->op_type, "Identity") || (p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) ||
+            p->n_inputs != 1)
+            return NULL;
+        v = p->inputs[0];
+    }
+    return NULL;
+}
+
 /* The L2 norm of a constant vector (FALSE when not finite), or of one of n values in [lo, hi]. */
 static double
 l2_of(const HgValue *v, const HgRange *r, gint64 n)
 {
-    g_autoptr(HgArray) a = v && v->init ? hg_array_view_tensor(v->init, NULL) : NULL;
+    const HgTensor *t = init_of(v);
+    g_autoptr(HgArray) a = t ? hg_array_view_tensor(t, NULL) : NULL;
     if (!a)
         return n < 0 ? INFINITY : sqrt((double)n) * hg_mag(r->lo, r->hi);
     double ss = 0;
@@ -999,7 +1018,7 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
         }
         /* times a constant scale (gamma of a decomposed RMSNorm): at most its largest magnitude */
         if (!strcmp(p->op_type, "Mul") && p->n_inputs == 2 && p->inputs[1]) {
-            int ci = p->inputs[0]->init ? 0 : p->inputs[1]->init ? 1 : -1;
+            int ci = init_of(p->inputs[0]) ? 0 : init_of(p->inputs[1]) ? 1 : -1;
             const HgRange *cr = ci >= 0 ? ctx->range_of(ctx->range_data, p->inputs[ci]) : NULL;
             const HgValueShape *xs = ci >= 0 ? ctx->shape_of(ctx->shape_data, p->inputs[1 - ci]) : NULL;
             if (!cr || !hg_range_bounded(cr) || cr->nan || !xs || xs->rank != os->rank || os->rank < 1 ||
@@ -1093,16 +1112,15 @@ block_l2_bound(const HgRangeCtx *ctx, const HgValue *v, int axis, int rank)
             axis = rank - 1;
         } else if (!strcmp(p->op_type, "Add") && !bias && p->n_inputs == 2 && axis == rank - 1) {
             /* x W + c, c a constant of the row's length (or broadcast to it) */
-            int ci = p->inputs[1] && p->inputs[1]->init ? 1 : p->inputs[0]->init ? 0 : -1;
+            int ci = init_of(p->inputs[1]) ? 1 : init_of(p->inputs[0]) ? 0 : -1;
             if (ci < 0 || !p->inputs[1 - ci])
                 return INFINITY;
             bias = p->inputs[ci];
             v = p->inputs[1 - ci];
             continue;
-        } else if (!strcmp(p->op_type, "MatMul") && axis == rank - 1 && p->n_inputs == 2 && p->inputs[1] &&
-                   p->inputs[1]->init) {
-            g_autoptr(HgArray) w = hg_array_view_tensor(p->inputs[1]->init, NULL);
-            g_autoptr(HgArray) c = bias ? hg_array_view_tensor(bias->init, NULL) : NULL;
+        } else if (!strcmp(p->op_type, "MatMul") && axis == rank - 1 && p->n_inputs == 2 && init_of(p->inputs[1])) {
+            g_autoptr(HgArray) w = hg_array_view_tensor(init_of(p->inputs[1]), NULL);
+            g_autoptr(HgArray) c = bias ? hg_array_view_tensor(init_of(bias), NULL) : NULL;
             double R = row_l2_bound(ctx, p->inputs[0]);
             if (!w || w->rank != 2 || !isfinite(R) || (bias && !c))
                 return INFINITY;
