@@ -1896,6 +1896,37 @@ test_range_decomposed_row_norms(void **state)
         fail_msg("yi: [%g, %g], expected +-%g", yi->lo, yi->hi, 8 * sqrt(8));
 }
 
+/* Einsum with a symbolic batch (MaxViT's attention, as TorchScript writes it with spaces and capital
+ * labels): each output sums the 4 products of its contracted label, whatever b is, so [-8, 8] for
+ * operands in [-1, 1] and [-2, 2]; the interval rule wanted every dim known and gave nothing. A
+ * contracted label of unknown length still leaves the sum unbounded. */
+static void
+test_range_einsum_symbolic_batch(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[b,3,4] x, float[b,4,5] y, float[b,3,n] z, float[b,n,5] w)\n"
+        "  => (float[b,3,5] p, float[b,3,5] q, float[b,3,5] u) {\n"
+        "  p = Einsum <equation = \"bij,bjk->bik\"> (x, y)\n"
+        "  q = Einsum <equation = \"B I J, B J K -> B I K\"> (x, y)\n"
+        "  u = Einsum <equation = \"bij,bjk->bik\"> (z, w)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[4] = {{"x", {-1, 1, 0, FALSE}}, {"y", {-2, 2, 0, FALSE}}, {"z", {-1, 1, 0, FALSE}},
+                          {"w", {-2, 2, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 4);
+    const char *names[] = {"p", "q"};
+    for (int i = 0; i < 2; i++) {
+        const HgRange *r = RANGE_OF(ranges, m, names[i]);
+        if (!(r->hi >= 8 && r->hi <= 8.001 && r->lo <= -8 && r->lo >= -8.001))
+            fail_msg("%s: [%g, %g], expected [-8, 8]", names[i], r->lo, r->hi);
+    }
+    const HgRange *u = RANGE_OF(ranges, m, "u");
+    assert_true(isinf(u->hi) && isinf(u->lo));
+}
+
 /* Run m 64 times on its one input "x" of dims (32 elements): first on `first`, then uniform in
  * [-10, 10] (seeded), and fail when a value of the named outputs (NULL-terminated) leaves its range
  * in ranges. */
@@ -2555,6 +2586,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_softmax_convex),
              cmocka_unit_test(test_range_softmax_where_zero),
              cmocka_unit_test(test_range_decomposed_row_norms),
+             cmocka_unit_test(test_range_einsum_symbolic_batch),
              cmocka_unit_test(test_range_norm_aware),
              cmocka_unit_test(test_range_dims_used),
              cmocka_unit_test(test_range_per_channel),

@@ -1298,17 +1298,40 @@ hg_range_Gemm(HgRangeCtx *ctx)
     }
 }
 
-/* Einsum: each output element sums `terms` products of one element of each operand. */
+/* Einsum: each output element sums `terms` products of one element of each operand, terms the
+ * product of the contracted labels' lengths (those of no output axis): only they need be known, a
+ * symbolic batch or sequence elsewhere is no matter. */
 void
 hg_range_Einsum(HgRangeCtx *ctx)
 {
-    if (ctx->n_inputs == 0 || ctx->n_outputs == 0 || !ctx->out_shapes[0])
+    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS || ctx->n_outputs == 0)
         return;
-    HgShapeCtx sc = {ctx->node, ctx->opset, ctx->n_inputs, ctx->shapes, 0, NULL, NULL};
-    gint64 all = hg_cost_Einsum(&sc), nout = hg_vshape_numel(ctx->out_shapes[0]);
-    if (all < 0 || nout < 0)
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < ctx->n_inputs; q++) {
+        if (!ctx->shapes[q] || ctx->shapes[q]->rank < 0)
+            return;
+        ranks[q] = ctx->shapes[q]->rank;
+        opdims[q] = ctx->shapes[q]->dims;
+    }
+    Einsum e;
+    HgSymDim ldims[EIN_MAX_LABELS];
+    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, NULL) || !ein_label_dims(ctx->node, &e, opdims, ldims, NULL))
         return;
-    gint64 terms = nout ? all / nout : 0;
+    gboolean kept[EIN_MAX_LABELS] = {FALSE}, seen[EIN_MAX_LABELS] = {FALSE};
+    for (guint i = 0; i < e.out_rank; i++)
+        kept[e.out_label[i]] = TRUE;
+    gint64 terms = 1;
+    for (guint q = 0; q < e.nops; q++)
+        for (guint i = 0; i < e.rank[q]; i++) {
+            int l = e.axis_label[q][i];
+            if (kept[l] || seen[l])
+                continue;
+            seen[l] = TRUE;
+            if (ldims[l].v < 0 || (terms > 0 && ldims[l].v > G_MAXINT64 / terms))
+                return;
+            terms *= ldims[l].v;
+        }
     double lo = 1, hi = 1, mag = 1;
     gboolean nan = FALSE;
     for (guint q = 0; q < ctx->n_inputs; q++) {
