@@ -4,20 +4,119 @@
  *     x -> Reshape(x, s)                                            =>   x -> Reshape(x, s)
  *
  * A node is folded when every output is an integer tensor of at most 4096 elements whose value
- * inference computed, or the output of Shape or Size: the integer math that describes shapes. Float
- * arithmetic on constants is left as the model wrote it. The nodes that fed the folded ones are left
- * for cleanup to remove once nothing reads them. --shapes pins symbolic input dims, which is what
+ * inference computed, or the output of Shape or Size: the integer math that describes shapes. The
+ * nodes that fed the folded ones are left for cleanup to remove once nothing reads them.
+ *
+ * Float arithmetic whose inputs are all constants is computed too, in FP32 by the op's kernel, where
+ * the model does not grow by it: the weight-norm reparametrization the dynamo exporter leaves as
+ * g * v / ||v||, weights it stores transposed or reshaped. The FP16 model then holds those weights
+ * rounded once, not computed in FP16 at run time, and the analysis sees them as the constants they
+ * are (a Conv's bound needs its weights). Quantize/Dequantize nodes (a QDQ model's structure),
+ * random ops, Identity (TorchScript's shared parameters) and nodes that write a graph output are
+ * left, and so is a node that would add more than FLOAT_FOLD_GROWTH bytes: what it writes less the
+ * constants only it reads. --shapes pins symbolic input dims, which is what
  * lets shapes that depend on a batch size fold; when anything folds, the pinned inputs are declared
  * with those dims, since the model now only works for them.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
 #include "ops/array.h"
+#include "ops/kernel.h"
 #include "shapes.h"
 
 #include <string.h>
 
 #define FOLD_MAX_ELEMENTS 4096
+#define FLOAT_FOLD_GROWTH ((gsize)64 << 10)
+#define FLOAT_FOLD_MAX_BYTES ((gsize)1 << 30)
+
+/* t when v is a constant of the graph: an initializer that is no graph input, or NULL. */
+static const HgTensor *
+const_tensor(const HgValue *v)
+{
+    return v && v->init && !v->is_input ? v->init : NULL;
+}
+
+static const char *const NO_FLOAT_FOLD[] = {
+    "Constant", "Identity", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "RandomNormal",
+    "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", NULL,
+};
+
+/* Compute n when its inputs are constants and it writes float tensors, without growing the model
+ * (above). Its outputs become initializers; FALSE when it is left. */
+static gboolean
+fold_float(HgGraph *g, HgNode *n, gint64 opset)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    if (n->flags & HG_NODE_DEAD || !op || !op->eval || n->n_outputs == 0 || n->n_inputs == 0 ||
+        (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) || g_strv_contains(NO_FLOAT_FOLD, n->op_type))
+        return FALSE;
+    for (guint i = 0; i < n->attrs->len; i++) {
+        const HgAttr *a = n->attrs->pdata[i];
+        if (a->g || (a->graphs && a->graphs->len))
+            return FALSE;
+    }
+    /* a graph output stays computed: a runtime may not take a constant as a network output */
+    for (guint k = 0; k < n->n_outputs; k++)
+        if (n->outputs[k] && (n->outputs[k]->is_output || n->outputs[k]->nested_outputs))
+            return FALSE;
+    gsize freed = 0, in_bytes = 0;
+    g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
+    gboolean ok = TRUE;
+    for (guint k = 0; k < n->n_inputs && ok; k++) {
+        const HgValue *v = n->inputs[k];
+        if (!v)
+            continue;
+        const HgTensor *t = const_tensor(v);
+        ok = t != NULL;
+        if (!ok)
+            break;
+        in_bytes += t->nbytes;
+        gboolean only_here = !v->is_output && !v->nested_outputs;
+        for (guint j = 0; j < v->uses->len && only_here; j++)
+            only_here = g_array_index(v->uses, HgUse, j).node == n;
+        if (only_here)
+            freed += t->nbytes;
+        ins[k] = hg_array_view_tensor(t, NULL);
+        ok = ins[k] != NULL;
+    }
+    g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
+    if (ok && in_bytes <= FLOAT_FOLD_MAX_BYTES)
+        ok = hg_eval_constants(n, opset, op->eval, n->n_inputs, ins, n->n_outputs, outs, NULL);
+    else
+        ok = FALSE;
+    gsize out_bytes = 0;
+    gboolean any_float = FALSE;
+    for (guint k = 0; ok && k < n->n_outputs; k++) {
+        if (!n->outputs[k])
+            continue;
+        if (!outs[k] || outs[k]->strings) {
+            ok = FALSE;
+            break;
+        }
+        out_bytes += (gsize)outs[k]->numel * hg_dtype_size(outs[k]->dtype);
+        any_float |= hg_dtype_is_float(outs[k]->dtype);
+    }
+    ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH;
+    if (ok) {
+        g_autoptr(GPtrArray) vals = g_ptr_array_new();
+        for (guint k = 0; k < n->n_outputs; k++)
+            g_ptr_array_add(vals, n->outputs[k]);
+        hg_node_remove(n);
+        for (guint k = 0; k < vals->len; k++) {
+            HgValue *v = vals->pdata[k];
+            if (v)
+                hg_graph_add_initializer(g, v, hg_array_to_tensor(outs[k], v->name));
+        }
+    }
+    for (guint k = 0; k < n->n_inputs; k++)
+        if (ins[k])
+            hg_array_unref(ins[k]);
+    for (guint k = 0; k < n->n_outputs; k++)
+        if (outs[k])
+            hg_array_unref(outs[k]);
+    return ok;
+}
 
 static gboolean
 foldable(const HgNode *n, const HgShapes *s)
@@ -112,6 +211,12 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
         }
         folded++;
     }
+    /* Float math on constants, in graph order (a chain folds node by node); the constants it no
+     * longer reads are left for cleanup. */
+    guint folded_float = 0;
+    gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
+    for (guint i = 0; i < g->nodes->len; i++)
+        folded_float += fold_float(g, g->nodes->pdata[i], opset);
     hg_graph_compact(g);
     /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
      * outputs, value_info) has a symbolic dim that inference now knows. */
@@ -127,6 +232,11 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
         hg_pass_note(env->result, "fold_shapes", "folded %u shape node%s to constants", folded,
                      folded == 1 ? "" : "s");
         env->result->n_changed += folded;
+    }
+    if (folded_float) {
+        hg_pass_note(env->result, "fold_shapes", "computed %u node%s of float math on constants (weight norms, "
+                     "transposed weights) into initializers", folded_float, folded_float == 1 ? "" : "s");
+        env->result->n_changed += folded_float;
     }
     return TRUE;
 }
