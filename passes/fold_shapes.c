@@ -5,18 +5,19 @@
  *
  * A node is folded when every output is an integer tensor of at most 4096 elements whose value
  * inference computed, or the output of Shape or Size: the integer math that describes shapes. The
- * nodes that fed the folded ones are left for cleanup to remove once nothing reads them.
+ * nodes that fed the folded ones are left for cleanup to remove once nothing reads them. --shapes
+ * pins symbolic input dims, which is what lets shapes that depend on a batch size fold; when anything
+ * folds, the pinned inputs are declared with those dims, since the model now only works for them.
  *
  * Float arithmetic whose inputs are all constants is computed too, in FP32 by the op's kernel, where
  * the model does not grow by it: the weight-norm reparametrization the dynamo exporter leaves as
  * g * v / ||v||, weights it stores transposed or reshaped. The FP16 model then holds those weights
  * rounded once, not computed in FP16 at run time, and the analysis sees them as the constants they
- * are (a Conv's bound needs its weights). Quantize/Dequantize nodes (a QDQ model's structure),
+ * are (a Conv's bound needs its weights). Single values (scalar arithmetic on sizes, which
+ * assign_precision places as the model wrote it), Quantize/Dequantize nodes (a QDQ model's structure),
  * random ops, Identity (TorchScript's shared parameters) and nodes that write a graph output are
  * left, and so is a node that would add more than FLOAT_FOLD_GROWTH bytes: what it writes less the
- * constants only it reads. --shapes pins symbolic input dims, which is what
- * lets shapes that depend on a batch size fold; when anything folds, the pinned inputs are declared
- * with those dims, since the model now only works for them.
+ * constants only it reads.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
@@ -95,7 +96,9 @@ fold_float(HgGraph *g, HgNode *n, gint64 opset)
             break;
         }
         out_bytes += (gsize)outs[k]->numel * hg_dtype_size(outs[k]->dtype);
-        any_float |= hg_dtype_is_float(outs[k]->dtype);
+        /* a single value is scalar arithmetic (on sizes, most often), which assign_precision places
+         * as it is: weights are what the analysis needs to see */
+        any_float |= hg_dtype_is_float(outs[k]->dtype) && outs[k]->numel > 1;
     }
     ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH;
     if (ok) {
