@@ -16,8 +16,8 @@
  * are (a Conv's bound needs its weights). Single values (scalar arithmetic on sizes, which
  * assign_precision places as the model wrote it), Quantize/Dequantize nodes (a QDQ model's structure),
  * random ops, Identity (TorchScript's shared parameters) and nodes that write a graph output are
- * left, and so is a node that would add more than FLOAT_FOLD_GROWTH bytes: what it writes less the
- * constants only it reads.
+ * left, and so is a node that would add more than FLOAT_FOLD_GROWTH bytes (what it writes less the
+ * constants only it reads) or write more than FLOAT_FOLD_MAX_BYTES.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
@@ -29,7 +29,11 @@
 
 #define FOLD_MAX_ELEMENTS 4096
 #define FLOAT_FOLD_GROWTH ((gsize)64 << 10)
-#define FLOAT_FOLD_MAX_BYTES ((gsize)1 << 30)
+/* The folded values live in memory, not in the mapped file: a node writing more than this is left
+ * as it is, and folding stops once this much has been computed (a conversion's memory stays bounded
+ * on a model of many gigabytes whatever its constant math). */
+#define FLOAT_FOLD_MAX_BYTES ((gsize)32 << 20)
+#define FLOAT_FOLD_TOTAL_BYTES ((gsize)256 << 20)
 
 /* t when v is a constant of the graph: an initializer that is no graph input, or NULL. */
 static const HgTensor *
@@ -46,7 +50,7 @@ static const char *const NO_FLOAT_FOLD[] = {
 /* Compute n when its inputs are constants and it writes float tensors, without growing the model
  * (above). Its outputs become initializers; FALSE when it is left. */
 static gboolean
-fold_float(HgGraph *g, HgNode *n, gint64 opset)
+fold_float(HgGraph *g, HgNode *n, gint64 opset, gsize *total)
 {
     const HgOpDef *op = hg_op_for_node(n);
     if (n->flags & HG_NODE_DEAD || !op || !op->eval || n->n_outputs == 0 || n->n_inputs == 0 ||
@@ -82,7 +86,7 @@ fold_float(HgGraph *g, HgNode *n, gint64 opset)
         ok = ins[k] != NULL;
     }
     g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
-    if (ok && in_bytes <= FLOAT_FOLD_MAX_BYTES)
+    if (ok && in_bytes <= 4 * FLOAT_FOLD_MAX_BYTES)
         ok = hg_eval_constants(n, opset, op->eval, n->n_inputs, ins, n->n_outputs, outs, NULL);
     else
         ok = FALSE;
@@ -100,8 +104,10 @@ fold_float(HgGraph *g, HgNode *n, gint64 opset)
          * as it is: weights are what the analysis needs to see */
         any_float |= hg_dtype_is_float(outs[k]->dtype) && outs[k]->numel > 1;
     }
-    ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH;
+    ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH &&
+         *total + out_bytes <= FLOAT_FOLD_TOTAL_BYTES;
     if (ok) {
+        *total += out_bytes;
         g_autoptr(GPtrArray) vals = g_ptr_array_new();
         for (guint k = 0; k < n->n_outputs; k++)
             g_ptr_array_add(vals, n->outputs[k]);
@@ -217,9 +223,10 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
     /* Float math on constants, in graph order (a chain folds node by node); the constants it no
      * longer reads are left for cleanup. */
     guint folded_float = 0;
+    gsize folded_bytes = 0;
     gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
     for (guint i = 0; i < g->nodes->len; i++)
-        folded_float += fold_float(g, g->nodes->pdata[i], opset);
+        folded_float += fold_float(g, g->nodes->pdata[i], opset, &folded_bytes);
     hg_graph_compact(g);
     /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
      * outputs, value_info) has a symbolic dim that inference now knows. */

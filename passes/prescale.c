@@ -517,6 +517,13 @@ match_scale(Pre *p, HgNode *sn)
     }
     /* the remainder stays behind, or the node goes when it is 1 */
     double rem = ldexp(cv, div ? e : -e);
+    /* a power's remainder is not in [1, 2): it must itself be an FP16 normal */
+    if (pow_n && !(fabs(rem) >= FP16_MIN_NORMAL && fits(p, fabs(rem)))) {
+        hg_pass_note(p->env->result, PASS, "left %s '%s' after Pow '%s' in place: the constant left behind, "
+                     "%.3g, would not be an FP16 normal", sn->op_type, node_name(sn), node_name(mm), rem);
+        plan_clear(&pl);
+        return;
+    }
     if (rem == 1.0) {
         pl.drop = sn;
         pl.drop_ci = ci;
