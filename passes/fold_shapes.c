@@ -50,7 +50,7 @@ static const char *const NO_FLOAT_FOLD[] = {
 /* Compute n when its inputs are constants and it writes float tensors, without growing the model
  * (above). Its outputs become initializers; FALSE when it is left. */
 static gboolean
-fold_float(HgGraph *g, HgNode *n, gint64 opset, gsize *total)
+fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
 {
     const HgOpDef *op = hg_op_for_node(n);
     if (n->flags & HG_NODE_DEAD || !op || !op->eval || n->n_outputs == 0 || n->n_inputs == 0 ||
@@ -61,10 +61,25 @@ fold_float(HgGraph *g, HgNode *n, gint64 opset, gsize *total)
         if (a->g || (a->graphs && a->graphs->len))
             return FALSE;
     }
-    /* a graph output stays computed: a runtime may not take a constant as a network output */
-    for (guint k = 0; k < n->n_outputs; k++)
-        if (n->outputs[k] && (n->outputs[k]->is_output || n->outputs[k]->nested_outputs))
+    /* a graph output stays computed: a runtime may not take a constant as a network output; and
+     * what the node would write is known, and small enough, before it runs (a ConstantOfShape of a
+     * billion elements is a few bytes of input) */
+    gsize planned = 0;
+    for (guint k = 0; k < n->n_outputs; k++) {
+        const HgValue *v = n->outputs[k];
+        if (!v)
+            continue;
+        if (v->is_output || v->nested_outputs)
             return FALSE;
+        const HgValueShape *vs = hg_shapes_get(s, v);
+        gint64 numel = hg_vshape_numel(vs);
+        gsize es = vs->dtype != HG_DTYPE_UNDEFINED ? hg_dtype_size(vs->dtype) : 0;
+        if (numel < 0 || es == 0 || (guint64)numel > FLOAT_FOLD_MAX_BYTES / es)
+            return FALSE;
+        planned += (gsize)numel * es;
+    }
+    if (planned > FLOAT_FOLD_MAX_BYTES || *total + planned > FLOAT_FOLD_TOTAL_BYTES)
+        return FALSE;
     gsize freed = 0, in_bytes = 0;
     g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
     gboolean ok = TRUE;
@@ -226,7 +241,7 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
     gsize folded_bytes = 0;
     gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
     for (guint i = 0; i < g->nodes->len; i++)
-        folded_float += fold_float(g, g->nodes->pdata[i], opset, &folded_bytes);
+        folded_float += fold_float(g, s, g->nodes->pdata[i], opset, &folded_bytes);
     hg_graph_compact(g);
     /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
      * outputs, value_info) has a symbolic dim that inference now knows. */

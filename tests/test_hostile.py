@@ -273,6 +273,27 @@ def test_allocation(tmp):
                          timeout=120, memory=5 << 30)
         check("alloc:run-3gib-output", rc == 2 and se.decode() ==
               f"{big}: output 'y': out of memory for its 3221225472 bytes\n", (rc, se[-300:]))
+    # convert computes float math on constants (fold_shapes), but never what it would not keep: 800 MB
+    # of ones sliced to 4 stays a ConstantOfShape, and convert's peak RSS stays far below it
+    huge = os.path.join(tmp, "huge.onnx")
+    hshape = helper.make_tensor("hshape", TensorProto.INT64, [1], [200000000])
+    st = helper.make_tensor("st", TensorProto.INT64, [1], [0])
+    en = helper.make_tensor("en", TensorProto.INT64, [1], [4])
+    ones = helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])
+    hgtest.save_model(huge, [helper.make_node("ConstantOfShape", ["hshape"], ["big"], name="ones", value=ones),
+                             helper.make_node("Slice", ["big", "st", "en"], ["s"], name="cut"),
+                             helper.make_node("Add", ["x", "s"], ["y"], name="add")],
+                      [vi("x", [4])], [vi("y", [4])], [hshape, st, en])
+    if not SANITIZED:
+        with open(os.path.join(tmp, "huge.err"), "w+b") as ef:
+            p = subprocess.Popen([HG, "convert", huge, "-o", os.path.join(tmp, "huge.fp16.onnx"), "-r", "x=-1:1"],
+                                 stdout=subprocess.DEVNULL, stderr=ef, env=ENV)
+            _, status, usage = os.wait4(p.pid, 0)  # this child's own peak RSS, in KiB
+            p.returncode = os.waitstatus_to_exitcode(status)
+            ef.seek(0)
+            err = ef.read()
+        check("alloc:constant-fold-bounded", os.waitstatus_to_exitcode(status) == 0 and usage.ru_maxrss < 300 << 10,
+              (status, usage.ru_maxrss, err[-300:]))
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
     check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
           (rc, se[-300:]))
