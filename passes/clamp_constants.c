@@ -96,24 +96,6 @@ clamped(const HgTensor *t, const HgValue *v, const HgScan *known, double *worst)
     return c;
 }
 
-/* The value of v where it is a constant float scalar (an initializer that is no graph input, or a
- * Constant's value), else NaN. */
-static double
-scalar_constant(const HgValue *v)
-{
-    const HgTensor *t = NULL;
-    if (v->init && !v->is_input) {
-        t = v->init;
-    } else if (hg_node_is(v->producer, "Constant")) {
-        const HgAttr *a = hg_node_attr(v->producer, "value");
-        t = a ? a->t : NULL;
-    }
-    if (!t || hg_tensor_numel(t) != 1 || !hg_dtype_is_float(t->dtype))
-        return NAN;
-    g_autoptr(HgArray) a = hg_array_from_tensor(t, NULL);
-    return a ? hg_array_get_f64(a, 0) : NAN;
-}
-
 gboolean
 hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
 {
@@ -123,6 +105,7 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
     if (!res)
         return FALSE;
     const HgRanges *ranges = hg_check_ranges(res);
+    const HgShapes *shapes = hg_check_shapes(res);
     gint64 n_flush = 0;
     guint n_tensors = 0;
     double smallest = INFINITY;
@@ -181,7 +164,11 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
         gboolean dropped = FALSE;
         for (guint k = 1; k < node->n_inputs && k < 3; k++) {
             HgValue *b = node->inputs[k];
-            double x = b ? scalar_constant(b) : NAN;
+            /* shape inference holds the values of small constants (the analysis is of the graph before
+             * this pass; no Clip bound is a mask fill it clamped) */
+            const HgArray *bv = b ? hg_shapes_get(shapes, b)->value : NULL;
+            double x = bv && bv->numel == 1 && hg_dtype_is_float(bv->dtype) && !b->is_input
+                           ? hg_array_get_f64(bv, 0) : NAN;
             if (!isinf(x) || (k == 1) != (x < 0))
                 continue;
             hg_pass_note(env->result, "clamp_constants", "Clip '%s': dropped its %s bound '%s' (%s)",

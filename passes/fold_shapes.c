@@ -47,8 +47,25 @@ static const char *const NO_FLOAT_FOLD[] = {
     "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", NULL,
 };
 
+/* n's outputs become initializers holding vals[k] (NULL entries: omitted outputs); n goes. */
+static void
+replace_by_initializers(HgGraph *g, HgNode *n, const HgArray *const *vals)
+{
+    g_autoptr(GPtrArray) outs = g_ptr_array_new();
+    for (guint k = 0; k < n->n_outputs; k++)
+        g_ptr_array_add(outs, n->outputs[k]);
+    hg_node_remove(n);
+    for (guint k = 0; k < outs->len; k++) {
+        HgValue *v = outs->pdata[k];
+        if (v)
+            hg_graph_add_initializer(g, v, hg_array_to_tensor(vals[k], v->name));
+    }
+}
+
 /* Compute n when its inputs are constants and it writes float tensors, without growing the model
- * (above). Its outputs become initializers; FALSE when it is left. */
+ * (above). Everything is decided from the inferred shapes before the kernel runs (a ConstantOfShape
+ * of a billion elements is a few bytes of input). Its outputs become initializers; FALSE when it is
+ * left. */
 static gboolean
 fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
 {
@@ -61,77 +78,57 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
         if (a->g || (a->graphs && a->graphs->len))
             return FALSE;
     }
-    /* a graph output stays computed: a runtime may not take a constant as a network output; and
-     * what the node would write is known, and small enough, before it runs (a ConstantOfShape of a
-     * billion elements is a few bytes of input) */
-    gsize planned = 0;
+    /* What it writes: no graph output (a runtime may not take a constant as a network output), sizes
+     * known, some float tensor of more than one value (a single value is scalar arithmetic, on sizes
+     * most often, which assign_precision places as it is: weights are what the analysis needs). */
+    gsize out_bytes = 0;
+    gboolean any_float = FALSE;
+    g_autofree gint64 *numels = g_new0(gint64, n->n_outputs + 1);
     for (guint k = 0; k < n->n_outputs; k++) {
         const HgValue *v = n->outputs[k];
         if (!v)
             continue;
-        if (v->is_output || v->nested_outputs)
-            return FALSE;
         const HgValueShape *vs = hg_shapes_get(s, v);
-        gint64 numel = hg_vshape_numel(vs);
+        numels[k] = hg_vshape_numel(vs);
         gsize es = vs->dtype != HG_DTYPE_UNDEFINED ? hg_dtype_size(vs->dtype) : 0;
-        if (numel < 0 || es == 0 || (guint64)numel > FLOAT_FOLD_MAX_BYTES / es)
+        if (v->is_output || v->nested_outputs || numels[k] < 0 || es == 0 ||
+            (guint64)numels[k] > FLOAT_FOLD_MAX_BYTES / es)
             return FALSE;
-        planned += (gsize)numel * es;
+        out_bytes += (gsize)numels[k] * es;
+        any_float |= hg_dtype_is_float(vs->dtype) && numels[k] > 1;
     }
-    if (planned > FLOAT_FOLD_MAX_BYTES || *total + planned > FLOAT_FOLD_TOTAL_BYTES)
-        return FALSE;
+    /* What it reads: constants only; those only it reads are freed */
     gsize freed = 0, in_bytes = 0;
-    g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
-    gboolean ok = TRUE;
-    for (guint k = 0; k < n->n_inputs && ok; k++) {
+    for (guint k = 0; k < n->n_inputs; k++) {
         const HgValue *v = n->inputs[k];
+        const HgTensor *t = const_tensor(v);
+        if (v && !t)
+            return FALSE;
         if (!v)
             continue;
-        const HgTensor *t = const_tensor(v);
-        ok = t != NULL;
-        if (!ok)
-            break;
         in_bytes += t->nbytes;
         gboolean only_here = !v->is_output && !v->nested_outputs;
         for (guint j = 0; j < v->uses->len && only_here; j++)
             only_here = g_array_index(v->uses, HgUse, j).node == n;
         if (only_here)
             freed += t->nbytes;
-        ins[k] = hg_array_view_tensor(t, NULL);
-        ok = ins[k] != NULL;
     }
+    if (!any_float || out_bytes > FLOAT_FOLD_MAX_BYTES || out_bytes > freed + FLOAT_FOLD_GROWTH ||
+        *total + out_bytes > FLOAT_FOLD_TOTAL_BYTES || in_bytes > 4 * FLOAT_FOLD_MAX_BYTES)
+        return FALSE;
+    g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
     g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
-    if (ok && in_bytes <= 4 * FLOAT_FOLD_MAX_BYTES)
-        ok = hg_eval_constants(n, opset, op->eval, n->n_inputs, ins, n->n_outputs, outs, NULL);
-    else
-        ok = FALSE;
-    gsize out_bytes = 0;
-    gboolean any_float = FALSE;
-    for (guint k = 0; ok && k < n->n_outputs; k++) {
-        if (!n->outputs[k])
-            continue;
-        if (!outs[k] || outs[k]->strings) {
-            ok = FALSE;
-            break;
-        }
-        out_bytes += (gsize)outs[k]->numel * hg_dtype_size(outs[k]->dtype);
-        /* a single value is scalar arithmetic (on sizes, most often), which assign_precision places
-         * as it is: weights are what the analysis needs to see */
-        any_float |= hg_dtype_is_float(outs[k]->dtype) && outs[k]->numel > 1;
-    }
-    ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH &&
-         *total + out_bytes <= FLOAT_FOLD_TOTAL_BYTES;
+    gboolean ok = TRUE;
+    for (guint k = 0; k < n->n_inputs && ok; k++)
+        if (n->inputs[k])
+            ok = (ins[k] = hg_array_view_tensor(const_tensor(n->inputs[k]), NULL)) != NULL;
+    ok = ok && hg_eval_constants(n, opset, op->eval, n->n_inputs, ins, n->n_outputs, outs, NULL);
+    /* the kernel wrote what inference said it would */
+    for (guint k = 0; ok && k < n->n_outputs; k++)
+        ok = !n->outputs[k] || (outs[k] && !outs[k]->strings && outs[k]->numel == numels[k]);
     if (ok) {
         *total += out_bytes;
-        g_autoptr(GPtrArray) vals = g_ptr_array_new();
-        for (guint k = 0; k < n->n_outputs; k++)
-            g_ptr_array_add(vals, n->outputs[k]);
-        hg_node_remove(n);
-        for (guint k = 0; k < vals->len; k++) {
-            HgValue *v = vals->pdata[k];
-            if (v)
-                hg_graph_add_initializer(g, v, hg_array_to_tensor(outs[k], v->name));
-        }
+        replace_by_initializers(g, n, (const HgArray *const *)outs);
     }
     for (guint k = 0; k < n->n_inputs; k++)
         if (ins[k])
@@ -222,17 +219,10 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
     guint folded = 0;
     for (guint i = 0; i < fold->len; i++) {
         HgNode *n = fold->pdata[i];
-        g_autoptr(GPtrArray) outs = g_ptr_array_new();
+        g_autofree const HgArray **vals = g_new0(const HgArray *, n->n_outputs + 1);
         for (guint k = 0; k < n->n_outputs; k++)
-            g_ptr_array_add(outs, n->outputs[k]);
-        hg_node_remove(n);
-        for (guint k = 0; k < outs->len; k++) {
-            HgValue *v = outs->pdata[k];
-            if (!v)
-                continue;
-            const HgValueShape *vs = hg_shapes_get(s, v);
-            hg_graph_add_initializer(g, v, hg_array_to_tensor(vs->value, v->name));
-        }
+            vals[k] = n->outputs[k] ? hg_shapes_get(s, n->outputs[k])->value : NULL;
+        replace_by_initializers(g, n, vals);
         folded++;
     }
     /* Float math on constants, in graph order (a chain folds node by node); the constants it no

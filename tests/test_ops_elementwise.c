@@ -1270,11 +1270,8 @@ test_range_decomposed_rmsnorm(void **state)
         "  Y3 = Mul(X, D3)\n"
         "  Y4 = Mul(Z, R)\n"
         "}\n";
-    g_autoptr(GError) error = NULL;
-    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
-    assert_non_null(m);
-    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
-    assert_non_null(shapes);
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
     HgInputRange in[2] = {{"X", {-100, 100, 0, FALSE}}, {"Z", {-100, 100, 0, FALSE}}};
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
     const char *names[] = {"Y1", "Y2", "Y3"};
@@ -1314,23 +1311,20 @@ test_range_share_of_own_sum(void **state)
         "  MW = ReduceMean <axes = [-1]> (W)\n"
         "  U = Div(W, MW)\n"
         "}\n";
-    g_autoptr(GError) error = NULL;
-    g_autoptr(HgModel) m = hg_model_parse_text(text, strlen(text), &error);
-    assert_non_null(m);
-    g_autoptr(HgShapes) shapes = hg_shapes_infer(m->graph, NULL, 0, &error);
-    assert_non_null(shapes);
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
     HgInputRange in[4] = {{"G", {0, 1e4, 0, FALSE}}, {"H", {0, 1e4, 0, FALSE}}, {"X", {-1, 1e4, 0, FALSE}},
                           {"W", {0, 1e4, 0, FALSE}}};
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 4);
-    const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y"));
+    const HgRange *y = RANGE_OF(ranges, m, "Y");
     if (!(y->lo == 0 && y->hi >= 16 && y->hi <= 16 * (1 + 1e-5)))
         fail_msg("Y: [%g, %g]", y->lo, y->hi);
-    const HgRange *sm = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "S"));
+    const HgRange *sm = RANGE_OF(ranges, m, "S");
     if (!(sm->lo == 0 && sm->hi >= 1 && sm->hi <= 1 + 1e-5))
         fail_msg("S: [%g, %g]", sm->lo, sm->hi);
     const char *loose[] = {"N", "O", "U"};
     for (int i = 0; i < 3; i++) {
-        const HgRange *r = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, loose[i]));
+        const HgRange *r = RANGE_OF(ranges, m, loose[i]);
         if (!(r->hi > 1e6))
             fail_msg("%s: [%g, %g] should keep the interval bound", loose[i], r->lo, r->hi);
     }

@@ -550,6 +550,24 @@ ein_label_dims(const HgNode *node, const Einsum *e, const HgSymDim *const *opdim
     return TRUE;
 }
 
+/* The equation parsed for operands of these shapes, and each label's dim (symbolic or unknown where
+ * an operand's is); FALSE when an operand's rank is unknown or the equation does not fit them. */
+static gboolean
+ein_of_shapes(const HgNode *node, guint n, const HgValueShape *const *shapes, Einsum *e, HgSymDim *ldims)
+{
+    if (n == 0 || n > EIN_MAX_OPS)
+        return FALSE;
+    int ranks[EIN_MAX_OPS];
+    const HgSymDim *opdims[EIN_MAX_OPS];
+    for (guint q = 0; q < n; q++) {
+        if (!shapes[q] || shapes[q]->rank < 0)
+            return FALSE;
+        ranks[q] = shapes[q]->rank;
+        opdims[q] = shapes[q]->dims;
+    }
+    return ein_parse(node, n, ranks, e, NULL) && ein_label_dims(node, e, opdims, ldims, NULL);
+}
+
 gboolean
 hg_infer_Einsum(HgShapeCtx *ctx)
 {
@@ -768,21 +786,12 @@ hg_eval_Einsum(HgEvalCtx *ctx)
 gint64
 hg_cost_Einsum(const HgShapeCtx *ctx)
 {
-    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS)
-        return -1;
-    int ranks[EIN_MAX_OPS];
-    const HgSymDim *opdims[EIN_MAX_OPS];
-    for (guint q = 0; q < ctx->n_inputs; q++) {
-        const HgValueShape *s = hg_shape_input(ctx, q);
-        if (!hg_vshape_known(s))
+    for (guint q = 0; q < ctx->n_inputs; q++)
+        if (!hg_vshape_known(hg_shape_input(ctx, q)))
             return -1;
-        ranks[q] = s->rank;
-        opdims[q] = s->dims;
-    }
     Einsum e;
     HgSymDim ldims[EIN_MAX_LABELS];
-    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, NULL) ||
-        !ein_label_dims(ctx->node, &e, opdims, ldims, NULL))
+    if (!ein_of_shapes(ctx->node, ctx->n_inputs, ctx->inputs, &e, ldims))
         return -1;
     gboolean used[EIN_MAX_LABELS] = {FALSE};
     gint64 n = 1;
@@ -1304,19 +1313,9 @@ hg_range_Gemm(HgRangeCtx *ctx)
 void
 hg_range_Einsum(HgRangeCtx *ctx)
 {
-    if (ctx->n_inputs == 0 || ctx->n_inputs > EIN_MAX_OPS || ctx->n_outputs == 0)
-        return;
-    int ranks[EIN_MAX_OPS];
-    const HgSymDim *opdims[EIN_MAX_OPS];
-    for (guint q = 0; q < ctx->n_inputs; q++) {
-        if (!ctx->shapes[q] || ctx->shapes[q]->rank < 0)
-            return;
-        ranks[q] = ctx->shapes[q]->rank;
-        opdims[q] = ctx->shapes[q]->dims;
-    }
     Einsum e;
     HgSymDim ldims[EIN_MAX_LABELS];
-    if (!ein_parse(ctx->node, ctx->n_inputs, ranks, &e, NULL) || !ein_label_dims(ctx->node, &e, opdims, ldims, NULL))
+    if (ctx->n_outputs == 0 || !ein_of_shapes(ctx->node, ctx->n_inputs, ctx->shapes, &e, ldims))
         return;
     gboolean kept[EIN_MAX_LABELS] = {FALSE}, seen[EIN_MAX_LABELS] = {FALSE};
     for (guint i = 0; i < e.out_rank; i++)
