@@ -5,7 +5,8 @@
  *
  * A node is folded when every output is an integer tensor of at most 4096 elements whose value
  * inference computed, or the output of Shape or Size: the integer math that describes shapes. The
- * nodes that fed the folded ones are left for cleanup to remove once nothing reads them. --shapes
+ * nodes that fed the folded ones go too once nothing reads them (the initializers they read are left
+ * for cleanup), so that later passes place only what runs. --shapes
  * pins symbolic input dims, which is what lets shapes that depend on a batch size fold; when anything
  * folds, the pinned inputs are declared with those dims, since the model now only works for them.
  *
@@ -47,10 +48,14 @@ static const char *const NO_FLOAT_FOLD[] = {
     "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial", "Bernoulli", NULL,
 };
 
-/* n's outputs become initializers holding vals[k] (NULL entries: omitted outputs); n goes. */
+/* n's outputs become initializers holding vals[k] (NULL entries: omitted outputs); n goes, and the
+ * nodes that fed it join orphans (they may be dead now). */
 static void
-replace_by_initializers(HgGraph *g, HgNode *n, const HgArray *const *vals)
+replace_by_initializers(HgGraph *g, HgNode *n, const HgArray *const *vals, GPtrArray *orphans)
 {
+    for (guint k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] && n->inputs[k]->producer)
+            g_ptr_array_add(orphans, n->inputs[k]->producer);
     g_autoptr(GPtrArray) outs = g_ptr_array_new();
     for (guint k = 0; k < n->n_outputs; k++)
         g_ptr_array_add(outs, n->outputs[k]);
@@ -67,7 +72,7 @@ replace_by_initializers(HgGraph *g, HgNode *n, const HgArray *const *vals)
  * of a billion elements is a few bytes of input). Its outputs become initializers; FALSE when it is
  * left. */
 static gboolean
-fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
+fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total, GPtrArray *orphans)
 {
     const HgOpDef *op = hg_op_for_node(n);
     if (n->flags & HG_NODE_DEAD || !op || !op->eval || n->n_outputs == 0 || n->n_inputs == 0 ||
@@ -128,7 +133,7 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
         ok = !n->outputs[k] || (outs[k] && !outs[k]->strings && outs[k]->numel == numels[k]);
     if (ok) {
         *total += out_bytes;
-        replace_by_initializers(g, n, (const HgArray *const *)outs);
+        replace_by_initializers(g, n, (const HgArray *const *)outs, orphans);
     }
     for (guint k = 0; k < n->n_inputs; k++)
         if (ins[k])
@@ -137,6 +142,34 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total)
         if (outs[k])
             hg_array_unref(outs[k]);
     return ok;
+}
+
+/* The nodes of orphans (and, in turn, their producers) that nothing reads any more go: the chains that
+ * computed what is now a constant. Later passes then see only what runs (assign_precision would
+ * otherwise place and count float shape math that cleanup removes). Nodes of other domains stay, as
+ * cleanup leaves them. Returns how many went. */
+static guint
+remove_orphans(GPtrArray *orphans)
+{
+    guint removed = 0;
+    while (orphans->len) {
+        HgNode *p = g_ptr_array_steal_index(orphans, orphans->len - 1);
+        if (p->flags & HG_NODE_DEAD || p->n_outputs == 0 || (p->domain && *p->domain && strcmp(p->domain, "ai.onnx")))
+            continue;
+        gboolean dead = TRUE;
+        for (guint k = 0; k < p->n_outputs && dead; k++) {
+            const HgValue *v = p->outputs[k];
+            dead = !v || !(v->uses->len || v->is_output || v->nested_outputs);
+        }
+        if (!dead)
+            continue;
+        for (guint k = 0; k < p->n_inputs; k++)
+            if (p->inputs[k] && p->inputs[k]->producer)
+                g_ptr_array_add(orphans, p->inputs[k]->producer);
+        hg_node_remove(p);
+        removed++;
+    }
+    return removed;
 }
 
 static gboolean
@@ -198,8 +231,9 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
         if (foldable(g->nodes->pdata[i], s))
             g_hash_table_add(can, g->nodes->pdata[i]);
     /* Only the frontier becomes constants: folded nodes whose values something else reads. The
-     * chain behind them is left dead, for cleanup. */
+     * chain behind them dies (remove_orphans). */
     g_autoptr(GPtrArray) fold = g_ptr_array_new();
+    g_autoptr(GPtrArray) orphans = g_ptr_array_new();
     for (guint i = 0; i < g->nodes->len; i++) {
         HgNode *n = g->nodes->pdata[i];
         if (!g_hash_table_contains(can, n))
@@ -222,16 +256,17 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
         g_autofree const HgArray **vals = g_new0(const HgArray *, n->n_outputs + 1);
         for (guint k = 0; k < n->n_outputs; k++)
             vals[k] = n->outputs[k] ? hg_shapes_get(s, n->outputs[k])->value : NULL;
-        replace_by_initializers(g, n, vals);
+        replace_by_initializers(g, n, vals, orphans);
         folded++;
     }
     /* Float math on constants, in graph order (a chain folds node by node); the constants it no
-     * longer reads are left for cleanup. */
+     * longer reads are left for cleanup, the nodes that only fed it go. */
     guint folded_float = 0;
     gsize folded_bytes = 0;
     gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
     for (guint i = 0; i < g->nodes->len; i++)
-        folded_float += fold_float(g, s, g->nodes->pdata[i], opset, &folded_bytes);
+        folded_float += fold_float(g, s, g->nodes->pdata[i], opset, &folded_bytes, orphans);
+    guint dead = remove_orphans(orphans);
     hg_graph_compact(g);
     /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
      * outputs, value_info) has a symbolic dim that inference now knows. */
@@ -247,6 +282,11 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
         hg_pass_note(env->result, "fold_shapes", "folded %u shape node%s to constants", folded,
                      folded == 1 ? "" : "s");
         env->result->n_changed += folded;
+    }
+    if (dead) {
+        hg_pass_note(env->result, "fold_shapes", "removed %u node%s that only computed what was folded", dead,
+                     dead == 1 ? "" : "s");
+        env->result->n_changed += dead;
     }
     if (folded_float) {
         hg_pass_note(env->result, "fold_shapes", "computed %u node%s of float math on constants (weight norms, "

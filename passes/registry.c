@@ -8,6 +8,7 @@ gboolean hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_fuse_layernorm(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_prescale(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_avgpool_integral(HgGraph *g, const HgPassEnv *env, GError **error);
+gboolean hg_pass_stable_softplus(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error);
 gboolean hg_pass_assign_precision(HgGraph *g, const HgPassEnv *env, GError **error);
@@ -16,7 +17,7 @@ gboolean hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error);
 
 /* The rewrites come before the plan: a rewrite after assign_precision would leave its nodes out of it. */
 static const char *const before_plan[] = {"fold_shapes", "fuse_layernorm", "prescale", "avgpool_integral",
-                                          "clamp_constants", "rescale", NULL};
+                                          "stable_softplus", "clamp_constants", "rescale", NULL};
 static const char *const before_lower[] = {"assign_precision", NULL};
 
 static const HgPassInfo passes[] = {
@@ -31,6 +32,9 @@ static const HgPassInfo passes[] = {
      HG_NEEDS_ANALYSIS, 0, NULL},
     {"avgpool_integral", hg_pass_avgpool_integral,
      "turn an integral-image box filter (CumSum, Slices, s1 - s2 - s3 + s4, divide by the area) into AveragePool",
+     HG_NEEDS_ANALYSIS, 0, NULL},
+    {"stable_softplus", hg_pass_stable_softplus,
+     "rewrite a softplus whose exp overflows FP16 (Softplus, Log(Exp(x) + 1)) as relu(x) + softplus(-|x|)",
      HG_NEEDS_ANALYSIS, 0, NULL},
     {"clamp_constants", hg_pass_clamp_constants,
      "bring mask fills past FP16's range to +-65504 where only saturating readers (softmax, maximum, Sigmoid) see them",

@@ -1181,6 +1181,62 @@ check_overflow(Check *c, const HgNode *n)
     }
 }
 
+/* The smallest magnitude of initializer v when none of its values is 0 (nor NaN), else 0. */
+static double
+const_min_magnitude(const Check *c, const HgValue *v)
+{
+    const HgScan *sc = v && v->init && !v->is_input ? hg_ranges_scan(c->ranges, v) : NULL;
+    if (!sc || sc->n_nonfinite || sc->n_nonzero + sc->n_big != hg_tensor_numel(v->init))
+        return 0;
+    return sc->range.tiny;
+}
+
+/* Do weights v that flush to zero in FP16 lose nothing FP16 would keep, wherever they are read? Each
+ * reader is a linear op whose product (bounded by its output's static interval, bias included: with
+ * the bias's magnitude added back) lands on a constant bias none of whose values is smaller than
+ * 2^11 times that bound: a Gemm's, Conv's or ConvTranspose's own bias, or for a MatMul the constant
+ * of every Add that reads it. FP16's rounding of that sum already moves it by half an ulp of the
+ * bias, at least the whole product: a layer decayed to 1e-9 next to biases of 1e-2. */
+static gboolean
+flush_absorbed(const Check *c, const HgValue *v)
+{
+    if (!v->uses->len)
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgUse *use = &g_array_index(v->uses, HgUse, u);
+        const HgNode *n = use->node;
+        const HgValue *y = n->n_outputs ? n->outputs[0] : NULL;
+        gboolean mm = hg_node_is(n, "MatMul") && use->index < 2;
+        gboolean lin = (hg_node_is(n, "Conv") || hg_node_is(n, "ConvTranspose") ||
+                        (hg_node_is(n, "Gemm") && hg_node_attr_float(n, "beta", 1.0f) == 1.0f)) && use->index == 1;
+        if (!y || !(mm || lin))
+            return FALSE;
+        const HgRange *r = hg_ranges_get(c->ranges, y);
+        double bound = MAX(fabs(r->lo), fabs(r->hi));
+        if (r->nan || !isfinite(bound))
+            return FALSE;
+        if (lin) {
+            const HgValue *b = n->n_inputs > 2 ? n->inputs[2] : NULL;
+            double m = const_min_magnitude(c, b);
+            const HgScan *sc = m > 0 ? hg_ranges_scan(c->ranges, b) : NULL;
+            if (!sc || bound + MAX(fabs(sc->range.lo), fabs(sc->range.hi)) > m * FP16_EPS)
+                return FALSE;
+            continue;
+        }
+        if (y->is_output || y->nested_outputs || !y->uses->len)
+            return FALSE;
+        for (guint j = 0; j < y->uses->len; j++) {
+            const HgUse *a = &g_array_index(y->uses, HgUse, j);
+            if (!hg_node_is(a->node, "Add") || a->node->n_inputs != 2 || a->index > 1)
+                return FALSE;
+            double m = const_min_magnitude(c, a->node->inputs[1 - a->index]);
+            if (!(m > 0 && bound <= m * FP16_EPS))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 static void
 check_node(Check *c, const HgNode *n)
 {
@@ -1204,7 +1260,8 @@ check_node(Check *c, const HgNode *n)
                            k == 2) ||
                           hg_node_is(n, "Add") || hg_node_is(n, "Sub") || hg_node_is(n, "Sum");
         if (scan && hg_dtype_is_float(v->init->dtype))
-            check_constant(c, n, v, scan, !norm && !addend && tiny_constant(c, v) == 0);
+            check_constant(c, n, v, scan, !norm && !addend && tiny_constant(c, v) == 0 &&
+                           !(scan->n_flush && flush_absorbed(c, v)));
     }
     if ((hg_node_is(n, "Constant") || hg_node_is(n, "ConstantOfShape")) && n->outputs[0]) {
         HgAttr *at = hg_node_attr(n, "value");

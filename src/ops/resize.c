@@ -627,6 +627,36 @@ hg_eval_Resize(HgEvalCtx *ctx)
     return resize_eval(ctx, FALSE);
 }
 
+/* Resize's and Upsample's cost: an output element takes 1 tap per axis for nearest, 2 for linear, 4
+ * for cubic on each axis that changes size (or may: a dim not known on both sides). -1 while the
+ * output's size is unknown. */
+static gint64
+resize_cost(const HgShapeCtx *ctx)
+{
+    const HgValueShape *x = ctx->n_inputs ? ctx->inputs[0] : NULL, *y = ctx->n_outputs ? ctx->outputs[0] : NULL;
+    gint64 n = y ? hg_vshape_numel(y) : -1;
+    if (n < 0)
+        return -1;
+    g_autofree char *mode = hg_attr_string(ctx->node, "mode", "nearest");
+    int taps = !strcmp(mode, "linear") || !strcmp(mode, "bilinear") ? 2 : !strcmp(mode, "cubic") ? 4 : 1;
+    for (int i = 0; taps > 1 && i < y->rank; i++)
+        if (!(x && x->rank == y->rank && x->dims[i].v >= 0 && x->dims[i].v == y->dims[i].v))
+            n *= taps;
+    return n;
+}
+
+gint64
+hg_cost_Resize(const HgShapeCtx *ctx)
+{
+    return resize_cost(ctx);
+}
+
+gint64
+hg_cost_Upsample(const HgShapeCtx *ctx)
+{
+    return resize_cost(ctx);
+}
+
 gboolean
 hg_infer_Upsample(HgShapeCtx *ctx)
 {

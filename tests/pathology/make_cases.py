@@ -319,7 +319,7 @@ def internal_overflow_softplus():
              "Softplus heads (variance, rate parameters), Mish")
     x = c.input("x", [1, 256], -20, 20, c.rng.uniform(-15, 15, (1, 256)))
     c.output(c.node("Softplus", "softplus", [x]))
-    c.expect("softplus", "internal-overflow")
+    c.expect("softplus", "internal-overflow", "stable_softplus")
     c.witness("x", "max_gt", float(np.log(FP16_MAX)), "exp(x) > 65504 on the sample")
     return c
 
@@ -337,14 +337,31 @@ def layernorm_eps_1e12():
 
 def underflow_tiny_weights():
     c = Case("underflow_tiny_weights",
-             "A MatMul whose weights are all about 1e-9: below FP16's smallest subnormal (6e-8), they "
-             "all flush to zero.",
+             "A MatMul whose weights are all about 1e-9, stored in the wrong unit, and a gain of 5e4 "
+             "after it that brings the product back to 1e-4 or so: below FP16's smallest subnormal "
+             "(6e-8) the weights all flush to zero, and so does the output.",
              "heavily decayed or pruned layers; weights stored in the wrong unit")
     x = c.input("x", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
     w = c.rng.uniform(0.2e-9, 2e-9, (64, 16)) * c.rng.choice([-1, 1], (64, 16))
     y = c.node("MatMul", "tiny_matmul", [x, c.init("tiny_w", w)])
-    c.output(c.node("Add", "bias_add", [y, c.init("bias", c.rng.normal(0, 0.1, 16))]))
+    c.output(c.node("Mul", "unit_gain", [y, c.init("gain", 5e4)]))
     c.expect("tiny_matmul", "underflow")
+    return c
+
+
+def control_tiny_weights_beside_bias():
+    c = Case("control_tiny_weights_beside_bias",
+             "Negative control: a MatMul whose weights are all about 1e-9 (they flush to zero in FP16), "
+             "its product (at most 64 * 2e-9 = 1.3e-7) added to biases of 0.01 to 0.1. FP16's rounding "
+             "of such a sum moves it by up to half an ulp of the bias (4.8e-6 at 0.01), more than the "
+             "whole product: the flush changes nothing FP16 keeps, in FP32 the product is below the "
+             "same rounding.",
+             "heavily decayed or pruned layers beside their biases", negative_control=True)
+    x = c.input("x", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
+    w = c.rng.uniform(0.2e-9, 2e-9, (64, 16)) * c.rng.choice([-1, 1], (64, 16))
+    y = c.node("MatMul", "tiny_matmul", [x, c.init("tiny_w", w)])
+    b = c.rng.uniform(0.01, 0.1, 16) * c.rng.choice([-1, 1], 16)
+    c.output(c.node("Add", "bias_add", [y, c.init("bias", b)]))
     return c
 
 
@@ -626,7 +643,8 @@ def shape_math_static_inexact():
     c = Case("shape_math_static_inexact",
              "Float shape arithmetic on a static length of 2049 frames: Cast(float) -> Mul 1.5 -> "
              "Cast(int64) -> Resize sizes. FP32 gives 3073; in FP16 2049 rounds to 2048 and the size "
-             "becomes 3072. Static shapes do not make the chain harmless.",
+             "becomes 3072. Static shapes do not make the chain harmless in FP16; convert computes it once, "
+             "in FP32, into the constant sizes FP32 gives (fold_shapes), and nothing of it is left to run.",
              "audio/spectrogram upsamplers exported with fixed lengths (2049 = n_fft/2 + 1 bins)")
     x = c.input("spec", [1, 80, 2049], -10, 10, c.rng.normal(-4, 2, (1, 80, 2049)).clip(-10, 10))
     shp = c.node("Shape", "spec_shape", [x])
@@ -637,7 +655,7 @@ def shape_math_static_inexact():
     ni = c.node("Cast", "len_to_int", [ns], to=TensorProto.INT64)
     sizes = c.node("Concat", "sizes_concat", [lead, ni], axis=0)
     c.output(c.node("Resize", "stretch", [x, "", "", sizes], mode="nearest"))
-    c.expect("len_scale", "must-stay-fp32")
+    c.expect("len_scale", "must-stay-fp32", "fold_shapes")
     c.witness("len_to_float_out", "absmax_gt", 2048.0, "a length FP16 cannot hold exactly (2049)")
     return c
 
@@ -830,7 +848,7 @@ def softplus_exp_log():
     e = c.node("Exp", "sp_exp", [x])
     a = c.node("Add", "sp_add_one", [e, c.init("one", 1.0)])
     c.output(c.node("Log", "sp_log", [a]))
-    c.expect("sp_exp", "overflow")
+    c.expect("sp_exp", "overflow", "stable_softplus")
     c.witness("sp_exp_out", "absmax_gt", FP16_MAX, "exp of the sample's largest value")
     return c
 
@@ -884,7 +902,7 @@ def control_conv_clip_conv():
 CASES = [
     overflow_mul_const, gelu_tanh_pow,
     internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
-    layernorm_eps_1e12, underflow_tiny_weights,
+    layernorm_eps_1e12, underflow_tiny_weights, control_tiny_weights_beside_bias,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
