@@ -17,8 +17,13 @@
  * prefix sums a window reads differ by exactly that window of x (clipped to x, the rest being
  * padding): CumSums inclusive and forward over spatial axes (2 and up), Pads constant with value 0
  * and only on the pooled axes, the divisor exactly the window's area (count_include_pad=1: padding
- * counts). Dims along the pooled axes must be static. Anything else stays as it is; its CumSum
- * hazards then keep the prefix sums FP32 (assign_precision), and a note says why it did not match.
+ * counts). Windows that start after x's first element (no zero leads the prefix sums, so window i
+ * is x[i+1 .. i+k]) or stop before its last read a Slice of x. The 1-D form may also run over axis
+ * 0 or 1, or over a tensor of rank 1 or 2 (a moving average over time in [batch, time, channels], a
+ * [1, n] signal): x is then reshaped to [before, 1, length, after] for a [k, 1] pool, and the result
+ * back, one symbolic dim taken as -1. Dims along the pooled axes must be static. Anything else stays
+ * as it is; its CumSum hazards then keep the prefix sums FP32 (assign_precision), and a note says
+ * why it did not match.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
@@ -53,6 +58,12 @@ typedef struct {
     guint naxes;
     gint64 axes[2];     /* pooled axes, ascending */
     gint64 kernel[HG_MAX_RANK], pads[2 * HG_MAX_RANK], strides[HG_MAX_RANK]; /* spatial axes */
+    /* The part of x the windows read, per pooled axis: [cut_begin, cut_end) (a Slice of x where it
+     * is not all of it: windows that start after x's first element or stop before its last). */
+    gint64 cut_begin[2], cut_end[2], xlen[2];
+    /* The 1-D form over axis 0 or 1, or over a tensor of rank 1 or 2: x (cut) is reshaped to
+     * [before, 1, length, after] for an AveragePool of kernel [k, 1], and the result back. */
+    gboolean flat;
     const char *why;    /* why a recognized instance did not match (static string) */
 } Match;
 
@@ -278,7 +289,7 @@ zero_pad(const Scan *sc, const Match *mt, const HgNode *p, int rank, gint64 *beg
         end[a] += pads[na + i];
     }
     for (int d = 0; d < rank; d++)
-        if ((begin[d] || end[d]) && (d < 2 || (strict && !is_pooled(mt, d))))
+        if ((begin[d] || end[d]) && strict && !is_pooled(mt, d))
             return FALSE;
     return TRUE;
 }
@@ -321,7 +332,7 @@ walk_chain(const Scan *sc, Match *mt, guint naxes, gboolean absorb_pre)
             gint64 a = cumsum_axis(sc, p, mt->rank);
             if (a < 0)
                 return fail(mt, "a CumSum is exclusive, reversed, or its axis is not constant");
-            if (a < 2)
+            if (a < 2 && naxes > 1)
                 return fail(mt, "a CumSum runs over the batch or channel axis");
             if (is_pooled(mt, a))
                 return fail(mt, "two CumSums run over the same axis");
@@ -332,7 +343,7 @@ walk_chain(const Scan *sc, Match *mt, guint naxes, gboolean absorb_pre)
                                    !zero_pad(sc, mt, p, mt->rank, begin, end, TRUE)))
                 break;
             if (found < naxes && !zero_pad(sc, mt, p, mt->rank, begin, end, FALSE))
-                return fail(mt, "a Pad in the chain is not a zero constant pad of spatial axes");
+                return fail(mt, "a Pad in the chain is not a zero constant pad");
         } else {
             break;
         }
@@ -413,22 +424,28 @@ prefix_counts(const Scan *sc, const Match *mt, gint64 a, gint64 xlen, gint64 *le
 
 /* Whether corners lo and hi (first positions, one step, n outputs) of the integral image along one
  * axis cut out, at every output i, exactly x's window [i*step - pb, i*step - pb + k) clipped to x:
- * the AveragePool window with k, pb, pe found here. */
+ * the AveragePool window with k, pb, pe found here, over x cut to [c0, c1) (windows that start after
+ * x's first element, where no zero leads the integral image, or stop before its last: pb and pe are
+ * then those of the cut x, and never negative). */
 static gboolean
 window_of(const gint64 *m, gint64 len, gint64 xlen, gint64 lead, gint64 lo, gint64 hi, gint64 step,
-          gint64 n, gint64 *k, gint64 *pb, gint64 *pe)
+          gint64 n, gint64 *k, gint64 *pb, gint64 *pe, gint64 *c0, gint64 *c1)
 {
     /* where no clipping happens the prefix at position r holds r - lead + 1 elements */
     *k = hi - lo;
-    *pb = lead - 1 - lo;
-    if (*k < 1 || *pb < 0 || *pb >= *k || step < 1 || n < 1)
+    gint64 first = lo + 1 - lead; /* x's index where window 0 starts (negative: in the padding) */
+    if (*k < 1 || step < 1 || n < 1 || -first >= *k || first >= xlen)
         return FALSE;
-    *pe = MAX(0, (n - 1) * step + *k - xlen - *pb);
-    if (*pe >= *k || xlen + *pb + *pe - *k < 0 || (xlen + *pb + *pe - *k) / step + 1 != n)
+    gint64 end = first + (n - 1) * step + *k; /* where the last window ends */
+    *c0 = MAX(0, first);
+    *c1 = MIN(xlen, end);
+    *pb = MAX(0, -first);
+    *pe = MAX(0, end - xlen);
+    if (*pe >= *k || *c1 <= *c0)
         return FALSE;
     for (gint64 i = 0; i < n; i++) {
-        gint64 rl = lo + i * step, rh = hi + i * step, s = i * step - *pb;
-        if (rl < 0 || rh >= len || m[rl] != MAX(0, s) || m[rh] != MIN(xlen, s + *k))
+        gint64 rl = lo + i * step, rh = hi + i * step, s = first + i * step;
+        if (rl < 0 || rh >= len || m[rl] != CLAMP(s, 0, xlen) || m[rh] != CLAMP(s + *k, 0, xlen))
             return FALSE;
     }
     return TRUE;
@@ -546,25 +563,45 @@ check_windows(const Scan *sc, Match *mt, const GArray *leaves, HgValue *comb, co
     gint64 lo[2], hi[2];
     if (!corners(mt, leaves, lo, hi))
         return fail(mt, "the signs and offsets of the slices do not make s1 - s2 - s3 + s4");
-    for (int d = 2; d < rank; d++) {
-        mt->kernel[d - 2] = 1;
-        mt->strides[d - 2] = 1;
-        mt->pads[d - 2] = mt->pads[rank - 2 + d - 2] = 0;
+    /* The 1-D form over axis 0 or 1 (or a tensor of rank below 3) pools a reshaped x: its kernel,
+     * strides and pads are kept at index 0 of a 2-D pool whose second axis has kernel 1. */
+    mt->flat = rank < 3 || mt->axes[0] < 2;
+    if (mt->flat) {
+        /* the reshapes take one unknown dim (as -1): a symbolic batch */
+        const HgValueShape *xs = hg_shapes_get(sc->s, mt->x), *ys = hg_shapes_get(sc->s, mt->div->outputs[0]);
+        int unknown = 0;
+        for (int d = 0; d < rank; d++)
+            unknown += xs->dims[d].v < 0;
+        gboolean same = ys->rank == rank;
+        for (int d = 0; same && d < rank; d++)
+            same = d == mt->axes[0] ? ys->dims[d].v >= 0 : (ys->dims[d].v < 0) == (xs->dims[d].v < 0);
+        if (unknown > 1 || !same)
+            return fail(mt, "the 1-D form off the spatial axes takes at most one symbolic dim");
+    }
+    int ns = mt->flat ? 2 : rank - 2;
+    for (int d = 0; d < ns; d++) {
+        mt->kernel[d] = 1;
+        mt->strides[d] = 1;
+        mt->pads[d] = mt->pads[ns + d] = 0;
     }
     double area = 1;
     for (guint i = 0; i < mt->naxes; i++) {
-        gint64 a = mt->axes[i], xlen, len, lead, k, pb, pe;
+        gint64 a = mt->axes[i], xlen, len, lead, k, pb, pe, c0, c1;
         if (!static_dim(sc, mt->x, a, &xlen))
             return fail(mt, "a pooled axis has no static length");
         g_autofree gint64 *m = prefix_counts(sc, mt, a, xlen, &len, &lead);
         if (!m)
             return fail(mt, "a pooled axis is too long to check");
-        if (!window_of(m, len, xlen, lead, lo[i], hi[i], L[0].step[a], L[0].count[a], &k, &pb, &pe))
+        if (!window_of(m, len, xlen, lead, lo[i], hi[i], L[0].step[a], L[0].count[a], &k, &pb, &pe, &c0, &c1))
             return fail(mt, "the slice offsets do not give one window at every position");
-        mt->kernel[a - 2] = k;
-        mt->strides[a - 2] = L[0].step[a];
-        mt->pads[a - 2] = pb;
-        mt->pads[rank - 2 + a - 2] = pe;
+        gint64 at = mt->flat ? 0 : a - 2;
+        mt->kernel[at] = k;
+        mt->strides[at] = L[0].step[a];
+        mt->pads[at] = pb;
+        mt->pads[ns + at] = pe;
+        mt->cut_begin[i] = c0;
+        mt->cut_end[i] = c1;
+        mt->xlen[i] = xlen;
         area *= (double)k;
     }
     if (hg_array_get_f64(ca, 0) != rounded(recip ? 1.0 / area : area, ca->dtype))
@@ -587,13 +624,14 @@ match_at(const Scan *sc, HgNode *div, Match *mt)
         return FALSE;
     int rank = hg_shapes_get(sc->s, comb)->rank;
     /* a scalar of higher rank would broadcast the result to more dims */
-    if (rank < 3 || rank > HG_MAX_RANK || (int)ca->rank > rank)
+    if (rank < 1 || rank > HG_MAX_RANK || (int)ca->rank > rank)
         return FALSE;
     mt->rank = rank;
     g_autoptr(GArray) leaves = g_array_new(FALSE, TRUE, sizeof(Leaf));
     HgValue *integral = NULL;
     if (!collect_terms(sc, mt, comb, 1, leaves, &integral, rank, 0) || !integral ||
-        (leaves->len != 2 && leaves->len != 4) || hg_shapes_get(sc->s, integral)->rank != rank)
+        (leaves->len != 2 && leaves->len != 4) || hg_shapes_get(sc->s, integral)->rank != rank ||
+        (leaves->len == 4 && rank < 3))
         return FALSE;
     mt->integral = integral;
     /* the chain must hold a CumSum right under the slices (through Pads and Casts) to be ours */
@@ -662,6 +700,36 @@ pick_x(const Scan *sc, const Match *mt, int want)
     }
 }
 
+/* A new int64[n] initializer named after base. */
+static HgValue *
+ints_const(HgGraph *g, const char *base, const gint64 *v, gint64 n)
+{
+    g_autofree char *name = hg_graph_unique_name(g, base);
+    HgValue *c = hg_graph_new_value(g, name, NULL);
+    HgTensor *t = hg_tensor_new(name, HG_DTYPE_INT64, 1, &n);
+    memcpy(hg_tensor_data_mut(t), v, (gsize)n * sizeof(gint64));
+    hg_graph_add_initializer(g, c, t);
+    return c;
+}
+
+/* A new node op(ins) writing out (a new value named after base when out is NULL), placed before
+ * anchor; returns what it writes. */
+static HgValue *
+add_before(HgGraph *g, HgNode *anchor, const char *op, const char *base, guint n_in, HgValue *const *ins,
+           HgValue *out, HgNode **node)
+{
+    g_autofree char *name = hg_graph_unique_name(g, base);
+    if (!out) {
+        g_autofree char *vname = hg_graph_unique_name(g, name);
+        out = hg_graph_new_value(g, vname, NULL);
+    }
+    HgNode *n = hg_graph_add_node(g, op, NULL, name, n_in, ins, 1, &out);
+    hg_graph_move_node_before(g, n, anchor);
+    if (node)
+        *node = n;
+    return out;
+}
+
 static void
 rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
 {
@@ -672,21 +740,45 @@ rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
     HgValue *x = pick_x(sc, mt, Tout);
     for (HgValue *v = mt->x; v != x; v = v->producer->inputs[0])
         g_hash_table_add(mt->nodes, v->producer);
-    guint ns = (guint)mt->rank - 2;
-    gboolean padded = FALSE, strided = FALSE;
+    guint ns = mt->flat ? 2 : (guint)mt->rank - 2;
+    gboolean padded = FALSE, strided = FALSE, cut = FALSE;
     for (guint i = 0; i < 2 * ns; i++)
         padded |= mt->pads[i] != 0;
     for (guint i = 0; i < ns; i++)
         strided |= mt->strides[i] != 1;
+    for (guint i = 0; i < mt->naxes; i++)
+        cut |= mt->cut_begin[i] > 0 || mt->cut_end[i] < mt->xlen[i];
     g_autofree char *base = g_strdup_printf("AveragePool_%s", out->name);
-    g_autofree char *pname = hg_graph_unique_name(g, base);
-    HgValue *y = out;
-    if (hg_shapes_dtype(sc->s, x) != Tout) {
-        g_autofree char *yname = hg_graph_unique_name(g, pname);
-        y = hg_graph_new_value(g, yname, NULL);
+    gboolean recast = hg_shapes_dtype(sc->s, x) != Tout;
+    /* the windows' part of x: Slice(x, begins, ends, axes) */
+    HgValue *in = x;
+    if (cut) {
+        g_autofree char *b = g_strdup_printf("%s_cut", base);
+        g_autofree char *bs = g_strdup_printf("%s_starts", b), *be = g_strdup_printf("%s_ends", b),
+                        *ba = g_strdup_printf("%s_axes", b);
+        HgValue *ins[4] = {x, ints_const(g, bs, mt->cut_begin, mt->naxes), ints_const(g, be, mt->cut_end, mt->naxes),
+                           ints_const(g, ba, mt->axes, mt->naxes)};
+        in = add_before(g, div, "Slice", b, 4, ins, NULL, NULL);
     }
+    /* the 1-D form off the spatial axes: [before, 1, length, after] */
+    const HgValueShape *xs = hg_shapes_get(sc->s, mt->x), *ys = hg_shapes_get(sc->s, out);
+    if (mt->flat) {
+        gint64 dims[4] = {1, 1, mt->cut_end[0] - mt->cut_begin[0], 1};
+        for (int d = 0; d < mt->rank; d++) {
+            gint64 *at = d < mt->axes[0] ? &dims[0] : d > mt->axes[0] ? &dims[3] : NULL;
+            if (at && (xs->dims[d].v < 0 || *at < 0))
+                *at = -1; /* the one symbolic dim (check_windows) */
+            else if (at)
+                *at *= xs->dims[d].v;
+        }
+        g_autofree char *b = g_strdup_printf("%s_in", base), *bs = g_strdup_printf("%s_shape", b);
+        HgValue *ins[2] = {in, ints_const(g, bs, dims, 4)};
+        in = add_before(g, div, "Reshape", b, 2, ins, NULL, NULL);
+    }
+    gboolean last = !mt->flat && !recast;
     hg_node_remove(div);
-    HgNode *pool = hg_graph_add_node(g, "AveragePool", NULL, pname, 1, &x, 1, &y);
+    HgNode *pool;
+    HgValue *y = add_before(g, div, "AveragePool", base, 1, &in, last ? out : NULL, &pool);
     hg_node_add_attr(pool, ints_attr("kernel_shape", mt->kernel, ns));
     if (padded)
         hg_node_add_attr(pool, ints_attr("pads", mt->pads, 2 * ns));
@@ -697,22 +789,41 @@ rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
         a->i = 1;
         hg_node_add_attr(pool, a);
     }
-    hg_graph_move_node_before(g, pool, div);
-    if (y != out) {
-        g_autofree char *cbase = g_strdup_printf("%s_cast", pname);
-        g_autofree char *cname = hg_graph_unique_name(g, cbase);
-        HgNode *cast = hg_graph_add_node(g, "Cast", NULL, cname, 1, &y, 1, &out);
+    if (mt->flat) {
+        gint64 dims[HG_MAX_RANK];
+        for (int d = 0; d < ys->rank; d++)
+            dims[d] = ys->dims[d].v >= 0 ? ys->dims[d].v : -1;
+        g_autofree char *b = g_strdup_printf("%s_out", base), *bs = g_strdup_printf("%s_shape", b);
+        HgValue *ins[2] = {y, ints_const(g, bs, dims, ys->rank)};
+        y = add_before(g, div, "Reshape", b, 2, ins, recast ? NULL : out, NULL);
+    }
+    if (recast) {
+        g_autofree char *cbase = g_strdup_printf("%s_cast", base);
+        HgNode *cast;
+        add_before(g, div, "Cast", cbase, 1, &y, out, &cast);
         HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
         a->i = Tout;
         hg_node_add_attr(cast, a);
-        hg_graph_move_node_before(g, cast, div);
     }
-    g_autofree char *k = dims_text(mt->kernel, ns, "x");
-    g_autofree char *p = dims_text(mt->pads, 2 * ns, ",");
-    g_autofree char *s = dims_text(mt->strides, ns, "x");
-    hg_pass_note(env->result, PASS, "integral image '%s' -> AveragePool %s (pads %s%s%s)",
-                 label(mt->cumsum), k, p, strided ? "; strides " : "",
-                 strided ? s : "");
+    g_autofree char *k = dims_text(mt->kernel, mt->flat ? 1 : ns, "x");
+    g_autofree char *p = mt->flat ? g_strdup_printf("%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT, mt->pads[0], mt->pads[2])
+                                  : dims_text(mt->pads, 2 * ns, ",");
+    g_autofree char *st = dims_text(mt->strides, mt->flat ? 1 : ns, "x");
+    GString *where = g_string_new(NULL);
+    if (cut)
+        for (guint i = 0; i < mt->naxes; i++)
+            g_string_append_printf(where, "%s%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT, i ? "," : "; of x[",
+                                   mt->cut_begin[i], mt->cut_end[i]);
+    if (cut)
+        g_string_append_printf(where, "] along axis %s", mt->naxes == 1 ? "" : "es ");
+    if (cut)
+        for (guint i = 0; i < mt->naxes; i++)
+            g_string_append_printf(where, "%s%" G_GINT64_FORMAT, i ? "," : "", mt->axes[i]);
+    if (mt->flat)
+        g_string_append_printf(where, "; over axis %" G_GINT64_FORMAT ", reshaped", mt->axes[0]);
+    hg_pass_note(env->result, PASS, "integral image '%s' -> AveragePool %s (pads %s%s%s%s)",
+                 label(mt->cumsum), k, p, strided ? "; strides " : "", strided ? st : "", where->str);
+    g_string_free(where, TRUE);
     /* The instance's nodes go once nothing reads them; those read elsewhere stay. */
     hg_nodes_remove_unread(mt->nodes);
 }

@@ -582,7 +582,9 @@ def control_position_cumsum_mask():
 def prefix_sum_cancel():
     c = Case("prefix_sum_cancel",
              "Sliding-window sums as the difference of two prefix sums over 4096 steps: each prefix "
-             "sum reaches ~2000-4096 (FP16 spacing 2-4), the window sum is their small difference.",
+             "sum reaches ~2000-4096 (FP16 spacing 2-4), the window sum is their small difference. "
+             "Window j is x[j+1 .. j+256] (no zero leads the prefix sums): the AveragePool of x[1:] "
+             "with kernel 256 (avgpool_integral, through a reshape: a rank-2 signal has no spatial axis).",
              "moving averages and box filters written with cumsum (signal processing, NAFNet)")
     x = c.input("x", [1, 4096], 0, 1, c.rng.uniform(0.3, 1, (1, 4096)))  # mean 0.65: sums to ~2660
     cs = c.node("CumSum", "prefix_cumsum", [x, c.i64("cumsum_axis", 1)])
@@ -591,8 +593,8 @@ def prefix_sum_cancel():
     lo = c.node("Slice", "window_lo", [cs, c.i64("lo_starts", [0]), c.i64("lo_ends", [3840]), axes])
     d = c.node("Sub", "window_sub", [hi, lo])
     c.output(c.node("Div", "window_mean", [d, c.init("window", 256.0)]))
-    c.expect("prefix_cumsum", "precision-loss")
-    c.expect("window_sub", "precision-loss")
+    c.expect("prefix_cumsum", "precision-loss", "avgpool_integral")
+    c.expect("window_sub", "precision-loss", "avgpool_integral")
     c.witness("prefix_cumsum_out", "absmax_gt", 2048.0, "prefix sums where FP16's spacing is >= 2")
     return c
 
