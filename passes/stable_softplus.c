@@ -115,7 +115,9 @@ hg_pass_stable_softplus(HgGraph *g, const HgPassEnv *env, GError **error)
     for (guint i = 0; i < res->hazards->len; i++) {
         const HgHazard *h = res->hazards->pdata[i];
         HgNode *n = (HgNode *)h->at;
-        if (!n || h->suppressed || !g_hash_table_add(seen, n) || !n->inputs[0] || !n->outputs[0])
+        /* (the main graph's nodes: a subgraph's stay as they are) */
+        if (!n || n->graph != g || h->suppressed || !g_hash_table_add(seen, n) || n->n_inputs < 1 ||
+            !n->inputs[0] || !n->outputs[0])
             continue;
         if (h->kind == HG_HAZARD_INTERNAL_OVERFLOW && hg_node_is(n, "Softplus")) {
             g_ptr_array_add(heads, n);
@@ -125,12 +127,12 @@ hg_pass_stable_softplus(HgGraph *g, const HgPassEnv *env, GError **error)
         if (h->kind != HG_HAZARD_OVERFLOW || !hg_node_is(n, "Exp"))
             continue;
         HgNode *add = sole_reader(n->outputs[0]);
-        if (!hg_node_is(add, "Add") || add->n_inputs != 2 || !add->outputs[0])
+        if (!hg_node_is(add, "Add") || add->graph != g || add->n_inputs != 2 || !add->outputs[0])
             continue;
         guint k = add->inputs[0] == n->outputs[0] ? 1 : 0;
         HgNode *log = sole_reader(add->outputs[0]);
         if (add->inputs[k] == n->outputs[0] || !all_ones(shapes, add->inputs[k]) || !hg_node_is(log, "Log") ||
-            !log->outputs[0])
+            log->graph != g || !log->outputs[0])
             continue;
         /* the constant must not widen the shape: Exp's output is as large as the sum */
         const HgValueShape *es = hg_shapes_get(shapes, n->outputs[0]), *as = hg_shapes_get(shapes, add->outputs[0]);
