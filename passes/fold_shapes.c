@@ -264,9 +264,10 @@ hg_pass_fold_shapes(HgGraph *g, const HgPassEnv *env, GError **error)
     guint folded_float = 0;
     gsize folded_bytes = 0;
     gint64 opset = g->model ? hg_model_opset(g->model, "") : 0;
+    guint dead = remove_orphans(orphans); /* (float math that only fed shapes is not computed) */
     for (guint i = 0; i < g->nodes->len; i++)
         folded_float += fold_float(g, s, g->nodes->pdata[i], opset, &folded_bytes, orphans);
-    guint dead = remove_orphans(orphans);
+    dead += remove_orphans(orphans);
     hg_graph_compact(g);
     /* The folded constants hold for the pinned dims only: say so wherever a declaration (inputs,
      * outputs, value_info) has a symbolic dim that inference now knows. */
