@@ -270,6 +270,17 @@ cmd_convert(int argc, char **argv)
         goto out;
     }
     pass_list = passes ? g_strsplit(passes, ",", -1) : NULL;
+    {
+        /* A pass that does not exist is an error of the command, not of each model: said once, and
+         * nothing is converted (with -j N, workers would otherwise each start a model first). */
+        HgPipelineOptions names = {(const char *const *)pass_list, dump_after, NULL};
+        g_autoptr(GError) names_error = NULL;
+        if (!hg_pipeline_check_names(&names, &names_error)) {
+            report_error(NULL, names_error);
+            rc = EXIT_ERROR;
+            goto out;
+        }
+    }
     if (output_dir && g_mkdir_with_parents(output_dir, 0755) != 0) {
         print_line(stderr, "%s: cannot create: %s", output_dir, g_strerror(errno));
         rc = EXIT_ERROR;

@@ -354,6 +354,26 @@ known_pass_names(void)
     return s;
 }
 
+gboolean
+hg_pipeline_check_names(const HgPipelineOptions *po, GError **error)
+{
+    for (guint i = 0; po && po->passes && po->passes[i]; i++) {
+        const char *name = po->passes[i];
+        if (*name && strcmp(name, "none") != 0 && !hg_pass_find(name)) {
+            g_autoptr(GString) known = known_pass_names();
+            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "unknown pass '%s' (known: %s, none)", name, known->str);
+            return FALSE;
+        }
+    }
+    if (po && po->dump_after && !hg_pass_find(po->dump_after)) {
+        g_autoptr(GString) known = known_pass_names();
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--dump-after: unknown pass '%s' (known: %s)", po->dump_after,
+                    known->str);
+        return FALSE;
+    }
+    return TRUE;
+}
+
 /* The passes po names, checked against what each needs and must follow. */
 static GPtrArray *
 pass_list(HgModel *m, const HgPipelineOptions *po, GError **error)
@@ -361,6 +381,8 @@ pass_list(HgModel *m, const HgPipelineOptions *po, GError **error)
     guint n_all;
     const HgPassInfo *all = hg_pass_list(&n_all);
     g_autoptr(GPtrArray) run = g_ptr_array_new();
+    if (!hg_pipeline_check_names(po, error))
+        return NULL;
     if (!po || !po->passes) {
         for (guint i = 0; i < n_all; i++)
             g_ptr_array_add(run, (gpointer)&all[i]);
@@ -370,13 +392,7 @@ pass_list(HgModel *m, const HgPipelineOptions *po, GError **error)
         const char *name = po->passes[i];
         if (strcmp(name, "none") == 0 || !*name)
             continue;
-        const HgPassInfo *p = hg_pass_find(name);
-        if (!p) {
-            g_autoptr(GString) known = known_pass_names();
-            g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "unknown pass '%s' (known: %s, none)", name, known->str);
-            return NULL;
-        }
-        g_ptr_array_add(run, (gpointer)p);
+        g_ptr_array_add(run, (gpointer)hg_pass_find(name));
     }
     /* What each needs must be there when it runs: made by an earlier pass, or (the plan) carried by a
      * model read from text. And a pass listed after one it must precede is refused. */
@@ -397,12 +413,6 @@ pass_list(HgModel *m, const HgPipelineOptions *po, GError **error)
                                 p->name, p->after[a]);
                     return NULL;
                 }
-    }
-    if (po->dump_after && !hg_pass_find(po->dump_after)) {
-        g_autoptr(GString) known = known_pass_names();
-        g_set_error(error, HG_ERROR, HG_ERROR_USAGE, "--dump-after: unknown pass '%s' (known: %s)", po->dump_after,
-                    known->str);
-        return NULL;
     }
     return g_steal_pointer(&run);
 }

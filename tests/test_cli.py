@@ -103,6 +103,10 @@ def test_convert(tmp):
     rc, _, se = run("convert", "--passes", "bogus", path, "-o", os.path.join(tmp, "x.onnx"))
     check("convert:unknown-pass", rc == 2 and "unknown pass 'bogus'" in se, repr(se))
     check("convert:unknown-pass-no-output", not os.path.exists(os.path.join(tmp, "x.onnx")))
+    # --dump-after names a pass too, with the default list as with --passes
+    rc, so, se = run("convert", "--dump-after", "bogus", path, "-o", os.path.join(tmp, "x.onnx"))
+    check("convert:unknown-dump-after", rc == 2 and "--dump-after: unknown pass 'bogus'" in se and not so
+          and not os.path.exists(os.path.join(tmp, "x.onnx")), repr((rc, so, se)))
     rc, _, se = run("convert", "--frobnicate", path, "-o", os.path.join(tmp, "x.onnx"))
     check("convert:unknown-option", rc == 2 and "frobnicate" in se, repr(se))
     # The default pipeline removes a dead node and says so; the result is a valid ONNX model.

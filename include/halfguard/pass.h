@@ -201,6 +201,11 @@ typedef struct {
     GString *dump_to;
 } HgPipelineOptions;
 
+/* Whether every pass po names (and its dump_after) is a pass halfguard has: FALSE with HG_ERROR_USAGE
+ * naming the first that is not, and the passes there are. What does not depend on a model, checked
+ * before any is loaded (hg_convert checks it again, with what does). */
+HG_API gboolean hg_pipeline_check_names(const HgPipelineOptions *po, GError **error);
+
 /* Convert m in place: run the passes (po may be NULL: all, in default order) with the options o, verify
  * the graph after each, then type-check the model (hg_model_typecheck). Returns the result (free with
  * hg_convert_result_free), or NULL with an HG_ERROR: HG_ERROR_USAGE for an unknown pass, or a list whose
