@@ -3,7 +3,8 @@
  * A hazard that a rewriting pass removes (a decomposed LayerNorm's epsilon once fuse_layernorm keeps
  * it inside LayerNormalization, a float32-min mask fill once clamp_constants makes it -65504, an
  * integral image once avgpool_integral makes it an AveragePool, an overflow that prescale or rescale
- * scales away, shape math that fold_shapes makes constant) is no reason to fail a check: the user
+ * scales away, a softplus whose exp stable_softplus keeps at or below 1, shape math that fold_shapes
+ * makes constant) is no reason to fail a check: the user
  * needs to do nothing about it. hg_check_mark_fixed runs the passes that come before
  * assign_precision on a copy of the model, with the same options, and after each pass that changed
  * the copy finds which of the original hazards no longer appear there. Hazards that convert handles
