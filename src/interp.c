@@ -1,6 +1,6 @@
 /* The interpreter: runs the main graph in topological order through the op table's kernels, frees
  * each intermediate after its last use, and hands every computed tensor to an observer (calibration,
- * --mark-all). */
+ * --mark-all). An If runs the branch its condition picks (below); Loop and Scan are not run. */
 #include "halfguard/run.h"
 #include "halfguard/io.h"
 #include "infile.h"
@@ -39,6 +39,8 @@ typedef struct {
     const HgOpDef *op;
     guint *in;   /* slot per input, G_MAXUINT when omitted */
     guint *out;  /* slot per output, G_MAXUINT when omitted */
+    guint *outer;   /* slots of the main graph's values its subgraphs read (If) */
+    guint n_outer;
 } Step;
 
 typedef struct {
@@ -57,6 +59,7 @@ typedef struct {
     guint *uses;           /* slot -> reads by run-time steps */
     GArray *folded;        /* of guint: slots computed while folding, in order (for observers) */
     gboolean *keep;        /* slot -> returned at the end */
+    GHashTable *bodies;    /* HgGraph* (an If's branch) -> GPtrArray of its nodes in topological order */
 } Plan;
 
 static void
@@ -70,6 +73,7 @@ plan_free(gpointer p)
     for (guint i = 0; i < pl->n_steps; i++) {
         g_free(pl->steps[i].in);
         g_free(pl->steps[i].out);
+        g_free(pl->steps[i].outer);
     }
     g_free(pl->steps);
     g_free(pl->values);
@@ -79,6 +83,7 @@ plan_free(gpointer p)
     g_free(pl->uses);
     g_free(pl->keep);
     g_array_unref(pl->folded);
+    g_clear_pointer(&pl->bodies, g_hash_table_unref);
     g_free(pl->outputs_key);
     g_free(pl);
 }
@@ -142,6 +147,46 @@ fold_step(Plan *pl, Step *st, gint64 opset)
     return TRUE;
 }
 
+/* The values of g that n's subgraphs read (their outer references defined in g), each once. */
+static GPtrArray *
+outer_reads(const HgGraph *g, const HgNode *n)
+{
+    GPtrArray *out = g_ptr_array_new();
+    for (guint i = 0; i < n->attrs->len; i++) {
+        const HgAttr *a = n->attrs->pdata[i];
+        guint n_graphs = a->graphs ? a->graphs->len : 0;
+        for (guint j = 0; j < n_graphs + (a->g ? 1 : 0); j++) {
+            const HgGraph *sub = j < n_graphs ? a->graphs->pdata[j] : a->g;
+            for (guint k = 0; sub->outer_refs && k < sub->outer_refs->len; k++) {
+                HgValue *v = sub->outer_refs->pdata[k];
+                if (v->graph == g && !g_ptr_array_find(out, v, NULL))
+                    g_ptr_array_add(out, v);
+            }
+        }
+    }
+    return out;
+}
+
+/* The topological order of every branch of n's Ifs, at every depth, into bodies (a branch with a
+ * cycle gets none: running it is the error). Computed once with the plan: runs share it read-only. */
+static void
+add_bodies(GHashTable *bodies, const HgNode *n, int depth)
+{
+    if (!hg_node_is(n, "If") || depth > 64)
+        return;
+    for (guint i = 0; i < n->attrs->len; i++) {
+        HgGraph *sub = ((const HgAttr *)n->attrs->pdata[i])->g;
+        if (!sub || g_hash_table_contains(bodies, sub))
+            continue;
+        GPtrArray *order = hg_graph_topo_order(sub, NULL);
+        if (!order)
+            continue;
+        g_hash_table_insert(bodies, sub, order);
+        for (guint k = 0; k < order->len; k++)
+            add_bodies(bodies, order->pdata[k], depth + 1);
+    }
+}
+
 static Plan *
 plan_build(HgModel *m, const char *const *outputs, GError **error)
 {
@@ -176,12 +221,17 @@ plan_build(HgModel *m, const char *const *outputs, GError **error)
         for (guint k = 0; k < n->n_inputs; k++)
             if (n->inputs[k] && n->inputs[k]->producer)
                 g_ptr_array_add(stack, n->inputs[k]->producer);
+        g_autoptr(GPtrArray) outer = outer_reads(g, n);
+        for (guint k = 0; k < outer->len; k++)
+            if (((HgValue *)outer->pdata[k])->producer)
+                g_ptr_array_add(stack, ((HgValue *)outer->pdata[k])->producer);
     }
 
     Plan *pl = g_new0(Plan, 1);
     pl->generation = g->generation;
     pl->outputs_key = outputs_key(outputs);
     pl->folded = g_array_new(FALSE, FALSE, sizeof(guint));
+    pl->bodies = g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)g_ptr_array_unref);
     g_autoptr(GHashTable) slots = g_hash_table_new(NULL, NULL);
     g_autoptr(GPtrArray) values = g_ptr_array_new();
     g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
@@ -203,6 +253,12 @@ plan_build(HgModel *m, const char *const *outputs, GError **error)
             st->in[k] = n->inputs[k] ? slot_of(slots, values, n->inputs[k]) : G_MAXUINT;
         for (guint k = 0; k < n->n_outputs; k++)
             st->out[k] = n->outputs[k] ? slot_of(slots, values, n->outputs[k]) : G_MAXUINT;
+        add_bodies(pl->bodies, n, 0);
+        g_autoptr(GPtrArray) outer = outer_reads(g, n);
+        st->n_outer = outer->len;
+        st->outer = g_new0(guint, outer->len + 1);
+        for (guint k = 0; k < outer->len; k++)
+            st->outer[k] = slot_of(slots, values, outer->pdata[k]);
         g_ptr_array_add(steps, st);
     }
     pl->n_want = wanted->len;
@@ -226,6 +282,7 @@ plan_build(HgModel *m, const char *const *outputs, GError **error)
                     Step *st = steps->pdata[i];
                     g_free(st->in);
                     g_free(st->out);
+                    g_free(st->outer);
                     g_free(st);
                 }
                 plan_free(pl);
@@ -238,14 +295,18 @@ plan_build(HgModel *m, const char *const *outputs, GError **error)
     pl->steps = g_new0(Step, steps->len + 1);
     for (guint i = 0; i < steps->len; i++) {
         Step *st = steps->pdata[i];
-        if (fold_step(pl, st, opset)) {
+        if (!st->n_outer && fold_step(pl, st, opset)) {
             g_free(st->in);
             g_free(st->out);
+            g_free(st->outer);
         } else {
             pl->steps[pl->n_steps++] = *st;
             for (guint k = 0; k < st->node->n_inputs; k++)
                 if (st->in[k] != G_MAXUINT && !pl->constants[st->in[k]])
                     pl->uses[st->in[k]]++;
+            for (guint k = 0; k < st->n_outer; k++)
+                if (!pl->constants[st->outer[k]])
+                    pl->uses[st->outer[k]]++;
         }
         g_free(st);
     }
@@ -329,12 +390,144 @@ typedef struct {
     guint64 live, cap;
 } Budget;
 
+/* ---------------------------------------------------------------- If
+
+ * An If runs the branch its condition picks, node by node in topological order through the same
+ * kernels, with no plan: its values live until the branch is done. A branch reads the values of the
+ * graphs around it (the step's outer slots, and a nested If's enclosing branch) through a chain of
+ * tables. Observers see the If's outputs, not the branch's tensors. */
+
+typedef struct Env {
+    GHashTable *vals; /* HgValue* -> HgArray* (a reference each) */
+    const struct Env *parent;
+} Env;
+
+static HgArray *
+env_lookup(const Env *e, const HgValue *v)
+{
+    for (; e; e = e->parent) {
+        HgArray *a = g_hash_table_lookup(e->vals, v);
+        if (a)
+            return a;
+    }
+    return NULL;
+}
+
+static gboolean is_if(const HgNode *n)
+{
+    return hg_node_is(n, "If") && n->n_inputs >= 1 && n->inputs[0];
+}
+
+static gboolean run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads,
+                         guint n_results, HgArray **results, int depth, GError **error);
+
+/* The branch of If node n that cond picks, run into outs[0..n_outputs). */
+static gboolean
+eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env, gint64 opset, int threads,
+        HgArray **outs, int depth, GError **error)
+{
+    if (!cond || cond->numel != 1) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "cond must hold one value");
+        return FALSE;
+    }
+    HgAttr *a = hg_node_attr(n, hg_array_get_f64(cond, 0) != 0 ? "then_branch" : "else_branch");
+    if (!a || !a->g) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "no then_branch or else_branch graph");
+        return FALSE;
+    }
+    if (depth > 64) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "If bodies nested more than 64 deep");
+        return FALSE;
+    }
+    return run_body(bodies, a->g, env, opset, threads, n->n_outputs, outs, depth + 1, error);
+}
+
+static gboolean
+run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads, guint n_results,
+         HgArray **results, int depth, GError **error)
+{
+    Env local = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref), parent};
+    gboolean ok = TRUE;
+    for (guint i = 0; ok && i < sub->initializers->len; i++) {
+        HgTensor *t = sub->initializers->pdata[i];
+        HgValue *v = t->name ? g_hash_table_lookup(sub->values, t->name) : NULL;
+        HgArray *a = v ? hg_array_from_tensor(t, error) : NULL;
+        ok = !v || a;
+        if (a)
+            g_hash_table_insert(local.vals, v, a);
+    }
+    GPtrArray *order = g_hash_table_lookup(bodies, sub);
+    if (ok && !order) {
+        g_autoptr(GPtrArray) cycle = hg_graph_topo_order(sub, error); /* for its error */
+        if (cycle)
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "an If branch the plan does not hold");
+        ok = FALSE;
+    }
+    for (guint i = 0; ok && order && i < order->len; i++) {
+        HgNode *n = order->pdata[i];
+        const HgOpDef *op = hg_op_for_node(n);
+        if (!op && !is_if(n)) {
+            g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
+                        "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
+                        n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "", n->op_type);
+            ok = FALSE;
+            break;
+        }
+        g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
+        g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
+        for (guint k = 0; ok && k < n->n_inputs; k++) {
+            if (!n->inputs[k])
+                continue;
+            ins[k] = env_lookup(&local, n->inputs[k]);
+            if (!ins[k]) {
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "node '%s' (%s): input '%s' has no value",
+                            n->name ? n->name : "", n->op_type, n->inputs[k]->name);
+                ok = FALSE;
+            }
+        }
+        if (!ok)
+            break;
+        if (op) {
+            HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
+            ok = op->eval(&ctx);
+        } else {
+            ok = eval_if(bodies, n, ins[0], &local, opset, threads, outs, depth, error);
+        }
+        for (guint k = 0; k < n->n_outputs; k++) {
+            if (ok && n->outputs[k] && outs[k])
+                g_hash_table_replace(local.vals, n->outputs[k], outs[k]);
+            else
+                hg_array_unref(outs[k]);
+        }
+    }
+    if (ok && sub->outputs->len != n_results) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "a branch has %u outputs, its If %u", sub->outputs->len,
+                    n_results);
+        ok = FALSE;
+    }
+    for (guint i = 0; ok && i < n_results; i++) {
+        const HgValue *v = ((HgValueDecl *)sub->outputs->pdata[i])->value;
+        HgArray *a = v ? env_lookup(&local, v) : NULL;
+        if (!a) {
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "branch output '%s' was not computed", v ? v->name : "");
+            ok = FALSE;
+            break;
+        }
+        results[i] = hg_array_ref(a);
+    }
+    if (!ok)
+        for (guint i = 0; i < n_results; i++)
+            g_clear_pointer(&results[i], hg_array_unref);
+    g_hash_table_unref(local.vals);
+    return ok;
+}
+
 static gboolean
 run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const HgRunOptions *opts,
          gint64 opset, int threads, Budget *budget, GError **error)
 {
     HgNode *n = st->node;
-    if (!st->op) {
+    if (!st->op && !is_if(n)) {
         g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
                     "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
                     n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
@@ -357,8 +550,27 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
     }
     for (guint k = 0; k < n->n_outputs; k++)
         outs[k] = NULL;
-    HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
-    gboolean ok = st->op->eval(&ctx);
+    gboolean ok;
+    if (st->op) {
+        HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
+        ok = st->op->eval(&ctx);
+    } else {
+        /* the main graph's values the branches read */
+        Env env = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref), NULL};
+        ok = TRUE;
+        for (guint k = 0; ok && k < st->n_outer; k++) {
+            guint s = st->outer[k];
+            HgArray *a = pl->constants[s] ? pl->constants[s] : arrays[s];
+            if (!a)
+                g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "node '%s' (%s): '%s', which its body reads, has no "
+                            "value", n->name ? n->name : "", n->op_type, pl->values[s]->name);
+            else
+                g_hash_table_insert(env.vals, pl->values[s], hg_array_ref(a));
+            ok = a != NULL;
+        }
+        ok = ok && eval_if(pl->bodies, n, ins[0], &env, opset, threads, outs, 0, error);
+        g_hash_table_unref(env.vals);
+    }
     for (guint k = 0; k < n->n_outputs; k++) {
         guint s = st->out[k];
         if (!ok || s == G_MAXUINT) {
@@ -400,6 +612,15 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
         if (s != G_MAXUINT && pl->constants[s])
             hg_array_release(pl->constants[s]);
         if (s == G_MAXUINT || pl->constants[s])
+            continue;
+        if (--left[s] == 0 && !pl->keep[s]) {
+            budget->live -= array_bytes(arrays[s]);
+            g_clear_pointer(&arrays[s], hg_array_unref);
+        }
+    }
+    for (guint k = 0; k < st->n_outer; k++) {
+        guint s = st->outer[k];
+        if (pl->constants[s])
             continue;
         if (--left[s] == 0 && !pl->keep[s]) {
             budget->live -= array_bytes(arrays[s]);

@@ -203,6 +203,25 @@ collect_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **err
     return TRUE;
 }
 
+/* Does the interpreter have a kernel for n: an op with one, or an If whose branches hold only such
+ * nodes (depth bounds the nesting)? */
+static gboolean
+has_kernel(const HgNode *n, int depth)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    if (op)
+        return op->eval != NULL;
+    if (!hg_node_is(n, "If") || depth > 64)
+        return FALSE;
+    for (guint i = 0; i < n->attrs->len; i++) {
+        const HgAttr *a = n->attrs->pdata[i];
+        for (guint j = 0; a->g && j < a->g->nodes->len; j++)
+            if (!has_kernel(a->g->nodes->pdata[j], depth + 1))
+                return FALSE;
+    }
+    return TRUE;
+}
+
 /* The values to ask the interpreter for so that it computes every tensor it can: the last ones of
  * the part of the graph whose ops it has kernels for (a model whose outputs go through ops it lacks,
  * ai.onnx.ml's ZipMap say, still calibrates up to them). NULL-terminated; NULL on a cycle. */
@@ -215,10 +234,17 @@ runnable_leaves(HgModel *m)
     g_autoptr(GHashTable) ok = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
-        const HgOpDef *op = hg_op_for_node(n);
-        gboolean runs = op && op->eval;
+        gboolean runs = has_kernel(n, 0);
         for (guint k = 0; runs && k < n->n_inputs; k++)
             runs = !n->inputs[k] || !n->inputs[k]->producer || g_hash_table_contains(ok, n->inputs[k]->producer);
+        /* and what an If's branches read of the main graph */
+        for (guint a = 0; runs && a < n->attrs->len; a++) {
+            const HgGraph *sub = ((const HgAttr *)n->attrs->pdata[a])->g;
+            for (guint k = 0; runs && sub && sub->outer_refs && k < sub->outer_refs->len; k++) {
+                const HgValue *v = sub->outer_refs->pdata[k];
+                runs = v->graph != m->graph || !v->producer || g_hash_table_contains(ok, v->producer);
+            }
+        }
         if (runs)
             g_hash_table_add(ok, n);
     }

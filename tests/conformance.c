@@ -1,7 +1,7 @@
 /* Conformance: runs the ONNX backend node tests (model.onnx plus test_data_set_N folders of input_K.pb and
  * output_K.pb) through the interpreter and compares every output with the ONNX backend runner's
- * tolerances (rtol 1e-3, atol 1e-5; NaN equals NaN). Folders whose ops are not all in the op table are
- * out of scope and not counted.
+ * tolerances (rtol 1e-3, atol 1e-5; NaN equals NaN). Folders whose ops are not all in the op table (or
+ * an If whose branches' are) are out of scope and not counted.
  *
  * Usage: conformance [--verbose] [--xfail FILE] [--min-pass PERCENT] [--skip-absent] DIR...
  *   DIR is a test folder or a folder of test folders. With --xfail, the listed tests ("name  # reason"
@@ -186,7 +186,7 @@ run_in_child(const char *dir)
     g_autoptr(HgModel) m = hg_model_load(model, &error);
     if (!m)
         return g_strdup_printf("Fload: %s", error->message);
-    if (!hg_test_in_scope(m->graph))
+    if (!hg_test_runnable(m->graph))
         return g_strdup("S");
     g_autofree char *why = run_test(dir, m);
     return why ? g_strdup_printf("F%s", why) : g_strdup("P");

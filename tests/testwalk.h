@@ -72,6 +72,26 @@ hg_test_in_scope(HgGraph *g)
     return TRUE;
 }
 
+/* hg_test_in_scope for the interpreter, which also runs If: a node with an op row, or an If whose
+ * branches hold only such nodes. */
+static inline gboolean
+hg_test_runnable(HgGraph *g)
+{
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *n = g->nodes->pdata[i];
+        if (hg_op_for_node(n))
+            continue;
+        if (!hg_node_is(n, "If"))
+            return FALSE;
+        for (guint a = 0; a < n->attrs->len; a++) {
+            HgAttr *at = n->attrs->pdata[a];
+            if (at->g && !hg_test_runnable(at->g))
+                return FALSE;
+        }
+    }
+    return TRUE;
+}
+
 /* The inputs of a node test folder's first data set for m (test_data_set_0/input_K.pb, one per feed),
  * or NULL when one is missing or unreadable. */
 static inline GPtrArray *
