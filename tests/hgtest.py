@@ -266,6 +266,19 @@ def write_inputs(folder, feeds, layout="pb"):
     return folder
 
 
+def run_npy(run, model, feed, tmp, tag):
+    """`halfguard run` (run = tool(...)) of model on feed (name -> array, written as NAME.npy under
+    tmp/TAG.in), one thread: (the outputs as arrays in order, "") or (None, its stderr)."""
+    d = write_inputs(os.path.join(tmp, tag + ".in"), feed, "npy")
+    o = os.path.join(tmp, tag + ".out")
+    os.makedirs(o, exist_ok=True)
+    rc, so, se = run("run", model, "--data", d, "-o", o, "--format", "npy", "--threads", "1")
+    if rc != 0:
+        return None, se
+    outs = sorted(f for f in os.listdir(o) if f.startswith("output_"))
+    return [np.load(os.path.join(o, f)) for f in outs], ""
+
+
 def count_outputs(folder, ext="pb"):
     return sum(1 for f in os.listdir(folder) if f.startswith("output_") and f.endswith("." + ext))
 

@@ -120,14 +120,7 @@ def samples(inputs, ranges, rng, n_random=4):
 
 
 def run_model(model, feed, tmp, tag):
-    d = hgtest.write_inputs(os.path.join(tmp, tag + ".in"), feed, "npy")
-    o = os.path.join(tmp, tag + ".out")
-    os.makedirs(o, exist_ok=True)
-    rc, so, se = run("run", model, "--data", d, "-o", o, "--format", "npy", "--threads", "1")
-    if rc != 0:
-        return None, se
-    outs = sorted(f for f in os.listdir(o) if f.startswith("output_"))
-    return [np.load(os.path.join(o, f)) for f in outs], ""
+    return hgtest.run_npy(run, model, feed, tmp, tag)
 
 
 def bits_equal(a, b):
