@@ -309,10 +309,10 @@ def test_signals(tmp):
                     break
             p.wait()
             # The signal can land after the rename (the temporary was seen at the very end of the
-            # write, on a loaded machine): the output is then whole and the attempt did not test
-            # an interrupted write. Try again; an output that is there but does not load is a
-            # half-written file, which the checks below report.
-            late = caught and p.returncode == -sig and sig != signal.SIGKILL and os.path.exists(out) and \
+            # write, on a loaded machine): the output is then whole, no temporary is left (SIGKILL
+            # included), and the attempt did not test an interrupted write. Try again; an output
+            # that is there but does not load is a half-written file, which the checks below report.
+            late = caught and p.returncode == -sig and os.path.exists(out) and \
                 not temporaries(out_dir) and run("dump", out)[0] == 0
             if caught and p.returncode == -sig and not late:
                 break
