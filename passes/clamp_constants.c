@@ -15,6 +15,18 @@
  * FP16's range stays as it is: its readers stay FP32 (assign_precision). Weights that FP16 flushes to
  * zero are reported; conversion keeps their sign (-1e-9 becomes -0). A Clip whose min is -inf or
  * whose max is +inf (a constant) loses that input: it bounds nothing.
+ *
+ *     n = Clip(ReduceL2(x), 1e-12)                      n = Clip(ReduceL2(x), 2^-23)
+ *     y = Div(x, Expand(n, shape))               =>     y = Div(x, Expand(n, shape))
+ *
+ * A floor that FP16 flushes to 0 (at most 2^-25: F.normalize's eps of 1e-12, clamp_min before a
+ * division), as a Clip's min or a Max's constant, whose result reaches only divisors (Div's second
+ * input, Reciprocal, through Expand, Reshape, Unsqueeze, Squeeze, Flatten, Transpose, Identity),
+ * becomes 2^-23, twice FP16's smallest nonzero value (so that it stays nonzero through the rounding
+ * the analysis allows an FP16 result: a converted model converts again to the same): in FP16 a row
+ * of zeros then divides by 2^-23 and gives 0, where the flushed floor gives 0/0. The result changes
+ * only where the floored value is below 2^-23; a norm that small is of values FP16 holds at most
+ * one or two bits of. Each is reported.
  */
 #include "halfguard/pass.h"
 
@@ -26,6 +38,8 @@
 #include "ops/op.h"
 
 #define FP16_MAX 65504.0
+#define FP16_FLUSH 0x1p-25        /* magnitudes at or below it round to 0 in FP16 */
+#define FP16_FLOOR 0x1p-23        /* what such a floor becomes: twice FP16's smallest nonzero magnitude */
 
 /* Is v (carrying a fill on the side of sign: -1 large negative, +1 large positive) used only as a
  * mask: added to logits, or chosen by a Where as the fill of logits, that end where a value past
@@ -96,16 +110,96 @@ clamped(const HgTensor *t, const HgValue *v, const HgScan *known, double *worst)
     return c;
 }
 
+/* Does every path from v end in a divisor (Div's second input, Reciprocal), through reshaping? */
+static gboolean
+only_divides(const HgValue *v, int depth)
+{
+    static const char *const through[] = {"Expand", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose",
+                                          "Identity", NULL};
+    if (!v || v->is_output || v->nested_outputs || !v->uses->len || depth > 8)
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgUse *use = &g_array_index(v->uses, HgUse, u);
+        const HgNode *n = use->node;
+        if ((hg_node_is(n, "Div") && use->index == 1) || hg_node_is(n, "Reciprocal"))
+            continue;
+        gboolean moves = use->index == 0 && n->n_outputs == 1;
+        for (guint k = 0; moves && through[k]; k++)
+            if (hg_node_is(n, through[k]))
+                break;
+            else if (!through[k + 1])
+                moves = FALSE;
+        if (!moves || !only_divides(n->outputs[0], depth + 1))
+            return FALSE;
+    }
+    return TRUE;
+}
+
+/* The floor of n, a Clip (its min, an input or, before opset 11, an attribute) or a Max of two
+ * operands (the constant one): its value, or 0 when n has none that FP16 flushes. *slot is the
+ * input that holds it (-1: the attribute). */
+static double
+flushed_floor(const HgShapes *shapes, const HgNode *n, int *slot)
+{
+    double f = 0;
+    *slot = -2;
+    if (hg_node_is(n, "Clip") && n->n_inputs >= 2 && n->inputs[1]) {
+        const HgArray *a = n->inputs[1]->is_input ? NULL : hg_shapes_get(shapes, n->inputs[1])->value;
+        if (a && a->numel == 1 && hg_dtype_is_float(a->dtype))
+            f = hg_array_get_f64(a, 0), *slot = 1;
+    } else if (hg_node_is(n, "Clip") && n->n_inputs == 1 && hg_node_attr(n, "min")) {
+        f = hg_node_attr_float(n, "min", 0), *slot = -1;
+    } else if (hg_node_is(n, "Max") && n->n_inputs == 2 && n->inputs[0] && n->inputs[1]) {
+        for (int k = 0; k < 2 && *slot == -2; k++) {
+            const HgArray *a = n->inputs[k]->is_input ? NULL : hg_shapes_get(shapes, n->inputs[k])->value;
+            if (a && a->numel == 1 && hg_dtype_is_float(a->dtype) && !hg_shapes_get(shapes, n->inputs[1 - k])->value)
+                f = hg_array_get_f64(a, 0), *slot = k;
+        }
+    }
+    return *slot != -2 && f > 0 && f <= FP16_FLUSH ? f : 0;
+}
+
 gboolean
 hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    /* Weights FP16 flushes to zero: counted (from the analysis's pass over the weights, before this
-     * pass changes anything), reported once for the model. */
+    /* Weights FP16 flushes to zero: counted from the analysis's pass over the weights (after the
+     * floors, before anything else changes), reported once for the model. */
     HgCheckResult *res = hg_analyses_get(env->analyses, g, error);
     if (!res)
         return FALSE;
     const HgRanges *ranges = hg_check_ranges(res);
     const HgShapes *shapes = hg_check_shapes(res);
+    /* Floors FP16 flushes to 0 before a division (above), first: the flushed weights counted
+     * below are then those that stay. */
+    guint floors = 0;
+    g_autoptr(GHashTable) raised = g_hash_table_new(NULL, NULL); /* old floor -> its 2^-23 */
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *node = g->nodes->pdata[i];
+        int slot;
+        double f = node->flags & HG_NODE_DEAD ? 0 : flushed_floor(shapes, node, &slot);
+        if (f == 0 || !node->outputs[0] || !only_divides(node->outputs[0], 0))
+            continue;
+        if (slot < 0) {
+            hg_node_set_attr_float(node, "min", (float)FP16_FLOOR);
+        } else {
+            HgValue *old = node->inputs[slot], *v = g_hash_table_lookup(raised, old);
+            if (!v) {
+                g_autofree char *base = g_strdup_printf("%s_fp16_floor", old->name);
+                g_autofree char *name = hg_graph_unique_name(g, base);
+                if (!(v = hg_graph_new_value(g, name, error)))
+                    return FALSE;
+                g_autoptr(HgArray) a = hg_array_new_scalar_f32(hg_shapes_dtype(shapes, old), (float)FP16_FLOOR);
+                hg_graph_add_initializer(g, v, hg_array_to_tensor(a, name));
+                g_hash_table_insert(raised, old, v);
+            }
+            hg_node_set_input(node, (guint)slot, v);
+            hg_value_drop_if_unused(g, old);
+        }
+        hg_pass_note(env->result, "clamp_constants", "%s '%s' before a division: floor %.3g, which FP16 flushes "
+                     "to 0, raised to 2^-23", node->op_type, node->name ? node->name : "", f);
+        hg_graph_touch(g);
+        floors++;
+    }
     gint64 n_flush = 0;
     guint n_tensors = 0;
     double smallest = INFINITY;
@@ -196,6 +290,6 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
             n++;
         }
     }
-    env->result->n_changed += n;
+    env->result->n_changed += n + floors;
     return TRUE;
 }

@@ -37,7 +37,8 @@ static const HgPassInfo passes[] = {
      "rewrite a softplus whose exp overflows FP16 (Softplus, Log(Exp(x) + 1)) as relu(x) + softplus(-|x|)",
      HG_NEEDS_ANALYSIS, 0, NULL},
     {"clamp_constants", hg_pass_clamp_constants,
-     "bring mask fills past FP16's range to +-65504 where only saturating readers (softmax, maximum, Sigmoid) see them",
+     "bring mask fills past FP16's range to +-65504 where only saturating readers (softmax, maximum, Sigmoid) see them, "
+     "and division floors FP16 flushes (1e-12) to 2^-23",
      HG_NEEDS_ANALYSIS, 0, NULL},
     {"rescale", hg_pass_rescale,
      "scale linear regions whose activations pass 65504 by 2^-k (exact), undoing it where it is absorbed",

@@ -1,7 +1,7 @@
 /* Which hazards convert rewrites away by itself.
  *
  * A hazard that a rewriting pass removes (a decomposed LayerNorm's epsilon once fuse_layernorm keeps
- * it inside LayerNormalization, a float32-min mask fill once clamp_constants makes it -65504, an
+ * it inside LayerNormalization, a float32-min mask fill once clamp_constants makes it -65504 (or a division's floor 2^-23), an
  * integral image once avgpool_integral makes it an AveragePool, an overflow that prescale or rescale
  * scales away, a softplus whose exp stable_softplus keeps at or below 1, shape math that fold_shapes
  * makes constant) is no reason to fail a check: the user

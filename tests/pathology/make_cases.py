@@ -842,6 +842,26 @@ def l2norm_reducesum():
     return c
 
 
+def normalize_eps_1e12():
+    c = Case("normalize_eps_1e12",
+             "F.normalize(x, dim=-1) as exported: x / Expand(Clip(ReduceL2(x), 1e-12)) over 4 token "
+             "embeddings of 512, the last a padding row of zeros. In FP16 the floor 1e-12 is 0, so the "
+             "zero row divides 0 by 0 (NaN) where FP32 gives 0; clamp_constants raises the floor to "
+             "2^-23, twice FP16's smallest value, which changes only norms below it.",
+             "transformers Swinv2SelfAttention's cosine attention (F.normalize on queries and keys), "
+             "CLIP and ArcFace embedding heads")
+    sample = c.rng.normal(0, 1, (4, 512)).clip(-3.9, 3.9)
+    sample[3] = 0.0
+    x = c.input("x", [4, 512], -4, 4, sample)
+    n = c.node("ReduceL2", "l2_norm", [x], axes=[1], keepdims=1)
+    f = c.node("Clip", "norm_floor", [n, c.init("eps", 1e-12)])
+    e = c.node("Expand", "norm_expand", [f, c.i64("x_shape", [4, 512])])
+    c.output(c.node("Div", "normalize_div", [x, e]))
+    c.expect("normalize_div", "division-by-zero", "clamp_constants")
+    c.witness("l2_norm_out", "has_zero", 0, "the padding row's norm is 0")
+    return c
+
+
 def softplus_exp_log():
     c = Case("softplus_exp_log",
              "Softplus written as Log(Add(Exp(x), 1)): Exp's output passes 65504 above x = 11.09.",
@@ -911,7 +931,7 @@ CASES = [
     index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
-    attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, softplus_exp_log,
+    attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, normalize_eps_1e12, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
     control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask,
 ]
