@@ -385,6 +385,7 @@ hg_run_set_default_max_memory(guint64 bytes)
     default_max_memory = bytes;
 }
 
+
 /* The memory the run holds against its cap. */
 typedef struct {
     guint64 live, cap;
@@ -419,12 +420,12 @@ static gboolean is_if(const HgNode *n)
 }
 
 static gboolean run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads,
-                         guint n_results, HgArray **results, int depth, GError **error);
+                         Budget *budget, guint n_results, HgArray **results, int depth, GError **error);
 
 /* The branch of If node n that cond picks, run into outs[0..n_outputs). */
 static gboolean
 eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env, gint64 opset, int threads,
-        HgArray **outs, int depth, GError **error)
+        Budget *budget, HgArray **outs, int depth, GError **error)
 {
     if (!cond || cond->numel != 1) {
         hg_op_error(error, HG_ERROR_INVALID, n, "cond must hold one value");
@@ -439,15 +440,16 @@ eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env
         hg_op_error(error, HG_ERROR_INVALID, n, "If bodies nested more than 64 deep");
         return FALSE;
     }
-    return run_body(bodies, a->g, env, opset, threads, n->n_outputs, outs, depth + 1, error);
+    return run_body(bodies, a->g, env, opset, threads, budget, n->n_outputs, outs, depth + 1, error);
 }
 
 static gboolean
-run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads, guint n_results,
-         HgArray **results, int depth, GError **error)
+run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads, Budget *budget,
+         guint n_results, HgArray **results, int depth, GError **error)
 {
     Env local = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref), parent};
     gboolean ok = TRUE;
+    guint64 held = 0; /* what this branch's tensors add to the run's live memory, until it is done */
     for (guint i = 0; ok && i < sub->initializers->len; i++) {
         HgTensor *t = sub->initializers->pdata[i];
         HgValue *v = t->name ? g_hash_table_lookup(sub->values, t->name) : NULL;
@@ -491,13 +493,26 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
             HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
             ok = op->eval(&ctx);
         } else {
-            ok = eval_if(bodies, n, ins[0], &local, opset, threads, outs, depth, error);
+            ok = eval_if(bodies, n, ins[0], &local, opset, threads, budget, outs, depth, error);
         }
         for (guint k = 0; k < n->n_outputs; k++) {
-            if (ok && n->outputs[k] && outs[k])
+            /* The branch's tensors count against the run's cap as the main graph's do. */
+            guint64 b = array_bytes(outs[k]);
+            if (ok && outs[k] && budget->live + b > budget->cap) {
+                g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                            "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes) takes the run's live "
+                            "tensors past the memory cap of %" G_GUINT64_FORMAT " bytes (--max-memory)",
+                            n->name ? n->name : "", n->op_type, n->outputs[k] ? n->outputs[k]->name : "", b,
+                            budget->cap);
+                ok = FALSE;
+            }
+            if (ok && n->outputs[k] && outs[k]) {
+                budget->live += b;
+                held += b;
                 g_hash_table_replace(local.vals, n->outputs[k], outs[k]);
-            else
+            } else {
                 hg_array_unref(outs[k]);
+            }
         }
     }
     if (ok && sub->outputs->len != n_results) {
@@ -519,6 +534,7 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
         for (guint i = 0; i < n_results; i++)
             g_clear_pointer(&results[i], hg_array_unref);
     g_hash_table_unref(local.vals);
+    budget->live -= held; /* (the results are counted again as the If's outputs) */
     return ok;
 }
 
@@ -568,7 +584,7 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
                 g_hash_table_insert(env.vals, pl->values[s], hg_array_ref(a));
             ok = a != NULL;
         }
-        ok = ok && eval_if(pl->bodies, n, ins[0], &env, opset, threads, outs, 0, error);
+        ok = ok && eval_if(pl->bodies, n, ins[0], &env, opset, threads, budget, outs, 0, error);
         g_hash_table_unref(env.vals);
     }
     for (guint k = 0; k < n->n_outputs; k++) {

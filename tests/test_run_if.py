@@ -11,7 +11,8 @@ else-branch reads only x; y = If(c) + 1 after it. For each of the four (c, d):
 - `halfguard calibrate` records y and the If's output (values downstream of an If were not computed
   before, and their decisions rested on no data);
 - `convert -r x=-2:2` keeps the If with its branches, and `verify` of the original against it passes.
-A branch that reads an op the interpreter lacks is refused with "no kernel" (exit 2), not run.
+A branch that reads an op the interpreter lacks is refused with "no kernel" (exit 2), not run; a
+branch's tensors count against --max-memory (64 MiB in a branch stops a run capped at 16 MiB).
 """
 import json
 import os
@@ -96,6 +97,22 @@ def main():
                                                               "x": np.ones((2, 3), np.float32)})
         rc, so, se = run("run", bad, "--data", data, "-o", os.path.join(tmp, "bad.out"))
         check("no-kernel", rc == 2 and "no kernel" in se, (rc, se))
+        # A branch's tensors count against --max-memory as the main graph's do: 64 MiB of zeros in a
+        # branch, under a cap of 16 MiB, stops the run naming the branch's node.
+        big = helper.make_node("ConstantOfShape", ["shape"], ["zeros"], name="branch_zeros",
+                               value=helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]))
+        then = helper.make_graph([big, helper.make_node("ReduceSum", ["zeros"], ["t"], keepdims=0)], "then",
+                                 [], [vi("t", ())], [helper.make_tensor("shape", TensorProto.INT64, [2], [4096, 4096])])
+        els = helper.make_graph([helper.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", ())])
+        g = helper.make_graph([helper.make_node("If", ["c"], ["y"], then_branch=then, else_branch=els)], "mem",
+                              [vi("c", (), TensorProto.BOOL), vi("x", ())], [vi("y", ())])
+        mem = os.path.join(tmp, "mem.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), mem)
+        data = hgtest.write_inputs(os.path.join(tmp, "mem"), {"c": np.array(True), "x": np.array(1.0, np.float32)})
+        rc, so, se = run("run", mem, "--data", data, "-o", os.path.join(tmp, "mem.out"), "--max-memory", "16M")
+        check("branch-memory-cap", rc == 2 and "'branch_zeros'" in se and "memory cap" in se, (rc, se))
+        rc, so, se = run("run", mem, "--data", data, "-o", os.path.join(tmp, "mem.out2"), "--max-memory", "256M")
+        check("branch-memory-under-cap", rc == 0, (rc, se))
     return check.finish()
 
 
