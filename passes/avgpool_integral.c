@@ -60,7 +60,8 @@ typedef struct {
     gint64 kernel[HG_MAX_RANK], pads[2 * HG_MAX_RANK], strides[HG_MAX_RANK]; /* spatial axes */
     /* The part of x the windows read, per pooled axis: [cut_begin, cut_end) (a Slice of x where it
      * is not all of it: windows that start after x's first element or stop before its last). */
-    gint64 cut_begin[2], cut_end[2], xlen[2];
+    gint64 cut_begin[2], cut_end[2];
+    gboolean cut;       /* some pooled axis is cut */
     /* The 1-D form over axis 0 or 1, or over a tensor of rank 1 or 2: x (cut) is reshaped to
      * [before, 1, length, after] for an AveragePool of kernel [k, 1], and the result back. */
     gboolean flat;
@@ -585,6 +586,7 @@ check_windows(const Scan *sc, Match *mt, const GArray *leaves, HgValue *comb, co
         mt->pads[d] = mt->pads[ns + d] = 0;
     }
     double area = 1;
+    mt->cut = FALSE;
     for (guint i = 0; i < mt->naxes; i++) {
         gint64 a = mt->axes[i], xlen, len, lead, k, pb, pe, c0, c1;
         if (!static_dim(sc, mt->x, a, &xlen))
@@ -601,7 +603,7 @@ check_windows(const Scan *sc, Match *mt, const GArray *leaves, HgValue *comb, co
         mt->pads[ns + at] = pe;
         mt->cut_begin[i] = c0;
         mt->cut_end[i] = c1;
-        mt->xlen[i] = xlen;
+        mt->cut |= c0 > 0 || c1 < xlen;
         area *= (double)k;
     }
     if (hg_array_get_f64(ca, 0) != rounded(recip ? 1.0 / area : area, ca->dtype))
@@ -741,13 +743,11 @@ rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
     for (HgValue *v = mt->x; v != x; v = v->producer->inputs[0])
         g_hash_table_add(mt->nodes, v->producer);
     guint ns = mt->flat ? 2 : (guint)mt->rank - 2;
-    gboolean padded = FALSE, strided = FALSE, cut = FALSE;
+    gboolean padded = FALSE, strided = FALSE, cut = mt->cut;
     for (guint i = 0; i < 2 * ns; i++)
         padded |= mt->pads[i] != 0;
     for (guint i = 0; i < ns; i++)
         strided |= mt->strides[i] != 1;
-    for (guint i = 0; i < mt->naxes; i++)
-        cut |= mt->cut_begin[i] > 0 || mt->cut_end[i] < mt->xlen[i];
     g_autofree char *base = g_strdup_printf("AveragePool_%s", out->name);
     gboolean recast = hg_shapes_dtype(sc->s, x) != Tout;
     /* the windows' part of x: Slice(x, begins, ends, axes) */
@@ -810,15 +810,14 @@ rewrite(const Scan *sc, const HgPassEnv *env, Match *mt)
                                   : dims_text(mt->pads, 2 * ns, ",");
     g_autofree char *st = dims_text(mt->strides, mt->flat ? 1 : ns, "x");
     GString *where = g_string_new(NULL);
-    if (cut)
+    if (cut) {
         for (guint i = 0; i < mt->naxes; i++)
             g_string_append_printf(where, "%s%" G_GINT64_FORMAT ":%" G_GINT64_FORMAT, i ? "," : "; of x[",
                                    mt->cut_begin[i], mt->cut_end[i]);
-    if (cut)
         g_string_append_printf(where, "] along axis %s", mt->naxes == 1 ? "" : "es ");
-    if (cut)
         for (guint i = 0; i < mt->naxes; i++)
             g_string_append_printf(where, "%s%" G_GINT64_FORMAT, i ? "," : "", mt->axes[i]);
+    }
     if (mt->flat)
         g_string_append_printf(where, "; over axis %" G_GINT64_FORMAT ", reshaped", mt->axes[0]);
     hg_pass_note(env->result, PASS, "integral image '%s' -> AveragePool %s (pads %s%s%s%s)",

@@ -144,32 +144,25 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total,
     return ok;
 }
 
-/* The nodes of orphans (and, in turn, their producers) that nothing reads any more go: the chains that
- * computed what is now a constant. Later passes then see only what runs (assign_precision would
- * otherwise place and count float shape math that cleanup removes). Nodes of other domains stay, as
- * cleanup leaves them. Returns how many went. */
+/* The nodes of orphans and what they were computed from that nothing reads any more go
+ * (hg_nodes_remove_unread over them and their default-domain ancestors): the chains that computed
+ * what is now a constant. Later passes then see only what runs (assign_precision would otherwise
+ * place and count float shape math that cleanup removes). Nodes of other domains stay, as cleanup
+ * leaves them. Empties orphans; returns how many went. */
 static guint
 remove_orphans(GPtrArray *orphans)
 {
-    guint removed = 0;
+    g_autoptr(GHashTable) chain = g_hash_table_new(NULL, NULL);
     while (orphans->len) {
         HgNode *p = g_ptr_array_steal_index(orphans, orphans->len - 1);
-        if (p->flags & HG_NODE_DEAD || p->n_outputs == 0 || (p->domain && *p->domain && strcmp(p->domain, "ai.onnx")))
-            continue;
-        gboolean dead = TRUE;
-        for (guint k = 0; k < p->n_outputs && dead; k++) {
-            const HgValue *v = p->outputs[k];
-            dead = !v || !(v->uses->len || v->is_output || v->nested_outputs);
-        }
-        if (!dead)
+        if (p->flags & HG_NODE_DEAD || p->n_outputs == 0 || !hg_node_default_domain(p) ||
+            !g_hash_table_add(chain, p))
             continue;
         for (guint k = 0; k < p->n_inputs; k++)
             if (p->inputs[k] && p->inputs[k]->producer)
                 g_ptr_array_add(orphans, p->inputs[k]->producer);
-        hg_node_remove(p);
-        removed++;
     }
-    return removed;
+    return hg_nodes_remove_unread(chain);
 }
 
 static gboolean

@@ -19,9 +19,7 @@
  * and a kernel of its own: the rewrite is made wherever the hazard is, without weighing it.
  */
 #include "halfguard/pass.h"
-#include "ir_private.h"
 
-#include <math.h>
 #include <string.h>
 
 #include "hazards.h"

@@ -458,11 +458,11 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
         if (a)
             g_hash_table_insert(local.vals, v, a);
     }
+    /* (the plan holds every branch's order but those with a cycle, or nested past 64) */
     GPtrArray *order = g_hash_table_lookup(bodies, sub);
     if (ok && !order) {
-        g_autoptr(GPtrArray) cycle = hg_graph_topo_order(sub, error); /* for its error */
-        if (cycle)
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "an If branch the plan does not hold");
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "If branch '%s': its nodes have no topological order",
+                    sub->name ? sub->name : "");
         ok = FALSE;
     }
     for (guint i = 0; ok && order && i < order->len; i++) {
