@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "hazards.h"
+#include "ops/kernel.h"
 #include "ops/op.h"
 #include "precision_cost.h"
 
@@ -136,6 +137,8 @@ price_shape(HgValueShape *s, const char *const *dim_max, GPtrArray *syms)
         if (s->dims[i].v >= 0)
             continue;
         const char *name = s->dims[i].sym ? s->dims[i].sym : g_intern_static_string("unnamed");
+        gint64 cap;
+        hg_sym_min_parts(name, &name, &cap); /* min(S,C) is priced by S's size: listed as S */
         if (!g_ptr_array_find(syms, name, NULL))
             g_ptr_array_add(syms, (gpointer)name);
         s->dims[i].v = hg_dim_max_lookup(dim_max, s->dims[i].sym, SYMBOLIC_DIM);

@@ -9,6 +9,7 @@
  * line: GKeyFile does not keep lines, so the loader scans the text for them itself. */
 #include "halfguard/check.h"
 #include "infile.h"
+#include "ops/kernel.h"
 
 #include <math.h>
 #include <string.h>
@@ -220,6 +221,12 @@ hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error)
 gint64
 hg_dim_max_lookup(const char *const *specs, const char *name, gint64 dflt)
 {
+    const char *base;
+    gint64 cap;
+    if (hg_sym_min_parts(name, &base, &cap)) { /* min(S,cap): at most cap */
+        gint64 v = hg_dim_max_lookup(specs, base, dflt);
+        return v < 0 ? cap : MIN(v, cap);
+    }
     gint64 any = dflt;
     for (guint i = 0; specs && specs[i]; i++) {
         g_autofree char *n = NULL;

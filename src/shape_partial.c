@@ -5,8 +5,11 @@
  * The Concat's value is not known (batch is not), but three of its four entries are, and the first
  * is batch: [batch, -1, 12, 64]. Reshape then knows [batch, 7, 12, 64] (batch cancels against x's),
  * and the MatMul after it its contraction length. The entries follow Shape, Gather, Slice, Concat,
- * Cast, Unsqueeze, Squeeze, Identity, ReduceProd and integer Add, Sub, Mul and Div; a known entry is
- * exactly that value, an unknown one stays unknown (named when it is a symbolic dim itself). Each op's
+ * Cast, Unsqueeze, Squeeze, Identity, ReduceProd, integer Add, Sub, Mul and Div, Reshape, Flatten,
+ * Equal and Where; a known entry is
+ * exactly that value, an unknown one stays unknown (named when it is a symbolic dim itself). Reshape
+ * and Flatten of a vector keep its entries; Equal and Where follow TorchScript's expand(-1) pattern
+ * (Where(Equal(shape, -1), 1, shape)). Each op's
  * shape rule runs first: where it folded the value, there is nothing to add.
  */
 #include "shapes.h"
@@ -24,7 +27,8 @@ static gboolean
 entries(const HgValueShape *s, HgPartial *p)
 {
     memset(p, 0, sizeof(*p));
-    if (!s || s->rank < 0 || s->rank > 1 || !(hg_dtype_is_int(s->dtype) || hg_dtype_is_float(s->dtype)))
+    if (!s || s->rank < 0 || s->rank > 1 ||
+        !(hg_dtype_is_int(s->dtype) || hg_dtype_is_float(s->dtype) || s->dtype == HG_DTYPE_BOOL))
         return FALSE;
     if (s->value) {
         if (s->value->numel > HG_MAX_RANK || s->value->strings)
@@ -265,6 +269,49 @@ reduce_prod(const HgNode *node, const HgValueShape *const *ins, guint n_inputs, 
     return TRUE;
 }
 
+/* Equal of two entry lists (broadcast as binary's): known where both entries are, and false where
+ * one is a symbolic dim (>= 0) and the other a known negative number (Equal(shape, -1) in
+ * TorchScript's expand(-1) pattern). */
+static gboolean
+equal(const HgPartial *a, const HgPartial *b, HgPartial *o)
+{
+    if (a->n != b->n && a->n != 1 && b->n != 1)
+        return FALSE;
+    o->n = MAX(a->n, b->n);
+    for (int i = 0; i < o->n; i++) {
+        int ia = a->n == 1 ? 0 : i, ib = b->n == 1 ? 0 : i;
+        gboolean ka = known(a, ia), kb = known(b, ib);
+        if (ka && kb)
+            set_known(o, i, a->v[ia] == b->v[ib]);
+        else if ((ka && a->v[ia] < 0 && b->sym[ib]) || (kb && b->v[ib] < 0 && a->sym[ia]))
+            set_known(o, i, 0);
+    }
+    return TRUE;
+}
+
+/* Where(cond, a, b) entry by entry, where cond's entry is known. */
+static gboolean
+where(const HgValueShape *const *ins, guint n_inputs, const HgPartial *c, HgPartial *o)
+{
+    HgPartial a, b;
+    if (n_inputs != 3 || !entries(ins[1], &a) || !entries(ins[2], &b))
+        return FALSE;
+    o->n = MAX(c->n, MAX(a.n, b.n));
+    if ((c->n != o->n && c->n != 1) || (a.n != o->n && a.n != 1) || (b.n != o->n && b.n != 1))
+        return FALSE;
+    for (int i = 0; i < o->n; i++) {
+        int ic = c->n == 1 ? 0 : i;
+        if (!known(c, ic))
+            continue;
+        const HgPartial *src = c->v[ic] ? &a : &b;
+        int is = src->n == 1 ? 0 : i;
+        o->v[i] = src->v[is];
+        o->sym[i] = src->sym[is];
+        o->known |= (guint32)known(src, is) << i;
+    }
+    return TRUE;
+}
+
 void
 hg_partial_infer(const HgNode *node, gint64 opset, const HgValueShape *const *ins, guint n_inputs,
                  HgValueShape *out)
@@ -288,8 +335,13 @@ hg_partial_infer(const HgNode *node, gint64 opset, const HgValueShape *const *in
         ok = slice(node, opset, ins, n_inputs, &d, &o);
     } else if (!strcmp(op, "ReduceProd")) {
         ok = reduce_prod(node, ins, n_inputs, &d, &o);
+    } else if (!strcmp(op, "Equal")) {
+        HgPartial b;
+        ok = n_inputs == 2 && entries(ins[1], &b) && equal(&d, &b, &o);
+    } else if (!strcmp(op, "Where")) {
+        ok = hg_dtype_is_int(out->dtype) && where(ins, n_inputs, &d, &o);
     } else if (!strcmp(op, "Cast") || !strcmp(op, "Identity") || !strcmp(op, "Unsqueeze") ||
-               !strcmp(op, "Squeeze")) {
+               !strcmp(op, "Squeeze") || !strcmp(op, "Reshape") || !strcmp(op, "Flatten")) {
         o = d;
         ok = hg_dtype_is_int(out->dtype) || out->dtype == HG_DTYPE_FLOAT || out->dtype == HG_DTYPE_DOUBLE;
         /* FP32 holds integers exactly only to 2^24 */

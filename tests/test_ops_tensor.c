@@ -5,6 +5,7 @@
  * (attributes that became inputs), FP16 behaviour (raw moves, one rounding, overflow to inf) and
  * bounds checks on indices taken from data. */
 #include "opstest.h"
+#include "ops/kernel.h"
 #include "ranges.h"
 
 #include <math.h>
@@ -1560,6 +1561,112 @@ test_partial_shape_values(void **state)
     assert_true(isfinite(o->lo) && isfinite(o->hi) && o->hi <= 6.01);
 }
 
+/* Position ids sliced to the sequence length, as TorchScript exports write them (issue 12):
+ * positions[:, :S] of a [1, 16] table is min(S, 16), named so; added to [B, S, 8] embeddings it
+ * broadcasts to S (any S where they broadcast at all), so a head split by view(B, S, 2, -1) knows its
+ * head size 4 and the scores' contraction. Range(0, S, 1) is S long, ConstantOfShape and Tile read
+ * entries known by name, and expand(-1)'s Where(Equal(shape, -1), 1, shape) keeps them. */
+static void
+test_position_slice_shapes(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (int64[B,S] ids, float[1,6,8] w, float[32,8] tok, float[16,8] ptab, int64[1,16] pos)\n"
+        "  => (float[B,S,2,4] q, float[B,2,S,S] sc, int64[S] r,\n"
+        "                                       float[S,S] z, float[B,6,8] e, float[B,1,8] t0, float[1,S,8] pe)\n"
+        "  <int64[1] zero = {0}, int64[1] one = {1},\n"
+        "   int64[1] two = {2}, int64[2] tail = {2, -1}, int64 one_s = {1}, int64 zero_s = {0},\n"
+        "   int64[1] m1 = {-1}, int64 m1_s = {-1}> {\n"
+        "  s = Shape(ids)\n"
+        "  seq = Gather <axis = 0> (s, one_s)\n"
+        "  u = Unsqueeze(seq, zero)\n"
+        "  p = Slice(pos, zero, u, one)\n"
+        "  pe = Gather(ptab, p)\n"
+        "  emb = Gather(tok, ids)\n"
+        "  h = Add(emb, pe)\n"
+        "  hs = Shape(h)\n"
+        "  lead = Slice(hs, zero, two)\n"
+        "  tgt = Concat <axis = 0> (lead, tail)\n"
+        "  q = Reshape(h, tgt)\n"
+        "  qt = Transpose <perm = [0, 2, 1, 3]> (q)\n"
+        "  kt = Transpose <perm = [0, 2, 3, 1]> (q)\n"
+        "  sc = MatMul(qt, kt)\n"
+        "  r = Range(zero_s, seq, one_s)\n"
+        "  uu = Concat <axis = 0> (u, u)\n"
+        "  z = ConstantOfShape(uu)\n"
+        "  b = Slice(s, zero, one)\n"
+        "  sh = Concat <axis = 0> (b, m1, m1)\n"
+        "  shf = Reshape(sh, m1)\n"
+        "  shs = Shape(shf)\n"
+        "  ones = ConstantOfShape <value = int64[1] {1}> (shs)\n"
+        "  neg = Mul(ones, m1_s)\n"
+        "  eq = Equal(shf, neg)\n"
+        "  wh = Where(eq, ones, shf)\n"
+        "  e = Expand(w, wh)\n"
+        "  reps = Concat <axis = 0> (b, one, one)\n"
+        "  w1 = Slice(w, zero, one, one)\n"
+        "  t0 = Tile(w1, reps)\n"
+        "  late = Slice(pos, one, u, one)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    const HgValueShape *p = SHAPE_OF(shapes, m, "p");
+    assert_int_equal(p->rank, 2);
+    assert_int_equal(p->dims[1].v, -1);
+    assert_string_equal(p->dims[1].sym, "min(S,16)");
+    struct {
+        const char *name;
+        int rank;
+        gint64 dims[4];
+        const char *syms[4];
+    } want[] = {{"h", 3, {-1, -1, 8}, {"B", "S", NULL}},
+                {"q", 4, {-1, -1, 2, 4}, {"B", "S", NULL, NULL}},
+                {"sc", 4, {-1, 2, -1, -1}, {"B", NULL, "S", "S"}},
+                {"r", 1, {-1}, {"S"}},
+                {"z", 2, {-1, -1}, {"S", "S"}},
+                {"e", 3, {-1, 6, 8}, {"B", NULL, NULL}},
+                {"t0", 3, {-1, 1, 8}, {"B", NULL, NULL}}};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
+        if (vs->rank != want[i].rank)
+            fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
+        for (int k = 0; k < vs->rank; k++) {
+            if (vs->dims[k].v != want[i].dims[k])
+                fail_msg("%s: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, want[i].name, k,
+                         vs->dims[k].v, want[i].dims[k]);
+            if (want[i].syms[k] && g_strcmp0(vs->dims[k].sym, want[i].syms[k]) != 0)
+                fail_msg("%s: dim %d is named '%s', expected '%s'", want[i].name, k,
+                         vs->dims[k].sym ? vs->dims[k].sym : "(none)", want[i].syms[k]);
+        }
+    }
+    /* positions[:, 1:S] is not a prefix: its length is unknown, and nameless */
+    const HgValueShape *late = SHAPE_OF(shapes, m, "late");
+    assert_true(late->rank == 2 && late->dims[1].v < 0 && late->dims[1].sym == NULL);
+    /* two different names do not merge; S and min(S, c) do, either way round */
+    const char *S = g_intern_string("S"), *T = g_intern_string("T");
+    const char *cap = hg_dim_min((HgSymDim){-1, S}, 16).sym;
+    assert_null(hg_sym_broadcast(S, T));
+    assert_ptr_equal(hg_sym_broadcast(cap, S), S);
+    assert_ptr_equal(hg_sym_broadcast(S, cap), S);
+    assert_null(hg_sym_broadcast(cap, T));
+    /* a cap capped again keeps the smaller one; a known dim is just the minimum */
+    assert_ptr_equal(hg_dim_min((HgSymDim){-1, cap}, 100).sym, cap);
+    assert_string_equal(hg_dim_min((HgSymDim){-1, cap}, 4).sym, "min(S,4)");
+    assert_int_equal(hg_dim_min(hg_dim_known(30), 16).v, 16);
+    /* its size: S's, capped; the cap where S has none */
+    assert_int_equal(hg_dim_max_lookup(NULL, cap, -1), 16);
+    assert_int_equal(hg_dim_max_lookup((const char *const[]){"S=8", NULL}, cap, -1), 8);
+    assert_int_equal(hg_dim_max_lookup((const char *const[]){"S=100", NULL}, cap, -1), 16);
+    assert_int_equal(hg_dim_max_lookup((const char *const[]){"S=100", NULL}, "min(S,x)", -1), -1);
+    /* the scores are bounded: a contraction of 4 known terms */
+    HgInputRange in[5] = {{"ids", {0, 31, 0, FALSE}}, {"w", {-1, 1, 0, FALSE}}, {"tok", {-1, 1, 0, FALSE}},
+                          {"ptab", {-1, 1, 0, FALSE}}, {"pos", {0, 15, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 5);
+    const HgRange *sc = RANGE_OF(ranges, m, "sc");
+    assert_true(sc->lo >= -16.01 && sc->hi <= 16.01); /* 4 terms of [-2, 2]^2 */
+}
+
 static void
 test_range_rules_movement(void **state)
 {
@@ -1815,6 +1922,7 @@ HG_TEST_MAIN("ops_tensor",
              cmocka_unit_test(test_gridsample),
              cmocka_unit_test(test_unknown_and_odd_inputs),
              cmocka_unit_test(test_partial_shape_values),
+             cmocka_unit_test(test_position_slice_shapes),
              cmocka_unit_test(test_expand_unknown_entries),
              cmocka_unit_test(test_range_rules_movement),
              cmocka_unit_test(test_range_rules_scatter),

@@ -197,6 +197,56 @@ hg_dim_unknown(void)
     return d;
 }
 
+HgSymDim
+hg_dim_min(HgSymDim d, gint64 cap)
+{
+    if (d.v >= 0)
+        return hg_dim_known(MIN(d.v, cap));
+    if (!d.sym || cap < 1)
+        return hg_dim_unknown();
+    const char *base = d.sym;
+    gint64 c0;
+    if (hg_sym_min_parts(d.sym, &base, &c0) && c0 <= cap)
+        return d;
+    g_autofree char *name = g_strdup_printf("min(%s,%" G_GINT64_FORMAT ")", base, cap);
+    return (HgSymDim){-1, g_intern_string(name)};
+}
+
+gboolean
+hg_sym_min_parts(const char *sym, const char **base, gint64 *cap)
+{
+    gsize len = sym ? strlen(sym) : 0;
+    if (len < 7 || strncmp(sym, "min(", 4) != 0 || sym[len - 1] != ')')
+        return FALSE;
+    const char *comma = strrchr(sym, ',');
+    if (!comma || comma < sym + 5)
+        return FALSE;
+    char *end;
+    gint64 c = g_ascii_strtoll(comma + 1, &end, 10);
+    if (end != sym + len - 1 || end == comma + 1 || c < 1)
+        return FALSE;
+    g_autofree char *b = g_strndup(sym + 4, (gsize)(comma - sym - 4));
+    *base = g_intern_string(b);
+    *cap = c;
+    return TRUE;
+}
+
+const char *
+hg_sym_broadcast(const char *a, const char *b)
+{
+    if (!a || !b)
+        return NULL;
+    if (a == b)
+        return a;
+    const char *base;
+    gint64 cap;
+    if (hg_sym_min_parts(a, &base, &cap) && base == b)
+        return b;
+    if (hg_sym_min_parts(b, &base, &cap) && base == a)
+        return a;
+    return NULL;
+}
+
 void
 hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims)
 {

@@ -117,6 +117,17 @@ gboolean hg_eval_oom(HgEvalCtx *ctx);
 /* A known dim, and an unknown one without a name. */
 HgSymDim hg_dim_known(gint64 v);
 HgSymDim hg_dim_unknown(void);
+/* min(d, cap) for cap >= 1: x[0:S] of an axis of static length cap, where S is a dim named by
+ * shape inference (Shape(y)[i]). Known when d is; unknown without a name when d has none; else
+ * named "min(S,cap)" (min(S, c) capped again keeps the smaller cap). hg_sym_min_parts reads such a
+ * name back. */
+HgSymDim hg_dim_min(HgSymDim d, gint64 cap);
+/* TRUE when sym is a name hg_dim_min made: *base is S's interned name, *cap the cap. */
+gboolean hg_sym_min_parts(const char *sym, const char **base, gint64 *cap);
+/* The name of the dim that two unknown dims named a and b broadcast to (or NULL when it is not
+ * known): a when the names are equal, and S when one is S and the other min(S, c). In every
+ * execution where they broadcast, min(S, c) is S or 1 (c >= 1), or S is 1 and then so is min(S, c). */
+const char *hg_sym_broadcast(const char *a, const char *b);
 /* o (when not NULL) takes dtype, rank and dims. */
 void hg_vshape_set(HgValueShape *o, int dtype, int rank, const HgSymDim *dims);
 

@@ -63,7 +63,7 @@ sym_broadcast(HgSymDim a, HgSymDim b, HgSymDim *out)
     } else if (b.v >= 0) {
         *out = b;
     } else {
-        *out = a.sym && a.sym == b.sym ? a : hg_dim_unknown();
+        *out = (HgSymDim){-1, hg_sym_broadcast(a.sym, b.sym)};
     }
     return TRUE;
 }

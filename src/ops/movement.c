@@ -274,6 +274,57 @@ hg_eval_Split(HgEvalCtx *ctx)
 
 /* ================================================================ Slice */
 
+/* Ends known only in part (shape inference's HgPartial), the rest known: x[0:S] along an axis of
+ * static length c is min(S, c) (hg_dim_min) and along an axis named S is that axis; an end known by
+ * value on a static axis gives its count; anything else an unknown dim. FALSE (y untouched) when the
+ * ends are not known even in part or disagree with the starts in length. */
+static gboolean
+slice_named_ends(const HgArgs *a, const HgSymShape *x, HgSymShape *y, const gint64 *starts, guint ns,
+                 const gint64 *axes, guint na, const gint64 *steps, guint nt)
+{
+    g_autofree gint64 *ends = NULL;
+    guint ne;
+    guint32 known;
+    const char *syms[HG_MAX_RANK] = {NULL};
+    if (!hg_arg_ints_partial(a, 2, &ends, &ne, &known, syms) || ne != ns || ns > (guint)x->rank ||
+        (axes && na != ns) || (steps && nt != ns))
+        return FALSE;
+    HgSymShape out = *x;
+    for (guint i = 0; i < ns; i++) {
+        gint64 ax = axes ? axes[i] : (gint64)i;
+        if (ax < 0)
+            ax += x->rank;
+        if (ax < 0 || ax >= x->rank)
+            return FALSE;
+        HgSymDim d = x->d[ax];
+        gint64 st = steps ? steps[i] : 1, s = starts[i];
+        if (!(known >> i & 1)) {
+            const char *sym = syms[i];
+            if (st != 1 || s != 0 || !sym)
+                out.d[ax] = hg_dim_unknown();
+            else if (d.v >= 0)
+                out.d[ax] = d.v ? hg_dim_min((HgSymDim){-1, sym}, d.v) : d;
+            else
+                out.d[ax] = hg_sym_broadcast(d.sym, sym) == sym ? d : hg_dim_unknown();
+            continue;
+        }
+        gint64 e = ends[i];
+        if (d.v < 0 || st != 1) {
+            out.d[ax] = hg_dim_unknown();
+            continue;
+        }
+        if (s < 0)
+            s += d.v;
+        if (e < 0)
+            e += d.v;
+        s = CLAMP(s, 0, d.v);
+        e = CLAMP(e, 0, d.v);
+        out.d[ax] = hg_dim_known(e > s ? e - s : 0);
+    }
+    *y = out;
+    return TRUE;
+}
+
 /* Slice: starts/ends/axes as attributes before opset 10, inputs (with steps) from 10. Negative
  * starts/ends count from the end; then starts clamp to [0, d] and ends to [0, d] for positive steps,
  * to [0, d-1] and [-1, d-1] for negative ones. */
@@ -296,6 +347,9 @@ slice_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y, gint64 *start, g
         return PLAN_ERR;
     }
     if (x->rank < 0)
+        return PLAN_UNKNOWN;
+    if (ps == P_KNOWN && pe == P_UNKNOWN && pa != P_UNKNOWN && pt != P_UNKNOWN &&
+        slice_named_ends(a, x, y, starts, ns, pa == P_KNOWN ? axes : NULL, na, pt == P_KNOWN ? steps : NULL, nt))
         return PLAN_UNKNOWN;
     if (ps == P_UNKNOWN || pe == P_UNKNOWN || pa == P_UNKNOWN || pt == P_UNKNOWN) {
         /* the sliced axes lose their dims when they are known; the others keep theirs */
@@ -524,7 +578,20 @@ tile_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y, gint64 *reps)
         return PLAN_UNKNOWN;
     }
     if (ps == P_UNKNOWN) {
+        /* repeats known in part: an entry of 1 keeps the dim, one known only by name repeats a dim
+         * of 1 into that dim */
+        guint32 known;
+        const char *syms[HG_MAX_RANK] = {NULL};
         hg_sym_unknown_dims(y, x->rank);
+        if (hg_arg_ints_partial(a, 1, &r, &n, &known, syms) && n == (guint)x->rank)
+            for (guint i = 0; i < n; i++) {
+                if (known >> i & 1 && r[i] == 1)
+                    y->d[i] = x->d[i];
+                else if (known >> i & 1 && r[i] >= 0 && x->d[i].v >= 0 && x->d[i].v <= G_MAXINT64 / MAX(r[i], 1))
+                    y->d[i] = hg_dim_known(x->d[i].v * r[i]);
+                else if (!(known >> i & 1) && x->d[i].v == 1)
+                    y->d[i] = (HgSymDim){-1, syms[i]};
+            }
         return PLAN_UNKNOWN;
     }
     if (n != (guint)x->rank) {

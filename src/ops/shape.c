@@ -235,9 +235,20 @@ cos_plan(const HgArgs *a, HgSymShape *out)
     HgPState ps = hg_arg_ints(a, 0, NULL, &dims, &n);
     if (ps != P_KNOWN) {
         HgSymShape s;
+        guint32 known;
+        const char *syms[HG_MAX_RANK] = {NULL};
         hg_arg_shape(a, 0, &s);
         if (s.rank == 1 && s.d[0].v >= 0 && s.d[0].v <= HG_MAX_RANK)
             hg_sym_unknown_dims(out, (int)s.d[0].v);
+        if (hg_arg_ints_partial(a, 0, &dims, &n, &known, syms)) {
+            /* the entries known in part: by value, or by a symbolic dim's name */
+            out->rank = (int)n;
+            for (guint i = 0; i < n; i++)
+                out->d[i] = known >> i & 1 ? hg_dim_known(dims[i] < 0 ? -1 : dims[i]) : (HgSymDim){-1, syms[i]};
+            for (guint i = 0; i < n; i++)
+                if (out->d[i].v < 0 && !out->d[i].sym)
+                    out->d[i] = hg_dim_unknown();
+        }
         return 0;
     }
     if (n > HG_MAX_RANK) {
@@ -348,6 +359,12 @@ hg_infer_Range(HgShapeCtx *ctx)
         if (!range_count(&a, s, l, d, &n))
             return FALSE;
         y.d[0] = hg_dim_known(n);
+    } else if (s && d && !l && s->numel == 1 && d->numel == 1 && hg_dtype_compute(s->dtype) == HG_COMPUTE_I64 &&
+               hg_array_get_i64(s, 0) == 0 && hg_array_get_i64(d, 0) == 1) {
+        /* Range(0, S, 1) over integers, S a dim known by name: S elements */
+        const HgValueShape *ls = hg_shape_input(ctx, 1);
+        if (ls && ls->part.n == 1 && !(ls->part.known & 1) && ls->part.sym[0])
+            y.d[0] = (HgSymDim){-1, ls->part.sym[0]};
     }
     hg_vshape_set_sym(hg_shape_output(ctx, 0), hg_arg_dtype(&a, 0), &y);
     return hg_fold(ctx, hg_eval_Range, HG_FOLD_STRICT);
