@@ -37,6 +37,9 @@
  *   Scale moved in front of a whole-number power: c * Pow(x, n) takes 2^-j on x as 2^-nj (GELU's
  *   tanh form); see match_scale.
  *
+ *   A gain moved into weights that flush: Mul(MatMul(x, W), g) with W below FP16's normal range gives
+ *   W the 2^j that makes it normal, g keeps g / 2^j; see match_gain.
+ *
  * Every value whose contents change is renamed (NAME_prescaled), and where calibration statistics
  * exist for the old name the scaled statistics are added under the new one (into the caller's table,
  * hg_analyses_options(env->analyses)->stats): the later passes decide on what the tensor now holds.
@@ -383,6 +386,117 @@ pow_exponent(const Pre *p, const HgNode *n)
     return e == floor(e) && e >= 2 && e <= POW_MAX_N ? (int)e : 0;
 }
 
+/* Smallest and largest nonzero magnitudes of a (0 and 0 when every value is 0). */
+static void
+magnitudes(const HgArray *a, double *lo, double *hi)
+{
+    *lo = INFINITY, *hi = 0;
+    for (gint64 i = 0; i < a->numel; i++) {
+        double v = fabs(hg_array_get_f64(a, i));
+        if (v > 0) {
+            *lo = MIN(*lo, v);
+            *hi = MAX(*hi, v);
+        }
+    }
+    if (*hi == 0)
+        *lo = 0;
+}
+
+/* Weights that flush in FP16 before a gain: y = Mul(MatMul(x, W), g) with W's values below FP16's
+ * normal range (an underflow hazard at the MatMul) and g >= 2 a scalar constant. 2^j of the gain moves
+ * into W, the smallest j that makes W's every nonzero value an FP16 normal (at most the scale's own
+ * exponent, or more: g's remainder g / 2^j need only be an FP16 normal itself):
+ *
+ *     p = MatMul(x, W)                         p' = MatMul(x, W * 2^j)
+ *     y = Mul(p, g)                       =>   y  = Mul(p', g * 2^-j)
+ *
+ * Both constants are scaled exactly (powers of two, in FP32), so y keeps its bits. Done only where W
+ * times 2^j and the product's bound times 2^j stay under the threshold, and nothing else reads the
+ * product. */
+static void
+match_gain(Pre *p, HgNode *sn, guint ci, double cv, HgValue *a)
+{
+    g_autoptr(GPtrArray) chain = g_ptr_array_new();
+    HgValue *v = a;
+    while (v->producer && moves_values(v->producer)) {
+        g_ptr_array_insert(chain, 0, v);
+        v = v->producer->inputs[0];
+        if (chain->len > 8)
+            return;
+    }
+    HgNode *mm = v->producer;
+    if (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
+        return;
+    g_ptr_array_insert(chain, 0, v);
+    gboolean flushes = FALSE;
+    for (guint i = 0; i < p->res->hazards->len && !flushes; i++) {
+        const HgHazard *h = p->res->hazards->pdata[i];
+        flushes = h->at == mm && h->kind == HG_HAZARD_UNDERFLOW;
+    }
+    if (!flushes)
+        return;
+    int k = -1;
+    g_autoptr(HgArray) w = NULL;
+    for (guint i = 0; i < 2 && k < 0; i++) {
+        g_clear_pointer(&w, hg_array_unref);
+        w = const_array(p, mm->inputs[i]);
+        if (w)
+            k = (int)i;
+    }
+    double lo, hi;
+    if (k < 0 || (magnitudes(w, &lo, &hi), lo == 0) || lo >= FP16_MIN_NORMAL)
+        return;
+    int j = (int)ceil(log2(FP16_MIN_NORMAL / lo));
+    while (ldexp(lo, j) < FP16_MIN_NORMAL)
+        j++;
+    double b = 0, rem = ldexp(cv, -j);
+    for (guint i = 0; i < chain->len; i++)
+        b = MAX(b, hg_check_value_bound(p->res, chain->pdata[i], NULL));
+    g_autofree char *what = g_strdup_printf("Mul '%s' after MatMul '%s'", node_name(sn), node_name(mm));
+    const char *why = j > MAX_K                       ? "is past 2^60"
+                      : !fits(p, ldexp(hi, j))          ? "would push the largest weight past the threshold"
+                      : !fits(p, ldexp(b, j))           ? "would push the product past the threshold"
+                      : !(fabs(rem) >= FP16_MIN_NORMAL) ? "would leave the gain's remainder below FP16's normal range"
+                      : !fits(p, fabs(rem))             ? "would leave the gain's remainder past the threshold"
+                                                        : NULL;
+    if (why) {
+        hg_pass_note(p->env->result, PASS, "left %s in place: its weights '%s' flush in FP16 (smallest %.3g), and "
+                     "the 2^%d that would make them normal %s (gain %.6g, remainder %.3g; product %.3g, largest "
+                     "weight %.3g)", what, mm->inputs[k]->name, lo, j, why, cv, rem, b, hi);
+        return;
+    }
+    for (guint i = 0; i < chain->len; i++) {
+        HgValue *x = chain->pdata[i];
+        HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
+        if (!private_value(x, next))
+            return;
+    }
+    HgNode *nodes[2] = {sn, mm};
+    if (any_taken(p, nodes, 2))
+        return;
+    Plan pl;
+    plan_init(&pl, sn);
+    if (!add_const(p, &pl, mm, (guint)k, j) || !add_const(p, &pl, sn, ci, -j)) {
+        plan_clear(&pl);
+        return;
+    }
+    for (guint i = 0; i < chain->len; i++)
+        add_val(&pl, chain->pdata[i], j);
+    pl.note = g_strdup_printf("moved 2^%d of Mul '%s' (x %.6g = 2^%d x %.6g, the remainder left behind) into "
+                              "the weights '%s' of MatMul '%s', k=%d: they flush in FP16 (smallest %.3g) and "
+                              "are normal x 2^%d; the product may reach %.3g", j, node_name(sn), cv, j, rem,
+                              mm->inputs[k]->name, node_name(mm), j, lo, j, ldexp(b, j));
+    g_autofree HgNode **cure = g_new0(HgNode *, chain->len);
+    cure[0] = mm;
+    for (guint i = 1; i < chain->len; i++)
+        cure[i] = ((HgValue *)chain->pdata[i])->producer;
+    if (!cheaper_than_island(p, &pl, cure, chain->len, what)) {
+        plan_clear(&pl);
+        return;
+    }
+    take_plan(p, &pl, nodes, 2);
+}
+
 static void
 match_scale(Pre *p, HgNode *sn)
 {
@@ -413,6 +527,10 @@ match_scale(Pre *p, HgNode *sn)
     int ex;
     frexp(cv, &ex);
     int e = div ? -(ex - 1) : ex - 1;
+    if (e > 0 && !div) {
+        match_gain(p, sn, ci, cv, a);
+        return;
+    }
     if (e >= 0)
         return; /* a scale of 1 or more: moving it would not shrink the product */
 

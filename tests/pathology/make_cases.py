@@ -339,13 +339,14 @@ def underflow_tiny_weights():
     c = Case("underflow_tiny_weights",
              "A MatMul whose weights are all about 1e-9, stored in the wrong unit, and a gain of 5e4 "
              "after it that brings the product back to 1e-4 or so: below FP16's smallest subnormal "
-             "(6e-8) the weights all flush to zero, and so does the output.",
+             "(6e-8) the weights all flush to zero, and so does the output. prescale moves 2^19 of the "
+             "gain into the weights, where they are normal FP16 values.",
              "heavily decayed or pruned layers; weights stored in the wrong unit")
     x = c.input("x", [1, 64], -1, 1, c.rng.uniform(-1, 1, (1, 64)))
     w = c.rng.uniform(0.2e-9, 2e-9, (64, 16)) * c.rng.choice([-1, 1], (64, 16))
     y = c.node("MatMul", "tiny_matmul", [x, c.init("tiny_w", w)])
     c.output(c.node("Mul", "unit_gain", [y, c.init("gain", 5e4)]))
-    c.expect("tiny_matmul", "underflow")
+    c.expect("tiny_matmul", "underflow", "prescale")
     return c
 
 
