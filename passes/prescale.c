@@ -386,6 +386,53 @@ pow_exponent(const Pre *p, const HgNode *n)
     return e == floor(e) && e >= 2 && e <= POW_MAX_N ? (int)e : 0;
 }
 
+/* Up from a through the nodes that only move values (at most 8) to the node that computed them:
+ * the values from that node's output to a, in order (owned), with the node in *top; NULL when the
+ * walk is longer. */
+static GPtrArray *
+moves_up(HgValue *a, HgNode **top)
+{
+    GPtrArray *chain = g_ptr_array_new();
+    HgValue *v = a;
+    while (v->producer && moves_values(v->producer)) {
+        g_ptr_array_insert(chain, 0, v);
+        v = v->producer->inputs[0];
+        if (chain->len > 8) {
+            g_ptr_array_unref(chain);
+            return NULL;
+        }
+    }
+    g_ptr_array_insert(chain, 0, v);
+    *top = v->producer;
+    return chain;
+}
+
+/* The nodes a rewrite of chain (moves_up's) cures: the one that computed it and each move after it
+ * (owned, chain->len of them). */
+static HgNode **
+chain_nodes(GPtrArray *chain, HgNode *top)
+{
+    HgNode **cure = g_new0(HgNode *, chain->len);
+    cure[0] = top;
+    for (guint i = 1; i < chain->len; i++)
+        cure[i] = ((HgValue *)chain->pdata[i])->producer;
+    return cure;
+}
+
+/* The first value of chain (moves_up's) that something besides the next node on the way to end
+ * reads, or NULL when none: a rewrite may then change them all. */
+static const HgValue *
+chain_shared(GPtrArray *chain, const HgNode *end)
+{
+    for (guint i = 0; i < chain->len; i++) {
+        const HgValue *w = chain->pdata[i];
+        const HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : end;
+        if (!private_value(w, next))
+            return w;
+    }
+    return NULL;
+}
+
 /* Smallest and largest nonzero magnitudes of a (0 and 0 when every value is 0). */
 static void
 magnitudes(const HgArray *a, double *lo, double *hi)
@@ -416,18 +463,10 @@ magnitudes(const HgArray *a, double *lo, double *hi)
 static void
 match_gain(Pre *p, HgNode *sn, guint ci, double cv, HgValue *a)
 {
-    g_autoptr(GPtrArray) chain = g_ptr_array_new();
-    HgValue *v = a;
-    while (v->producer && moves_values(v->producer)) {
-        g_ptr_array_insert(chain, 0, v);
-        v = v->producer->inputs[0];
-        if (chain->len > 8)
-            return;
-    }
-    HgNode *mm = v->producer;
-    if (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
+    HgNode *mm = NULL;
+    g_autoptr(GPtrArray) chain = moves_up(a, &mm);
+    if (!chain || !hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1])
         return;
-    g_ptr_array_insert(chain, 0, v);
     gboolean flushes = FALSE;
     for (guint i = 0; i < p->res->hazards->len && !flushes; i++) {
         const HgHazard *h = p->res->hazards->pdata[i];
@@ -465,12 +504,8 @@ match_gain(Pre *p, HgNode *sn, guint ci, double cv, HgValue *a)
                      "weight %.3g)", what, mm->inputs[k]->name, lo, j, why, cv, rem, b, hi);
         return;
     }
-    for (guint i = 0; i < chain->len; i++) {
-        HgValue *x = chain->pdata[i];
-        HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
-        if (!private_value(x, next))
-            return;
-    }
+    if (chain_shared(chain, sn))
+        return;
     HgNode *nodes[2] = {sn, mm};
     if (any_taken(p, nodes, 2))
         return;
@@ -486,10 +521,7 @@ match_gain(Pre *p, HgNode *sn, guint ci, double cv, HgValue *a)
                               "the weights '%s' of MatMul '%s', k=%d: they flush in FP16 (smallest %.3g) and "
                               "are normal x 2^%d; the product may reach %.3g", j, node_name(sn), cv, j, rem,
                               mm->inputs[k]->name, node_name(mm), j, lo, j, ldexp(b, j));
-    g_autofree HgNode **cure = g_new0(HgNode *, chain->len);
-    cure[0] = mm;
-    for (guint i = 1; i < chain->len; i++)
-        cure[i] = ((HgValue *)chain->pdata[i])->producer;
+    g_autofree HgNode **cure = chain_nodes(chain, mm);
     if (!cheaper_than_island(p, &pl, cure, chain->len, what)) {
         plan_clear(&pl);
         return;
@@ -535,19 +567,13 @@ match_scale(Pre *p, HgNode *sn)
         return; /* a scale of 1 or more: moving it would not shrink the product */
 
     /* up through the moves to the MatMul; every value on the way read only by the next node */
-    g_autoptr(GPtrArray) chain = g_ptr_array_new();
-    HgValue *v = a;
-    while (v->producer && moves_values(v->producer)) {
-        g_ptr_array_insert(chain, 0, v);
-        v = v->producer->inputs[0];
-        if (chain->len > 8)
-            return;
-    }
-    HgNode *mm = v->producer;
+    HgNode *mm = NULL;
+    g_autoptr(GPtrArray) chain = moves_up(a, &mm);
+    if (!chain)
+        return;
     int pow_n = pow_exponent(p, mm);
     if (!pow_n && (!hg_node_is(mm, "MatMul") || mm->n_inputs != 2 || !mm->inputs[0] || !mm->inputs[1]))
         return;
-    g_ptr_array_insert(chain, 0, v);
 
     /* Does it overflow, and does the moved power cure it? */
     gboolean unsafe = hazard_at(p, mm), calibrated = FALSE;
@@ -565,14 +591,11 @@ match_scale(Pre *p, HgNode *sn)
     if (!unsafe)
         return;
     /* every value from the product to the scale must have this path as its only reader */
-    for (guint i = 0; i < chain->len; i++) {
-        HgValue *w = chain->pdata[i];
-        HgNode *next = i + 1 < chain->len ? ((HgValue *)chain->pdata[i + 1])->producer : sn;
-        if (!private_value(w, next)) {
-            hg_pass_note(p->env->result, PASS, "left %s '%s' after %s '%s' in place: '%s' (the unscaled product) "
-                         "has other readers", sn->op_type, node_name(sn), mm->op_type, node_name(mm), w->name);
-            return;
-        }
+    const HgValue *shared = chain_shared(chain, sn);
+    if (shared) {
+        hg_pass_note(p->env->result, PASS, "left %s '%s' after %s '%s' in place: '%s' (the unscaled product) "
+                     "has other readers", sn->op_type, node_name(sn), mm->op_type, node_name(mm), shared->name);
+        return;
     }
     /* A power x^n takes 2^-j on x as 2^-nj: the smallest j that brings it under the threshold, whatever
      * the constant's own exponent (the remainder left behind may then exceed 1; what it writes has its
@@ -671,10 +694,7 @@ match_scale(Pre *p, HgNode *sn)
     g_string_append_printf(note, " > %g before the scale, %.3g after", p->threshold, ldexp(b, e));
     pl.note = g_string_free(g_steal_pointer(&note), FALSE);
     /* The rewrite cures the MatMul and the nodes that move its product to the scale. */
-    g_autofree HgNode **cure = g_new0(HgNode *, chain->len);
-    cure[0] = mm;
-    for (guint i = 1; i < chain->len; i++)
-        cure[i] = ((HgValue *)chain->pdata[i])->producer;
+    g_autofree HgNode **cure = chain_nodes(chain, mm);
     g_autofree char *what = g_strdup_printf("%s '%s' after %s '%s'", sn->op_type, node_name(sn), mm->op_type,
                                             node_name(mm));
     if (!cheaper_than_island(p, &pl, cure, chain->len, what)) {
