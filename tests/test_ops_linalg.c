@@ -2157,6 +2157,43 @@ test_range_norm_aware(void **state)
     assert_runs_inside(m, ranges, DIMS(4, 8), 2, first, names);
 }
 
+/* The same with the normalized dim unknown to shape inference (a symbolic D here; MobileViT's
+ * TorchScript export reshapes its patches to [B * P, N, -1]): Y has X's shape and gamma broadcasts to
+ * it, so the dim is gamma's 8, and the row norm and the products' bounds are those above. */
+static void
+test_range_norm_dim_from_scale(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+        "g (float[4,D] x) => (float[4,2] y)\n"
+        "  <float[8] gm = {1, -2, 0.5, 1, 1, 1, 1, 1}, float[8] bt = {0.1, 0, 0, 0, 0, 0, 0, -0.1},\n"
+        "   float[8,2] w = {1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5, 1, 0.5, 1, -0.5}> {\n"
+        "  ln = LayerNormalization <axis = -1> (x, gm, bt)\n"
+        "  y = MatMul(ln, w)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    const HgValueShape *ls = SHAPE_OF(shapes, m, "ln");
+    assert_int_equal(ls->rank, 2);
+    assert_int_equal(ls->dims[1].v, 8);
+    HgInputRange in = {"x", {-10, 10, 0, FALSE}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, &in, 1);
+    double bound = sqrt(8.0) * (sqrt(8.0) * 2 + sqrt(0.02));
+    const HgRange *y = RANGE_OF(ranges, m, "y");
+    if (!(y->hi >= bound && y->hi <= bound * 1.001 && y->lo <= -bound && y->lo >= -bound * 1.001))
+        fail_msg("y: [%g, %g], expected +-%g", y->lo, y->hi, bound);
+    /* the normalized values themselves: |z| <= sqrt(8) over 8 elements, paired with gamma and beta */
+    const HgRange *lr = RANGE_OF(ranges, m, "ln");
+    if (!(lr->hi <= 2 * sqrt(8.0) * 1.001 && lr->lo >= -2 * sqrt(8.0) * 1.001))
+        fail_msg("ln: [%g, %g]", lr->lo, lr->hi);
+    float first[32];
+    for (int i = 0; i < 32; i++)
+        first[i] = (float)((i % 8 == 1 ? -1 : i % 8 == 2 ? 2 : 1) * (i % 8 == 0 ? 3 : 1));
+    const char *names[] = {"ln", "y", NULL};
+    assert_runs_inside(m, ranges, DIMS(4, 8), 2, first, names);
+}
+
 /* Q K^T bounded by the product of the two heads' norms (issue 12): each head of q = x Wq + bq has
  * norm at most ||Wq_h||_F ||x|| + ||bq_h||, here (2.87 x 2.83 + 0.5) for q and 2.87 x 2.83 for k,
  * where the interval rule takes 4 products of the largest elements (4 x 8.5 x 8). The interpreter's
@@ -2588,6 +2625,7 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_range_decomposed_row_norms),
              cmocka_unit_test(test_range_einsum_symbolic_batch),
              cmocka_unit_test(test_range_norm_aware),
+             cmocka_unit_test(test_range_norm_dim_from_scale),
              cmocka_unit_test(test_range_dims_used),
              cmocka_unit_test(test_range_per_channel),
              cmocka_unit_test(test_range_weights_through_reshape),

@@ -1040,11 +1040,12 @@ row_l2_bound(const HgRangeCtx *ctx, const HgValue *v)
         gboolean layer = !strcmp(p->op_type, "LayerNormalization");
         if (layer || !strcmp(p->op_type, "RMSNormalization")) {
             gint64 axis, n = 1;
-            if (ps->rank < 1 ||
+            if (ps->rank < 1 || v != p->outputs[0] || os->rank != ps->rank ||
                 !hg_norm_axis(hg_node_attr_int(p, "axis", -1), (guint)ps->rank, &axis, NULL, NULL))
                 return INFINITY;
-            for (int i = (int)axis; i < ps->rank; i++)
-                n = n < 0 || ps->dims[i].v < 0 ? -1 : n * ps->dims[i].v;
+            /* Y's dims: X's, with the scale's where X's are unknown (hg_infer_LayerNormalization) */
+            for (int i = (int)axis; i < os->rank; i++)
+                n = n < 0 || os->dims[i].v < 0 ? -1 : n * os->dims[i].v;
             const HgValue *g = p->n_inputs > 1 ? p->inputs[1] : NULL, *b = layer && p->n_inputs > 2 ? p->inputs[2] : NULL;
             if (n < 0 || !g)
                 return INFINITY;

@@ -276,6 +276,20 @@ hg_infer_LayerNormalization(HgShapeCtx *ctx)
     }
     if (!hg_infer_same_shape(ctx, hg_eval_LayerNormalization))
         return FALSE;
+    /* Y has X's shape, and Scale and B broadcast to it: a normalized dim X leaves unknown is Scale's
+     * or B's where theirs is known and not 1 (MobileViT's [B * P, N, -1] rows before a LayerNorm of
+     * 32 channels). */
+    HgValueShape *y = hg_shape_wanted(ctx, 0);
+    for (guint k = 1; y && y->rank >= 0 && k < 3 && k < ctx->n_inputs; k++) {
+        const HgValueShape *p = ctx->inputs[k];
+        if (!p || p->rank < 0 || p->rank > y->rank)
+            continue;
+        for (int i = 0; i < p->rank; i++) {
+            int j = y->rank - p->rank + i;
+            if (j >= (int)axis && y->dims[j].v < 0 && p->dims[i].v > 1)
+                y->dims[j] = (HgSymDim){p->dims[i].v, NULL};
+        }
+    }
     /* Below opset 17 (ONNX Runtime's contrib op) Y takes Scale's type; see the kernel. */
     const HgValueShape *scale = ctx->n_inputs > 1 ? ctx->inputs[1] : NULL;
     if (ctx->opset < 17 && scale && scale->dtype != HG_DTYPE_UNDEFINED && hg_shape_wanted(ctx, 0))
@@ -693,10 +707,14 @@ void
 hg_range_LayerNormalization(HgRangeCtx *ctx)
 {
     const HgValueShape *xs = hg_range_shape(ctx, 0);
+    const HgValueShape *ys = ctx->n_outputs && ctx->out_shapes ? ctx->out_shapes[0] : NULL;
     gint64 axis, n = -1;
     if (xs && xs->rank >= 0 &&
-        hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL))
+        hg_norm_axis(hg_node_attr_int(ctx->node, "axis", -1), (guint)xs->rank, &axis, NULL, NULL)) {
         n = rnumel_from(xs, (int)axis);
+        if (n < 0 && ys && ys->rank == xs->rank) /* Y's dims: X's, with Scale's where X's are unknown */
+            n = rnumel_from(ys, (int)axis);
+    }
     norm_range(ctx, n, TRUE);
 }
 
