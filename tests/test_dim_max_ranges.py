@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """--dim-max in the interval analysis (issue 12): where a bound needs a length of a symbolic dim (the
-rounding slack of Softmax x V, of a GlobalAveragePool), check (and convert -v) says what it
+rounding slack of Softmax x V, of a GlobalAveragePool; the terms of a CumSum), check (and convert -v) says what it
 assumed: 2^20 elements without --dim-max, the given size with it; and the bound follows the assumption.
 Usage: test_dim_max_ranges.py HALFGUARD"""
 import os
@@ -44,4 +44,21 @@ with tempfile.TemporaryDirectory(prefix="hg-dimmax-") as d:
     first = so.splitlines()[0] if so else ""
     check("convert -v reports --dim-max, not as a change", rc == 0 and "at most 16 (--dim-max)" in so
           and "2^20" not in so and "other change" not in first, so + se)
+    # CumSum over a symbolic axis: positions from an attention mask (BLOOM's ALiBi). Without --dim-max
+    # the running sum of [0, 1] values has no bound (a sequence may be any length); with it, the
+    # length bounds it, and the bound is reported.
+    g = helper.make_graph([helper.make_node("Cast", ["m"], ["mf"], name="to_float", to=TensorProto.FLOAT),
+                           helper.make_node("CumSum", ["mf", "ax"], ["pos"], name="positions")], "g",
+                          [helper.make_tensor_value_info("m", TensorProto.INT64, [1, "seq"])],
+                          [helper.make_tensor_value_info("pos", TensorProto.FLOAT, [1, "seq"])],
+                          [helper.make_tensor("ax", TensorProto.INT64, [], [1])])
+    path = os.path.join(d, "cumsum.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    rc, so, se = hgtest.run([tool, "check", path, "--no-config", "-r", "m=0:1"])
+    check("cumsum: unbounded over a symbolic axis", rc == 1 and "positions" in so and "overflow" in so, so + se)
+    rc, so, se = hgtest.run([tool, "check", path, "--no-config", "-r", "m=0:1", "--dim-max", "seq=2000"])
+    check("cumsum: --dim-max seq=2000 bounds it at 2000 (integers, exact in FP16), and says so",
+          rc == 0 and "overflow" not in so and "symbolic dim 'seq' at most 2000 (--dim-max)" in se, so + se)
+    rc, so, se = hgtest.run([tool, "check", path, "--no-config", "-r", "m=0:1", "--dim-max", "seq=100000"])
+    check("cumsum: --dim-max seq=100000 leaves it past 65504", rc == 1 and "overflow" in so, so + se)
 sys.exit(check.finish())

@@ -5,6 +5,7 @@
  * Reductions sum in FP32 with the stored result rounded once, except CumSum of FP16 and BF16, which
  * rounds every partial sum to its own width as the targets do (ops.def's accumulation notes). */
 #include "ops/reduce.h"
+#include "halfguard/check.h"
 #include "ir_private.h"
 
 #include <float.h>
@@ -999,7 +1000,8 @@ reduce_range(HgRangeCtx *ctx, RedKind kind)
     *y = r;
 }
 
-/* Each output is a sum of k input elements along the axis, k in [1, n] (exclusive: [0, n - 1]). */
+/* Each output is a sum of k input elements along the axis, k in [1, n] (exclusive: [0, n - 1]); a
+ * symbolic axis is as long as its --dim-max, else unbounded. */
 void
 hg_range_CumSum(HgRangeCtx *ctx)
 {
@@ -1014,6 +1016,9 @@ hg_range_CumSum(HgRangeCtx *ctx)
     gint64 axis, n = -1;
     if (av && xs->rank >= 0 && cumsum_axis(ctx->node, av, (guint)xs->rank, &axis, NULL)) {
         n = hg_shape_dim(xs, axis);
+        /* a symbolic axis: its --dim-max, where given (and reported), bounds the terms */
+        if (n < 0 && hg_dim_max_lookup(ctx->dim_max, xs->dims[axis].sym, -1) > 0)
+            n = hg_range_len_bound(ctx, xs, (int)axis, (int)axis + 1);
     } else if (xs->rank > 0) {
         /* a computed axis: the longest dim bounds the terms of every partial sum */
         for (int i = 0; i < xs->rank && (i == 0 || n >= 0); i++)
