@@ -136,11 +136,18 @@ price_shape(HgValueShape *s, const char *const *dim_max, GPtrArray *syms)
     for (int i = 0; i < s->rank; i++) {
         if (s->dims[i].v >= 0)
             continue;
-        const char *name = s->dims[i].sym ? s->dims[i].sym : g_intern_static_string("unnamed");
-        gint64 cap;
-        hg_sym_min_parts(name, &name, &cap); /* min(S,C) is priced by S's size: listed as S */
-        if (!g_ptr_array_find(syms, name, NULL))
-            g_ptr_array_add(syms, (gpointer)name);
+        const char *f[HG_SYM_MAX_FACTORS];
+        gint64 coef, cap;
+        int nf = 0;
+        if (!s->dims[i].sym || !hg_sym_factors(s->dims[i].sym, &coef, f, &nf))
+            f[0] = g_intern_static_string("unnamed"), nf = 1;
+        /* listed by the dims it is made of: 4*batch by batch, min(S,C) (priced by S's size) by S */
+        for (int k = 0; k < nf; k++) {
+            const char *name = f[k];
+            hg_sym_min_parts(name, &name, &cap);
+            if (!g_ptr_array_find(syms, name, NULL))
+                g_ptr_array_add(syms, (gpointer)name);
+        }
         s->dims[i].v = hg_dim_max_lookup(dim_max, s->dims[i].sym, SYMBOLIC_DIM);
     }
 }

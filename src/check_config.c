@@ -221,8 +221,19 @@ hg_dim_max_parse(const char *spec, char **name, gint64 *value, GError **error)
 gint64
 hg_dim_max_lookup(const char *const *specs, const char *name, gint64 dflt)
 {
-    const char *base;
-    gint64 cap;
+    const char *base, *f[HG_SYM_MAX_FACTORS];
+    gint64 cap, coef;
+    int nf;
+    if (name && hg_sym_factors(name, &coef, f, &nf) && (nf > 1 || coef != 1)) {
+        /* a product of dims (4*batch): the product of their sizes, unknown where one is */
+        for (int i = 0; i < nf; i++) {
+            gint64 v = hg_dim_max_lookup(specs, f[i], dflt);
+            if (v < 0 || (v && coef > G_MAXINT64 / v))
+                return v < 0 ? dflt : G_MAXINT64;
+            coef *= v;
+        }
+        return coef;
+    }
     if (hg_sym_min_parts(name, &base, &cap)) { /* min(S,cap): at most cap */
         gint64 v = hg_dim_max_lookup(specs, base, dflt);
         return v < 0 ? cap : MIN(v, cap);

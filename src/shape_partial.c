@@ -14,6 +14,7 @@
  */
 #include "shapes.h"
 #include "ir_private.h"
+#include "ops/kernel.h"
 #include "ops/tensor.h"
 
 #include <math.h>
@@ -227,6 +228,40 @@ binary(char op, const HgPartial *a, const HgPartial *b, HgPartial *o)
         } else if (!known(b, ib) && known(a, ia) && (op == '*' || op == '+') &&
                    a->v[ia] == (op == '*' ? 1 : 0)) {
             o->sym[i] = b->sym[ib];
+        } else if (op == '*') {
+            /* products of named dims (and whole numbers) keep a name: batch * 4 is 4*batch */
+            gboolean ka = known(a, ia), kb = known(b, ib);
+            if ((ka || a->sym[ia]) && (kb || b->sym[ib]) && !(ka && a->v[ia] < 0) && !(kb && b->v[ib] < 0)) {
+                HgSymDim p = hg_dim_mul(ka ? hg_dim_known(a->v[ia]) : (HgSymDim){-1, a->sym[ia]},
+                                        kb ? hg_dim_known(b->v[ib]) : (HgSymDim){-1, b->sym[ib]});
+                if (p.v >= 0)
+                    set_known(o, i, p.v);
+                else
+                    o->sym[i] = p.sym;
+            }
+        } else if (op == '/' && !known(a, ia) && a->sym[ia]) {
+            /* a named product over one of its factors: 4*batch / 4 is batch */
+            gint64 ca, cb = 1;
+            const char *na[HG_SYM_MAX_FACTORS], *nb[HG_SYM_MAX_FACTORS];
+            int ka, kb = 0;
+            gboolean ok = hg_sym_factors(a->sym[ia], &ca, na, &ka) &&
+                          (known(b, ib) ? (cb = b->v[ib]) > 0 : hg_sym_factors(b->sym[ib], &cb, nb, &kb));
+            for (int q = 0; ok && q < kb; q++) {
+                int hit = -1;
+                for (int t = 0; t < ka && hit < 0; t++)
+                    if (na[t] == nb[q])
+                        hit = t;
+                if (hit < 0)
+                    ok = FALSE;
+                else
+                    na[hit] = na[--ka];
+            }
+            if (ok && cb > 0 && ca % cb == 0) {
+                if (ka == 0)
+                    set_known(o, i, ca / cb);
+                else
+                    o->sym[i] = hg_sym_product(ca / cb, na, ka);
+            }
         }
     }
     return TRUE;

@@ -274,7 +274,8 @@ HG_API gboolean hg_dim_max_parse(const char *spec, char **name, gint64 *value, G
 /* The size dim-max specs (NULL-terminated, may be NULL; bad ones skipped) give the symbolic dim
  * called name (NULL: unnamed): its NAME=N, else the N for every dim, else dflt. A name that shape
  * inference gives a prefix of an axis, "min(S,C)" (x[0:S] of an axis of length C), gets S's size
- * capped at C, and C where S's is below 0. */
+ * capped at C, and C where S's is below 0; a product of dims ("4*batch", "batch*seq") the product of
+ * their sizes (dflt where one is below 0). */
 HG_API gint64 hg_dim_max_lookup(const char *const *specs, const char *name, gint64 dflt);
 /* Mark the hazards of r that a [suppress] group matching model_path covers (HgHazard.suppressed). */
 HG_API void hg_check_config_suppress(const HgCheckConfig *cfg, const char *model_path, HgCheckResult *r);

@@ -231,6 +231,92 @@ hg_sym_min_parts(const char *sym, const char **base, gint64 *cap)
     return TRUE;
 }
 
+gboolean
+hg_sym_factors(const char *sym, gint64 *coef, const char **names, int *n)
+{
+    *coef = 1;
+    *n = 0;
+    if (!sym)
+        return FALSE;
+    const char *start = sym;
+    int depth = 0;
+    for (const char *q = sym;; q++) {
+        if (*q == '(')
+            depth++;
+        else if (*q == ')')
+            depth--;
+        if (*q && (*q != '*' || depth > 0))
+            continue;
+        gsize len = (gsize)(q - start);
+        g_autofree char *f = g_strndup(start, len);
+        char *end;
+        gint64 c = len && g_ascii_isdigit(f[0]) ? g_ascii_strtoll(f, &end, 10) : 0;
+        if (len && g_ascii_isdigit(f[0]) && !*end && c > 0) {
+            if (*coef > G_MAXINT64 / c)
+                return FALSE;
+            *coef *= c;
+        } else if (len && *n < HG_SYM_MAX_FACTORS) {
+            names[(*n)++] = g_intern_string(f);
+        } else {
+            return FALSE;
+        }
+        if (!*q)
+            break;
+        start = q + 1;
+    }
+    return TRUE;
+}
+
+static int
+cmp_names(gconstpointer a, gconstpointer b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const char *
+hg_sym_product(gint64 coef, const char **names, int n)
+{
+    if (n <= 0 || n > HG_SYM_MAX_FACTORS || coef < 1)
+        return NULL;
+    if (n == 1 && coef == 1)
+        return names[0];
+    const char *sorted[HG_SYM_MAX_FACTORS];
+    memcpy(sorted, names, sizeof(*names) * (gsize)n);
+    qsort(sorted, (gsize)n, sizeof(*sorted), cmp_names);
+    g_autoptr(GString) s = g_string_new(NULL);
+    if (coef != 1)
+        g_string_append_printf(s, "%" G_GINT64_FORMAT, coef);
+    for (int i = 0; i < n; i++)
+        g_string_append_printf(s, "%s%s", s->len ? "*" : "", sorted[i]);
+    return g_intern_string(s->str);
+}
+
+HgSymDim
+hg_dim_mul(HgSymDim a, HgSymDim b)
+{
+    if (a.v == 0 || b.v == 0)
+        return hg_dim_known(0);
+    if (a.v >= 0 && b.v >= 0)
+        return a.v <= G_MAXINT64 / MAX(b.v, 1) ? hg_dim_known(a.v * b.v) : hg_dim_unknown();
+    if (a.v == 1)
+        return b;
+    if (b.v == 1)
+        return a;
+    const char *names[2 * HG_SYM_MAX_FACTORS];
+    gint64 ca = 1, cb = 1;
+    int na = 0, nb = 0;
+    if ((a.v < 0 && !hg_sym_factors(a.sym, &ca, names, &na)) ||
+        (b.v < 0 && !hg_sym_factors(b.sym, &cb, names + na, &nb)))
+        return hg_dim_unknown();
+    if (a.v >= 0)
+        ca = a.v;
+    if (b.v >= 0)
+        cb = b.v;
+    if (na + nb > HG_SYM_MAX_FACTORS || ca > G_MAXINT64 / cb)
+        return hg_dim_unknown();
+    return (HgSymDim){-1, hg_sym_product(ca * cb, names, na + nb)};
+}
+
 const char *
 hg_sym_broadcast(const char *a, const char *b)
 {

@@ -122,6 +122,16 @@ HgSymDim hg_dim_unknown(void);
  * named "min(S,cap)" (min(S, c) capped again keeps the smaller cap). hg_sym_min_parts reads such a
  * name back. */
 HgSymDim hg_dim_min(HgSymDim d, gint64 cap);
+/* Products of dims shape inference knows by name: "4*batch", "batch*heads" (a whole number first
+ * when not 1, then the names in strcmp order, each one a name or a min(S,c), joined by '*').
+ * hg_sym_factors splits such a name (any name: one factor, coefficient 1) into a coefficient and at
+ * most HG_SYM_MAX_FACTORS interned names; FALSE when it has more. hg_sym_product makes the name
+ * back (NULL for no names, where the coefficient alone is the dim, and for more than
+ * HG_SYM_MAX_FACTORS, which have no name). hg_dim_mul multiplies two dims. */
+#define HG_SYM_MAX_FACTORS 8
+gboolean hg_sym_factors(const char *sym, gint64 *coef, const char **names, int *n);
+const char *hg_sym_product(gint64 coef, const char **names, int n);
+HgSymDim hg_dim_mul(HgSymDim a, HgSymDim b);
 /* TRUE when sym is a name hg_dim_min made: *base is S's interned name, *cap the cap. */
 gboolean hg_sym_min_parts(const char *sym, const char **base, gint64 *cap);
 /* The name of the dim that two unknown dims named a and b broadcast to (or NULL when it is not

@@ -578,8 +578,8 @@ tile_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y, gint64 *reps)
         return PLAN_UNKNOWN;
     }
     if (ps == P_UNKNOWN) {
-        /* repeats known in part: an entry of 1 keeps the dim, one known only by name repeats a dim
-         * of 1 into that dim */
+        /* repeats known in part: an entry of 1 keeps the dim, one known only by name multiplies it
+         * (hg_dim_mul: a dim of 1 becomes that dim, 4 becomes 4*name) */
         guint32 known;
         const char *syms[HG_MAX_RANK] = {NULL};
         hg_sym_unknown_dims(y, x->rank);
@@ -589,8 +589,8 @@ tile_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y, gint64 *reps)
                     y->d[i] = x->d[i];
                 else if (known >> i & 1 && r[i] >= 0 && x->d[i].v >= 0 && x->d[i].v <= G_MAXINT64 / MAX(r[i], 1))
                     y->d[i] = hg_dim_known(x->d[i].v * r[i]);
-                else if (!(known >> i & 1) && x->d[i].v == 1)
-                    y->d[i] = (HgSymDim){-1, syms[i]};
+                else if (!(known >> i & 1) && syms[i] && (x->d[i].v >= 0 || x->d[i].sym))
+                    y->d[i] = hg_dim_mul(x->d[i], (HgSymDim){-1, syms[i]});
             }
         return PLAN_UNKNOWN;
     }

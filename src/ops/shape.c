@@ -443,6 +443,28 @@ mul_ok(gint64 *p, gint64 v)
     return TRUE;
 }
 
+/* The factors of dims d[0..n) but the skipped ones: the product of the known dims in *coef, the
+ * names of the symbolic ones (products split, hg_sym_factors) in names; FALSE where a dim is unknown
+ * without a name, or the products overflow. */
+static gboolean
+dims_factors(const HgSymDim *d, int n, const gboolean *skip, gint64 *coef, const char **names, int *k)
+{
+    *coef = 1;
+    *k = 0;
+    for (int i = 0; i < n; i++) {
+        if (skip[i])
+            continue;
+        gint64 c = d[i].v;
+        int m = 0;
+        if (c < 0 && (!d[i].sym || !hg_sym_factors(d[i].sym, &c, names + *k, &m)))
+            return FALSE;
+        if (!mul_ok(coef, c))
+            return FALSE;
+        *k += m;
+    }
+    return TRUE;
+}
+
 /* Reshape's output: 0 copies the input dim (unless allowzero, opset 14), -1 takes what is left. The
  * -1 is found even with unknown input dims when those dims are the copied ones: [B, 12, 64] with
  * [0, -1] gives [B, 768]; or when a shape entry that inference knows only by its symbolic name
@@ -548,6 +570,36 @@ reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
         } else if (pin != pout) {
             INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT, pin, pout);
             return PLAN_ERR;
+        }
+    } else if (neg >= 0) {
+        /* Symbolic: -1 is what the input's factors leave once the output's are taken out, as
+         * products of names ([4*batch, S, S] to [batch, 4, S, -1] gives S; [batch, 4, S, K] to
+         * [4*batch, S, -1] gives K where K is named) */
+        gboolean skip_in[HG_MAX_RANK], skip_out[HG_MAX_RANK];
+        for (int i = 0; i < x->rank; i++)
+            skip_in[i] = (i < (int)n && copied[i]) || cancel_in[i];
+        for (guint i = 0; i < n; i++)
+            skip_out[i] = (int)i == neg || copied[i] || cancel_out[i];
+        gint64 cin, cout;
+        const char *fin[HG_MAX_RANK * HG_SYM_MAX_FACTORS], *fout[HG_MAX_RANK * HG_SYM_MAX_FACTORS];
+        int kin, kout;
+        if (dims_factors(x->d, x->rank, skip_in, &cin, fin, &kin) &&
+            dims_factors(y->d, (int)n, skip_out, &cout, fout, &kout) && cout > 0 && cin % cout == 0) {
+            gboolean ok = TRUE;
+            for (int q = 0; ok && q < kout; q++) {
+                int hit = -1;
+                for (int t = 0; t < kin && hit < 0; t++)
+                    if (fin[t] == fout[q])
+                        hit = t;
+                if (hit < 0)
+                    ok = FALSE;
+                else
+                    fin[hit] = fin[--kin];
+            }
+            if (ok && kin == 0)
+                y->d[neg] = hg_dim_known(cin / cout);
+            else if (ok)
+                y->d[neg] = (HgSymDim){-1, hg_sym_product(cin / cout, fin, kin)};
         }
     }
     return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;

@@ -46,7 +46,8 @@ hg_sym_dims(const HgSymShape *s, gint64 *dims)
 }
 
 /* Product of dims [from, to): known when all are (or one is 0); the dim itself when it is the only
- * factor other than 1s, so Flatten of [N, C] keeps N's name. */
+ * factor other than 1s, so Flatten of [N, C] keeps N's name; a product name (hg_dim_mul) when every
+ * unknown dim is named. */
 HgSymDim
 hg_sym_prod(const HgSymShape *s, int from, int to)
 {
@@ -71,7 +72,12 @@ hg_sym_prod(const HgSymShape *s, int from, int to)
         return hg_dim_known(p);
     if (n_unknown == 1 && p == 1)
         return s->d[unknown];
-    return hg_dim_unknown();
+    /* a product of named dims keeps their names: [batch, seq] flattened is batch*seq */
+    HgSymDim r = hg_dim_known(p);
+    for (int i = from; i < to && (r.v >= 0 || r.sym); i++)
+        if (s->d[i].v < 0)
+            r = s->d[i].sym ? hg_dim_mul(r, s->d[i]) : hg_dim_unknown();
+    return r;
 }
 
 /* ---------------------------------------------------------------- inputs of either context */

@@ -42,7 +42,8 @@ void hg_sym_from_dims(HgSymShape *s, guint rank, const gint64 *dims);
 gboolean hg_sym_known(const HgSymShape *s);
 void hg_sym_dims(const HgSymShape *s, gint64 *dims);
 /* Product of dims [from, to): known when all are (or one is 0); the dim itself when it is the only
- * factor other than 1s, so Flatten of [N, C] keeps N's name. */
+ * factor other than 1s, so Flatten of [N, C] keeps N's name; a product name ("batch*seq",
+ * hg_dim_mul) when every unknown dim is named. */
 HgSymDim hg_sym_prod(const HgSymShape *s, int from, int to);
 /* o (when not NULL) takes dtype and s. */
 void hg_vshape_set_sym(HgValueShape *o, int dtype, const HgSymShape *s);
