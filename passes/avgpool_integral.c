@@ -706,12 +706,9 @@ pick_x(const Scan *sc, const Match *mt, int want)
 static HgValue *
 ints_const(HgGraph *g, const char *base, const gint64 *v, gint64 n)
 {
-    g_autofree char *name = hg_graph_unique_name(g, base);
-    HgValue *c = hg_graph_new_value(g, name, NULL);
-    HgTensor *t = hg_tensor_new(name, HG_DTYPE_INT64, 1, &n);
+    HgTensor *t = hg_tensor_new(NULL, HG_DTYPE_INT64, 1, &n);
     memcpy(hg_tensor_data_mut(t), v, (gsize)n * sizeof(gint64));
-    hg_graph_add_initializer(g, c, t);
-    return c;
+    return hg_graph_new_initializer(g, base, t);
 }
 
 /* A new node op(ins) writing out (a new value named after base when out is NULL), placed before

@@ -185,11 +185,8 @@ hg_pass_clamp_constants(HgGraph *g, const HgPassEnv *env, GError **error)
             HgValue *old = node->inputs[slot], *v = g_hash_table_lookup(raised, old);
             if (!v) {
                 g_autofree char *base = g_strdup_printf("%s_fp16_floor", old->name);
-                g_autofree char *name = hg_graph_unique_name(g, base);
-                if (!(v = hg_graph_new_value(g, name, error)))
-                    return FALSE;
                 g_autoptr(HgArray) a = hg_array_new_scalar_f32(hg_shapes_dtype(shapes, old), (float)FP16_FLOOR);
-                hg_graph_add_initializer(g, v, hg_array_to_tensor(a, name));
+                v = hg_graph_new_initializer(g, base, hg_array_to_tensor(a, NULL));
                 g_hash_table_insert(raised, old, v);
             }
             hg_node_set_input(node, (guint)slot, v);

@@ -762,11 +762,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
 static HgValue *
 add_initializer(HgGraph *g, const char *base, const HgArray *a)
 {
-    g_autofree char *name = hg_graph_unique_name(g, base);
-    HgValue *v = hg_graph_new_value(g, name, NULL);
-    g_assert(v);
-    hg_graph_add_initializer(g, v, hg_array_to_tensor(a, name));
-    return v;
+    return hg_graph_new_initializer(g, base, hg_array_to_tensor(a, NULL));
 }
 
 /* Scale or B for the fused node: type T and x's normalized shape. A constant is expanded (and

@@ -150,14 +150,11 @@ const_input(HgNode *n, guint slot, const char *what, int dtype, guint rank, cons
             const void *data)
 {
     g_autofree char *base = g_strdup_printf("%s_%s", n->name && *n->name ? n->name : n->op_type, what);
-    g_autofree char *name = hg_graph_unique_name(n->graph, base);
-    HgValue *v = hg_graph_new_value(n->graph, name, NULL);
-    g_assert(v);
-    HgTensor *t = hg_tensor_new(name, dtype, rank, dims);
+    HgTensor *t = hg_tensor_new(NULL, dtype, rank, dims);
     g_assert(t);
     if (t->nbytes)
         memcpy(hg_tensor_data_mut(t), data, t->nbytes);
-    hg_graph_add_initializer(n->graph, v, t);
+    HgValue *v = hg_graph_new_initializer(n->graph, base, t);
     grow_inputs(n, slot + 1);
     hg_node_set_input(n, slot, v);
 }

@@ -1046,9 +1046,7 @@ new_value(HgGraph *g, const char *base)
 static HgValue *
 new_initializer(HgGraph *g, const char *base, const HgArray *a)
 {
-    HgValue *v = new_value(g, base);
-    hg_graph_add_initializer(g, v, hg_array_to_tensor(a, v->name));
-    return v;
+    return hg_graph_new_initializer(g, base, hg_array_to_tensor(a, NULL));
 }
 
 /* A constant nothing reads any more goes: its Constant node, or its initializer. */

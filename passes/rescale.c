@@ -191,16 +191,11 @@ const_absmax(const HgValue *v)
 
 /* A scalar FP32 initializer holding 2^e. */
 static HgValue *
-pow2_const(HgGraph *g, const char *base, int e, GError **error)
+pow2_const(HgGraph *g, const char *base, int e)
 {
-    g_autofree char *name = hg_graph_unique_name(g, base);
-    HgValue *kv = hg_graph_new_value(g, name, error);
-    if (!kv)
-        return NULL;
-    HgTensor *t = hg_tensor_new(name, HG_DTYPE_FLOAT, 0, NULL);
+    HgTensor *t = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL);
     *(float *)hg_tensor_data_mut(t) = (float)ldexp(1.0, e);
-    hg_graph_add_initializer(g, kv, t);
-    return kv;
+    return hg_graph_new_initializer(g, base, t);
 }
 
 /* A Mul by 2^e reading v, named after v with `suffix`; its output is returned (a new value). */
@@ -208,9 +203,7 @@ static HgValue *
 mul_after(HgGraph *g, HgValue *v, int e, const char *kbase, const char *suffix, const char *out_name,
           GError **error)
 {
-    HgValue *kv = pow2_const(g, kbase, e, error);
-    if (!kv)
-        return NULL;
+    HgValue *kv = pow2_const(g, kbase, e);
     g_autofree char *obase = g_strdup_printf("%s%s", v->name, suffix);
     g_autofree char *oname = out_name ? g_strdup(out_name) : hg_graph_unique_name(g, obase);
     HgValue *o = hg_graph_new_value(g, oname, error);
@@ -247,9 +240,7 @@ undo_for(HgGraph *g, HgValue *v, GArray *uses, int k, GError **error)
             HgUse *use = &g_array_index(keep, HgUse, u);
             hg_node_set_input(use->node, use->index, v);
         }
-        HgValue *kv = pow2_const(g, "rescale_undo", k, error);
-        if (!kv)
-            return FALSE;
+        HgValue *kv = pow2_const(g, "rescale_undo", k);
         g_autofree char *nname = g_strdup_printf("%s/rescale_undo", name);
         g_autofree char *nuniq = hg_graph_unique_name(g, nname);
         HgValue *ins[2] = {v, kv};

@@ -1227,6 +1227,19 @@ hg_graph_add_initializer(HgGraph *g, HgValue *v, HgTensor *t)
     hg_graph_touch(g);
 }
 
+HgValue *
+hg_graph_new_initializer(HgGraph *g, const char *base, HgTensor *t)
+{
+    g_return_val_if_fail(g != NULL && base != NULL && t != NULL, NULL);
+    g_autofree char *name = hg_graph_unique_name(g, base);
+    HgValue *v = hg_graph_new_value(g, name, NULL);
+    g_assert(v); /* a name used nowhere in the model is free in g */
+    g_free(t->name);
+    t->name = g_strdup(name);
+    hg_graph_add_initializer(g, v, t);
+    return v;
+}
+
 void
 hg_value_set_initializer(HgValue *v, HgTensor *t)
 {

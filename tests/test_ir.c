@@ -292,6 +292,19 @@ test_unique_names(void **state)
     hg_graph_new_value(c.g, "later", NULL);
     g_autofree char *l = hg_graph_unique_name(c.g, "later");
     assert_string_equal(l, "later_1");
+    /* A new initializer takes a free name from its base, and its tensor takes the name too (whatever
+     * name it came with); the value has the tensor's type. */
+    gint64 two = 2;
+    HgTensor *t = hg_tensor_new("stale", HG_DTYPE_FLOAT, 1, &two);
+    HgValue *iv = hg_graph_new_initializer(c.g, "k", t);
+    assert_string_equal(iv->name, "k");
+    assert_ptr_equal(iv->init, t);
+    assert_string_equal(t->name, "k");
+    assert_int_equal(iv->type->elem_type, HG_DTYPE_FLOAT);
+    HgValue *iv2 = hg_graph_new_initializer(c.g, "k", hg_tensor_new(NULL, HG_DTYPE_INT64, 0, NULL));
+    assert_string_equal(iv2->name, "k_1");
+    assert_string_equal(iv2->init->name, "k_1");
+    assert_true(hg_graph_verify(c.g, NULL));
     hg_model_free(c.m);
 }
 

@@ -451,6 +451,10 @@ HG_API HgValueDecl *hg_graph_add_value_info(HgGraph *g, HgValue *v, const HgType
 /* Make tensor t (ownership taken) the initializer of value v, appended to graph.initializer. */
 HG_API void hg_graph_add_initializer(HgGraph *g, HgValue *v, HgTensor *t);
 
+/* A new initializer holding t (ownership taken) under a name not used in the model, built from base
+ * (hg_graph_unique_name; t takes the name too): the value it defines. */
+HG_API HgValue *hg_graph_new_initializer(HgGraph *g, const char *base, HgTensor *t);
+
 /* A new node appended to g->nodes. Inputs may contain NULL (omitted optional input); outputs are
  * values already created with hg_graph_new_value (NULL for an omitted output). Names are copied. */
 HG_API HgNode *hg_graph_add_node(HgGraph *g, const char *op_type, const char *domain, const char *name,
