@@ -1,7 +1,10 @@
 /* Soundness and tightness of the interval analysis on one real model: the graph inputs' ranges are
  * declared, the model runs on inputs inside them, and every float value must lie inside its static
  * range. Prints the violations and, per tensor, static bound / observed absmax (median, 90th
- * percentile and worst).
+ * percentile and worst). Every value's dims must also be what shape inference said: known dims
+ * equal, and each symbolic name one size throughout the run (products such as 4*batch and
+ * min(S,c) prefixes computed from their parts); a dim that differs fails the run as a violation
+ * does.
  *
  * Usage: ranges_model [--symbolic] [--tsv FILE] MODEL DATA_DIR NAME=LO:HI...   (DATA_DIR as for
  * `halfguard run`; NAME may be *; the inputs' shapes pin the symbolic dims, except with --symbolic,
@@ -9,6 +12,7 @@
  * line per float tensor: name, op, static lo, static hi, observed absmax) */
 #include "halfguard/halfguard.h"
 #include "ops/array.h"
+#include "ops/kernel.h"
 #include "ops/op.h"
 #include "ranges.h"
 #include "shapes.h"
@@ -19,6 +23,9 @@
 
 typedef struct {
     const HgRanges *ranges;
+    const HgShapes *shapes;
+    GHashTable *bound;   /* symbolic dim name (interned) -> its size in this run (GINT_TO_POINTER + 1) */
+    guint64 dims, shape_errors;
     guint64 values, violations;
     GArray *ratios; /* static bound / observed absmax, per tensor */
     guint unbounded;
@@ -50,10 +57,68 @@ debug_unbounded(const Check *c, const HgValue *v)
     fprintf(stderr, "\n");
 }
 
+/* The size the name sym stands for in this run: a dim's own name as first seen, min(S,c) and
+ * products (4*batch) computed from their parts; -1 where a part is not seen yet. */
+static gint64
+sym_size(Check *c, const char *sym, gint64 seen)
+{
+    gint64 coef, cap;
+    const char *f[HG_SYM_MAX_FACTORS], *base;
+    int nf;
+    if (hg_sym_factors(sym, &coef, f, &nf) && (nf > 1 || coef != 1)) {
+        for (int i = 0; i < nf; i++) {
+            gint64 x = sym_size(c, f[i], -1);
+            if (x < 0)
+                return -1;
+            coef *= x;
+        }
+        return coef;
+    }
+    if (hg_sym_min_parts(sym, &base, &cap)) {
+        gint64 x = sym_size(c, base, -1);
+        return x < 0 ? -1 : MIN(x, cap);
+    }
+    gpointer b = g_hash_table_lookup(c->bound, sym);
+    if (b)
+        return GPOINTER_TO_INT(b) - 1;
+    if (seen >= 0 && seen < G_MAXINT)
+        g_hash_table_insert(c->bound, (gpointer)sym, GINT_TO_POINTER((int)seen + 1));
+    return seen;
+}
+
+/* What shape inference said of v against the tensor the run made: every known dim equal, every
+ * named dim the same size wherever that name appears (products and min(S,c) included). */
+static void
+check_shape(Check *c, const HgValue *v, const HgTensor *t)
+{
+    const HgValueShape *vs = hg_shapes_get(c->shapes, v);
+    if (vs->rank < 0)
+        return;
+    gboolean bad = vs->rank != (int)t->rank;
+    for (int i = 0; !bad && i < vs->rank; i++) {
+        gint64 want = vs->dims[i].v >= 0 ? vs->dims[i].v
+                      : vs->dims[i].sym ? sym_size(c, g_intern_string(vs->dims[i].sym), t->dims[i])
+                                        : -1;
+        c->dims += want >= 0;
+        bad = want >= 0 && want != t->dims[i];
+    }
+    if (bad && c->shape_errors++ < 5) {
+        printf("SHAPE '%s' (%s): inferred [", v->name, v->producer ? v->producer->op_type : "input");
+        for (int i = 0; i < vs->rank; i++)
+            printf("%s%s", i ? ", " : "", vs->dims[i].v >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, vs->dims[i].v)
+                                                            : vs->dims[i].sym ? vs->dims[i].sym : "?");
+        printf("], ran with [");
+        for (guint i = 0; i < t->rank; i++)
+            printf("%s%" G_GINT64_FORMAT, i ? ", " : "", t->dims[i]);
+        printf("]\n");
+    }
+}
+
 static gboolean
 check_value(const HgValue *v, const HgTensor *t, gpointer data, GError **error)
 {
     Check *c = data;
+    check_shape(c, v, t);
     if (!v->producer || !hg_dtype_is_float(t->dtype))
         return TRUE;
     const HgRange *r = hg_ranges_get(c->ranges, v);
@@ -145,7 +210,8 @@ main(int argc, char **argv)
         ir[n++].range = hg_range_exact(lo, hi);
     }
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, ir, n);
-    Check c = {ranges, 0, 0, g_array_new(FALSE, FALSE, sizeof(double)), 0, NULL};
+    Check c = {ranges, shapes, g_hash_table_new(NULL, NULL), 0, 0, 0, 0, g_array_new(FALSE, FALSE, sizeof(double)),
+               0, NULL};
     if (tsv_path && !(c.tsv = fopen(tsv_path, "w"))) {
         fprintf(stderr, "%s: cannot write\n", tsv_path);
         return 2;
@@ -159,9 +225,10 @@ main(int argc, char **argv)
     if (c.tsv)
         fclose(c.tsv);
     printf("%s: %" G_GUINT64_FORMAT " values, %" G_GUINT64_FORMAT " violations; %u tensors bounded "
-           "(bound/absmax median %.3g, p90 %.3g, worst %.3g), %u unbounded%s%s\n", argv[1], c.values,
-           c.violations, c.ratios->len, median, p90, worst, c.unbounded, outs ? "" : "; run stopped: ",
-           outs ? "" : error->message);
+           "(bound/absmax median %.3g, p90 %.3g, worst %.3g), %u unbounded; %" G_GUINT64_FORMAT " dims as "
+           "inferred, %" G_GUINT64_FORMAT " not%s%s\n", argv[1], c.values, c.violations, c.ratios->len, median, p90,
+           worst, c.unbounded, c.dims, c.shape_errors, outs ? "" : "; run stopped: ", outs ? "" : error->message);
     g_array_unref(c.ratios);
-    return c.violations ? 1 : 0;
+    g_hash_table_unref(c.bound);
+    return c.violations || c.shape_errors ? 1 : 0;
 }
