@@ -239,12 +239,13 @@ hg_dim_max_lookup(const char *const *specs, const char *name, gint64 dflt)
         return v < 0 ? cap : MIN(v, cap);
     }
     gint64 any = dflt;
+    g_autofree char *model_name = name ? hg_sym_model_name(name) : NULL; /* as the model spells it */
     for (guint i = 0; specs && specs[i]; i++) {
         g_autofree char *n = NULL;
         gint64 v;
         if (!hg_dim_max_parse(specs[i], &n, &v, NULL))
             continue;
-        if (name && strcmp(n, name) == 0)
+        if (name && (strcmp(n, name) == 0 || strcmp(n, model_name) == 0))
             return v;
         if (strcmp(n, "*") == 0)
             any = v;

@@ -2,6 +2,7 @@
  * outputs. Graph inputs start from their declared types (and --shapes pins); initializers are known
  * exactly, and small ones carry their values so that shape arithmetic folds. */
 #include "shapes.h"
+#include "ops/kernel.h"
 #include "halfguard/check.h"
 #include "ir_private.h"
 #include "ops/types.h"
@@ -46,7 +47,7 @@ hg_vshape_from_type(HgValueShape *out, const HgType *t)
     for (guint i = 0; i < t->shape->rank; i++) {
         const HgDim *d = &t->shape->dims[i];
         out->dims[i].v = d->has_value ? d->value : -1;
-        out->dims[i].sym = !d->has_value && d->param && *d->param ? g_intern_string(d->param) : NULL;
+        out->dims[i].sym = !d->has_value && d->param && *d->param ? hg_sym_from_model(d->param) : NULL;
     }
 }
 

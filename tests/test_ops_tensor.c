@@ -1744,6 +1744,27 @@ test_product_dims(void **state)
     assert_int_equal(hg_dim_max_lookup((const char *const[]){"B=2", NULL}, "4*B", -1), 8);
     assert_int_equal(hg_dim_max_lookup(NULL, "4*B", 128), 512);
     assert_int_equal(hg_dim_max_lookup((const char *const[]){"B=2", NULL}, "4*B*S", -1), -1);
+    /* A model's own dim called "4*B" says nothing about B: it is quoted, one factor, and does not
+     * merge with the product 4*B inference makes; --dim-max finds it by the model's spelling. */
+    static const char named[] =
+        "<ir_version: 8, opset_import: [\"\" : 13]>\n"
+        "g (float[B,4] x, float[\"4*B\"] y) => (float[\"4*B\"] z) <int64[1] m1 = {-1}> {\n"
+        "  xf = Reshape(x, m1)\n"
+        "  z = Add(xf, y)\n"
+        "}\n";
+    g_autoptr(HgShapes) ns = NULL;
+    g_autoptr(HgModel) nm = text_model(named, &ns);
+    const HgValueShape *ys = SHAPE_OF(ns, nm, "y"), *xf = SHAPE_OF(ns, nm, "xf"), *zs = SHAPE_OF(ns, nm, "z");
+    assert_string_equal(ys->dims[0].sym, "\"4*B\"");
+    assert_string_equal(xf->dims[0].sym, "4*B");
+    assert_null(zs->dims[0].sym);
+    assert_true(hg_sym_factors(ys->dims[0].sym, &coef, f, &nf) && coef == 1 && nf == 1);
+    assert_int_equal(hg_dim_max_lookup((const char *const[]){"4*B=3", NULL}, ys->dims[0].sym, -1), 3);
+    assert_int_equal(hg_dim_max_lookup((const char *const[]){"4*B=3", "B=2", NULL}, xf->dims[0].sym, -1), 8);
+    g_autofree char *spelled = hg_sym_model_name(hg_sym_from_model("a\"b*c"));
+    assert_string_equal(hg_sym_from_model("a\"b*c"), "\"a\"\"b*c\"");
+    assert_string_equal(spelled, "a\"b*c");
+    assert_string_equal(hg_sym_from_model("batch"), "batch");
     /* P x V through both reshapes: within V's range, plus a rounding slack for S terms (without
      * the convex rule: S times 3, unbounded); S's --dim-max of 64 makes the slack small */
     HgInputRange in[2] = {{"x", {-1, 1, 0, FALSE}}, {"v", {-3, 2, 0, FALSE}}};

@@ -231,6 +231,38 @@ hg_sym_min_parts(const char *sym, const char **base, gint64 *cap)
     return TRUE;
 }
 
+const char *
+hg_sym_from_model(const char *param)
+{
+    if (!param)
+        return NULL;
+    if (!g_ascii_isdigit(param[0]) && !strpbrk(param, "*(),\""))
+        return g_intern_string(param);
+    g_autoptr(GString) s = g_string_new("\"");
+    for (const char *q = param; *q; q++) {
+        if (*q == '"')
+            g_string_append_c(s, '"');
+        g_string_append_c(s, *q);
+    }
+    g_string_append_c(s, '"');
+    return g_intern_string(s->str);
+}
+
+char *
+hg_sym_model_name(const char *sym)
+{
+    gsize len = sym ? strlen(sym) : 0;
+    if (len < 2 || sym[0] != '"' || sym[len - 1] != '"')
+        return g_strdup(sym);
+    GString *s = g_string_new(NULL);
+    for (gsize i = 1; i + 1 < len; i++) {
+        g_string_append_c(s, sym[i]);
+        if (sym[i] == '"' && sym[i + 1] == '"')
+            i++;
+    }
+    return g_string_free(s, FALSE);
+}
+
 gboolean
 hg_sym_factors(const char *sym, gint64 *coef, const char **names, int *n)
 {
@@ -240,12 +272,15 @@ hg_sym_factors(const char *sym, gint64 *coef, const char **names, int *n)
         return FALSE;
     const char *start = sym;
     int depth = 0;
+    gboolean quoted = FALSE; /* a model's own name (hg_sym_from_model): one factor, whatever it holds */
     for (const char *q = sym;; q++) {
-        if (*q == '(')
+        if (*q == '"')
+            quoted = !quoted;
+        else if (*q == '(' && !quoted)
             depth++;
-        else if (*q == ')')
+        else if (*q == ')' && !quoted)
             depth--;
-        if (*q && (*q != '*' || depth > 0))
+        if (*q && (*q != '*' || depth > 0 || quoted))
             continue;
         gsize len = (gsize)(q - start);
         g_autofree char *f = g_strndup(start, len);

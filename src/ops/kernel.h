@@ -122,6 +122,13 @@ HgSymDim hg_dim_unknown(void);
  * named "min(S,cap)" (min(S, c) capped again keeps the smaller cap). hg_sym_min_parts reads such a
  * name back. */
 HgSymDim hg_dim_min(HgSymDim d, gint64 cap);
+/* The name a model's own dim_param goes by: itself, unless it holds a character the names below
+ * give meaning to ('*', '(', ')', ',', '"') or starts with a digit; then it is quoted ("4*batch" in
+ * double quotes, a quote in it doubled), so that a model that calls a dim "4*batch" says nothing
+ * about "batch", and the parsers below read it as one name. hg_sym_model_name gives the model's
+ * name back (newly allocated). */
+const char *hg_sym_from_model(const char *param);
+char *hg_sym_model_name(const char *sym);
 /* Products of dims shape inference knows by name: "4*batch", "batch*heads" (a whole number first
  * when not 1, then the names in strcmp order, each one a name or a min(S,c), joined by '*').
  * hg_sym_factors splits such a name (any name: one factor, coefficient 1) into a coefficient and at
