@@ -245,17 +245,8 @@ binary(char op, const HgPartial *a, const HgPartial *b, HgPartial *o)
             const char *na[HG_SYM_MAX_FACTORS], *nb[HG_SYM_MAX_FACTORS];
             int ka, kb = 0;
             gboolean ok = hg_sym_factors(a->sym[ia], &ca, na, &ka) &&
-                          (known(b, ib) ? (cb = b->v[ib]) > 0 : hg_sym_factors(b->sym[ib], &cb, nb, &kb));
-            for (int q = 0; ok && q < kb; q++) {
-                int hit = -1;
-                for (int t = 0; t < ka && hit < 0; t++)
-                    if (na[t] == nb[q])
-                        hit = t;
-                if (hit < 0)
-                    ok = FALSE;
-                else
-                    na[hit] = na[--ka];
-            }
+                          (known(b, ib) ? (cb = b->v[ib]) > 0 : hg_sym_factors(b->sym[ib], &cb, nb, &kb)) &&
+                          hg_sym_factors_take(na, &ka, nb, kb);
             if (ok && cb > 0 && ca % cb == 0) {
                 if (ka == 0)
                     set_known(o, i, ca / cb);

@@ -34,6 +34,33 @@ text_model(const char *text, HgShapes **shapes)
 #define SHAPE_OF(shapes, m, name) hg_shapes_get((shapes), g_hash_table_lookup((m)->graph->values, (name)))
 #define RANGE_OF(ranges, m, name) hg_ranges_get((ranges), g_hash_table_lookup((m)->graph->values, (name)))
 
+/* One expected shape: rank, dims (-1 unknown) and, where not NULL, the name an unknown dim has. */
+typedef struct {
+    const char *name;
+    int rank;
+    gint64 dims[4];
+    const char *syms[4];
+} WantShape;
+
+/* Fails the test where a value's inferred shape differs from want[0..n). */
+static inline void
+assert_shapes(const HgShapes *shapes, const HgModel *m, const WantShape *want, gsize n)
+{
+    for (gsize i = 0; i < n; i++) {
+        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
+        if (vs->rank != want[i].rank)
+            fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
+        for (int k = 0; k < vs->rank && k < 4; k++) {
+            if (vs->dims[k].v != want[i].dims[k])
+                fail_msg("%s: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, want[i].name, k,
+                         vs->dims[k].v, want[i].dims[k]);
+            if (want[i].syms[k] && g_strcmp0(vs->dims[k].sym, want[i].syms[k]) != 0)
+                fail_msg("%s: dim %d is named '%s', expected '%s'", want[i].name, k,
+                         vs->dims[k].sym ? vs->dims[k].sym : "(none)", want[i].syms[k]);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- literals */
 
 /* Compound literals for arguments: dims, exact int64 values, doubles, and floats (values a test wants

@@ -1615,31 +1615,14 @@ test_position_slice_shapes(void **state)
     assert_int_equal(p->rank, 2);
     assert_int_equal(p->dims[1].v, -1);
     assert_string_equal(p->dims[1].sym, "min(S,16)");
-    struct {
-        const char *name;
-        int rank;
-        gint64 dims[4];
-        const char *syms[4];
-    } want[] = {{"h", 3, {-1, -1, 8}, {"B", "S", NULL}},
+    static const WantShape want[] = {{"h", 3, {-1, -1, 8}, {"B", "S", NULL}},
                 {"q", 4, {-1, -1, 2, 4}, {"B", "S", NULL, NULL}},
                 {"sc", 4, {-1, 2, -1, -1}, {"B", NULL, "S", "S"}},
                 {"r", 1, {-1}, {"S"}},
                 {"z", 2, {-1, -1}, {"S", "S"}},
                 {"e", 3, {-1, 6, 8}, {"B", NULL, NULL}},
                 {"t0", 3, {-1, 1, 8}, {"B", NULL, NULL}}};
-    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
-        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
-        if (vs->rank != want[i].rank)
-            fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
-        for (int k = 0; k < vs->rank; k++) {
-            if (vs->dims[k].v != want[i].dims[k])
-                fail_msg("%s: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, want[i].name, k,
-                         vs->dims[k].v, want[i].dims[k]);
-            if (want[i].syms[k] && g_strcmp0(vs->dims[k].sym, want[i].syms[k]) != 0)
-                fail_msg("%s: dim %d is named '%s', expected '%s'", want[i].name, k,
-                         vs->dims[k].sym ? vs->dims[k].sym : "(none)", want[i].syms[k]);
-        }
-    }
+    assert_shapes(shapes, m, want, G_N_ELEMENTS(want));
     /* positions[:, 1:S] is not a prefix: its length is unknown, and nameless */
     const HgValueShape *late = SHAPE_OF(shapes, m, "late");
     assert_true(late->rank == 2 && late->dims[1].v < 0 && late->dims[1].sym == NULL);
@@ -1703,30 +1686,13 @@ test_product_dims(void **state)
         "}\n";
     g_autoptr(HgShapes) shapes = NULL;
     g_autoptr(HgModel) m = text_model(text, &shapes);
-    struct {
-        const char *name;
-        int rank;
-        gint64 dims[4];
-        const char *syms[4];
-    } want[] = {{"q", 3, {-1, -1, 8}, {"4*B", "S", NULL}},
+    static const WantShape want[] = {{"q", 3, {-1, -1, 8}, {"4*B", "S", NULL}},
                 {"sc", 3, {-1, -1, -1}, {"4*B", "S", "S"}},
                 {"sc4", 4, {-1, 4, -1, -1}, {"B", NULL, "S", "S"}},
                 {"p3", 3, {-1, -1, -1}, {"4*B", "S", "S"}},
                 {"o", 4, {-1, 4, -1, 8}, {"B", NULL, "S", NULL}},
                 {"fl", 2, {-1, -1}, {"4*B", "8*S"}}};
-    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
-        const HgValueShape *vs = SHAPE_OF(shapes, m, want[i].name);
-        if (vs->rank != want[i].rank)
-            fail_msg("%s: rank %d, expected %d", want[i].name, vs->rank, want[i].rank);
-        for (int k = 0; k < vs->rank; k++) {
-            if (vs->dims[k].v != want[i].dims[k])
-                fail_msg("%s: dim %d is %" G_GINT64_FORMAT ", expected %" G_GINT64_FORMAT, want[i].name, k,
-                         vs->dims[k].v, want[i].dims[k]);
-            if (want[i].syms[k] && g_strcmp0(vs->dims[k].sym, want[i].syms[k]) != 0)
-                fail_msg("%s: dim %d is named '%s', expected '%s'", want[i].name, k,
-                         vs->dims[k].sym ? vs->dims[k].sym : "(none)", want[i].syms[k]);
-        }
-    }
+    assert_shapes(shapes, m, want, G_N_ELEMENTS(want));
     /* Shape(q)[0] / 4 is B again */
     const HgValueShape *back = SHAPE_OF(shapes, m, "back");
     assert_true(back->part.n == 1 && !(back->part.known & 1));

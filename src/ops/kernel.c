@@ -352,6 +352,21 @@ hg_dim_mul(HgSymDim a, HgSymDim b)
     return (HgSymDim){-1, hg_sym_product(ca * cb, names, na + nb)};
 }
 
+gboolean
+hg_sym_factors_take(const char **from, int *n, const char *const *take, int k)
+{
+    for (int q = 0; q < k; q++) {
+        int hit = -1;
+        for (int t = 0; t < *n && hit < 0; t++)
+            if (from[t] == take[q])
+                hit = t;
+        if (hit < 0)
+            return FALSE;
+        from[hit] = from[--*n];
+    }
+    return TRUE;
+}
+
 const char *
 hg_sym_broadcast(const char *a, const char *b)
 {

@@ -139,6 +139,9 @@ char *hg_sym_model_name(const char *sym);
 gboolean hg_sym_factors(const char *sym, gint64 *coef, const char **names, int *n);
 const char *hg_sym_product(gint64 coef, const char **names, int n);
 HgSymDim hg_dim_mul(HgSymDim a, HgSymDim b);
+/* Take the names take[0..k) out of the multiset from[0..*n) (interned names; order not kept);
+ * FALSE, with from partly taken, when one is not there. */
+gboolean hg_sym_factors_take(const char **from, int *n, const char *const *take, int k);
 /* TRUE when sym is a name hg_dim_min made: *base is S's interned name, *cap the cap. */
 gboolean hg_sym_min_parts(const char *sym, const char **base, gint64 *cap);
 /* The name of the dim that two unknown dims named a and b broadcast to (or NULL when it is not

@@ -585,17 +585,7 @@ reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
         int kin, kout;
         if (dims_factors(x->d, x->rank, skip_in, &cin, fin, &kin) &&
             dims_factors(y->d, (int)n, skip_out, &cout, fout, &kout) && cout > 0 && cin % cout == 0) {
-            gboolean ok = TRUE;
-            for (int q = 0; ok && q < kout; q++) {
-                int hit = -1;
-                for (int t = 0; t < kin && hit < 0; t++)
-                    if (fin[t] == fout[q])
-                        hit = t;
-                if (hit < 0)
-                    ok = FALSE;
-                else
-                    fin[hit] = fin[--kin];
-            }
+            gboolean ok = hg_sym_factors_take(fin, &kin, fout, kout);
             if (ok && kin == 0)
                 y->d[neg] = hg_dim_known(cin / cout);
             else if (ok)
