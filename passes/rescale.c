@@ -554,8 +554,10 @@ const_ints(const HgShapes *shapes, const HgValue *v, gint64 *out, guint max, gui
  * scale: a factor of 16 above FP16's smallest normal (2^-14). Below its normal range FP16 keeps an
  * absolute precision of 2^-25, so what the scale pushes there errs by at most 2^-15 of the tensor's
  * largest value, under FP16's own rounding of it (2^-11). A tensor the probe saw only as 0 says
- * nothing and is passed over. (The bounds themselves must stay at 2^-4 or more after the scale, as
- * before: ten bits of headroom for a bound that may be loose.)
+ * nothing and is passed over; a region none of whose tensors was seen other than 0 is left unscaled
+ * (RoPE's angles at a sequence of 1 are all 0, and 2^-48 from their bound would flush every real one).
+ * (The bounds themselves must stay at 2^-4 or more after the scale, as before: ten bits of headroom
+ * for a bound that may be loose.)
  *
  * A scale of at most 2^-PROBE_MIN_K is made without asking: a power of two moves a normal FP16 value
  * exactly, so only values that the scale takes below 2^-14 lose anything, and each of them errs by at
@@ -672,7 +674,14 @@ values_reach(Probe *pr, HgGraph *g, const HgCheckOptions *opts, const HgCheckRes
             worst = key;
         }
     }
-    if (!worst || ldexp(worst_a, -k) >= SCALED_FLOOR)
+    if (!worst) {
+        /* Not one value seen other than 0 (positions at a symbolic length of 1, all 0): nothing says
+         * what the values reach, and a k this large from the bounds alone may flush them all. */
+        *why = g_strdup_printf("k = %d comes from static bounds, and neither calibration nor the synthetic "
+                               "probe saw any of its values other than 0", k);
+        return FALSE;
+    }
+    if (ldexp(worst_a, -k) >= SCALED_FLOOR)
         return TRUE;
     *why = g_strdup_printf("'%s' may reach %.3g by its bound, but in-range inputs reach %.3g%s: 2^-%d would "
                            "leave it at %.3g, within 16x of FP16's subnormals", worst->name,
