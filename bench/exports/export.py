@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 35 model families (the
-real-exports issue's 18 and 17 more), each with both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
+"""Exports halfguard's real-export corpus: small random-init versions of 47 model families (the
+real-exports issue's 18, 17 more, and a third batch of 12), each with both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
 onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
@@ -628,6 +628,122 @@ def build_densenet(torch, attn):
     return m, [image("input")], ["logits"], "torchvision DenseNet (dense concatenation, transitions), growth 8"
 
 
+# A third batch: more encoder and decoder families from transformers, a detector, and torchvision CNNs
+# without the residual structure of the ones above.
+
+def build_roberta(torch, attn):
+    from transformers import RobertaConfig, RobertaModel
+    cfg = _hf_cfg(RobertaConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=130,
+                  type_vocab_size=1, pad_token_id=1)
+    m = _hf_model(RobertaModel, cfg, attn)
+    return _encoder(m, "transformers RobertaModel (positions from the padding mask by cumsum), hidden 32")
+
+
+def build_albert(torch, attn):
+    from transformers import AlbertConfig, AlbertModel
+    cfg = _hf_cfg(AlbertConfig, attn, vocab_size=VOCAB, embedding_size=16, hidden_size=32,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  max_position_embeddings=128, hidden_act="gelu_new")
+    m = _hf_model(AlbertModel, cfg, attn)
+    return _encoder(m, "transformers AlbertModel (factorised embeddings, shared layers, gelu_new), hidden 32")
+
+
+def build_electra(torch, attn):
+    from transformers import ElectraConfig, ElectraModel
+    cfg = _hf_cfg(ElectraConfig, attn, vocab_size=VOCAB, embedding_size=16, hidden_size=32,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  max_position_embeddings=128)
+    m = _hf_model(ElectraModel, cfg, attn)
+    return _encoder(m, "transformers ElectraModel (embedding projection), hidden 32")
+
+
+def build_mpnet(torch, attn):
+    from transformers import MPNetConfig, MPNetModel
+    cfg = _hf_cfg(MPNetConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=130,
+                  relative_attention_num_buckets=32)
+    m = _hf_model(MPNetModel, cfg, attn)
+    return _encoder(m, "transformers MPNetModel (relative position buckets shared by layers), hidden 32")
+
+
+def build_opt(torch, attn):
+    from transformers import OPTConfig, OPTForCausalLM
+    cfg = _hf_cfg(OPTConfig, attn, vocab_size=VOCAB, hidden_size=32, ffn_dim=64, num_hidden_layers=2,
+                  num_attention_heads=4, max_position_embeddings=128, word_embed_proj_dim=32,
+                  use_cache=False)
+    m = _hf_model(OPTForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers OPTForCausalLM (learned positions offset by 2, pre-LN, ReLU), hidden 32")
+
+
+def build_gptj(torch, attn):
+    from transformers import GPTJConfig, GPTJForCausalLM
+    cfg = _hf_cfg(GPTJConfig, attn, vocab_size=VOCAB, n_embd=32, n_layer=2, n_head=4, rotary_dim=4,
+                  n_positions=128, use_cache=False)
+    m = _hf_model(GPTJForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers GPTJForCausalLM (interleaved partial rotary, parallel block), n_embd 32")
+
+
+def build_phi(torch, attn):
+    from transformers import PhiConfig, PhiForCausalLM
+    cfg = _hf_cfg(PhiConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, partial_rotary_factor=0.5,
+                  max_position_embeddings=128, use_cache=False)
+    m = _hf_model(PhiForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers PhiForCausalLM (partial rotary, parallel block, LayerNorm), hidden 32")
+
+
+def build_mistral(torch, attn):
+    from transformers import MistralConfig, MistralForCausalLM
+    cfg = _hf_cfg(MistralConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, sliding_window=8, use_cache=False)
+    m = _hf_model(MistralForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers MistralForCausalLM (sliding window 8, GQA, rotary), hidden 32")
+
+
+def build_yolos(torch, attn):
+    from transformers import YolosConfig, YolosForObjectDetection
+    cfg = _hf_cfg(YolosConfig, attn, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, image_size=[64, 64], patch_size=16, num_detection_tokens=10,
+                  num_labels=5)
+    m = _hf_model(YolosForObjectDetection, cfg, attn)
+
+    def fn(mod, a):
+        o = mod(pixel_values=a, return_dict=True)
+        return o.logits, o.pred_boxes
+
+    return (m, fn), [image("pixel_values")], ["logits", "pred_boxes"], \
+        "transformers YolosForObjectDetection (ViT with detection tokens, interpolated positions), hidden 32"
+
+
+def build_vgg11_bn(torch, attn):
+    from torchvision.models.vgg import VGG, make_layers
+    # VGG-11's layout (8 convs, 5 pools) with BatchNorm at an eighth of its widths; torchvision's head
+    # pools to 7x7 into a 25088 x 4096 Linear (500 MB, and TorchScript cannot export the 2x2 -> 7x7
+    # adaptive pool of a 64-pixel input): pool to 1x1 into a small MLP instead
+    m = VGG(make_layers([8, "M", 16, "M", 32, 32, "M", 64, 64, "M", 64, 64, "M"], batch_norm=True),
+            num_classes=10)
+    m.avgpool = torch.nn.AdaptiveAvgPool2d((1, 1))
+    m.classifier = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(True), torch.nn.Dropout(),
+                                       torch.nn.Linear(64, 10))
+    _randomize_norm_stats(m, torch, 211)
+    return m, [image("input")], ["logits"], "torchvision VGG-11 layout with BatchNorm, widths / 8, small MLP head"
+
+
+def build_squeezenet(torch, attn):
+    from torchvision.models import squeezenet1_1
+    m = squeezenet1_1(num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision squeezenet1_1 (fire modules, no norm)"
+
+
+def build_mnasnet(torch, attn):
+    from torchvision.models import mnasnet0_5
+    m = mnasnet0_5(num_classes=10)
+    _randomize_norm_stats(m, torch, 214)
+    return m, [image("input")], ["logits"], "torchvision mnasnet0_5 (inverted residuals, depthwise convs)"
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -669,13 +785,33 @@ MORE_FAMILIES = {
     "densenet": (build_densenet, False),
 }
 FAMILIES.update(MORE_FAMILIES)
+EXTRA_FAMILIES = {
+    "roberta": (build_roberta, True),
+    "albert": (build_albert, True),
+    "electra": (build_electra, True),
+    "mpnet": (build_mpnet, True),
+    "opt": (build_opt, True),
+    "gptj": (build_gptj, True),
+    "phi": (build_phi, True),
+    "mistral": (build_mistral, True),
+    "yolos": (build_yolos, True),
+    "vgg11_bn": (build_vgg11_bn, False),
+    "squeezenet": (build_squeezenet, False),
+    "mnasnet": (build_mnasnet, False),
+}
+FAMILIES.update(EXTRA_FAMILIES)
 
 
 def family_index(family):
-    """A stable number per family for seeds: the issue's 18 keep the indices they were exported with."""
+    """A stable number per family for seeds: the issue's 18 keep the indices they were exported with,
+    and each later batch its own."""
     if family in ISSUE_FAMILIES:
         return sorted(ISSUE_FAMILIES).index(family)
-    return 100 + sorted(MORE_FAMILIES).index(family)
+    if family in MORE_FAMILIES:
+        return 100 + sorted(MORE_FAMILIES).index(family)
+    # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
+    # the order so that the others keep the seeds they were exported with
+    return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
 
 
 # ---------------------------------------------------------------------------------------------
