@@ -628,8 +628,8 @@ copy_shape(HgValueShape *out, const HgValueShape *in, int dtype)
 
 /* NumPy broadcasting of n input shapes into out (dtype left alone). A known dim other than 1 wins;
  * where every other dim is 1, an unknown dim is copied with its name, unknown dims named S and
- * min(S, c) give S (hg_sym_broadcast), and unknown dims of other or no names give an unknown dim. An unknown rank gives an unknown rank. FALSE with HG_ERROR_INVALID
- * when two known dims conflict. */
+ * min(S, c) give S (hg_sym_broadcast), and unknown dims of other or no names give an unknown dim.
+ * An unknown rank gives an unknown rank. FALSE with HG_ERROR_INVALID when two known dims conflict. */
 static gboolean
 infer_broadcast(HgShapeCtx *ctx, const HgValueShape *const *ins, guint n, HgValueShape *out)
 {
@@ -662,10 +662,11 @@ infer_broadcast(HgShapeCtx *ctx, const HgValueShape *const *ins, guint n, HgValu
                 known = d->v;
             } else if (!unknown) {
                 unknown = d;
-            } else if (!hg_sym_broadcast(unknown->sym, d->sym)) {
-                mixed = TRUE;
-            } else if (hg_sym_broadcast(unknown->sym, d->sym) != unknown->sym) {
-                unknown = d; /* S with min(S, c): S */
+            } else {
+                const char *both = hg_sym_broadcast(unknown->sym, d->sym);
+                mixed |= !both;
+                if (both && both != unknown->sym)
+                    unknown = d; /* S with min(S, c): S */
             }
         }
         if (known != 1)

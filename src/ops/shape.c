@@ -245,9 +245,6 @@ cos_plan(const HgArgs *a, HgSymShape *out)
             out->rank = (int)n;
             for (guint i = 0; i < n; i++)
                 out->d[i] = known >> i & 1 ? hg_dim_known(dims[i] < 0 ? -1 : dims[i]) : (HgSymDim){-1, syms[i]};
-            for (guint i = 0; i < n; i++)
-                if (out->d[i].v < 0 && !out->d[i].sym)
-                    out->d[i] = hg_dim_unknown();
         }
         return 0;
     }
@@ -467,9 +464,9 @@ dims_factors(const HgSymDim *d, int n, const gboolean *skip, gint64 *coef, const
 
 /* Reshape's output: 0 copies the input dim (unless allowzero, opset 14), -1 takes what is left. The
  * -1 is found even with unknown input dims when those dims are the copied ones: [B, 12, 64] with
- * [0, -1] gives [B, 768]; or when a shape entry that inference knows only by its symbolic name
- * (Shape(x)[0]: HgValueShape.part) matches an input dim of that name: [B, 7, 768] with
- * [B, -1, 12, 64] gives [B, 7, 12, 64]. */
+ * [0, -1] gives [B, 768]; or when the shape's entries that inference knows only by their symbolic
+ * names (Shape(x)[0]: HgValueShape.part) account for the input's named dims: [B, 7, 768] with
+ * [B, -1, 12, 64] gives [B, 7, 12, 64] (products of names below). */
 static int
 reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
 {
@@ -528,69 +525,42 @@ reshape_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y)
     }
     if (x->rank < 0)
         return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
-    /* Products over the dims that are not copied: the copied ones cancel, and so do an unknown
-     * output dim and an input dim of the same symbolic name. */
-    gboolean cancel_in[HG_MAX_RANK] = {FALSE}, cancel_out[HG_MAX_RANK] = {FALSE};
-    for (guint i = 0; i < n; i++) {
-        if ((int)i == neg || copied[i] || y->d[i].v >= 0 || !y->d[i].sym)
-            continue;
-        for (int j = 0; j < x->rank && !cancel_out[i]; j++)
-            if (!(j < (int)n && copied[j]) && !cancel_in[j] && x->d[j].v < 0 && x->d[j].sym == y->d[i].sym)
-                cancel_in[j] = cancel_out[i] = TRUE;
-    }
-    gint64 pin = 1, pout = 1;
-    gboolean in_known = TRUE, out_known = TRUE;
-    for (int i = 0; i < x->rank; i++) {
-        if ((i < (int)n && copied[i]) || cancel_in[i])
-            continue;
-        if (x->d[i].v < 0 || !mul_ok(&pin, x->d[i].v))
-            in_known = FALSE;
-    }
-    for (guint i = 0; i < n; i++) {
-        if ((int)i == neg || copied[i] || cancel_out[i])
-            continue;
-        if (y->d[i].v < 0 || !mul_ok(&pout, y->d[i].v))
-            out_known = FALSE;
-    }
-    if (in_known && out_known) {
-        if (neg >= 0) {
-            if (pout == 0) {
-                if (pin != 0) {
-                    INVALID(a, "cannot infer -1 of a reshape to zero elements");
-                    return PLAN_ERR;
-                }
-                y->d[neg] = hg_dim_known(0);
-            } else if (pin % pout) {
-                INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into a multiple of %" G_GINT64_FORMAT,
-                        pin, pout);
-                return PLAN_ERR;
-            } else {
-                y->d[neg] = hg_dim_known(pin / pout);
-            }
-        } else if (pin != pout) {
-            INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT, pin, pout);
-            return PLAN_ERR;
-        }
+    /* Products over the dims that are not copied (the copied ones cancel), each a whole number times
+     * the names of its symbolic dims (products split: hg_sym_factors). The output's names cancel
+     * against the input's, and -1 is what the input leaves: [B, 7, 768] to [B, -1, 12, 64] gives 7,
+     * [4*batch, S, S] to [batch, 4, S, -1] gives S, [batch, 4, S, K] to [4*batch, S, -1] gives K.
+     * Where nothing symbolic is left, the element counts must agree. */
+    gboolean skip_in[HG_MAX_RANK], skip_out[HG_MAX_RANK];
+    for (int i = 0; i < x->rank; i++)
+        skip_in[i] = i < (int)n && copied[i];
+    for (guint i = 0; i < n; i++)
+        skip_out[i] = (int)i == neg || copied[i];
+    gint64 pin, pout;
+    const char *fin[HG_MAX_RANK * HG_SYM_MAX_FACTORS], *fout[HG_MAX_RANK * HG_SYM_MAX_FACTORS];
+    int kin, kout;
+    if (!dims_factors(x->d, x->rank, skip_in, &pin, fin, &kin) ||
+        !dims_factors(y->d, (int)n, skip_out, &pout, fout, &kout) || !hg_sym_factors_take(fin, &kin, fout, kout))
+        return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+    if (kin > 0) {
+        if (neg >= 0 && pout > 0 && pin % pout == 0)
+            y->d[neg] = (HgSymDim){-1, hg_sym_product(pin / pout, fin, kin)};
     } else if (neg >= 0) {
-        /* Symbolic: -1 is what the input's factors leave once the output's are taken out, as
-         * products of names ([4*batch, S, S] to [batch, 4, S, -1] gives S; [batch, 4, S, K] to
-         * [4*batch, S, -1] gives K where K is named) */
-        gboolean skip_in[HG_MAX_RANK], skip_out[HG_MAX_RANK];
-        for (int i = 0; i < x->rank; i++)
-            skip_in[i] = (i < (int)n && copied[i]) || cancel_in[i];
-        for (guint i = 0; i < n; i++)
-            skip_out[i] = (int)i == neg || copied[i] || cancel_out[i];
-        gint64 cin, cout;
-        const char *fin[HG_MAX_RANK * HG_SYM_MAX_FACTORS], *fout[HG_MAX_RANK * HG_SYM_MAX_FACTORS];
-        int kin, kout;
-        if (dims_factors(x->d, x->rank, skip_in, &cin, fin, &kin) &&
-            dims_factors(y->d, (int)n, skip_out, &cout, fout, &kout) && cout > 0 && cin % cout == 0) {
-            gboolean ok = hg_sym_factors_take(fin, &kin, fout, kout);
-            if (ok && kin == 0)
-                y->d[neg] = hg_dim_known(cin / cout);
-            else if (ok)
-                y->d[neg] = (HgSymDim){-1, hg_sym_product(cin / cout, fin, kin)};
+        if (pout == 0) {
+            if (pin != 0) {
+                INVALID(a, "cannot infer -1 of a reshape to zero elements");
+                return PLAN_ERR;
+            }
+            y->d[neg] = hg_dim_known(0);
+        } else if (pin % pout) {
+            INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into a multiple of %" G_GINT64_FORMAT,
+                    pin, pout);
+            return PLAN_ERR;
+        } else {
+            y->d[neg] = hg_dim_known(pin / pout);
         }
+    } else if (pin != pout) {
+        INVALID(a, "cannot reshape %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT, pin, pout);
+        return PLAN_ERR;
     }
     return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
 }
