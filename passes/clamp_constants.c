@@ -21,7 +21,7 @@
  *
  * A floor that FP16 flushes to 0 (at most 2^-25: F.normalize's eps of 1e-12, clamp_min before a
  * division), as a Clip's min or a Max's constant, whose result reaches only divisors (Div's second
- * input, Reciprocal, through Expand, Reshape, Unsqueeze, Squeeze, Flatten, Transpose, Identity),
+ * input, Reciprocal, through ops that only rearrange values: Expand, Reshape, Transpose, Slice...),
  * becomes 2^-23, twice FP16's smallest nonzero value (so that it stays nonzero through the rounding
  * the analysis allows an FP16 result: a converted model converts again to the same): in FP16 a row
  * of zeros then divides by 2^-23 and gives 0, where the flushed floor gives 0/0. The result changes
@@ -110,12 +110,11 @@ clamped(const HgTensor *t, const HgValue *v, const HgScan *known, double *worst)
     return c;
 }
 
-/* Does every path from v end in a divisor (Div's second input, Reciprocal), through reshaping? */
+/* Does every path from v end in a divisor (Div's second input, Reciprocal), through ops that only
+ * rearrange its values (the op table's REARRANGES: Reshape, Expand, Transpose, Slice, Gather...)? */
 static gboolean
 only_divides(const HgValue *v, int depth)
 {
-    static const char *const through[] = {"Expand", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Transpose",
-                                          "Identity", NULL};
     if (!v || v->is_output || v->nested_outputs || !v->uses->len || depth > 8)
         return FALSE;
     for (guint u = 0; u < v->uses->len; u++) {
@@ -123,13 +122,8 @@ only_divides(const HgValue *v, int depth)
         const HgNode *n = use->node;
         if ((hg_node_is(n, "Div") && use->index == 1) || hg_node_is(n, "Reciprocal"))
             continue;
-        gboolean moves = use->index == 0 && n->n_outputs == 1;
-        for (guint k = 0; moves && through[k]; k++)
-            if (hg_node_is(n, through[k]))
-                break;
-            else if (!through[k + 1])
-                moves = FALSE;
-        if (!moves || !only_divides(n->outputs[0], depth + 1))
+        if (use->index != 0 || n->n_outputs != 1 || !hg_node_has_traits(n, HG_TRAIT_REARRANGES) ||
+            !only_divides(n->outputs[0], depth + 1))
             return FALSE;
     }
     return TRUE;
