@@ -385,11 +385,24 @@ hg_run_set_default_max_memory(guint64 bytes)
     default_max_memory = bytes;
 }
 
-
 /* The memory the run holds against its cap. */
 typedef struct {
     guint64 live, cap;
 } Budget;
+
+/* Would an output of `bytes` more take the live tensors past the cap? Then FALSE, with an error
+ * naming node n and the value (how: how it was computed, "" or ", computed from constants"). */
+static gboolean
+budget_allows(const Budget *b, guint64 bytes, const HgNode *n, const char *value, const char *how, GError **error)
+{
+    if (b->live + bytes <= b->cap)
+        return TRUE;
+    g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes%s) takes the run's live tensors past "
+                "the memory cap of %" G_GUINT64_FORMAT " bytes (--max-memory)", n && n->name ? n->name : "",
+                n ? n->op_type : "?", value ? value : "", bytes, how, b->cap);
+    return FALSE;
+}
 
 /* ---------------------------------------------------------------- If
 
@@ -498,14 +511,8 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
         for (guint k = 0; k < n->n_outputs; k++) {
             /* The branch's tensors count against the run's cap as the main graph's do. */
             guint64 b = array_bytes(outs[k]);
-            if (ok && outs[k] && budget->live + b > budget->cap) {
-                g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
-                            "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes) takes the run's live "
-                            "tensors past the memory cap of %" G_GUINT64_FORMAT " bytes (--max-memory)",
-                            n->name ? n->name : "", n->op_type, n->outputs[k] ? n->outputs[k]->name : "", b,
-                            budget->cap);
-                ok = FALSE;
-            }
+            if (ok && outs[k])
+                ok = budget_allows(budget, b, n, n->outputs[k] ? n->outputs[k]->name : "", "", error);
             if (ok && n->outputs[k] && outs[k]) {
                 budget->live += b;
                 held += b;
@@ -600,14 +607,8 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
             }
             continue;
         }
-        if (ok && budget->live + array_bytes(outs[k]) > budget->cap) {
-            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
-                        "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes) takes the run's live "
-                        "tensors past the memory cap of %" G_GUINT64_FORMAT " bytes (--max-memory)",
-                        n->name ? n->name : "", n->op_type, pl->values[s]->name, array_bytes(outs[k]),
-                        budget->cap);
-            ok = FALSE;
-        }
+        if (ok)
+            ok = budget_allows(budget, array_bytes(outs[k]), n, pl->values[s]->name, "", error);
         if (ok)
             ok = observe(opts, pl->values[s], outs[k], error);
         if (ok && (pl->uses[s] || pl->keep[s])) {
@@ -689,16 +690,10 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     for (guint i = 0; i < pl->folded->len; i++) {
         guint s = g_array_index(pl->folded, guint, i);
         /* What the plan computed from constants alone (a ConstantOfShape of 3 GiB) counts too. */
-        budget.live += array_bytes(pl->constants[s]);
-        if (budget.live > budget.cap) {
-            const HgNode *n = pl->values[s]->producer;
-            g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
-                        "node '%s' (%s): its output '%s' (%" G_GUINT64_FORMAT " bytes, computed from constants) "
-                        "takes the run's live tensors past the memory cap of %" G_GUINT64_FORMAT " bytes "
-                        "(--max-memory)", n && n->name ? n->name : "", n ? n->op_type : "?",
-                        pl->values[s]->name, array_bytes(pl->constants[s]), budget.cap);
+        if (!budget_allows(&budget, array_bytes(pl->constants[s]), pl->values[s]->producer, pl->values[s]->name,
+                           ", computed from constants", error))
             goto out;
-        }
+        budget.live += array_bytes(pl->constants[s]);
         if (!observe(opts, pl->values[s], pl->constants[s], error))
             goto out;
     }
