@@ -451,8 +451,8 @@ magnitudes(const HgArray *a, double *lo, double *hi)
 
 /* Weights that flush in FP16 before a gain: y = Mul(MatMul(x, W), g) with W's values below FP16's
  * normal range (an underflow hazard at the MatMul) and g >= 2 a scalar constant. 2^j of the gain moves
- * into W, the smallest j that makes W's every nonzero value an FP16 normal (at most the scale's own
- * exponent, or more: g's remainder g / 2^j need only be an FP16 normal itself):
+ * into W, the smallest j that makes W's every nonzero value an FP16 normal; j may pass g's own
+ * exponent, as long as the remainder g / 2^j is an FP16 normal itself:
  *
  *     p = MatMul(x, W)                         p' = MatMul(x, W * 2^j)
  *     y = Mul(p, g)                       =>   y  = Mul(p', g * 2^-j)

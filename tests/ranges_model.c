@@ -97,16 +97,19 @@ check_shape(Check *c, const HgValue *v, const HgTensor *t)
     gboolean bad = vs->rank != (int)t->rank;
     for (int i = 0; !bad && i < vs->rank; i++) {
         gint64 want = vs->dims[i].v >= 0 ? vs->dims[i].v
-                      : vs->dims[i].sym ? sym_size(c, g_intern_string(vs->dims[i].sym), t->dims[i])
+                      : vs->dims[i].sym ? sym_size(c, vs->dims[i].sym, t->dims[i]) /* names are interned */
                                         : -1;
         c->dims += want >= 0;
         bad = want >= 0 && want != t->dims[i];
     }
     if (bad && c->shape_errors++ < 5) {
         printf("SHAPE '%s' (%s): inferred [", v->name, v->producer ? v->producer->op_type : "input");
-        for (int i = 0; i < vs->rank; i++)
-            printf("%s%s", i ? ", " : "", vs->dims[i].v >= 0 ? g_strdup_printf("%" G_GINT64_FORMAT, vs->dims[i].v)
-                                                            : vs->dims[i].sym ? vs->dims[i].sym : "?");
+        for (int i = 0; i < vs->rank; i++) {
+            if (vs->dims[i].v >= 0)
+                printf("%s%" G_GINT64_FORMAT, i ? ", " : "", vs->dims[i].v);
+            else
+                printf("%s%s", i ? ", " : "", vs->dims[i].sym ? vs->dims[i].sym : "?");
+        }
         printf("], ran with [");
         for (guint i = 0; i < t->rank; i++)
             printf("%s%" G_GINT64_FORMAT, i ? ", " : "", t->dims[i]);
