@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 47 model families (the
-real-exports issue's 18, 17 more, and a third batch of 12), each with both of PyTorch's ONNX exporters, plus calibration and verification samples and the FP32 outputs of
-onnxruntime.
+"""Exports halfguard's real-export corpus: small random-init versions of 60 model families (the
+real-exports issue's 18, 17 more, a third batch of 12 and a fourth of 13), each with both of PyTorch's
+ONNX exporters, plus calibration and verification samples and the FP32 outputs of onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
 onnxscript, onnxruntime 1.30 on CPU); needs no network: every model is built from a config with
@@ -744,6 +744,213 @@ def build_mnasnet(torch, attn):
     return m, [image("input")], ["logits"], "torchvision mnasnet0_5 (inverted residuals, depthwise convs)"
 
 
+
+# ---------------------------------------------------------------------------------------------
+# A fourth batch: forms the first three lack. Tanh soft-capping (Gemma 2), mixture-of-experts routing
+# (Mixtral), multi-query attention (GPTBigCode, Falcon), a norm-free bottleneck BERT (MobileBERT's
+# NoNorm), grouped 1-D convolutions (SqueezeBERT), pixel shuffle (Swin2SR), dense prediction from a
+# ViT (DPT), 5-D convolutions (a 3-D CNN), a hard-sigmoid gated segmentation head (LR-ASPP),
+# recurrent layers (LSTM, GRU) and attention biases on a conv stem with BatchNorm1d (LeViT).
+
+def video(name, frames=4, hw=32):
+    return dict(name=name, kind="video", dtype="float32", dims=[2, 3, frames, hw, hw], dyn={0: "batch"},
+                sample=[1, 3, frames, hw, hw], norm=IMAGENET, range=[-3.0, 3.0])
+
+
+def build_gemma2(torch, attn):
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+    cfg = _hf_cfg(Gemma2Config, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                  max_position_embeddings=128, sliding_window=8, attn_logit_softcapping=50.0,
+                  final_logit_softcapping=30.0, query_pre_attn_scalar=8, use_cache=False)
+    m = _hf_model(Gemma2ForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers Gemma2ForCausalLM (tanh soft-capped logits, pre and post norms, "
+                         "alternating sliding window), hidden 32")
+
+
+def build_mixtral(torch, attn):
+    from transformers import MixtralConfig, MixtralForCausalLM
+    cfg = _hf_cfg(MixtralConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=48,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  num_local_experts=4, num_experts_per_tok=2, max_position_embeddings=128,
+                  use_cache=False)
+    m = _hf_model(MixtralForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers MixtralForCausalLM (top-2 of 4 experts, softmax routing), hidden 32")
+
+
+def build_gpt_bigcode(torch, attn):
+    from transformers import GPTBigCodeConfig, GPTBigCodeForCausalLM
+    cfg = _hf_cfg(GPTBigCodeConfig, attn, vocab_size=VOCAB, n_positions=128, n_embd=32, n_layer=2,
+                  n_head=4, multi_query=True, use_cache=False)
+    m = _hf_model(GPTBigCodeForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers GPTBigCodeForCausalLM (multi-query attention), n_embd 32")
+
+
+def build_falcon(torch, attn):
+    from transformers import FalconConfig, FalconForCausalLM
+    cfg = _hf_cfg(FalconConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, multi_query=True, parallel_attn=True, alibi=False,
+                  new_decoder_architecture=False, max_position_embeddings=128, use_cache=False)
+    m = _hf_model(FalconForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers FalconForCausalLM (multi-query, parallel attention and MLP, rotary), hidden 32")
+
+
+def _bert_like(m, what):
+    def fn(mod, a, b, c):
+        o = mod(input_ids=a, attention_mask=b, token_type_ids=c, return_dict=True)
+        return o.last_hidden_state, o.pooler_output
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"), token_type("token_type_ids")], \
+        ["last_hidden_state", "pooler_output"], what
+
+
+def build_mobilebert(torch, attn):
+    from transformers import MobileBertConfig, MobileBertModel
+    cfg = _hf_cfg(MobileBertConfig, attn, vocab_size=VOCAB, hidden_size=32, embedding_size=16,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  intra_bottleneck_size=16, num_feedforward_networks=2, normalization_type="no_norm",
+                  max_position_embeddings=128, type_vocab_size=2)
+    m = _hf_model(MobileBertModel, cfg, attn)
+    # NoNorm is x * weight + bias, initialised to 1 and 0: draw them, as training would
+    with torch.no_grad():
+        for mod in m.modules():
+            if type(mod).__name__ == "NoNorm":
+                mod.weight.normal_(1.0, 0.3)
+                mod.bias.normal_(0.0, 0.1)
+    return _bert_like(m, "transformers MobileBertModel (bottlenecks, stacked FFNs, NoNorm), hidden 32")
+
+
+def build_squeezebert(torch, attn):
+    from transformers import SqueezeBertConfig, SqueezeBertModel
+    cfg = _hf_cfg(SqueezeBertConfig, attn, vocab_size=VOCAB, hidden_size=32, embedding_size=32,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  max_position_embeddings=128, type_vocab_size=2, q_groups=4, k_groups=4, v_groups=4,
+                  post_attention_groups=1, intermediate_groups=4, output_groups=4)
+    m = _hf_model(SqueezeBertModel, cfg, attn)
+    return _bert_like(m, "transformers SqueezeBertModel (grouped 1-D convolutions for projections), hidden 32")
+
+
+def build_swin2sr(torch, attn):
+    from transformers import Swin2SRConfig, Swin2SRForImageSuperResolution
+    cfg = _hf_cfg(Swin2SRConfig, attn, image_size=32, patch_size=1, num_channels=3, embed_dim=16,
+                  depths=[2, 2], num_heads=[2, 2], window_size=4, upscale=2, upsampler="pixelshuffle",
+                  img_range=1.0, mlp_ratio=2.0)
+    m = _hf_model(Swin2SRForImageSuperResolution, cfg, attn)
+    return _one_input(m, "pixel_values", pixels01("pixel_values", hw=32), "reconstruction",
+                      "transformers Swin2SRForImageSuperResolution (Swin V2 blocks, pixel shuffle x2), dim 16")
+
+
+def build_dpt(torch, attn):
+    from transformers import DPTConfig, DPTForDepthEstimation
+    cfg = _hf_cfg(DPTConfig, attn, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                  intermediate_size=64, image_size=64, patch_size=16, backbone_out_indices=[0, 1, 2, 3],
+                  neck_hidden_sizes=[8, 16, 24, 32], fusion_hidden_size=16,
+                  reassemble_factors=[4, 2, 1, 0.5], head_in_index=-1, readout_type="project")
+    m = _hf_model(DPTForDepthEstimation, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "predicted_depth",
+                      "transformers DPTForDepthEstimation (ViT readout projection, reassemble, fusion, "
+                      "transposed convs, depth head), hidden 32")
+
+
+def build_c3d_small(torch, attn):
+    import torch.nn as nn
+
+    class C3D(nn.Module):
+        """A small video classifier: 3-D convs with BatchNorm3d, a (2+1)-D block, 3-D pools."""
+
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv3d(3, 8, (3, 7, 7), stride=(1, 2, 2), padding=(1, 3, 3), bias=False),
+                                      nn.BatchNorm3d(8), nn.ReLU(inplace=True))
+            self.block = nn.Sequential(nn.Conv3d(8, 16, (1, 3, 3), padding=(0, 1, 1), bias=False),
+                                       nn.BatchNorm3d(16), nn.ReLU(inplace=True),
+                                       nn.Conv3d(16, 16, (3, 1, 1), padding=(1, 0, 0), bias=False),
+                                       nn.BatchNorm3d(16), nn.ReLU(inplace=True))
+            self.pool = nn.MaxPool3d((1, 2, 2))
+            self.down = nn.Sequential(nn.Conv3d(16, 32, 3, stride=2, padding=1, bias=False),
+                                      nn.BatchNorm3d(32), nn.ReLU(inplace=True))
+            self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(32, 10))
+
+        def forward(self, x):
+            return self.head(self.down(self.pool(self.block(self.stem(x)))))
+
+    return C3D(), [video("input")], ["logits"], "a small 3-D CNN (Conv3d, BatchNorm3d, (2+1)-D block, MaxPool3d), widths 8-32"
+
+
+def build_lraspp(torch, attn):
+    from torchvision.models import mobilenet_v3_small
+    from torchvision.models._utils import IntermediateLayerGetter
+    from torchvision.models.segmentation.lraspp import LRASPP
+    import torch.nn as nn
+    features = mobilenet_v3_small(weights=None, width_mult=0.5).features
+    stages = [0] + [i for i, b in enumerate(features) if getattr(b, "_is_cn", False)] + [len(features) - 1]
+    low, high = stages[-4], stages[-1]
+    low_ch, high_ch = features[low].out_channels, features[high].out_channels
+    backbone = IntermediateLayerGetter(features, return_layers={str(low): "low", str(high): "high"})
+    m = LRASPP(backbone, low_ch, high_ch, 6, inter_channels=16)
+
+    class Out(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m(x)["out"]
+
+    return Out(m), [image("input")], ["out"], \
+        "torchvision LRASPP on mobilenet_v3_small x0.5 (sigmoid-gated pooling branch, bilinear upsampling)"
+
+
+def build_lstm_tagger(torch, attn):
+    import torch.nn as nn
+
+    class Tagger(nn.Module):
+        """Embedding, a 2-layer bidirectional LSTM and a per-token classifier."""
+
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 32)
+            self.rnn = nn.LSTM(32, 32, num_layers=2, bidirectional=True, batch_first=True)
+            self.out = nn.Linear(64, 10)
+
+        def forward(self, x):
+            y, _ = self.rnn(self.emb(x))
+            return self.out(y)
+
+    return Tagger(), [ids("input_ids")], ["logits"], "Embedding + 2-layer bidirectional LSTM (32) + Linear"
+
+
+def build_gru_audio(torch, attn):
+    import torch.nn as nn
+
+    class GRUNet(nn.Module):
+        """Mel frames through a 2-layer GRU and a linear head on the last step."""
+
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.GRU(80, 48, num_layers=2, batch_first=True)
+            self.out = nn.Linear(48, 10)
+
+        def forward(self, x):
+            y, _ = self.rnn(x.transpose(1, 2))
+            return self.out(y[:, -1])
+
+    return GRUNet(), [mel("input_features")], ["logits"], "mel frames through a 2-layer GRU (48) and a linear head"
+
+
+def build_levit(torch, attn):
+    from transformers import LevitConfig, LevitForImageClassification
+    cfg = _hf_cfg(LevitConfig, attn, image_size=64, num_channels=3, kernel_size=3, stride=2, padding=1,
+                  patch_size=16, hidden_sizes=[16, 24, 32], num_attention_heads=[1, 2, 4],
+                  depths=[1, 1, 1], key_dim=[8, 8, 8], drop_path_rate=0, mlp_ratio=[2, 2, 2],
+                  attention_ratio=[2, 2, 2], num_labels=10,
+                  down_ops=[["Subsample", 8, 16 // 8, 4, 2, 2], ["Subsample", 8, 24 // 8, 4, 2, 2]])
+    m = _hf_model(LevitForImageClassification, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "logits",
+                      "transformers LevitForImageClassification (conv stem, BatchNorm1d, attention biases, "
+                      "hardswish, shrinking attention), dims 16-32")
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -800,6 +1007,22 @@ EXTRA_FAMILIES = {
     "mnasnet": (build_mnasnet, False),
 }
 FAMILIES.update(EXTRA_FAMILIES)
+FOURTH_FAMILIES = {
+    "gemma2": (build_gemma2, True),
+    "mixtral": (build_mixtral, True),
+    "gpt_bigcode": (build_gpt_bigcode, True),
+    "falcon": (build_falcon, True),
+    "mobilebert": (build_mobilebert, True),
+    "squeezebert": (build_squeezebert, True),
+    "swin2sr": (build_swin2sr, True),
+    "dpt": (build_dpt, True),
+    "c3d_small": (build_c3d_small, False),
+    "lraspp": (build_lraspp, False),
+    "lstm_tagger": (build_lstm_tagger, False),
+    "gru_audio": (build_gru_audio, False),
+    "levit": (build_levit, True),
+}
+FAMILIES.update(FOURTH_FAMILIES)
 
 
 def family_index(family):
@@ -809,6 +1032,8 @@ def family_index(family):
         return sorted(ISSUE_FAMILIES).index(family)
     if family in MORE_FAMILIES:
         return 100 + sorted(MORE_FAMILIES).index(family)
+    if family in FOURTH_FAMILIES:
+        return 300 + sorted(FOURTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
@@ -826,6 +1051,14 @@ def make_sample(spec, shape, rng, np):
         x = 0.5 * (x + np.roll(x, 1, axis=-1))
         mean = np.array(mean, np.float32).reshape(1, 3, 1, 1)
         std = np.array(std, np.float32).reshape(1, 3, 1, 1)
+        return ((x - mean) / std).astype(np.float32)
+    if kind == "video":  # frames of one smooth picture drifting by a pixel each
+        mean, std = spec["norm"]
+        x = rng.uniform(0.0, 1.0, shape[:2] + shape[3:]).astype(np.float32)
+        x = 0.5 * (x + np.roll(x, 1, axis=-1))
+        x = np.stack([np.roll(x, t, axis=-1) for t in range(shape[2])], axis=2)
+        mean = np.array(mean, np.float32).reshape(1, 3, 1, 1, 1)
+        std = np.array(std, np.float32).reshape(1, 3, 1, 1, 1)
         return ((x - mean) / std).astype(np.float32)
     if kind == "pixels01":
         x = rng.uniform(0.0, 1.0, shape).astype(np.float32)
