@@ -348,6 +348,18 @@ build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTab
                 unsafe_for(res, cured, c->node->inputs[k], c->node))
                 c->forced32 = "reads a tensor FP16 cannot hold";
     }
+    /* Tensors too small for FP16 (calibration saw them all below 2^-14): their producers and
+     * readers stay FP32, so they are computed and stored there. */
+    for (guint i = 0; i < cs->cands->len; i++) {
+        Cand *c = &g_array_index(cs->cands, Cand, i);
+        for (guint k = 0; k < c->node->n_outputs && !c->forced32; k++)
+            if (hg_check_value_tiny(res, c->node->outputs[k]))
+                c->forced32 = "writes a tensor too small for FP16";
+        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
+            if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
+                hg_check_value_tiny(res, c->node->inputs[k]))
+                c->forced32 = "reads a tensor too small for FP16";
+    }
     /* A value of unknown element type written by a node (an op halfguard does not know, with no
      * declared type): its readers keep the types they had, or their type constraints could break. */
     for (guint i = 0; i < cs->cands->len; i++) {

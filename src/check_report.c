@@ -299,7 +299,8 @@ static const char *const HELP[HG_HAZARD_N_KINDS] = {
                                     "Softplus that it recognises); give calibration data if the static "
                                     "bound is loose.",
     [HG_HAZARD_UNDERFLOW] = "`halfguard convert` keeps the epsilon's consumer FP32, or fuses a decomposed "
-                            "LayerNorm into LayerNormalization, which computes in FP32.",
+                            "LayerNorm into LayerNormalization, which computes in FP32; activations "
+                            "too small for FP16 are computed and stored in FP32.",
     [HG_HAZARD_NONFINITE_CONSTANT] = "`halfguard convert` clamps float32-min mask fills to -65504 where "
                                      "the use is an additive mask or a saturating op; otherwise the "
                                      "consumer stays FP32.",

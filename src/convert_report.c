@@ -149,7 +149,7 @@ plain_reason(const char *reason)
     } hazards[] = {
         {"overflow", "its values can pass FP16's largest, 65504 (overflow)"},
         {"internal-overflow", "a sum inside it can pass FP16's range (internal overflow)"},
-        {"underflow", "an epsilon or weights it needs become 0 in FP16 (underflow)"},
+        {"underflow", "an epsilon, weights or activations it needs become 0 or lose their bits in FP16 (underflow)"},
         {"non-finite-constant", "it holds a constant FP16 cannot hold: inf, NaN or past 65504"},
         {"division-by-zero", "its divisor can reach 0 in FP16 (division by zero)"},
         {"precision-loss", "FP16's 11 bits are too few for it (precision loss)"},

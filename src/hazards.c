@@ -38,8 +38,9 @@ static const struct {
     {"internal-overflow", "An accumulator or intermediate inside one op (a reduction's sum, a sum of "
                           "squares, exp inside Softplus) can pass FP16's range while the output fits."},
     {"underflow", "A value FP16 turns to 0 or robs of its meaning: an epsilon below FP16's smallest "
-                  "subnormal (6e-08) that feeds a Div, Sqrt or Reciprocal, or weights that flush to "
-                  "zero in FP16 (terms negligible next to what they are added to excepted)."},
+                  "subnormal (6e-08) that feeds a Div, Sqrt or Reciprocal, weights that flush to zero "
+                  "in FP16, or activations whose every value calibration sees below FP16's normal "
+                  "range (6.1e-05) (terms negligible next to what they are added to excepted)."},
     {"non-finite-constant", "A constant holds inf or NaN, or values beyond FP16's range (such as "
                             "float32-min mask fills) that become inf in FP16."},
     {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
@@ -1181,6 +1182,66 @@ check_overflow(Check *c, const HgNode *n)
     }
 }
 
+/* Activations FP16 cannot resolve: the largest magnitude calibration saw in computed value v when
+ * every value of it lies below FP16's normal range (2^-14) and some is not 0, NAN otherwise. Stored in
+ * FP16 such a tensor keeps fewer than 11 bits of each value (an absolute step of 2^-24), and what lies
+ * at or under 2^-25 becomes 0: a random-init depth head whose outputs are all near 1e-8 comes out all
+ * zeros. Ranges alone cannot show it: a bound says how large a value may be, not how small it is (and
+ * one under 2^-14 is what a layer scale of 1e-6 gives a residual branch, which is harmless, below).
+ * Passed over where v is only added to values of normal size (calibration saw 2^-10 or more): the
+ * layer-scaled branch, whose FP16 sum already rounds away what FP16 loses of v. */
+static double
+tiny_absmax(const Check *c, const HgValue *v)
+{
+    if (!v || !is_float_value(c, v) || is_constant(c, v) || g_hash_table_contains(c->fp32, v))
+        return NAN;
+    const HgTensorStats *s = stats_of(c, v);
+    /* seen stored narrower, what calibration shows is that type's own rounding */
+    if (!s || isnan(s->absmax) || (s->dtype != HG_DTYPE_FLOAT && s->dtype != HG_DTYPE_DOUBLE))
+        return NAN;
+    double a = s->absmax;
+    if (!(a > 0 && a < FP16_MIN_NORMAL))
+        return NAN;
+    if (v->is_output || v->nested_outputs || !v->uses->len)
+        return a;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgUse *use = &g_array_index(v->uses, HgUse, u);
+        const HgNode *n = use->node;
+        const HgOpDef *op = hg_op_for_node(n);
+        if (op && (op->traits & HG_TRAIT_SHAPE_ONLY))
+            continue;
+        if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sub")) || n->n_inputs != 2 || use->index > 1)
+            return a;
+        const HgValue *o = n->inputs[1 - use->index];
+        const HgTensorStats *os = stats_of(c, o);
+        double big = os && !isnan(os->absmax) ? os->absmax : o && o->init ? absmax(hg_ranges_get(c->ranges, o)) : 0;
+        if (!(big >= 0x1p-10))
+            return a;
+    }
+    return NAN;
+}
+
+/* Activations too small for FP16, reported where they start: no float input of n is one already. */
+static void
+check_tiny(Check *c, const HgNode *n)
+{
+    for (guint k = 0; k < n->n_inputs; k++)
+        if (!isnan(tiny_absmax(c, n->inputs[k])))
+            return;
+    for (guint k = 0; k < n->n_outputs; k++) {
+        HgValue *v = n->outputs[k];
+        double a = tiny_absmax(c, v);
+        if (isnan(a))
+            continue;
+        Decided d = {a, HG_SOURCE_CALIBRATION, TRUE, stats_of(c, v)};
+        add_hazard(c, HG_HAZARD_UNDERFLOW, n, v, d, KEEP_FP32,
+                   "output '%s' reaches at most %.3g (calibration), below FP16's normal range (6.1e-05): "
+                   "stored in FP16 it keeps fewer than 11 bits, and what is under 3e-08 becomes 0",
+                   v->name, a);
+        return;
+    }
+}
+
 /* The smallest magnitude of initializer v when none of its values is 0 (nor NaN), else 0. */
 static double
 const_min_magnitude(const Check *c, const HgValue *v)
@@ -1296,8 +1357,10 @@ check_node(Check *c, const HgNode *n)
         if (k == HG_HAZARD_DIVISION_BY_ZERO || k == HG_HAZARD_NONFINITE_CONSTANT)
             return;
     }
-    if (!hg_node_is(n, "Constant") && !hg_node_is(n, "ConstantOfShape"))
+    if (!hg_node_is(n, "Constant") && !hg_node_is(n, "ConstantOfShape")) {
         check_overflow(c, n);
+        check_tiny(c, n);
+    }
 }
 
 /* An input without a range whose values reach float math, unless the caller's data covers it: what is
@@ -1450,6 +1513,12 @@ hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
         return scan->n_nonfinite + scan->n_big > 0;
     Decided d = decide(c, v);
     return d.known && exceeds(c, d.bound) && !benign_overflow(c, v, d);
+}
+
+gboolean
+hg_check_value_tiny(const HgCheckResult *r, const HgValue *v)
+{
+    return !isnan(tiny_absmax(current(r), v));
 }
 
 /* The producers along fp16_can_be_zero's path. */

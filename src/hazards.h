@@ -14,6 +14,10 @@ const HgRanges *hg_check_ranges(const HgCheckResult *r);
  * passes the threshold, a constant beyond FP16's range, or shape math that must stay FP32. A value
  * unbounded only for lack of an input range is not unsafe (as check does not report it). */
 gboolean hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v);
+/* v is computed, and every value of it lies below FP16's normal range (2^-14) by calibration, some not
+ * 0, and v is not only added to values of normal size: FP16 would keep
+ * fewer than 11 bits of it, or flush it to 0. */
+gboolean hg_check_value_tiny(const HgCheckResult *r, const HgValue *v);
 /* The deciding magnitude of v, as the check decides it: calibration's absmax times the margin,
  * capped by the static bound (unbounded where calibration saw it overflow), else the static bound;
  * INFINITY where nothing bounds it. *calibrated (may be NULL) says whether calibration made it

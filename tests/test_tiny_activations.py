@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""Activations too small for FP16 (the underflow hazard's calibrated half), end to end.
+
+Usage: test_tiny_activations.py HALFGUARD
+
+1. A depth-head-like chain (Convs 1x1 with weights near 1e-4, Relu, Conv again, Relu) whose outputs
+   calibration sees all near 1e-8, as a random-init DPT head gives: check with --calib reports an
+   underflow where the tiny values start (the second Conv) and not again below it; convert with the
+   same calibration keeps every node that writes or reads those tensors FP32, and verify passes on
+   fresh inputs. Converted without the calibration data (ranges alone), the same model goes all FP16
+   and verify fails: the FP16 outputs are 0 where FP32's are not. That is what the hazard is for, and
+   what the test fails on if it stops working.
+2. A negative control, a layer scale of 1e-6 on a residual branch (x + 1e-6 * W x): the branch is
+   below FP16's normal range too, but FP16's rounding of the sum already drops it, so neither check
+   nor convert says anything and the model converts with no FP32 node.
+3. The same branch read by something other than the Add (a second output): reported.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+
+hg = hgtest.tool(sys.argv[1])
+check = hgtest.Checks(echo="end", limit=2000)
+F32 = TensorProto.FLOAT
+
+
+def init(name, a):
+    return numpy_helper.from_array(np.asarray(a, np.float32), name)
+
+
+def depth_head(path, rng):
+    w1 = rng.normal(0, 0.02, (8, 4, 1, 1))
+    w2 = rng.normal(0, 1e-4, (8, 8, 1, 1))
+    w3 = np.abs(rng.normal(0, 1e-4, (1, 8, 1, 1)))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("Conv", ["r2", "w3"], ["depth"], name="conv3")]
+    return hgtest.save_model(path, nodes, [hgtest.vi("x", (1, 4, 16, 16))], [hgtest.vi("depth", (1, 1, 16, 16))],
+                             [init("w1", w1), init("w2", w2), init("w3", w3)], checker=True)
+
+
+def layer_scale(path, rng, also_out=False):
+    w = rng.normal(0, 0.2, (16, 16))
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="branch"),
+             helper.make_node("Mul", ["h", "gamma"], ["hs"], name="layer_scale"),
+             helper.make_node("Add", ["x", "hs"], ["y"], name="residual")]
+    outs = [hgtest.vi("y", (1, 16))] + ([hgtest.vi("hs", (1, 16))] if also_out else [])
+    return hgtest.save_model(path, nodes, [hgtest.vi("x", (1, 16))], outs,
+                             [init("w", w), init("gamma", np.full(16, 1e-6))], checker=True)
+
+
+def data(tmp, tag, shape, rng, k=2):
+    return [hgtest.write_inputs(os.path.join(tmp, tag, str(i)), {"x": rng.uniform(-1, 1, shape).astype(np.float32)})
+            for i in range(k)]
+
+
+def hazards(model, calib, ranges):
+    args = ["--format", "json"] + hgtest.range_args(ranges)
+    for c in calib:
+        args += ["--calib", c]
+    rc, so, se = hg("check", model, *args)
+    if not so.strip().startswith("{"):
+        return None, se
+    return [h for m in json.loads(so)["models"] for h in m["hazards"] if h["kind"] == "underflow"], se
+
+
+def report(model, out, calib, ranges):
+    rep = out + ".json"
+    args = ["-o", out, "--report", rep, "-q"] + hgtest.range_args(ranges)
+    for c in calib:
+        args += ["--calib", c]
+    rc, so, se = hg("convert", model, *args)
+    return (json.load(open(rep)) if rc == 0 else None), se
+
+
+def verify(orig, conv, folder):
+    rc, so, se = hg("verify", orig, conv, "--data", folder)
+    return rc, so + se
+
+
+def test_depth_head(tmp):
+    rng = np.random.default_rng(5)
+    model = depth_head(os.path.join(tmp, "head.onnx"), rng)
+    calib = data(tmp, "calib", (1, 4, 16, 16), rng)
+    fresh = data(tmp, "fresh", (1, 4, 16, 16), rng, 1)[0]
+    ranges = ["x=-1:1"]
+    found, se = hazards(model, calib, ranges)
+    check("head: check --calib runs", found is not None, se)
+    nodes = sorted(h["node"] for h in found or [])
+    check("head: underflow reported where the tiny values start (conv2), once", nodes == ["conv2"], nodes)
+    found_static, _ = hazards(model, [], ranges)
+    check("head: ranges alone show no underflow (a bound says how large, not how small)",
+          found_static == [], found_static)
+
+    out = os.path.join(tmp, "head.calib.onnx")
+    rep, se = report(model, out, calib, ranges)
+    check("head: convert --calib runs", rep is not None, se)
+    fp32 = sorted(d["node"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32")
+    check("head: every node writing or reading the tiny tensors stays FP32", fp32 == ["conv2", "conv3", "relu2"],
+          fp32)
+    why = {d["node"]: d["reason"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32"}
+    check("head: the reasons name the tiny tensors", "too small for FP16" in why.get("conv3", "") and
+          "too small for FP16" in why.get("relu2", ""), why)
+    rc, txt = verify(model, out, fresh)
+    check("head: the calibrated conversion verifies", rc == 0, txt)
+
+    out_static = os.path.join(tmp, "head.static.onnx")
+    rep_s, se = report(model, out_static, [], ranges)
+    check("head: convert from ranges runs", rep_s is not None, se)
+    rc, txt = verify(model, out_static, fresh)
+    check("head: all-FP16 conversion of the same model fails verify (the outputs flush)", rc == 1, txt)
+
+
+def test_layer_scale(tmp):
+    rng = np.random.default_rng(6)
+    model = layer_scale(os.path.join(tmp, "ls.onnx"), rng)
+    calib = data(tmp, "calib", (1, 16), rng)
+    found, se = hazards(model, calib, ["x=-1:1"])
+    check("layer scale: no underflow for a branch that only an Add of normal values reads", found == [], found or se)
+    out = os.path.join(tmp, "ls.out.onnx")
+    rep, se = report(model, out, calib, ["x=-1:1"])
+    fp32 = [d["node"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32"]
+    check("layer scale: converted with no FP32 node", rep is not None and fp32 == [], fp32 or se)
+
+    model2 = layer_scale(os.path.join(tmp, "ls_out.onnx"), rng, also_out=True)
+    found, se = hazards(model2, calib, ["x=-1:1"])
+    nodes = [h["node"] for h in found or []]
+    check("layer scale read as an output: reported at the scale", nodes == ["layer_scale"], nodes or se)
+
+
+hgtest.temp_folders(check, "hg-tiny-", [test_depth_head, test_layer_scale], catch=True)
+sys.exit(check.finish())
