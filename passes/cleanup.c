@@ -9,6 +9,13 @@
  *     x -> Cast(to=f16) -> A,  x -> Cast(to=f16) -> B =>   one Cast read by A and B
  *     x:f16 -> Cast(to=f16) -> A                       =>   x -> A   (a Cast that changes nothing)
  *
+ *     x:f16 -> Transpose(1,0,2) -> MatMul(., W:f16 2-D constant) -> y
+ *  => x -> MatMul(., W) -> Transpose(1,0,2) -> y
+ *     (a Transpose that keeps the last axis commutes with a product by a matrix: the same dot
+ *     products, in the same order; onnxruntime 1.30's CPU optimizer at its default level crashes
+ *     (SIGSEGV, at session creation) on the first form in FP16: torchvision's ViT and every
+ *     batch_first=False RNN head export it)
+ *
  * A Cast pair cancels only up then down (FP16 or BF16 to FP32 or FP64 and back, FP32 to FP64 and
  * back), where the first Cast's input type is known: down then up rounds, so it stays. A Cast whose
  * output is a graph output stays (its name is the output's).
@@ -18,6 +25,7 @@
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
+#include "ops/op.h"
 
 static gboolean
 is_default_domain(const HgNode *n)
@@ -97,9 +105,51 @@ merge_casts(HgGraph *g)
     return n;
 }
 
+/* The Transpose before an FP16 MatMul by a 2-D constant moves after it where it keeps the last axis
+ * (see the top): the MatMul reads the Transpose's input, and a new Transpose with the same perm writes
+ * the MatMul's old output. The old Transpose stays for its other readers (a Shape of it, say), or
+ * dies with the dead nodes. */
+static guint
+sink_transposes(HgGraph *g)
+{
+    guint n = 0;
+    for (guint i = 0; i < g->nodes->len; i++) {
+        HgNode *m = g->nodes->pdata[i];
+        if ((m->flags & HG_NODE_DEAD) || !is_default_domain(m) || g_strcmp0(m->op_type, "MatMul") ||
+            m->n_inputs != 2 || m->n_outputs != 1 || !m->inputs[0] || !m->inputs[1] || !m->outputs[0])
+            continue;
+        HgValue *t = m->inputs[0], *w = m->inputs[1], *y = m->outputs[0];
+        HgNode *p = t->producer;
+        if (!p || p->graph != g || (p->flags & HG_NODE_DEAD) || !is_default_domain(p) ||
+            g_strcmp0(p->op_type, "Transpose") || p->n_inputs != 1 || !p->inputs[0] || !w->init || w->is_input ||
+            w->init->rank != 2 || w->init->dtype != HG_DTYPE_FLOAT16) /* (MatMul's A, B and Y share one type) */
+            continue;
+        guint np = 0;
+        const gint64 *perm = hg_attr_ints(p, "perm", &np);
+        if (!perm || np < 3 || perm[np - 1] != (gint64)np - 1)
+            continue;
+        g_autofree char *pre = g_strconcat(y->name ? y->name : "matmul", "/before_transpose", NULL);
+        g_autofree char *uname = hg_graph_unique_name(g, pre);
+        g_autofree char *qname = hg_graph_unique_name(g, p->name ? p->name : "transpose");
+        HgValue *u = hg_graph_new_value(g, uname, NULL);
+        if (!u)
+            continue;
+        hg_value_set_elem_type(u, HG_DTYPE_FLOAT16);
+        hg_node_set_output(m, 0, u);
+        hg_node_set_input(m, 0, p->inputs[0]);
+        HgNode *q = hg_graph_add_node(g, "Transpose", NULL, qname, 1, &u, 1, &y);
+        HgAttr *a = hg_attr_new("perm", HG_ATTR_INTS);
+        a->ints = g_array_sized_new(FALSE, FALSE, sizeof(gint64), np);
+        g_array_append_vals(a->ints, perm, np);
+        hg_node_add_attr(q, a);
+        n++;
+    }
+    return n;
+}
+
 typedef struct {
     const HgPassEnv *env;
-    guint removed, removed_inits, merged;
+    guint removed, removed_inits, merged, sunk;
     GError **error;
     gboolean ok;
 } CleanupCtx;
@@ -111,6 +161,7 @@ cleanup_graph(HgGraph *g, gpointer data)
     if (!c->ok)
         return;
     c->merged += merge_casts(g);
+    c->sunk += sink_transposes(g);
     /* Walk backwards so a chain of dead nodes dies in one sweep when the file is sorted; repeat
      * until nothing changes for unsorted files. */
     gboolean changed;
@@ -147,7 +198,7 @@ collect_graph(HgGraph *g, gpointer data)
 gboolean
 hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    CleanupCtx c = {env, 0, 0, 0, error, TRUE};
+    CleanupCtx c = {env, 0, 0, 0, 0, error, TRUE};
     /* Collect graphs first: removing nodes frees subgraphs that a live walk would visit. */
     g_autoptr(GPtrArray) graphs = g_ptr_array_new();
     hg_graph_foreach(g, collect_graph, graphs);
@@ -157,6 +208,12 @@ hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error)
         hg_pass_note(env->result, "cleanup", "merged %u Cast%s", c.merged, c.merged == 1 ? "" : "s");
         env->result->n_changed += c.merged;
         env->result->n_casts -= MIN(env->result->n_casts, c.merged);
+    }
+    if (c.sunk) {
+        hg_pass_note(env->result, "cleanup", "moved %u Transpose%s after the FP16 MatMul%s that read%s %s",
+                     c.sunk, c.sunk == 1 ? "" : "s", c.sunk == 1 ? "" : "s", c.sunk == 1 ? "s" : "",
+                     c.sunk == 1 ? "it" : "them");
+        env->result->n_changed += c.sunk;
     }
     if (c.removed) {
         hg_pass_note(env->result, "cleanup", "removed %u dead node%s", c.removed, c.removed == 1 ? "" : "s");
