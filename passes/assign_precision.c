@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "hazards.h"
+#include "ops/array.h"
 #include "ops/kernel.h"
 #include "ops/op.h"
 #include "precision_cost.h"
@@ -278,6 +279,67 @@ unsafe_for(const HgCheckResult *res, GHashTable *cured, const HgValue *v, const 
     return hg_check_value_unsafe(res, v);
 }
 
+/* The value of v when it is a one-element float constant (an initializer or a Constant's tensor). */
+static gboolean
+scalar_constant(const HgValue *v, double *out)
+{
+    const HgTensor *t = v ? v->init : NULL;
+    const HgNode *p = v ? v->producer : NULL;
+    if (!t && p && default_domain(p) && !strcmp(p->op_type, "Constant")) {
+        const HgAttr *a = hg_node_attr(p, "value");
+        t = a ? a->t : NULL;
+    }
+    if (!t || (v->init && v->is_input) || (t->dtype != HG_DTYPE_FLOAT && t->dtype != HG_DTYPE_FLOAT16 &&
+                                           t->dtype != HG_DTYPE_DOUBLE))
+        return FALSE;
+    g_autoptr(HgArray) a = hg_array_view_tensor(t, NULL);
+    if (!a || a->numel != 1)
+        return FALSE;
+    *out = hg_array_get_f64(a, 0);
+    return TRUE;
+}
+
+/* ReduceMean -> Add(epsilon) -> Sqrt, the statistics of a decomposed LayerNorm or RMSNorm: ONNX
+ * Runtime's LayerNormFusion and SimplifiedLayerNormFusion (CPU and CUDA, at its default optimization
+ * level) read the epsilon only from an FP32 constant and take 1e-5 for any other. An FP16 Add of
+ * 1e-6 would run as 1e-5 there: rel-L2 0.12 on Gemma 2's logits, where its activations are small
+ * beside the epsilon. In FP32 the pattern has Casts in it, ONNX Runtime leaves it as written, and the
+ * tensors are one value per row. Where the epsilon is 1e-5 (as FP32) the fusion's default is right,
+ * and where the mean is large beside both epsilons (below) the difference is lost in FP16's rounding. */
+static gboolean
+norm_epsilon_add(const HgNode *n, const HgCheckResult *res, const HgCheckOptions *opts)
+{
+    if (!default_domain(n) || strcmp(n->op_type, "Add") || n->n_inputs != 2 || n->n_outputs != 1 || !n->outputs[0])
+        return FALSE;
+    const HgValue *y = n->outputs[0];
+    if (!y->uses->len)
+        return FALSE;
+    for (guint u = 0; u < y->uses->len; u++) {
+        const HgNode *r = g_array_index(y->uses, HgUse, u).node;
+        if (!default_domain(r) || strcmp(r->op_type, "Sqrt"))
+            return FALSE;
+    }
+    for (guint k = 0; k < 2; k++) {
+        const HgValue *x = n->inputs[1 - k];
+        double eps;
+        if (!x || !x->producer || !default_domain(x->producer) || strcmp(x->producer->op_type, "ReduceMean") ||
+            !scalar_constant(n->inputs[k], &eps))
+            continue;
+        if ((float)eps == 1e-5f)
+            return FALSE;
+        /* 1 / sqrt(m + 1e-5) against 1 / sqrt(m + eps) differs by |1e-5 - eps| / 2m relative at most:
+         * under FP16's rounding (2^-11) where the mean m is never below |1e-5 - eps| 2^10, by its
+         * static bound or by calibration (its smallest value over the margin): a trained model's
+         * statistics, far above either epsilon, need nothing. */
+        double m = hg_ranges_get(hg_check_ranges(res), x)->lo;
+        const HgTensorStats *st = opts && opts->stats ? hg_stats_get(opts->stats, x->name) : NULL;
+        if (st && !isnan(st->min))
+            m = MAX(m, st->min / (opts->margin > 0 ? opts->margin : 2.0));
+        return !(m > 0 && fabs(1e-5 - eps) <= ldexp(m, -10));
+    }
+    return FALSE;
+}
+
 /* Build the candidates of g and mark what forces them: hazards of res (but those at nodes in cured),
  * tensors FP16 cannot hold, opsets without an FP16 form, FP32 in the plan already, the overrides. */
 static gboolean
@@ -315,6 +377,8 @@ build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTab
         c.macs = node_macs(shapes, n, opset, dim_max, &c.macs_unknown, cs->syms);
         c.fp32_cost = 1.0 + bytes + FP32_PER_MAC * (double)c.macs;
         c.forced32 = no_fp16_form(n, opset);
+        if (!c.forced32 && norm_epsilon_add(n, res, check))
+            c.forced32 = "ONNX Runtime's norm fusions would read its FP16 epsilon as 1e-5";
         /* A pass before this one may have set FP32 in the plan to keep a node there. */
         if (!c.forced32 && n->precision == HG_PRECISION_FP32)
             c.forced32 = n->precision_reason ? g_intern_string(n->precision_reason) : "kept FP32 by an earlier pass";

@@ -110,7 +110,7 @@ def run_ort(node_path, model, feeds, outputs, work, threads=1, repeat=1):
     if p.returncode:
         raise RuntimeError(f"onnxruntime: {p.stderr.strip()[-500:]}")
     meta = json.load(open(os.path.join(out_dir, "result.json")))
-    types = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+    types = {"float32": np.float32, "float16": np.float16, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
     outs = []
     for k, o in enumerate(meta["outputs"]):
         outs.append(np.fromfile(os.path.join(out_dir, f"{k}.bin"), types[o["type"]]).reshape(o["dims"]))
