@@ -1182,14 +1182,45 @@ check_overflow(Check *c, const HgNode *n)
     }
 }
 
+/* Is every reader of v an Add or Sub whose other operand calibration saw at 2^-10 or more (or a
+ * constant that large), through ops that only move values (a layer scale's Transpose back to the
+ * residual's layout), or one that reads only v's shape? */
+static gboolean
+added_to_normal(const Check *c, const HgValue *v, int depth)
+{
+    if (!v || v->is_output || v->nested_outputs || !v->uses->len || depth > 8)
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgUse *use = &g_array_index(v->uses, HgUse, u);
+        const HgNode *n = use->node;
+        const HgOpDef *op = hg_op_for_node(n);
+        if (op && (op->traits & HG_TRAIT_SHAPE_ONLY))
+            continue;
+        if (hg_node_passes_through(n) && use->index == 0 && n->n_outputs == 1) {
+            if (!added_to_normal(c, n->outputs[0], depth + 1))
+                return FALSE;
+            continue;
+        }
+        if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sub")) || n->n_inputs != 2 || use->index > 1)
+            return FALSE;
+        const HgValue *o = n->inputs[1 - use->index];
+        const HgTensorStats *os = stats_of(c, o);
+        double big = os && !isnan(os->absmax) ? os->absmax : o && o->init ? absmax(hg_ranges_get(c->ranges, o)) : 0;
+        if (!(big >= 0x1p-10))
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* Activations FP16 cannot resolve: the largest magnitude calibration saw in computed value v when
  * every value of it lies below FP16's normal range (2^-14) and some is not 0, NAN otherwise. Stored in
  * FP16 such a tensor keeps fewer than 11 bits of each value (an absolute step of 2^-24), and what lies
  * at or under 2^-25 becomes 0: a random-init depth head whose outputs are all near 1e-8 comes out all
  * zeros. Ranges alone cannot show it: a bound says how large a value may be, not how small it is (and
  * one under 2^-14 is what a layer scale of 1e-6 gives a residual branch, which is harmless, below).
- * Passed over where v is only added to values of normal size (calibration saw 2^-10 or more): the
- * layer-scaled branch, whose FP16 sum already rounds away what FP16 loses of v. */
+ * Passed over where v is only added to values of normal size (calibration saw 2^-10 or more), through
+ * ops that only move values: the layer-scaled branch, whose FP16 sum already rounds away what FP16
+ * loses of v. */
 static double
 tiny_absmax(const Check *c, const HgValue *v)
 {
@@ -1202,23 +1233,7 @@ tiny_absmax(const Check *c, const HgValue *v)
     double a = s->absmax;
     if (!(a > 0 && a < FP16_MIN_NORMAL))
         return NAN;
-    if (v->is_output || v->nested_outputs || !v->uses->len)
-        return a;
-    for (guint u = 0; u < v->uses->len; u++) {
-        const HgUse *use = &g_array_index(v->uses, HgUse, u);
-        const HgNode *n = use->node;
-        const HgOpDef *op = hg_op_for_node(n);
-        if (op && (op->traits & HG_TRAIT_SHAPE_ONLY))
-            continue;
-        if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sub")) || n->n_inputs != 2 || use->index > 1)
-            return a;
-        const HgValue *o = n->inputs[1 - use->index];
-        const HgTensorStats *os = stats_of(c, o);
-        double big = os && !isnan(os->absmax) ? os->absmax : o && o->init ? absmax(hg_ranges_get(c->ranges, o)) : 0;
-        if (!(big >= 0x1p-10))
-            return a;
-    }
-    return NAN;
+    return added_to_normal(c, v, 0) ? NAN : a;
 }
 
 /* Activations too small for FP16, reported where they start: no float input of n is one already. */

@@ -12,7 +12,8 @@ Usage: test_tiny_activations.py HALFGUARD
    what the test fails on if it stops working.
 2. A negative control, a layer scale of 1e-6 on a residual branch (x + 1e-6 * W x): the branch is
    below FP16's normal range too, but FP16's rounding of the sum already drops it, so neither check
-   nor convert says anything and the model converts with no FP32 node.
+   nor convert says anything and the model converts with no FP32 node; the same with a Transpose
+   between the scale and the Add.
 3. The same branch read by something other than the Add (a second output): reported.
 """
 import json
@@ -47,12 +48,19 @@ def depth_head(path, rng):
                              [init("w1", w1), init("w2", w2), init("w3", w3)], checker=True)
 
 
-def layer_scale(path, rng, also_out=False):
+def layer_scale(path, rng, also_out=False, transposed=False):
+    """x + 1e-6 * (x W); transposed: both sides moved to [16, 1] before the Add (EdgeNeXt's layer
+    scale is applied channels-last and moved back to the residual's layout)."""
     w = rng.normal(0, 0.2, (16, 16))
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="branch"),
-             helper.make_node("Mul", ["h", "gamma"], ["hs"], name="layer_scale"),
-             helper.make_node("Add", ["x", "hs"], ["y"], name="residual")]
-    outs = [hgtest.vi("y", (1, 16))] + ([hgtest.vi("hs", (1, 16))] if also_out else [])
+             helper.make_node("Mul", ["h", "gamma"], ["hs"], name="layer_scale")]
+    if transposed:
+        nodes += [helper.make_node("Transpose", ["hs"], ["hs_t"], perm=[1, 0], name="branch_back"),
+                  helper.make_node("Transpose", ["x"], ["x_t"], perm=[1, 0], name="residual_back"),
+                  helper.make_node("Add", ["x_t", "hs_t"], ["y"], name="residual")]
+    else:
+        nodes.append(helper.make_node("Add", ["x", "hs"], ["y"], name="residual"))
+    outs = [hgtest.vi("y", (16, 1) if transposed else (1, 16))] + ([hgtest.vi("hs", (1, 16))] if also_out else [])
     return hgtest.save_model(path, nodes, [hgtest.vi("x", (1, 16))], outs,
                              [init("w", w), init("gamma", np.full(16, 1e-6))], checker=True)
 
@@ -129,6 +137,10 @@ def test_layer_scale(tmp):
     rep, se = report(model, out, calib, ["x=-1:1"])
     fp32 = [d["node"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32"]
     check("layer scale: converted with no FP32 node", rep is not None and fp32 == [], fp32 or se)
+
+    model_t = layer_scale(os.path.join(tmp, "ls_t.onnx"), rng, transposed=True)
+    found, se = hazards(model_t, calib, ["x=-1:1"])
+    check("layer scale: nor when a Transpose moves the branch back before the Add", found == [], found or se)
 
     model2 = layer_scale(os.path.join(tmp, "ls_out.onnx"), rng, also_out=True)
     found, se = hazards(model2, calib, ["x=-1:1"])
