@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 60 model families (the
-real-exports issue's 18, 17 more, a third batch of 12 and a fourth of 13), each with both of PyTorch's
+"""Exports halfguard's real-export corpus: small random-init versions of 72 model families (the
+real-exports issue's 18, 17 more, a third batch of 12, a fourth of 13 and a fifth of 12), each with both of PyTorch's
 ONNX exporters, plus calibration and verification samples and the FP32 outputs of onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
@@ -951,6 +951,132 @@ def build_levit(torch, attn):
                       "hardswish, shrinking attention), dims 16-32")
 
 
+
+# ---------------------------------------------------------------------------------------------
+# A fifth batch: timm's vision forms (token-mixing MLPs, cross-covariance attention with learned
+# temperature, 2-D rotary positions, depthwise patch mixing, split depthwise-transposed attention),
+# a neural audio codec (weight-normed 1-D convs and an LSTM), sequence pooling (Funnel), span-based
+# dynamic convolution (ConvBERT), pooling as the token mixer
+# (PoolFormer), inverted residuals with ReLU6 (MobileNetV2), QK-norm (Qwen3) and Cohere's parallel
+# block with a logit scale.
+
+def _timm_one(m, what, spec=None):
+    return m, [spec or image("input")], ["logits"], what
+
+
+def build_mlp_mixer(torch, attn):
+    from timm.models.mlp_mixer import MlpMixer
+    m = MlpMixer(num_classes=10, img_size=64, patch_size=16, num_blocks=2, embed_dim=32)
+    # timm zero-initialises the classifier (every logit 0 whatever the input): draw it, as a trained one is
+    torch.nn.init.trunc_normal_(m.head.weight, std=0.2)
+    return _timm_one(m, "timm MlpMixer (token- and channel-mixing MLPs), patch 16, 2 blocks, dim 32")
+
+
+def build_xcit(torch, attn):
+    from timm.models.xcit import Xcit
+    m = Xcit(img_size=64, patch_size=16, num_classes=10, embed_dim=32, depth=2, num_heads=4, cls_attn_layers=1,
+             eta=1.0, tokens_norm=True)
+    return _timm_one(m, "timm XCiT (cross-covariance attention: L2-normalized q, k and a learned temperature; "
+                        "local patch interaction; class attention), dim 32")
+
+
+def build_eva(torch, attn):
+    from timm.models.eva import Eva
+    m = Eva(img_size=64, patch_size=16, num_classes=10, embed_dim=32, depth=2, num_heads=4, use_rot_pos_emb=True,
+            ref_feat_shape=(4, 4), swiglu_mlp=True, mlp_ratio=2.0)
+    return _timm_one(m, "timm EVA (2-D rotary positions in vision, SwiGLU), dim 32")
+
+
+def build_convmixer(torch, attn):
+    from timm.models.convmixer import ConvMixer
+    m = ConvMixer(dim=32, depth=2, kernel_size=5, patch_size=8, num_classes=10)
+    return _timm_one(m, "timm ConvMixer (patch conv, depthwise 5x5 with a residual, pointwise, GELU, "
+                        "BatchNorm), dim 32")
+
+
+def build_edgenext(torch, attn):
+    from timm.models.edgenext import EdgeNeXt
+    m = EdgeNeXt(num_classes=10, dims=(8, 16, 24, 32), depths=(1, 1, 2, 1), global_block_counts=(0, 1, 1, 1),
+                 heads=(2, 2, 2, 2), d2_scales=(2, 2, 3, 4))
+    return _timm_one(m, "timm EdgeNeXt (split depthwise-transposed attention: cross-covariance over channels, "
+                        "conv encoders, layer scale), dims 8-32")
+
+
+def build_encodec(torch, attn):
+    from transformers import EncodecConfig, EncodecModel
+    cfg = _hf_cfg(EncodecConfig, attn, target_bandwidths=[1.5], sampling_rate=8000, audio_channels=1,
+                  hidden_size=16, num_filters=4, num_residual_layers=1, upsampling_ratios=[4, 2],
+                  codebook_size=64, codebook_dim=16, num_lstm_layers=1, use_causal_conv=True)
+    m = _hf_model(EncodecModel, cfg, attn)
+
+    class Enc(torch.nn.Module):
+        """The encoder half up to its continuous latents (the quantizer's argmin is no float path)."""
+
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            return self.m.encoder(x.unsqueeze(1))
+
+    spec = audio("input_values")
+    return Enc(m), [spec], ["latents"], "transformers EncodecModel's encoder (weight-normed causal 1-D convs, " \
+        "ELU residual units, an LSTM), hidden 16"
+
+
+def build_funnel(torch, attn):
+    from transformers import FunnelConfig, FunnelBaseModel
+    cfg = _hf_cfg(FunnelConfig, attn, vocab_size=VOCAB, block_sizes=[1, 1], d_model=32, n_head=4, d_head=8,
+                  d_inner=64, max_position_embeddings=128, type_vocab_size=2)
+    m = _hf_model(FunnelBaseModel, cfg, attn)
+    return _encoder(m, "transformers FunnelBaseModel (mean-pooled sequence between blocks, relative "
+                       "attention), d_model 32")
+
+
+def build_convbert(torch, attn):
+    from transformers import ConvBertConfig, ConvBertModel
+    cfg = _hf_cfg(ConvBertConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=64, max_position_embeddings=128, type_vocab_size=2,
+                  embedding_size=32, head_ratio=2, conv_kernel_size=5, num_groups=1)
+    m = _hf_model(ConvBertModel, cfg, attn)
+    return _encoder(m, "transformers ConvBertModel (span-based dynamic convolution beside attention), hidden 32")
+
+
+def build_poolformer(torch, attn):
+    from transformers import PoolFormerConfig, PoolFormerForImageClassification
+    cfg = _hf_cfg(PoolFormerConfig, attn, num_channels=3, hidden_sizes=[8, 16, 24, 32], depths=[1, 1, 1, 1],
+                  pool_size=3, num_labels=10, layer_scale_init_value=1e-5)
+    m = _hf_model(PoolFormerForImageClassification, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "logits",
+                      "transformers PoolFormerForImageClassification (AvgPool(x) - x as the token mixer, "
+                      "GroupNorm, layer scale 1e-5), dims 8-32")
+
+
+def build_mobilenet_v2(torch, attn):
+    from torchvision.models import mobilenet_v2
+    m = mobilenet_v2(weights=None, width_mult=0.35, num_classes=10)
+    return m, [image("input")], ["logits"], "torchvision mobilenet_v2 x0.35 (inverted residuals, ReLU6)"
+
+
+def build_qwen3(torch, attn):
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    cfg = _hf_cfg(Qwen3Config, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+                  max_position_embeddings=128, use_cache=False, tie_word_embeddings=False)
+    m = _hf_model(Qwen3ForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers Qwen3ForCausalLM (RMSNorm on q and k per head, GQA, rotary), hidden 32")
+
+
+def build_cohere(torch, attn):
+    from transformers import CohereConfig, CohereForCausalLM
+    cfg = _hf_cfg(CohereConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, logit_scale=0.0625, use_cache=False)
+    m = _hf_model(CohereForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers CohereForCausalLM (parallel attention and MLP, bias-free LayerNorm, "
+                         "interleaved rotary, logit scale), hidden 32")
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -1023,6 +1149,21 @@ FOURTH_FAMILIES = {
     "levit": (build_levit, True),
 }
 FAMILIES.update(FOURTH_FAMILIES)
+FIFTH_FAMILIES = {
+    "mlp_mixer": (build_mlp_mixer, False),
+    "xcit": (build_xcit, False),
+    "eva": (build_eva, False),
+    "convmixer": (build_convmixer, False),
+    "edgenext": (build_edgenext, False),
+    "encodec": (build_encodec, True),
+    "funnel": (build_funnel, True),
+    "convbert": (build_convbert, True),
+    "poolformer": (build_poolformer, True),
+    "mobilenet_v2": (build_mobilenet_v2, False),
+    "qwen3": (build_qwen3, True),
+    "cohere": (build_cohere, True),
+}
+FAMILIES.update(FIFTH_FAMILIES)
 
 
 def family_index(family):
@@ -1034,6 +1175,8 @@ def family_index(family):
         return 100 + sorted(MORE_FAMILIES).index(family)
     if family in FOURTH_FAMILIES:
         return 300 + sorted(FOURTH_FAMILIES).index(family)
+    if family in FIFTH_FAMILIES:
+        return 400 + sorted(FIFTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
