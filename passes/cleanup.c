@@ -149,7 +149,7 @@ sink_transposes(HgGraph *g)
 
 typedef struct {
     const HgPassEnv *env;
-    guint removed, removed_inits, merged, sunk;
+    guint removed, removed_inits, merged, sunk, placed;
     GError **error;
     gboolean ok;
 } CleanupCtx;
@@ -187,6 +187,9 @@ cleanup_graph(HgGraph *g, gpointer data)
     }
     hg_graph_compact(g);
     c->ok = hg_graph_sort(g, c->error);
+    for (guint i = 0; i < g->nodes->len; i++)
+        if (((HgNode *)g->nodes->pdata[i])->flags & HG_NODE_PLACED_CAST)
+            c->placed++;
 }
 
 static void
@@ -198,7 +201,7 @@ collect_graph(HgGraph *g, gpointer data)
 gboolean
 hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error)
 {
-    CleanupCtx c = {env, 0, 0, 0, 0, error, TRUE};
+    CleanupCtx c = {env, 0, 0, 0, 0, 0, error, TRUE};
     /* Collect graphs first: removing nodes frees subgraphs that a live walk would visit. */
     g_autoptr(GPtrArray) graphs = g_ptr_array_new();
     hg_graph_foreach(g, collect_graph, graphs);
@@ -207,8 +210,11 @@ hg_pass_cleanup(HgGraph *g, const HgPassEnv *env, GError **error)
     if (c.merged) {
         hg_pass_note(env->result, "cleanup", "merged %u Cast%s", c.merged, c.merged == 1 ? "" : "s");
         env->result->n_changed += c.merged;
-        env->result->n_casts -= MIN(env->result->n_casts, c.merged);
     }
+    /* The summary's Casts: those lower placed that are still there (a merge may remove one of them,
+     * or one of the model's own). */
+    if (c.ok)
+        env->result->n_casts = c.placed;
     if (c.sunk) {
         hg_pass_note(env->result, "cleanup", "moved %u Transpose%s after the FP16 MatMul%s that read%s %s",
                      c.sunk, c.sunk == 1 ? "" : "s", c.sunk == 1 ? "" : "s", c.sunk == 1 ? "s" : "",

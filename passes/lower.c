@@ -288,6 +288,7 @@ cast_of(Lower *l, HgValue *x, HgDType to, GError **error)
     g_autofree char *cbase = g_strdup_printf("%s/to_%s", x->name, prec);
     g_autofree char *nname = hg_graph_unique_name(l->g, cbase);
     HgNode *c = hg_graph_add_node(l->g, "Cast", NULL, nname, 1, &x, 1, &y);
+    c->flags |= HG_NODE_PLACED_CAST;
     HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
     a->i = to;
     a->has |= HG_ATTR_HAS_I;
@@ -452,6 +453,7 @@ hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
         g_autofree char *cname = g_strdup_printf("%s/to_fp32", name);
         g_autofree char *nname = hg_graph_unique_name(g, cname);
         HgNode *c = hg_graph_add_node(g, "Cast", NULL, nname, 1, &v, 1, &o);
+        c->flags |= HG_NODE_PLACED_CAST;
         HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
         a->i = was;
         a->has |= HG_ATTR_HAS_I;

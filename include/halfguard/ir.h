@@ -318,6 +318,7 @@ struct HgValue {
 
 enum {
     HG_NODE_DEAD = 1 << 0,
+    HG_NODE_PLACED_CAST = 1 << 1, /* a Cast the lower pass placed (what the summary counts) */
 };
 
 /* The precision plan, kept in the IR: what a node computes in. assign_precision sets it for every node
