@@ -70,8 +70,9 @@ assert_shapes(const HgShapes *shapes, const HgModel *m, const WantShape *want, g
 #define VALS(...) ((const double[]){__VA_ARGS__})
 #define F32S(...) ((const float[]){__VA_ARGS__})
 
-/* The most inputs or outputs a node from node_new() has, and the outputs a Result holds. */
-#define MAX_IO 6
+/* The most inputs or outputs a node from node_new() has, and the outputs a Result holds (LSTM takes
+ * 8 inputs). */
+#define MAX_IO 8
 
 /* ---------------------------------------------------------------- one node in its own model */
 
