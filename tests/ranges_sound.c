@@ -273,6 +273,45 @@ static const struct {
     {"extra_attention",
      "<ir_version: 10, opset_import: [\"\" : 23]>\n"
      "g (float[1,2,3,4] q, float[1,2,5,4] k, float[1,2,5,4] v) => (float[1,2,3,4] y) { y = Attention(q, k, v) }\n"},
+    /* The recurrent ops beyond their node tests' forms: both directions with lengths (one of them 0),
+     * peepholes, clip, input_forget, linear_before_reset, layout 1, and activations with kinks and
+     * parameters. */
+    {"extra_lstm_bidirectional_peepholes",
+     "<ir_version: 8, opset_import: [\"\" : 14]>\n"
+     "g (float[4,2,3] x, float[2,16,3] w, float[2,16,4] r, float[2,32] b, float[2,2,4] h0, float[2,2,4] c0,\n"
+     "   float[2,12] p) => (float[4,2,2,4] y, float[2,2,4] yh, float[2,2,4] yc)\n"
+     "<int32[2] lens = {4, 2}>\n"
+     "{ y, yh, yc = LSTM <hidden_size = 4, direction = \"bidirectional\"> (x, w, r, b, lens, h0, c0, p) }\n"},
+    {"extra_lstm_clip_forget_layout1",
+     "<ir_version: 8, opset_import: [\"\" : 14]>\n"
+     "g (float[2,4,3] x, float[1,16,3] w, float[1,16,4] r, float[2,1,4] c0) => (float[2,4,1,4] y, float[2,1,4] yh,\n"
+     "   float[2,1,4] yc)\n"
+     "<int32[2] lens = {3, 4}>\n"
+     "{ y, yh, yc = LSTM <hidden_size = 4, layout = 1, direction = \"reverse\", input_forget = 1, clip = 0.5,\n"
+     "  activations = [\"HardSigmoid\", \"Softsign\", \"Relu\"], activation_alpha = [0.3], activation_beta = [0.4]>\n"
+     "  (x, w, r, , lens, , c0) }\n"},
+    {"extra_gru_bidirectional_lbr",
+     "<ir_version: 8, opset_import: [\"\" : 14]>\n"
+     "g (float[3,2,3] x, float[2,12,3] w, float[2,12,4] r, float[2,24] b, float[2,2,4] h0)\n"
+     "   => (float[3,2,2,4] y, float[2,2,4] yh)\n"
+     "<int32[2] lens = {3, 0}>\n"
+     "{ y, yh = GRU <hidden_size = 4, direction = \"bidirectional\", linear_before_reset = 1> (x, w, r, b, lens, h0) }\n"},
+    {"extra_gru_clip_layout1",
+     "<ir_version: 8, opset_import: [\"\" : 14]>\n"
+     "g (float[2,3,3] x, float[1,12,3] w, float[1,12,4] r, float[2,1,4] h0) => (float[2,3,1,4] y, float[2,1,4] yh)\n"
+     "{ y, yh = GRU <hidden_size = 4, layout = 1, direction = \"reverse\", clip = 1.5,\n"
+     "  activations = [\"Sigmoid\", \"Elu\"]> (x, w, r, , , h0) }\n"},
+    {"extra_rnn_leaky_scaled_tanh",
+     "<ir_version: 3, opset_import: [\"\" : 7]>\n"
+     "g (float[3,2,3] x, float[2,4,3] w, float[2,4,4] r, float[2,8] b) => (float[3,2,2,4] y, float[2,2,4] yh)\n"
+     "{ y, yh = RNN <hidden_size = 4, direction = \"bidirectional\", clip = 3.0,\n"
+     "  activations = [\"LeakyRelu\", \"ScaledTanh\"], activation_alpha = [0.1, 2.0], activation_beta = [0.5]>\n"
+     "  (x, w, r, b) }\n"},
+    {"extra_rnn_thresholded_softplus",
+     "<ir_version: 8, opset_import: [\"\" : 14]>\n"
+     "g (float[3,2,3] x, float[2,4,3] w, float[2,4,4] r) => (float[3,2,2,4] y, float[2,2,4] yh)\n"
+     "{ y, yh = RNN <hidden_size = 4, direction = \"bidirectional\", clip = 2.0,\n"
+     "  activations = [\"ThresholdedRelu\", \"Softplus\"], activation_alpha = [0.5]> (x, w, r) }\n"},
 };
 
 static void
