@@ -16,16 +16,21 @@
  * rounded once, not computed in FP16 at run time, and the analysis sees them as the constants they
  * are (a Conv's bound needs its weights). Single values (scalar arithmetic on sizes, which
  * assign_precision places as the model wrote it), Quantize/Dequantize nodes (a QDQ model's structure),
- * random ops, Identity (TorchScript's shared parameters) and nodes that write a graph output are
- * left, and so is a node that would add more than FLOAT_FOLD_GROWTH bytes (what it writes less the
- * constants only it reads) or write more than FLOAT_FOLD_MAX_BYTES.
+ * random ops, Identity (TorchScript's shared parameters), nodes that write a graph output and nodes
+ * reading a constant FP16 cannot hold (clamp_constants reads those where they are) are left, and so
+ * is a node that would add more than FLOAT_FOLD_GROWTH bytes (what it writes less the constants only
+ * it reads) or write more than FLOAT_FOLD_MAX_BYTES. Constants are initializers and Constant nodes'
+ * tensors (timm's weight standardization, TorchScript-exported, is a training-mode
+ * BatchNormalization over a conv's weights with Constant scale and bias).
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
 #include "ops/array.h"
 #include "ops/kernel.h"
+#include "ops/op.h"
 #include "shapes.h"
 
+#include <math.h>
 #include <string.h>
 
 #define FOLD_MAX_ELEMENTS 4096
@@ -36,11 +41,20 @@
 #define FLOAT_FOLD_MAX_BYTES ((gsize)32 << 20)
 #define FLOAT_FOLD_TOTAL_BYTES ((gsize)256 << 20)
 
-/* t when v is a constant of the graph: an initializer that is no graph input, or NULL. */
+/* t when v is a constant of the graph: an initializer that is no graph input, or a Constant node's
+ * tensor (the TorchScript exporter writes the scale and bias of timm's weight standardization so), or
+ * NULL. */
 static const HgTensor *
 const_tensor(const HgValue *v)
 {
-    return v && v->init && !v->is_input ? v->init : NULL;
+    if (v && v->init && !v->is_input)
+        return v->init;
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || (p->flags & HG_NODE_DEAD) || strcmp(p->op_type, "Constant") ||
+        (p->domain && *p->domain && strcmp(p->domain, "ai.onnx")) || p->n_outputs != 1)
+        return NULL;
+    const HgAttr *a = hg_node_attr(p, "value");
+    return a ? a->t : NULL;
 }
 
 static const char *const NO_FLOAT_FOLD[] = {
@@ -112,6 +126,15 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total,
         if (!v)
             continue;
         in_bytes += t->nbytes;
+        /* a fill FP16 cannot hold (float32-max anchors, -inf masks) stays where clamp_constants can
+         * read the pattern around it (a Where's branch, a Sigmoid after), and so does the +-65504 it
+         * clamps such a fill to (a second conversion leaves the first one's result as it is) */
+        if (t->has_dtype && hg_dtype_is_float(t->dtype)) {
+            g_autoptr(HgArray) a = hg_array_view_tensor(t, NULL);
+            HgScan sc = a ? hg_scan_array(a) : (HgScan){0};
+            if (!a || sc.n_nonfinite || sc.range.nan || MAX(fabs(sc.range.lo), fabs(sc.range.hi)) >= 65504.0)
+                return FALSE;
+        }
         gboolean only_here = !v->is_output && !v->nested_outputs;
         for (guint j = 0; j < v->uses->len && only_here; j++)
             only_here = g_array_index(v->uses, HgUse, j).node == n;

@@ -940,15 +940,24 @@ test_batchnorm(void **state)
               arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 4, 1, 4)));
     node_free(&n);
 
-    /* training: training_mode=1 from 14, extra outputs before */
+    /* training: training_mode=1 from 14. Channel 0 is {1, 3} over the batch (mean 2, population
+     * variance 1), channel 1 is {4, 4} (variance 0): y = (x - mean) / sqrt(var + eps) * s + b, and the
+     * running statistics m * 0.5 + current * 0.5 (momentum 0.5) */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y,rm,rv");
     attr_i(n.node, "training_mode", 1);
-    RUN_FAILS(&n, 15, HG_ERROR_UNSUPPORTED, "training", arr(HG_DTYPE_FLOAT, 2, DIMS(1, 1), VALS(1)),
-              arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)),
-              arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)));
+    attr_f(n.node, "momentum", 0.5f);
+    r = RUN(&n, 15, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 4, 3, 4)), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(2, 1)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 6)),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 2)));
+    double z = 1 / sqrt(1.00001);
+    check(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(-2 * z, 1, 2 * z, 1), 1e-6);
+    check(r.out[1], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 5), 1e-6);
+    check(r.out[2], HG_DTYPE_FLOAT, 1, DIMS(2), VALS(1, 1), 1e-6);
+    result_free(&r);
     node_free(&n);
+    /* the saved statistics of the older opsets are refused */
     n = node_new("BatchNormalization", "x,s,b,m,v", "y,m1,v1,sm,sv");
-    RUN_FAILS(&n, 9, HG_ERROR_UNSUPPORTED, "training", arr(HG_DTYPE_FLOAT, 2, DIMS(1, 1), VALS(1)),
+    RUN_FAILS(&n, 9, HG_ERROR_UNSUPPORTED, "saved statistics", arr(HG_DTYPE_FLOAT, 2, DIMS(1, 1), VALS(1)),
               arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)),
               arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(0)), arr(HG_DTYPE_FLOAT, 1, DIMS(1), VALS(1)));
     node_free(&n);

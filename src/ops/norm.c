@@ -122,14 +122,81 @@ hg_infer_BatchNormalization(HgShapeCtx *ctx)
     return hg_infer_same_shape(ctx, hg_eval_BatchNormalization);
 }
 
+/* Training mode (ONNX's formulas): each channel's statistics over the batch and spatial dims, the
+ * population variance, y = (x - mean) / sqrt(var + eps) * scale + B, and the running statistics
+ * updated by momentum (default 0.9): input * momentum + current * (1 - momentum). What exports write
+ * it for is timm's weight-standardized convs (F.batch_norm over a conv's own weights, training=True),
+ * constants that fold_shapes then computes once. Sums in FP64. The saved statistics of opsets before
+ * 14 (outputs 3 and 4), whose meaning the versions do not agree on, are refused. */
+static gboolean
+bn_eval_training(HgEvalCtx *ctx, HgArray *x, gint64 outer, gint64 np, gint64 inner)
+{
+    if (hg_eval_wants(ctx, 3) || hg_eval_wants(ctx, 4)) {
+        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "training mode's saved statistics (outputs 4 and 5)");
+        return FALSE;
+    }
+    HgArray *sc = need_param(ctx, 1, "scale", np), *bi = sc ? need_param(ctx, 2, "B", np) : NULL;
+    HgArray *rm = bi ? need_param(ctx, 3, "input_mean", np) : NULL, *rv = rm ? need_param(ctx, 4, "input_var", np) : NULL;
+    if (!rv)
+        return FALSE;
+    double eps = hg_node_attr_float(ctx->node, "epsilon", 1e-5f);
+    double momentum = hg_node_attr_float(ctx->node, "momentum", 0.9f);
+    g_autoptr(HgArray) y = hg_array_new_like(x->dtype, x, ctx->error);
+    g_autoptr(HgArray) om = y ? hg_array_new_like(rm->dtype, rm, ctx->error) : NULL;
+    g_autoptr(HgArray) ov = om ? hg_array_new_like(rv->dtype, rv, ctx->error) : NULL;
+    if (!ov)
+        return FALSE;
+    gboolean owned;
+    double *xd = hg_array_load_f64(x, &owned);
+    g_autofree double *yd = g_new(double, x->numel + 1), *md = g_new(double, np + 1), *vd = g_new(double, np + 1);
+    double count = (double)outer * (double)inner;
+    for (gint64 p = 0; p < np; p++) {
+        double sum = 0, ss = 0;
+        for (gint64 o = 0; o < outer; o++)
+            for (gint64 i = 0; i < inner; i++)
+                sum += xd[(o * np + p) * inner + i];
+        double mean = count > 0 ? sum / count : NAN;
+        for (gint64 o = 0; o < outer; o++)
+            for (gint64 i = 0; i < inner; i++) {
+                double d = xd[(o * np + p) * inner + i] - mean;
+                ss += d * d;
+            }
+        double var = count > 0 ? ss / count : NAN;
+        double a = hg_array_get_f64(sc, p) / sqrt(var + eps), b = hg_array_get_f64(bi, p);
+        for (gint64 o = 0; o < outer; o++)
+            for (gint64 i = 0; i < inner; i++) {
+                gint64 k = (o * np + p) * inner + i;
+                yd[k] = (xd[k] - mean) * a + b;
+            }
+        md[p] = hg_array_get_f64(rm, p) * momentum + mean * (1 - momentum);
+        vd[p] = hg_array_get_f64(rv, p) * momentum + var * (1 - momentum);
+    }
+    if (owned)
+        g_free(xd);
+    hg_array_store_f64(y, yd);
+    hg_array_store_f64(om, md);
+    hg_array_store_f64(ov, vd);
+    hg_eval_set_output(ctx, 0, g_steal_pointer(&y));
+    if (hg_eval_wants(ctx, 1))
+        hg_eval_set_output(ctx, 1, g_steal_pointer(&om));
+    if (hg_eval_wants(ctx, 2))
+        hg_eval_set_output(ctx, 2, g_steal_pointer(&ov));
+    return TRUE;
+}
+
 /* Inference with the running statistics: y = (x - mean) * a + B with a = scale / sqrt(var + eps) per
  * parameter, streamed one sample ([np, inner]) at a time. */
 gboolean
 hg_eval_BatchNormalization(HgEvalCtx *ctx)
 {
     if (ctx->node && bn_training(ctx->node, ctx->opset)) {
-        hg_op_error(ctx->error, HG_ERROR_UNSUPPORTED, ctx->node, "training mode is not supported");
-        return FALSE;
+        HgArray *xt = hg_eval_need_input(ctx, 0, "X");
+        HgKind kt;
+        if (!xt || !hg_eval_need_outputs(ctx, 1) || !hg_eval_need_float(ctx, xt, &kt))
+            return FALSE;
+        gint64 outer, np, inner;
+        bn_layout(ctx->node, ctx->opset, xt, &outer, &np, &inner);
+        return bn_eval_training(ctx, xt, outer, np, inner);
     }
     HgArray *x = hg_eval_need_input(ctx, 0, "X");
     HgKind c;
