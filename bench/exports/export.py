@@ -1077,6 +1077,313 @@ def build_cohere(torch, attn):
                          "interleaved rotary, logit scale), hidden 32")
 
 
+
+# ---------------------------------------------------------------------------------------------
+# A sixth batch: what deployments build themselves. A YOLO-style detector (Conv-BN-SiLU, C3 blocks,
+# SPPF, a decoding head with grid and anchor arithmetic), a diffusion U-Net (a sinusoidal embedding
+# of timesteps up to 999, GroupNorm, SiLU, attention at low resolution), an ESRGAN-style RRDB
+# super-resolution net (no normalization, residual scaling), a VAE decoder, a PointNet, a dilated
+# causal TCN, timm's ResNetV2 (weight-standardized convs, GroupNorm) and NF-ResNet (no normalization:
+# scaled weight standardization and scalar gains), and torchvision's SSDlite.
+
+def latent(name, ch=4, hw=16):
+    return dict(name=name, kind="latent", dtype="float32", dims=[2, ch, hw, hw], dyn={0: "batch"},
+                sample=[1, ch, hw, hw], range=[-4.0, 4.0])
+
+
+def timestep(name):
+    return dict(name=name, kind="timestep", dtype="float32", dims=[2], dyn={0: "batch"}, sample=[1],
+                range=[0.0, 999.0])
+
+
+def points(name, n=256):
+    return dict(name=name, kind="points", dtype="float32", dims=[2, 3, n], dyn={0: "batch", 2: "points"},
+                sample=[1, 3, n], range=[-1.0, 1.0])
+
+
+def build_yolo_small(torch, attn):
+    import torch.nn as nn
+
+    def cbs(ci, co, k=1, s=1):
+        return nn.Sequential(nn.Conv2d(ci, co, k, s, (k - 1) // 2, bias=False), nn.BatchNorm2d(co), nn.SiLU())
+
+    class C3(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.a, self.b, self.out = cbs(c, c // 2), cbs(c, c // 2), cbs(c, c)
+            self.m = nn.Sequential(cbs(c // 2, c // 2), cbs(c // 2, c // 2, 3))
+
+        def forward(self, x):
+            a = self.a(x)
+            return self.out(torch.cat([a + self.m(a), self.b(x)], 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.cv1, self.cv2, self.m = cbs(c, c // 2), cbs(c * 2, c), nn.MaxPool2d(5, 1, 2)
+
+        def forward(self, x):
+            x = self.cv1(x)
+            y1 = self.m(x)
+            y2 = self.m(y1)
+            return self.cv2(torch.cat([x, y1, y2, self.m(y2)], 1))
+
+    class Yolo(nn.Module):
+        """YOLOv5's shape at widths 8-32: two output scales, anchors decoded in the graph."""
+
+        def __init__(self, nc=5, na=3):
+            super().__init__()
+            self.nc, self.na = nc, na
+            self.stem = nn.Sequential(cbs(3, 8, 6, 2), cbs(8, 16, 3, 2), C3(16), cbs(16, 32, 3, 2), C3(32))
+            self.deep = nn.Sequential(cbs(32, 32, 3, 2), C3(32), SPPF(32))
+            self.up = nn.Upsample(scale_factor=2, mode="nearest")
+            self.fuse = nn.Sequential(cbs(64, 32), C3(32))
+            self.heads = nn.ModuleList([nn.Conv2d(32, na * (nc + 5), 1), nn.Conv2d(32, na * (nc + 5), 1)])
+            self.register_buffer("anchors", torch.tensor([[[10., 13.], [16., 30.], [33., 23.]],
+                                                          [[30., 61.], [62., 45.], [59., 119.]]]))
+            self.strides = (8, 16)
+
+        def forward(self, x):
+            p3 = self.stem(x)
+            p4 = self.deep(p3)
+            p3 = self.fuse(torch.cat([self.up(p4), p3], 1))
+            outs = []
+            for i, f in enumerate((p3, p4)):
+                y = self.heads[i](f)
+                b, _, h, w = y.shape
+                y = y.view(b, self.na, self.nc + 5, h, w).permute(0, 1, 3, 4, 2).sigmoid()
+                gy, gx = torch.meshgrid(torch.arange(h, dtype=y.dtype), torch.arange(w, dtype=y.dtype), indexing="ij")
+                grid = torch.stack((gx, gy), 2).view(1, 1, h, w, 2)
+                xy = (y[..., :2] * 2 - 0.5 + grid) * self.strides[i]
+                wh = (y[..., 2:4] * 2) ** 2 * self.anchors[i].view(1, self.na, 1, 1, 2)
+                outs.append(torch.cat((xy, wh, y[..., 4:]), -1).view(b, -1, self.nc + 5))
+            return torch.cat(outs, 1)
+
+    return Yolo(), [pixels01("images", hw=64)], ["detections"], \
+        "a YOLOv5-style detector (Conv-BN-SiLU, C3, SPPF, FPN concat, sigmoid head decoding grid and anchors), widths 8-32"
+
+
+def build_unet_small(torch, attn):
+    import math
+    import torch.nn as nn
+
+    class Res(nn.Module):
+        def __init__(self, ci, co, temb):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(4, ci), nn.Conv2d(ci, co, 3, padding=1)
+            self.t = nn.Linear(temb, co)
+            self.n2, self.c2 = nn.GroupNorm(4, co), nn.Conv2d(co, co, 3, padding=1)
+            self.skip = nn.Conv2d(ci, co, 1) if ci != co else nn.Identity()
+
+        def forward(self, x, t):
+            h = self.c1(nn.functional.silu(self.n1(x)))
+            h = h + self.t(nn.functional.silu(t))[:, :, None, None]
+            h = self.c2(nn.functional.silu(self.n2(h)))
+            return self.skip(x) + h
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n, self.qkv, self.o = nn.GroupNorm(4, c), nn.Conv2d(c, 3 * c, 1), nn.Conv2d(c, c, 1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            q, k, v = self.qkv(self.n(x)).reshape(b, 3, c, h * w).unbind(1)
+            a = torch.softmax(q.transpose(1, 2) @ k / math.sqrt(c), -1)
+            return x + self.o((v @ a.transpose(1, 2)).reshape(b, c, h, w))
+
+    class UNet(nn.Module):
+        """A diffusion U-Net's shape: timestep embedding, two levels, attention at the bottom."""
+
+        def __init__(self):
+            super().__init__()
+            self.temb = nn.Sequential(nn.Linear(32, 64), nn.SiLU(), nn.Linear(64, 64))
+            self.inc = nn.Conv2d(4, 16, 3, padding=1)
+            self.d1, self.down = Res(16, 16, 64), nn.Conv2d(16, 32, 3, stride=2, padding=1)
+            self.mid, self.attn = Res(32, 32, 64), Attn(32)
+            self.up = nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1)
+            self.u1 = Res(32, 16, 64)
+            self.out = nn.Sequential(nn.GroupNorm(4, 16), nn.SiLU(), nn.Conv2d(16, 4, 3, padding=1))
+
+        def forward(self, x, t):
+            half = 16
+            freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+            e = t[:, None] * freqs[None]
+            te = self.temb(torch.cat([torch.sin(e), torch.cos(e)], 1))
+            h0 = self.d1(self.inc(x), te)
+            h = self.attn(self.mid(self.down(h0), te))
+            return self.out(self.u1(torch.cat([self.up(h), h0], 1), te))
+
+    return UNet(), [latent("sample"), timestep("timestep")], ["noise_pred"], \
+        "a diffusion U-Net (sinusoidal timestep embedding of t in [0, 999], GroupNorm, SiLU, attention at 8 x 8, transposed conv), widths 16-32"
+
+
+def build_rrdb_small(torch, attn):
+    import torch.nn as nn
+
+    class RDB(nn.Module):
+        def __init__(self, c=16, g=8):
+            super().__init__()
+            self.convs = nn.ModuleList([nn.Conv2d(c + i * g, g if i < 4 else c, 3, padding=1) for i in range(5)])
+
+        def forward(self, x):
+            feats = [x]
+            for i, conv in enumerate(self.convs):
+                y = conv(torch.cat(feats, 1))
+                if i < 4:
+                    feats.append(nn.functional.leaky_relu(y, 0.2))
+            return x + 0.2 * y
+
+    class RRDBNet(nn.Module):
+        """ESRGAN's generator at width 16: no normalization, residual scaling 0.2, x2 nearest upsampling."""
+
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Conv2d(3, 16, 3, padding=1)
+            self.body = nn.Sequential(*[nn.Sequential(RDB(), RDB(), RDB()) for _ in range(2)])
+            self.trunk = nn.Conv2d(16, 16, 3, padding=1)
+            self.up = nn.Conv2d(16, 16, 3, padding=1)
+            self.last = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.LeakyReLU(0.2), nn.Conv2d(16, 3, 3, padding=1))
+
+        def forward(self, x):
+            f = self.first(x)
+            f = f + self.trunk(self.body(f))
+            f = nn.functional.leaky_relu(self.up(nn.functional.interpolate(f, scale_factor=2, mode="nearest")), 0.2)
+            return self.last(f)
+
+    m = RRDBNet()
+    with torch.no_grad():  # ESRGAN initialises its convs at a tenth of Kaiming's scale
+        for mod in m.modules():
+            if isinstance(mod, nn.Conv2d):
+                nn.init.kaiming_normal_(mod.weight)
+                mod.weight.mul_(0.1)
+    return m, [pixels01("lr", hw=32)], ["sr"], "an ESRGAN-style RRDB generator (dense blocks, no norm, residual scale 0.2, x2), width 16"
+
+
+def build_vae_decoder(torch, attn):
+    import torch.nn as nn
+
+    class Res(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.b = nn.Sequential(nn.GroupNorm(4, c), nn.SiLU(), nn.Conv2d(c, c, 3, padding=1),
+                                   nn.GroupNorm(4, c), nn.SiLU(), nn.Conv2d(c, c, 3, padding=1))
+
+        def forward(self, x):
+            return x + self.b(x)
+
+    class Dec(nn.Module):
+        """A latent-diffusion VAE decoder's shape: 1 / 0.18215 latent scaling, mid attention, nearest x2 steps."""
+
+        def __init__(self):
+            super().__init__()
+            self.post = nn.Conv2d(4, 4, 1)
+            self.inc = nn.Conv2d(4, 32, 3, padding=1)
+            self.mid = Res(32)
+            self.norm = nn.GroupNorm(4, 32)
+            self.qkv = nn.Linear(32, 96)
+            self.proj = nn.Linear(32, 32)
+            self.ups = nn.ModuleList([nn.Sequential(Res(32), nn.Upsample(scale_factor=2), nn.Conv2d(32, 16, 3, padding=1)),
+                                      nn.Sequential(Res(16), nn.Upsample(scale_factor=2), nn.Conv2d(16, 16, 3, padding=1))])
+            self.out = nn.Sequential(nn.GroupNorm(4, 16), nn.SiLU(), nn.Conv2d(16, 3, 3, padding=1))
+
+        def forward(self, z):
+            h = self.mid(self.inc(self.post(z / 0.18215)))
+            b, c, hh, ww = h.shape
+            t = self.norm(h).flatten(2).transpose(1, 2)
+            q, k, v = self.qkv(t).chunk(3, -1)
+            a = torch.softmax(q @ k.transpose(1, 2) / c ** 0.5, -1)
+            h = h + self.proj(a @ v).transpose(1, 2).reshape(b, c, hh, ww)
+            for u in self.ups:
+                h = u(h)
+            return self.out(h)
+
+    return Dec(), [latent("latent", hw=8)], ["image"], \
+        "a latent-diffusion VAE decoder (1/0.18215 scaling, GroupNorm, mid attention, nearest x2 upsampling), widths 16-32"
+
+
+def build_pointnet(torch, attn):
+    import torch.nn as nn
+
+    class PointNet(nn.Module):
+        """PointNet's classifier: shared point MLPs (Conv1d + BatchNorm1d), a learned 3 x 3 transform, max over points."""
+
+        def __init__(self):
+            super().__init__()
+            self.tnet = nn.Sequential(nn.Conv1d(3, 16, 1), nn.BatchNorm1d(16), nn.ReLU(), nn.Conv1d(16, 32, 1), nn.ReLU())
+            self.tfc = nn.Linear(32, 9)
+            self.mlp = nn.Sequential(nn.Conv1d(3, 16, 1), nn.BatchNorm1d(16), nn.ReLU(), nn.Conv1d(16, 64, 1),
+                                     nn.BatchNorm1d(64), nn.ReLU())
+            self.head = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
+
+        def forward(self, x):
+            t = self.tfc(self.tnet(x).amax(-1)).view(-1, 3, 3) + torch.eye(3)
+            x = torch.bmm(t, x)
+            return self.head(self.mlp(x).amax(-1))
+
+    return PointNet(), [points("points")], ["logits"], "a PointNet classifier (shared MLPs as Conv1d, a learned input transform, max over points)"
+
+
+def build_tcn(torch, attn):
+    import torch.nn as nn
+
+    class TCN(nn.Module):
+        """Dilated causal 1-D convolutions (dilations 1-8, weight-normed), residual, on raw audio frames."""
+
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Conv1d(1, 16, 16, stride=8)
+            self.blocks = nn.ModuleList([nn.utils.parametrizations.weight_norm(nn.Conv1d(16, 16, 3, dilation=d))
+                                         for d in (1, 2, 4, 8)])
+            self.out = nn.Linear(16, 10)
+
+        def forward(self, x):
+            h = self.inp(x.unsqueeze(1))
+            for conv in self.blocks:
+                d = conv.dilation[0]
+                h = h + torch.relu(conv(nn.functional.pad(h, (2 * d, 0))))
+            return self.out(h.mean(-1))
+
+    return TCN(), [audio("input_values", length=4000)], ["logits"], "a dilated causal TCN (weight-normed Conv1d, dilations 1-8, residual), width 16"
+
+
+def build_resnetv2_bit(torch, attn):
+    from functools import partial
+    from timm.layers import GroupNormAct
+    from timm.models.resnetv2 import ResNetV2
+    m = ResNetV2(layers=[1, 1, 1, 1], channels=(16, 32, 64, 128), num_classes=10, width_factor=1,
+                 stem_chs=16, preact=True, norm_layer=partial(GroupNormAct, num_groups=8))
+    return m, [image("input")], ["logits"], "timm ResNetV2 (BiT: weight-standardized convs, GroupNorm, pre-activation), widths 16-128"
+
+
+def build_nfnet_small(torch, attn):
+    from timm.models.nfnet import NfCfg, NormFreeNet
+    cfg = NfCfg(depths=(1, 1, 1, 1), channels=(16, 32, 48, 64), stem_chs=16, bottle_ratio=0.5, group_size=8,
+                act_layer="gelu", attn_layer=None, num_features=128)
+    m = NormFreeNet(cfg, num_classes=10)
+    return m, [image("input")], ["logits"], "timm NormFreeNet (no normalization: scaled weight standardization, alpha/beta gains, skip gains), widths 16-64"
+
+
+def build_ssdlite(torch, attn):
+    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
+    import torch.nn as nn
+    m = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=5, width_mult=0.25,
+                                      detections_per_img=20, topk_candidates=50)
+
+    class Out(nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, x):
+            o = self.m(list(x))[0]
+            return o["boxes"], o["scores"]
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return Out(m), [spec], ["boxes", "scores"], "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)"
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -1164,6 +1471,18 @@ FIFTH_FAMILIES = {
     "cohere": (build_cohere, True),
 }
 FAMILIES.update(FIFTH_FAMILIES)
+SIXTH_FAMILIES = {
+    "yolo_small": (build_yolo_small, False),
+    "unet_small": (build_unet_small, False),
+    "rrdb_small": (build_rrdb_small, False),
+    "vae_decoder": (build_vae_decoder, False),
+    "pointnet": (build_pointnet, False),
+    "tcn": (build_tcn, False),
+    "resnetv2_bit": (build_resnetv2_bit, False),
+    "nfnet_small": (build_nfnet_small, False),
+    "ssdlite": (build_ssdlite, False),
+}
+FAMILIES.update(SIXTH_FAMILIES)
 
 
 def family_index(family):
@@ -1177,6 +1496,8 @@ def family_index(family):
         return 300 + sorted(FOURTH_FAMILIES).index(family)
     if family in FIFTH_FAMILIES:
         return 400 + sorted(FIFTH_FAMILIES).index(family)
+    if family in SIXTH_FAMILIES:
+        return 500 + sorted(SIXTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
@@ -1203,6 +1524,15 @@ def make_sample(spec, shape, rng, np):
         mean = np.array(mean, np.float32).reshape(1, 3, 1, 1, 1)
         std = np.array(std, np.float32).reshape(1, 3, 1, 1, 1)
         return ((x - mean) / std).astype(np.float32)
+    if kind == "latent":  # a VAE latent: smooth, about N(0, 1)
+        x = rng.standard_normal(shape).astype(np.float32)
+        return np.clip(0.5 * (x + np.roll(x, 1, axis=-1)), -4, 4).astype(np.float32)
+    if kind == "timestep":
+        return rng.integers(0, 1000, shape).astype(np.float32)
+    if kind == "points":  # a point cloud on a noisy sphere
+        x = rng.standard_normal(shape)
+        x = x / np.linalg.norm(x, axis=1, keepdims=True) * rng.uniform(0.8, 1.0, (shape[0], 1, shape[2]))
+        return np.clip(x, -1, 1).astype(np.float32)
     if kind == "pixels01":
         x = rng.uniform(0.0, 1.0, shape).astype(np.float32)
         return (0.5 * (x + np.roll(x, 1, axis=-1))).astype(np.float32)
