@@ -36,7 +36,7 @@ test_family_rows(void **state)
     (void)state;
     /* Every row of these families is reachable by name and has all three functions. */
     assert_family_rows("reduce", 10);
-    assert_family_rows("order", 3);
+    assert_family_rows("order", 4);
     assert_family_rows("softmax", 4);
     assert_family_rows("norm", 4);
 }
@@ -810,6 +810,28 @@ test_cumsum_fp16_sequential(void **state)
 }
 
 /* ---------------------------------------------------------------- TopK */
+
+/* NonZero: [rank, count] indices in row-major order, NaN counted as nonzero, bool and integer
+ * inputs too; a scalar gives [0, 0 or 1]; nothing nonzero gives [rank, 0]. */
+static void
+test_nonzero(void **state)
+{
+    (void)state;
+    Node n = node_new("NonZero", "x", "y");
+    Result r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(0, 2, 0, NAN, 0, -1)));
+    check(r.out[0], HG_DTYPE_INT64, 2, DIMS(2, 3), VALS(0, 1, 1, 1, 0, 2), 0);
+    result_free(&r);
+    r = RUN(&n, 13, arr_i64(3, DIMS(2, 1, 2), (gint64[]){0, 0, 5, 0}));
+    check(r.out[0], HG_DTYPE_INT64, 2, DIMS(3, 1), VALS(1, 0, 0), 0);
+    result_free(&r);
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(0, 0, 0, 0)));
+    check(r.out[0], HG_DTYPE_INT64, 2, DIMS(2, 0), NULL, 0);
+    result_free(&r);
+    r = RUN(&n, 13, arr(HG_DTYPE_FLOAT, 0, NULL, VALS(3)));
+    check(r.out[0], HG_DTYPE_INT64, 2, DIMS(0, 1), NULL, 0);
+    result_free(&r);
+    node_free(&n);
+}
 
 static void
 test_topk(void **state)
@@ -1614,6 +1636,7 @@ HG_TEST_MAIN("ops_reduce",
              cmocka_unit_test(test_softmax_numerics),
              cmocka_unit_test(test_cumsum),
              cmocka_unit_test(test_cumsum_fp16_sequential),
+             cmocka_unit_test(test_nonzero),
              cmocka_unit_test(test_topk),
              cmocka_unit_test(test_batchnorm),
              cmocka_unit_test(test_instancenorm),

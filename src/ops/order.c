@@ -138,6 +138,65 @@ hg_cost_ArgMin(const HgShapeCtx *ctx)
     return hg_cost_per_element(ctx, 1);
 }
 
+/* ---------------------------------------------------------------- NonZero */
+
+/* The indices of X's nonzero elements (NaN counts as nonzero), one column per element in row-major
+ * order: [rank(X), count], the count known only at run time. A scalar is read as one element of
+ * rank 0: [0, 0 or 1], as numpy's nonzero of a 0-d array at least 1-d would not be; ONNX Runtime
+ * gives the same. */
+gboolean
+hg_infer_NonZero(HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    HgValueShape *y = hg_shape_wanted(ctx, 0);
+    if (!y)
+        return TRUE;
+    y->dtype = HG_DTYPE_INT64;
+    if (!x || x->rank < 0)
+        return TRUE;
+    y->rank = 2;
+    y->dims[0] = hg_dim_known(x->rank);
+    y->dims[1] = hg_dim_unknown();
+    return TRUE;
+}
+
+gboolean
+hg_eval_NonZero(HgEvalCtx *ctx)
+{
+    HgArray *x = hg_eval_need_input(ctx, 0, "X");
+    if (!x || !hg_eval_need_outputs(ctx, 1))
+        return FALSE;
+    if (x->strings)
+        return hg_eval_unsupported(ctx, x->dtype);
+    gint64 count = 0;
+    for (gint64 i = 0; i < x->numel; i++)
+        count += hg_array_get_f64(x, i) != 0;
+    gint64 dims[2] = {x->rank, count};
+    g_autoptr(HgArray) y = hg_array_new(HG_DTYPE_INT64, 2, dims, ctx->error);
+    if (!y)
+        return FALSE;
+    gint64 *out = y->data, col = 0;
+    for (gint64 i = 0; i < x->numel; i++) {
+        if (hg_array_get_f64(x, i) == 0)
+            continue;
+        gint64 rest = i;
+        for (int d = (int)x->rank - 1; d >= 0; d--) {
+            gint64 n = x->dims[d];
+            out[d * count + col] = n > 0 ? rest % n : 0;
+            rest = n > 0 ? rest / n : 0;
+        }
+        col++;
+    }
+    hg_eval_set_output(ctx, 0, g_steal_pointer(&y));
+    return TRUE;
+}
+
+gint64
+hg_cost_NonZero(const HgShapeCtx *ctx)
+{
+    return hg_cost_per_element(ctx, 1);
+}
+
 /* ---------------------------------------------------------------- TopK */
 
 /* Sort keys: the value (double holds every float type exactly; int64 the integers) and its index.
@@ -400,6 +459,25 @@ void
 hg_range_ArgMin(HgRangeCtx *ctx)
 {
     index_range(ctx, 0, 0);
+}
+
+/* Row d holds indices along X's axis d: [0, the largest dim - 1] (unbounded above where a dim is
+ * not known). */
+void
+hg_range_NonZero(HgRangeCtx *ctx)
+{
+    HgRange *y = hg_range_output(ctx, 0);
+    if (!y)
+        return;
+    const HgValueShape *xs = hg_range_shape(ctx, 0);
+    double hi = 0;
+    gboolean known = xs && xs->rank >= 0;
+    for (int d = 0; known && d < xs->rank; d++) {
+        gint64 n = hg_shape_dim(xs, d);
+        known = n >= 0;
+        hi = MAX(hi, (double)(n - 1));
+    }
+    *y = hg_range_make(0, known ? hi : INFINITY, 1, FALSE);
 }
 
 /* Values are elements of the input; indices lie along the axis. */
