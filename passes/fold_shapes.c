@@ -19,9 +19,10 @@
  * random ops, Identity (TorchScript's shared parameters), nodes that write a graph output and nodes
  * reading a constant FP16 cannot hold (clamp_constants reads those where they are) are left, and so
  * is a node that would add more than FLOAT_FOLD_GROWTH bytes (what it writes less the constants only
- * it reads) or write more than FLOAT_FOLD_MAX_BYTES. Constants are initializers and Constant nodes'
+ * it reads) or write more than FLOAT_FOLD_MAX_BYTES. Constants are initializers, Constant nodes'
  * tensors (timm's weight standardization, TorchScript-exported, is a training-mode
- * BatchNormalization over a conv's weights with Constant scale and bias).
+ * BatchNormalization over a conv's weights with Constant scale and bias) and values shape inference
+ * computed (a Range to Cast(Shape(x)[2])). Before IR 4 nothing float is folded.
  */
 #include "halfguard/pass.h"
 #include "ir_private.h"
@@ -89,6 +90,11 @@ static gboolean
 fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total, GPtrArray *orphans)
 {
     const HgOpDef *op = hg_op_for_node(n);
+    /* Before IR 4 every initializer must also be a graph input (one a user may feed): what is
+     * computed here would have to be declared so, and is left instead. */
+    const HgModel *m = g->model;
+    if (m && m->has_ir_version && m->ir_version < 4)
+        return FALSE;
     if (n->flags & HG_NODE_DEAD || !op || !op->eval || n->n_outputs == 0 || n->n_inputs == 0 ||
         (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")) || g_strv_contains(NO_FLOAT_FOLD, n->op_type))
         return FALSE;
@@ -116,40 +122,44 @@ fold_float(HgGraph *g, const HgShapes *s, HgNode *n, gint64 opset, gsize *total,
         out_bytes += (gsize)numels[k] * es;
         any_float |= hg_dtype_is_float(vs->dtype) && numels[k] > 1;
     }
-    /* What it reads: constants only; those only it reads are freed */
+    /* What it reads: constants only (or values shape inference computed: Cast(Shape(x)[2]) as the
+     * limit of a Range, where the dims are static); the initializers only it reads are freed */
     gsize freed = 0, in_bytes = 0;
-    for (guint k = 0; k < n->n_inputs; k++) {
-        const HgValue *v = n->inputs[k];
-        const HgTensor *t = const_tensor(v);
-        if (v && !t)
-            return FALSE;
-        if (!v)
-            continue;
-        in_bytes += t->nbytes;
-        /* a fill FP16 cannot hold (float32-max anchors, -inf masks) stays where clamp_constants can
-         * read the pattern around it (a Where's branch, a Sigmoid after), and so does the +-65504 it
-         * clamps such a fill to (a second conversion leaves the first one's result as it is) */
-        if (t->has_dtype && hg_dtype_is_float(t->dtype)) {
-            g_autoptr(HgArray) a = hg_array_view_tensor(t, NULL);
-            HgScan sc = a ? hg_scan_array(a) : (HgScan){0};
-            if (!a || sc.n_nonfinite || sc.range.nan || MAX(fabs(sc.range.lo), fabs(sc.range.hi)) >= 65504.0)
-                return FALSE;
-        }
-        gboolean only_here = !v->is_output && !v->nested_outputs;
-        for (guint j = 0; j < v->uses->len && only_here; j++)
-            only_here = g_array_index(v->uses, HgUse, j).node == n;
-        if (only_here)
-            freed += t->nbytes;
-    }
-    if (!any_float || out_bytes > FLOAT_FOLD_MAX_BYTES || out_bytes > freed + FLOAT_FOLD_GROWTH ||
-        *total + out_bytes > FLOAT_FOLD_TOTAL_BYTES || in_bytes > 4 * FLOAT_FOLD_MAX_BYTES)
-        return FALSE;
     g_autofree HgArray **ins = g_new0(HgArray *, n->n_inputs + 1);
     g_autofree HgArray **outs = g_new0(HgArray *, n->n_outputs + 1);
     gboolean ok = TRUE;
-    for (guint k = 0; k < n->n_inputs && ok; k++)
-        if (n->inputs[k])
-            ok = (ins[k] = hg_array_view_tensor(const_tensor(n->inputs[k]), NULL)) != NULL;
+    for (guint k = 0; k < n->n_inputs && ok; k++) {
+        const HgValue *v = n->inputs[k];
+        if (!v)
+            continue;
+        const HgTensor *t = const_tensor(v);
+        /* (a graph input is never constant: in IR 3 every initializer is one, which a user may feed) */
+        HgArray *known = t || v->is_input ? NULL : hg_shapes_get(s, v)->value;
+        ins[k] = t ? hg_array_view_tensor(t, NULL) : known ? hg_array_ref(known) : NULL;
+        if (!ins[k] || ins[k]->strings) {
+            ok = FALSE;
+            break;
+        }
+        gsize nb = t ? t->nbytes : (gsize)ins[k]->numel * hg_dtype_size(ins[k]->dtype);
+        in_bytes += nb;
+        /* a fill FP16 cannot hold (float32-max anchors, -inf masks) stays where clamp_constants can
+         * read the pattern around it (a Where's branch, a Sigmoid after), and so does the +-65504 it
+         * clamps such a fill to (a second conversion leaves the first one's result as it is) */
+        if (hg_dtype_is_float(ins[k]->dtype)) {
+            HgScan sc = hg_scan_array(ins[k]);
+            if (sc.n_nonfinite || sc.range.nan || MAX(fabs(sc.range.lo), fabs(sc.range.hi)) >= 65504.0) {
+                ok = FALSE;
+                break;
+            }
+        }
+        gboolean only_here = t && !v->is_output && !v->nested_outputs;
+        for (guint j = 0; j < v->uses->len && only_here; j++)
+            only_here = g_array_index(v->uses, HgUse, j).node == n;
+        if (only_here)
+            freed += nb;
+    }
+    ok = ok && any_float && out_bytes <= FLOAT_FOLD_MAX_BYTES && out_bytes <= freed + FLOAT_FOLD_GROWTH &&
+         *total + out_bytes <= FLOAT_FOLD_TOTAL_BYTES && in_bytes <= 4 * FLOAT_FOLD_MAX_BYTES;
     ok = ok && hg_eval_constants(n, opset, op->eval, n->n_inputs, ins, n->n_outputs, outs, NULL);
     /* the kernel wrote what inference said it would */
     for (guint k = 0; ok && k < n->n_outputs; k++)
