@@ -279,26 +279,6 @@ unsafe_for(const HgCheckResult *res, GHashTable *cured, const HgValue *v, const 
     return hg_check_value_unsafe(res, v);
 }
 
-/* The value of v when it is a one-element float constant (an initializer or a Constant's tensor). */
-static gboolean
-scalar_constant(const HgValue *v, double *out)
-{
-    const HgTensor *t = v ? v->init : NULL;
-    const HgNode *p = v ? v->producer : NULL;
-    if (!t && p && default_domain(p) && !strcmp(p->op_type, "Constant")) {
-        const HgAttr *a = hg_node_attr(p, "value");
-        t = a ? a->t : NULL;
-    }
-    if (!t || (v->init && v->is_input) || (t->dtype != HG_DTYPE_FLOAT && t->dtype != HG_DTYPE_FLOAT16 &&
-                                           t->dtype != HG_DTYPE_DOUBLE))
-        return FALSE;
-    g_autoptr(HgArray) a = hg_array_view_tensor(t, NULL);
-    if (!a || a->numel != 1)
-        return FALSE;
-    *out = hg_array_get_f64(a, 0);
-    return TRUE;
-}
-
 /* ReduceMean -> Add(epsilon) -> Sqrt, the statistics of a decomposed LayerNorm or RMSNorm: ONNX
  * Runtime's LayerNormFusion and SimplifiedLayerNormFusion (CPU and CUDA, at its default optimization
  * level) read the epsilon only from an FP32 constant and take 1e-5 for any other. An FP16 Add of
@@ -320,11 +300,13 @@ norm_epsilon_add(const HgNode *n, const HgCheckResult *res, const HgCheckOptions
             return FALSE;
     }
     for (guint k = 0; k < 2; k++) {
-        const HgValue *x = n->inputs[1 - k];
-        double eps;
+        const HgValue *x = n->inputs[1 - k], *e = n->inputs[k];
+        /* the epsilon: a one-element float constant, as shape inference holds constants' values */
+        const HgArray *ev = e && !e->is_input ? hg_shapes_get(hg_check_shapes(res), e)->value : NULL;
         if (!x || !x->producer || !default_domain(x->producer) || strcmp(x->producer->op_type, "ReduceMean") ||
-            !scalar_constant(n->inputs[k], &eps))
+            !ev || ev->numel != 1 || !hg_dtype_is_float(ev->dtype))
             continue;
+        double eps = hg_array_get_f64(ev, 0);
         if ((float)eps == 1e-5f)
             return FALSE;
         /* 1 / sqrt(m + 1e-5) against 1 / sqrt(m + eps) differs by |1e-5 - eps| / 2m relative at most:
@@ -401,28 +383,21 @@ build_cands(HgGraph *g, const HgPassEnv *env, const HgCheckResult *res, GHashTab
                 c->forced32 = hg_hazard_kind_name(h->kind);
         }
     }
-    /* Tensors FP16 cannot hold: their producers and consumers stay FP32. */
+    /* Tensors FP16 cannot hold, and tensors too small for it (calibration saw them all below
+     * 2^-14): their producers and consumers stay FP32, so they are computed and stored there. */
     for (guint i = 0; i < cs->cands->len; i++) {
         Cand *c = &g_array_index(cs->cands, Cand, i);
         for (guint k = 0; k < c->node->n_outputs && !c->forced32; k++)
-            if (unsafe_for(res, cured, c->node->outputs[k], c->node))
-                c->forced32 = "writes a tensor FP16 cannot hold";
-        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
-            if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
-                unsafe_for(res, cured, c->node->inputs[k], c->node))
-                c->forced32 = "reads a tensor FP16 cannot hold";
-    }
-    /* Tensors too small for FP16 (calibration saw them all below 2^-14): their producers and
-     * readers stay FP32, so they are computed and stored there. */
-    for (guint i = 0; i < cs->cands->len; i++) {
-        Cand *c = &g_array_index(cs->cands, Cand, i);
-        for (guint k = 0; k < c->node->n_outputs && !c->forced32; k++)
-            if (hg_check_value_tiny(res, c->node->outputs[k]))
-                c->forced32 = "writes a tensor too small for FP16";
-        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++)
-            if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node) &&
-                hg_check_value_tiny(res, c->node->inputs[k]))
-                c->forced32 = "reads a tensor too small for FP16";
+            c->forced32 = unsafe_for(res, cured, c->node->outputs[k], c->node) ? "writes a tensor FP16 cannot hold"
+                          : hg_check_value_tiny(res, c->node->outputs[k]) ? "writes a tensor too small for FP16"
+                                                                          : NULL;
+        for (guint k = 0; k < c->node->n_inputs && !c->forced32; k++) {
+            const HgValue *x = c->node->inputs[k];
+            if (float_input(shapes, c->node, k) && !is_float_cast(shapes, c->node))
+                c->forced32 = unsafe_for(res, cured, x, c->node) ? "reads a tensor FP16 cannot hold"
+                              : hg_check_value_tiny(res, x)   ? "reads a tensor too small for FP16"
+                                                              : NULL;
+        }
     }
     /* A value of unknown element type written by a node (an op halfguard does not know, with no
      * declared type): its readers keep the types they had, or their type constraints could break. */
