@@ -198,6 +198,14 @@ def build_swin_t(torch, attn):
     return m, [image("input")], ["logits"], "torchvision SwinTransformer (shifted windows, rel. pos. bias, patch merging), window 4, dim 8"
 
 
+def _dict_out(key):
+    """The entry of a torchvision model whose forward returns a dict: its `key`."""
+    def fn(mod, a):
+        return mod(a)[key]
+
+    return fn
+
+
 def build_deeplabv3(torch, attn):
     import torch.nn as nn
     from torchvision.models._utils import IntermediateLayerGetter
@@ -210,16 +218,7 @@ def build_deeplabv3(torch, attn):
                          nn.Conv2d(16, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
                          nn.Conv2d(16, 6, 1))
     m = DeepLabV3(backbone, head, None)
-
-    class Out(nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, x):
-            return self.m(x)["out"]
-
-    return Out(m), [image("input")], ["out"], "torchvision DeepLabV3 (dilated Bottleneck ResNet, ASPP with pooling branch, bilinear upsampling), 16 channels"
+    return (m, _dict_out("out")), [image("input")], ["out"], "torchvision DeepLabV3 (dilated Bottleneck ResNet, ASPP with pooling branch, bilinear upsampling), 16 channels"
 
 
 def _hf_cfg(cls, attn, **kw):
@@ -243,19 +242,22 @@ def _attn_of(m):
     return getattr(cfg, "_attn_implementation", None) if cfg is not None else None
 
 
+def _bert_like(m, what):
+    def fn(mod, a, b, c):
+        o = mod(input_ids=a, attention_mask=b, token_type_ids=c, return_dict=True)
+        return o.last_hidden_state, o.pooler_output
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask"), token_type("token_type_ids")], \
+        ["last_hidden_state", "pooler_output"], what
+
+
 def build_bert(torch, attn):
     from transformers import BertConfig, BertModel
     cfg = _hf_cfg(BertConfig, attn, vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2,
                   num_attention_heads=4, intermediate_size=128, max_position_embeddings=128,
                   type_vocab_size=2)
     m = _hf_model(BertModel, cfg, attn)
-
-    def fn(mod, a, b, c):
-        o = mod(input_ids=a, attention_mask=b, token_type_ids=c, return_dict=True)
-        return o.last_hidden_state, o.pooler_output
-
-    return (m, fn), [ids("input_ids"), mask("attention_mask"), token_type("token_type_ids")], \
-        ["last_hidden_state", "pooler_output"], "transformers BertModel, 2 layers, hidden 32"
+    return _bert_like(m, "transformers BertModel, 2 layers, hidden 32")
 
 
 def _causal_lm(m, what):
@@ -795,15 +797,6 @@ def build_falcon(torch, attn):
     return _causal_lm(m, "transformers FalconForCausalLM (multi-query, parallel attention and MLP, rotary), hidden 32")
 
 
-def _bert_like(m, what):
-    def fn(mod, a, b, c):
-        o = mod(input_ids=a, attention_mask=b, token_type_ids=c, return_dict=True)
-        return o.last_hidden_state, o.pooler_output
-
-    return (m, fn), [ids("input_ids"), mask("attention_mask"), token_type("token_type_ids")], \
-        ["last_hidden_state", "pooler_output"], what
-
-
 def build_mobilebert(torch, attn):
     from transformers import MobileBertConfig, MobileBertModel
     cfg = _hf_cfg(MobileBertConfig, attn, vocab_size=VOCAB, hidden_size=32, embedding_size=16,
@@ -881,23 +874,13 @@ def build_lraspp(torch, attn):
     from torchvision.models import mobilenet_v3_small
     from torchvision.models._utils import IntermediateLayerGetter
     from torchvision.models.segmentation.lraspp import LRASPP
-    import torch.nn as nn
     features = mobilenet_v3_small(weights=None, width_mult=0.5).features
     stages = [0] + [i for i, b in enumerate(features) if getattr(b, "_is_cn", False)] + [len(features) - 1]
     low, high = stages[-4], stages[-1]
     low_ch, high_ch = features[low].out_channels, features[high].out_channels
     backbone = IntermediateLayerGetter(features, return_layers={str(low): "low", str(high): "high"})
     m = LRASPP(backbone, low_ch, high_ch, 6, inter_channels=16)
-
-    class Out(nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, x):
-            return self.m(x)["out"]
-
-    return Out(m), [image("input")], ["out"], \
+    return (m, _dict_out("out")), [image("input")], ["out"], \
         "torchvision LRASPP on mobilenet_v3_small x0.5 (sigmoid-gated pooling branch, bilinear upsampling)"
 
 
@@ -1366,22 +1349,16 @@ def build_nfnet_small(torch, attn):
 
 def build_ssdlite(torch, attn):
     from torchvision.models.detection import ssdlite320_mobilenet_v3_large
-    import torch.nn as nn
     m = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=5, width_mult=0.25,
                                       detections_per_img=20, topk_candidates=50)
 
-    class Out(nn.Module):
-        def __init__(self, m):
-            super().__init__()
-            self.m = m
-
-        def forward(self, x):
-            o = self.m(list(x))[0]
-            return o["boxes"], o["scores"]
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return o["boxes"], o["scores"]
 
     spec = pixels01("images", hw=128)
     spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return Out(m), [spec], ["boxes", "scores"], "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)"
+    return (m, fn), [spec], ["boxes", "scores"], "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)"
 
 
 FAMILIES = {
