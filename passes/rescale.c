@@ -5,7 +5,9 @@
  *
  * A region of linear and positively homogeneous ops carries a scale of 2^-k. It starts at the linear
  * ops (Conv, ConvTranspose, Gemm, MatMul with constant weights) nearest before the tensor that
- * overflows, whose weights and bias take 2^-k, and covers every op the scale passes through: ReLU,
+ * overflows, whose weights and bias take 2^-k, or at gains (a Mul by a constant, whose constant takes
+ * 2^-k, a Div by one, whose divisor takes 2^k; left alone where FP16 would not hold that constant
+ * any more), and covers every op the scale passes through: ReLU,
  * pooling, zero Pad, Slice, Reshape, Transpose, Split, Concat, nearest/linear Resize, reductions that
  * sum, average or pick, Clip (bounds scaled), BatchNormalization (mean and bias scaled), later linear
  * ops (bias scaled), and Add, Sub, Sum, Max, Min, Mean, Concat whose operands all carry the scale (a
@@ -50,6 +52,24 @@ is_linear(const HgNode *n)
     if (hg_node_is(n, "MatMul"))
         return n->n_inputs == 2 && is_const(n->inputs[1]);
     return FALSE;
+}
+
+/* A gain: Mul or Div of a computed tensor by a constant (a unit conversion, an un-normalised gain
+ * folded into one number or one per channel). Like a linear op it can start a region: its constant
+ * takes 2^-k (a divisor 2^k). */
+static gboolean
+is_gain(const HgNode *n)
+{
+    return (hg_node_is(n, "Mul") || hg_node_is(n, "Div")) && n->n_inputs == 2 && n->n_outputs == 1 &&
+           n->inputs[0] && !is_const(n->inputs[0]) && is_const(n->inputs[1]) &&
+           hg_tensor_numel(n->inputs[1]->init) >= 1;
+}
+
+/* Where a region may start: a linear op with constant weights, or a gain. */
+static gboolean
+is_source(const HgNode *n)
+{
+    return is_linear(n) || is_gain(n);
 }
 
 /* Ops whose every float input carries the scale (the others take it too, or are scaled constants):
@@ -98,7 +118,7 @@ commutes(const HgNode *n)
                (n->n_inputs < 3 || !n->inputs[2] || is_const(n->inputs[2]));
     if (hg_node_is(n, "BatchNormalization"))
         return n->n_outputs == 1 && n->n_inputs == 5 && is_const(n->inputs[2]) && is_const(n->inputs[3]);
-    return is_linear(n);
+    return is_source(n);
 }
 
 /* Where the scale is undone inside the op (read at input 0): scale-invariant ops (normalizations,
@@ -356,7 +376,7 @@ close_backward(GHashTable *back, HgNode *from, const HgGraph *g, GHashTable *tak
         HgNode *p = g_ptr_array_steal_index(stack, stack->len - 1);
         if (!g_hash_table_add(back, p))
             continue;
-        if (is_linear(p))
+        if (is_source(p))
             continue;
         for (guint i = 0; i < p->n_inputs; i++) {
             HgValue *x = p->inputs[i];
@@ -443,7 +463,7 @@ restart:
                 continue;
             }
         }
-        Role role = is_linear(r) && !g_hash_table_contains(R->scaled, r->inputs[0]) ? ROLE_SOURCE : ROLE_INTERIOR;
+        Role role = is_source(r) && !g_hash_table_contains(R->scaled, r->inputs[0]) ? ROLE_SOURCE : ROLE_INTERIOR;
         g_hash_table_insert(R->role, r, GINT_TO_POINTER(role));
         g_ptr_array_add(R->members, r);
         if (role == ROLE_INTERIOR)
@@ -474,6 +494,8 @@ restart:
 static gboolean
 scale_member(HgGraph *g, HgNode *m, Role role, int k, GError **error)
 {
+    if (role == ROLE_SOURCE && is_gain(m))
+        return scale_const(g, m, 1, hg_node_is(m, "Div") ? k : -k, error);
     if (role == ROLE_SOURCE) {
         if (!scale_const(g, m, 1, -k, error))
             return FALSE;
@@ -1030,6 +1052,21 @@ hg_pass_rescale(HgGraph *g, const HgPassEnv *env, GError **error)
             }
             need_undo(&P.R, r->inputs[0], r, 0);
             g_ptr_array_remove_index(P.R.linear_ends, j);
+        }
+        /* A gain's constant takes 2^-k (a divisor 2^k): FP16 must still hold it. */
+        const HgNode *unfit = NULL;
+        for (guint j = 0; j < P.R.members->len && !unfit; j++) {
+            const HgNode *m = P.R.members->pdata[j];
+            if (is_gain(m) && GPOINTER_TO_INT(g_hash_table_lookup(P.R.role, m)) == ROLE_SOURCE &&
+                !(ldexp(const_absmax(m->inputs[1]), hg_node_is(m, "Div") ? k : -k) <= threshold))
+                unfit = m;
+        }
+        if (unfit) {
+            hg_pass_note(env->result, "rescale", "left the region of '%s' unscaled: the constant of %s '%s' "
+                         "would pass %g at 2^%s%d", at, unfit->op_type, unfit->name ? unfit->name : "",
+                         threshold, hg_node_is(unfit, "Div") ? "" : "-", k);
+            region_clear(&P.R);
+            continue;
         }
         P.k = k;
         P.big = big;

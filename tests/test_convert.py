@@ -283,7 +283,7 @@ def converted(c, extra, tag):
     return (rc, so, se, json.load(open(report)) if ok else None, onnx.load(dst) if ok else None)
 
 
-flag_cases = {"gelu_tanh_pow", "control_conv_bn_relu", "overflow_mul_const", "control_conv_clip_conv"}
+flag_cases = {"gelu_tanh_pow", "control_conv_bn_relu", "precision_softmax_large", "control_conv_clip_conv"}
 if not ONLY or flag_cases & ONLY:
     # --emit-trtexec FILE: exactly the FP32 nodes, in TensorRT's layer-name:precision form, after
     # --fp16, in FILE and nowhere else; - writes the same line to stdout.
@@ -347,14 +347,14 @@ if not ONLY or flag_cases & ONLY:
         blocked = sorted(d["node"] for d in rep["decisions"] if d["reason"] == "--block-node")
         check("flags:nodes_to_exclude", blocked == ["conv1", "conv2"], blocked)
 
-    # --force-fp16-node on the overflow case: the node the analysis keeps FP32 runs in FP16.
-    c = case("overflow_mul_const")
+    # --force-fp16-node on a precision-loss case (no rewrite cures it): the node the analysis keeps FP32 runs in FP16.
+    c = case("precision_softmax_large")
     _, _, _, rep0, _ = converted(c, [], "plain")
-    _, _, _, rep, m = converted(c, ["--force-fp16-node", "^gain_mul$"], "force-fp16")
+    _, _, _, rep, m = converted(c, ["--force-fp16-node", "^big_softmax$"], "force-fp16")
     if rep and rep0:
-        d0 = {d["node"]: d for d in rep0["decisions"]}.get("gain_mul", {})
-        d = {d["node"]: d for d in rep["decisions"]}.get("gain_mul", {})
-        node = next((n for n in m.graph.node if n.name == "gain_mul"), None)
+        d0 = {d["node"]: d for d in rep0["decisions"]}.get("big_softmax", {})
+        d = {d["node"]: d for d in rep["decisions"]}.get("big_softmax", {})
+        node = next((n for n in m.graph.node if n.name == "big_softmax"), None)
         check("flags:force-fp16:was-fp32", d0.get("precision") == "fp32", d0)
         check("flags:force-fp16:report", d.get("precision") == "fp16" and d.get("reason") == "--force-fp16-node", d)
         check("flags:force-fp16:types", node is not None and elem_types(m).get(node.output[0]) == F16, node)

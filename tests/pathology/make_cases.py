@@ -202,14 +202,16 @@ def integral_image_avg(c, x, k):
 
 def overflow_mul_const():
     c = Case("overflow_mul_const",
-             "Activations times a folded constant gain of 1000: the Mul's output passes 65504.",
+             "Activations times a folded constant gain of 1000: the Mul's output passes 65504. rescale "
+             "scales the gain by 2^-k and keeps the Mul and the Relu in FP16; the output itself passes "
+             "65504, so the Mul by 2^k that undoes the scale before it is FP32.",
              "unit conversions and un-normalised gains folded into a constant (e.g. metres to mm)")
     x = c.rng.normal(0, 25, (1, 256)).clip(-60, 60)
     x[0, 7], x[0, 100] = 80.0, -72.0  # two outlier activations: 80 * 1000 = 80000 > 65504
     x = c.input("x", [1, 256], -1000, 1000, x)
     y = c.node("Mul", "gain_mul", [x, c.init("gain", 1000.0)])
     c.output(c.node("Relu", "act_relu", [y]))
-    c.expect("gain_mul", "overflow")  # act_relu's input already overflows: not repeated
+    c.expect("gain_mul", "overflow", "rescale")  # act_relu's input already overflows: not repeated
     c.witness("gain_mul_out", "absmax_gt", FP16_MAX, "the sample's product really passes FP16's max")
     return c
 
