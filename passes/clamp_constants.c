@@ -6,7 +6,8 @@
  *
  * A constant's values beyond FP16's range (float32 min or max, +-inf) are clamped to +-65504 only when
  * every path from it ends, through mask arithmetic (Mul by a 0/1 mask, Sub and Neg, which swap the
- * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add or a Where's fill
+ * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add, a Sub (logits
+ * minus INF * (1 - mask), as Funnel writes it: the fill then acts on the other side) or a Where's fill
  * whose result goes only where that side saturates (again through reshaping and selection): for large
  * negatives Softmax, LogSoftmax, ReduceMax, Max or ArgMax (after Softmax a logit at -65504 and one at
  * -3.4e38 both weigh exp(-65504 - max) = 0, and a maximum ignores either), for large positives a
@@ -56,9 +57,12 @@ mask_use(const HgValue *v, int sign, int depth)
         gboolean ok;
         if (hg_node_is(n, "Add") || (hg_node_is(n, "Where") && use->index > 0))
             ok = hg_value_ends_in_saturation(n->outputs[0], sign) || mask_use(n->outputs[0], sign, depth + 1);
-        else if (hg_node_is(n, "Mul") || hg_node_passes_through(n))
+        else if (hg_node_is(n, "Sub")) { /* logits - INF * (1 - mask) (Funnel): the fill on the other side */
+            int side = use->index == 1 ? -sign : sign;
+            ok = hg_value_ends_in_saturation(n->outputs[0], side) || mask_use(n->outputs[0], side, depth + 1);
+        } else if (hg_node_is(n, "Mul") || hg_node_passes_through(n))
             ok = mask_use(n->outputs[0], sign, depth + 1);
-        else if ((hg_node_is(n, "Sub") && use->index == 1) || hg_node_is(n, "Neg"))
+        else if (hg_node_is(n, "Neg"))
             ok = mask_use(n->outputs[0], -sign, depth + 1);
         else
             ok = FALSE;

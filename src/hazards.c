@@ -1099,7 +1099,7 @@ hg_node_passes_through(const HgNode *n)
  * negative (exp(-65504 - max) = 0 as exp(-3.4e38 - max) is), a minimum a large positive, and Sigmoid
  * and Tanh saturate both ways (sigmoid(65504) = 1 exactly, in FP32 too)? On the way: reshaping and
  * selection (a Where's branches, the data of Gather, GatherElements and GatherND), an Add (a mask added
- * to a finite logit keeps its side), Neg (which swaps the side). */
+ * to a finite logit keeps its side), Sub (the subtrahend's side swaps) and Neg (which swaps it too). */
 static gboolean
 ends_in_saturation(const HgValue *v, int sign, int depth)
 {
@@ -1124,6 +1124,8 @@ ends_in_saturation(const HgValue *v, int sign, int depth)
         if ((select || hg_node_is(n, "Add")) && ends_in_saturation(n->outputs[0], sign, depth + 1))
             continue;
         if (hg_node_is(n, "Neg") && ends_in_saturation(n->outputs[0], -sign, depth + 1))
+            continue;
+        if (hg_node_is(n, "Sub") && ends_in_saturation(n->outputs[0], use->index == 1 ? -sign : sign, depth + 1))
             continue;
         return FALSE;
     }
