@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 72 model families (the
-real-exports issue's 18, 17 more, a third batch of 12, a fourth of 13 and a fifth of 12), each with both of PyTorch's
+"""Exports halfguard's real-export corpus: small random-init versions of 96 model families (the
+real-exports issue's 18, 17 more, then batches of 12, 13, 12, 9 and 15), each with both of PyTorch's
 ONNX exporters, plus calibration and verification samples and the FP32 outputs of onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
@@ -1361,6 +1361,199 @@ def build_ssdlite(torch, attn):
     return (m, fn), [spec], ["boxes", "scores"], "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)"
 
 
+# ---------------------------------------------------------------------------------------------
+# Seventh batch: more decoder LLMs (Phi-3's fused projections, StableLM's partial rotary, StarCoder2,
+# OLMo's parameter-free LayerNorm), a state-space model (Mamba's selective scan), HuBERT, two more
+# seq2seq models (Pegasus, Marian: sinusoidal positions), MobileViTv2's separable attention, a
+# time-series transformer (PatchTST: instance normalization of the series), two detectors built
+# small (Faster R-CNN: RPN, RoIAlign, NMS; FCOS: GroupNorm heads, NMS), and timm's GhostNet, FastViT
+# and CaiT (layer scale 1e-5, talking-heads and class attention).
+
+def series(name, ctx=64, ch=3):
+    return dict(name=name, kind="latent", dtype="float32", dims=[2, ctx, ch], dyn={0: "batch"},
+                sample=[1, ctx, ch], range=[-4.0, 4.0])
+
+
+def build_phi3(torch, attn):
+    from transformers import Phi3Config, Phi3ForCausalLM
+    cfg = _hf_cfg(Phi3Config, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, original_max_position_embeddings=128, use_cache=False,
+                  pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    m = _hf_model(Phi3ForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers Phi3ForCausalLM (fused qkv and gate_up projections, RMSNorm, rotary), hidden 32")
+
+
+def build_stablelm(torch, attn):
+    from transformers import StableLmConfig, StableLmForCausalLM
+    cfg = _hf_cfg(StableLmConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                  max_position_embeddings=128, partial_rotary_factor=0.25, use_qkv_bias=True,
+                  use_cache=False)
+    m = _hf_model(StableLmForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers StableLmForCausalLM (LayerNorm, partial rotary 0.25, qkv bias), hidden 32")
+
+
+def build_starcoder2(torch, attn):
+    from transformers import Starcoder2Config, Starcoder2ForCausalLM
+    cfg = _hf_cfg(Starcoder2Config, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                  max_position_embeddings=128, sliding_window=8, use_cache=False)
+    m = _hf_model(Starcoder2ForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers Starcoder2ForCausalLM (LayerNorm with bias, GELU MLP, sliding window 8, GQA), hidden 32")
+
+
+def build_olmo(torch, attn):
+    from transformers import OlmoConfig, OlmoForCausalLM
+    cfg = _hf_cfg(OlmoConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+                  max_position_embeddings=128, clip_qkv=8.0, use_cache=False, pad_token_id=0)
+    m = _hf_model(OlmoForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers OlmoForCausalLM (LayerNorm without parameters, qkv clipped to 8), hidden 32")
+
+
+def build_mamba(torch, attn):
+    from transformers import MambaConfig, MambaForCausalLM
+    cfg = MambaConfig(vocab_size=VOCAB, hidden_size=32, state_size=8, num_hidden_layers=2, expand=2,
+                      conv_kernel=4, use_cache=False, pad_token_id=0)
+    m = MambaForCausalLM(cfg)
+
+    def fn(mod, a):
+        return mod(input_ids=a, use_cache=False, return_dict=True).logits
+
+    return (m, fn), [ids("input_ids")], ["logits"], \
+        "transformers MambaForCausalLM (selective scan, slow path: a loop over the sequence; depthwise causal conv, softplus dt), hidden 32"
+
+
+def build_hubert(torch, attn):
+    from transformers import HubertConfig, HubertModel
+    cfg = _hf_cfg(HubertConfig, attn, vocab_size=32, hidden_size=48, num_hidden_layers=2,
+                  num_attention_heads=4, intermediate_size=96, conv_dim=(32,) * 7,
+                  conv_stride=(5, 2, 2, 2, 2, 2, 2), conv_kernel=(10, 3, 3, 3, 3, 2, 2),
+                  conv_bias=False, num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+                  feat_extract_norm="layer", do_stable_layer_norm=True, mask_time_prob=0.0)
+    m = _hf_model(HubertModel, cfg, attn)
+    return _one_input(m, "input_values", audio("input_values"), "last_hidden_state",
+                      "transformers HubertModel (LayerNorm conv feature encoder, stable pre-LN), hidden 48")
+
+
+def build_pegasus(torch, attn):
+    from transformers import PegasusConfig, PegasusForConditionalGeneration
+    cfg = _hf_cfg(PegasusConfig, attn, vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                  decoder_ffn_dim=64, max_position_embeddings=128, use_cache=False, pad_token_id=0,
+                  eos_token_id=1, decoder_start_token_id=0, scale_embedding=True)
+    m = _hf_model(PegasusForConditionalGeneration, cfg, attn)
+    return *_seq2seq(m), "transformers PegasusForConditionalGeneration (sinusoidal positions, pre-LN, scaled embeddings), d_model 32"
+
+
+def build_marian(torch, attn):
+    from transformers import MarianConfig, MarianMTModel
+    cfg = _hf_cfg(MarianConfig, attn, vocab_size=VOCAB, d_model=32, encoder_layers=1, decoder_layers=1,
+                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                  decoder_ffn_dim=64, max_position_embeddings=128, use_cache=False, pad_token_id=VOCAB - 1,
+                  eos_token_id=0, decoder_start_token_id=VOCAB - 1, scale_embedding=True)
+    m = _hf_model(MarianMTModel, cfg, attn)
+    return *_seq2seq(m), "transformers MarianMTModel (sinusoidal positions, post-LN, swish), d_model 32"
+
+
+def build_mobilevitv2(torch, attn):
+    from transformers import MobileViTV2Config, MobileViTV2ForImageClassification
+    cfg = _hf_cfg(MobileViTV2Config, attn, image_size=64, patch_size=2, width_multiplier=0.25, num_labels=10)
+    m = _hf_model(MobileViTV2ForImageClassification, cfg, attn)
+    return _one_input(m, "pixel_values", pixels01("pixel_values"), "logits",
+                      "transformers MobileViTV2ForImageClassification (separable linear self-attention, GroupNorm), width x0.25")
+
+
+def build_patchtst(torch, attn):
+    from transformers import PatchTSTConfig, PatchTSTModel
+    cfg = _hf_cfg(PatchTSTConfig, attn, num_input_channels=3, context_length=64, patch_length=8, patch_stride=8,
+                  d_model=32, num_attention_heads=4, num_hidden_layers=2, ffn_dim=64, scaling="std",
+                  do_mask_input=False)
+    m = _hf_model(PatchTSTModel, cfg, attn)
+    return _one_input(m, "past_values", series("past_values"), "last_hidden_state",
+                      "transformers PatchTSTModel (instance normalization by the series' std, patches, BatchNorm "
+                      "encoder), d_model 32")
+
+
+def _small_fpn_backbone(torch):
+    """torchvision's mobilenet_v3 FPN extractor (its last two stages, a max-pooled extra level), at
+    width x0.25 and 32 FPN channels instead of 256."""
+    from torchvision.models import mobilenet_v3_large
+    from torchvision.models.detection.backbone_utils import BackboneWithFPN
+    from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
+    b = mobilenet_v3_large(weights=None, width_mult=0.25, reduced_tail=True).features
+    stages = [0] + [i for i, blk in enumerate(b) if getattr(blk, "_is_cn", False)] + [len(b) - 1]
+    returned = [len(stages) - 2, len(stages) - 1]
+    return BackboneWithFPN(b, {f"{stages[k]}": str(v) for v, k in enumerate(returned)},
+                           [b[stages[i]].out_channels for i in returned], out_channels=32,
+                           extra_blocks=LastLevelMaxPool())
+
+
+def build_fasterrcnn_small(torch, attn):
+    from torchvision.models.detection import FasterRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.ops import MultiScaleRoIAlign
+    backbone = _small_fpn_backbone(torch)
+    anchors = AnchorGenerator(((16, 32, 64),) * 3, ((0.5, 1.0, 2.0),) * 3)
+    pool = MultiScaleRoIAlign(["0", "1"], 7, 2)
+    m = FasterRCNN(backbone, num_classes=None, rpn_anchor_generator=anchors, box_roi_pool=pool,
+                   box_head=TwoMLPHead(backbone.out_channels * 49, 64), box_predictor=FastRCNNPredictor(64, 5),
+                   min_size=128, max_size=128, rpn_pre_nms_top_n_test=100, rpn_post_nms_top_n_test=50,
+                   box_detections_per_img=20)
+
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return o["boxes"], o["scores"]
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return (m, fn), [spec], ["boxes", "scores"], \
+        "torchvision FasterRCNN on a mobilenet_v3 x0.25 FPN (RPN, box decoding, NMS, MultiScaleRoIAlign, 2-layer box head)"
+
+
+def build_fcos_small(torch, attn):
+    from torchvision.models.detection import FCOS
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    backbone = _small_fpn_backbone(torch)
+    anchors = AnchorGenerator(((32,), (64,), (128,)), ((1.0,),) * 3)
+    m = FCOS(backbone, num_classes=5, anchor_generator=anchors, min_size=128, max_size=128,
+             score_thresh=0.0, topk_candidates=50, detections_per_img=20)
+
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return o["boxes"], o["scores"]
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return (m, fn), [spec], ["boxes", "scores"], \
+        "torchvision FCOS on a mobilenet_v3 x0.25 FPN (GroupNorm heads, centerness, NMS)"
+
+
+def build_ghostnet(torch, attn):
+    from timm.models.ghostnet import GhostNet
+    cfgs = [[[3, 16, 16, 0, 1]], [[3, 48, 24, 0, 2]], [[3, 72, 24, 0, 1]], [[5, 72, 40, 0.25, 2]],
+            [[3, 240, 80, 0, 2]], [[3, 200, 80, 0, 1], [3, 480, 112, 0.25, 1]], [[5, 672, 160, 0.25, 2]]]
+    m = GhostNet(cfgs, num_classes=10, width=0.25)
+    return _timm_one(m, "timm GhostNet (ghost modules: cheap depthwise features concatenated, hard-sigmoid SE), width 0.25")
+
+
+def build_fastvit(torch, attn):
+    from timm.models.fastvit import FastVit
+    m = FastVit(layers=(1, 1, 1, 1), embed_dims=(8, 16, 32, 64), mlp_ratios=(3, 3, 3, 3),
+                token_mixers=("repmixer", "repmixer", "repmixer", "attention"), num_classes=10)
+    return _timm_one(m, "timm FastViT (RepMixer, structural reparameterisation branches, attention in the last stage), "
+                        "dims 8-64")
+
+
+def build_cait(torch, attn):
+    from timm.models.cait import Cait
+    m = Cait(img_size=64, patch_size=16, num_classes=10, embed_dim=32, depth=2, num_heads=4, init_values=1e-5,
+             depth_token_only=1)
+    return _timm_one(m, "timm CaiT (talking-heads attention, class attention, layer scale 1e-5), dim 32")
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -1460,6 +1653,24 @@ SIXTH_FAMILIES = {
     "ssdlite": (build_ssdlite, False),
 }
 FAMILIES.update(SIXTH_FAMILIES)
+SEVENTH_FAMILIES = {
+    "phi3": (build_phi3, True),
+    "stablelm": (build_stablelm, True),
+    "starcoder2": (build_starcoder2, True),
+    "olmo": (build_olmo, True),
+    "mamba": (build_mamba, False),
+    "hubert": (build_hubert, True),
+    "pegasus": (build_pegasus, True),
+    "marian": (build_marian, True),
+    "mobilevitv2": (build_mobilevitv2, True),
+    "patchtst": (build_patchtst, True),
+    "fasterrcnn_small": (build_fasterrcnn_small, False),
+    "fcos_small": (build_fcos_small, False),
+    "ghostnet": (build_ghostnet, False),
+    "fastvit": (build_fastvit, False),
+    "cait": (build_cait, False),
+}
+FAMILIES.update(SEVENTH_FAMILIES)
 
 
 def family_index(family):
@@ -1475,6 +1686,8 @@ def family_index(family):
         return 400 + sorted(FIFTH_FAMILIES).index(family)
     if family in SIXTH_FAMILIES:
         return 500 + sorted(SIXTH_FAMILIES).index(family)
+    if family in SEVENTH_FAMILIES:
+        return 600 + sorted(SEVENTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
