@@ -410,8 +410,27 @@ hg_eval_constants(const HgNode *node, gint64 opset, HgEvalFunc eval, guint n_inp
 {
     for (guint k = 0; k < n_outputs; k++)
         outputs[k] = NULL;
-    HgEvalCtx ctx = {node, opset, n_inputs, inputs, n_outputs, outputs, 1, error};
-    if (eval(&ctx))
+    /* Kernels read their inputs through typed pointers; a constant viewed in a mapped file may sit at
+     * an odd offset (protobuf lays raw_data out unaligned), so such an input runs from an aligned
+     * copy. */
+    g_autofree HgArray **copies = NULL;
+    for (guint k = 0; k < n_inputs; k++) {
+        const HgArray *a = inputs[k];
+        gsize es = a && !a->strings ? hg_dtype_size(a->dtype) : 0;
+        if (!es || (guintptr)a->data % es == 0)
+            continue;
+        if (!copies) {
+            copies = g_new0(HgArray *, n_inputs);
+            memcpy(copies, inputs, n_inputs * sizeof *copies);
+        }
+        copies[k] = hg_array_copy(a);
+    }
+    HgEvalCtx ctx = {node, opset, n_inputs, copies ? copies : inputs, n_outputs, outputs, 1, error};
+    gboolean ok = eval(&ctx);
+    for (guint k = 0; copies && k < n_inputs; k++)
+        if (copies[k] && copies[k] != inputs[k])
+            hg_array_unref(copies[k]);
+    if (ok)
         return TRUE;
     for (guint k = 0; k < n_outputs; k++)
         g_clear_pointer(&outputs[k], hg_array_unref);
