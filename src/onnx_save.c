@@ -722,7 +722,7 @@ static void
 fd_append(ProtobufCBuffer *base, size_t len, const uint8_t *data)
 {
     FdBuffer *b = (FdBuffer *)base;
-    if (b->err)
+    if (b->err || !len) /* protobuf-c appends empty fields as (0, NULL) */
         return;
     b->written += len;
     if (len >= b->cap / 2) {
