@@ -606,26 +606,8 @@ probe_clear(Probe *pr)
     g_clear_pointer(&pr->why, g_free);
 }
 
-/* Does a graph input have a dim the model leaves symbolic? */
-static gboolean
-symbolic_inputs(const HgGraph *g)
-{
-    for (guint i = 0; i < g->inputs->len; i++) {
-        const HgValueDecl *d = g->inputs->pdata[i];
-        if (d->value->init || !d->type || !d->type->shape)
-            continue;
-        for (guint k = 0; k < d->type->shape->rank; k++)
-            if (!d->type->shape->dims[k].has_value)
-                return TRUE;
-    }
-    return FALSE;
-}
-
-/* The probe draws symbolic dims as synthetic calibration does (--shapes, --dim-max, else 1). A model
- * that cannot run that short (an audio front end of strided Convs needs hundreds of samples) is
- * tried again with every dim that nothing pins at PROBE_RETRY_LEN[0], then [1]. */
-static const char *const PROBE_RETRY_LEN[] = {"*=128", "*=1024"};
-
+/* The probe draws symbolic dims as synthetic calibration does (--shapes, --dim-max, else 1, and
+ * again longer where the model cannot run that short: hg_stats_collect_synthetic). */
 static HgStats *
 probe_get(Probe *pr, HgGraph *g, const HgCheckOptions *opts)
 {
@@ -633,19 +615,6 @@ probe_get(Probe *pr, HgGraph *g, const HgCheckOptions *opts)
         pr->tried = TRUE;
         g_autoptr(GError) err = NULL;
         pr->stats = hg_stats_collect_synthetic(g->model, opts, PROBE_SAMPLES, PROBE_SEED, 0, &err);
-        for (guint r = 0; !pr->stats && err && err->domain == HG_ERROR && err->code == HG_ERROR_INVALID &&
-                          r < G_N_ELEMENTS(PROBE_RETRY_LEN) && symbolic_inputs(g);
-             r++) {
-            guint n = opts->dim_max ? g_strv_length((char **)opts->dim_max) : 0;
-            g_autofree const char **dm = g_new0(const char *, n + 2);
-            for (guint i = 0; i < n; i++)
-                dm[i] = opts->dim_max[i];
-            dm[n] = PROBE_RETRY_LEN[r];
-            HgCheckOptions o = *opts;
-            o.dim_max = dm;
-            g_clear_error(&err);
-            pr->stats = hg_stats_collect_synthetic(g->model, &o, PROBE_SAMPLES, PROBE_SEED, 0, &err);
-        }
         if (!pr->stats)
             pr->why = g_strdup(err ? err->message : "the interpreter failed");
     }

@@ -304,11 +304,10 @@ hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GErr
     return st;
 }
 
-HgStats *
-hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
-                           int threads, GError **error)
+static HgStats *
+collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed, int threads,
+                  GError **error)
 {
-    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
     HgStats *st = stats_new();
     g_auto(GStrv) leaves = runnable_leaves(m);
     HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
@@ -326,6 +325,54 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
     g_hash_table_iter_init(&it, st->t);
     while (g_hash_table_iter_next(&it, NULL, &e))
         ((Entry *)e)->s.synthetic = ((Entry *)e)->s.samples;
+    return st;
+}
+
+/* Does a graph input have a dim the model leaves symbolic? */
+static gboolean
+symbolic_inputs(const HgGraph *g)
+{
+    for (guint i = 0; i < g->inputs->len; i++) {
+        const HgValueDecl *d = g->inputs->pdata[i];
+        if (d->value->init || !d->type || !d->type->shape)
+            continue;
+        for (guint k = 0; k < d->type->shape->rank; k++)
+            if (!d->type->shape->dims[k].has_value)
+                return TRUE;
+    }
+    return FALSE;
+}
+
+/* Symbolic dims are drawn at 1 unless --shapes or --dim-max say otherwise; a model that cannot run
+ * that short (an audio front end of strided Convs needs hundreds of samples; Mamba's scan reads the
+ * second step) is tried again with every dim nothing pins at RETRY_LEN[0], then [1]. Where none runs,
+ * the error is the one at the dims asked for. */
+static const char *const RETRY_LEN[] = {"*=128", "*=1024"};
+
+HgStats *
+hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
+                           int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    HgCheckOptions none = {0};
+    const HgCheckOptions *o = ranges ? ranges : &none;
+    g_autoptr(GError) err = NULL, first = NULL;
+    HgStats *st = collect_synthetic(m, o, samples, seed, threads, &first);
+    for (guint r = 0; !st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID &&
+                      r < G_N_ELEMENTS(RETRY_LEN) && symbolic_inputs(m->graph);
+         r++) {
+        guint n = o->dim_max ? g_strv_length((char **)o->dim_max) : 0;
+        g_autofree const char **dm = g_new0(const char *, n + 2);
+        for (guint i = 0; i < n; i++)
+            dm[i] = o->dim_max[i];
+        dm[n] = RETRY_LEN[r];
+        HgCheckOptions longer = *o;
+        longer.dim_max = dm;
+        g_clear_error(&err);
+        st = collect_synthetic(m, &longer, samples, seed, threads, &err);
+    }
+    if (!st) /* the error at the dims asked for */
+        g_propagate_error(error, g_steal_pointer(&first));
     return st;
 }
 

@@ -222,6 +222,18 @@ def test_synthetic(tmp):
     check("check:static-source", h.get("source") == "static", h)
     rc, so, se = run("check", m, "--calib-random", "-3")
     check("check:bad-count", rc == 2 and "--calib-random" in se, show(rc, so, se))
+    # A strided Conv over a symbolic length (an audio front end) cannot run at the length of 1 the
+    # synthetic sets take by default: they are drawn again longer (128), and check decides on them.
+    w = numpy_helper.from_array(np.random.default_rng(0).normal(0, 0.3, (4, 1, 10)).astype(np.float32), "w")
+    a = save_model(os.path.join(tmp, "audio.onnx"),
+                   [helper.make_node("Conv", ["x", "w"], ["c"], strides=[5], name="frontend"),
+                    helper.make_node("Relu", ["c"], ["y"], name="act")],
+                   [vi("x", (1, 1, "samples"))], [vi("y", None)], [w])
+    rc, doc, se = check_json("check-synthetic-longer", a, "--no-config", "-r", "x=-1:1", "--calib-random", "1")
+    check("check:synthetic-longer", rc == 0 and doc is not None and doc["models"][0]["hazards"] == [], (rc, se, doc))
+    rc, doc, se = check_json("check-synthetic-pinned", a, "--no-config", "-r", "x=-1:1", "--calib-random", "1",
+                             "--dim-max", "samples=4")
+    check("check:synthetic-pinned-short", rc == 2 and "kernel does not fit" in se, (rc, se))
 
 
 def test_unranged(tmp):

@@ -198,7 +198,9 @@ HG_API GPtrArray *hg_synth_feeds(HgModel *m, const HgCheckOptions *opts, guint64
  * integers of [0, 19]", "0 or 1". New string. */
 HG_API char *hg_synth_describe(const HgInputInfo *info);
 /* hg_stats_collect over `samples` synthetic feed sets (seeds seed, seed + 1, ...); every entry counts
- * its samples as synthetic. */
+ * its samples as synthetic. Where the model cannot run with its unpinned symbolic dims at 1 (an
+ * HG_ERROR_INVALID from a kernel: a strided audio front end longer than the input, a Gather of the
+ * second step), the sets are drawn again with those dims at 128, then 1024. */
 HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opts, guint samples,
                                            guint64 seed, int threads, GError **error);
 
