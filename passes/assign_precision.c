@@ -55,7 +55,7 @@ static const struct {
     {"CumSum", 14}, {"Einsum", 12}, {"Equal", 11}, {"Erf", 9}, {"Expand", 8}, {"GatherElements", 11},
     {"GatherND", 11}, {"GreaterOrEqual", 12}, {"HardSwish", 14}, {"ImageScaler", G_MAXINT},
     {"IsInf", G_MAXINT}, {"IsNaN", 9}, {"LayerNormalization", 17}, {"LessOrEqual", 12},
-    {"Mish", 18}, {"Mod", 10}, {"Range", G_MAXINT}, {"Resize", 10}, {"Round", 11},
+    {"Mish", 18}, {"Mod", 10}, {"NonMaxSuppression", G_MAXINT}, {"Range", G_MAXINT}, {"Resize", 10}, {"Round", 11},
     {"ScatterElements", 11}, {"ScatterND", 11}, {"Sign", 9}, {"Sin", 7}, {"ThresholdedRelu", 10},
     {"Trilu", 14}, {"Where", 9},
 };

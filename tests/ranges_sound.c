@@ -312,6 +312,31 @@ static const struct {
      "g (float[3,2,3] x, float[2,4,3] w, float[2,4,4] r) => (float[3,2,2,4] y, float[2,2,4] yh)\n"
      "{ y, yh = RNN <hidden_size = 4, direction = \"bidirectional\", clip = 2.0,\n"
      "  activations = [\"ThresholdedRelu\", \"Softplus\"], activation_alpha = [0.5]> (x, w, r) }\n"},
+    /* The detection ops beyond their node tests' forms: center-point boxes over two batches and three
+     * classes; RoiAlign's max mode, adaptive sampling and both coordinate modes, with rois reaching
+     * past the map (constants: random rois under adaptive sampling could ask for any number of
+     * points). */
+    {"extra_nms_center_point",
+     "<ir_version: 6, opset_import: [\"\" : 11]>\n"
+     "g (float[2,8,4] b, float[2,3,8] s) => (int64[n,3] y)\n"
+     "<int64[1] m = {3}, float[1] iou = {0.4}, float[1] t = {-0.5}>\n"
+     "{ y = NonMaxSuppression <center_point_box = 1> (b, s, m, iou, t) }\n"},
+    {"extra_roialign_max_adaptive",
+     "<ir_version: 8, opset_import: [\"\" : 16]>\n"
+     "g (float[2,3,6,5] x) => (float[4,3,2,3] y)\n"
+     "<float[4,4] rois = {0, 0, 9, 11, -4, -2, 3, 5, 6, 8, 14, 16, 2, 2, 2, 2}, int64[4] bi = {0, 1, 1, 0}>\n"
+     "{ y = RoiAlign <mode = \"max\", output_height = 2, output_width = 3, sampling_ratio = 0, spatial_scale = 0.5,\n"
+     "  coordinate_transformation_mode = \"output_half_pixel\"> (x, rois, bi) }\n"},
+    {"extra_roialign_avg_adaptive",
+     "<ir_version: 8, opset_import: [\"\" : 16]>\n"
+     "g (float[2,3,6,5] x) => (float[4,3,3,2] y)\n"
+     "<float[4,4] rois = {0, 0, 9, 11, -4, -2, 3, 5, 6, 8, 14, 16, 2, 2, 2, 2}, int64[4] bi = {1, 0, 1, 0}>\n"
+     "{ y = RoiAlign <output_height = 3, output_width = 2, spatial_scale = 0.5> (x, rois, bi) }\n"},
+    {"extra_roialign_legacy",
+     "<ir_version: 5, opset_import: [\"\" : 10]>\n"
+     "g (float[1,2,6,5] x, float[3,4] rois) => (float[3,2,2,2] y)\n"
+     "<int64[3] bi = {0, 0, 0}>\n"
+     "{ y = RoiAlign <mode = \"max\", output_height = 2, output_width = 2, sampling_ratio = 2> (x, rois, bi) }\n"},
 };
 
 static void

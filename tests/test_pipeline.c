@@ -194,6 +194,48 @@ test_convert_options(void **state)
     hg_convert_options_free(c);
 }
 
+/* NonMaxSuppression has no FP16 form (boxes and scores are tensor(float) only, and ONNX Runtime has
+ * only a float kernel): a conversion computes its producers in FP16 and Casts its boxes and scores back
+ * to FP32, its thresholds stay float; RoiAlign (float16 allowed) goes FP16 with its rois. The whole
+ * model passes the type check hg_convert ends with. */
+static void
+test_detection_precision(void **state)
+{
+    (void)state;
+    static const char *const text =
+        "<\n  ir_version: 8,\n  opset_import: [\"\" : 16]\n>\n"
+        "g (float[1,4,8,8] x, float[1,8,4] b, float[1,2,8] s, float[3,4] rois, int64[3] bi)\n"
+        "  => (int64[n,3] sel, float[3,4,2,2] y)\n"
+        "<\n  int64[1] m = {3},\n  float[1] iou = {0.5},\n  float[1] t = {0.1},\n  float[1] two = {2.0}\n>\n"
+        "{\n  b2 = Mul(b, two)\n  s2 = Sigmoid(s)\n  sel = NonMaxSuppression(b2, s2, m, iou, t)\n"
+        "  x2 = Relu(x)\n"
+        "  y = RoiAlign <output_height = 2, output_width = 2, sampling_ratio = 2, spatial_scale = 0.5> (x2, rois, bi)\n}\n";
+    g_autoptr(HgModel) m = parse(text);
+    g_autoptr(HgConvertOptions) o = hg_convert_options_new();
+    hg_convert_options_add_input_range(o, "x", 0, 1);
+    hg_convert_options_add_input_range(o, "b", 0, 100);
+    hg_convert_options_add_input_range(o, "s", -5, 5);
+    hg_convert_options_add_input_range(o, "rois", 0, 16);
+    hg_convert_options_add_input_range(o, "bi", 0, 0);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(HgConvertResult) r = hg_convert(m, o, NULL, &error);
+    if (!r)
+        print_error("%s\n", error->message);
+    assert_non_null(r);
+    const HgNode *nms = hg_graph_lookup(m->graph, "sel")->producer, *ra = hg_graph_lookup(m->graph, "y")->producer;
+    assert_true(hg_node_is(nms, "NonMaxSuppression") && hg_node_is(ra, "RoiAlign"));
+    for (guint k = 0; k < 2; k++) {
+        assert_int_equal(hg_value_elem_type(nms->inputs[k]), HG_DTYPE_FLOAT);
+        assert_true(hg_node_is(nms->inputs[k]->producer, "Cast"));
+    }
+    for (guint k = 3; k < 5; k++)
+        assert_int_equal(hg_value_elem_type(nms->inputs[k]), HG_DTYPE_FLOAT);
+    assert_int_equal(hg_value_elem_type(hg_graph_lookup(m->graph, "b2")), HG_DTYPE_FLOAT16);
+    assert_int_equal(hg_value_elem_type(ra->inputs[0]), HG_DTYPE_FLOAT16);
+    assert_int_equal(hg_value_elem_type(ra->inputs[1]), HG_DTYPE_FLOAT16);
+    assert_int_equal(hg_value_elem_type(hg_graph_lookup(m->graph, "y")), HG_DTYPE_FLOAT16);
+}
+
 int
 main(void)
 {
@@ -202,6 +244,7 @@ main(void)
         cmocka_unit_test(test_needs_and_order),
         cmocka_unit_test(test_plan_from_text),
         cmocka_unit_test(test_convert_options),
+        cmocka_unit_test(test_detection_precision),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
