@@ -10,6 +10,11 @@ the interpreter has every op, by `halfguard verify`.
                  missing Cast shows up as "bound to different types"). convert's summary names the op.
   gelu20         MatMul -> Add -> Gelu (opset 20, the dynamo exporter's nn.GELU) -> MatMul.
   gridsample16   Conv -> GridSample (opset 16, RT-DETR's deformable attention) -> Conv.
+  col2im18       Conv -> Reshape -> Col2Im (opset 18, the dynamo exporter's F.fold, as in MobileViTV2;
+                 overlapping 2x2 blocks at stride 1, and 2x2 at stride 2 as MobileViTV2 folds) -> Conv.
+                 ONNX Runtime's CPU Col2Im kernel is float-only; a float16 node still loads and runs
+                 (its session inserts Casts around it), so convert may leave it FP16: the folds are
+                 forced FP16 here, and must come out so.
   frozen_bn      12 blocks of Conv -> Mul -> Add -> Relu (DETR's frozen BatchNorm backbone) converted
                  from input ranges alone: static bounds reach 1e13 where values of about 5 are reached,
                  and a 2^-k from them flushed the real values to 0 (relative L2 error 0.9).
@@ -86,6 +91,24 @@ def frozen_bn(path, rng):
     return save(path, nodes, [vi("x", [1, 3, 16, 16])], [vi("y", [1, 16, 1, 1])], inits, 17)
 
 
+def col2im(path, rng):
+    """x[1,4,8,8] -> Conv(1x1, 16) -> Reshape[1,16,64] -> Col2Im(9x9, blocks 2x2, stride 1) -> Conv
+    -> Conv(1x1, 4) -> Reshape[1,16,16] -> Col2Im(8x8, blocks 2x2, stride 2) -> y[1,4,8,8]."""
+    w = lambda name, shape: numpy_helper.from_array(rng.normal(0, 0.3, shape).astype(np.float32), name)
+    i64 = lambda name, v: numpy_helper.from_array(np.int64(v), name)
+    inits = [w("w1", (16, 4, 1, 1)), w("w2", (4, 4, 2, 2)), w("w3", (4, 4, 1, 1)),
+             i64("cols64", [1, 16, 64]), i64("cols16", [1, 16, 16]), i64("img9", [9, 9]),
+             i64("img8", [8, 8]), i64("blk", [2, 2])]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1"),
+             helper.make_node("Reshape", ["c1", "cols64"], ["r1"], name="to_cols1"),
+             helper.make_node("Col2Im", ["r1", "img9", "blk"], ["f1"], name="fold_overlap"),
+             helper.make_node("Conv", ["f1", "w2"], ["c2"], name="conv2"),
+             helper.make_node("Conv", ["c2", "w3"], ["c3"], name="conv3"),
+             helper.make_node("Reshape", ["c3", "cols16"], ["r3"], name="to_cols2"),
+             helper.make_node("Col2Im", ["r3", "img8", "blk"], ["y"], name="fold_patches", strides=[2, 2])]
+    return save(path, nodes, [vi("x", [1, 4, 8, 8])], [vi("y", [1, 4, 8, 8])], inits, 18)
+
+
 def rel_l2(got, want):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     if not np.all(np.isfinite(got)):
@@ -94,8 +117,9 @@ def rel_l2(got, want):
     return float(np.linalg.norm(got - want) / n) if n else float(np.linalg.norm(got))
 
 
-def convert(src, dst, ranges):
-    rc, so, se = hgtest.run([HG, "convert", src, "-o", dst, "--keep-io-types", *hgtest.range_args(ranges)])
+def convert(src, dst, ranges, extra=()):
+    rc, so, se = hgtest.run([HG, "convert", src, "-o", dst, "--keep-io-types", *hgtest.range_args(ranges),
+                             *extra])
     return rc, so + se
 
 
@@ -106,11 +130,13 @@ def ort_outputs(node_path, model, feeds, work):
         return None, str(e)
 
 
-def case(name, tmp, node_path, src, ranges, feeds, ort_model=None, verify=True, expect_in_summary=None):
-    """Convert src from ranges alone; the result must run in ONNX Runtime (ort_model, when given,
-    turns a model into one ONNX Runtime can run) and match the FP32 original."""
+def case(name, tmp, node_path, src, ranges, feeds, ort_model=None, verify=True, expect_in_summary=None,
+         extra=()):
+    """Convert src from ranges alone (extra: further convert options); the result must run in ONNX
+    Runtime (ort_model, when given, turns a model into one ONNX Runtime can run) and match the FP32
+    original."""
     dst = os.path.join(tmp, name + ".fp16.onnx")
-    rc, out = convert(src, dst, ranges)
+    rc, out = convert(src, dst, ranges, extra)
     if not check(f"{name}:convert", rc == 0, out):
         return
     if expect_in_summary:
@@ -153,6 +179,22 @@ def main():
         case("gridsample16", tmp, node_path, src, ["x=-1:1", "grid=-1:1"],
              {"x": rng.uniform(-1, 1, (1, 4, 8, 8)).astype(np.float32),
               "grid": rng.uniform(-1, 1, (1, 6, 6, 2)).astype(np.float32)})
+        src = col2im(os.path.join(tmp, "col2im18.onnx"), rng)
+        # So small a model stays FP32 behind --keep-io-types's Casts: the folds are forced FP16, so
+        # that ONNX Runtime has to load and run float16 Col2Im nodes.
+        case("col2im18", tmp, node_path, src, ["x=-1:1"],
+             {"x": rng.uniform(-1, 1, (1, 4, 8, 8)).astype(np.float32)},
+             extra=["--force-fp16-node", "^fold_"])
+        # onnx 1.12's shape inference stops at Col2Im: carry input 0's type forward (Conv, Reshape and
+        # Col2Im keep it; Cast sets it).
+        m = onnx.load(os.path.join(tmp, "col2im18.fp16.onnx"))
+        types = {i.name: i.type.tensor_type.elem_type for i in m.graph.input}
+        types.update({t.name: t.data_type for t in m.graph.initializer})
+        for n in m.graph.node:
+            to = next((a.i for a in n.attribute if a.name == "to"), None)
+            types[n.output[0]] = to if n.op_type == "Cast" else types.get(n.input[0])
+        folds = [types.get(n.input[0]) for n in m.graph.node if n.op_type == "Col2Im"]
+        check("col2im18:folds-fp16", folds == [onnx.TensorProto.FLOAT16] * 2, folds)
         src = frozen_bn(os.path.join(tmp, "frozen_bn.onnx"), rng)
         case("frozen_bn", tmp, node_path, src, ["x=-3:3"],
              {"x": rng.uniform(-3, 3, (1, 3, 16, 16)).astype(np.float32)})

@@ -144,7 +144,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of these families is reachable by name and has all three functions. */
-    assert_family_rows("conv", 2);
+    assert_family_rows("conv", 3);
     assert_family_rows("pool", 4);
     assert_family_rows("matmul", 3);
     assert_family_rows("attention", 2);
@@ -686,6 +686,250 @@ test_convtranspose_infer_cost_errors(void **state)
                      arr_f32(HG_DTYPE_FLOAT, 4, DIMS(2, 3, 3, 3), NULL)};
     run_fails(&nd, 11, 2, a, HG_ERROR_INVALID, "channels");
     hg_model_free(nd.model);
+}
+
+/* ================================================================ Col2Im */
+
+/* A shape record for a constant int64 list (shape inference sees its value). */
+static HgValueShape *
+vs_ints(guint n, const gint64 *v)
+{
+    HgValueShape *s = vs_new(HG_DTYPE_INT64, 1, DIMS((gint64)n));
+    s->value = arr_i64(1, DIMS((gint64)n), v);
+    return s;
+}
+
+/* Col2Im (torch's fold) on the cases of ONNX's backend node tests. Expected values by hand: with
+ * blocks of 1x5 over a 5x5 image (the spec's example) block l is row l and kernel index k its column
+ * k, so input[k, l] = 1 + k + 5l lands at (l, k): the image is 1..25 in row-major order. With 3x3
+ * blocks at stride 2 over 5x5, rows and columns 0, 1, 3, 4 are covered by one block along their axis
+ * and 2 by two, so all-ones columns sum to 1, 2 or 4 by position. The others (pads, dilations, 5-D,
+ * and strides, dilations and asymmetric pads together over two images and two channels) are NumPy's
+ * A^T x with A the Im2Col matrix of a plain im2col (Col2Im is its adjoint: tests/nodes/make_col2im.py,
+ * which writes the same cases as node tests); onnxruntime's Col2Im agrees on all of them. */
+static void
+test_col2im(void **state)
+{
+    (void)state;
+    Node nd = node_new_n("Col2Im", 3, 1);
+    HgArray *ins[3] = {arr_f32(HG_DTYPE_FLOAT, 3, DIMS(1, 5, 5), F32S(1, 6, 11, 16, 21, 2, 7, 12, 17, 22,
+                                                                         3, 8, 13, 18, 23, 4, 9, 14, 19, 24,
+                                                                         5, 10, 15, 20, 25)),
+                       arr_i64(1, DIMS(2), INTS(5, 5)), arr_i64(1, DIMS(2), INTS(1, 5))};
+    HgArray *y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 1, 1, 5, 5);
+    assert_values(y, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,
+                  24, 25);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* strides 2, all ones, in float16 and double: the counts, exact in both */
+    static const float counts[] = {1, 1, 2, 1, 1, 1, 1, 2, 1, 1, 2, 2, 4, 2, 2, 1, 1, 2, 1, 1, 1, 1, 2, 1, 1};
+    const int types[] = {HG_DTYPE_FLOAT16, HG_DTYPE_DOUBLE, HG_DTYPE_BFLOAT16};
+    for (guint t = 0; t < G_N_ELEMENTS(types); t++) {
+        nd = node_new_n("Col2Im", 3, 1);
+        SET_INTS(nd.node, "strides", 2, 2);
+        ins[0] = arr_seq(types[t], 3, DIMS(1, 9, 4), 1, 0);
+        ins[1] = arr_i64(1, DIMS(2), INTS(5, 5));
+        ins[2] = arr_i64(1, DIMS(2), INTS(3, 3));
+        y = run1(&nd, 18, 3, ins);
+        assert_int_equal(y->dtype, types[t]);
+        assert_shape(y, 1, 1, 5, 5);
+        assert_values_at(y, 25, counts, 0, __FILE__, __LINE__);
+        hg_array_unref(y);
+        hg_model_free(nd.model);
+    }
+
+    /* pads [0, 1, 0, 1] around 1x5 blocks: 5 x 3 blocks of input 1..75 */
+    nd = node_new_n("Col2Im", 3, 1);
+    SET_INTS(nd.node, "pads", 0, 1, 0, 1);
+    ins[0] = arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 5, 15), 1, 1);
+    ins[1] = arr_i64(1, DIMS(2), INTS(5, 5));
+    ins[2] = arr_i64(1, DIMS(2), INTS(1, 5));
+    y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 1, 1, 5, 5);
+    assert_values(y, 0, 18, 51, 96, 141, 110, 24, 60, 105, 150, 116, 30, 69, 114, 159, 122, 36, 78, 123,
+                  168, 128, 42, 87, 132, 177, 134);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* dilations [1, 5]: 2x2 blocks reach columns 0 and 5 of a 6x6 image only */
+    nd = node_new_n("Col2Im", 3, 1);
+    SET_INTS(nd.node, "dilations", 1, 5);
+    ins[0] = arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 4, 5), 1, 1);
+    ins[1] = arr_i64(1, DIMS(2), INTS(6, 6));
+    ins[2] = arr_i64(1, DIMS(2), INTS(2, 2));
+    y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 1, 1, 6, 6);
+    assert_values(y, 0, 1, 0, 0, 0, 0, 6, 13, 0, 0, 0, 0, 23, 15, 0, 0, 0, 0, 25, 17, 0, 0, 0, 0, 27, 19, 0,
+                  0, 0, 0, 29, 15, 0, 0, 0, 0, 20);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* 3-D image [3, 4, 5], blocks [1, 1, 5]: two channels, each a transposition */
+    nd = node_new_n("Col2Im", 3, 1);
+    ins[0] = arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 10, 12), 1, 1);
+    ins[1] = arr_i64(1, DIMS(3), INTS(3, 4, 5));
+    ins[2] = arr_i64(1, DIMS(3), INTS(1, 1, 5));
+    y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 1, 2, 3, 4, 5);
+    for (gint64 c = 0; c < 2; c++)
+        for (gint64 p = 0; p < 12; p++)
+            for (gint64 k = 0; k < 5; k++) /* block p of channel c, element k: input[c * 5 + k, p] */
+                assert_true(hg_array_get_f64(y, c * 60 + p * 5 + k) == (double)(1 + (c * 5 + k) * 12 + p));
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+
+    /* two images, two channels; strides [1, 2], dilations [2, 1], pads [0, 1, 1, 0] */
+    nd = node_new_n("Col2Im", 3, 1);
+    SET_INTS(nd.node, "strides", 1, 2);
+    SET_INTS(nd.node, "dilations", 2, 1);
+    SET_INTS(nd.node, "pads", 0, 1, 1, 0);
+    {
+        g_autofree float *v = g_new(float, 96);
+        static const float mult[] = {1, -0.5f, 0.25f};
+        for (int i = 0; i < 96; i++)
+            v[i] = (float)(i + 1) * mult[i % 3];
+        ins[0] = arr_f32(HG_DTYPE_FLOAT, 3, DIMS(2, 8, 6), v);
+    }
+    ins[1] = arr_i64(1, DIMS(2), INTS(3, 5));
+    ins[2] = arr_i64(1, DIMS(2), INTS(2, 2));
+    y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 2, 2, 3, 5);
+    assert_values(y, 0, 7, -1, -4, 0.75, 2.25, 10, -2.5, -5.5, 1.5, 3, 19, -7, -10, 3.75, 5.25, 31, -13, -16,
+                  6.75, 8.25, 34, -14.5, -17.5, 7.5, 9, 43, -19, -22, 9.75, 11.25, 55, -25, -28, 12.75, 14.25,
+                  58, -26.5, -29.5, 13.5, 15, 67, -31, -34, 15.75, 17.25, 79, -37, -40, 18.75, 20.25, 82,
+                  -38.5, -41.5, 19.5, 21, 91, -43, -46, 21.75, 23.25);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+}
+
+/* FP64 sums rounded once: 2048 + 1 + 1 in float16 is 2050 (each partial sum rounded would give 2048,
+ * as 2049 is a tie that rounds to even). */
+static void
+test_col2im_rounds_once(void **state)
+{
+    (void)state;
+    Node nd = node_new_n("Col2Im", 3, 1);
+    /* a 1-D image of 3, blocks of 3 with a pad of 1 each side: 3 blocks, and position 1 reached by
+     * all three (k = 0, 1, 2 of blocks 2, 1, 0), 2048 first */
+    SET_INTS(nd.node, "pads", 1, 1);
+    HgArray *ins[3] = {arr(HG_DTYPE_FLOAT16, 3, DIMS(1, 3, 3), VALS(0, 0, 2048, 0, 1, 0, 1, 0, 0)),
+                       arr_i64(1, DIMS(1), INTS(3)), arr_i64(1, DIMS(1), INTS(3))};
+    HgArray *y = run1(&nd, 18, 3, ins);
+    assert_shape(y, 1, 1, 3);
+    /* position p gets input[k, b] with b - 1 + k = p: p = 1 sums input[0, 2], [1, 1], [2, 0] */
+    assert_values(y, 0, 0, 2050, 0);
+    hg_array_unref(y);
+    hg_model_free(nd.model);
+}
+
+/* Shape inference (C from dim 1, symbolic N kept, unknown image_shape), cost, and the errors: L that
+ * is not the number of blocks (named), a dim 1 prod(block_shape) does not divide, a block larger
+ * than the padded image, lists of different lengths. */
+static void
+test_col2im_infer_cost_errors(void **state)
+{
+    (void)state;
+    Node nd = node_new_n("Col2Im", 3, 1);
+    SET_INTS(nd.node, "strides", 2, 2);
+    HgValueShape *ins[3] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 36, 4)), vs_ints(2, INTS(5, 5)),
+                            vs_ints(2, INTS(3, 3))};
+    ins[0]->dims[0].sym = g_intern_string("N");
+    HgValueShape *outs[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_vshape(outs[0], HG_DTYPE_FLOAT16, -1, 4, 5, 5);
+    assert_string_equal(outs[0]->dims[0].sym, "N");
+    vs_free(outs[0]);
+
+    /* image_shape unknown but of length 2: rank 4, C still known */
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 36, -1));
+    ins[1] = vs_new(HG_DTYPE_INT64, 1, DIMS(2));
+    ins[2] = vs_ints(2, INTS(3, 3));
+    assert_true(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_vshape(outs[0], HG_DTYPE_FLOAT, 2, 4, -1, -1);
+    vs_free(outs[0]);
+
+    /* cost: one add per input element */
+    HgValueShape *cins[3] = {vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 36, 4)), vs_ints(2, INTS(5, 5)),
+                             vs_ints(2, INTS(3, 3))};
+    HgValueShape out = {0};
+    vs_set(&out, HG_DTYPE_FLOAT, 4, DIMS(2, 4, 5, 5), NULL);
+    assert_int_equal(cost_of(&nd, 3, cins, &out), 2 * 36 * 4);
+    for (int i = 0; i < 3; i++)
+        vs_free(cins[i]);
+
+    /* L = 5, but 2 x 2 blocks */
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 9, 5));
+    ins[1] = vs_ints(2, INTS(5, 5));
+    ins[2] = vs_ints(2, INTS(3, 3));
+    assert_false(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "(L = 5) is not the number of blocks, 2 x 2 = 4");
+    g_clear_error(&error);
+    vs_free(outs[0]);
+    /* 10 channels of 9-tap blocks */
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 10, 4));
+    ins[1] = vs_ints(2, INTS(5, 5));
+    ins[2] = vs_ints(2, INTS(3, 3));
+    assert_false(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "not a multiple of prod(block_shape) (9)");
+    g_clear_error(&error);
+    vs_free(outs[0]);
+    /* a 7-wide block on a 5-wide image */
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 21, 4));
+    ins[1] = vs_ints(2, INTS(5, 5));
+    ins[2] = vs_ints(2, INTS(3, 7));
+    assert_false(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "does not fit");
+    g_clear_error(&error);
+    vs_free(outs[0]);
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(1, 9, 4));
+    ins[1] = vs_ints(3, INTS(5, 5, 5));
+    ins[2] = vs_ints(2, INTS(3, 3));
+    assert_false(infer_vs(&nd, 18, 3, ins, 1, outs, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "image_shape has 3 entries, block_shape 2");
+    g_clear_error(&error);
+    vs_free(outs[0]);
+
+    /* the kernel says the same about L */
+    HgArray *a[3] = {arr_seq(HG_DTYPE_FLOAT, 3, DIMS(1, 9, 6), 1, 0), arr_i64(1, DIMS(2), INTS(5, 5)),
+                     arr_i64(1, DIMS(2), INTS(3, 3))};
+    run_fails(&nd, 18, 3, a, HG_ERROR_INVALID, "is not the number of blocks");
+    hg_model_free(nd.model);
+}
+
+/* The interval rule: 3x3 blocks at stride 2 over 5x5 reach a position once, twice or four times, so
+ * x in [-1, 2] sums to [-4, 8] (up to rounding slack), and NaN only where x may be NaN; 2x2 blocks at
+ * stride 2 (MobileViTV2's fold) rearrange: x's range exactly, tiny kept; over a 9-wide image the
+ * last column gets nothing, so 0 joins it. */
+static void
+test_col2im_ranges(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 8, opset_import: [\"\" : 18]>\n"
+        "g (float[1,9,4] a, float[1,8,16] b, float[1,8,16] c) => (float[1,1,5,5] o1, float[1,2,8,8] o2,\n"
+        "   float[1,2,8,9] o3)\n"
+        "  <int64[2] i5 = {5, 5}, int64[2] k3 = {3, 3}, int64[2] i8 = {8, 8}, int64[2] i89 = {8, 9},\n"
+        "   int64[2] k2 = {2, 2}> {\n"
+        "  o1 = Col2Im <strides = [2, 2]> (a, i5, k3)\n"
+        "  o2 = Col2Im <strides = [2, 2]> (b, i8, k2)\n"
+        "  o3 = Col2Im <strides = [2, 2]> (c, i89, k2)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[3] = {{"a", {-1, 2, 0, FALSE}}, {"b", {0.5, 2, 0.5, FALSE}}, {"c", {0.5, 2, 0.5, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 3);
+    const HgRange *r1 = RANGE_OF(ranges, m, "o1");
+    if (!(r1->lo <= -4 && r1->lo >= -4.01 && r1->hi >= 8 && r1->hi <= 8.01 && !r1->nan))
+        fail_msg("o1: [%g, %g] nan %d, expected [-4, 8]", r1->lo, r1->hi, r1->nan);
+    const HgRange *r2 = RANGE_OF(ranges, m, "o2");
+    if (!(r2->lo <= 0.5 && r2->lo >= 0.4999 && r2->hi >= 2 && r2->hi <= 2.0001 && r2->tiny >= 0.4999 && !r2->nan))
+        fail_msg("o2: [%g, %g] tiny %g nan %d, expected [0.5, 2], tiny 0.5", r2->lo, r2->hi, r2->tiny, r2->nan);
+    const HgRange *r3 = RANGE_OF(ranges, m, "o3");
+    if (!(r3->lo <= 0 && r3->lo >= -1e-6 && r3->hi >= 2 && r3->hi <= 2.0001 && r3->tiny >= 0.4999 && !r3->nan))
+        fail_msg("o3: [%g, %g] tiny %g nan %d, expected [0, 2], tiny 0.5", r3->lo, r3->hi, r3->tiny, r3->nan);
 }
 
 /* ================================================================ pools */
@@ -2606,6 +2850,10 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_convtranspose_spec_examples),
              cmocka_unit_test(test_convtranspose_random_vs_reference),
              cmocka_unit_test(test_convtranspose_infer_cost_errors),
+             cmocka_unit_test(test_col2im),
+             cmocka_unit_test(test_col2im_rounds_once),
+             cmocka_unit_test(test_col2im_infer_cost_errors),
+             cmocka_unit_test(test_col2im_ranges),
              cmocka_unit_test(test_maxpool),
              cmocka_unit_test(test_averagepool),
              cmocka_unit_test(test_global_pools),

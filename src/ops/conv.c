@@ -1,4 +1,4 @@
-/* The conv family: Conv and ConvTranspose, with their interval rules.
+/* The conv family: Conv, ConvTranspose and Col2Im, with their interval rules.
  *
  * Conv runs one of three ways (conv_compute). A 1x1, stride-1, unpadded Conv is one GEMM on the
  * input as it lies. With few output channels per group, a direct kernel: vectorized, built for AVX2
@@ -10,6 +10,7 @@
  * of output channels so that no two write the same output. The typed kernels are conv.inc.
  */
 #include "ops/linalg.h"
+#include "ops/tensor.h"
 #include "ir_private.h"
 
 #include <float.h>
@@ -593,4 +594,339 @@ void
 hg_range_ConvTranspose(HgRangeCtx *ctx)
 {
     range_conv(ctx, TRUE);
+}
+
+/* ================================================================ Col2Im */
+
+/* Col2Im (opset 18; torch.nn.functional.fold): input [N, C * K, L] with K = prod(block_shape) and L
+ * the number of blocks, image_shape and block_shape int64 inputs of one entry per spatial axis,
+ * attributes dilations, pads ([x1_begin, x2_begin, ..., x1_end, ...]) and strides. Output [N, C,
+ * image_shape...]: for kernel index k (row-major over block_shape) and block l (row-major over the
+ * blocks along each axis, n_d = (image_d + pb_d + pe_d - dil_d * (block_d - 1) - 1) / s_d + 1 of
+ * them), input[n, c * K + k, l] is added at position b_d * s_d - pb_d + k_d * dil_d along each axis
+ * where that falls inside the image (the adjoint of Im2Col: overlapping blocks sum). One plan serves
+ * shape inference, the kernel and the interval rule. */
+typedef struct {
+    guint nsp;
+    gint64 image[HG_MAX_RANK], block[HG_MAX_RANK], nblk[HG_MAX_RANK];
+    gint64 s[HG_MAX_RANK], d[HG_MAX_RANK], pb[HG_MAX_RANK], pe[HG_MAX_RANK];
+    gint64 kprod, lprod; /* -1 until known */
+} Col2ImPlan;
+
+/* The attributes for nsp axes: strides and dilations >= 1, pads >= 0 (hg_ints_attr caps each at
+ * G_MAXINT32). */
+static gboolean
+col2im_attrs(const HgArgs *a, guint nsp, Col2ImPlan *p)
+{
+    gint64 pads[2 * HG_MAX_RANK];
+    if (!hg_ints_attr(a->node, "strides", nsp, 1, 1, p->s, NULL, a->error) ||
+        !hg_ints_attr(a->node, "dilations", nsp, 1, 1, p->d, NULL, a->error) ||
+        !hg_ints_attr(a->node, "pads", 2 * nsp, 0, 0, pads, NULL, a->error))
+        return FALSE;
+    for (guint i = 0; i < nsp; i++) {
+        p->pb[i] = pads[i];
+        p->pe[i] = pads[nsp + i];
+    }
+    return TRUE;
+}
+
+/* A known 1-D list of spatial sizes (image_shape or block_shape): 1 to HG_MAX_RANK - 2 entries, each
+ * in [1, G_MAXINT32]. */
+static gboolean
+col2im_sizes(const HgArgs *a, const char *what, const gint64 *v, guint n)
+{
+    if (n < 1 || n > HG_MAX_RANK - 2)
+        return INVALID(a, "%s has %u entries (1 to %d spatial axes)", what, n, HG_MAX_RANK - 2);
+    for (guint i = 0; i < n; i++)
+        if (v[i] < 1 || v[i] > G_MAXINT32)
+            return INVALID(a, "%s[%u] = %" G_GINT64_FORMAT " is out of range", what, i, v[i]);
+    return TRUE;
+}
+
+static int
+col2im_plan(const HgArgs *a, const HgSymShape *x, HgSymShape *y, Col2ImPlan *p)
+{
+    g_autofree gint64 *img = NULL, *blk = NULL;
+    guint ni = 0, nb = 0;
+    memset(p, 0, sizeof(*p));
+    p->kprod = p->lprod = -1;
+    HgPState pi = hg_arg_ints(a, 1, NULL, &img, &ni);
+    HgPState pk = hg_arg_ints(a, 2, NULL, &blk, &nb);
+    y->rank = -1;
+    if (pi == P_ABSENT || pk == P_ABSENT) {
+        INVALID(a, "needs the image_shape and block_shape inputs");
+        return PLAN_ERR;
+    }
+    if (x->rank >= 0 && x->rank != 3) {
+        INVALID(a, "input has rank %d, expected 3 ([N, C * prod(block_shape), L])", x->rank);
+        return PLAN_ERR;
+    }
+    if ((pi == P_KNOWN && !col2im_sizes(a, "image_shape", img, ni)) ||
+        (pk == P_KNOWN && !col2im_sizes(a, "block_shape", blk, nb)))
+        return PLAN_ERR;
+    if (pi == P_KNOWN && pk == P_KNOWN && ni != nb) {
+        INVALID(a, "image_shape has %u entries, block_shape %u", ni, nb);
+        return PLAN_ERR;
+    }
+    /* The output's rank: 2 + the spatial axes, from whichever list is known, else from the length
+     * of image_shape when only that is known. */
+    if (pi == P_KNOWN || pk == P_KNOWN) {
+        p->nsp = pi == P_KNOWN ? ni : nb;
+        hg_sym_unknown_dims(y, (int)p->nsp + 2);
+        if (!col2im_attrs(a, p->nsp, p))
+            return PLAN_ERR;
+    } else {
+        hg_sym_rank_from_param(a, 1, 2, y);
+        if (y->rank < 3)
+            return PLAN_UNKNOWN;
+        p->nsp = (guint)y->rank - 2;
+    }
+    if (x->rank == 3)
+        y->d[0] = x->d[0];
+    if (pk == P_KNOWN) {
+        p->kprod = 1;
+        for (guint i = 0; i < nb; i++) {
+            p->block[i] = blk[i];
+            p->kprod *= blk[i];
+            if (p->kprod > G_MAXINT32) {
+                INVALID(a, "prod(block_shape) is too large");
+                return PLAN_ERR;
+            }
+        }
+        if (x->rank == 3 && x->d[1].v >= 0) {
+            if (x->d[1].v % p->kprod) {
+                INVALID(a, "input dim 1 (%" G_GINT64_FORMAT ") is not a multiple of prod(block_shape) (%"
+                        G_GINT64_FORMAT ")", x->d[1].v, p->kprod);
+                return PLAN_ERR;
+            }
+            y->d[1] = hg_dim_known(x->d[1].v / p->kprod);
+        } else if (x->rank == 3 && p->kprod == 1) {
+            y->d[1] = x->d[1];
+        }
+    }
+    if (pi == P_KNOWN) {
+        for (guint i = 0; i < ni; i++) {
+            p->image[i] = img[i];
+            y->d[2 + i] = hg_dim_known(img[i]);
+        }
+    } else {
+        /* image_shape known in part (shape math): the entries known are the output's dims */
+        guint32 known;
+        const char *syms[HG_MAX_RANK] = {NULL};
+        g_autofree gint64 *part = NULL;
+        guint np;
+        if (hg_arg_ints_partial(a, 1, &part, &np, &known, syms) && np == p->nsp)
+            for (guint i = 0; i < np; i++) {
+                if (known >> i & 1 && part[i] >= 1)
+                    y->d[2 + i] = hg_dim_known(part[i]);
+                else if (!(known >> i & 1) && syms[i])
+                    y->d[2 + i] = (HgSymDim){-1, syms[i]};
+            }
+    }
+    if (pi != P_KNOWN || pk != P_KNOWN)
+        return PLAN_UNKNOWN;
+    /* The blocks along each axis; L must be their product. */
+    p->lprod = 1;
+    for (guint i = 0; i < p->nsp; i++) {
+        gint64 span = p->image[i] + p->pb[i] + p->pe[i] - p->d[i] * (p->block[i] - 1) - 1;
+        if (span < 0) {
+            INVALID(a, "block_shape[%u] = %" G_GINT64_FORMAT " (dilation %" G_GINT64_FORMAT
+                    ") does not fit in the padded image of %" G_GINT64_FORMAT, i, p->block[i], p->d[i],
+                    p->image[i] + p->pb[i] + p->pe[i]);
+            return PLAN_ERR;
+        }
+        p->nblk[i] = span / p->s[i] + 1;
+        if (p->nblk[i] > G_MAXINT32 / MAX(p->lprod, 1)) {
+            INVALID(a, "too many blocks");
+            return PLAN_ERR;
+        }
+        p->lprod *= p->nblk[i];
+    }
+    if (x->rank == 3 && x->d[2].v >= 0 && x->d[2].v != p->lprod) {
+        GString *b = g_string_new(NULL);
+        for (guint i = 0; i < p->nsp; i++)
+            g_string_append_printf(b, "%s%" G_GINT64_FORMAT, i ? " x " : "", p->nblk[i]);
+        INVALID(a, "input dim 2 (L = %" G_GINT64_FORMAT ") is not the number of blocks, %s = %" G_GINT64_FORMAT,
+                x->d[2].v, b->str, p->lprod);
+        g_string_free(b, TRUE);
+        return PLAN_ERR;
+    }
+    return hg_sym_known(y) ? PLAN_OK : PLAN_UNKNOWN;
+}
+
+gboolean
+hg_infer_Col2Im(HgShapeCtx *ctx)
+{
+    HgArgs a = hg_args_infer(ctx);
+    HgSymShape x, y;
+    Col2ImPlan p;
+    hg_arg_shape(&a, 0, &x);
+    if (col2im_plan(&a, &x, &y, &p) == PLAN_ERR)
+        return FALSE;
+    hg_vshape_set_sym(hg_shape_output(ctx, 0), hg_arg_dtype(&a, 0), &y);
+    return hg_fold(ctx, hg_eval_Col2Im, HG_FOLD_SMALL_INPUTS);
+}
+
+/* FP64 sums rounded once into the output's type (float, float16, bfloat16, double): each output
+ * element sums at most a few terms (see the interval rule), so the order does not matter beyond
+ * that one rounding. */
+gboolean
+hg_eval_Col2Im(HgEvalCtx *ctx)
+{
+    if (!hg_eval_need(ctx, 3))
+        return FALSE;
+    HgArgs a = hg_args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    if (!hg_dtype_is_float(x->dtype) || hg_kind_of(x->dtype) == HG_KIND_COUNT)
+        return hg_eval_unsupported(ctx, x->dtype);
+    HgSymShape xs, ys;
+    Col2ImPlan p;
+    hg_arg_shape(&a, 0, &xs);
+    if (!hg_plan_done(&a, col2im_plan(&a, &xs, &ys, &p)))
+        return FALSE;
+    gint64 dims[HG_MAX_RANK];
+    hg_sym_dims(&ys, dims);
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, x->dtype, (guint)ys.rank, dims);
+    if (!y)
+        return FALSE;
+    gint64 img = 1;
+    for (guint i = 0; i < p.nsp; i++)
+        img *= p.image[i];
+    gint64 planes = dims[0] * dims[1], K = p.kprod, L = p.lprod;
+    g_auto(HgKBuf) xb = hg_kbuf_load(x, HG_KIND_F64);
+    g_autofree double *acc = g_try_new0(double, MAX(planes * img, 1));
+    if ((x->numel && !xb.p) || !acc)
+        return hg_eval_oom(ctx);
+    const double *xd = xb.p;
+    for (gint64 pl = 0; pl < planes; pl++) {
+        double *out = acc + pl * img;
+        gint64 kidx[HG_MAX_RANK] = {0};
+        for (gint64 k = 0; k < K; k++) {
+            const double *row = xd + (pl * K + k) * L;
+            gint64 bidx[HG_MAX_RANK] = {0};
+            for (gint64 l = 0; l < L; l++) {
+                gint64 off = 0;
+                guint i = 0;
+                for (; i < p.nsp; i++) {
+                    gint64 pos = bidx[i] * p.s[i] - p.pb[i] + kidx[i] * p.d[i];
+                    if (pos < 0 || pos >= p.image[i])
+                        break;
+                    off = off * p.image[i] + pos;
+                }
+                if (i == p.nsp)
+                    out[off] += row[l];
+                for (guint j = p.nsp; j-- > 0;) {
+                    if (++bidx[j] < p.nblk[j])
+                        break;
+                    bidx[j] = 0;
+                }
+            }
+            for (guint j = p.nsp; j-- > 0;) {
+                if (++kidx[j] < p.block[j])
+                    break;
+                kidx[j] = 0;
+            }
+        }
+    }
+    hg_store_f64_once(y, acc);
+    ctx->outputs[0] = g_steal_pointer(&y);
+    return TRUE;
+}
+
+/* One add per input element. */
+gint64
+hg_cost_Col2Im(const HgShapeCtx *ctx)
+{
+    const HgValueShape *x = hg_shape_input(ctx, 0);
+    return x ? hg_vshape_numel(x) : -1;
+}
+
+static gint64
+gcd64(gint64 a, gint64 b)
+{
+    while (b) {
+        gint64 t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* How many terms reach one output position along axis i: *lo the fewest and *hi the most over the
+ * positions. A term (k, b) lands at p = b * s - pb + k * dil. For a fixed p, k * dil = p + pb - b * s,
+ * so k * dil is congruent to p + pb modulo s: with g = gcd(s, dil) the solutions k form one residue
+ * class modulo s / g (or none), which holds at most ceil(block / (s / g)) of the block's indices
+ * [0, block); and two terms with the same b land at different p (dil >= 1), so at most n_blocks as
+ * well. That is the bound when the image is not known (*lo 0: some position may get nothing). When
+ * it is, the positions are counted one by one (block times image steps, while that stays small). */
+static void
+col2im_axis_counts(const Col2ImPlan *p, guint i, gboolean image_known, gint64 *lo, gint64 *hi)
+{
+    gint64 s = p->s[i], dil = p->d[i], blk = p->block[i];
+    gint64 per = s / gcd64(s, dil);
+    *lo = 0;
+    *hi = (blk + per - 1) / per;
+    if (!image_known)
+        return;
+    *hi = MIN(*hi, p->nblk[i]);
+    if (p->image[i] * blk > (gint64)1 << 24)
+        return;
+    gint64 cmin = G_MAXINT64, cmax = 0;
+    for (gint64 pos = 0; pos < p->image[i]; pos++) {
+        gint64 c = 0;
+        for (gint64 k = 0; k < blk; k++) {
+            gint64 t = pos + p->pb[i] - k * dil; /* = b * s */
+            c += t >= 0 && t % s == 0 && t / s < p->nblk[i];
+        }
+        cmin = MIN(cmin, c);
+        cmax = MAX(cmax, c);
+    }
+    *lo = cmin;
+    *hi = cmax;
+}
+
+/* Each output element sums m of input 0's elements (each one of them at most once), with m between
+ * the products over the axes of the fewest and the most terms per position (col2im_axis_counts: the
+ * terms reaching a position are the product of those reaching its coordinate along each axis), so
+ * it lies in [min(m_lo * lo, M * lo), max(m_lo * hi, M * hi)]: a sum of m values in [lo, hi] lies in
+ * [m * lo, m * hi], and both ends are monotone in m. With M <= 1 every output is an element of the
+ * input or 0 (an element when m_lo = 1), stored unchanged; with more, the sums round like a linear
+ * op's (hg_range_set_linear: inf - inf may make NaN, an FP32 partial sum past FLT_MAX inf). Without
+ * block_shape nothing is known. */
+void
+hg_range_Col2Im(HgRangeCtx *ctx)
+{
+    const HgRange *x = hg_range_input(ctx, 0);
+    HgRange *o = ctx->n_outputs ? ctx->outputs[0] : NULL;
+    if (!x || !o)
+        return;
+    HgValueShape *shapes = NULL;
+    HgArgs a = hg_args_range(ctx, &shapes);
+    GError *err = NULL;
+    a.error = &err;
+    HgSymShape xs, ys;
+    Col2ImPlan p;
+    hg_arg_shape(&a, 0, &xs);
+    int st = col2im_plan(&a, &xs, &ys, &p);
+    hg_args_range_free(&a, shapes);
+    g_clear_error(&err);
+    if (st == PLAN_ERR || p.kprod < 0)
+        return;
+    gboolean image_known = p.lprod >= 0;
+    gint64 mlo = 1, mhi = 1;
+    for (guint i = 0; i < p.nsp; i++) {
+        gint64 lo, hi;
+        col2im_axis_counts(&p, i, image_known, &lo, &hi);
+        mlo *= lo;
+        mhi *= hi; /* <= prod(block_shape) <= G_MAXINT32 */
+    }
+    if (mhi <= 1) {
+        HgRange r = mhi == 0 ? hg_range_exact(0, 0) : mlo >= 1 ? *x : hg_range_with(*x, 0);
+        *o = hg_range_fit(r, hg_range_out_dtype(ctx));
+        return;
+    }
+    double lo = MIN(hg_bound_mul((double)mlo, x->lo), hg_bound_mul((double)mhi, x->lo));
+    double hi = MAX(hg_bound_mul((double)mlo, x->hi), hg_bound_mul((double)mhi, x->hi));
+    double mag = hg_bound_mul((double)mhi, hg_mag(x->lo, x->hi));
+    hg_range_set_linear(ctx, lo, hi, mag, mhi, x->nan);
 }
