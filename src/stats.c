@@ -345,9 +345,32 @@ symbolic_inputs(const HgGraph *g)
 
 /* Symbolic dims are drawn at 1 unless --shapes or --dim-max say otherwise; a model that cannot run
  * that short (an audio front end of strided Convs needs hundreds of samples; Mamba's scan reads the
- * second step) is tried again with every dim nothing pins at RETRY_LEN[0], then [1]. Where none runs,
- * the error is the one at the dims asked for. */
+ * second step) is tried again with every dim nothing pins at RETRY_LEN[0], then [1], as long as its
+ * inputs at that length stay within RETRY_MAX_ELEMENTS (a [batch, seq, 3072] input at 1024 would be
+ * 3.2e9 values). Where none runs, the error is the one at the dims asked for. */
 static const char *const RETRY_LEN[] = {"*=128", "*=1024"};
+static const gint64 RETRY_DIM[] = {128, 1024};
+#define RETRY_MAX_ELEMENTS ((gint64)1 << 24)
+
+/* The graph inputs' elements with every symbolic dim at len, capped at RETRY_MAX_ELEMENTS + 1. */
+static gint64
+input_elements_at(const HgGraph *g, gint64 len)
+{
+    gint64 total = 0;
+    for (guint i = 0; i < g->inputs->len && total <= RETRY_MAX_ELEMENTS; i++) {
+        const HgValueDecl *d = g->inputs->pdata[i];
+        if (d->value->init || !d->type || !d->type->shape)
+            continue;
+        gint64 n = 1;
+        for (guint k = 0; k < d->type->shape->rank && n <= RETRY_MAX_ELEMENTS; k++) {
+            const HgDim *dm = &d->type->shape->dims[k];
+            gint64 v = dm->has_value ? MAX(dm->value, 0) : len;
+            n = v && n > RETRY_MAX_ELEMENTS / v ? RETRY_MAX_ELEMENTS + 1 : n * v;
+        }
+        total += n;
+    }
+    return MIN(total, RETRY_MAX_ELEMENTS + 1);
+}
 
 HgStats *
 hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
@@ -359,7 +382,8 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
     g_autoptr(GError) err = NULL, first = NULL;
     HgStats *st = collect_synthetic(m, o, samples, seed, threads, &first);
     for (guint r = 0; !st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID &&
-                      r < G_N_ELEMENTS(RETRY_LEN) && symbolic_inputs(m->graph);
+                      r < G_N_ELEMENTS(RETRY_LEN) && symbolic_inputs(m->graph) &&
+                      input_elements_at(m->graph, RETRY_DIM[r]) <= RETRY_MAX_ELEMENTS;
          r++) {
         guint n = o->dim_max ? g_strv_length((char **)o->dim_max) : 0;
         g_autofree const char **dm = g_new0(const char *, n + 2);

@@ -234,6 +234,16 @@ def test_synthetic(tmp):
     rc, doc, se = check_json("check-synthetic-pinned", a, "--no-config", "-r", "x=-1:1", "--calib-random", "1",
                              "--dim-max", "samples=4")
     check("check:synthetic-pinned-short", rc == 2 and "kernel does not fit" in se, (rc, se))
+    # ... but not where the inputs would be too large at that length (here z, [a, b, 4096], would hold
+    # 67 million values at 128): the error at the dims asked for, at once, not a machine out of memory.
+    big = save_model(os.path.join(tmp, "audio_big.onnx"),
+                     [helper.make_node("Conv", ["x", "w"], ["c"], strides=[5], name="frontend"),
+                      helper.make_node("Relu", ["c"], ["y"], name="act"),
+                      helper.make_node("Relu", ["z"], ["zy"], name="other")],
+                     [vi("x", (1, 1, "samples")), vi("z", ("a", "b", 4096))], [vi("y", None), vi("zy", None)], [w])
+    rc, doc, se = check_json("check-synthetic-too-big", big, "--no-config", "-r", "x=-1:1", "-r", "z=-1:1",
+                             "--calib-random", "1")
+    check("check:synthetic-longer-too-big", rc == 2 and "kernel does not fit" in se, (rc, se))
 
 
 def test_unranged(tmp):
