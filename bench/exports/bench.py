@@ -48,7 +48,11 @@ RTOL = 1e-2
 # them in another order, which is no error. Their ORT rel-L2 is taken after matching the queries
 # (one to one, nearest first, over all these outputs together); the raw figure stays in the JSON.
 # export.py records this as the entry's 'set_outputs'; this table serves manifests without it.
-SET_OUTPUTS = {"detr": ["logits", "pred_boxes"], "rt_detr": ["logits", "pred_boxes"]}
+# torchvision's detectors give [N, 4] boxes and [N] scores in the order their last sort left them: a
+# set of N detections, matched the same way (as one batch row).
+SET_OUTPUTS = {"detr": ["logits", "pred_boxes"], "rt_detr": ["logits", "pred_boxes"],
+               "ssdlite": ["boxes", "scores"], "fasterrcnn_small": ["boxes", "scores"],
+               "fcos_small": ["boxes", "scores"]}
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.INT64: np.int64,
          TensorProto.INT32: np.int32, TensorProto.BOOL: np.bool_, TensorProto.DOUBLE: np.float64}
 JS_OF = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16",
@@ -82,12 +86,20 @@ def rel_l2(got, ref):
     return float(d / nr) if nr > 0 else (0.0 if d == 0 else math.inf)
 
 
+def as_queries(a):
+    """a as [batch, queries, features]: a detector's [N] scores and [N, 4] boxes are one batch row."""
+    a = np.asarray(a, np.float64)
+    if a.ndim == 1:
+        a = a[:, None]
+    return a[None] if a.ndim == 2 else a
+
+
 def match_queries(got, ref, names):
     """Permutation of got's queries (axis 1) that best matches ref's, per batch row, greedily one to
     one by the distance over the named outputs together; None where shapes do not allow it."""
     try:
-        g = np.concatenate([np.asarray(got[n], np.float64) for n in names], axis=-1)
-        r = np.concatenate([np.asarray(ref[n], np.float64) for n in names], axis=-1)
+        g = np.concatenate([as_queries(got[n]) for n in names], axis=-1)
+        r = np.concatenate([as_queries(ref[n]) for n in names], axis=-1)
     except (KeyError, ValueError):
         return None
     if g.shape != r.shape or g.ndim != 3:
@@ -328,8 +340,8 @@ def convert_row(hg, entry, mode, models, node_path, tmp, timeout, shapes, macs=N
                 if perm is not None:
                     matched = {}
                     for n in sets:
-                        a = np.take_along_axis(np.asarray(named[n]), perm[:, :, None], axis=1)
-                        matched[n] = rel_l2(a, ref[n])
+                        a = np.take_along_axis(as_queries(named[n]), perm[:, :, None], axis=1)
+                        matched[n] = rel_l2(a, as_queries(ref[n]))
                     rest = [v for k, v in errs.items() if k not in matched] + list(matched.values())
                     row["ort_rel_l2_raw"] = raw = row["ort_rel_l2"]
                     row["ort_rel_l2_matched_per_output"] = matched
