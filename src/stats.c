@@ -395,8 +395,15 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
         g_clear_error(&err);
         st = collect_synthetic(m, &longer, samples, seed, threads, &err);
     }
-    if (!st) /* the error at the dims asked for */
+    if (!st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID && symbolic_inputs(m->graph)) {
+        /* the error at the dims asked for, and how to ask for others */
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID,
+                    "%s (symbolic dims were drawn at 1 unless pinned, and where the inputs allow at 128 and "
+                    "1024; give the lengths the model runs at with --shapes NAME:DIMS or --dim-max NAME=N)",
+                    first->message);
+    } else if (!st) {
         g_propagate_error(error, g_steal_pointer(&first));
+    }
     return st;
 }
 

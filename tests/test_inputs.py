@@ -243,7 +243,8 @@ def test_synthetic(tmp):
                      [vi("x", (1, 1, "samples")), vi("z", ("a", "b", 4096))], [vi("y", None), vi("zy", None)], [w])
     rc, doc, se = check_json("check-synthetic-too-big", big, "--no-config", "-r", "x=-1:1", "-r", "z=-1:1",
                              "--calib-random", "1")
-    check("check:synthetic-longer-too-big", rc == 2 and "kernel does not fit" in se, (rc, se))
+    check("check:synthetic-longer-too-big", rc == 2 and "kernel does not fit" in se
+          and "give the lengths the model runs at with --shapes NAME:DIMS or --dim-max NAME=N" in se, (rc, se))
 
 
 def test_unranged(tmp):
