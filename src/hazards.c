@@ -1207,7 +1207,9 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
             return FALSE;
         const HgValue *o = n->inputs[1 - use->index];
         const HgTensorStats *os = stats_of(c, o);
-        double big = os && !isnan(os->absmax) ? os->absmax : o && o->init ? absmax(hg_ranges_get(c->ranges, o)) : 0;
+        /* what calibration saw of the other operand; without it, what its static bound allows: an
+         * addend whose bound is under 2^-14 changes a sum of normal size by less than FP16's step */
+        double big = os && !isnan(os->absmax) ? os->absmax : o ? absmax(hg_ranges_get(c->ranges, o)) : 0;
         if (!(big >= 0x1p-10))
             return FALSE;
     }
@@ -1224,17 +1226,28 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
  * ops that only move values: the layer-scaled branch, whose FP16 sum already rounds away what FP16
  * loses of v. */
 static double
-tiny_absmax(const Check *c, const HgValue *v)
+tiny_absmax(const Check *c, const HgValue *v, HgBoundSource *source)
 {
     if (!v || !is_float_value(c, v) || is_constant(c, v) || g_hash_table_contains(c->fp32, v))
         return NAN;
     const HgTensorStats *s = stats_of(c, v);
-    /* seen stored narrower, what calibration shows is that type's own rounding */
-    if (!s || isnan(s->absmax) || (s->dtype != HG_DTYPE_FLOAT && s->dtype != HG_DTYPE_DOUBLE))
-        return NAN;
-    double a = s->absmax;
+    double a;
+    if (s) {
+        /* seen stored narrower, what calibration shows is that type's own rounding */
+        if (isnan(s->absmax) || (s->dtype != HG_DTYPE_FLOAT && s->dtype != HG_DTYPE_DOUBLE))
+            return NAN;
+        a = s->absmax;
+    } else {
+        /* Without data the static bound can still show it: values that may be at most a bound under
+         * 2^-14 are all that small (weights of 1e-10, as a random-init SAM encoder has, make such
+         * activations; a bound of 0 is a tensor of zeros, which FP16 holds). */
+        const HgRange *r = hg_ranges_get(c->ranges, v);
+        a = r->nan ? NAN : absmax(r);
+    }
     if (!(a > 0 && a < FP16_MIN_NORMAL))
         return NAN;
+    if (source)
+        *source = s ? HG_SOURCE_CALIBRATION : HG_SOURCE_STATIC;
     return added_to_normal(c, v, 0) ? NAN : a;
 }
 
@@ -1243,18 +1256,19 @@ static void
 check_tiny(Check *c, const HgNode *n)
 {
     for (guint k = 0; k < n->n_inputs; k++)
-        if (!isnan(tiny_absmax(c, n->inputs[k])))
+        if (!isnan(tiny_absmax(c, n->inputs[k], NULL)))
             return;
     for (guint k = 0; k < n->n_outputs; k++) {
         HgValue *v = n->outputs[k];
-        double a = tiny_absmax(c, v);
+        HgBoundSource src = HG_SOURCE_STATIC;
+        double a = tiny_absmax(c, v, &src);
         if (isnan(a))
             continue;
-        Decided d = {a, HG_SOURCE_CALIBRATION, TRUE, stats_of(c, v)};
+        Decided d = {a, src, TRUE, stats_of(c, v)};
         add_hazard(c, HG_HAZARD_UNDERFLOW, n, v, d, KEEP_FP32,
-                   "output '%s' reaches at most %.3g (calibration), below FP16's normal range (6.1e-05): "
+                   "output '%s' reaches at most %.3g (%s), below FP16's normal range (6.1e-05): "
                    "stored in FP16 it keeps fewer than 11 bits, and what is under 3e-08 becomes 0",
-                   v->name, a);
+                   v->name, a, src == HG_SOURCE_STATIC ? "static bound" : "calibration");
         return;
     }
 }
@@ -1535,7 +1549,7 @@ hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
 gboolean
 hg_check_value_tiny(const HgCheckResult *r, const HgValue *v)
 {
-    return !isnan(tiny_absmax(current(r), v));
+    return !isnan(tiny_absmax(current(r), v, NULL));
 }
 
 /* The producers along fp16_can_be_zero's path. */

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Activations too small for FP16 (the underflow hazard's calibrated half), end to end.
+"""Activations too small for FP16 (the underflow hazard on activations), end to end.
 
 Usage: test_tiny_activations.py HALFGUARD
 
@@ -7,9 +7,11 @@ Usage: test_tiny_activations.py HALFGUARD
    calibration sees all near 1e-8, as a random-init DPT head gives: check with --calib reports an
    underflow where the tiny values start (the second Conv) and not again below it; convert with the
    same calibration keeps every node that writes or reads those tensors FP32, and verify passes on
-   fresh inputs. Converted without the calibration data (ranges alone), the same model goes all FP16
-   and verify fails: the FP16 outputs are 0 where FP32's are not. That is what the hazard is for, and
-   what the test fails on if it stops working.
+   fresh inputs. From ranges alone (x in [-1, 1]) the static bound of the second Conv is itself under
+   2^-14, so check reports the same underflow (source static) and convert keeps the same nodes FP32.
+   Forced all FP16 (--force-fp16-node '.*'), the same model fails verify: the FP16 outputs are 0
+   where FP32's are not. That is what the hazard is for, and what the test fails on if it stops
+   working.
 2. A negative control, a layer scale of 1e-6 on a residual branch (x + 1e-6 * W x): the branch is
    below FP16's normal range too, but FP16's rounding of the sum already drops it, so neither check
    nor convert says anything and the model converts with no FP32 node; the same with a Transpose
@@ -105,8 +107,8 @@ def test_depth_head(tmp):
     nodes = sorted(h["node"] for h in found or [])
     check("head: underflow reported where the tiny values start (conv2), once", nodes == ["conv2"], nodes)
     found_static, _ = hazards(model, [], ranges)
-    check("head: ranges alone show no underflow (a bound says how large, not how small)",
-          found_static == [], found_static)
+    check("head: ranges alone show it where the static bound is that small (conv2, static)",
+          [(h["node"], h["source"]) for h in found_static or []] == [("conv2", "static")], found_static)
 
     out = os.path.join(tmp, "head.calib.onnx")
     rep, se = report(model, out, calib, ranges)
@@ -123,7 +125,14 @@ def test_depth_head(tmp):
     out_static = os.path.join(tmp, "head.static.onnx")
     rep_s, se = report(model, out_static, [], ranges)
     check("head: convert from ranges runs", rep_s is not None, se)
+    fp32 = sorted(d["node"] for d in (rep_s or {}).get("decisions", []) if d["precision"] == "fp32")
+    check("head: from ranges, the same nodes stay FP32", fp32 == ["conv2", "conv3", "relu2"], fp32)
     rc, txt = verify(model, out_static, fresh)
+    check("head: the conversion from ranges verifies", rc == 0, txt)
+    out_forced = os.path.join(tmp, "head.forced.onnx")
+    rc, so, se = hg("convert", model, "-o", out_forced, "-q", "-r", "x=-1:1", "--force-fp16-node", ".*")
+    check("head: convert forced all FP16 runs", rc == 0, so + se)
+    rc, txt = verify(model, out_forced, fresh)
     check("head: all-FP16 conversion of the same model fails verify (the outputs flush)", rc == 1, txt)
 
 
