@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 96 model families (the
-real-exports issue's 18, 17 more, then batches of 12, 13, 12, 9 and 15), each with both of PyTorch's
+"""Exports halfguard's real-export corpus: small random-init versions of 107 model families (the
+real-exports issue's 18, 17 more, then batches of 12, 13, 12, 9, 15 and 11), each with both of PyTorch's
 ONNX exporters, plus calibration and verification samples and the FP32 outputs of onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
@@ -1554,6 +1554,139 @@ def build_cait(torch, attn):
     return _timm_one(m, "timm CaiT (talking-heads attention, class attention, layer scale 1e-5), dim 32")
 
 
+# ---------------------------------------------------------------------------------------------
+# Eighth batch: SAM's windowed ViT encoder (decomposed relative positions), SigLIP's attention-pooling
+# head, the Audio Spectrogram Transformer, two video transformers (TimeSformer's divided space-time
+# attention, VideoMAE's tubelets), XLNet's two-stream relative attention, FNet's Fourier mixing, RWKV's recurrence (exp of accumulated decays), and
+# decoders with ALiBi (MPT), squared ReLU and q/k LayerNorm (Persimmon) and scaled residuals (Granite).
+
+def build_sam_vision(torch, attn):
+    from transformers import SamVisionConfig, SamVisionModel
+    cfg = _hf_cfg(SamVisionConfig, attn, hidden_size=32, output_channels=16, num_hidden_layers=2,
+                  num_attention_heads=4, image_size=64, patch_size=8, mlp_dim=64, window_size=4,
+                  global_attn_indexes=[1], use_rel_pos=True, num_pos_feats=8)
+    m = _hf_model(SamVisionModel, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values"), "last_hidden_state",
+                      "transformers SamVisionModel (windowed and global attention, decomposed relative positions, conv neck "
+                      "with LayerNorm2d), hidden 32")
+
+
+def build_siglip_vision(torch, attn):
+    from transformers import SiglipVisionConfig, SiglipVisionModel
+    cfg = _hf_cfg(SiglipVisionConfig, attn, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                  num_attention_heads=4, image_size=64, patch_size=16)
+    m = _hf_model(SiglipVisionModel, cfg, attn)
+    return _one_input(m, "pixel_values", image("pixel_values", norm=((0.5, 0.5, 0.5), (0.5, 0.5, 0.5)),
+                                                rng_range=(-1.0, 1.0)), "pooler_output",
+                      "transformers SiglipVisionModel (attention-pooling head: a probe query through nn.MultiheadAttention), "
+                      "hidden 32")
+
+
+def build_ast(torch, attn):
+    from transformers import ASTConfig, ASTModel
+    cfg = _hf_cfg(ASTConfig, attn, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, patch_size=16, frequency_stride=10, time_stride=10, max_length=64,
+                  num_mel_bins=32)
+    m = _hf_model(ASTModel, cfg, attn)
+    spec = dict(name="input_values", kind="mel", dtype="float32", dims=[2, 64, 32], dyn={0: "batch"},
+                sample=[1, 64, 32], range=[-1.0, 1.0])
+    return _one_input(m, "input_values", spec, "pooler_output",
+                      "transformers ASTModel (overlapping spectrogram patches, two class tokens), hidden 32")
+
+
+def _video_first(m, out, what, hw=32, frames=4):
+    """A video model reading [batch, frames, 3, h, w]: the corpus's video input is [batch, 3, frames, h, w]."""
+    def fn(mod, a):
+        return getattr(mod(pixel_values=a.permute(0, 2, 1, 3, 4), return_dict=True), out)
+
+    return (m, fn), [video("pixel_values", frames=frames, hw=hw)], [out], what
+
+
+def build_timesformer(torch, attn):
+    from transformers import TimesformerConfig, TimesformerModel
+    cfg = _hf_cfg(TimesformerConfig, attn, image_size=32, patch_size=8, num_frames=4, hidden_size=32,
+                  num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  attention_type="divided_space_time")
+    m = _hf_model(TimesformerModel, cfg, attn)
+    return _video_first(m, "last_hidden_state", "transformers TimesformerModel (divided space-time attention), hidden 32")
+
+
+def build_videomae(torch, attn):
+    from transformers import VideoMAEConfig, VideoMAEModel
+    cfg = _hf_cfg(VideoMAEConfig, attn, image_size=32, patch_size=8, num_frames=4, tubelet_size=2,
+                  hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                  use_mean_pooling=True)
+    m = _hf_model(VideoMAEModel, cfg, attn)
+    return _video_first(m, "last_hidden_state", "transformers VideoMAEModel (Conv3d tubelets, fixed sinusoidal table), "
+                                                "hidden 32")
+
+
+def build_xlnet(torch, attn):
+    from transformers import XLNetConfig, XLNetModel
+    cfg = XLNetConfig(vocab_size=VOCAB, d_model=32, n_layer=2, n_head=4, d_inner=64, mem_len=None,
+                      use_mems_eval=False)
+    m = XLNetModel(cfg)
+
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, use_mems=False, return_dict=True).last_hidden_state
+
+    return (m, fn), [ids("input_ids"), mask("attention_mask")], ["last_hidden_state"], \
+        "transformers XLNetModel (two-stream relative attention, sinusoidal relative positions, rel_shift), d_model 32"
+
+
+def build_fnet(torch, attn):
+    from transformers import FNetConfig, FNetModel
+    cfg = FNetConfig(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, intermediate_size=64,
+                     max_position_embeddings=128, type_vocab_size=2, use_tpu_fourier_optimizations=False)
+    m = FNetModel(cfg)
+
+    def fn(mod, a, c):
+        return mod(input_ids=a, token_type_ids=c, return_dict=True).last_hidden_state
+
+    return (m, fn), [ids("input_ids"), token_type("token_type_ids")], ["last_hidden_state"], \
+        "transformers FNetModel (2-D Fourier transform instead of attention, real part), hidden 32"
+
+
+def build_rwkv(torch, attn):
+    from transformers import RwkvConfig, RwkvForCausalLM
+    cfg = RwkvConfig(vocab_size=VOCAB, context_length=64, hidden_size=32, num_hidden_layers=2,
+                     attention_hidden_size=32, intermediate_size=64, rescale_every=0, use_cache=False)
+    m = RwkvForCausalLM(cfg)
+
+    def fn(mod, a):
+        return mod(input_ids=a, use_cache=False, return_dict=True).logits
+
+    return (m, fn), [ids("input_ids")], ["logits"], \
+        "transformers RwkvForCausalLM (WKV recurrence over the sequence: exp of time decays with a running max), hidden 32"
+
+
+def build_mpt(torch, attn):
+    from transformers import MptConfig, MptForCausalLM
+    cfg = MptConfig(vocab_size=VOCAB, d_model=32, n_heads=4, n_layers=2, expansion_ratio=2, max_seq_len=128,
+                    use_cache=False)
+    m = MptForCausalLM(cfg)
+    return _causal_lm(m, "transformers MptForCausalLM (ALiBi, LayerNorm without bias), d_model 32")
+
+
+def build_persimmon(torch, attn):
+    from transformers import PersimmonConfig, PersimmonForCausalLM
+    cfg = _hf_cfg(PersimmonConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=128, qk_layernorm=True,
+                  partial_rotary_factor=0.5, hidden_act="relu2", use_cache=False)
+    m = _hf_model(PersimmonForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers PersimmonForCausalLM (squared ReLU, q/k LayerNorm, partial rotary), hidden 32")
+
+
+def build_granite(torch, attn):
+    from transformers import GraniteConfig, GraniteForCausalLM
+    cfg = _hf_cfg(GraniteConfig, attn, vocab_size=VOCAB, hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                  embedding_multiplier=12.0, logits_scaling=8.0, residual_multiplier=0.22,
+                  attention_multiplier=0.0078125, use_cache=False)
+    m = _hf_model(GraniteForCausalLM, cfg, attn)
+    return _causal_lm(m, "transformers GraniteForCausalLM (embedding x12, residual x0.22, logits / 8), hidden 32")
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -1671,6 +1804,20 @@ SEVENTH_FAMILIES = {
     "cait": (build_cait, False),
 }
 FAMILIES.update(SEVENTH_FAMILIES)
+EIGHTH_FAMILIES = {
+    "sam_vision": (build_sam_vision, True),
+    "siglip_vision": (build_siglip_vision, True),
+    "ast": (build_ast, True),
+    "timesformer": (build_timesformer, True),
+    "videomae": (build_videomae, True),
+    "xlnet": (build_xlnet, False),
+    "fnet": (build_fnet, False),
+    "rwkv": (build_rwkv, False),
+    "mpt": (build_mpt, False),
+    "persimmon": (build_persimmon, True),
+    "granite": (build_granite, True),
+}
+FAMILIES.update(EIGHTH_FAMILIES)
 
 
 def family_index(family):
@@ -1688,6 +1835,8 @@ def family_index(family):
         return 500 + sorted(SIXTH_FAMILIES).index(family)
     if family in SEVENTH_FAMILIES:
         return 600 + sorted(SEVENTH_FAMILIES).index(family)
+    if family in EIGHTH_FAMILIES:
+        return 700 + sorted(EIGHTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
