@@ -7,9 +7,11 @@
  * A constant's values beyond FP16's range (float32 min or max, +-inf) are clamped to +-65504 only when
  * every path from it ends, through mask arithmetic (Mul by a 0/1 mask, Sub and Neg, which swap the
  * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add, a Sub (logits
- * minus INF * (1 - mask), as Funnel writes it: the fill then acts on the other side) or a Where's fill
+ * minus INF * (1 - mask), as Funnel writes it: the fill then acts on the other side), a Where's fill
+ * or straight into a reader that saturates on its side (a running maximum's -1e38 start, as RWKV
+ * writes it: Max(start, k), exp(start - m)), each
  * whose result goes only where that side saturates (again through reshaping and selection): for large
- * negatives Softmax, LogSoftmax, ReduceMax, Max or ArgMax (after Softmax a logit at -65504 and one at
+ * negatives Softmax, LogSoftmax, ReduceMax, Max, ArgMax or Exp (after Softmax a logit at -65504 and one at
  * -3.4e38 both weigh exp(-65504 - max) = 0, and a maximum ignores either), for large positives a
  * minimum, and for both Sigmoid and Tanh (RT-DETR's anchors filled with float32 max before the box
  * head's Add and a Sigmoid). Each clamp is reported. Anything else beyond
@@ -55,7 +57,9 @@ mask_use(const HgValue *v, int sign, int depth)
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
         gboolean ok;
-        if (hg_node_is(n, "Add") || (hg_node_is(n, "Where") && use->index > 0))
+        if (hg_node_saturates(n, sign))
+            ok = TRUE; /* a running maximum started at -1e38 (RWKV): Max(fill, x), exp(fill - m) */
+        else if (hg_node_is(n, "Add") || (hg_node_is(n, "Where") && use->index > 0))
             ok = hg_value_ends_in_saturation(n->outputs[0], sign) || mask_use(n->outputs[0], sign, depth + 1);
         else if (hg_node_is(n, "Sub")) { /* logits - INF * (1 - mask) (Funnel): the fill on the other side */
             int side = use->index == 1 ? -sign : sign;

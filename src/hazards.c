@@ -1095,11 +1095,27 @@ hg_node_passes_through(const HgNode *n)
 }
 
 /* Does every path from v end where a value past FP16's range on the side of sign (-1: large
- * negative, +1: large positive) weighs what +-65504 does: a maximum or softmax ignores a large
- * negative (exp(-65504 - max) = 0 as exp(-3.4e38 - max) is), a minimum a large positive, and Sigmoid
+ * negative, +1: large positive) weighs what +-65504 does (hg_node_saturates): a maximum, softmax or
+ * exp ignores a large negative (exp(-65504 - max) = 0 as exp(-3.4e38 - max) is), a minimum a large
+ * positive, and Sigmoid
  * and Tanh saturate both ways (sigmoid(65504) = 1 exactly, in FP32 too)? On the way: reshaping and
  * selection (a Where's branches, the data of Gather, GatherElements and GatherND), an Add (a mask added
  * to a finite logit keeps its side), Sub (the subtrahend's side swaps) and Neg (which swaps it too). */
+gboolean
+hg_node_saturates(const HgNode *n, int sign)
+{
+    const HgOpDef *op = hg_op_for_node(n);
+    if (hg_node_is(n, "Sigmoid") || hg_node_is(n, "Tanh") || (op && (op->traits & HG_TRAIT_SHAPE_ONLY)))
+        return TRUE; /* saturating, or reading the shape alone */
+    /* Exp: exp(-65504 + s) and exp(-3.4e38 + s) are both 0 (a running maximum's -1e38 start, as RWKV
+     * and streaming softmaxes write it, read through exp(state - max)) */
+    if (sign < 0)
+        return hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax") || hg_node_is(n, "ReduceMax") ||
+               hg_node_is(n, "Max") || hg_node_is(n, "ArgMax") || hg_node_is(n, "MaxPool") ||
+               hg_node_is(n, "GlobalMaxPool") || hg_node_is(n, "Exp");
+    return hg_node_is(n, "ReduceMin") || hg_node_is(n, "Min") || hg_node_is(n, "ArgMin");
+}
+
 static gboolean
 ends_in_saturation(const HgValue *v, int sign, int depth)
 {
@@ -1108,14 +1124,7 @@ ends_in_saturation(const HgValue *v, int sign, int depth)
     for (guint u = 0; u < v->uses->len; u++) {
         const HgUse *use = &g_array_index(v->uses, HgUse, u);
         const HgNode *n = use->node;
-        const HgOpDef *op = hg_op_for_node(n);
-        if (hg_node_is(n, "Sigmoid") || hg_node_is(n, "Tanh") || (op && (op->traits & HG_TRAIT_SHAPE_ONLY)))
-            continue; /* saturating, or reading the shape alone */
-        if (sign < 0 && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax") || hg_node_is(n, "ReduceMax") ||
-                         hg_node_is(n, "Max") || hg_node_is(n, "ArgMax") || hg_node_is(n, "MaxPool") ||
-                         hg_node_is(n, "GlobalMaxPool")))
-            continue;
-        if (sign > 0 && (hg_node_is(n, "ReduceMin") || hg_node_is(n, "Min") || hg_node_is(n, "ArgMin")))
+        if (hg_node_saturates(n, sign))
             continue;
         gboolean select = (hg_node_passes_through(n) && use->index == 0) ||
                           (hg_node_is(n, "Where") && use->index > 0) ||

@@ -44,6 +44,9 @@ gboolean hg_value_ends_in_max(const HgValue *v);
 /* The same for either side: sign < 0 is hg_value_ends_in_max; sign > 0 asks whether every path
  * from v ends where a large positive value weighs what 65504 does (a minimum, Sigmoid, Tanh). */
 gboolean hg_value_ends_in_saturation(const HgValue *v, int sign);
+/* Does n read a value past FP16's range on the side of sign as it reads +-65504 there (Softmax, Max,
+ * Exp... for large negatives; Min... for large positives; Sigmoid and Tanh both ways; a shape)? */
+gboolean hg_node_saturates(const HgNode *n, int sign);
 
 G_END_DECLS
 
