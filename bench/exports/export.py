@@ -1687,6 +1687,134 @@ def build_granite(torch, attn):
     return _causal_lm(m, "transformers GraniteForCausalLM (embedding x12, residual x0.22, logits / 8), hidden 32")
 
 
+# ---------------------------------------------------------------------------------------------
+# Ninth batch: timm's EfficientViT (ReLU linear attention: a division by a sum of products), UperNet
+# on ConvNeXt, Depth Anything (DINOv2 backbone,
+# DPT head), ESM (rotary protein encoder with token-dropout scaling), CANINE (hashed character
+# embeddings, strided downsampling), Switch Transformers (top-1 expert routing), LongT5 (local
+# attention), and torchvision's RetinaNet and Mask R-CNN built small.
+
+def build_efficientvit(torch, attn):
+    from timm.models.efficientvit_mit import EfficientVit
+    m = EfficientVit(widths=(8, 16, 32, 64, 128), depths=(1, 1, 1, 1, 1), head_dim=16, head_widths=(256, 320),
+                     num_classes=10)
+    return _timm_one(m, "timm EfficientVit (MIT: ReLU linear attention, a division by the sum of the products), widths 8-128")
+
+
+def build_upernet(torch, attn):
+    from transformers import ConvNextConfig, UperNetConfig, UperNetForSemanticSegmentation
+    bb = ConvNextConfig(num_channels=3, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                        out_features=["stage1", "stage2", "stage3", "stage4"])
+    cfg = UperNetConfig(backbone_config=bb, hidden_size=32, auxiliary_in_channels=32, num_labels=5,
+                        use_auxiliary_head=False, pool_scales=[1, 2, 3, 6])
+    m = UperNetForSemanticSegmentation(cfg)
+    return _one_input(m, "pixel_values", image("pixel_values"), "logits",
+                      "transformers UperNetForSemanticSegmentation on ConvNeXt (pyramid pooling, FPN fusion), dims 8-64")
+
+
+def build_depth_anything(torch, attn):
+    from transformers import DepthAnythingConfig, DepthAnythingForDepthEstimation, Dinov2Config
+    bb = Dinov2Config(image_size=56, patch_size=14, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                      mlp_ratio=2, out_features=["stage1", "stage2", "stage3", "stage4"], reshape_hidden_states=False)
+    cfg = DepthAnythingConfig(backbone_config=bb, reassemble_hidden_size=32, patch_size=14,
+                              neck_hidden_sizes=[8, 16, 32, 32], fusion_hidden_size=16, head_hidden_size=8)
+    m = DepthAnythingForDepthEstimation(cfg)
+    return _one_input(m, "pixel_values", image("pixel_values", hw=56), "predicted_depth",
+                      "transformers DepthAnythingForDepthEstimation (DINOv2 backbone, DPT neck and head), 56 x 56")
+
+
+def build_esm(torch, attn):
+    from transformers import EsmConfig, EsmModel
+    cfg = _hf_cfg(EsmConfig, attn, vocab_size=33, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=64, max_position_embeddings=128, position_embedding_type="rotary",
+                  token_dropout=True, mask_token_id=32, pad_token_id=1)
+    m = _hf_model(EsmModel, cfg, attn)
+
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, return_dict=True).last_hidden_state
+
+    return (m, fn), [ids("input_ids", vocab=33), mask("attention_mask")], ["last_hidden_state"], \
+        "transformers EsmModel (rotary, token-dropout rescaling by the mask ratio), hidden 32"
+
+
+def build_canine(torch, attn):
+    from transformers import CanineConfig, CanineModel
+    cfg = CanineConfig(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+                       max_position_embeddings=256, downsampling_rate=4, num_hash_functions=4, num_hash_buckets=256,
+                       local_transformer_stride=8)
+    m = CanineModel(cfg)
+    spec_ids, spec_mask = ids("input_ids", seq=32, vocab=1024), mask("attention_mask", seq=32)
+
+    def fn(mod, a, b):
+        return mod(input_ids=a, attention_mask=b, return_dict=True).last_hidden_state
+
+    return (m, fn), [spec_ids, spec_mask], ["last_hidden_state"], \
+        "transformers CanineModel (hashed character embeddings, strided downsampling and upsampling), hidden 32"
+
+
+def build_switch_transformers(torch, attn):
+    from transformers import SwitchTransformersConfig, SwitchTransformersForConditionalGeneration
+    cfg = SwitchTransformersConfig(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, expert_capacity=8, num_layers=2,
+                                   num_sparse_encoder_layers=1, num_decoder_layers=2, num_sparse_decoder_layers=1,
+                                   num_heads=4, num_experts=4, decoder_start_token_id=0, pad_token_id=0,
+                                   eos_token_id=1, use_cache=False)
+    m = SwitchTransformersForConditionalGeneration(cfg)
+    return *_seq2seq(m), "transformers SwitchTransformersForConditionalGeneration (top-1 routing over 4 experts), d_model 32"
+
+
+def build_longt5(torch, attn):
+    from transformers import LongT5Config, LongT5ForConditionalGeneration
+    cfg = LongT5Config(vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
+                       local_radius=4, global_block_size=4, encoder_attention_type="transient-global",
+                       decoder_start_token_id=0, pad_token_id=0, eos_token_id=1, use_cache=False)
+    m = LongT5ForConditionalGeneration(cfg)
+    return *_seq2seq(m), "transformers LongT5ForConditionalGeneration (transient-global local attention, radius 4), d_model 32"
+
+
+def build_retinanet_small(torch, attn):
+    from torchvision.models.detection import RetinaNet
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    backbone = _small_fpn_backbone(torch)
+    anchors = AnchorGenerator(((16, 32),) * 3, ((0.5, 1.0, 2.0),) * 3)
+    m = RetinaNet(backbone, num_classes=5, anchor_generator=anchors, min_size=128, max_size=128,
+                  score_thresh=0.0, topk_candidates=50, detections_per_img=20)
+
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return o["boxes"], o["scores"]
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return (m, fn), [spec], ["boxes", "scores"], \
+        "torchvision RetinaNet on a mobilenet_v3 x0.25 FPN (focal-loss heads, per-level top-k, NMS)"
+
+
+def build_maskrcnn_small(torch, attn):
+    from torchvision.models.detection import MaskRCNN
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
+    from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
+    from torchvision.ops import MultiScaleRoIAlign
+    backbone = _small_fpn_backbone(torch)
+    anchors = AnchorGenerator(((16, 32, 64),) * 3, ((0.5, 1.0, 2.0),) * 3)
+    m = MaskRCNN(backbone, num_classes=None, rpn_anchor_generator=anchors,
+                 box_roi_pool=MultiScaleRoIAlign(["0", "1"], 7, 2),
+                 box_head=TwoMLPHead(backbone.out_channels * 49, 64), box_predictor=FastRCNNPredictor(64, 5),
+                 mask_roi_pool=MultiScaleRoIAlign(["0", "1"], 14, 2),
+                 mask_head=MaskRCNNHeads(backbone.out_channels, [16, 16], 1),
+                 mask_predictor=MaskRCNNPredictor(16, 16, 5), min_size=128, max_size=128,
+                 rpn_pre_nms_top_n_test=100, rpn_post_nms_top_n_test=50, box_detections_per_img=10)
+
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return o["boxes"], o["scores"], o["masks"]
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return (m, fn), [spec], ["boxes", "scores", "masks"], \
+        "torchvision MaskRCNN on a mobilenet_v3 x0.25 FPN (RoIAlign for boxes and masks, ConvTranspose mask head, mask pasting)"
+
+
 FAMILIES = {
     "resnet50": (build_resnet50, False),
     "mobilenetv3": (build_mobilenetv3, False),
@@ -1818,6 +1946,18 @@ EIGHTH_FAMILIES = {
     "granite": (build_granite, True),
 }
 FAMILIES.update(EIGHTH_FAMILIES)
+NINTH_FAMILIES = {
+    "efficientvit": (build_efficientvit, False),
+    "upernet": (build_upernet, False),
+    "depth_anything": (build_depth_anything, False),
+    "esm": (build_esm, True),
+    "canine": (build_canine, False),
+    "switch_transformers": (build_switch_transformers, False),
+    "longt5": (build_longt5, False),
+    "retinanet_small": (build_retinanet_small, False),
+    "maskrcnn_small": (build_maskrcnn_small, False),
+}
+FAMILIES.update(NINTH_FAMILIES)
 
 
 def family_index(family):
@@ -1837,6 +1977,8 @@ def family_index(family):
         return 600 + sorted(SEVENTH_FAMILIES).index(family)
     if family in EIGHTH_FAMILIES:
         return 700 + sorted(EIGHTH_FAMILIES).index(family)
+    if family in NINTH_FAMILIES:
+        return 800 + sorted(NINTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
