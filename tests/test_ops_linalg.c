@@ -148,6 +148,7 @@ test_family_rows(void **state)
     assert_family_rows("pool", 4);
     assert_family_rows("matmul", 3);
     assert_family_rows("attention", 2);
+    assert_family_rows("signal", 1);
 }
 
 /* ================================================================ Conv */
@@ -930,6 +931,181 @@ test_col2im_ranges(void **state)
     const HgRange *r3 = RANGE_OF(ranges, m, "o3");
     if (!(r3->lo <= 0 && r3->lo >= -1e-6 && r3->hi >= 2 && r3->hi <= 2.0001 && r3->tiny >= 0.4999 && !r3->nan))
         fail_msg("o3: [%g, %g] tiny %g nan %d, expected [0, 2], tiny 0.5", r3->lo, r3->hi, r3->tiny, r3->nan);
+}
+
+/* ================================================================ DFT */
+
+/* DFT on values worked out by hand: fft([1, 2, 3, 4]) = [10, -2 + 2i, -2, -2 - 2i] (opset 17, axis
+ * attribute), its inverse back from the complex spectrum, onesided (opset 20, default axis -2), and
+ * dft_length that zero-pads (fft([1, 2, 0, 0]) = [3, 1 - 2i, -1, 1 + 2i]) or truncates (fft([1, 2]) =
+ * [3, -1]), the axis as an input; float16 rounds once. */
+static void
+test_dft(void **state)
+{
+    (void)state;
+    Node nd = node_new("DFT", "x", "y");
+    attr_i(nd.node, "axis", 1);
+    HgArray *ins[3] = {arr(HG_DTYPE_FLOAT, 3, DIMS(1, 4, 1), VALS(1, 2, 3, 4))};
+    HgArray *y = run1(&nd, 17, 1, ins);
+    assert_shape(y, 1, 4, 2);
+    assert_values(y, 1e-6, 10, 0, -2, 2, -2, 0, -2, -2);
+    hg_array_unref(y);
+    node_free(&nd);
+
+    nd = node_new("DFT", "x", "y");
+    attr_i(nd.node, "inverse", 1);
+    ins[0] = arr(HG_DTYPE_DOUBLE, 3, DIMS(1, 4, 2), VALS(10, 0, -2, 2, -2, 0, -2, -2));
+    y = run1(&nd, 17, 1, ins);
+    assert_shape(y, 1, 4, 2);
+    assert_int_equal(y->dtype, HG_DTYPE_DOUBLE);
+    assert_values(y, 1e-12, 1, 0, 2, 0, 3, 0, 4, 0);
+    hg_array_unref(y);
+    node_free(&nd);
+
+    /* opset 20: axis -2 by default; onesided keeps floor(4 / 2) + 1 = 3 */
+    nd = node_new("DFT", "x", "y");
+    attr_i(nd.node, "onesided", 1);
+    ins[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(4, 1), VALS(1, 2, 3, 4));
+    y = run1(&nd, 20, 1, ins);
+    assert_shape(y, 3, 2);
+    assert_values(y, 1e-6, 10, 0, -2, 2, -2, 0);
+    hg_array_unref(y);
+    node_free(&nd);
+
+    /* dft_length pads and truncates; the axis input picks axis 0 of [L, 2, 1] */
+    nd = node_new("DFT", "x,n,axis", "y");
+    ins[0] = arr(HG_DTYPE_FLOAT, 3, DIMS(2, 2, 1), VALS(1, 5, 2, 6));
+    ins[1] = arr_i64(0, NULL, INTS(4));
+    ins[2] = arr_i64(0, NULL, INTS(0));
+    y = run1(&nd, 20, 3, ins);
+    assert_shape(y, 4, 2, 2);
+    assert_values(y, 1e-6, 3, 0, 11, 0, 1, -2, 5, -6, -1, 0, -1, 0, 1, 2, 5, 6);
+    hg_array_unref(y);
+    ins[0] = arr(HG_DTYPE_FLOAT, 3, DIMS(1, 4, 1), VALS(1, 2, 3, 4));
+    ins[1] = arr_i64(0, NULL, INTS(2));
+    ins[2] = arr_i64(0, NULL, INTS(-2));
+    y = run1(&nd, 20, 3, ins);
+    assert_shape(y, 1, 2, 2);
+    assert_values(y, 1e-6, 3, 0, -1, 0);
+    hg_array_unref(y);
+
+    /* float16: FP64 sums rounded once. 2048 + 1 + 1 (+ 0) is 2050; rounding each partial sum would
+     * give 2048, as 2049 is a tie that rounds to even. */
+    ins[0] = arr(HG_DTYPE_FLOAT16, 2, DIMS(3, 1), VALS(2048, 1, 1));
+    ins[1] = arr_i64(0, NULL, INTS(4));
+    ins[2] = arr_i64(0, NULL, INTS(0));
+    y = run1(&nd, 20, 3, ins);
+    assert_int_equal(y->dtype, HG_DTYPE_FLOAT16);
+    assert_values(y, 0, 2050, 0, 2047, -1, 2048, 0, 2047, 1);
+    hg_array_unref(y);
+
+    /* errors: a last dim that is neither 1 nor 2, the last axis, dft_length 0, onesided of a complex
+     * input (ONNX's shape inference rejects it); onesided inverse is not supported */
+    HgArray *a[3] = {arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(1, 2, 3, 4, 5, 6)), arr_i64(0, NULL, INTS(2)),
+                     arr_i64(0, NULL, INTS(0))};
+    run_fails(&nd, 20, 3, a, HG_ERROR_INVALID, "must be 1 (real) or 2 (complex)");
+    a[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(1, 2));
+    a[1] = arr_i64(0, NULL, INTS(2));
+    a[2] = arr_i64(0, NULL, INTS(-1));
+    run_fails(&nd, 20, 3, a, HG_ERROR_INVALID, "axis -1 is out of range");
+    a[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(2, 1), VALS(1, 2));
+    a[1] = arr_i64(0, NULL, INTS(0));
+    a[2] = arr_i64(0, NULL, INTS(0));
+    run_fails(&nd, 20, 3, a, HG_ERROR_INVALID, "dft_length 0 is below 1");
+    node_free(&nd);
+    nd = node_new("DFT", "x", "y");
+    attr_i(nd.node, "onesided", 1);
+    a[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 2, 3, 4));
+    run_fails(&nd, 20, 1, a, HG_ERROR_INVALID, "onesided needs a real input");
+    attr_i(nd.node, "inverse", 1);
+    a[0] = arr(HG_DTYPE_FLOAT, 2, DIMS(2, 2), VALS(1, 2, 3, 4));
+    run_fails(&nd, 20, 1, a, HG_ERROR_UNSUPPORTED, "onesided with inverse");
+    node_free(&nd);
+}
+
+/* Shape inference: the axis dim becomes dft_length (or n / 2 + 1 onesided), the last dim 2, a
+ * symbolic dim elsewhere kept; an axis input not known leaves the signal dims unknown where
+ * dft_length changes one; cost: min(len, n) complex products per output pair. */
+static void
+test_dft_infer_cost(void **state)
+{
+    (void)state;
+    Node nd = node_new("DFT", "x,n,axis", "y");
+    attr_i(nd.node, "onesided", 1);
+    HgValueShape *ins[3] = {vs_new(HG_DTYPE_FLOAT16, 3, DIMS(-1, 9, 1)), vs_ints(1, INTS(10)),
+                            vs_ints(1, INTS(1))};
+    ins[0]->dims[0].sym = g_intern_string("N");
+    HgValueShape *outs[1];
+    GError *error = NULL;
+    assert_true(infer_vs(&nd, 20, 3, ins, 1, outs, &error));
+    assert_vshape(outs[0], HG_DTYPE_FLOAT16, -1, 6, 2);
+    assert_string_equal(outs[0]->dims[0].sym, "N");
+    vs_free(outs[0]);
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(3, 9, 1));
+    ins[1] = vs_ints(1, INTS(10));
+    ins[2] = vs_new(HG_DTYPE_INT64, 0, NULL);
+    assert_true(infer_vs(&nd, 20, 3, ins, 1, outs, &error));
+    assert_vshape(outs[0], HG_DTYPE_FLOAT, -1, -1, 2);
+    vs_free(outs[0]);
+    node_free(&nd);
+
+    /* opset 17: the axis attribute (default 1); the output keeps the input's dims but the last */
+    nd = node_new("DFT", "x", "y");
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 4, DIMS(2, 5, 7, 2));
+    assert_true(infer_vs(&nd, 17, 1, ins, 1, outs, &error));
+    assert_vshape(outs[0], HG_DTYPE_FLOAT, 2, 5, 7, 2);
+    vs_free(outs[0]);
+    ins[0] = vs_new(HG_DTYPE_FLOAT, 3, DIMS(2, 5, 3));
+    assert_false(infer_vs(&nd, 17, 1, ins, 1, outs, &error));
+    assert_hg_error(error, HG_ERROR_INVALID, "must be 1 (real) or 2 (complex)");
+    g_clear_error(&error);
+    vs_free(outs[0]);
+
+    HgValueShape *cins[1] = {vs_new(HG_DTYPE_FLOAT, 4, DIMS(2, 5, 7, 2))};
+    HgValueShape out = {0};
+    vs_set(&out, HG_DTYPE_FLOAT, 4, DIMS(2, 5, 7, 2), NULL);
+    assert_int_equal(cost_of(&nd, 1, cins, &out), 2 * 5 * 7 * 2 * 5 * 2);
+    vs_free(cins[0]);
+    node_free(&nd);
+}
+
+/* The interval rule: x in [-1, 2] over 8 real terms is within 8 * 2 = 16; a complex input within
+ * sqrt(2) times that; 5 terms where dft_length truncates to 5; an inverse within 2 (times sqrt(2) for
+ * complex) whatever the length, a symbolic one too (with the rounding slack of HG_ASSUMED_LEN terms);
+ * a forward DFT along a symbolic axis without --dim-max is unbounded. */
+static void
+test_dft_ranges(void **state)
+{
+    (void)state;
+    static const char text[] =
+        "<ir_version: 9, opset_import: [\"\" : 20]>\n"
+        "g (float[3,8,1] a, float[3,8,2] b, float[S,4,2] c, float[S,4,1] d) => (float[3,8,2] o1,\n"
+        "   float[3,8,2] o2, float[S,4,2] o3, float[S,4,2] o4, float[3,3,2] o5)\n"
+        "  <int64 ax0 = {0}, int64 n5 = {5}> {\n"
+        "  o1 = DFT (a)\n"
+        "  o2 = DFT (b)\n"
+        "  o3 = DFT <inverse = 1> (c, , ax0)\n"
+        "  o4 = DFT (d, , ax0)\n"
+        "  o5 = DFT <onesided = 1> (a, n5)\n"
+        "}\n";
+    g_autoptr(HgShapes) shapes = NULL;
+    g_autoptr(HgModel) m = text_model(text, &shapes);
+    HgInputRange in[4] = {{"a", {-1, 2, 0, FALSE}}, {"b", {-1, 2, 0, FALSE}}, {"c", {-1, 2, 0, FALSE}},
+                          {"d", {-1, 2, 0, FALSE}}};
+    g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 4);
+    struct {
+        const char *name;
+        double b, tol;
+    } want[] = {{"o1", 16, 1.001}, {"o2", 16 * G_SQRT2, 1.001}, {"o3", 2 * G_SQRT2, 1.2}, {"o5", 10, 1.001}};
+    for (guint i = 0; i < G_N_ELEMENTS(want); i++) {
+        const HgRange *r = RANGE_OF(ranges, m, want[i].name);
+        double b = want[i].b;
+        if (!(r->lo <= -b && r->lo >= -b * want[i].tol && r->hi >= b && r->hi <= b * want[i].tol && !r->nan))
+            fail_msg("%s: [%g, %g] nan %d, expected [%g, %g]", want[i].name, r->lo, r->hi, r->nan, -b, b);
+    }
+    const HgRange *r4 = RANGE_OF(ranges, m, "o4");
+    if (!(r4->lo == -INFINITY && r4->hi == INFINITY))
+        fail_msg("o4: [%g, %g], expected unbounded", r4->lo, r4->hi);
 }
 
 /* ================================================================ pools */
@@ -2854,6 +3030,9 @@ HG_TEST_MAIN("ops_linalg",
              cmocka_unit_test(test_col2im_rounds_once),
              cmocka_unit_test(test_col2im_infer_cost_errors),
              cmocka_unit_test(test_col2im_ranges),
+             cmocka_unit_test(test_dft),
+             cmocka_unit_test(test_dft_infer_cost),
+             cmocka_unit_test(test_dft_ranges),
              cmocka_unit_test(test_maxpool),
              cmocka_unit_test(test_averagepool),
              cmocka_unit_test(test_global_pools),

@@ -122,7 +122,7 @@ test_family_rows(void **state)
 {
     (void)state;
     /* Every row of these families is reachable by name and has all three functions. */
-    assert_family_rows("shape", 9);
+    assert_family_rows("shape", 10);
     assert_family_rows("movement", 10);
     assert_family_rows("index", 5);
     assert_family_rows("resize", 3);
@@ -1807,6 +1807,73 @@ test_range_rules_movement(void **state)
     node_free(&n);
 }
 
+/* EyeLike: ones where j - i = k, zeros elsewhere, in the dtype attribute's type or the input's; the
+ * input's values do not matter (NaN included); a diagonal that misses the matrix gives all zeros. */
+static void
+test_eyelike(void **state)
+{
+    (void)state;
+    Node n = node_new("EyeLike", "x", "y");
+    Result r = RUN(&n, 9, arr(HG_DTYPE_FLOAT, 2, DIMS(2, 3), VALS(NAN, 7, -1, 0, 0, 0)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_FLOAT, 2, DIMS(2, 3));
+    assert_values(r.out[0], 1, 0, 0, 0, 1, 0);
+    result_free(&r);
+    r = RUN(&n, 9, arr(HG_DTYPE_FLOAT16, 2, DIMS(0, 3), NULL));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(0, 3));
+    result_free(&r);
+    RUN_FAILS(&n, 9, HG_ERROR_INVALID, "rank 3", iota(HG_DTYPE_FLOAT, 3, DIMS(1, 2, 2)));
+    node_free(&n);
+
+    n = node_new("EyeLike", "x", "y");
+    attr_i(n.node, "k", -1);
+    attr_i(n.node, "dtype", HG_DTYPE_INT32);
+    r = RUN(&n, 9, iota(HG_DTYPE_FLOAT, 2, DIMS(3, 2)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_INT32, 2, DIMS(3, 2));
+    assert_ints(r.out[0], 0, 0, 1, 0, 0, 1);
+    result_free(&r);
+    node_free(&n);
+
+    n = node_new("EyeLike", "x", "y");
+    attr_i(n.node, "k", 3);
+    attr_i(n.node, "dtype", HG_DTYPE_DOUBLE);
+    r = RUN(&n, 9, arr_i64(2, DIMS(2, 3), INTS(1, 2, 3, 4, 5, 6)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_DOUBLE, 2, DIMS(2, 3));
+    assert_values(r.out[0], 0, 0, 0, 0, 0, 0);
+    result_free(&r);
+
+    /* shape inference: the input's dims (a symbolic one kept), the dtype attribute's type */
+    Infer f = {0};
+    vs_set(&f.in[0], HG_DTYPE_FLOAT, 2, DIMS(-1, 4), NULL);
+    vs_sym(&f.in[0], 0, "S");
+    infer(&n, 9, &f, 1);
+    assert_true(f.ok);
+    assert_vshape(&f.out[0], HG_DTYPE_DOUBLE, 2, DIMS(-1, 4));
+    assert_string_equal(f.out[0].dims[0].sym, "S");
+    infer_free(&f);
+    node_free(&n);
+
+    /* the interval rule: [0, 1], exactly 0 where the diagonal misses */
+    HgRange out[MAX_IO];
+    HgValueShape *xs = vs_new(HG_DTYPE_FLOAT, 2, DIMS(2, 3));
+    n = node_new("EyeLike", "x", "y");
+    range_rule(&n, 9, 1, (HgRange[]){RANGE(-5, 5)}, &xs, NULL, out);
+    assert_range(out[0], 0, 1);
+    assert_false(out[0].nan);
+    node_free(&n);
+    n = node_new("EyeLike", "x", "y");
+    attr_i(n.node, "k", -2);
+    range_rule(&n, 9, 1, (HgRange[]){RANGE(-5, 5)}, &xs, NULL, out);
+    assert_range(out[0], 0, 0);
+    range_rule(&n, 9, 1, (HgRange[]){RANGE(-5, 5)}, NULL, NULL, out);
+    assert_range(out[0], 0, 1);
+    node_free(&n);
+    vs_free(xs);
+}
+
 static void
 test_range_rules_scatter(void **state)
 {
@@ -1988,6 +2055,7 @@ HG_TEST_MAIN("ops_tensor",
              cmocka_unit_test(test_pad),
              cmocka_unit_test(test_depth_space),
              cmocka_unit_test(test_trilu),
+             cmocka_unit_test(test_eyelike),
              cmocka_unit_test(test_gather),
              cmocka_unit_test(test_gather_elements_nd),
              cmocka_unit_test(test_scatter_elements),

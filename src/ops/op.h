@@ -1,7 +1,7 @@
 /* The op table (internal): one row per ONNX default-domain op with its shape rule, eval kernel, cost
  * and traits. The rows are in ops.def (an X-macro); kernels live by family in this folder, in the file
  * the row's family names (elementwise.c, shape.c, movement.c, index.c, resize.c, conv.c, pool.c,
- * matmul.c, attention.c, reduce.c, order.c, softmax.c, norm.c, rnn.c, detect.c, legacy.c), with what
+ * matmul.c, attention.c, reduce.c, order.c, softmax.c, norm.c, rnn.c, detect.c, signal.c, legacy.c), with what
  * families share in kernel.h (and tensor.h, linalg.h, reduce.h for the families of each group). An op without a row is opaque: unknown
  * shape, no kernel, and running it is an error that names it.
  *

@@ -1,4 +1,4 @@
-/* The shape family: shape arithmetic (Shape, Size, Constant, ConstantOfShape, Range) and the
+/* The shape family: shape arithmetic (Shape, Size, Constant, ConstantOfShape, EyeLike, Range) and the
  * views (Reshape, Flatten, Squeeze, Unsqueeze), with their interval rules.
  *
  * Shared with the other tensor families through tensor.h (plans over symbolic shapes, movers). */
@@ -311,6 +311,55 @@ hg_eval_ConstantOfShape(HgEvalCtx *ctx)
         return FALSE;
     HG_WIDTH_SWITCH(hg_mover_size(v->dtype), FILL);
     ctx->outputs[0] = out;
+    return TRUE;
+}
+
+/* ================================================================ EyeLike */
+
+/* The output's element type: the dtype attribute, else the input's (HG_DTYPE_UNDEFINED when neither
+ * is known). */
+static int
+eyelike_dtype(const HgNode *n, int input_dtype)
+{
+    return (int)hg_node_attr_int(n, "dtype", input_dtype);
+}
+
+/* The input's shape and element type alone matter: the output has its dims, ones where j - i = k and
+ * zeros elsewhere. */
+gboolean
+hg_infer_EyeLike(HgShapeCtx *ctx)
+{
+    HgArgs a = hg_args_infer(ctx);
+    HgSymShape x;
+    hg_arg_shape(&a, 0, &x);
+    if (x.rank >= 0 && x.rank != 2)
+        return INVALID(&a, "input has rank %d, needs 2", x.rank);
+    hg_vshape_set_sym(hg_shape_output(ctx, 0), eyelike_dtype(ctx->node, hg_arg_dtype(&a, 0)), &x);
+    return TRUE;
+}
+
+gboolean
+hg_eval_EyeLike(HgEvalCtx *ctx)
+{
+    if (!hg_eval_need(ctx, 1))
+        return FALSE;
+    HgArgs a = hg_args_eval(ctx);
+    const HgArray *x = ctx->inputs[0];
+    if (x->rank != 2)
+        return INVALID(&a, "input has rank %u, needs 2", x->rank);
+    int dt = eyelike_dtype(ctx->node, x->dtype);
+    if (hg_dtype_compute(dt) == HG_COMPUTE_NONE)
+        return hg_eval_unsupported(ctx, dt);
+    gint64 k = hg_node_attr_int(ctx->node, "k", 0), rows = x->dims[0], cols = x->dims[1];
+    g_autoptr(HgArray) y = hg_eval_new_output(ctx, dt, 2, x->dims);
+    if (!y)
+        return FALSE;
+    g_autofree double *v = g_new0(double, MAX(y->numel, 1));
+    /* row i holds its one at column i + k, where that lies inside [0, cols) */
+    for (gint64 i = MAX(0, -k); i < rows && i + k < cols; i++)
+        v[i * cols + i + k] = 1;
+    hg_array_store_f64(y, v);
+    ctx->outputs[0] = g_steal_pointer(&y);
     return TRUE;
 }
 
@@ -772,6 +821,21 @@ hg_range_Constant(HgRangeCtx *ctx)
     if (ctx->n_outputs)
         *ctx->outputs[0] = hg_range_of_array(v);
     hg_array_unref(v);
+}
+
+/* EyeLike holds zeros and ones; only zeros where the diagonal misses the matrix (k >= cols or
+ * -k >= rows, dims known). */
+void
+hg_range_EyeLike(HgRangeCtx *ctx)
+{
+    if (!ctx->n_outputs)
+        return;
+    const HgValueShape *xs = ctx->n_inputs ? ctx->shapes[0] : NULL;
+    gint64 k = hg_node_attr_int(ctx->node, "k", 0);
+    gint64 rows = xs && xs->rank == 2 ? xs->dims[0].v : -1;
+    gint64 cols = xs && xs->rank == 2 ? xs->dims[1].v : -1;
+    gboolean misses = (cols >= 0 && k >= cols) || (rows >= 0 && -k >= rows);
+    *ctx->outputs[0] = misses ? hg_range_exact(0, 0) : (HgRange){0, 1, 1, FALSE};
 }
 
 void
