@@ -19,6 +19,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "hazards.h"
 #include "ir_private.h"
 #include "ops/array.h"
 #include "ops/op.h"
@@ -35,6 +36,8 @@ typedef struct {
     GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
     gboolean no_spill;   /* the spill file could not be written: convert in memory */
+    GHashTable *wide;    /* HgValue*: values whose bound passes 65504 (before any edit), for saturate_to_fp16 */
+    guint n_saturated;
 } Lower;
 
 static gboolean
@@ -271,6 +274,53 @@ initializer_for(Lower *l, HgValue *v, HgDType to, GError **error)
     return c;
 }
 
+/* An FP32 tensor whose values may pass FP16's range but whose readers may still run in FP16: a mask
+ * or fill that only reaches where its side saturates (a Softmax, a Max; check's benign overflow).
+ * Cast as it is, -1e10 becomes -inf in FP16, and a row whose every entry is masked (the padding rows
+ * of LongT5's local attention) then gives -inf - (-inf) = NaN in the Softmax, where FP32 gives a
+ * finite row; NaN in one row reaches every other through the next attention. x is clipped to
+ * +-65504 before its Cast, as clamp_constants makes such a constant: a Clip in FP32, which changes
+ * nothing but what FP16 cannot hold. NULL when x needs no Clip (or an error is set). */
+static HgValue *
+saturate_to_fp16(Lower *l, HgValue *x, gboolean *needed, GError **error)
+{
+    *needed = FALSE;
+    if (x->init || !g_hash_table_contains(l->wide, x))
+        return NULL;
+    gint64 opset = l->g->model ? hg_model_opset(l->g->model, "") : 0;
+    if (opset < 6)
+        return NULL;
+    *needed = TRUE;
+    g_autofree char *vbase = g_strdup_printf("%s/saturated", x->name);
+    g_autofree char *vname = hg_graph_unique_name(l->g, vbase);
+    HgValue *y = hg_graph_new_value(l->g, vname, error);
+    if (!y)
+        return NULL;
+    g_autofree char *nbase = g_strdup_printf("%s/saturate", x->name);
+    g_autofree char *nname = hg_graph_unique_name(l->g, nbase);
+    HgNode *c;
+    if (opset >= 11) {
+        HgTensor *lo = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL), *hi = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL);
+        *(float *)hg_tensor_data_mut(lo) = -65504.0f;
+        *(float *)hg_tensor_data_mut(hi) = 65504.0f;
+        HgValue *ins[3] = {x, hg_graph_new_initializer(l->g, "fp16_lowest", lo),
+                           hg_graph_new_initializer(l->g, "fp16_max", hi)};
+        c = hg_graph_add_node(l->g, "Clip", NULL, nname, 3, ins, 1, &y);
+    } else {
+        c = hg_graph_add_node(l->g, "Clip", NULL, nname, 1, &x, 1, &y);
+        HgAttr *a = hg_attr_new("min", HG_ATTR_FLOAT), *b = hg_attr_new("max", HG_ATTR_FLOAT);
+        a->f = -65504.0f;
+        a->has |= HG_ATTR_HAS_F;
+        b->f = 65504.0f;
+        b->has |= HG_ATTR_HAS_F;
+        hg_node_add_attr(c, a);
+        hg_node_add_attr(c, b);
+    }
+    hg_value_set_elem_type(y, HG_DTYPE_FLOAT);
+    l->n_saturated++;
+    return y;
+}
+
 /* x as dtype `to`, through a Cast made once per tensor and type. */
 static HgValue *
 cast_of(Lower *l, HgValue *x, HgDType to, GError **error)
@@ -287,7 +337,16 @@ cast_of(Lower *l, HgValue *x, HgDType to, GError **error)
         return NULL;
     g_autofree char *cbase = g_strdup_printf("%s/to_%s", x->name, prec);
     g_autofree char *nname = hg_graph_unique_name(l->g, cbase);
-    HgNode *c = hg_graph_add_node(l->g, "Cast", NULL, nname, 1, &x, 1, &y);
+    HgValue *src = x;
+    if (to == HG_DTYPE_FLOAT16) {
+        gboolean needed;
+        HgValue *sat = saturate_to_fp16(l, x, &needed, error);
+        if (needed && !sat)
+            return NULL;
+        if (sat)
+            src = sat;
+    }
+    HgNode *c = hg_graph_add_node(l->g, "Cast", NULL, nname, 1, &src, 1, &y);
     c->flags |= HG_NODE_PLACED_CAST;
     HgAttr *a = hg_attr_new("to", HG_ATTR_INT);
     a->i = to;
@@ -337,6 +396,18 @@ hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
     Lower l = {g, env, shapes, g_hash_table_new(NULL, NULL),
                g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL), g_hash_table_new(NULL, NULL),
                g_hash_table_new(NULL, NULL), 0, 0, 0};
+    /* The bounds of what may cross into FP16, from the analysis the plan rests on, read before any
+     * edit (none: no Clips). */
+    l.wide = g_hash_table_new(NULL, NULL);
+    HgCheckResult *res = hg_analyses_get(env->analyses, g, NULL);
+    for (guint i = 0; res && i < order->len + g->inputs->len; i++) {
+        HgNode *n = i < order->len ? order->pdata[i] : NULL;
+        for (guint k = 0; k < (n ? n->n_outputs : 1); k++) {
+            HgValue *v = n ? n->outputs[k] : ((HgValueDecl *)g->inputs->pdata[i - order->len])->value;
+            if (v && !v->init && is_float(dtype_of(&l, v)) && hg_check_value_bound(res, v, NULL) > 65504.0)
+                g_hash_table_add(l.wide, v);
+        }
+    }
     for (guint i = 0; i < order->len; i++)
         if (decide_keeps_types(&l, order->pdata[i]))
             g_hash_table_add(l.frozen, order->pdata[i]);
@@ -484,8 +555,14 @@ hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
     env->result->n_casts += l.n_casts;
     hg_pass_note(env->result, "lower", "%u Cast%s, %u initializer%s converted", l.n_casts, l.n_casts == 1 ? "" : "s",
                  l.n_inits, l.n_inits == 1 ? "" : "s");
-    env->result->n_changed += l.n_casts + l.n_inits + l.n_retargets;
+    if (l.n_saturated)
+        hg_pass_note(env->result, "lower", "clipped %u tensor%s to +-65504 before %s Cast to FP16: %s values FP16 "
+                     "cannot hold that only reach where they saturate (masks)", l.n_saturated,
+                     l.n_saturated == 1 ? "" : "s", l.n_saturated == 1 ? "its" : "their",
+                     l.n_saturated == 1 ? "its" : "their");
+    env->result->n_changed += l.n_casts + l.n_inits + l.n_retargets + l.n_saturated;
 out:
+    g_hash_table_unref(l.wide);
     g_hash_table_unref(l.target);
     g_hash_table_unref(l.casts);
     g_hash_table_unref(l.inits);
