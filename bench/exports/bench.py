@@ -52,7 +52,7 @@ RTOL = 1e-2
 # set of N detections, matched the same way (as one batch row).
 SET_OUTPUTS = {"detr": ["logits", "pred_boxes"], "rt_detr": ["logits", "pred_boxes"],
                "ssdlite": ["boxes", "scores"], "fasterrcnn_small": ["boxes", "scores"],
-               "fcos_small": ["boxes", "scores"]}
+               "fcos_small": ["boxes", "scores"], "retinanet_small": ["boxes", "scores"]}
 NP_OF = {TensorProto.FLOAT: np.float32, TensorProto.FLOAT16: np.float16, TensorProto.INT64: np.int64,
          TensorProto.INT32: np.int32, TensorProto.BOOL: np.bool_, TensorProto.DOUBLE: np.float64}
 JS_OF = {np.dtype(np.float32): "float32", np.dtype(np.float16): "float16",
