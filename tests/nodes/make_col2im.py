@@ -22,6 +22,8 @@ import sys
 
 import numpy as np
 
+import nodetest
+
 
 def im2col(img, block, strides, dil, pads):
     n = len(block)
@@ -70,7 +72,7 @@ def main():
     out, stamp = sys.argv[1], sys.argv[2]
     try:
         import onnx
-        from onnx import TensorProto, helper, numpy_helper
+        from onnx import TensorProto, helper, numpy_helper  # noqa: F401 (nodetest needs onnx too)
     except ImportError:
         open(stamp, "w").write("skipped: no python3-onnx\n")
         return
@@ -81,22 +83,7 @@ def main():
         img = numpy_helper.from_array(np.int64(image), "image_shape")
         blk = numpy_helper.from_array(np.int64(block), "block_shape")
         node = helper.make_node("Col2Im", ["input", "image_shape", "block_shape"], ["output"], **attrs)
-        inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(x.shape))]
-        if as_inputs:
-            inputs += [helper.make_tensor_value_info(t.name, TensorProto.INT64, [n]) for t in (img, blk)]
-        graph = helper.make_graph([node], name, inputs,
-                                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, list(y.shape))],
-                                  [] if as_inputs else [img, blk])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-        model.ir_version = 8  # onnx 1.12 knows no Col2Im schema: no checker
-        data = os.path.join(out, name, "test_data_set_0")
-        os.makedirs(data, exist_ok=True)
-        onnx.save(model, os.path.join(out, name, "model.onnx"))
-        feeds = [numpy_helper.from_array(x, "input")] + ([img, blk] if as_inputs else [])
-        for k, t in enumerate(feeds):
-            open(os.path.join(data, f"input_{k}.pb"), "wb").write(t.SerializeToString())
-        open(os.path.join(data, "output_0.pb"), "wb").write(
-            numpy_helper.from_array(y, "output").SerializeToString())
+        nodetest.write_case(out, name, node, x, y, [img, blk], as_inputs, TensorProto.FLOAT, 18, 8)
     open(stamp, "w").write("ok\n")
 
 

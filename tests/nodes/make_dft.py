@@ -23,6 +23,8 @@ import sys
 
 import numpy as np
 
+import nodetest
+
 
 def mixed(shape, seed):
     rng = np.random.default_rng(seed)
@@ -92,22 +94,7 @@ def main():
         while names[-1] == "":
             names.pop()
         node = helper.make_node("DFT", names, ["output"], **attrs)
-        inputs = [helper.make_tensor_value_info("input", t, list(x.shape))]
-        if as_inputs:
-            inputs += [helper.make_tensor_value_info(p.name, onnx.TensorProto.INT64, []) for p in params]
-        graph = helper.make_graph([node], name, inputs,
-                                  [helper.make_tensor_value_info("output", t, list(y.shape))],
-                                  [] if as_inputs else params)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        model.ir_version = 8 if opset < 20 else 9  # onnx 1.12 knows no opset 20: no checker
-        data = os.path.join(out, name, "test_data_set_0")
-        os.makedirs(data, exist_ok=True)
-        onnx.save(model, os.path.join(out, name, "model.onnx"))
-        feeds = [numpy_helper.from_array(x, "input")] + (params if as_inputs else [])
-        for k, f in enumerate(feeds):
-            open(os.path.join(data, f"input_{k}.pb"), "wb").write(f.SerializeToString())
-        open(os.path.join(data, "output_0.pb"), "wb").write(
-            numpy_helper.from_array(y, "output").SerializeToString())
+        nodetest.write_case(out, name, node, x, y, params, as_inputs, t, opset, 8 if opset < 20 else 9)
     open(stamp, "w").write("ok\n")
 
 
