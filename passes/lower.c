@@ -36,7 +36,7 @@ typedef struct {
     GHashTable *frozen;  /* HgNode*: nodes that keep their element types (decided before any edit) */
     guint n_casts, n_inits, n_retargets;
     gboolean no_spill;   /* the spill file could not be written: convert in memory */
-    GHashTable *wide;    /* HgValue*: values whose bound passes 65504 (before any edit), for saturate_to_fp16 */
+    GHashTable *wide;    /* HgValue*: values passing 65504 only where they saturate (read before any edit) */
     guint n_saturated;
 } Lower;
 
@@ -404,7 +404,7 @@ hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
         HgNode *n = i < order->len ? order->pdata[i] : NULL;
         for (guint k = 0; k < (n ? n->n_outputs : 1); k++) {
             HgValue *v = n ? n->outputs[k] : ((HgValueDecl *)g->inputs->pdata[i - order->len])->value;
-            if (v && !v->init && is_float(dtype_of(&l, v)) && hg_check_value_bound(res, v, NULL) > 65504.0)
+            if (v && !v->init && is_float(dtype_of(&l, v)) && hg_check_value_saturates(res, v))
                 g_hash_table_add(l.wide, v);
         }
     }

@@ -1556,6 +1556,16 @@ hg_check_value_unsafe(const HgCheckResult *r, const HgValue *v)
 }
 
 gboolean
+hg_check_value_saturates(const HgCheckResult *r, const HgValue *v)
+{
+    const Check *c = current(r);
+    if (!v || !is_float_value(c, v) || v->init || g_hash_table_contains(c->fp32, v))
+        return FALSE;
+    Decided d = decide(c, v);
+    return d.known && exceeds(c, d.bound) && benign_overflow(c, v, d);
+}
+
+gboolean
 hg_check_value_tiny(const HgCheckResult *r, const HgValue *v)
 {
     return !isnan(tiny_absmax(current(r), v, NULL));

@@ -23,6 +23,10 @@ gboolean hg_check_value_tiny(const HgCheckResult *r, const HgValue *v);
  * INFINITY where nothing bounds it. *calibrated (may be NULL) says whether calibration made it
  * smaller than the static bound. */
 double hg_check_value_bound(const HgCheckResult *r, const HgValue *v, gboolean *calibrated);
+/* Does v pass the threshold only where every path from it saturates (a mask into a Softmax or a
+ * maximum: an overflow check calls benign, so FP16 readers may read it)? Unbounded or unknown values
+ * are not. */
+gboolean hg_check_value_saturates(const HgCheckResult *r, const HgValue *v);
 /* What the decision on v rests on: HG_SOURCE_STATIC (its static bound), HG_SOURCE_CALIBRATION or
  * HG_SOURCE_SYNTHETIC (observed magnitudes times the margin, tighter than the static bound, from the
  * caller's data or from synthetic inputs), HG_SOURCE_ASSUMED (unbounded for lack of an input range or
