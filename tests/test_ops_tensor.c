@@ -124,7 +124,7 @@ test_family_rows(void **state)
     /* Every row of these families is reachable by name and has all three functions. */
     assert_family_rows("shape", 10);
     assert_family_rows("movement", 10);
-    assert_family_rows("index", 5);
+    assert_family_rows("index", 6);
     assert_family_rows("resize", 3);
 }
 
@@ -1874,6 +1874,108 @@ test_eyelike(void **state)
     vs_free(xs);
 }
 
+/* OneHot: on_value where the index (negative counting from the end) names the position along the new
+ * axis, off_value elsewhere and for indices outside [-depth, depth - 1]; depth of any numeric type,
+ * truncated; a float index that is not an integer matches nothing (as ONNX Runtime 1.30 has it). */
+static void
+test_onehot(void **state)
+{
+    (void)state;
+    /* axis -1 (the default): [[0, 2], [-1, 5]], depth 3, values [-1, 5] */
+    Node n = node_new("OneHot", "i,d,v", "y");
+    Result r = RUN(&n, 11, arr_i64(2, DIMS(2, 2), INTS(0, 2, -1, 5)), SCALAR_I64(3),
+                   arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(-1, 5)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_FLOAT, 3, DIMS(2, 2, 3));
+    assert_values(r.out[0], 5, -1, -1, -1, -1, 5, -1, -1, 5, -1, -1, -1);
+    result_free(&r);
+    /* opset 9 too: ONNX Runtime wraps negative indices there as well */
+    r = RUN(&n, 9, arr_i64(1, DIMS(3), INTS(-3, -4, 3)), SCALAR_I64(3),
+            arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)));
+    assert_ok(r);
+    assert_values(r.out[0], 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    result_free(&r);
+    /* float indices: integral ones (-1.0 is 2) hit; 1.7, -0.5 and NaN miss; float16 values */
+    r = RUN(&n, 11, arr(HG_DTYPE_FLOAT, 1, DIMS(6), VALS(1, -1, 1.7, -0.5, NAN, 2)),
+            arr_i(HG_DTYPE_INT32, 1, DIMS(1), INTS(3)), arr(HG_DTYPE_FLOAT16, 1, DIMS(2), VALS(0, 1)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_FLOAT16, 2, DIMS(6, 3));
+    assert_values(r.out[0], 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1);
+    result_free(&r);
+    /* depth 0, a float depth under 1, three values: errors (ONNX Runtime: "Depth is negative") */
+    RUN_FAILS(&n, 11, HG_ERROR_INVALID, "depth 0", VEC(1), SCALAR_I64(0), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)));
+    RUN_FAILS(&n, 11, HG_ERROR_INVALID, "depth 0", VEC(1), arr(HG_DTYPE_FLOAT, 0, NULL, VALS(0.5)),
+              arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)));
+    RUN_FAILS(&n, 11, HG_ERROR_INVALID, "needs 2", VEC(1), SCALAR_I64(3),
+              arr(HG_DTYPE_FLOAT, 1, DIMS(3), VALS(0, 1, 2)));
+    node_free(&n);
+
+    /* axis 0, a float depth 3.7 read as 3, int64 values: out[p, k] = on where index k names p */
+    n = node_new("OneHot", "i,d,v", "y");
+    attr_i(n.node, "axis", 0);
+    r = RUN(&n, 11, arr_i64(1, DIMS(3), INTS(1, -3, 3)), arr(HG_DTYPE_FLOAT, 0, NULL, VALS(3.7)),
+            arr_i64(1, DIMS(2), INTS(0, 1)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_INT64, 2, DIMS(3, 3));
+    assert_ints(r.out[0], 0, 1, 0, 1, 0, 0, 0, 0, 0);
+    result_free(&r);
+    node_free(&n);
+
+    /* a middle axis: [2, 2] indices, axis 1 (or -2): out[a, p, b] */
+    n = node_new("OneHot", "i,d,v", "y");
+    attr_i(n.node, "axis", -2);
+    r = RUN(&n, 11, arr_i64(2, DIMS(2, 2), INTS(0, 1, 1, 7)), SCALAR_I64(2), arr(HG_DTYPE_DOUBLE, 1, DIMS(2), VALS(2, -3)));
+    assert_ok(r);
+    assert_shape(r.out[0], HG_DTYPE_DOUBLE, 3, DIMS(2, 2, 2));
+    assert_values(r.out[0], -3, 2, 2, -3, 2, 2, -3, 2);
+    result_free(&r);
+    /* a scalar index gives a vector: axis -2 is outside [-1, 0] */
+    RUN_FAILS(&n, 11, HG_ERROR_INVALID, "axis", SCALAR_I64(1), SCALAR_I64(3), arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(0, 1)));
+    node_free(&n);
+
+    /* shape inference: depth's value gives the new dim, else it is unknown (named where depth is a
+     * symbolic dim); the element type is values' */
+    n = node_new("OneHot", "i,d,v", "y");
+    Infer f = {0};
+    vs_set(&f.in[0], HG_DTYPE_INT64, 2, DIMS(-1, 4), NULL);
+    vs_sym(&f.in[0], 0, "S");
+    vs_value(&f.in[1], SCALAR_I64(10));
+    vs_set(&f.in[2], HG_DTYPE_FLOAT16, 1, DIMS(2), NULL);
+    infer(&n, 11, &f, 3);
+    assert_true(f.ok);
+    assert_vshape(&f.out[0], HG_DTYPE_FLOAT16, 3, DIMS(-1, 4, 10));
+    assert_string_equal(f.out[0].dims[0].sym, "S");
+    infer_free(&f);
+    vs_set(&f.in[0], HG_DTYPE_INT64, 1, DIMS(4), NULL);
+    vs_set(&f.in[1], HG_DTYPE_INT64, 0, NULL, NULL);
+    f.in[1].part.n = 1;
+    f.in[1].part.sym[0] = g_intern_string("T");
+    vs_set(&f.in[2], HG_DTYPE_FLOAT, 1, DIMS(2), NULL);
+    infer(&n, 11, &f, 3);
+    assert_true(f.ok);
+    assert_vshape(&f.out[0], HG_DTYPE_FLOAT, 2, DIMS(4, -1));
+    assert_string_equal(f.out[0].dims[1].sym, "T");
+    infer_free(&f);
+    vs_set(&f.in[0], HG_DTYPE_INT64, 1, DIMS(4), NULL);
+    vs_value(&f.in[1], SCALAR_I64(-2));
+    vs_set(&f.in[2], HG_DTYPE_FLOAT, 1, DIMS(2), NULL);
+    infer(&n, 11, &f, 3);
+    assert_hg_error(f.error, HG_ERROR_INVALID, "depth -2");
+    infer_free(&f);
+
+    /* the interval rule: the hull of the two values, exact when they are constant */
+    HgRange out[MAX_IO];
+    HgArray *vals = arr(HG_DTYPE_FLOAT, 1, DIMS(2), VALS(5, -1));
+    range_rule(&n, 11, 3, (HgRange[]){RANGE(-100, 100), RANGE(3, 3), RANGE(-1, 5)}, NULL,
+               (const HgArray *const[]){NULL, NULL, vals}, out);
+    assert_range(out[0], -1, 5);
+    assert_false(out[0].nan);
+    range_rule(&n, 11, 3, (HgRange[]){RANGE(-100, 100), RANGE(3, 3), RANGE(2, 3)}, NULL, NULL, out);
+    assert_range(out[0], 2, 3);
+    hg_array_unref(vals);
+    node_free(&n);
+}
+
 static void
 test_range_rules_scatter(void **state)
 {
@@ -2056,6 +2158,7 @@ HG_TEST_MAIN("ops_tensor",
              cmocka_unit_test(test_depth_space),
              cmocka_unit_test(test_trilu),
              cmocka_unit_test(test_eyelike),
+             cmocka_unit_test(test_onehot),
              cmocka_unit_test(test_gather),
              cmocka_unit_test(test_gather_elements_nd),
              cmocka_unit_test(test_scatter_elements),

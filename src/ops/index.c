@@ -1,5 +1,5 @@
-/* The index family: Gather, GatherElements, GatherND, ScatterElements and ScatterND, with their
- * interval rules.
+/* The index family: Gather, GatherElements, GatherND, ScatterElements, ScatterND and OneHot, with
+ * their interval rules.
  *
  * Shared with the other tensor families through tensor.h (plans over symbolic shapes, movers). */
 #include "ops/tensor.h"
@@ -515,6 +515,138 @@ hg_eval_ScatterND(HgEvalCtx *ctx)
     return TRUE;
 }
 
+/* ================================================================ OneHot */
+
+/* Depth as a count: a scalar or one-element tensor of any numeric type, a float truncated toward zero
+ * (ONNX Runtime reads 3.9 as 3). Below 1 is an error, as in ONNX Runtime ("Depth is negative", 0
+ * included). *depth -1 with *sym the name of a symbolic dim, or NULL, when not known. */
+static gboolean
+onehot_depth(const HgArgs *a, gint64 *depth, const char **sym)
+{
+    *depth = -1;
+    *sym = NULL;
+    const HgArray *d = hg_arg_value(a, 1);
+    if (!d) {
+        /* shape math that inference follows entry by entry: Shape(x)[k] */
+        g_autofree gint64 *vals = NULL;
+        const char *syms[HG_MAX_RANK];
+        guint n;
+        guint32 known;
+        if (hg_arg_present(a, 1) && hg_arg_ints_partial(a, 1, &vals, &n, &known, syms) && n == 1) {
+            if (known & 1u)
+                *depth = vals[0] >= 1 ? vals[0] : -1;
+            else
+                *sym = syms[0];
+        }
+        return TRUE;
+    }
+    if (d->numel != 1 || d->strings)
+        return INVALID(a, "depth has %" G_GINT64_FORMAT " elements, needs one number", d->numel);
+    double v = trunc(hg_array_get_f64(d, 0));
+    if (!(v >= 1))
+        return INVALID(a, "depth %g, needs at least 1", v);
+    if (v > (double)G_MAXINT32 * 1024)
+        return UNSUPPORTED(a, "depth %g is too large", v);
+    *depth = (gint64)v;
+    return TRUE;
+}
+
+/* The output's shape: the indices' with a dim of depth inserted at axis (in [-r-1, r], negative
+ * counting from the output's rank r + 1). */
+static gboolean
+onehot_plan(const HgArgs *a, HgSymShape *y, gint64 *axis, gint64 *depth)
+{
+    HgSymShape ind;
+    const char *sym;
+    y->rank = -1;
+    hg_arg_shape(a, 0, &ind);
+    if (!onehot_depth(a, depth, &sym))
+        return FALSE;
+    if (ind.rank < 0)
+        return TRUE;
+    if (ind.rank + 1 > HG_MAX_RANK)
+        return UNSUPPORTED(a, "rank %d is above %d", ind.rank + 1, HG_MAX_RANK);
+    if (!hg_norm_axis(hg_node_attr_int(a->node, "axis", -1), (guint)ind.rank + 1, axis, a->node, a->error))
+        return FALSE;
+    y->rank = 0;
+    for (int i = 0; i < *axis; i++)
+        y->d[y->rank++] = ind.d[i];
+    y->d[y->rank++] = (HgSymDim){*depth, *depth >= 0 ? NULL : sym};
+    for (int i = (int)*axis; i < ind.rank; i++)
+        y->d[y->rank++] = ind.d[i];
+    return TRUE;
+}
+
+gboolean
+hg_infer_OneHot(HgShapeCtx *ctx)
+{
+    HgArgs a = hg_args_infer(ctx);
+    HgSymShape y;
+    gint64 axis, depth;
+    if (!onehot_plan(&a, &y, &axis, &depth))
+        return FALSE;
+    hg_vshape_set_sym(hg_shape_output(ctx, 0), hg_arg_dtype(&a, 2), &y);
+    return hg_fold(ctx, hg_eval_OneHot, HG_FOLD_STRICT);
+}
+
+/* Where index v puts on_value along the depth axis, or -1 for a row of off_value: negative indices
+ * count from the end, those outside [-depth, depth - 1] miss. Every index is compared as a number, as
+ * ONNX Runtime (and onnx's reference implementation) compare it: a float index that is not an integer
+ * (1.7) matches no position, where ONNX's text says indices are cast to int64 (which would truncate
+ * 1.7 to 1); NaN misses. Indices of 2^53 and beyond, rounded in double, stay out of range. */
+static inline gint64
+onehot_position(double v, gint64 depth)
+{
+    if (!(v >= -(double)depth && v < (double)depth) || v != floor(v))
+        return -1;
+    return v < 0 ? (gint64)v + depth : (gint64)v;
+}
+
+#define ONEHOT_FILL(T)                                                                             \
+    do {                                                                                           \
+        T *d_ = (T *)hg_mover_data(out);                                                           \
+        T off_, on_;                                                                               \
+        memcpy(&off_, (const guint8 *)hg_mover_data(vals), sizeof(T));                             \
+        memcpy(&on_, (const guint8 *)hg_mover_data(vals) + sizeof(T), sizeof(T));                  \
+        for (gint64 i_ = 0; i_ < out->numel; i_++)                                                 \
+            d_[i_] = off_;                                                                         \
+        for (gint64 o_ = 0; o_ < outer; o_++)                                                      \
+            for (gint64 k_ = 0; k_ < inner; k_++) {                                                \
+                gint64 p_ = onehot_position(hg_array_get_f64(ind, o_ * inner + k_), depth);        \
+                if (p_ >= 0)                                                                       \
+                    d_[(o_ * depth + p_) * inner + k_] = on_;                                      \
+            }                                                                                      \
+    } while (0)
+
+gboolean
+hg_eval_OneHot(HgEvalCtx *ctx)
+{
+    if (!hg_eval_need(ctx, 3))
+        return FALSE;
+    HgArgs a = hg_args_eval(ctx);
+    const HgArray *ind = ctx->inputs[0], *vals = ctx->inputs[2];
+    if (hg_dtype_compute(ind->dtype) == HG_COMPUTE_NONE || ind->strings)
+        return hg_eval_unsupported(ctx, ind->dtype);
+    if (vals->numel != 2)
+        return INVALID(&a, "values has %" G_GINT64_FORMAT " elements, needs 2 ([off, on])", vals->numel);
+    if (hg_mover_size(vals->dtype) == 0)
+        return hg_eval_unsupported(ctx, vals->dtype);
+    HgSymShape y;
+    gint64 axis, depth, dims[HG_MAX_RANK];
+    if (!onehot_plan(&a, &y, &axis, &depth))
+        return FALSE;
+    hg_sym_dims(&y, dims);
+    HgArray *out = hg_mover_new(&a, vals->dtype, (guint)y.rank, dims);
+    if (!out)
+        return FALSE;
+    /* out[o, p, k] over the indices' dims before the axis (o) and from it (k) */
+    gint64 outer = hg_numel((guint)axis, ind->dims), inner = hg_numel(ind->rank - (guint)axis, ind->dims + axis);
+    if (out->numel)
+        HG_WIDTH_SWITCH(hg_mover_size(vals->dtype), ONEHOT_FILL);
+    ctx->outputs[0] = hg_mover_done(out);
+    return TRUE;
+}
+
 /* ---------------------------------------------------------------- interval rules */
 
 void
@@ -625,4 +757,20 @@ void
 hg_range_ScatterND(HgRangeCtx *ctx)
 {
     scatter_range(ctx, FALSE);
+}
+
+/* OneHot writes only its two values: their exact hull when values is a constant, else values' range
+ * (off_value is always possible, on_value wherever an index hits, so the hull is as narrow as a
+ * simple rule gets). Same element type in and out, so no rounding. */
+void
+hg_range_OneHot(HgRangeCtx *ctx)
+{
+    const HgRange *v = hg_range_input(ctx, 2);
+    const HgArray *c = ctx->n_inputs > 2 ? ctx->values[2] : NULL;
+    if (!ctx->n_outputs)
+        return;
+    if (c && c->numel > 0 && !c->strings)
+        *ctx->outputs[0] = hg_range_of_array(c);
+    else if (v)
+        *ctx->outputs[0] = *v;
 }

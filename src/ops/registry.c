@@ -14,10 +14,10 @@ static const HgOpDef op_table[] = {
 #include "ops/ops.def"
 #undef HG_OP
 };
-/* The 122 ops of the interpreter's scope, 3 deprecated image ops, and the opaque entry. A row added or
+/* The 123 ops of the interpreter's scope, 3 deprecated image ops, and the opaque entry. A row added or
  * lost shows up here first. */
 G_STATIC_ASSERT(G_N_ELEMENTS(op_table) == HG_OP_COUNT);
-G_STATIC_ASSERT(HG_OP_COUNT == 126);
+G_STATIC_ASSERT(HG_OP_COUNT == 127);
 
 static GHashTable *
 op_index(void)
