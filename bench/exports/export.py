@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Exports halfguard's real-export corpus: small random-init versions of 107 model families (the
-real-exports issue's 18, 17 more, then batches of 12, 13, 12, 9, 15 and 11), each with both of PyTorch's
+"""Exports halfguard's real-export corpus: small random-init versions of 116 model families (the
+real-exports issue's 18, 17 more, then batches of 12, 13, 12, 9, 15, 11 and 9), each with both of PyTorch's
 ONNX exporters, plus calibration and verification samples and the FP32 outputs of onnxruntime.
 
 Runs where PyTorch is (tested with torch 2.11, torchvision 0.26, transformers 5.x, onnx 1.23,
