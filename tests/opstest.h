@@ -437,6 +437,24 @@ hg_assert_values_at(const HgArray *a, const double *want, gint64 n, double tol, 
     }
 }
 
+/* Within tol, relative, plus 1e-6 absolute; NaN matches NaN, an infinity only itself. */
+static inline gboolean
+hg_within_rel(double got, double want, double tol)
+{
+    return (isnan(got) && isnan(want)) || (isinf(want) && got == want) ||
+           (isfinite(want) && isfinite(got) && fabs(got - want) <= tol * fabs(want) + 1e-6);
+}
+
+/* Assert a has dtype, the given dims, and values within relative tolerance tol of want
+ * (hg_within_rel): the kernel tests' `check`. */
+static inline void
+hg_check_rel_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const double *want, double tol,
+                const char *file, int line)
+{
+    hg_assert_shape_at(a, dtype, rank, dims, file, line);
+    hg_assert_values_at(a, want, a ? a->numel : 0, tol, hg_within_rel, file, line);
+}
+
 /* Assert that a has n elements, each of which (read as int64) equals want[i]. */
 static inline void
 hg_assert_ints_at(const HgArray *a, const gint64 *want, gint64 n, const char *file, int line)

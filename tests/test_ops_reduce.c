@@ -9,24 +9,7 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-/* Within tol, relative, plus 1e-6 absolute; NaN matches NaN, an infinity only itself. */
-static gboolean
-within_rel(double got, double want, double tol)
-{
-    return (isnan(got) && isnan(want)) || (isinf(want) && got == want) ||
-           (isfinite(want) && isfinite(got) && fabs(got - want) <= tol * fabs(want) + 1e-6);
-}
-
-/* Assert a has dtype, the given dims, and values within rel. tolerance tol of want (within_rel). */
-static void
-check_at(const HgArray *a, int dtype, guint rank, const gint64 *dims, const double *want, double tol,
-         const char *file, int line)
-{
-    hg_assert_shape_at(a, dtype, rank, dims, file, line);
-    hg_assert_values_at(a, want, a ? a->numel : 0, tol, within_rel, file, line);
-}
-
-#define check(a, dtype, rank, dims, want, tol) check_at((a), (dtype), (rank), (dims), (want), (tol), __FILE__, __LINE__)
+#define check(a, dtype, rank, dims, want, tol) hg_check_rel_at((a), (dtype), (rank), (dims), (want), (tol), __FILE__, __LINE__)
 
 /* ---------------------------------------------------------------- the table */
 
