@@ -70,7 +70,13 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
     g_auto(ModelSetup) ms = {0};
     g_autoptr(HgConvertResult) result = NULL;
     g_autoptr(GString) dump = g_string_new(NULL);
-    if (m && model_setup(r->an, m, in, &ms, &error) && model_stats(m, r->an, &ms, TRUE, &use, &owned, &syn, &error)) {
+    /* --passes none runs nothing that reads statistics: convert's default synthetic calibration (a run
+     * of the model per set) would be spent for nothing. */
+    gboolean runs_passes = !r->pass_list || !r->pass_list[0];
+    for (guint p = 0; r->pass_list && r->pass_list[p]; p++)
+        runs_passes |= *r->pass_list[p] && strcmp(r->pass_list[p], "none") != 0;
+    if (m && model_setup(r->an, m, in, &ms, &error) &&
+        model_stats(m, r->an, &ms, runs_passes, &use, &owned, &syn, &error)) {
         HgCheckOptions co = ms.co;
         co.stats = use;
         report_warnings(in, m, &co);

@@ -214,6 +214,12 @@ def test_colour_and_progress(tmp):
     check("tty:stdout-plain", ESC not in so and " -> " in so, repr(so))
     check("tty:progress", re.search(r"\r\[1/3\] calibrating on synthetic sample: seed 1\x1b\[K", tty), repr(tty))
     check("tty:progress-erased", tty.rfind("\r\x1b[K") > tty.rfind("[2/3]") >= 0, repr(tty))
+    # convert's own synthetic sets (x has no range) show the same progress; with --passes none nothing
+    # reads statistics, and none are drawn (each set is a run of the model).
+    rc, so, tty = on_pty([HG, "convert", m, "-o", out], dict(env, NO_COLOR=""))
+    check("tty:default-synthetic-progress", rc == 0 and "calibrating on synthetic sample" in tty, repr(tty))
+    rc, so, tty = on_pty([HG, "convert", m, "-o", out, "--passes", "none"], dict(env, NO_COLOR=""))
+    check("tty:passes-none-no-calibration", rc == 0 and "calibrating" not in tty and " -> " in so, repr((so, tty)))
     # verify's samples: the same line on a terminal, erased at the end; none on a pipe.
     rc, so, tty = on_pty([HG, "verify", m, out, "--random", "3"], dict(env, NO_COLOR=""))
     check("tty:verify-progress", rc in (0, 1) and
