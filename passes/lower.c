@@ -37,6 +37,7 @@ typedef struct {
     guint n_casts, n_inits, n_retargets;
     gboolean no_spill;   /* the spill file could not be written: convert in memory */
     GHashTable *wide;    /* HgValue*: values passing 65504 only where they saturate (read before any edit) */
+    HgValue *fp16_range[2]; /* -65504 and 65504 as FP32 scalars for the Clips, made once */
     guint n_saturated;
 } Lower;
 
@@ -300,11 +301,13 @@ saturate_to_fp16(Lower *l, HgValue *x, gboolean *needed, GError **error)
     g_autofree char *nname = hg_graph_unique_name(l->g, nbase);
     HgNode *c;
     if (opset >= 11) {
-        HgTensor *lo = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL), *hi = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL);
-        *(float *)hg_tensor_data_mut(lo) = -65504.0f;
-        *(float *)hg_tensor_data_mut(hi) = 65504.0f;
-        HgValue *ins[3] = {x, hg_graph_new_initializer(l->g, "fp16_lowest", lo),
-                           hg_graph_new_initializer(l->g, "fp16_max", hi)};
+        static const char *const names[2] = {"fp16_lowest", "fp16_max"};
+        for (guint i = 0; i < 2 && !l->fp16_range[i]; i++) {
+            HgTensor *t = hg_tensor_new(NULL, HG_DTYPE_FLOAT, 0, NULL);
+            *(float *)hg_tensor_data_mut(t) = i ? 65504.0f : -65504.0f;
+            l->fp16_range[i] = hg_graph_new_initializer(l->g, names[i], t);
+        }
+        HgValue *ins[3] = {x, l->fp16_range[0], l->fp16_range[1]};
         c = hg_graph_add_node(l->g, "Clip", NULL, nname, 3, ins, 1, &y);
     } else {
         c = hg_graph_add_node(l->g, "Clip", NULL, nname, 1, &x, 1, &y);

@@ -348,8 +348,7 @@ symbolic_inputs(const HgGraph *g)
  * second step) is tried again with every dim nothing pins at RETRY_LEN[0], then [1], as long as its
  * inputs at that length stay within RETRY_MAX_ELEMENTS (a [batch, seq, 3072] input at 1024 would be
  * 3.2e9 values). Where none runs, the error is the one at the dims asked for. */
-static const char *const RETRY_LEN[] = {"*=128", "*=1024"};
-static const gint64 RETRY_DIM[] = {128, 1024};
+static const gint64 RETRY_LEN[] = {128, 1024};
 #define RETRY_MAX_ELEMENTS ((gint64)1 << 24)
 
 /* The graph inputs' elements with every symbolic dim at len, capped at RETRY_MAX_ELEMENTS + 1. */
@@ -383,13 +382,14 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
     HgStats *st = collect_synthetic(m, o, samples, seed, threads, &first);
     for (guint r = 0; !st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID &&
                       r < G_N_ELEMENTS(RETRY_LEN) && symbolic_inputs(m->graph) &&
-                      input_elements_at(m->graph, RETRY_DIM[r]) <= RETRY_MAX_ELEMENTS;
+                      input_elements_at(m->graph, RETRY_LEN[r]) <= RETRY_MAX_ELEMENTS;
          r++) {
         guint n = o->dim_max ? g_strv_length((char **)o->dim_max) : 0;
         g_autofree const char **dm = g_new0(const char *, n + 2);
         for (guint i = 0; i < n; i++)
             dm[i] = o->dim_max[i];
-        dm[n] = RETRY_LEN[r];
+        g_autofree char *len = g_strdup_printf("*=%" G_GINT64_FORMAT, RETRY_LEN[r]);
+        dm[n] = len;
         HgCheckOptions longer = *o;
         longer.dim_max = dm;
         g_clear_error(&err);

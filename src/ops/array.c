@@ -545,9 +545,8 @@ hg_array_reshape_view(HgArray *a, guint rank, const gint64 *dims, GError **error
         }                                                                                          \
     } while (0)
 
-/* a itself when its data is aligned for its element type, else an aligned copy in *tmp. */
-static const HgArray *
-aligned(const HgArray *a, HgArray **tmp)
+const HgArray *
+hg_array_aligned(const HgArray *a, HgArray **tmp)
 {
     gsize esize = hg_dtype_size(a->dtype);
     *tmp = NULL;
@@ -562,7 +561,7 @@ float *
 hg_array_load_f32(const HgArray *a, gboolean *owned)
 {
     g_autoptr(HgArray) tmp = NULL;
-    a = aligned(a, &tmp);
+    a = hg_array_aligned(a, &tmp);
     if (a->dtype == HG_DTYPE_FLOAT && !tmp) {
         *owned = FALSE;
         return a->data;
@@ -580,7 +579,7 @@ double *
 hg_array_load_f64(const HgArray *a, gboolean *owned)
 {
     g_autoptr(HgArray) tmp = NULL;
-    a = aligned(a, &tmp);
+    a = hg_array_aligned(a, &tmp);
     if (a->dtype == HG_DTYPE_DOUBLE && !tmp) {
         *owned = FALSE;
         return a->data;
@@ -609,7 +608,7 @@ gint64 *
 hg_array_load_i64(const HgArray *a, gboolean *owned)
 {
     g_autoptr(HgArray) tmp = NULL;
-    a = aligned(a, &tmp);
+    a = hg_array_aligned(a, &tmp);
     if (a->dtype == HG_DTYPE_INT64 && !tmp) {
         *owned = FALSE;
         return a->data;

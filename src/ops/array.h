@@ -60,6 +60,9 @@ HgTensor *hg_array_to_tensor(const HgArray *a, const char *name);
 HgArray *hg_array_reshape_view(HgArray *a, guint rank, const gint64 *dims, GError **error);
 /* A deep copy with owned data. */
 HgArray *hg_array_copy(const HgArray *a);
+/* a itself when its data is aligned for its element type, else an aligned copy of it in *tmp (which
+ * the caller unrefs; NULL when a is returned): arrays viewing a mapped file may sit at odd offsets. */
+const HgArray *hg_array_aligned(const HgArray *a, HgArray **tmp);
 
 /* IEEE binary16 and bfloat16 conversions, round to nearest even; NaN stays NaN, overflow goes to inf. */
 float hg_half_to_float(guint16 h);

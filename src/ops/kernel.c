@@ -412,24 +412,15 @@ hg_eval_constants(const HgNode *node, gint64 opset, HgEvalFunc eval, guint n_inp
         outputs[k] = NULL;
     /* Kernels read their inputs through typed pointers; a constant viewed in a mapped file may sit at
      * an odd offset (protobuf lays raw_data out unaligned), so such an input runs from an aligned
-     * copy. */
-    g_autofree HgArray **copies = NULL;
-    for (guint k = 0; k < n_inputs; k++) {
-        const HgArray *a = inputs[k];
-        gsize es = a && !a->strings ? hg_dtype_size(a->dtype) : 0;
-        if (!es || (guintptr)a->data % es == 0)
-            continue;
-        if (!copies) {
-            copies = g_new0(HgArray *, n_inputs);
-            memcpy(copies, inputs, n_inputs * sizeof *copies);
-        }
-        copies[k] = hg_array_copy(a);
-    }
-    HgEvalCtx ctx = {node, opset, n_inputs, copies ? copies : inputs, n_outputs, outputs, 1, error};
+     * copy (hg_array_aligned). */
+    g_autofree HgArray **copies = g_new0(HgArray *, n_inputs + 1);
+    g_autofree HgArray **use = g_new0(HgArray *, n_inputs + 1);
+    for (guint k = 0; k < n_inputs; k++)
+        use[k] = inputs[k] ? (HgArray *)hg_array_aligned(inputs[k], &copies[k]) : NULL;
+    HgEvalCtx ctx = {node, opset, n_inputs, use, n_outputs, outputs, 1, error};
     gboolean ok = eval(&ctx);
-    for (guint k = 0; copies && k < n_inputs; k++)
-        if (copies[k] && copies[k] != inputs[k])
-            hg_array_unref(copies[k]);
+    for (guint k = 0; k < n_inputs; k++)
+        g_clear_pointer(&copies[k], hg_array_unref);
     if (ok)
         return TRUE;
     for (guint k = 0; k < n_outputs; k++)
