@@ -92,6 +92,14 @@ hg_convert_file(const char *in, const char *out, const HgConvertOptions *o, HgCo
     }
     g_autoptr(HgConvertOptions) run = hg_convert_options_copy(o);
     hg_convert_options_set_stats(run, stats);
+    /* As convert: without statistics, the underflow probe (HgCheckOptions.probe); none where the model
+     * cannot run. */
+    g_autoptr(HgStats) probe = NULL;
+    if (!stats && !hg_convert_options_analysis(o)->probe && m->graph) {
+        probe = hg_stats_collect_probe(m, hg_convert_options_analysis(o), hg_convert_options_seed(o),
+                                       hg_convert_options_threads(o), NULL);
+        hg_convert_options_set_probe(run, probe);
+    }
     /* The output keeps a data file: lower writes the converted weights into it directly. */
     hg_model_plan_output(m, out, HG_EXTERNAL_AUTO);
     g_autoptr(HgConvertResult) result = hg_convert(m, run, NULL, &e);

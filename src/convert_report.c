@@ -372,7 +372,8 @@ hg_convert_result_details(const HgConvertResult *ctx, const char *prefix)
             }
         }
         g_string_append_printf(s, "%s%u of %u decisions rest on synthetic data%s%s%s\n", prefix, ctx->n_synthetic, n,
-                               names->len ? " (no range or data for " : "", names->str, names->len ? ")" : "");
+                               names->len ? " (no range or data for " : " (inputs drawn in their ranges)", names->str,
+                               names->len ? ")" : "");
     }
     if (ctx->n_assumed)
         g_string_append_printf(s, "%s%u of %u decisions rest on no data at all (assumed: unbounded for lack of an "

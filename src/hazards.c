@@ -182,6 +182,7 @@ typedef struct {
     GHashTable *seen_init; /* HgValue*: initializers already checked */
     GPtrArray *hazards;
     guint64 generation;    /* the main graph's when computed: what the passes' reads are checked against */
+    HgStats *probe;        /* HgCheckOptions.probe: read only to find activations too small for FP16 */
 } Check;
 
 static void
@@ -240,6 +241,14 @@ static const HgTensorStats *
 stats_of(const Check *c, const HgValue *v)
 {
     return c->stats && v ? hg_stats_get(c->stats, v->name) : NULL;
+}
+
+/* What the synthetic probe saw of v (HgCheckOptions.probe), where it ran and v is a float value. */
+static const HgTensorStats *
+probe_of(const Check *c, const HgValue *v)
+{
+    const HgTensorStats *s = c->probe && v ? hg_stats_get(c->probe, v->name) : NULL;
+    return s && !isnan(s->absmax) && (s->dtype == HG_DTYPE_FLOAT || s->dtype == HG_DTYPE_DOUBLE) ? s : NULL;
 }
 
 static double
@@ -1216,8 +1225,11 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
             return FALSE;
         const HgValue *o = n->inputs[1 - use->index];
         const HgTensorStats *os = stats_of(c, o);
-        /* what calibration saw of the other operand; without it, what its static bound allows: an
-         * addend whose bound is under 2^-14 changes a sum of normal size by less than FP16's step */
+        if (!os)
+            os = probe_of(c, o);
+        /* what calibration (or the synthetic probe) saw of the other operand; without it, what its
+         * static bound allows: an addend whose bound is under 2^-14 changes a sum of normal size by less
+         * than FP16's step */
         double big = os && !isnan(os->absmax) ? os->absmax : o ? absmax(hg_ranges_get(c->ranges, o)) : 0;
         if (!(big >= 0x1p-10))
             return FALSE;
@@ -1241,6 +1253,7 @@ tiny_absmax(const Check *c, const HgValue *v, HgBoundSource *source)
         return NAN;
     const HgTensorStats *s = stats_of(c, v);
     double a;
+    HgBoundSource src = HG_SOURCE_CALIBRATION;
     if (s) {
         /* seen stored narrower, what calibration shows is that type's own rounding */
         if (isnan(s->absmax) || (s->dtype != HG_DTYPE_FLOAT && s->dtype != HG_DTYPE_DOUBLE))
@@ -1252,11 +1265,20 @@ tiny_absmax(const Check *c, const HgValue *v, HgBoundSource *source)
          * activations; a bound of 0 is a tensor of zeros, which FP16 holds). */
         const HgRange *r = hg_ranges_get(c->ranges, v);
         a = r->nan ? NAN : absmax(r);
+        src = HG_SOURCE_STATIC;
+        /* Else what the synthetic probe saw (HgCheckOptions.probe): a bound cannot say how small values
+         * are, and a random-init DPT's fusion convolutions, all near 1e-5 for inputs in range, came out
+         * of a conversion from ranges alone as zeros. */
+        const HgTensorStats *p = probe_of(c, v);
+        if (!(a > 0 && a < FP16_MIN_NORMAL) && p) {
+            a = p->absmax;
+            src = HG_SOURCE_SYNTHETIC;
+        }
     }
     if (!(a > 0 && a < FP16_MIN_NORMAL))
         return NAN;
     if (source)
-        *source = s ? HG_SOURCE_CALIBRATION : HG_SOURCE_STATIC;
+        *source = src;
     return added_to_normal(c, v, 0) ? NAN : a;
 }
 
@@ -1273,11 +1295,13 @@ check_tiny(Check *c, const HgNode *n)
         double a = tiny_absmax(c, v, &src);
         if (isnan(a))
             continue;
-        Decided d = {a, src, TRUE, stats_of(c, v)};
+        Decided d = {a, src, TRUE, src == HG_SOURCE_SYNTHETIC ? probe_of(c, v) : stats_of(c, v)};
         add_hazard(c, HG_HAZARD_UNDERFLOW, n, v, d, KEEP_FP32,
                    "output '%s' reaches at most %.3g (%s), below FP16's normal range (6.1e-05): "
                    "stored in FP16 it keeps fewer than 11 bits, and what is under 3e-08 becomes 0",
-                   v->name, a, src == HG_SOURCE_STATIC ? "static bound" : "calibration");
+                   v->name, a, src == HG_SOURCE_STATIC      ? "static bound"
+                               : src == HG_SOURCE_SYNTHETIC ? "synthetic probe, inputs drawn in their ranges"
+                                                            : "calibration");
         return;
     }
 }
@@ -1478,6 +1502,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  g_steal_pointer(&shapes),
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
+    c->probe = opts->probe;
     c->ranges = hg_ranges_infer_dims(g, c->shapes, ir, n_ir, opts->dim_max);
     res->assumptions = g_ptr_array_new_with_free_func(g_free);
     for (guint k = 0; k < c->ranges->assumed->len; k++)
@@ -1537,6 +1562,10 @@ hg_check_value_source(const HgCheckResult *r, const HgValue *v)
         return HG_SOURCE_ASSUMED;
     if (d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v)))
         return d.stats && d.stats->synthetic ? HG_SOURCE_SYNTHETIC : HG_SOURCE_CALIBRATION;
+    /* too small for FP16 by what the synthetic probe saw */
+    HgBoundSource tiny = HG_SOURCE_STATIC;
+    if (!isnan(tiny_absmax(c, v, &tiny)) && tiny == HG_SOURCE_SYNTHETIC)
+        return HG_SOURCE_SYNTHETIC;
     return HG_SOURCE_STATIC;
 }
 

@@ -24,6 +24,7 @@ typedef struct {
     GString *lines;      /* its lines so far (a file is written at the end) */
     int rc;
     HgExternalData external; /* --external-data */
+    gboolean no_probe;       /* --no-probe */
 } ConvertRun;
 
 /* convert --emit-trtexec FILE: the trtexec flags of a weakly typed FP16 build (TensorRT 10.11 and
@@ -79,6 +80,18 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         model_stats(m, r->an, &ms, runs_passes, &use, &owned, &syn, &error)) {
         HgCheckOptions co = ms.co;
         co.stats = use;
+        /* Without statistics, a synthetic probe in the ranges looks for activations too small for
+         * FP16, which no bound can show (HgCheckOptions.probe); a model it cannot run goes without. */
+        g_autoptr(HgStats) probe = NULL;
+        if (!use && runs_passes && !r->no_probe && m->graph) {
+            g_autoptr(GError) perr = NULL;
+            probe = hg_stats_collect_probe(m, &co, (guint64)r->an->seed, r->an->threads, &perr);
+            if (!probe && !cli_quiet)
+                print_line(stderr, "%s: note: the synthetic probe for activations too small for FP16 did not run "
+                           "(%s): only their static bounds can show them; --calib gives it data",
+                           in, perr ? perr->message : "the interpreter failed");
+        }
+        co.probe = probe;
         report_warnings(in, m, &co);
         g_autoptr(HgConvertOptions) o = hg_convert_options_new();
         hg_convert_options_set_analysis(o, &co);
@@ -173,7 +186,7 @@ cmd_convert(int argc, char **argv)
     int external = HG_EXTERNAL_AUTO;
     char **block_ops = NULL, **block_nodes = NULL, **force_nodes = NULL;
     Analysis an = ANALYSIS_INIT;
-    gboolean keep_io = FALSE, strict_lfs = FALSE, skip_existing = FALSE;
+    gboolean keep_io = FALSE, strict_lfs = FALSE, skip_existing = FALSE, no_probe = FALSE;
     int jobs = 0;
     GOptionEntry entries[] = {
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
@@ -210,6 +223,9 @@ cmd_convert(int argc, char **argv)
         {"nodes_to_exclude", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_STRING_ARRAY, &block_nodes, NULL, NULL},
         {"force-fp16-node", 0, 0, G_OPTION_ARG_STRING_ARRAY, &force_nodes,
          "Run nodes whose name matches REGEX in FP16 whatever the analysis says (repeatable)", "REGEX"},
+        {"no-probe", 0, 0, G_OPTION_ARG_NONE, &no_probe,
+         "Without --calib or --stats, decide from the ranges alone: run no synthetic probe for activations too "
+         "small for FP16", NULL},
         {"report", 0, 0, G_OPTION_ARG_FILENAME, &report,
          "Write every decision with its reason and interval to FILE (JSON; one input; - for stdout)",
          "FILE.json"},
@@ -303,6 +319,7 @@ cmd_convert(int argc, char **argv)
                           strict_lfs, stdout_users > 0, block_ops, block_nodes, force_nodes, pass_list,
                           results,   hash,        lines,       EXIT_OK};
         run.external = (HgExternalData)external;
+        run.no_probe = no_probe;
         bulk_shard(items, shard_i, shard_n); /* after the usage checks: a shard may be empty */
         for (guint i = 0; i < items->len; i++) {
             BulkItem *it = items->pdata[i];

@@ -96,6 +96,13 @@ hg_convert_options_set_stats(HgConvertOptions *o, HgStats *stats)
 }
 
 void
+hg_convert_options_set_probe(HgConvertOptions *o, HgStats *probe)
+{
+    g_return_if_fail(o != NULL);
+    o->check.probe = probe;
+}
+
+void
 hg_convert_options_add_calib(HgConvertOptions *o, const char *path)
 {
     g_return_if_fail(o != NULL && path != NULL);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ir_private.h"
+#include "shapes.h"
 #include "ops/array.h"
 #include "ops/op.h"
 
@@ -306,11 +307,11 @@ hg_stats_collect_samples(HgModel *m, const GPtrArray *samples, int threads, GErr
 
 static HgStats *
 collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed, int threads,
-                  GError **error)
+                  guint64 max_memory, GError **error)
 {
     HgStats *st = stats_new();
     g_auto(GStrv) leaves = runnable_leaves(m);
-    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves};
+    HgRunOptions opts = {threads, collect_observe, st, (const char *const *)leaves, max_memory};
     for (guint i = 0; i < samples; i++) {
         g_autoptr(GPtrArray) feeds = hg_synth_feeds(m, ranges, seed + i, error);
         g_autoptr(GPtrArray) outs = feeds ? hg_run(m, feeds, &opts, error) : NULL;
@@ -371,15 +372,14 @@ input_elements_at(const HgGraph *g, gint64 len)
     return MIN(total, RETRY_MAX_ELEMENTS + 1);
 }
 
-HgStats *
-hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
-                           int threads, GError **error)
+static HgStats *
+synthetic_retried(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed, int threads,
+                  guint64 max_memory, GError **error)
 {
-    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
     HgCheckOptions none = {0};
     const HgCheckOptions *o = ranges ? ranges : &none;
     g_autoptr(GError) err = NULL, first = NULL;
-    HgStats *st = collect_synthetic(m, o, samples, seed, threads, &first);
+    HgStats *st = collect_synthetic(m, o, samples, seed, threads, max_memory, &first);
     for (guint r = 0; !st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID &&
                       r < G_N_ELEMENTS(RETRY_LEN) && symbolic_inputs(m->graph) &&
                       input_elements_at(m->graph, RETRY_LEN[r]) <= RETRY_MAX_ELEMENTS;
@@ -393,7 +393,7 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
         HgCheckOptions longer = *o;
         longer.dim_max = dm;
         g_clear_error(&err);
-        st = collect_synthetic(m, &longer, samples, seed, threads, &err);
+        st = collect_synthetic(m, &longer, samples, seed, threads, max_memory, &err);
     }
     if (!st && first->domain == HG_ERROR && first->code == HG_ERROR_INVALID && symbolic_inputs(m->graph)) {
         /* the error at the dims asked for, and how to ask for others */
@@ -405,6 +405,69 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
         g_propagate_error(error, g_steal_pointer(&first));
     }
     return st;
+}
+
+HgStats *
+hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint samples, guint64 seed,
+                           int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    return synthetic_retried(m, ranges, samples, seed, threads, 0, error);
+}
+
+/* The largest value of g whose shape is known without the inputs' symbolic dims, in bytes, and its
+ * name. The interpreter computes what constants alone give before a run's memory cap applies (a
+ * ConstantOfShape of 800 MB that a Slice cuts to 4 values), so the probe asks first. */
+static guint64
+largest_known(HgGraph *g, const char *const *pins, const char **name)
+{
+    g_autoptr(HgShapes) sh = hg_shapes_infer_specs(g, pins, NULL);
+    guint64 best = 0;
+    for (guint i = 0; sh && i < g->nodes->len; i++) {
+        const HgNode *n = g->nodes->pdata[i];
+        for (guint k = 0; k < n->n_outputs; k++) {
+            const HgValueShape *vs = n->outputs[k] ? hg_shapes_get(sh, n->outputs[k]) : NULL;
+            if (!vs || vs->rank < 0 || vs->dtype == HG_DTYPE_UNDEFINED)
+                continue;
+            double bytes = (double)hg_dtype_size(vs->dtype);
+            gboolean known = TRUE;
+            for (int d = 0; d < vs->rank && known; d++) {
+                known = vs->dims[d].v >= 0;
+                bytes *= (double)MAX(vs->dims[d].v, 0);
+            }
+            if (known && bytes > (double)best) {
+                best = bytes > (double)G_MAXUINT64 ? G_MAXUINT64 : (guint64)bytes;
+                *name = n->outputs[k]->name;
+            }
+        }
+    }
+    return best;
+}
+
+HgStats *
+hg_stats_collect_probe(HgModel *m, const HgCheckOptions *ranges, guint64 seed, int threads, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL, NULL);
+    guint64 weights = 0;
+    for (guint i = 0; i < m->graph->initializers->len; i++) {
+        const HgTensor *t = m->graph->initializers->pdata[i];
+        weights += (guint64)MAX(hg_tensor_numel(t), 0) * hg_dtype_size(t->dtype);
+    }
+    if (weights > HG_PROBE_MAX_WEIGHTS) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "its weights take %" G_GUINT64_FORMAT " MiB, past the probe's %" G_GUINT64_FORMAT " MiB",
+                    weights >> 20, HG_PROBE_MAX_WEIGHTS >> 20);
+        return NULL;
+    }
+    const char *big = NULL;
+    guint64 bytes = largest_known(m->graph, ranges ? ranges->shapes : NULL, &big);
+    if (bytes > HG_PROBE_MAX_MEMORY) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "value '%s' alone takes %" G_GUINT64_FORMAT " bytes, past the probe's cap of %" G_GUINT64_FORMAT,
+                    big ? big : "", bytes, HG_PROBE_MAX_MEMORY);
+        return NULL;
+    }
+    return synthetic_retried(m, ranges, HG_PROBE_SAMPLES, seed, threads, HG_PROBE_MAX_MEMORY, error);
 }
 
 /* ---------------------------------------------------------------- halfguard's stats JSON */

@@ -294,6 +294,9 @@ def test_allocation(tmp):
             err = ef.read()
         check("alloc:constant-fold-bounded", os.waitstatus_to_exitcode(status) == 0 and usage.ru_maxrss < 300 << 10,
               (status, usage.ru_maxrss, err[-300:]))
+        # nor does convert's underflow probe run the model: the 800 MB value alone passes its cap
+        check("alloc:probe-refused-first", b"note: the synthetic probe for activations too small for FP16 did not run "
+              b"(value 'big' alone takes 800000000 bytes" in err, err[-400:])
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
     check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
           (rc, se[-300:]))

@@ -126,10 +126,19 @@ def test_rmsnorm_epsilon(tmp):
     ok, se = convert(model, out, "-r", "x=-0.03:0.03", "--report", out + ".json")
     check("rmsnorm: converts", ok, se)
     if ok:
+        # The first norm's mean square is near 6e-6 for inputs in range, below FP16's normal range:
+        # the synthetic probe sees it, and the mean stays FP32 with its epsilon. The second norm reads
+        # the residual sum, of normal size.
         d = decisions(out)
-        check("rmsnorm: the epsilon's Adds stay FP32, the squares and their means FP16",
-              all(d.get(f"add_eps{i}") == "fp32" and d.get(f"square{i}") == "fp16" and d.get(f"mean{i}") == "fp16"
-                  for i in (0, 1)), d)
+        check("rmsnorm: the epsilon's Adds stay FP32, the squares FP16, the tiny first mean FP32",
+              all(d.get(f"add_eps{i}") == "fp32" and d.get(f"square{i}") == "fp16" for i in (0, 1))
+              and d.get("mean0") == "fp32" and d.get("mean1") == "fp16", d)
+        ok2, se2 = convert(model, out + ".ranges.onnx", "-r", "x=-0.03:0.03", "--no-probe",
+                           "--report", out + ".ranges.json")
+        d2 = decisions(out + ".ranges") if ok2 else {}
+        check("rmsnorm --no-probe: from the ranges alone both means FP16 (no bound shows them tiny)",
+              ok2 and all(d2.get(f"add_eps{i}") == "fp32" and d2.get(f"mean{i}") == "fp16" for i in (0, 1)),
+              se2 if not ok2 else d2)
     feeds16 = {"x": feeds["x"].astype(np.float16)}  # the conversions read FP16 (no --keep-io-types)
     got, err = ort(out, feeds16, os.path.join(tmp, "got")) if ok else (None, se)
     if check("rmsnorm: the conversion runs in ONNX Runtime", got is not None, err) and ref is not None:

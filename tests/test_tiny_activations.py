@@ -17,6 +17,12 @@ Usage: test_tiny_activations.py HALFGUARD
    nor convert says anything and the model converts with no FP32 node; the same with a Transpose
    between the scale and the Add.
 3. The same branch read by something other than the Add (a second output): reported.
+4. A head the bounds cannot show (a 1024-wide MatMul with weights near 2e-6, then two more): the
+   first product's static bound is about 1.6e-3, its values reach 1e-4, the next product's 1e-6.
+   check from ranges alone reports nothing; convert from the same ranges runs its synthetic probe,
+   keeps the tiny nodes FP32 (decisions marked synthetic, said in the summary) and verifies, where
+   --no-probe converts all of it to FP16 and fails verify. The layer-scale control of 2, converted from
+   ranges alone, keeps no node FP32 with the probe either.
 """
 import json
 import os
@@ -157,5 +163,50 @@ def test_layer_scale(tmp):
     check("layer scale read as an output: reported at the scale", nodes == ["layer_scale"], nodes or se)
 
 
-hgtest.temp_folders(check, "hg-tiny-", [test_depth_head, test_layer_scale], catch=True)
+def hidden_head(path, rng):
+    w1 = rng.normal(0, 2e-6, (1024, 64))
+    w2 = rng.normal(0, 0.05, (64, 32))
+    w3 = rng.normal(0, 0.05, (32, 8))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h1"], name="mm1"),
+             helper.make_node("Relu", ["h1"], ["r1"], name="relu1"),
+             helper.make_node("MatMul", ["r1", "w2"], ["h2"], name="mm2"),
+             helper.make_node("MatMul", ["h2", "w3"], ["y"], name="mm3")]
+    return hgtest.save_model(path, nodes, [hgtest.vi("x", (4, 1024))], [hgtest.vi("y", (4, 8))],
+                             [init("w1", w1), init("w2", w2), init("w3", w3)], checker=True)
+
+
+def test_probe(tmp):
+    rng = np.random.default_rng(7)
+    model = hidden_head(os.path.join(tmp, "hidden.onnx"), rng)
+    fresh = data(tmp, "fresh", (4, 1024), rng, 1)[0]
+    found, se = hazards(model, [], ["x=-1:1"])
+    check("probe: check from ranges alone finds no underflow (no bound shows it)", found == [], found or se)
+    out = os.path.join(tmp, "hidden.out.onnx")
+    rc, so, se = hg("convert", model, "-o", out, "-r", "x=-1:1", "--report", out + ".json")
+    rep = json.load(open(out + ".json")) if rc == 0 else {}
+    dec = {d["node"]: d for d in rep.get("decisions", [])}
+    fp32 = sorted(n for n, d in dec.items() if d["precision"] == "fp32")
+    check("probe: convert keeps the tiny products FP32 (mm1's reach 1e-4, mm2's 1e-6)",
+          rc == 0 and fp32 == ["mm2", "mm3"],
+          fp32 or se)
+    check("probe: those decisions rest on synthetic data, and the summary says so",
+          all(dec[n]["source"] == "synthetic" for n in fp32) and rep["figures"]["decisions_synthetic"] == len(fp32)
+          and f"{len(fp32)} of {len(dec)} decisions rest on synthetic data" in so, (so, rep.get("figures")))
+    rc, txt = verify(model, out, fresh)
+    check("probe: the conversion verifies", rc == 0, txt)
+    out2 = os.path.join(tmp, "hidden.noprobe.onnx")
+    rc, so, se = hg("convert", model, "-o", out2, "-q", "-r", "x=-1:1", "--no-probe", "--report", out2 + ".json")
+    fp32 = [d["node"] for d in json.load(open(out2 + ".json"))["decisions"] if d["precision"] == "fp32"] if rc == 0 else None
+    check("probe: --no-probe converts all of it to FP16", fp32 == [], fp32 or se)
+    rc, txt = verify(model, out2, fresh)
+    check("probe: and that fails verify (what the probe is for)", rc == 1, txt)
+
+    ls = layer_scale(os.path.join(tmp, "ls.onnx"), rng)
+    rep, se = report(ls, os.path.join(tmp, "ls.out.onnx"), [], ["x=-1:1"])
+    fp32 = [d["node"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32"]
+    check("probe: the layer-scaled branch, from ranges alone, keeps no node FP32", rep is not None and fp32 == [],
+          fp32 or se)
+
+
+hgtest.temp_folders(check, "hg-tiny-", [test_depth_head, test_layer_scale, test_probe], catch=True)
 sys.exit(check.finish())

@@ -174,7 +174,20 @@ struct HgCheckOptions {
     /* The size synthetic inputs give a symbolic dim that --shapes does not pin: "NAME=N" for the dims
      * called NAME, "N" (or "*=N") for the others (NULL-terminated, may be NULL: 1). */
     const char *const *dim_max;
+    /* Statistics of synthetic inputs drawn in the ranges (hg_stats_collect_synthetic), read only to
+     * find activations too small for FP16 where `stats` has nothing on them: a static bound says how
+     * large a value may be, never how small it is. They never loosen an overflow decision. May be NULL;
+     * `halfguard convert` and hg_convert_file draw HG_PROBE_SAMPLES sets when they have no statistics. */
+    HgStats *probe;
 };
+
+/* The underflow probe (HgCheckOptions.probe): how many synthetic input sets it draws, the cap on its
+ * runs' live tensors (HgRunOptions.max_memory), and the largest weights it runs (a run reads every
+ * weight: past this the probe would cost more than the rest of a conversion, which streams them). A
+ * probe that would need more does not run. */
+#define HG_PROBE_SAMPLES 2
+#define HG_PROBE_MAX_MEMORY ((guint64)256 << 20)
+#define HG_PROBE_MAX_WEIGHTS ((guint64)256 << 20)
 
 #define HG_CHECK_ACCUMULATE_TARGETS 0
 #define HG_CHECK_ACCUMULATE_FP16 1
@@ -203,6 +216,11 @@ HG_API char *hg_synth_describe(const HgInputInfo *info);
  * second step), the sets are drawn again with those dims at 128, then 1024. */
 HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opts, guint samples,
                                            guint64 seed, int threads, GError **error);
+/* The underflow probe for HgCheckOptions.probe: hg_stats_collect_synthetic of HG_PROBE_SAMPLES sets,
+ * each run capped at HG_PROBE_MAX_MEMORY of live tensors, for a model of at most HG_PROBE_MAX_WEIGHTS of
+ * weights (else NULL with an error that says which limit). */
+HG_API HgStats *hg_stats_collect_probe(HgModel *m, const HgCheckOptions *opts, guint64 seed, int threads,
+                                       GError **error);
 
 /* An op halfguard has no row for (another domain, or an op newer than its table), as found in one
  * model: convert keeps its nodes FP32 with Casts around them; its outputs are unbounded for lack of a

@@ -47,6 +47,9 @@ HG_API HgConvertOptions *hg_convert_options_copy(const HgConvertOptions *o);
 HG_API void hg_convert_options_add_input_range(HgConvertOptions *o, const char *name, double lo, double hi);
 /* Calibration statistics the analysis reads (borrowed: they must outlive the conversion; NULL: none). */
 HG_API void hg_convert_options_set_stats(HgConvertOptions *o, HgStats *stats);
+/* The underflow probe's statistics (HgCheckOptions.probe; borrowed, NULL: none). hg_convert_file draws
+ * one itself when the conversion has no statistics and o carries none. */
+HG_API void hg_convert_options_set_probe(HgConvertOptions *o, HgStats *probe);
 /* For hg_convert_file: calibration data as for `--calib` (a folder of input_K.pb or NAME.npy, or of
  * such folders; an .npz; Polygraphy --save-inputs JSON). Appended; path is copied. */
 HG_API void hg_convert_options_add_calib(HgConvertOptions *o, const char *path);
