@@ -1202,11 +1202,17 @@ check_overflow(Check *c, const HgNode *n)
     }
 }
 
-/* Is every reader of v an Add or Sub whose other operand calibration saw at 2^-10 or more (or a
- * constant that large), through ops that only move values (a layer scale's Transpose back to the
- * residual's layout), or one that reads only v's shape? */
+/* Does FP16's loss on the tiny values of v (an absolute error of at most 2^-25 each) vanish in
+ * what reads them? Every reader is one of: an Add or Sub whose other operand calibration (or the
+ * synthetic probe) saw at 2^-10 or more, or whose bound is that large (the sum's own FP16 rounding
+ * already drops what v loses: a layer-scaled residual branch); an Add or Sub whose sum is itself read
+ * only so (a tiny bias added first); a Softmax or LogSoftmax (an absolute error e in a logit moves
+ * each probability by a factor of at most e^2e: attention logits near 1e-5, as a random-init DETR
+ * decoder's and ConvBERT's span-based kernels give, leave the probabilities to within 2^-23); an op
+ * that only moves values (a layer scale's Transpose back to the residual's layout), recursively; or
+ * one that reads only v's shape. */
 static gboolean
-added_to_normal(const Check *c, const HgValue *v, int depth)
+tiny_harmless(const Check *c, const HgValue *v, int depth)
 {
     if (!v || v->is_output || v->nested_outputs || !v->uses->len || depth > 8)
         return FALSE;
@@ -1217,10 +1223,12 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
         if (op && (op->traits & HG_TRAIT_SHAPE_ONLY))
             continue;
         if (hg_node_passes_through(n) && use->index == 0 && n->n_outputs == 1) {
-            if (!added_to_normal(c, n->outputs[0], depth + 1))
+            if (!tiny_harmless(c, n->outputs[0], depth + 1))
                 return FALSE;
             continue;
         }
+        if ((hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax")) && use->index == 0)
+            continue;
         if (!(hg_node_is(n, "Add") || hg_node_is(n, "Sub")) || n->n_inputs != 2 || use->index > 1)
             return FALSE;
         const HgValue *o = n->inputs[1 - use->index];
@@ -1231,7 +1239,7 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
          * static bound allows: an addend whose bound is under 2^-14 changes a sum of normal size by less
          * than FP16's step */
         double big = os && !isnan(os->absmax) ? os->absmax : o ? absmax(hg_ranges_get(c->ranges, o)) : 0;
-        if (!(big >= 0x1p-10))
+        if (!(big >= 0x1p-10) && !(n->n_outputs == 1 && tiny_harmless(c, n->outputs[0], depth + 1)))
             return FALSE;
     }
     return TRUE;
@@ -1243,9 +1251,8 @@ added_to_normal(const Check *c, const HgValue *v, int depth)
  * at or under 2^-25 becomes 0: a random-init depth head whose outputs are all near 1e-8 comes out all
  * zeros. Ranges alone cannot show it: a bound says how large a value may be, not how small it is (and
  * one under 2^-14 is what a layer scale of 1e-6 gives a residual branch, which is harmless, below).
- * Passed over where v is only added to values of normal size (calibration saw 2^-10 or more), through
- * ops that only move values: the layer-scaled branch, whose FP16 sum already rounds away what FP16
- * loses of v. */
+ * Passed over where what reads v drops what FP16 loses of it (tiny_harmless): a sum with values of
+ * normal size (the layer-scaled branch), a softmax. */
 static double
 tiny_absmax(const Check *c, const HgValue *v, HgBoundSource *source)
 {
@@ -1279,7 +1286,7 @@ tiny_absmax(const Check *c, const HgValue *v, HgBoundSource *source)
         return NAN;
     if (source)
         *source = src;
-    return added_to_normal(c, v, 0) ? NAN : a;
+    return tiny_harmless(c, v, 0) ? NAN : a;
 }
 
 /* Activations too small for FP16, reported where they start: no float input of n is one already. */

@@ -23,6 +23,10 @@ Usage: test_tiny_activations.py HALFGUARD
    keeps the tiny nodes FP32 (decisions marked synthetic, said in the summary) and verifies, where
    --no-probe converts all of it to FP16 and fails verify. The layer-scale control of 2, converted from
    ranges alone, keeps no node FP32 with the probe either.
+5. Attention logits near 3e-5 (inputs in [-0.25, 0.25] by weights near 1e-5, a tiny bias added, a Reshape) read by a
+   Softmax: what FP16 loses of them moves no probability by more than 2^-23, so neither the probe nor
+   calibration keeps anything FP32, and the conversion verifies; the same logits also a graph output
+   are reported (underflow at the MatMul) and stay FP32.
 """
 import json
 import os
@@ -208,5 +212,39 @@ def test_probe(tmp):
           fp32 or se)
 
 
-hgtest.temp_folders(check, "hg-tiny-", [test_depth_head, test_layer_scale, test_probe], catch=True)
+def tiny_logits(path, rng, also_out=False):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["s"], name="scores"),
+             helper.make_node("Add", ["s", "b"], ["sb"], name="bias"),
+             helper.make_node("Reshape", ["sb", "shape"], ["r"], name="heads"),
+             helper.make_node("Softmax", ["r"], ["p"], axis=-1, name="softmax")]
+    outs = [hgtest.vi("p", (4, 2, 16))] + ([hgtest.vi("s", (4, 32))] if also_out else [])
+    return hgtest.save_model(path, nodes, [hgtest.vi("x", (4, 64))], outs,
+                             [init("w", rng.normal(0, 1e-5, (64, 32))), init("b", rng.normal(0, 1e-6, 32)),
+                              numpy_helper.from_array(np.array([4, 2, 16], np.int64), "shape")], checker=True)
+
+
+def test_softmax_reads(tmp):
+    rng = np.random.default_rng(8)
+    model = tiny_logits(os.path.join(tmp, "logits.onnx"), rng)
+    def quarter(tag, k):
+        return [hgtest.write_inputs(os.path.join(tmp, tag, str(i)),
+                                    {"x": rng.uniform(-0.25, 0.25, (4, 64)).astype(np.float32)}) for i in range(k)]
+    calib, fresh = quarter("calib", 2), quarter("fresh", 1)[0]
+    found, se = hazards(model, calib, ["x=-0.25:0.25"])
+    check("softmax: logits near 3e-5 read by a Softmax are no underflow (calibration)", found == [], found or se)
+    for tag, cal in (("probe", []), ("calibration", calib)):
+        out = os.path.join(tmp, f"logits.{tag}.onnx")
+        rep, se = report(model, out, cal, ["x=-0.25:0.25"])
+        fp32 = [d["node"] for d in (rep or {}).get("decisions", []) if d["precision"] == "fp32"]
+        check(f"softmax: converted ({tag}) with no FP32 node", rep is not None and fp32 == [], fp32 or se)
+        rc, txt = verify(model, out, fresh)
+        check(f"softmax: the conversion ({tag}) verifies", rc == 0, txt)
+    model2 = tiny_logits(os.path.join(tmp, "logits_out.onnx"), rng, also_out=True)
+    found, se = hazards(model2, calib, ["x=-0.25:0.25"])
+    check("softmax: the same logits as a graph output are reported where they start",
+          [h["node"] for h in found or []] == ["scores"], found or se)
+
+
+hgtest.temp_folders(check, "hg-tiny-", [test_depth_head, test_layer_scale, test_probe, test_softmax_reads],
+                    catch=True)
 sys.exit(check.finish())
