@@ -1960,6 +1960,57 @@ NINTH_FAMILIES = {
 FAMILIES.update(NINTH_FAMILIES)
 
 
+# ---------------------------------------------------------------------------------------------
+# Tenth batch: timm's small image models by registered name (timm.create_model, random init, 10
+# classes, 224 x 224): hard-swish and mixed-kernel depthwise nets, structural reparameterisation,
+# spatial-reduction, gated-positional, pooling-based and factorized attention, the star operation
+# (a product of two branches), gated CNNs, scaled weight standardization without normalization,
+# distillation tokens.
+
+TIMM_TENTH = {
+    "lcnet_050": "timm PP-LCNet 0.5 (depthwise separable, hard-swish, SE in the last blocks)",
+    "tinynet_e": "timm TinyNet-E (a shrunk EfficientNet: MBConv, SE, SiLU)",
+    "mobileone_s0": "timm MobileOne-S0 (reparameterisable multi-branch blocks, as trained: branches unfused)",
+    "repghostnet_050": "timm RepGhostNet 0.5 (ghost features by reparameterisable re-use)",
+    "mixnet_s": "timm MixNet-S (mixed depthwise kernels 3-9 in one layer, SE, Swish)",
+    "efficientformerv2_s0": "timm EfficientFormerV2-S0 (4-D attention with talking heads, local/global blocks)",
+    "pvt_v2_b0": "timm PVTv2-B0 (spatial-reduction attention, overlapping patch embedding, DWConv FFN)",
+    "starnet_s050": "timm StarNet-S050 (the star operation: the product of two linear branches)",
+    "mambaout_femto": "timm MambaOut-Femto (gated CNN blocks without the SSM)",
+    "hgnetv2_b0": "timm HGNetV2-B0 (light conv blocks, learnable affine scales, ESE)",
+    "ese_vovnet19b_slim_dw": "timm VoVNet-19 slim DW (one-shot aggregation, effective SE)",
+    "convit_tiny": "timm ConViT-Tiny (gated positional self-attention)",
+    "pit_ti_224": "timm PiT-Ti (pooling-based ViT: depthwise-conv token pooling)",
+    "coat_lite_tiny": "timm CoaT-Lite Tiny (factorized attention with convolutional relative positions)",
+    "mobilenetv4_conv_small_050": "timm MobileNetV4 conv-small 0.5 (universal inverted bottlenecks)",
+    "rexnet_100": "timm ReXNet 1.0 (rank-expanded channels, SiLU/ReLU6, SE)",
+    "nf_regnet_b0": "timm NF-RegNet-B0 (no normalization: scaled weight standardization, skip gains)",
+    "ghostnetv2_100": "timm GhostNetV2 1.0 (DFC attention: decoupled fully connected, sigmoid gate)",
+    "deit_tiny_distilled_patch16_224": "timm DeiT-Ti distilled (class and distillation tokens, two heads averaged)",
+    "inception_next_atto": "timm InceptionNeXt-Atto (inception depthwise convs: square, band kernels and identity)",
+}
+
+
+def _timm_create(torch, name):
+    import timm
+    m = timm.create_model(name, pretrained=False, num_classes=10)
+    # a head timm zero-initialises gives every logit 0 whatever the input: draw it, as a trained one is
+    for mod in m.modules():
+        if isinstance(mod, torch.nn.Linear) and not bool(mod.weight.detach().abs().sum()):
+            torch.nn.init.trunc_normal_(mod.weight, std=0.2)
+    return m
+
+
+def _timm_builder(name):
+    def build(torch, attn):
+        return _timm_one(_timm_create(torch, name), TIMM_TENTH[name], image("input", hw=224))
+    return build
+
+
+TENTH_FAMILIES = {name: (_timm_builder(name), False) for name in TIMM_TENTH}
+FAMILIES.update(TENTH_FAMILIES)
+
+
 def family_index(family):
     """A stable number per family for seeds: the issue's 18 keep the indices they were exported with,
     and each later batch its own."""
@@ -1979,6 +2030,8 @@ def family_index(family):
         return 700 + sorted(EIGHTH_FAMILIES).index(family)
     if family in NINTH_FAMILIES:
         return 800 + sorted(NINTH_FAMILIES).index(family)
+    if family in TENTH_FAMILIES:
+        return 900 + sorted(TENTH_FAMILIES).index(family)
     # googlenet was in this batch (22 MB per export, over what one tarball brings back): it stays in
     # the order so that the others keep the seeds they were exported with
     return 200 + sorted(list(EXTRA_FAMILIES) + ["googlenet"]).index(family)
