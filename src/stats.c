@@ -415,18 +415,32 @@ hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *ranges, guint sampl
     return synthetic_retried(m, ranges, samples, seed, threads, 0, error);
 }
 
-/* The largest value of g whose shape is known without the inputs' symbolic dims, in bytes, and its
- * name. The interpreter computes what constants alone give before a run's memory cap applies (a
- * ConstantOfShape of 800 MB that a Slice cuts to 4 values), so the probe asks first. */
-static guint64
-largest_known(HgGraph *g, const char *const *pins, const char **name)
+/* What the probe can tell of one run before it starts, from shape inference with the --shapes pins:
+ * the largest value whose shape is known (the interpreter computes what constants alone give before
+ * a run's memory cap applies: a ConstantOfShape of 800 MB that a Slice cuts to 4 values), and the
+ * multiply-accumulates of the nodes whose cost is known (a small file can ask for hours of compute:
+ * a chain of wide convolutions over a large fixed image). */
+typedef struct {
+    guint64 bytes;
+    const char *name;
+    double macs;
+} RunSize;
+
+static RunSize
+run_size(HgModel *m, const char *const *pins)
 {
+    HgGraph *g = m->graph;
+    RunSize rs = {0, NULL, 0};
     g_autoptr(HgShapes) sh = hg_shapes_infer_specs(g, pins, NULL);
-    guint64 best = 0;
-    for (guint i = 0; sh && i < g->nodes->len; i++) {
-        const HgNode *n = g->nodes->pdata[i];
-        for (guint k = 0; k < n->n_outputs; k++) {
-            const HgValueShape *vs = n->outputs[k] ? hg_shapes_get(sh, n->outputs[k]) : NULL;
+    gint64 opset = hg_model_opset(m, "");
+    /* the graph inputs first (a fixed input of 4 GiB would be drawn in full), then every node */
+    for (guint i = 0; sh && i < g->inputs->len + g->nodes->len; i++) {
+        HgValueDecl *in = i < g->inputs->len ? g->inputs->pdata[i] : NULL;
+        HgNode *n = in ? NULL : g->nodes->pdata[i - g->inputs->len];
+        guint n_out = in ? 1 : n->n_outputs;
+        for (guint k = 0; k < n_out; k++) {
+            HgValue *v = in ? in->value : n->outputs[k];
+            const HgValueShape *vs = v && !v->init ? hg_shapes_get(sh, v) : NULL;
             if (!vs || vs->rank < 0 || vs->dtype == HG_DTYPE_UNDEFINED)
                 continue;
             double bytes = (double)hg_dtype_size(vs->dtype);
@@ -435,13 +449,28 @@ largest_known(HgGraph *g, const char *const *pins, const char **name)
                 known = vs->dims[d].v >= 0;
                 bytes *= (double)MAX(vs->dims[d].v, 0);
             }
-            if (known && bytes > (double)best) {
-                best = bytes > (double)G_MAXUINT64 ? G_MAXUINT64 : (guint64)bytes;
-                *name = n->outputs[k]->name;
+            if (known && bytes > (double)rs.bytes) {
+                rs.bytes = bytes > (double)G_MAXUINT64 ? G_MAXUINT64 : (guint64)bytes;
+                rs.name = v->name;
             }
         }
+        if (!n)
+            continue;
+        const HgOpDef *op = hg_op_for_node(n);
+        if (!op || !op->cost)
+            continue;
+        g_autofree const HgValueShape **ins = g_new0(const HgValueShape *, n->n_inputs + 1);
+        g_autofree HgValueShape **outs = g_new0(HgValueShape *, n->n_outputs + 1);
+        for (guint k = 0; k < n->n_inputs; k++)
+            ins[k] = n->inputs[k] ? hg_shapes_get(sh, n->inputs[k]) : NULL;
+        for (guint k = 0; k < n->n_outputs; k++)
+            outs[k] = n->outputs[k] ? (HgValueShape *)hg_shapes_get(sh, n->outputs[k]) : NULL;
+        HgShapeCtx sc = {n, opset, n->n_inputs, ins, n->n_outputs, outs, NULL};
+        gint64 c = op->cost(&sc);
+        if (c > 0)
+            rs.macs += (double)c;
     }
-    return best;
+    return rs;
 }
 
 HgStats *
@@ -459,12 +488,17 @@ hg_stats_collect_probe(HgModel *m, const HgCheckOptions *ranges, guint64 seed, i
                     weights >> 20, HG_PROBE_MAX_WEIGHTS >> 20);
         return NULL;
     }
-    const char *big = NULL;
-    guint64 bytes = largest_known(m->graph, ranges ? ranges->shapes : NULL, &big);
-    if (bytes > HG_PROBE_MAX_MEMORY) {
+    RunSize rs = run_size(m, ranges ? ranges->shapes : NULL);
+    if (rs.bytes > HG_PROBE_MAX_MEMORY) {
         g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
                     "value '%s' alone takes %" G_GUINT64_FORMAT " bytes, past the probe's cap of %" G_GUINT64_FORMAT,
-                    big ? big : "", bytes, HG_PROBE_MAX_MEMORY);
+                    rs.name ? rs.name : "", rs.bytes, HG_PROBE_MAX_MEMORY);
+        return NULL;
+    }
+    if (rs.macs > HG_PROBE_MAX_MACS) {
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "a run takes %.3g multiply-accumulates at the shapes known, past the probe's %.3g", rs.macs,
+                    HG_PROBE_MAX_MACS);
         return NULL;
     }
     return synthetic_retried(m, ranges, HG_PROBE_SAMPLES, seed, threads, HG_PROBE_MAX_MEMORY, error);

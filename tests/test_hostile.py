@@ -297,6 +297,17 @@ def test_allocation(tmp):
         # nor does convert's underflow probe run the model: the 800 MB value alone passes its cap
         check("alloc:probe-refused-first", b"note: the synthetic probe for activations too small for FP16 did not run "
               b"(value 'big' alone takes 800000000 bytes" in err, err[-400:])
+    # a small file that asks for much compute: three products of [2048, 2048] by one 16 MB weight,
+    # 2.6e10 multiply-accumulates a run; convert's underflow probe counts them and does not run it
+    heavy = os.path.join(tmp, "heavy.onnx")
+    w = numpy_helper.from_array(np.full((2048, 2048), 1e-3, np.float32), "w")
+    hgtest.save_model(heavy, [helper.make_node("MatMul", ["x", "w"], ["a"], name="mm1"),
+                              helper.make_node("MatMul", ["a", "w"], ["b"], name="mm2"),
+                              helper.make_node("MatMul", ["b", "w"], ["y"], name="mm3")],
+                      [vi("x", [2048, 2048])], [vi("y", [2048, 2048])], [w])
+    rc, so, se = run("convert", heavy, "-o", os.path.join(tmp, "heavy.fp16.onnx"), "-r", "x=-1:1", timeout=120)
+    check("compute:probe-refused-first", rc == 0 and b"did not run (a run takes 2.58e+10 multiply-accumulates at the "
+          b"shapes known, past the probe's 1e+10)" in se, (rc, se[-400:]))
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
     check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
           (rc, se[-300:]))

@@ -188,6 +188,9 @@ struct HgCheckOptions {
 #define HG_PROBE_SAMPLES 2
 #define HG_PROBE_MAX_MEMORY ((guint64)256 << 20)
 #define HG_PROBE_MAX_WEIGHTS ((guint64)256 << 20)
+/* ... and the most multiply-accumulates one of its runs may take, counted at the shapes known before
+ * it runs (about a second of the interpreter on two cores). */
+#define HG_PROBE_MAX_MACS 1e10
 
 #define HG_CHECK_ACCUMULATE_TARGETS 0
 #define HG_CHECK_ACCUMULATE_FP16 1
@@ -218,7 +221,7 @@ HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opt
                                            guint64 seed, int threads, GError **error);
 /* The underflow probe for HgCheckOptions.probe: hg_stats_collect_synthetic of HG_PROBE_SAMPLES sets,
  * each run capped at HG_PROBE_MAX_MEMORY of live tensors, for a model of at most HG_PROBE_MAX_WEIGHTS of
- * weights (else NULL with an error that says which limit). */
+ * weights whose runs take at most HG_PROBE_MAX_MACS (else NULL with an error that says which limit). */
 HG_API HgStats *hg_stats_collect_probe(HgModel *m, const HgCheckOptions *opts, guint64 seed, int threads,
                                        GError **error);
 
