@@ -693,9 +693,15 @@ bulk_run(GPtrArray *items, guint jobs, BulkConvertFunc convert, BulkDoneFunc don
             bulk_record_clear(&slot->record);
             reported++;
         }
-        if (reported != shown_at) { /* once per model reported, and at the start */
-            progress_show(&progress, reported, next ? ((BulkItem *)items->pdata[next - 1])->path : NULL);
-            shown_at = reported;
+        /* once per model finished, and at the start: a model finished while an earlier one still runs
+         * counts, though its lines wait for that one */
+        guint finished = reported;
+        for (guint i = reported; i < next; i++)
+            finished += slots[i].done;
+        if (finished != shown_at) {
+            progress_clear(&progress); /* each line replaced whole, as a terminal's reader expects */
+            progress_show(&progress, finished, next ? ((BulkItem *)items->pdata[next - 1])->path : NULL);
+            shown_at = finished;
         }
         nfds_t nf = 0;
         for (guint k = 0; k < jobs; k++)

@@ -576,7 +576,20 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
     gboolean ok;
     if (st->op) {
         HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
+        /* what the cap leaves bounds each array the kernel makes, before it is allocated */
+        guint64 was = hg_array_set_alloc_limit(budget->cap > budget->live ? budget->cap - budget->live : 1);
         ok = st->op->eval(&ctx);
+        guint64 refused = hg_array_alloc_refused();
+        hg_array_set_alloc_limit(was);
+        if (!ok && refused) {
+            /* said as for an output past the cap: the same words, before the bytes were allocated */
+            gboolean from_constants = TRUE;
+            for (guint k = 0; k < n->n_inputs; k++)
+                from_constants &= st->in[k] == G_MAXUINT || pl->constants[st->in[k]] != NULL;
+            g_clear_error(error);
+            budget_allows(budget, refused, n, n->n_outputs == 1 && n->outputs[0] ? n->outputs[0]->name : "",
+                          from_constants ? ", computed from constants" : "", error);
+        }
     } else {
         /* the main graph's values the branches read */
         Env env = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref), NULL};
@@ -655,7 +668,12 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "the model has no graph");
         return NULL;
     }
+    /* what the plan computes from constants alone counts against the cap too (checked below): no one
+     * such value may pass the cap as it is made */
+    guint64 cap = opts && opts->max_memory ? opts->max_memory : default_max_memory ? default_max_memory : hg_infile_limit();
+    guint64 was = hg_array_set_alloc_limit(cap);
     Plan *pl = plan_for(m, opts ? opts->outputs : NULL, error);
+    hg_array_set_alloc_limit(was);
     if (!pl)
         return NULL;
     g_autoptr(GPtrArray) feeds = hg_run_feeds(m);
@@ -670,9 +688,7 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     HgArray **arrays = g_new0(HgArray *, pl->n_slots + 1);
     guint *left = g_memdup2(pl->uses, sizeof(guint) * (pl->n_slots + 1));
     GPtrArray *result = NULL;
-    Budget budget = {0, opts && opts->max_memory   ? opts->max_memory
-                        : default_max_memory ? default_max_memory
-                                             : hg_infile_limit()};
+    Budget budget = {0, cap};
     for (guint i = 0; i < pl->n_feeds; i++) {
         HgValueDecl *d = feeds->pdata[i];
         const HgTensor *t = inputs->pdata[i];

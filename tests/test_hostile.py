@@ -308,6 +308,33 @@ def test_allocation(tmp):
     rc, so, se = run("convert", heavy, "-o", os.path.join(tmp, "heavy.fp16.onnx"), "-r", "x=-1:1", timeout=120)
     check("compute:probe-refused-first", rc == 0 and b"did not run (a run takes 2.58e+10 multiply-accumulates at the "
           b"shapes known, past the probe's 1e+10)" in se, (rc, se[-400:]))
+    # an output whose size only the data decides: Range(0, |max(x)| * 2e9), 7 GB of int64 for x near 1.
+    # The kernel's allocation is refused against what the memory cap leaves before it is filled
+    # (convert's probe: 256 MiB; run: --max-memory), not after: under the address-space limit of these
+    # runs it would be "out of memory", and without one a 7 GB fill
+    rng_model = os.path.join(tmp, "range.onnx")
+    hgtest.save_model(rng_model, [helper.make_node("ReduceMax", ["x"], ["m"], keepdims=0, name="peak"),
+                                  helper.make_node("Abs", ["m"], ["am"], name="size"),
+                                  helper.make_node("Mul", ["am", "big"], ["s"], name="scale"),
+                                  helper.make_node("Cast", ["s"], ["lim"], to=TensorProto.INT64, name="limit"),
+                                  helper.make_node("Range", ["zero", "lim", "one"], ["r"], name="count"),
+                                  helper.make_node("Cast", ["r"], ["rf"], to=TensorProto.FLOAT, name="tofloat"),
+                                  helper.make_node("ReduceSum", ["rf"], ["t"], keepdims=1, name="total"),
+                                  helper.make_node("Add", ["x", "t"], ["y"], name="add")],
+                      [vi("x", [4])], [vi("y", [4])],
+                      [numpy_helper.from_array(np.array(2e9, np.float32), "big"),
+                       numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                       numpy_helper.from_array(np.array(1, np.int64), "one")])
+    rc, so, se = run("convert", rng_model, "-o", os.path.join(tmp, "range.fp16.onnx"), "-r", "x=0.9:1", timeout=60)
+    check("alloc:probe-range-refused-before", rc == 0 and b"node 'count' (Range): its output 'r' (" in se and
+          b"bytes) takes the run's live tensors past the memory cap of 268435456 bytes" in se, (rc, se[-400:]))
+    xdir = os.path.join(tmp, "range_in")
+    hgtest.write_inputs(xdir, {"x": np.full(4, 0.95, np.float32)})
+    rc, so, se = run("run", rng_model, "--data", xdir, "-o", os.path.join(tmp, "range_out"), "--max-memory", "64M",
+                     timeout=60)
+    check("alloc:run-range-refused-before", rc == 2 and se.endswith(
+          b"node 'count' (Range): its output 'r' (15200000000 bytes) takes the run's live tensors past the memory "
+          b"cap of 67108864 bytes (--max-memory)\n"), (rc, se[-400:]))
     rc, so, se = run("run", m, "--data", data, "--time", "2147483647", timeout=60)
     check("alloc:time-bounded", rc == 2 and se.startswith(b"halfguard run: --time takes at most 1000000 runs\n"),
           (rc, se[-300:]))

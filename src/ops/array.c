@@ -281,6 +281,25 @@ hg_dtype_compute(int dtype)
 /* The biggest array we allocate: past it a model's shapes are almost surely wrong. */
 #define MAX_ARRAY_BYTES ((gint64)1 << 40)
 
+/* The most bytes one array may take on this thread (0: no limit), as hg_array_set_alloc_limit sets it,
+ * and the size of the last array it refused since then. */
+static _Thread_local guint64 alloc_limit, alloc_refused;
+
+guint64
+hg_array_set_alloc_limit(guint64 bytes)
+{
+    guint64 old = alloc_limit;
+    alloc_limit = bytes;
+    alloc_refused = 0;
+    return old;
+}
+
+guint64
+hg_array_alloc_refused(void)
+{
+    return alloc_refused;
+}
+
 static HgArray *
 array_alloc(int dtype, guint rank, const gint64 *dims, gboolean zero, GError **error)
 {
@@ -299,6 +318,13 @@ array_alloc(int dtype, guint rank, const gint64 *dims, gboolean zero, GError **e
     if (numel < 0 || (esize && numel > MAX_ARRAY_BYTES / (gint64)esize)) {
         g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "a tensor of %s dims is too large or negative",
                     hg_dtype_name(dtype));
+        return NULL;
+    }
+    if (alloc_limit && esize && (guint64)numel * esize > alloc_limit) {
+        alloc_refused = (guint64)numel * esize;
+        g_set_error(error, HG_ERROR, HG_ERROR_USAGE,
+                    "a %" G_GINT64_FORMAT "-element tensor (%" G_GUINT64_FORMAT " bytes) would pass the %" G_GUINT64_FORMAT
+                    " bytes the run's memory cap leaves (--max-memory)", numel, (guint64)numel * esize, alloc_limit);
         return NULL;
     }
     HgArray *a = g_new0(HgArray, 1);

@@ -33,6 +33,13 @@ gsize hg_dtype_size(int dtype);
 /* A new zero-filled array, or NULL with HG_ERROR_UNSUPPORTED/INVALID when the dtype has no fixed size,
  * the rank exceeds HG_MAX_RANK, a dim is negative, or the size overflows. */
 HgArray *hg_array_new(int dtype, guint rank, const gint64 *dims, GError **error);
+/* Cap the bytes of each array allocated on the calling thread from now on (0: no cap); returns the
+ * cap before. The interpreter sets it to what a run's memory cap leaves while a kernel runs, so an
+ * output whose size only the data decides (a Range to a computed limit) fails before it is allocated
+ * and filled, with HG_ERROR_USAGE. */
+guint64 hg_array_set_alloc_limit(guint64 bytes);
+/* The bytes of the last array the cap refused on this thread since it was last set (0: none). */
+guint64 hg_array_alloc_refused(void);
 /* Like hg_array_new, but numeric data is left uninitialized (string arrays still hold empty strings):
  * for kernels that write every element of the output. */
 HgArray *hg_array_new_uninit(int dtype, guint rank, const gint64 *dims, GError **error);
