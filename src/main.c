@@ -13,6 +13,42 @@
 
 /* ---------------------------------------------------------------- convert */
 
+/* The names of g's float graph inputs (new array of new strings). */
+static GPtrArray *
+float_inputs(const HgGraph *g)
+{
+    GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+    for (guint i = 0; i < g->inputs->len; i++) {
+        const HgValueDecl *d = g->inputs->pdata[i];
+        if (!d->value->init && d->type && d->type->kind == HG_TYPE_TENSOR && d->type->elem_type == HG_DTYPE_FLOAT)
+            g_ptr_array_add(names, g_strdup(d->value->name));
+    }
+    return names;
+}
+
+/* Does the converted graph g round every input named in names to FP16: declared FLOAT16, or read
+ * by a Cast to it? */
+static gboolean
+inputs_rounded(const HgGraph *g, const GPtrArray *names)
+{
+    for (guint k = 0; k < names->len; k++) {
+        gboolean rounded = FALSE;
+        for (guint i = 0; i < g->inputs->len && !rounded; i++) {
+            const HgValueDecl *d = g->inputs->pdata[i];
+            if (strcmp(d->value->name, names->pdata[k]) != 0)
+                continue;
+            rounded = d->type && d->type->kind == HG_TYPE_TENSOR && d->type->elem_type == HG_DTYPE_FLOAT16;
+            for (guint u = 0; u < d->value->uses->len && !rounded; u++) {
+                const HgNode *n = g_array_index(d->value->uses, HgUse, u).node;
+                rounded = hg_node_is(n, "Cast") && hg_node_attr_int(n, "to", 0) == HG_DTYPE_FLOAT16;
+            }
+        }
+        if (!rounded)
+            return FALSE;
+    }
+    return TRUE;
+}
+
 /* What every model of one convert command shares. */
 typedef struct {
     Analysis *an;
@@ -83,6 +119,9 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         /* Without statistics, a synthetic probe in the ranges looks for activations too small for
          * FP16, which no bound can show (HgCheckOptions.probe); a model it cannot run goes without. */
         g_autoptr(HgStats) probe = NULL;
+        double sens_rel = 0;
+        g_autofree char *sens_output = NULL;
+        g_autoptr(GPtrArray) sens_inputs = NULL;
         if (!use && runs_passes && !r->no_probe && m->graph) {
             g_autoptr(GError) perr = NULL;
             probe = hg_stats_collect_probe(m, &co, (guint64)r->an->seed, r->an->threads, &perr);
@@ -90,6 +129,13 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
                 print_line(stderr, "%s: note: the synthetic probe for activations too small for FP16 did not run "
                            "(%s): only their static bounds can show them; --calib gives it data",
                            in, perr ? perr->message : "the interpreter failed");
+            /* Where it runs, it also asks how far FP32 itself moves when only the inputs are rounded
+             * to FP16 (said below if the conversion rounds them): a model that sensitive cannot agree
+             * with FP32 in any FP16 conversion that does. */
+            if (probe && !cli_quiet &&
+                hg_stats_input_sensitivity(m, &co, (guint64)r->an->seed, r->an->threads, &sens_rel, &sens_output,
+                                           NULL) && sens_rel > HG_SENSITIVE_REL_L2)
+                sens_inputs = float_inputs(m->graph);
         }
         co.probe = probe;
         report_warnings(in, m, &co);
@@ -104,6 +150,11 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
         /* The output will have a data file: lower writes the converted weights into it directly. */
         hg_model_plan_output(m, out, r->external);
         result = hg_convert(m, o, &po, &error);
+        if (result && sens_inputs && sens_inputs->len && inputs_rounded(m->graph, sens_inputs))
+            print_line(stderr, "%s: warning: rounding its inputs to FP16, as this conversion does, moves output '%s' "
+                       "by rel-L2 %.3g in FP32 (a synthetic input in the ranges): FP32 itself is that sensitive, so "
+                       "no conversion that rounds them can agree with it more closely (verify's default --l2-tol is "
+                       "1e-2)", in, sens_output ? sens_output : "", sens_rel);
         /* Only --results tells converted and unchanged apart: the comparison reads both files (with
          * --skip-existing, before the options hash makes them differ). */
         gboolean same = result && r->results && r->options_hash && bulk_model_is_file(m, in);

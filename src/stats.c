@@ -504,6 +504,89 @@ hg_stats_collect_probe(HgModel *m, const HgCheckOptions *ranges, guint64 seed, i
     return synthetic_retried(m, ranges, HG_PROBE_SAMPLES, seed, threads, HG_PROBE_MAX_MEMORY, error);
 }
 
+/* ---------------------------------------------------------------- input sensitivity */
+
+/* The relative L2 distance of b from a over the elements finite in both (0 when a's norm is 0 and b
+ * equals it), or NAN when they are not float arrays of one size. */
+static double
+rel_l2(const HgTensor *a, const HgTensor *b)
+{
+    if (a->dtype != b->dtype || a->nbytes != b->nbytes ||
+        (a->dtype != HG_DTYPE_FLOAT && a->dtype != HG_DTYPE_FLOAT16 && a->dtype != HG_DTYPE_DOUBLE))
+        return NAN;
+    gint64 n = hg_tensor_numel(a);
+    double num = 0, den = 0;
+    for (gint64 i = 0; i < n; i++) {
+        double x, y;
+        if (a->dtype == HG_DTYPE_FLOAT) {
+            float fx, fy;
+            memcpy(&fx, (const char *)a->data + 4 * i, 4);
+            memcpy(&fy, (const char *)b->data + 4 * i, 4);
+            x = fx, y = fy;
+        } else if (a->dtype == HG_DTYPE_DOUBLE) {
+            memcpy(&x, (const char *)a->data + 8 * i, 8);
+            memcpy(&y, (const char *)b->data + 8 * i, 8);
+        } else {
+            guint16 hx, hy;
+            memcpy(&hx, (const char *)a->data + 2 * i, 2);
+            memcpy(&hy, (const char *)b->data + 2 * i, 2);
+            x = hg_half_to_float(hx), y = hg_half_to_float(hy);
+        }
+        if (!isfinite(x) || !isfinite(y))
+            continue;
+        num += (x - y) * (x - y);
+        den += x * x;
+    }
+    return den > 0 ? sqrt(num / den) : num > 0 ? INFINITY : 0;
+}
+
+gboolean
+hg_stats_input_sensitivity(HgModel *m, const HgCheckOptions *ranges, guint64 seed, int threads, double *rel,
+                           char **output, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL && rel != NULL, FALSE);
+    *rel = 0;
+    if (output)
+        *output = NULL;
+    g_autoptr(GPtrArray) feeds = hg_synth_feeds(m, ranges, seed, error);
+    if (!feeds)
+        return FALSE;
+    g_autoptr(GPtrArray) rounded = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    gboolean any = FALSE;
+    for (guint i = 0; i < feeds->len; i++) {
+        HgTensor *t = hg_tensor_copy(feeds->pdata[i]);
+        if (t->dtype == HG_DTYPE_FLOAT) {
+            float *d = hg_tensor_data_mut(t);
+            for (gint64 k = 0, n = hg_tensor_numel(t); k < n; k++) {
+                float r = hg_round_half(d[k]);
+                any |= r != d[k];
+                d[k] = r;
+            }
+        }
+        g_ptr_array_add(rounded, t);
+    }
+    if (!any)
+        return TRUE; /* nothing to round: no float input, or inputs FP16 holds exactly */
+    HgRunOptions opts = {threads, NULL, NULL, NULL, HG_PROBE_MAX_MEMORY};
+    g_autoptr(GPtrArray) a = hg_run(m, feeds, &opts, error);
+    g_autoptr(GPtrArray) b = a ? hg_run(m, rounded, &opts, error) : NULL;
+    if (!b)
+        return FALSE;
+    GPtrArray *decls = m->graph->outputs;
+    for (guint i = 0; i < a->len && i < b->len; i++) {
+        double r = rel_l2(a->pdata[i], b->pdata[i]);
+        if (isnan(r) || !(r > *rel))
+            continue;
+        *rel = r;
+        if (output) {
+            g_free(*output);
+            const HgValueDecl *d = decls && i < decls->len ? decls->pdata[i] : NULL;
+            *output = g_strdup(d && d->value ? d->value->name : "");
+        }
+    }
+    return TRUE;
+}
+
 /* ---------------------------------------------------------------- halfguard's stats JSON */
 
 
