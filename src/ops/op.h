@@ -173,6 +173,10 @@ HgRange hg_range_neg(HgRange a);
 HgRange hg_range_add(HgRange a, HgRange b);
 HgRange hg_range_sub(HgRange a, HgRange b);
 HgRange hg_range_mul(HgRange a, HgRange b);
+/* x * sigmoid(x) in double, and its range over x (bounded, not NaN; else anything) with the roundings
+ * of values stored in dtype (elementwise_range.c). */
+double hg_silu(double x);
+HgRange hg_range_silu(HgRange x, int dtype);
 /* 1 / b: unbounded both ways when b reaches 0 (1 / -0 is -inf). */
 HgRange hg_range_recip(HgRange b);
 /* a / b, as a * (1 / b). */

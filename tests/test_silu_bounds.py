@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""The interval rule for SiLU written as Mul(x, Sigmoid(x)) (how timm, torchvision and the dynamo
+exporter write SiLU and Swish): x * sigmoid(x) never goes below -0.27846, so the product's interval
+is not x's own negative side.
+
+Usage: test_silu_bounds.py HALFGUARD RANGES_MODEL
+
+1. x in [-10, 10] -> Sigmoid -> Mul(x, s) (and Mul(s, x)): the Mul's static interval (convert's
+   report) is [-0.2785, silu(10)] to within the rule's rounding slack, where the product of the two
+   intervals gives [-10, 10].
+2. Per channel: x in [-1, 1] -> 1x1 Conv (4 channels) -> SiLU -> 1x1 Conv: the second Conv's upper
+   bound is what each channel's SiLU range gives (the first Conv's channel bound h_c into
+   [-0.2785, silu(h_c)], then the weights' signs), not what [-h_c, h_c] gives; computed here in
+   NumPy with a 1e-4 relative margin either way.
+3. Sound on data: ranges_model (the suite's interval checker) finds no value outside its interval
+   on 10 random inputs of each model, drawn over its range.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+from onnx import helper, numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hgtest  # noqa: E402
+
+hg = hgtest.tool(sys.argv[1])
+check = hgtest.Checks(echo="end", limit=2000)
+SILU_MIN = -0.2784645427610738
+
+
+def silu(x):
+    return x / (1 + np.exp(-x))
+
+
+def intervals(model, ranges, tmp):
+    out = os.path.join(tmp, "o.onnx")
+    rc, so, se = hg("convert", model, "-o", out, "--passes", "assign_precision", "--report", out + ".json",
+                    *hgtest.range_args(ranges))
+    if rc != 0:
+        return None, se
+    return {d["node"]: d["interval"] for d in json.load(open(out + ".json"))["decisions"]}, se
+
+
+def plain(path, order):
+    return hgtest.save_model(path, [helper.make_node("Sigmoid", ["x"], ["s"], name="gate"),
+                                    helper.make_node("Mul", order, ["y"], name="silu")],
+                             [hgtest.vi("x", (64,))], [hgtest.vi("y", (64,))], [], checker=True)
+
+
+def test_plain(tmp):
+    top = silu(10.0)
+    for name, order in (("xs", ["x", "s"]), ("sx", ["s", "x"])):
+        iv, se = intervals(plain(os.path.join(tmp, name + ".onnx"), order), ["x=-10:10"], tmp)
+        lo, hi = (iv or {}).get("silu", [None, None])
+        check(f"{name}: the interval is [-0.2785, silu(10)] to within slack",
+              lo is not None and SILU_MIN * (1 + 1e-5) <= lo <= SILU_MIN and top <= hi <= top * (1 + 1e-5),
+              (iv, se))
+
+
+def test_channels(tmp):
+    rng = np.random.default_rng(4)
+    w1 = rng.normal(0, 1, (4, 3, 1, 1)).astype(np.float32)
+    w2 = rng.normal(0, 1, (2, 4, 1, 1)).astype(np.float32)
+    m = hgtest.save_model(os.path.join(tmp, "cnn.onnx"),
+                          [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv1"),
+                           helper.make_node("Sigmoid", ["c1"], ["s"], name="gate"),
+                           helper.make_node("Mul", ["c1", "s"], ["a"], name="silu"),
+                           helper.make_node("Conv", ["a", "w2"], ["y"], name="conv2")],
+                          [hgtest.vi("x", (1, 3, 8, 8))], [hgtest.vi("y", (1, 2, 8, 8))],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")], checker=True)
+    iv, se = intervals(m, ["x=-1:1"], tmp)
+    h = np.abs(w1.astype(np.float64)).sum(axis=(1, 2, 3))  # conv1's channel c reaches [-h_c, h_c]
+    lo_c, hi_c = np.full(4, SILU_MIN), silu(h)
+    w = w2[:, :, 0, 0].astype(np.float64)
+    want_hi = (np.maximum(w, 0) * hi_c + np.minimum(w, 0) * lo_c).sum(axis=1).max()
+    generic_hi = (np.abs(w) * h).sum(axis=1).max()
+    got = (iv or {}).get("conv2", [None, None])[1]
+    check("channels: conv2's bound is what each channel's SiLU range gives",
+          got is not None and want_hi * (1 - 1e-4) <= got <= want_hi * (1 + 1e-4) and want_hi < 0.8 * generic_hi,
+          (got, want_hi, generic_hi, se))
+    tool = sys.argv[2]
+    for model, name, shape, lo, hi in ((m, "x", (1, 3, 8, 8), -1, 1),
+                                       (plain(os.path.join(tmp, "xs.onnx"), ["x", "s"]), "x", (64,), -10, 10)):
+        viol = 0
+        for k in range(10):
+            d = hgtest.write_inputs(os.path.join(tmp, f"data{k}"),
+                                    {name: rng.uniform(lo, hi, shape).astype(np.float32)})
+            p = subprocess.run([tool, model, d, f"{name}={lo}:{hi}"], capture_output=True, text=True)
+            viol += p.returncode != 0 or " 0 violations" not in p.stdout
+        check(f"sound on data: {os.path.basename(model)}, 10 random inputs, no value outside its interval",
+              viol == 0, viol)
+
+
+hgtest.temp_folders(check, "hg-silu-", [test_plain, test_channels], catch=True)
+sys.exit(check.finish())
