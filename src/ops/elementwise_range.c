@@ -673,6 +673,82 @@ silu_mul(const HgRangeCtx *ctx, HgRange *r)
     return FALSE;
 }
 
+static double f_gelu(double x);
+
+/* A scalar constant within a relative 1e-6 of want (an exporter's float rounding of sqrt 2). */
+static gboolean
+const_near(const HgValue *v, double want)
+{
+    HgRange c;
+    return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi && fabs(c.lo - want) <= 1e-6 * fabs(want);
+}
+
+/* Is e = 1 + Erf(x / sqrt 2) (Add either order; Div by sqrt 2 or Mul by 1/sqrt 2), with that x? */
+static const HgValue *
+erf_term_of(const HgValue *e)
+{
+    const HgNode *add = made_by(e, "Add");
+    if (!add || add->n_inputs != 2)
+        return NULL;
+    for (int k = 0; k < 2; k++) {
+        const HgNode *erf = made_by(add->inputs[k], "Erf");
+        if (!erf || erf->n_inputs != 1 || !const_near(add->inputs[1 - k], 1.0))
+            continue;
+        const HgNode *d = made_by(erf->inputs[0], "Div"), *m = made_by(erf->inputs[0], "Mul");
+        if (d && d->n_inputs == 2 && const_near(d->inputs[1], G_SQRT2))
+            return d->inputs[0];
+        for (int j = 0; m && m->n_inputs == 2 && j < 2; j++)
+            if (const_near(m->inputs[1 - j], G_SQRT2 / 2))
+                return m->inputs[j];
+    }
+    return NULL;
+}
+
+/* GELU written out, as the TorchScript exporter writes it below opset 20: a product of
+ * 1 + Erf(x / sqrt 2) and x (then times 0.5), or x * 0.5 (either order). That is 2 gelu(x), or
+ * gelu(x), which never goes below -0.17; the product of the two intervals keeps x's negative side
+ * whole. Rounding, in the type stored (unit u): the quotient, the Erf, the Add and the product each
+ * round; near x = -3.3, where 1 + erf(x / sqrt 2) stops being 0 in FP16, the Add's cancellation costs
+ * up to u absolute, times |x|. So 16 u relative and 64 u absolute either side. Narrows *r; TRUE where
+ * the pattern is there. */
+static gboolean
+gelu_mul(const HgRangeCtx *ctx, HgRange *r)
+{
+    const HgNode *n = ctx->node;
+    if (!n || n->n_inputs != 2)
+        return FALSE;
+    for (guint k = 0; k < 2; k++) {
+        const HgValue *x = erf_term_of(n->inputs[1 - k]);
+        const HgValue *o = n->inputs[k];
+        double scale = 2; /* o is x itself */
+        const HgNode *half = made_by(o, "Mul");
+        if (x && o != x && half && half->n_inputs == 2 &&
+            ((half->inputs[0] == x && const_near(half->inputs[1], 0.5)) ||
+             (half->inputs[1] == x && const_near(half->inputs[0], 0.5))))
+            scale = 1; /* o is x * 0.5 */
+        else if (o != x)
+            continue;
+        if (!ctx->range_of)
+            return FALSE;
+        const HgRange *xr = ctx->range_of(ctx->range_data, x);
+        if (!xr || !hg_range_bounded(xr) || xr->nan)
+            return FALSE;
+        const double xmin = -0.751791526040078, fmin = -0.16997120747990369;
+        double flo = f_gelu(xr->lo), fhi = f_gelu(xr->hi);
+        double lo = xr->hi <= xmin ? fhi : xr->lo >= xmin ? flo : fmin, hi = MAX(flo, fhi);
+        int dt = in_dtype(ctx, k);
+        double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+        lo = scale * lo - fabs(scale * lo) * 16 * u - 64 * u;
+        hi = scale * hi + fabs(scale * hi) * 16 * u + 64 * u;
+        r->lo = MAX(r->lo, lo);
+        r->hi = MIN(r->hi, hi);
+        if (r->lo > r->hi)
+            r->lo = lo, r->hi = hi;
+        return TRUE;
+    }
+    return FALSE;
+}
+
 /* Mul(x, x) is a square: nonnegative, which Sqrt(var + eps) after it needs to stay away from 0. */
 void
 hg_range_Mul(HgRangeCtx *ctx)
@@ -686,8 +762,8 @@ hg_range_Mul(HgRangeCtx *ctx)
         return;
     }
     HgRange r = hg_range_mul(a, in_range(ctx, 1));
-    if (out_is_float(ctx, 0) && !norm_mul_reciprocal(ctx, &r))
-        silu_mul(ctx, &r);
+    if (out_is_float(ctx, 0) && !norm_mul_reciprocal(ctx, &r) && !silu_mul(ctx, &r))
+        gelu_mul(ctx, &r);
     set_out(ctx, 0, r);
 }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""The interval rule for SiLU written as Mul(x, Sigmoid(x)) (how timm, torchvision and the dynamo
-exporter write SiLU and Swish): x * sigmoid(x) never goes below -0.27846, so the product's interval
-is not x's own negative side.
+"""The interval rules for activations written out as products: SiLU as Mul(x, Sigmoid(x)) (how timm,
+torchvision and the dynamo exporter write SiLU and Swish), which never goes below -0.27846, and GELU as
+TorchScript writes it below opset 20, x * (1 + Erf(x / sqrt 2)) * 0.5, which never goes below -0.17:
+the product's interval is not x's own negative side.
 
-Usage: test_silu_bounds.py HALFGUARD RANGES_MODEL
+Usage: test_activation_bounds.py HALFGUARD RANGES_MODEL
 
 1. x in [-10, 10] -> Sigmoid -> Mul(x, s) (and Mul(s, x)): the Mul's static interval (convert's
    report) is [-0.2785, silu(10)] to within the rule's rounding slack, where the product of the two
@@ -14,6 +15,10 @@ Usage: test_silu_bounds.py HALFGUARD RANGES_MODEL
    NumPy with a 1e-4 relative margin either way.
 3. Sound on data: ranges_model (the suite's interval checker) finds no value outside its interval
    on 10 random inputs of each model, drawn over its range.
+4. GELU written out, x in [-10, 10], both forms TorchScript writes (x * (1 + erf) then * 0.5, and
+   (x * 0.5) * (1 + erf)), Div by sqrt 2 or Mul by 1/sqrt 2: the GELU value's interval is
+   [-0.17, gelu(10)] to within the rule's slack (the generic product gives [-10, 10]), and no value
+   on random data, in FP32 and in the model converted to FP16, lies outside its interval.
 """
 import json
 import os
@@ -94,5 +99,48 @@ def test_channels(tmp):
               viol == 0, viol)
 
 
-hgtest.temp_folders(check, "hg-silu-", [test_plain, test_channels], catch=True)
+def gelu_model(path, half_first, by_mul):
+    ins = ["x", "inv_sqrt2"] if by_mul else ["x", "sqrt2"]
+    nodes = [helper.make_node("Mul" if by_mul else "Div", ins, ["q"], name="scale_in"),
+             helper.make_node("Erf", ["q"], ["e"], name="erf"),
+             helper.make_node("Add", ["e", "one"], ["e1"], name="plus_one")]
+    if half_first:
+        nodes += [helper.make_node("Mul", ["x", "half"], ["xh"], name="half"),
+                  helper.make_node("Mul", ["xh", "e1"], ["y"], name="gelu")]
+    else:
+        nodes += [helper.make_node("Mul", ["x", "e1"], ["g2"], name="double_gelu"),
+                  helper.make_node("Mul", ["g2", "half"], ["y"], name="gelu")]
+    consts = [numpy_helper.from_array(np.array(v, np.float32), n)
+              for n, v in (("sqrt2", np.sqrt(2)), ("inv_sqrt2", 1 / np.sqrt(2)), ("one", 1.0), ("half", 0.5))]
+    return hgtest.save_model(path, nodes, [hgtest.vi("x", (64,))], [hgtest.vi("y", (64,))],
+                             [c for c in consts if c.name in ins + ["one", "half"]], checker=True)
+
+
+def test_gelu(tmp):
+    from math import erf, sqrt
+    top = 0.5 * 10 * (1 + erf(10 / sqrt(2)))
+    rng = np.random.default_rng(6)
+    for half_first in (False, True):
+        for by_mul in (False, True):
+            tag = f"{'half-first' if half_first else 'half-last'},{'mul' if by_mul else 'div'}"
+            m = gelu_model(os.path.join(tmp, f"gelu{int(half_first)}{int(by_mul)}.onnx"), half_first, by_mul)
+            iv, se = intervals(m, ["x=-10:10"], tmp)
+            lo, hi = (iv or {}).get("gelu", [None, None])
+            check(f"gelu ({tag}): the interval is [-0.17, gelu(10)] to within slack",
+                  lo is not None and -0.1700 - 1e-4 <= lo <= -0.16997 and top <= hi <= top * (1 + 1e-4), (iv, se))
+            fp16 = os.path.join(tmp, f"gelu{int(half_first)}{int(by_mul)}.fp16.onnx")
+            rc, so, se = hg("convert", m, "-o", fp16, "-r", "x=-10:10", "--force-fp16-node", ".*", "--no-probe")
+            viol = 0
+            for k in range(10):
+                x = rng.uniform(-10, 10, 64).astype(np.float32)
+                x[:8] = np.linspace(-4, -0.5, 8)  # where 1 + erf cancels and near the minimum
+                d = hgtest.write_inputs(os.path.join(tmp, f"g{k}"), {"x": x})
+                d16 = hgtest.write_inputs(os.path.join(tmp, f"g16_{k}"), {"x": x.astype(np.float16)})
+                for model, data in ((m, d), (fp16, d16)):
+                    p = subprocess.run([sys.argv[2], model, data, "x=-10:10"], capture_output=True, text=True)
+                    viol += p.returncode != 0 or " 0 violations" not in p.stdout
+            check(f"gelu ({tag}): sound on data, FP32 and all-FP16", rc == 0 and viol == 0, (viol, se))
+
+
+hgtest.temp_folders(check, "hg-activation-", [test_plain, test_channels, test_gelu], catch=True)
 sys.exit(check.finish())
