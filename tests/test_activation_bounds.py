@@ -15,8 +15,8 @@ Usage: test_activation_bounds.py HALFGUARD RANGES_MODEL
    NumPy with a 1e-4 relative margin either way.
 3. Sound on data: ranges_model (the suite's interval checker) finds no value outside its interval
    on 10 random inputs of each model, drawn over its range.
-4. GELU written out, x in [-10, 10], both forms TorchScript writes (x * (1 + erf) then * 0.5, and
-   (x * 0.5) * (1 + erf)), Div by sqrt 2 or Mul by 1/sqrt 2: the GELU value's interval is
+4. GELU written out, x in [-10, 10], the forms TorchScript writes (x * (1 + erf) then * 0.5, and
+   (x * 0.5) * (1 + erf)) and TensorFlow's (x * (0.5 * (1 + erf))), Div by sqrt 2 or Mul by 1/sqrt 2: the GELU value's interval is
    [-0.17, gelu(10)] to within the rule's slack (the generic product gives [-10, 10]), and no value
    on random data, in FP32 and in the model converted to FP16, lies outside its interval.
 """
@@ -99,14 +99,17 @@ def test_channels(tmp):
               viol == 0, viol)
 
 
-def gelu_model(path, half_first, by_mul):
+def gelu_model(path, form, by_mul):
     ins = ["x", "inv_sqrt2"] if by_mul else ["x", "sqrt2"]
     nodes = [helper.make_node("Mul" if by_mul else "Div", ins, ["q"], name="scale_in"),
              helper.make_node("Erf", ["q"], ["e"], name="erf"),
              helper.make_node("Add", ["e", "one"], ["e1"], name="plus_one")]
-    if half_first:
+    if form == "half-first":
         nodes += [helper.make_node("Mul", ["x", "half"], ["xh"], name="half"),
                   helper.make_node("Mul", ["xh", "e1"], ["y"], name="gelu")]
+    elif form == "tf":  # TensorFlow's exporters: x * (0.5 * (1 + erf))
+        nodes += [helper.make_node("Mul", ["half", "e1"], ["eh"], name="half"),
+                  helper.make_node("Mul", ["x", "eh"], ["y"], name="gelu")]
     else:
         nodes += [helper.make_node("Mul", ["x", "e1"], ["g2"], name="double_gelu"),
                   helper.make_node("Mul", ["g2", "half"], ["y"], name="gelu")]
@@ -120,15 +123,15 @@ def test_gelu(tmp):
     from math import erf, sqrt
     top = 0.5 * 10 * (1 + erf(10 / sqrt(2)))
     rng = np.random.default_rng(6)
-    for half_first in (False, True):
+    for form in ("half-last", "half-first", "tf"):
         for by_mul in (False, True):
-            tag = f"{'half-first' if half_first else 'half-last'},{'mul' if by_mul else 'div'}"
-            m = gelu_model(os.path.join(tmp, f"gelu{int(half_first)}{int(by_mul)}.onnx"), half_first, by_mul)
+            tag = f"{form},{'mul' if by_mul else 'div'}"
+            m = gelu_model(os.path.join(tmp, f"gelu-{form}{int(by_mul)}.onnx"), form, by_mul)
             iv, se = intervals(m, ["x=-10:10"], tmp)
             lo, hi = (iv or {}).get("gelu", [None, None])
             check(f"gelu ({tag}): the interval is [-0.17, gelu(10)] to within slack",
                   lo is not None and -0.1700 - 1e-4 <= lo <= -0.16997 and top <= hi <= top * (1 + 1e-4), (iv, se))
-            fp16 = os.path.join(tmp, f"gelu{int(half_first)}{int(by_mul)}.fp16.onnx")
+            fp16 = os.path.join(tmp, f"gelu-{form}{int(by_mul)}.fp16.onnx")
             rc, so, se = hg("convert", m, "-o", fp16, "-r", "x=-10:10", "--force-fp16-node", ".*", "--no-probe")
             viol = 0
             for k in range(10):

@@ -705,7 +705,8 @@ erf_term_of(const HgValue *e)
 }
 
 /* GELU written out, as the TorchScript exporter writes it below opset 20: a product of
- * 1 + Erf(x / sqrt 2) and x (then times 0.5), or x * 0.5 (either order). That is 2 gelu(x), or
+ * 1 + Erf(x / sqrt 2) and x (then times 0.5), or x * 0.5 (either order); or, as TensorFlow's
+ * exporters write it, x times 0.5 * (1 + Erf(x / sqrt 2)). That is 2 gelu(x), or
  * gelu(x), which never goes below -0.17; the product of the two intervals keeps x's negative side
  * whole. Rounding, in the type stored (unit u): the quotient, the Erf, the Add and the product each
  * round; near x = -3.3, where 1 + erf(x / sqrt 2) stops being 0 in FP16, the Add's cancellation costs
@@ -721,6 +722,12 @@ gelu_mul(const HgRangeCtx *ctx, HgRange *r)
         const HgValue *x = erf_term_of(n->inputs[1 - k]);
         const HgValue *o = n->inputs[k];
         double scale = 2; /* o is x itself */
+        const HgNode *h = x ? NULL : made_by(n->inputs[1 - k], "Mul");
+        for (int j = 0; h && h->n_inputs == 2 && j < 2 && !x; j++)
+            if (const_near(h->inputs[1 - j], 0.5) && (x = erf_term_of(h->inputs[j])))
+                scale = 1; /* TF's form: x * (0.5 * (1 + erf)) */
+        if (x && scale == 1 && o != x)
+            continue;
         const HgNode *half = made_by(o, "Mul");
         if (x && o != x && half && half->n_inputs == 2 &&
             ((half->inputs[0] == x && const_near(half->inputs[1], 0.5)) ||
