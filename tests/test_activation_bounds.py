@@ -19,6 +19,8 @@ Usage: test_activation_bounds.py HALFGUARD RANGES_MODEL
    (x * 0.5) * (1 + erf)) and TensorFlow's (x * (0.5 * (1 + erf))), Div by sqrt 2 or Mul by 1/sqrt 2: the GELU value's interval is
    [-0.17, gelu(10)] to within the rule's slack (the generic product gives [-10, 10]), and no value
    on random data, in FP32 and in the model converted to FP16, lies outside its interval.
+5. CLIP's QuickGELU, x * Sigmoid(1.702 x), either operand order: [silu(1.702 lo) / 1.702 ...], so
+   about [-0.1636, 10], sound on data in FP32 and all-FP16.
 """
 import json
 import os
@@ -145,5 +147,34 @@ def test_gelu(tmp):
             check(f"gelu ({tag}): sound on data, FP32 and all-FP16", rc == 0 and viol == 0, (viol, se))
 
 
-hgtest.temp_folders(check, "hg-activation-", [test_plain, test_channels, test_gelu], catch=True)
+def test_quick_gelu(tmp):
+    """x * sigmoid(1.702 x), CLIP's QuickGELU, either operand order of both Muls."""
+    a = np.float32(1.702)
+    lo_want, top = SILU_MIN / float(a), silu(10.0 * float(a)) / float(a)
+    rng = np.random.default_rng(8)
+    for swap in (False, True):
+        m = hgtest.save_model(os.path.join(tmp, f"qg{int(swap)}.onnx"),
+                              [helper.make_node("Mul", ["a", "x"] if swap else ["x", "a"], ["ax"], name="scale"),
+                               helper.make_node("Sigmoid", ["ax"], ["s"], name="gate"),
+                               helper.make_node("Mul", ["s", "x"] if swap else ["x", "s"], ["y"], name="qgelu")],
+                              [hgtest.vi("x", (64,))], [hgtest.vi("y", (64,))],
+                              [numpy_helper.from_array(np.array(a, np.float32), "a")], checker=True)
+        iv, se = intervals(m, ["x=-10:10"], tmp)
+        lo, hi = (iv or {}).get("qgelu", [None, None])
+        check(f"quick-gelu (swap={swap}): the interval is [-0.1636, silu(17.02) / 1.702] to within slack",
+              lo is not None and lo_want - 1e-5 <= lo <= lo_want and top <= hi <= top * (1 + 1e-5) + 1e-5, (iv, se))
+        fp16 = os.path.join(tmp, f"qg{int(swap)}.fp16.onnx")
+        rc, so, se = hg("convert", m, "-o", fp16, "-r", "x=-10:10", "--force-fp16-node", ".*", "--no-probe")
+        viol = 0
+        for k in range(10):
+            x = rng.uniform(-10, 10, 64).astype(np.float32)
+            x[:8] = np.linspace(-3, 0, 8)  # around the minimum near x = -0.75
+            for model, data in ((m, hgtest.write_inputs(os.path.join(tmp, f"q{k}"), {"x": x})),
+                                (fp16, hgtest.write_inputs(os.path.join(tmp, f"q16_{k}"), {"x": x.astype(np.float16)}))):
+                p = subprocess.run([sys.argv[2], model, data, "x=-10:10"], capture_output=True, text=True)
+                viol += p.returncode != 0 or " 0 violations" not in p.stdout
+        check(f"quick-gelu (swap={swap}): sound on data, FP32 and all-FP16", rc == 0 and viol == 0, (viol, se))
+
+
+hgtest.temp_folders(check, "hg-activation-", [test_plain, test_channels, test_gelu, test_quick_gelu], catch=True)
 sys.exit(check.finish())

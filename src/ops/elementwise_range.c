@@ -649,7 +649,9 @@ hg_range_silu(HgRange x, int dtype)
 
 /* Mul(x, Sigmoid(x)), either order: SiLU (timm's and torchvision's SiLU and Swish export so). A
  * product of the two intervals keeps x's negative side whole ([-11.8, 11.4] after a stem conv); the
- * function itself never goes below -0.2785. Narrows *r; TRUE where the pattern is there. */
+ * function itself never goes below -0.2785. Also Mul(x, Sigmoid(Mul(x, a))) for a scalar a > 0,
+ * CLIP's QuickGELU (a = 1.702): silu(a x) / a, at least -0.1636. Narrows *r; TRUE where the
+ * pattern is there. */
 static gboolean
 silu_mul(const HgRangeCtx *ctx, HgRange *r)
 {
@@ -658,12 +660,33 @@ silu_mul(const HgRangeCtx *ctx, HgRange *r)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
         const HgNode *sg = made_by(n->inputs[1 - k], "Sigmoid");
-        if (!n->inputs[k] || !sg || sg->n_inputs < 1 || sg->inputs[0] != n->inputs[k])
+        if (!n->inputs[k] || !sg || sg->n_inputs < 1)
             continue;
+        /* x * sigmoid(a x), a > 0 a scalar (CLIP's QuickGELU, a = 1.702): silu(a x) / a */
+        double a = 1;
+        const HgNode *m = sg->inputs[0] != n->inputs[k] ? made_by(sg->inputs[0], "Mul") : NULL;
+        if (m && m->n_inputs == 2) {
+            HgRange c;
+            int j = m->inputs[0] == n->inputs[k] ? 1 : m->inputs[1] == n->inputs[k] ? 0 : -1;
+            if (j < 0 || !const_range(m->inputs[j], &c, HG_MAX_RANK) || c.lo != c.hi || !(c.lo > 0))
+                continue;
+            a = c.lo;
+        } else if (sg->inputs[0] != n->inputs[k]) {
+            continue;
+        }
         HgRange x = in_range(ctx, k);
         if (!hg_range_bounded(&x) || x.nan)
             return FALSE;
-        HgRange f = hg_range_silu(x, in_dtype(ctx, k));
+        int dt = in_dtype(ctx, k);
+        HgRange ax = {a * x.lo, a * x.hi, 0, FALSE};
+        HgRange f = hg_range_silu(ax, dt);
+        f.lo /= a, f.hi /= a;
+        if (a != 1) {
+            /* a x rounds by a relative u, which moves sigmoid by at most a |x| u / 4: times |x| */
+            double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+            double X = MAX(fabs(x.lo), fabs(x.hi)), e = 0.25 * u * a * X * X + 16 * u;
+            f.lo -= e, f.hi += e;
+        }
         r->lo = MAX(r->lo, f.lo);
         r->hi = MIN(r->hi, f.hi);
         if (r->lo > r->hi)
