@@ -1347,18 +1347,24 @@ def build_nfnet_small(torch, attn):
     return m, [image("input")], ["logits"], "timm NormFreeNet (no normalization: scaled weight standardization, alpha/beta gains, skip gains), widths 16-64"
 
 
+def _detector(m, outs, what):
+    """A torchvision detector in eval mode, one fixed 128 x 128 image in [0, 1], its first image's
+    detections as the outputs named outs (its dict keys)."""
+    def fn(mod, x):
+        o = mod(list(x))[0]
+        return tuple(o[k] for k in outs)
+
+    spec = pixels01("images", hw=128)
+    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
+    return (m, fn), [spec], list(outs), what
+
+
 def build_ssdlite(torch, attn):
     from torchvision.models.detection import ssdlite320_mobilenet_v3_large
     m = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None, num_classes=5, width_mult=0.25,
                                       detections_per_img=20, topk_candidates=50)
-
-    def fn(mod, x):
-        o = mod(list(x))[0]
-        return o["boxes"], o["scores"]
-
-    spec = pixels01("images", hw=128)
-    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return (m, fn), [spec], ["boxes", "scores"], "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)"
+    return _detector(m, ["boxes", "scores"],
+                     "torchvision SSDlite320 on mobilenet_v3_large x0.25 (anchors, box decoding, NMS)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1502,15 +1508,8 @@ def build_fasterrcnn_small(torch, attn):
                    box_head=TwoMLPHead(backbone.out_channels * 49, 64), box_predictor=FastRCNNPredictor(64, 5),
                    min_size=128, max_size=128, rpn_pre_nms_top_n_test=100, rpn_post_nms_top_n_test=50,
                    box_detections_per_img=20)
-
-    def fn(mod, x):
-        o = mod(list(x))[0]
-        return o["boxes"], o["scores"]
-
-    spec = pixels01("images", hw=128)
-    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return (m, fn), [spec], ["boxes", "scores"], \
-        "torchvision FasterRCNN on a mobilenet_v3 x0.25 FPN (RPN, box decoding, NMS, MultiScaleRoIAlign, 2-layer box head)"
+    return _detector(m, ["boxes", "scores"],
+                     "torchvision FasterRCNN on a mobilenet_v3 x0.25 FPN (RPN, box decoding, NMS, MultiScaleRoIAlign, 2-layer box head)")
 
 
 def build_fcos_small(torch, attn):
@@ -1520,15 +1519,8 @@ def build_fcos_small(torch, attn):
     anchors = AnchorGenerator(((32,), (64,), (128,)), ((1.0,),) * 3)
     m = FCOS(backbone, num_classes=5, anchor_generator=anchors, min_size=128, max_size=128,
              score_thresh=0.0, topk_candidates=50, detections_per_img=20)
-
-    def fn(mod, x):
-        o = mod(list(x))[0]
-        return o["boxes"], o["scores"]
-
-    spec = pixels01("images", hw=128)
-    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return (m, fn), [spec], ["boxes", "scores"], \
-        "torchvision FCOS on a mobilenet_v3 x0.25 FPN (GroupNorm heads, centerness, NMS)"
+    return _detector(m, ["boxes", "scores"],
+                     "torchvision FCOS on a mobilenet_v3 x0.25 FPN (GroupNorm heads, centerness, NMS)")
 
 
 def build_ghostnet(torch, attn):
@@ -1778,15 +1770,8 @@ def build_retinanet_small(torch, attn):
     anchors = AnchorGenerator(((16, 32),) * 3, ((0.5, 1.0, 2.0),) * 3)
     m = RetinaNet(backbone, num_classes=5, anchor_generator=anchors, min_size=128, max_size=128,
                   score_thresh=0.0, topk_candidates=50, detections_per_img=20)
-
-    def fn(mod, x):
-        o = mod(list(x))[0]
-        return o["boxes"], o["scores"]
-
-    spec = pixels01("images", hw=128)
-    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return (m, fn), [spec], ["boxes", "scores"], \
-        "torchvision RetinaNet on a mobilenet_v3 x0.25 FPN (focal-loss heads, per-level top-k, NMS)"
+    return _detector(m, ["boxes", "scores"],
+                     "torchvision RetinaNet on a mobilenet_v3 x0.25 FPN (focal-loss heads, per-level top-k, NMS)")
 
 
 def build_maskrcnn_small(torch, attn):
@@ -1804,15 +1789,8 @@ def build_maskrcnn_small(torch, attn):
                  mask_head=MaskRCNNHeads(backbone.out_channels, [16, 16], 1),
                  mask_predictor=MaskRCNNPredictor(16, 16, 5), min_size=128, max_size=128,
                  rpn_pre_nms_top_n_test=100, rpn_post_nms_top_n_test=50, box_detections_per_img=10)
-
-    def fn(mod, x):
-        o = mod(list(x))[0]
-        return o["boxes"], o["scores"], o["masks"]
-
-    spec = pixels01("images", hw=128)
-    spec["dims"], spec["dyn"], spec["sample"] = [1, 3, 128, 128], {}, [1, 3, 128, 128]
-    return (m, fn), [spec], ["boxes", "scores", "masks"], \
-        "torchvision MaskRCNN on a mobilenet_v3 x0.25 FPN (RoIAlign for boxes and masks, ConvTranspose mask head, mask pasting)"
+    return _detector(m, ["boxes", "scores", "masks"],
+                     "torchvision MaskRCNN on a mobilenet_v3 x0.25 FPN (RoIAlign for boxes and masks, ConvTranspose mask head, mask pasting)")
 
 
 FAMILIES = {
