@@ -133,8 +133,8 @@ convert_one(BulkItem *it, BulkRecord *rec, gpointer data)
              * to FP16 (said below if the conversion rounds them): a model that sensitive cannot agree
              * with FP32 in any FP16 conversion that does. */
             if (probe && !cli_quiet &&
-                hg_stats_input_sensitivity(m, &co, (guint64)r->an->seed, r->an->threads, &sens_rel, &sens_output,
-                                           NULL) && sens_rel > HG_SENSITIVE_REL_L2)
+                hg_verify_input_sensitivity(m, &co, (guint64)r->an->seed, r->an->threads, &sens_rel, &sens_output,
+                                            NULL) && sens_rel > HG_VERIFY_DEFAULT_L2_TOL)
                 sens_inputs = float_inputs(m->graph);
         }
         co.probe = probe;

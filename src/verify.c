@@ -7,6 +7,7 @@
  */
 #include "halfguard/halfguard.h"
 #include "halfguard/run.h"
+#include "halfguard/check.h"
 
 #include <json-glib/json-glib.h>
 
@@ -292,6 +293,62 @@ verify_folder(HgModel *orig, HgModel *conv, const char *dir, GPtrArray *feeds, c
         r->first_nonfinite.data_dir = g_strdup(dir);
         r->first_nonfinite.nonfinite = w.nonfinite;
         r->first_nonfinite.count = w.count;
+    }
+    return TRUE;
+}
+
+gboolean
+hg_verify_input_sensitivity(HgModel *m, const HgCheckOptions *ranges, guint64 seed, int threads, double *rel,
+                            char **output, GError **error)
+{
+    g_return_val_if_fail(m != NULL && m->graph != NULL && rel != NULL, FALSE);
+    *rel = 0;
+    if (output)
+        *output = NULL;
+    g_autoptr(GPtrArray) feeds = hg_synth_feeds(m, ranges, seed, error);
+    if (!feeds)
+        return FALSE;
+    g_autoptr(GPtrArray) rounded = g_ptr_array_new_with_free_func((GDestroyNotify)hg_tensor_free);
+    gboolean any = FALSE;
+    for (guint i = 0; i < feeds->len; i++) {
+        HgTensor *t = hg_tensor_copy(feeds->pdata[i]);
+        if (t->dtype == HG_DTYPE_FLOAT) {
+            float *d = hg_tensor_data_mut(t);
+            for (gint64 k = 0, n = hg_tensor_numel(t); k < n; k++) {
+                float r = hg_round_half(d[k]);
+                any |= r != d[k];
+                d[k] = r;
+            }
+        }
+        g_ptr_array_add(rounded, t);
+    }
+    if (!any)
+        return TRUE; /* nothing to round: no float input, or inputs FP16 holds exactly */
+    HgRunOptions opts = {threads, NULL, NULL, NULL, HG_PROBE_MAX_MEMORY};
+    g_autoptr(GPtrArray) a = hg_run(m, feeds, &opts, error);
+    g_autoptr(GPtrArray) b = a ? hg_run(m, rounded, &opts, error) : NULL;
+    if (!b)
+        return FALSE;
+    const HgVerifyReport r = {0}; /* no elementwise tolerances */
+    for (guint i = 0; i < a->len && i < b->len && i < m->graph->outputs->len; i++) {
+        const HgTensor *x = a->pdata[i];
+        if (x->dtype != HG_DTYPE_FLOAT && x->dtype != HG_DTYPE_FLOAT16 && x->dtype != HG_DTYPE_DOUBLE &&
+            x->dtype != HG_DTYPE_BFLOAT16)
+            continue;
+        const char *name = ((HgValueDecl *)m->graph->outputs->pdata[i])->value->name;
+        HgVerifyOutput o = {.name = (char *)name};
+        Sums sums = {0};
+        if (!compare_output(&o, &sums, x, b->pdata[i], &r, error))
+            return FALSE;
+        double num = sqrt(sums.sum_d2), den = sqrt(sums.sum_o2);
+        double d = den > 0 ? num / den : num > 0 ? INFINITY : 0;
+        if (d > *rel) {
+            *rel = d;
+            if (output) {
+                g_free(*output);
+                *output = g_strdup(name);
+            }
+        }
     }
     return TRUE;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """convert's warning for a model whose FP32 outputs move past verify's tolerance when only its inputs
-are rounded to FP16 (hg_stats_input_sensitivity, run with the underflow probe), said where the
+are rounded to FP16 (hg_verify_input_sensitivity, run with the underflow probe), said where the
 conversion rounds them.
 
 Usage: test_sensitivity.py HALFGUARD

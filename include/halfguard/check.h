@@ -225,14 +225,13 @@ HG_API HgStats *hg_stats_collect_synthetic(HgModel *m, const HgCheckOptions *opt
 HG_API HgStats *hg_stats_collect_probe(HgModel *m, const HgCheckOptions *opts, guint64 seed, int threads,
                                        GError **error);
 /* How far m's float outputs move when only its float inputs are rounded to FP16: one synthetic input
- * set (seed), run as drawn and rounded, under the probe's memory cap. *rel is the largest relative L2
- * distance over the outputs (0 when rounding changes no input), *output (new string, may be NULL)
- * the output's name. A model that moves far here cannot agree with FP32 in any FP16 conversion: FP32
- * itself is that sensitive. FALSE with an error when it cannot run. */
-/* Past this, convert warns that the model is too sensitive for FP16 (verify's default tolerance). */
-#define HG_SENSITIVE_REL_L2 1e-2
-HG_API gboolean hg_stats_input_sensitivity(HgModel *m, const HgCheckOptions *opts, guint64 seed, int threads,
-                                           double *rel, char **output, GError **error);
+ * set (seed), run as drawn and rounded, under the probe's memory cap, compared as verify compares
+ * (src/verify.c). *rel is the largest relative L2 distance over the outputs (0 when rounding changes
+ * no input), *output (new string, may be NULL) the output's name. Past verify's default tolerance, no
+ * conversion that rounds the inputs can agree with FP32: FP32 itself is that sensitive. FALSE with
+ * an error when it cannot run. */
+HG_API gboolean hg_verify_input_sensitivity(HgModel *m, const HgCheckOptions *opts, guint64 seed, int threads,
+                                            double *rel, char **output, GError **error);
 
 /* An op halfguard has no row for (another domain, or an op newer than its table), as found in one
  * model: convert keeps its nodes FP32 with Casts around them; its outputs are unbounded for lack of a
