@@ -240,22 +240,6 @@ chan_unary(const HgChanCtx *cx, gint64 c, int rank, double clo, double chi, doub
 }
 
 /* Add, Sub, Mul, Div of two inputs, each per channel, constant per channel or one interval. */
-/* Which input of Mul node n is x in x * Sigmoid(x) (the other one Sigmoid's output), or -1. */
-static int
-silu_operand(const HgNode *n)
-{
-    if (!n || n->n_inputs != 2)
-        return -1;
-    for (int k = 0; k < 2; k++) {
-        const HgValue *s = n->inputs[1 - k];
-        const HgNode *p = s ? s->producer : NULL;
-        if (n->inputs[k] && p && default_domain(p) && !strcmp(p->op_type, "Sigmoid") && p->n_inputs >= 1 &&
-            p->inputs[0] == n->inputs[k])
-            return k;
-    }
-    return -1;
-}
-
 static HgChan *
 chan_binary(const HgChanCtx *cx, gint64 c, int rank, char op)
 {
@@ -274,13 +258,14 @@ chan_binary(const HgChanCtx *cx, gint64 c, int rank, char op)
     HgChan *ta, *tb;
     const HgChan *a = input_chan(cx, 0, c, rank, &ta), *b = input_chan(cx, 1, c, rank, &tb);
     HgChan *y = a && b ? chan_new(c) : NULL;
-    int sx = op == '*' ? silu_operand(cx->node) : -1; /* x of x * Sigmoid(x): channel by channel */
+    double sa = 1; /* x * Sigmoid(a x): channel by channel, x's channel through the function */
+    int sx = op == '*' ? hg_silu_operand(cx->node, &sa) : -1;
     for (gint64 j = 0; y && j < c; j++) {
         HgRange ra = hg_range_exact(a->lo[j], a->hi[j]), rb = hg_range_exact(b->lo[j], b->hi[j]);
         HgRange r = op == '+' ? hg_range_add(ra, rb) : op == '-' ? hg_range_sub(ra, rb)
                     : op == '*' ? hg_range_mul(ra, rb) : hg_range_div(ra, rb);
         if (sx >= 0) {
-            HgRange f = hg_range_silu(sx ? rb : ra, cx->shapes[sx] ? cx->shapes[sx]->dtype : HG_DTYPE_FLOAT);
+            HgRange f = hg_range_silu(sx ? rb : ra, sa, cx->shapes[sx] ? cx->shapes[sx]->dtype : HG_DTYPE_FLOAT);
             r.lo = MAX(r.lo, f.lo);
             r.hi = MIN(r.hi, f.hi);
         }

@@ -194,6 +194,13 @@ first_input(const HgNode *n)
 }
 
 /* The producer of v when it is a default-domain node of type op, else NULL. */
+/* The unit roundoff of a float type the kernels store in (FP32's for every wider type). */
+static double
+unit_roundoff(int dtype)
+{
+    return dtype == HG_DTYPE_FLOAT16 ? 0x1p-11 : dtype == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+}
+
 static const HgNode *
 made_by(const HgValue *v, const char *op)
 {
@@ -559,7 +566,7 @@ norm_tf_add(const HgRangeCtx *ctx, HgRange *r)
             /* the roundings of x * m, mean * m, beta - mean * m and the sum are each relative u
              * of their own result; |x * m| is bounded by input k's range and |mean * m| by
              * |beta| + |input 1 - k| (ranges of stored values, so a factor 1 + u more) */
-            double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+            double u = unit_roundoff(dt);
             HgRange pm = in_range(ctx, (guint)k), sm = in_range(ctx, (guint)(1 - k));
             double bmax = max_abs(&beta);
             HgRange y = hg_range_add(hg_range_mul(hg_range_exact(-zb * (1 + 8 * u), zb * (1 + 8 * u)), gamma), beta);
@@ -633,18 +640,42 @@ hg_silu(double x)
 #define SILU_MIN (-0.2784645427610738)
 
 HgRange
-hg_range_silu(HgRange x, int dtype)
+hg_range_silu(HgRange x, double a, int dtype)
 {
-    if (!hg_range_bounded(&x) || x.nan)
+    if (!hg_range_bounded(&x) || x.nan || !(a > 0))
         return hg_range_any();
-    double fl = hg_silu(x.lo), fh = hg_silu(x.hi);
-    double lo = x.hi <= SILU_ARGMIN ? fh : x.lo >= SILU_ARGMIN ? fl : SILU_MIN;
+    double fl = hg_silu(a * x.lo) / a, fh = hg_silu(a * x.hi) / a;
+    double lo = a * x.hi <= SILU_ARGMIN ? fh : a * x.lo >= SILU_ARGMIN ? fl : SILU_MIN / a;
     double hi = MAX(fl, fh);
-    /* the sigmoid's and the product's roundings, in the type they are stored in: 16 units, relative */
-    double u = dtype == HG_DTYPE_FLOAT16 ? 0x1p-11 : dtype == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
-    lo -= fabs(lo) * 16 * u;
-    hi += fabs(hi) * 16 * u;
-    return (HgRange){lo, hi, 0, FALSE};
+    /* the sigmoid's and the product's roundings, in the type they are stored in: 16 units, relative;
+     * a x rounds by a relative u too, which moves the sigmoid by at most a |x| u / 4: times |x| */
+    double u = unit_roundoff(dtype), X = MAX(fabs(x.lo), fabs(x.hi));
+    double e = a == 1 ? 0 : 0.25 * u * a * X * X + 16 * u;
+    return (HgRange){lo - fabs(lo) * 16 * u - e, hi + fabs(hi) * 16 * u + e, 0, FALSE};
+}
+
+int
+hg_silu_operand(const HgNode *n, double *a)
+{
+    if (!n || n->n_inputs != 2)
+        return -1;
+    for (int k = 0; k < 2; k++) {
+        const HgNode *sg = made_by(n->inputs[1 - k], "Sigmoid");
+        if (!n->inputs[k] || !sg || sg->n_inputs < 1)
+            continue;
+        if (sg->inputs[0] == n->inputs[k]) {
+            *a = 1;
+            return k;
+        }
+        const HgNode *m = made_by(sg->inputs[0], "Mul");
+        HgRange c;
+        int j = !m || m->n_inputs != 2 ? -1 : m->inputs[0] == n->inputs[k] ? 1 : m->inputs[1] == n->inputs[k] ? 0 : -1;
+        if (j >= 0 && const_range(m->inputs[j], &c, HG_MAX_RANK) && c.lo == c.hi && c.lo > 0) {
+            *a = c.lo;
+            return k;
+        }
+    }
+    return -1;
 }
 
 /* Mul(x, Sigmoid(x)), either order: SiLU (timm's and torchvision's SiLU and Swish export so). A
@@ -655,45 +686,19 @@ hg_range_silu(HgRange x, int dtype)
 static gboolean
 silu_mul(const HgRangeCtx *ctx, HgRange *r)
 {
-    const HgNode *n = ctx->node;
-    if (!n || n->n_inputs != 2)
+    double a;
+    int k = hg_silu_operand(ctx->node, &a);
+    if (k < 0)
         return FALSE;
-    for (guint k = 0; k < 2; k++) {
-        const HgNode *sg = made_by(n->inputs[1 - k], "Sigmoid");
-        if (!n->inputs[k] || !sg || sg->n_inputs < 1)
-            continue;
-        /* x * sigmoid(a x), a > 0 a scalar (CLIP's QuickGELU, a = 1.702): silu(a x) / a */
-        double a = 1;
-        const HgNode *m = sg->inputs[0] != n->inputs[k] ? made_by(sg->inputs[0], "Mul") : NULL;
-        if (m && m->n_inputs == 2) {
-            HgRange c;
-            int j = m->inputs[0] == n->inputs[k] ? 1 : m->inputs[1] == n->inputs[k] ? 0 : -1;
-            if (j < 0 || !const_range(m->inputs[j], &c, HG_MAX_RANK) || c.lo != c.hi || !(c.lo > 0))
-                continue;
-            a = c.lo;
-        } else if (sg->inputs[0] != n->inputs[k]) {
-            continue;
-        }
-        HgRange x = in_range(ctx, k);
-        if (!hg_range_bounded(&x) || x.nan)
-            return FALSE;
-        int dt = in_dtype(ctx, k);
-        HgRange ax = {a * x.lo, a * x.hi, 0, FALSE};
-        HgRange f = hg_range_silu(ax, dt);
-        f.lo /= a, f.hi /= a;
-        if (a != 1) {
-            /* a x rounds by a relative u, which moves sigmoid by at most a |x| u / 4: times |x| */
-            double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
-            double X = MAX(fabs(x.lo), fabs(x.hi)), e = 0.25 * u * a * X * X + 16 * u;
-            f.lo -= e, f.hi += e;
-        }
-        r->lo = MAX(r->lo, f.lo);
-        r->hi = MIN(r->hi, f.hi);
-        if (r->lo > r->hi)
-            *r = f;
-        return TRUE;
-    }
-    return FALSE;
+    HgRange x = in_range(ctx, (guint)k);
+    if (!hg_range_bounded(&x) || x.nan)
+        return FALSE;
+    HgRange f = hg_range_silu(x, a, in_dtype(ctx, (guint)k));
+    r->lo = MAX(r->lo, f.lo);
+    r->hi = MIN(r->hi, f.hi);
+    if (r->lo > r->hi)
+        *r = f;
+    return TRUE;
 }
 
 static double f_gelu(double x);
@@ -766,8 +771,7 @@ gelu_mul(const HgRangeCtx *ctx, HgRange *r)
         const double xmin = -0.751791526040078, fmin = -0.16997120747990369;
         double flo = f_gelu(xr->lo), fhi = f_gelu(xr->hi);
         double lo = xr->hi <= xmin ? fhi : xr->lo >= xmin ? flo : fmin, hi = MAX(flo, fhi);
-        int dt = in_dtype(ctx, k);
-        double u = dt == HG_DTYPE_FLOAT16 ? 0x1p-11 : dt == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
+        double u = unit_roundoff(in_dtype(ctx, k));
         lo = scale * lo - fabs(scale * lo) * 16 * u - 64 * u;
         hi = scale * hi + fabs(scale * hi) * 16 * u + 64 * u;
         r->lo = MAX(r->lo, lo);

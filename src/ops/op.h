@@ -173,10 +173,13 @@ HgRange hg_range_neg(HgRange a);
 HgRange hg_range_add(HgRange a, HgRange b);
 HgRange hg_range_sub(HgRange a, HgRange b);
 HgRange hg_range_mul(HgRange a, HgRange b);
-/* x * sigmoid(x) in double, and its range over x (bounded, not NaN; else anything) with the roundings
- * of values stored in dtype (elementwise_range.c). */
+/* x * sigmoid(x) in double; the range of x * sigmoid(a x) = silu(a x) / a over x (bounded, not NaN;
+ * a > 0; else anything) with the roundings of values stored in dtype; and which input of Mul node n
+ * is x in x * Sigmoid(x) or x * Sigmoid(a x), a a positive scalar constant (*a set), or -1
+ * (elementwise_range.c). */
 double hg_silu(double x);
-HgRange hg_range_silu(HgRange x, int dtype);
+HgRange hg_range_silu(HgRange x, double a, int dtype);
+int hg_silu_operand(const HgNode *n, double *a);
 /* 1 / b: unbounded both ways when b reaches 0 (1 / -0 is -inf). */
 HgRange hg_range_recip(HgRange b);
 /* a / b, as a * (1 / b). */
