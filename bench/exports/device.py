@@ -217,6 +217,7 @@ def pack(root, fams, out_dir, limit=15 << 20, parts=4):
                 tar.add(os.path.join(root, f), arcname=f)
         return os.path.getsize(path)
 
+    os.makedirs(out_dir, exist_ok=True)
     fams = [f for f in fams if os.path.isdir(os.path.join(root, f))]
     k, cur, left = 1, [], []
     for fam in fams:
