@@ -14,7 +14,9 @@
  *   - An input whose every reader saturates both ways (Sigmoid, Tanh; through Add, reshaping and
  *     selection, as hg_value_ends_in_saturation follows them) or reads its shape alone needs no range:
  *     a value past FP16's range becomes +-inf there and saturates to what the FP32 model computes
- *     (sigmoid(inf) = 1 = sigmoid(1e6) in FP32). A Softmax bounds its output too, but +inf in a
+ *     (sigmoid(inf) = 1 = sigmoid(1e6) in FP32), unless a Log reads what is computed from it: how
+ *     close to 0 a Sigmoid comes depends on the input's range (log(sigmoid(-20)) is -20 in FP32 and
+ *     -inf once FP16 makes the 2e-9 a 0). A Softmax bounds its output too, but +inf in a
  *     Softmax is NaN: an input it reads still needs its range. So does an integer input read only
  *     for shapes' sake by Reshape or Slice's starts, which is not a Gather index.
  */
@@ -185,6 +187,23 @@ given_range(const HgInputRangeSpec *given, guint n, const char *name)
     return best;
 }
 
+
+/* Does a Log read anything computed from v (within depth nodes)? */
+static gboolean
+reaches_log(const HgValue *v, GHashTable *seen, int depth)
+{
+    if (!v || depth > 64 || !g_hash_table_add(seen, (gpointer)v))
+        return FALSE;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgNode *n = g_array_index(v->uses, HgUse, u).node;
+        if (hg_node_is(n, "Log"))
+            return TRUE;
+        for (guint k = 0; k < n->n_outputs; k++)
+            if (reaches_log(n->outputs[k], seen, depth + 1))
+                return TRUE;
+    }
+    return FALSE;
+}
 static void
 derive_one(HgInputInfo *info, const HgValue *v, const HgShapes *shapes)
 {
@@ -227,7 +246,8 @@ derive_one(HgInputInfo *info, const HgValue *v, const HgShapes *shapes)
         return;
     }
     if (hg_dtype_is_float(info->dtype)) {
-        if (hg_value_ends_in_saturation(v, 1) && hg_value_ends_in_saturation(v, -1)) {
+        g_autoptr(GHashTable) logs = g_hash_table_new(NULL, NULL);
+        if (hg_value_ends_in_saturation(v, 1) && hg_value_ends_in_saturation(v, -1) && !reaches_log(v, logs, 0)) {
             info->source = HG_INPUT_RANGE_UNNEEDED;
             info->why = g_strdup("every value computed from it saturates (Sigmoid, Tanh) or is read for "
                                  "its shape alone");

@@ -39,8 +39,9 @@ static const struct {
                           "squares, exp inside Softplus) can pass FP16's range while the output fits."},
     {"underflow", "A value FP16 turns to 0 or robs of its meaning: an epsilon below FP16's smallest "
                   "subnormal (6e-08) that feeds a Div, Sqrt or Reciprocal, weights that flush to zero "
-                  "in FP16, or activations whose every value calibration sees below FP16's normal "
-                  "range (6.1e-05) (terms negligible next to what they are added to excepted)."},
+                  "in FP16, activations whose every value calibration sees below FP16's normal "
+                  "range (6.1e-05) (terms negligible next to what they are added to excepted), or a Log "
+                  "whose input may be positive and below that range (FP16 makes it 0 and the Log -inf)."},
     {"non-finite-constant", "A constant holds inf or NaN, or values beyond FP16's range (such as "
                             "float32-min mask fills) that become inf in FP16."},
     {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
@@ -182,7 +183,8 @@ typedef struct {
     GHashTable *seen_init; /* HgValue*: initializers already checked */
     GPtrArray *hazards;
     guint64 generation;    /* the main graph's when computed: what the passes' reads are checked against */
-    HgStats *probe;        /* HgCheckOptions.probe: read only to find activations too small for FP16 */
+    HgStats *probe;        /* HgCheckOptions.probe: read only to find values too small for FP16 */
+    GHashTable *probe_ok;  /* HgValue*: found safe for FP16 by what the probe saw, not by a bound */
 } Check;
 
 static void
@@ -207,6 +209,7 @@ check_free(Check *c)
     g_hash_table_unref(c->open);
     g_hash_table_unref(c->fp32);
     g_hash_table_unref(c->seen_init);
+    g_hash_table_unref(c->probe_ok);
     g_free(c);
 }
 
@@ -792,6 +795,47 @@ fp16_can_be_zero(const Check *c, const HgValue *v, int depth)
         }
     }
     return FALSE;
+}
+
+/* Log reads its input's relative precision at every scale: FP16 keeps 11 bits of a value only down to
+ * 2^-14, fewer below, and makes 0 of what is under 2^-25, where Log gives -inf for a value FP32 holds
+ * (log of a Softmax's or a Sigmoid's small probabilities, of a mel energy floored at 1e-10). The
+ * smallest positive value the input may take: calibration's smallest nonzero magnitude (over the
+ * margin), else a positive static lower bound, else (the range reaches 0, where FP32 gives -inf too)
+ * what the synthetic probe saw, else the static bound itself. */
+static void
+check_log(Check *c, const HgNode *n)
+{
+    if (!hg_node_is(n, "Log") || n->n_inputs < 1 || !n->inputs[0] || !n->outputs[0])
+        return;
+    const HgValue *x = n->inputs[0];
+    if (!is_float_value(c, x) || is_constant(c, x) || g_hash_table_contains(c->fp32, x))
+        return;
+    const HgRange *r = hg_ranges_get(c->ranges, x);
+    if (!(r->hi > 0) || r->lo >= FP16_MIN_NORMAL)
+        return;
+    const HgTensorStats *s = stats_of(c, x), *p = s ? NULL : probe_of(c, x);
+    Decided d = {MAX(r->lo, 0), HG_SOURCE_STATIC, TRUE, s};
+    if (s) {
+        if (isnan(s->min_abs_nonzero) || !(s->max > 0) || s->min_abs_nonzero / c->margin >= FP16_MIN_NORMAL)
+            return;
+        d.bound = s->min_abs_nonzero;
+        d.source = HG_SOURCE_CALIBRATION;
+    } else if (r->lo <= 0 && p && !isnan(p->min)) {
+        if (isnan(p->min_abs_nonzero) || !(p->max > 0) || p->min_abs_nonzero / c->margin >= FP16_MIN_NORMAL) {
+            g_hash_table_add(c->probe_ok, (gpointer)x);
+            return;
+        }
+        d = (Decided){p->min_abs_nonzero, HG_SOURCE_SYNTHETIC, TRUE, p};
+    } else if (r->lo <= 0 && g_hash_table_contains(c->open, x)) {
+        return;
+    }
+    add_hazard(c, HG_HAZARD_UNDERFLOW, n, x, d, "keep the Log and what makes its input FP32 (assign_precision)",
+               "Log reads '%s', which may be as small as %.3g (%s): FP16 keeps fewer than 11 bits of it "
+               "below 6.1e-05 and makes 0 of it under 3e-08, where Log gives -inf", x->name, d.bound,
+               d.source == HG_SOURCE_CALIBRATION ? "calibration"
+               : d.source == HG_SOURCE_SYNTHETIC ? "synthetic probe, inputs drawn in their ranges"
+                                                 : "static bound");
 }
 
 static void
@@ -1410,6 +1454,7 @@ check_node(Check *c, const HgNode *n)
     }
     check_epsilon(c, n);
     check_divisor(c, n);
+    check_log(c, n);
     check_precision(c, n);
     check_internal(c, n);
     for (guint k = 0; k < n->n_outputs; k++)
@@ -1510,6 +1555,7 @@ hg_check(HgModel *m, const HgCheckOptions *opts, GError **error)
                  NULL, g_hash_table_new(NULL, NULL), g_hash_table_new(NULL, NULL),
                  g_hash_table_new(NULL, NULL), res->hazards};
     c->probe = opts->probe;
+    c->probe_ok = g_hash_table_new(NULL, NULL);
     c->ranges = hg_ranges_infer_dims(g, c->shapes, ir, n_ir, opts->dim_max);
     res->assumptions = g_ptr_array_new_with_free_func(g_free);
     for (guint k = 0; k < c->ranges->assumed->len; k++)
@@ -1569,7 +1615,9 @@ hg_check_value_source(const HgCheckResult *r, const HgValue *v)
         return HG_SOURCE_ASSUMED;
     if (d.source == HG_SOURCE_CALIBRATION && d.bound < absmax(hg_ranges_get(c->ranges, v)))
         return d.stats && d.stats->synthetic ? HG_SOURCE_SYNTHETIC : HG_SOURCE_CALIBRATION;
-    /* too small for FP16 by what the synthetic probe saw */
+    /* too small for FP16, or found safe, by what the synthetic probe saw */
+    if (g_hash_table_contains(c->probe_ok, v))
+        return HG_SOURCE_SYNTHETIC;
     HgBoundSource tiny = HG_SOURCE_STATIC;
     if (!isnan(tiny_absmax(c, v, &tiny)) && tiny == HG_SOURCE_SYNTHETIC)
         return HG_SOURCE_SYNTHETIC;
@@ -1622,6 +1670,32 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
         for (guint k = 0; k < 2; k++)
             if (p->inputs[k] && tiny_constant(c, p->inputs[k]) > 0)
                 g_ptr_array_add(nodes, (gpointer)p);
+    }
+}
+
+/* What stores a Log's small input: v's producer, and through a floor (an Add of a positive constant,
+ * Clip or Max by a constant) or a copy (Cast, Identity, reshaping) the producer before it, down to
+ * the node that makes the small values (a Softmax, a Sigmoid, an Exp, a division). */
+static void
+log_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 8 || is_constant(c, v) || !is_float_value(c, v) || g_ptr_array_find(nodes, p, NULL))
+        return;
+    g_ptr_array_add(nodes, (gpointer)p);
+    if (hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") || hg_node_is(p, "Flatten") ||
+        hg_node_is(p, "Squeeze") || hg_node_is(p, "Unsqueeze") || hg_node_is(p, "Transpose") || hg_node_is(p, "Expand")) {
+        log_span(c, p->inputs[0], depth + 1, nodes);
+        return;
+    }
+    if (hg_node_is(p, "Add") || hg_node_is(p, "Clip") || hg_node_is(p, "Max")) {
+        guint consts = 0;
+        for (guint k = 0; k < p->n_inputs; k++)
+            consts += !p->inputs[k] || is_constant(c, p->inputs[k]);
+        if (consts + 1 == p->n_inputs)
+            for (guint k = 0; k < p->n_inputs; k++)
+                if (p->inputs[k] && !is_constant(c, p->inputs[k]))
+                    log_span(c, p->inputs[k], depth + 1, nodes);
     }
 }
 
@@ -1678,6 +1752,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
     if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
         const HgValue *d = hg_node_is(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
         zero_span(c, d, 0, nodes);
+    } else if (h->kind == HG_HAZARD_UNDERFLOW && hg_node_is(n, "Log")) {
+        log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {
         logits_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {

@@ -55,10 +55,13 @@ def check_witnesses(hg, outdir, case, errors):
                   "absmax_lt": lambda: absmax < w["limit"],
                   "max_gt": lambda: float(np.max(v)) > w["limit"],
                   "has_zero": lambda: bool(np.any(v == 0)),
+                  "min_pos_lt": lambda: bool(np.any((v > 0) & (v < w["limit"]))),
                   "has_inf": lambda: bool(np.any(np.isinf(v)))}[w["check"]]()
             if not ok:
+                pos = v[v > 0]
                 errors.append(f"witness: {w['value']} {w['check']} {w['limit']:g} does not hold "
-                              f"(absmax {absmax:.4g}, max {float(np.max(v)):.4g}): {w['why']}")
+                              f"(absmax {absmax:.4g}, max {float(np.max(v)):.4g}, smallest positive "
+                              f"{float(np.min(pos)) if pos.size else float('nan'):.4g}): {w['why']}")
 
 
 def check_json(hg, outdir, case, calib, errors):

@@ -18,8 +18,8 @@ runtime that keeps reductions' running sums in FP16).
 nodes, and for those convert rewrites away by itself the pass it does that with (check lists them as
 `fixed_by` that pass and does not count them); a negative control expects none (with calibration). A witness is a fact about the calibration
 sample that makes the hazard real rather than a loose bound: a tensor the interpreter computes
-(`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero, has_inf against
-limit).
+(`halfguard run --mark-all`) and a check on it (absmax_gt, absmax_lt, max_gt, has_zero, has_inf,
+min_pos_lt: some value in (0, limit), against limit).
 
 Uses Debian's python3-onnx (1.12) and numpy only. Fixed seeds, so the output is byte-for-byte the same
 on every run. Every model must pass onnx.checker.check_model(full_check=True); a case that does not is
@@ -567,6 +567,49 @@ def index_math_long_positions():
     return c
 
 
+def log_sigmoid_probs():
+    c = Case("log_sigmoid_probs",
+             "Log(Sigmoid(z)): a log-likelihood written out. FP32 holds sigmoid(-25) = 1.4e-11 and its "
+             "log, -25; FP16 makes it 0 (everything under 3e-08 is), and the Log gives -inf. The "
+             "Sigmoid and the Log stay FP32.",
+             "torch.log(torch.sigmoid(x)) in losses, gates and score heads instead of F.logsigmoid")
+    z = c.rng.normal(0, 10, (1, 64)).clip(-25, 25)
+    z[0, 3] = -25.0  # one confident negative: sigmoid 1.4e-11
+    z = c.input("z", [1, 64], -30, 30, z)
+    p = c.node("Sigmoid", "ll_sigmoid", [z])
+    c.output(c.node("Log", "ll_log", [p]))
+    c.expect("ll_log", "underflow")
+    c.witness("ll_sigmoid_out", "min_pos_lt", 2.0 ** -25, "a probability FP16 makes 0")
+    return c
+
+
+def log_softmax_eps():
+    c = Case("log_softmax_eps",
+             "Log(Softmax(z) + 1e-10), as entropy and log-probability code writes it: FP16 makes the "
+             "guard 0 and every probability under 3e-08 too, so the Log gives -inf where FP32 gives "
+             "about -23. The Softmax, the Add and the Log stay FP32.",
+             "torch.log(probs + 1e-10) (entropy regularisers, Gumbel-softmax, hand-written log-softmax)")
+    z = c.input("logits", [1, 4, 32], -30, 30, c.rng.normal(0, 8, (1, 4, 32)).clip(-28, 28))
+    p = c.node("Softmax", "lp_softmax", [z], axis=-1)
+    pe = c.node("Add", "lp_add_eps", [p, c.init("eps", 1e-10)])
+    c.output(c.node("Log", "lp_log", [pe]))
+    c.expect("lp_add_eps", "underflow")
+    c.expect("lp_log", "underflow")
+    c.witness("lp_softmax_out", "min_pos_lt", 2.0 ** -25, "probabilities FP16 makes 0")
+    return c
+
+
+def control_log_softmax_bounded():
+    c = Case("control_log_softmax_bounded",
+             "Negative control: Log(Softmax(z)) over 16 classes with logits in [-3, 3]: every "
+             "probability is at least e^-6 / 16 = 1.5e-4, inside FP16's normal range, and its log "
+             "keeps FP16's 11 bits.",
+             "log-probabilities of a temperature-scaled classifier head", negative_control=True)
+    z = c.input("logits", [1, 16], -3, 3, c.rng.uniform(-3, 3, (1, 16)))
+    c.output(c.node("Log", "lp_log", [c.node("Softmax", "lp_softmax", [z], axis=-1)]))
+    return c
+
+
 def control_position_cumsum_mask():
     c = Case("control_position_cumsum_mask",
              "Negative control: DETR's sine position embedding counts a mask with CumSum over 1000 "
@@ -929,14 +972,14 @@ CASES = [
     internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
     layernorm_eps_1e12, underflow_tiny_weights, control_tiny_weights_beside_bias,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
-    division_by_zero_relu,
+    division_by_zero_relu, log_sigmoid_probs, log_softmax_eps,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, normalize_eps_1e12, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
-    control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask,
+    control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask, control_log_softmax_bounded,
 ]
 
 KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
