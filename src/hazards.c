@@ -27,6 +27,7 @@
 #define FP16_EPS 4.8828125e-04            /* 2^-11: FP16's relative rounding, half an ulp */
 #define EXP_LIMIT 11.090354888959125      /* log(65504): exp passes FP16's range above it */
 #define SOFTMAX_SPREAD 2048.0             /* FP16 spacing reaches 2 here: logits lose their units */
+#define PHASE_MAX 16.0                    /* FP16 spacing reaches 2^-6 here: angles lose 0.008 rad */
 #define CUMSUM_MAX_LEN 128                /* len * 2^-11 > 1/16: worst-case relative error of the sums */
 #define SMALL_NUMEL 64                    /* tensors of shape math are this small */
 #define FP16_EXACT_INT 2048.0             /* FP16 holds every integer up to this */
@@ -46,7 +47,8 @@ static const struct {
                             "float32-min mask fills) that become inf in FP16."},
     {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
     {"precision-loss", "The needed spread exceeds FP16's 11 bits: Softmax logits in the thousands, "
-                       "the cancellation of large prefix sums, or a long FP16 CumSum."},
+                       "the cancellation of large prefix sums, a long FP16 CumSum, or the angle of a Sin "
+                       "or Cos past 16."},
     {"must-stay-fp32", "Shape arithmetic, Resize scales or integer-valued float math: FP16 would change "
                        "sizes or indices."},
     {"unranged-input", "A graph input whose values reach float arithmetic has no range (given or derived) "
@@ -1057,6 +1059,24 @@ cumsum_source(const HgValue *v, int depth)
 static void
 check_precision(Check *c, const HgNode *n)
 {
+    /* An angle FP16 holds to its spacing, |x| 2^-11: below PHASE_MAX the phase of Sin and Cos is off by
+     * at most 0.004 rad (4 pi, or 2 pi with calibration's margin of 2, stays there), past it by more,
+     * and past 2048 positions themselves skip (rotary embeddings over long
+     * sequences: HF computes them in FP32 with autocast off; diffusion timestep embeddings). */
+    if ((hg_node_is(n, "Sin") || hg_node_is(n, "Cos")) && n->n_inputs >= 1 && n->inputs[0] &&
+        is_float_value(c, n->inputs[0]) && !is_constant(c, n->inputs[0])) {
+        const HgValue *x = n->inputs[0];
+        Decided d = decide(c, x);
+        if (!d.known || d.bound <= PHASE_MAX)
+            return;
+        add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d,
+                   "keep the angle FP32 from where it is formed (rotary embeddings are computed in FP32)",
+                   "its angle may reach %.3g (%s): FP16's spacing there is %g, so the phase is off by up "
+                   "to %g rad", d.bound, d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static",
+                   isfinite(d.bound) ? ldexp(1.0, ilogb(d.bound) - 10) : INFINITY,
+                   isfinite(d.bound) ? ldexp(1.0, ilogb(d.bound) - 11) : INFINITY);
+        return;
+    }
     if ((hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax")) && n->inputs[0]) {
         const HgValue *x = n->inputs[0];
         const HgRange *r = hg_ranges_get(c->ranges, x);
@@ -1720,6 +1740,22 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
             cumsum_span(p->inputs[k], depth + 1, nodes);
 }
 
+/* The nodes that form a Sin's or Cos's large angle: v's producer, and back through every float input
+ * that may pass PHASE_MAX too (the product by the frequencies, the positions cast to float). */
+static void
+phase_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 16 || !is_float_value(c, v) || is_constant(c, v) || g_ptr_array_find(nodes, p, NULL))
+        return;
+    Decided d = decide(c, v);
+    if (d.known && d.bound <= PHASE_MAX)
+        return;
+    g_ptr_array_add(nodes, (gpointer)p);
+    for (guint k = 0; k < p->n_inputs; k++)
+        phase_span(c, p->inputs[k], depth + 1, nodes);
+}
+
 /* The nodes that compute a Softmax's large logits: v's producer, and back through its float inputs,
  * as long as the tensor may pass SOFTMAX_SPREAD (statically, or as calibration saw it), down to the
  * product that forms them (MatMul, Gemm, Einsum: Q K^T), whose inputs are left to the cut. A logit of
@@ -1752,6 +1788,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
     if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
         const HgValue *d = hg_node_is(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
         zero_span(c, d, 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Sin") || hg_node_is(n, "Cos"))) {
+        phase_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_UNDERFLOW && hg_node_is(n, "Log")) {
         log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {

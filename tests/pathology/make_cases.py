@@ -610,6 +610,67 @@ def control_log_softmax_bounded():
     return c
 
 
+def rotary_long_context():
+    c = Case("rotary_long_context",
+             "Rotary position embedding over a symbolic sequence, calibrated at 2100 tokens: angles "
+             "positions x inverse frequencies reach 2099, where FP16's spacing is 2, so the phase is "
+             "off by up to a radian and odd positions past 2048 land on even ones. The positions, their "
+             "product by the frequencies and the Cos and Sin stay FP32, as HF computes them.",
+             "transformers LlamaRotaryEmbedding (autocast off, 'bfloat16 loses precision on long contexts')")
+    d = 16
+    x = c.input("x", [1, "seq", d], -1, 1, c.rng.uniform(-1, 1, (1, 2100, d)))
+    seq = c.node("Gather", "seq_len", [c.node("Shape", "x_shape", [x]), c.i64("seq_axis", 1)], axis=0)
+    pos = c.node("Range", "positions", [c.i64("zero", 0), seq, c.i64("step", 1)])
+    posf = c.node("Unsqueeze", "pos_col", [c.node("Cast", "pos_to_float", [pos], to=TensorProto.FLOAT),
+                                           c.i64("col_axes", [1])])
+    inv = 1.0 / (10000.0 ** (np.arange(0, d, 2) / d))
+    ang = c.node("Mul", "rope_freqs", [posf, c.init("inv_freq", inv.reshape(1, -1))])
+    emb = c.node("Concat", "rope_emb", [ang, ang], axis=-1)
+    cos = c.node("Cos", "rope_cos", [emb])
+    sin = c.node("Sin", "rope_sin", [emb])
+    half = d // 2
+    x1 = c.node("Slice", "x_lo", [x, c.i64("lo_s", [0]), c.i64("lo_e", [half]), c.i64("lo_a", [2])])
+    x2 = c.node("Slice", "x_hi", [x, c.i64("hi_s", [half]), c.i64("hi_e", [d]), c.i64("hi_a", [2])])
+    rot = c.node("Concat", "rotate_half", [c.node("Neg", "x_hi_neg", [x2]), x1], axis=-1)
+    c.output(c.node("Add", "rope_out", [c.node("Mul", "x_cos", [x, cos]), c.node("Mul", "rot_sin", [rot, sin])]),
+             [1, "seq", d])
+    c.expect("rope_cos", "precision-loss")
+    c.expect("rope_sin", "precision-loss")
+    c.witness("rope_emb_out", "absmax_gt", 2048.0, "angles past 2048, where FP16's spacing is 2")
+    return c
+
+
+def timestep_embedding():
+    c = Case("timestep_embedding",
+             "Sinusoidal timestep embedding of a diffusion UNet: t in [0, 999] times frequencies from 1 "
+             "down, then Sin and Cos. At t near 999 FP16's spacing is 0.5, so sin(t) is anything; the "
+             "angle and the Sin and Cos stay FP32.",
+             "diffusers get_timestep_embedding (computed in float32 there too)")
+    t = c.input("timestep", [2], 0, 999, np.array([999.0, 517.0]))
+    half = 16
+    freqs = np.exp(-np.log(10000.0) * np.arange(half) / half).reshape(1, -1)
+    ang = c.node("Mul", "t_freqs", [c.node("Unsqueeze", "t_col", [t, c.i64("t_axes", [1])]), c.init("freqs", freqs)])
+    emb = c.node("Concat", "t_emb", [c.node("Sin", "t_sin", [ang]), c.node("Cos", "t_cos", [ang])], axis=-1)
+    w = c.rng.normal(0, 1 / np.sqrt(2 * half), (2 * half, 64))
+    c.output(c.node("Gemm", "t_linear", [emb, c.init("t_w", w), c.init("t_b", np.zeros(64))]))
+    c.expect("t_sin", "precision-loss")
+    c.expect("t_cos", "precision-loss")
+    c.witness("t_freqs_out", "absmax_gt", 512.0, "angles where FP16's spacing is 0.5")
+    return c
+
+
+def control_fourier_features():
+    c = Case("control_fourier_features",
+             "Negative control: Fourier features of coordinates in [-1, 1] at pi, 2 pi and 4 pi: every "
+             "angle is within 4 pi, where FP16's spacing is 2^-7 and the phase is off by at most 0.004 rad.",
+             "NeRF-style positional encodings of normalised coordinates, few octaves", negative_control=True)
+    x = c.input("coords", [1, 128, 2], -1, 1, c.rng.uniform(-1, 1, (1, 128, 2)))
+    ang = c.node("Mul", "ff_freqs", [c.node("Unsqueeze", "ff_col", [x, c.i64("ff_axes", [3])]),
+                                     c.init("bands", np.pi * np.array([1.0, 2.0, 4.0]))])
+    c.output(c.node("Concat", "ff_emb", [c.node("Sin", "ff_sin", [ang]), c.node("Cos", "ff_cos", [ang])], axis=-1))
+    return c
+
+
 def control_position_cumsum_mask():
     c = Case("control_position_cumsum_mask",
              "Negative control: DETR's sine position embedding counts a mask with CumSum over 1000 "
@@ -972,7 +1033,7 @@ CASES = [
     internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
     layernorm_eps_1e12, underflow_tiny_weights, control_tiny_weights_beside_bias,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
-    division_by_zero_relu, log_sigmoid_probs, log_softmax_eps,
+    division_by_zero_relu, log_sigmoid_probs, log_softmax_eps, rotary_long_context, timestep_embedding,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
@@ -980,6 +1041,7 @@ CASES = [
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, normalize_eps_1e12, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
     control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask, control_log_softmax_bounded,
+    control_fourier_features,
 ]
 
 KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
