@@ -6,7 +6,8 @@
  *
  * A constant's values beyond FP16's range (float32 min or max, +-inf) are clamped to +-65504 only when
  * every path from it ends, through mask arithmetic (Mul by a 0/1 mask, Sub and Neg, which swap the
- * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches), in an Add, a Sub (logits
+ * side, Expand, Reshape, Unsqueeze, Cast, Slice, Concat, Where's branches, Trilu: a causal mask as
+ * torch.full((L, L), -inf).triu(1) writes it), in an Add, a Sub (logits
  * minus INF * (1 - mask), as Funnel writes it: the fill then acts on the other side), a Where's fill
  * or straight into a reader that saturates on its side (a running maximum's -1e38 start, as RWKV
  * writes it: Max(start, k), exp(start - m)), each
@@ -64,7 +65,7 @@ mask_use(const HgValue *v, int sign, int depth)
         else if (hg_node_is(n, "Sub")) { /* logits - INF * (1 - mask) (Funnel): the fill on the other side */
             int side = use->index == 1 ? -sign : sign;
             ok = hg_value_ends_in_saturation(n->outputs[0], side) || mask_use(n->outputs[0], side, depth + 1);
-        } else if (hg_node_is(n, "Mul") || hg_node_passes_through(n))
+        } else if (hg_node_is(n, "Mul") || hg_node_passes_through(n) || (hg_node_is(n, "Trilu") && use->index == 0))
             ok = mask_use(n->outputs[0], sign, depth + 1);
         else if (hg_node_is(n, "Neg"))
             ok = mask_use(n->outputs[0], -sign, depth + 1);
