@@ -5,7 +5,8 @@
  *     m = ReduceMean <axes> (x)                 PyTorch; Cast may sit anywhere in the chain
  *     d = Sub(x, m)                             (a second Sub(x, m) may feed the Div)
  *     v = ReduceMean <axes> (Pow(d, 2))         or Mul(d, d)
- *     n = Div(d, Sqrt(Add(v, eps)))             or Mul(d, Reciprocal(...))
+ *     n = Div(d, Sqrt(Add(v, eps)))             or Mul(d, Reciprocal(...)), Mul(d, Div(1, ...));
+ *                                               Pow(., 0.5) for Sqrt, Pow(., -0.5) for 1 / Sqrt
  *     y = Add(Mul(n, gamma), beta)              gamma and beta optional
  *                                                          =>   y = LayerNormalization <axis = first
  *     r = Reciprocal(Sqrt(Add(v, eps)))         TF/keras           of axes, epsilon = eps>
@@ -696,46 +697,62 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     g_hash_table_add(mt->nodes, add);
     g_ptr_array_set_size(rs, 0);
     readers(f, add->outputs[0], rs);
-    HgNode *sqrt = rs->len == 1 && hg_node_is(rs->pdata[0], "Sqrt") ? rs->pdata[0] : NULL;
-    if (!sqrt || !reaches(f, mt, sqrt->inputs[0], add->outputs[0], FALSE))
+    /* the deviation: Sqrt or Pow(., 0.5); or its inverse at once, Pow(., -0.5) */
+    HgNode *root = rs->len == 1 ? rs->pdata[0] : NULL;
+    double pe = 0;
+    gboolean pow = root && hg_node_is(root, "Pow") && root->n_inputs == 2 && root->inputs[1] &&
+                   const_scalar(f, root->inputs[1], &pe) && (pe == 0.5 || pe == -0.5);
+    if (!root || !(hg_node_is(root, "Sqrt") || pow) || !reaches(f, mt, root->inputs[0], add->outputs[0], FALSE))
         return FALSE;
-    g_hash_table_add(mt->nodes, sqrt);
-    HgValue *std = sqrt->outputs[0];
-    /* normalized: Div(d, std) or Mul(d, Reciprocal(std)); or the TF form */
+    g_hash_table_add(mt->nodes, root);
+    HgValue *std = root->outputs[0];
+    /* normalized: Div(d, std), or Mul(d, 1 / std) with 1 / std spelled Reciprocal(std), Div(1, std)
+     * (TorchScript's rsqrt) or Pow(var + eps, -0.5); or the TF form */
     HgValue *n = NULL;
+    g_autoptr(GPtrArray) invs = g_ptr_array_new(); /* the nodes whose output is 1 / std */
     g_ptr_array_set_size(rs, 0);
-    readers(f, std, rs);
+    if (pow && pe < 0)
+        g_ptr_array_add(invs, root);
+    else
+        readers(f, std, rs);
     for (guint i = 0; i < rs->len && !n; i++) {
         HgNode *u = rs->pdata[i];
+        double one = 0;
         if (hg_node_is(u, "Div") && u->n_inputs == 2 && reaches(f, mt, u->inputs[1], std, FALSE)) {
             for (guint k = 0; k < subs->len && !n; k++)
                 if (reaches(f, mt, u->inputs[0], ((HgNode *)subs->pdata[k])->outputs[0], FALSE))
                     n = u->outputs[0];
             if (n)
                 g_hash_table_add(mt->nodes, u);
+            else if (u->inputs[0] && const_scalar(f, u->inputs[0], &one) && one == 1)
+                g_ptr_array_add(invs, u);
         } else if (hg_node_is(u, "Reciprocal") && reaches(f, mt, u->inputs[0], std, FALSE)) {
-            g_autoptr(GPtrArray) ms = g_ptr_array_new();
-            readers(f, u->outputs[0], ms);
-            for (guint j = 0; j < ms->len && !n; j++) {
-                HgNode *m = ms->pdata[j];
-                HgValue *o = hg_node_is(m, "Mul") ? other_input(f, mt, m, u->outputs[0], TRUE) : NULL;
-                for (guint k = 0; o && k < subs->len && !n; k++)
-                    if (reaches(f, mt, o, ((HgNode *)subs->pdata[k])->outputs[0], FALSE)) {
-                        n = m->outputs[0];
-                        g_hash_table_add(mt->nodes, m);
-                        g_hash_table_add(mt->nodes, u);
-                    }
-            }
-            if (!n && !mt->flattened) {
-                /* TF/keras: the statistics' x and axes settle first, for gamma's check */
-                mt->x = xr;
-                if (!settle_axes(f, mt, axes, naxes, rank))
-                    return FALSE;
-                if (match_tf(f, mt, u->outputs[0], axes, naxes)) {
+            g_ptr_array_add(invs, u);
+        }
+    }
+    for (guint i = 0; i < invs->len && !n; i++) {
+        HgNode *u = invs->pdata[i];
+        g_autoptr(GPtrArray) ms = g_ptr_array_new();
+        readers(f, u->outputs[0], ms);
+        for (guint j = 0; j < ms->len && !n; j++) {
+            HgNode *m = ms->pdata[j];
+            HgValue *o = hg_node_is(m, "Mul") ? other_input(f, mt, m, u->outputs[0], TRUE) : NULL;
+            for (guint k = 0; o && k < subs->len && !n; k++)
+                if (reaches(f, mt, o, ((HgNode *)subs->pdata[k])->outputs[0], FALSE)) {
+                    n = m->outputs[0];
+                    g_hash_table_add(mt->nodes, m);
                     g_hash_table_add(mt->nodes, u);
-                    pick_x(f, mt);
-                    return check_outside_uses(f, mt);
                 }
+        }
+        if (!n && !mt->flattened) {
+            /* TF/keras: the statistics' x and axes settle first, for gamma's check */
+            mt->x = xr;
+            if (!settle_axes(f, mt, axes, naxes, rank))
+                return FALSE;
+            if (match_tf(f, mt, u->outputs[0], axes, naxes)) {
+                g_hash_table_add(mt->nodes, u);
+                pick_x(f, mt);
+                return check_outside_uses(f, mt);
             }
         }
     }
