@@ -1245,10 +1245,11 @@ test_range_decomposed_layernorm(void **state)
 }
 
 /* Decomposed RMSNorm as the torch exporters write it for LLaMA-family models: X * Reciprocal(S)
- * (dynamo) and Div(1, S) * X (TorchScript), S = Sqrt(mean(X^2) + eps): |Y| <= sqrt(8), which a
- * spike row attains (100 / sqrt(100^2 / 8) = sqrt(8)); a numerator of 3 scales it. The interval
- * bound would be 100 / sqrt(1e-5) = 31623. Another tensor times the same reciprocal is not
- * normalized by it: no such bound. */
+ * (dynamo) and Div(1, S) * X (TorchScript), S = Sqrt(mean(X^2) + eps), and by hand X * Pow(VE, -0.5)
+ * and X / Pow(VE, 0.5): |Y| <= sqrt(8), which a spike row attains (100 / sqrt(100^2 / 8) =
+ * sqrt(8)); a numerator of 3 scales it. The interval bound would be 100 / sqrt(1e-5) = 31623.
+ * Another tensor times the same reciprocal is not normalized by it, nor is X by a power of -0.4: no
+ * such bound. */
 static void
 test_range_decomposed_rmsnorm(void **state)
 {
@@ -1256,8 +1257,9 @@ test_range_decomposed_rmsnorm(void **state)
     static const char text[] =
         "<ir_version: 8, opset_import: [\"\" : 17]>\n"
         "g (float[batch,8] X, float[batch,8] Z, float[1] E = {1e-5}, float two = {2}, float one = {1},\n"
-        "   float three = {3})\n"
-        "  => (float[batch,8] Y1, float[batch,8] Y2, float[batch,8] Y3, float[batch,8] Y4) {\n"
+        "   float three = {3}, float mhalf = {-0.5}, float half = {0.5}, float other = {-0.4})\n"
+        "  => (float[batch,8] Y1, float[batch,8] Y2, float[batch,8] Y3, float[batch,8] Y4,\n"
+        "      float[batch,8] Y5, float[batch,8] Y6, float[batch,8] Y7) {\n"
         "  P = Pow(X, two)\n"
         "  V = ReduceMean <axes = [-1]> (P)\n"
         "  VE = Add(V, E)\n"
@@ -1269,13 +1271,19 @@ test_range_decomposed_rmsnorm(void **state)
         "  D3 = Div(three, S)\n"
         "  Y3 = Mul(X, D3)\n"
         "  Y4 = Mul(Z, R)\n"
+        "  RP = Pow(VE, mhalf)\n"
+        "  Y5 = Mul(RP, X)\n"
+        "  SP = Pow(VE, half)\n"
+        "  Y6 = Div(X, SP)\n"
+        "  RO = Pow(VE, other)\n"
+        "  Y7 = Mul(X, RO)\n"
         "}\n";
     g_autoptr(HgShapes) shapes = NULL;
     g_autoptr(HgModel) m = text_model(text, &shapes);
     HgInputRange in[2] = {{"X", {-100, 100, 0, FALSE}}, {"Z", {-100, 100, 0, FALSE}}};
     g_autoptr(HgRanges) ranges = hg_ranges_infer(m->graph, shapes, in, 2);
-    const char *names[] = {"Y1", "Y2", "Y3"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"Y1", "Y2", "Y3", "Y5", "Y6"};
+    for (int i = 0; i < 5; i++) {
         const HgRange *y = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, names[i]));
         double c = i == 2 ? 3 : 1;
         if (y->nan || !(y->hi >= c * sqrt(8) * (1 - 1e-6) && y->hi <= c * sqrt(8) * 1.02 &&
@@ -1284,6 +1292,8 @@ test_range_decomposed_rmsnorm(void **state)
     }
     const HgRange *y4 = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y4"));
     assert_true(y4->hi >= 30000);
+    const HgRange *y7 = hg_ranges_get(ranges, g_hash_table_lookup(m->graph->values, "Y7"));
+    assert_true(y7->hi >= 1000);
 }
 
 /* GRN (ConvNeXt V2): G / (mean of G over the channels + eps), G >= 0, lies in [0, 16] for 16 channels

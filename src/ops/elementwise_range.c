@@ -311,12 +311,42 @@ row_length(const HgNode *rm, const HgValueShape *s, gboolean exact)
     return best;
 }
 
-/* When s = Sqrt(ReduceMean(square of d) + eps) with eps > 0, a bound zb on |d_i / s_i| for a d of
- * dtype dt whose shape is ds (exact) or broadcasts from it; else 0. */
-static double
-norm_quotient_bound(const HgValue *s, const HgValue *d, int dt, const HgValueShape *ds, gboolean exact)
+/* The Add under a deviation s = Sqrt(add) or Pow(add, 0.5), else NULL. */
+static const HgNode *
+std_add(const HgValue *s)
 {
-    const HgNode *add = made_by(first_input(made_by(s, "Sqrt")), "Add");
+    const HgNode *p = made_by(s, "Pow");
+    HgRange e;
+    if (p && !(p->n_inputs == 2 && const_range(p->inputs[1], &e, HG_MAX_RANK) && e.lo == 0.5 && e.hi == 0.5))
+        return NULL;
+    return made_by(first_input(p ? p : made_by(s, "Sqrt")), "Add");
+}
+
+/* The Add under m = c / sqrt(add), and *c (its largest magnitude): Reciprocal(s) and Pow(add, -0.5)
+ * (c = 1), Div(c, s) with a constant numerator (how the exporters write an rsqrt), s a deviation
+ * (std_add). NULL otherwise. */
+static const HgNode *
+inv_std_add(const HgValue *m, double *c)
+{
+    const HgNode *rc = made_by(m, "Reciprocal"), *dv = rc ? NULL : made_by(m, "Div"), *p = made_by(m, "Pow");
+    HgRange num, e;
+    *c = 1;
+    if (rc)
+        return std_add(first_input(rc));
+    if (p)
+        return p->n_inputs == 2 && const_range(p->inputs[1], &e, HG_MAX_RANK) && e.lo == -0.5 && e.hi == -0.5
+                   ? made_by(first_input(p), "Add") : NULL;
+    if (!dv || dv->n_inputs != 2 || !dv->inputs[1] || !const_range(dv->inputs[0], &num, 1))
+        return NULL;
+    *c = max_abs(&num);
+    return isfinite(*c) ? std_add(dv->inputs[1]) : NULL;
+}
+
+/* When add = ReduceMean(square of d) + eps with eps > 0 (under a deviation s: std_add), a bound zb
+ * on |d_i / s_i| for a d of dtype dt whose shape is ds (exact) or broadcasts from it; else 0. */
+static double
+norm_quotient_bound(const HgNode *add, const HgValue *d, int dt, const HgValueShape *ds, gboolean exact)
+{
     if (!add || add->n_inputs != 2 || !ds || ds->rank < 1)
         return 0;
     guint rank = (guint)ds->rank;
@@ -380,22 +410,6 @@ is_l2_floor_of(const HgValue *m, const HgValue *x, int rank)
     return rl && first_input(rl) == x && reduces_last_axis(rl, rank);
 }
 
-/* s when m is 1 / s spelled Reciprocal(s) (*c = 1) or Div(c, s) with a constant numerator (*c its
- * largest magnitude): how the exporters write an rsqrt. NULL otherwise. */
-static const HgValue *
-reciprocal_of(const HgValue *m, double *c)
-{
-    const HgNode *rc = made_by(m, "Reciprocal"), *dv = rc ? NULL : made_by(m, "Div");
-    HgRange num;
-    *c = 1;
-    if (rc)
-        return first_input(rc);
-    if (!dv || dv->n_inputs != 2 || !dv->inputs[1] || !const_range(dv->inputs[0], &num, 1))
-        return NULL;
-    *c = max_abs(&num);
-    return isfinite(*c) ? dv->inputs[1] : NULL;
-}
-
 double
 hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y)
 {
@@ -418,15 +432,14 @@ hg_norm_row_l2(const HgRangeCtx *ctx, const HgValue *y)
         /* x / s, x * Reciprocal(s), x * Div(c, s), s = Sqrt(mean over the last axis of x^2 + eps): the
          * row's norm is ||x|| / sqrt(||x||^2 / len + eps) <= sqrt(len), times |c| */
         double c = 1;
-        const HgValue *sv = div ? m : reciprocal_of(m, &c);
-        const HgNode *add = made_by(first_input(made_by(sv, "Sqrt")), "Add");
+        const HgNode *add = div ? std_add(m) : inv_std_add(m, &c);
         gboolean last = FALSE;
         for (int a = 0; add && add->n_inputs == 2 && a < 2; a++)
             last = last || reduces_last_axis(made_by(add->inputs[a], "ReduceMean"), xs->rank);
         if (!last)
             continue;
         /* the per-element bound is the row norm's: both are sqrt(len) times the same slack */
-        double zb = norm_quotient_bound(sv, x, xs->dtype, xs, TRUE);
+        double zb = norm_quotient_bound(add, x, xs->dtype, xs, TRUE);
         if (zb > 0)
             return c * zb;
     }
@@ -511,7 +524,7 @@ norm_div(const HgRangeCtx *ctx, HgRange *r)
     const HgNode *n = ctx->node;
     if (!n || n->n_inputs != 2 || !n->inputs[0] || !ctx->shapes[0])
         return FALSE;
-    double zb = norm_quotient_bound(n->inputs[1], n->inputs[0], in_dtype(ctx, 0), ctx->shapes[0], TRUE);
+    double zb = norm_quotient_bound(std_add(n->inputs[1]), n->inputs[0], in_dtype(ctx, 0), ctx->shapes[0], TRUE);
     if (!(zb > 0))
         return FALSE;
     HgRange a = in_range(ctx, 0);
@@ -541,16 +554,17 @@ norm_tf_add(const HgRangeCtx *ctx, HgRange *r)
             const HgValue *mean = m2->inputs[0] == m ? m2->inputs[1] : m2->inputs[1] == m ? m2->inputs[0] : NULL;
             if (!mean || !x)
                 continue;
-            /* m = Reciprocal(s) or Mul(Reciprocal(s), gamma) */
+            /* m = c / s or Mul(c / s, gamma), c / s in any of inv_std_add's spellings */
             HgRange gamma = hg_range_exact(1, 1);
-            const HgNode *rc = made_by(m, "Reciprocal"), *mg = rc ? NULL : made_by(m, "Mul");
-            for (int g = 0; mg && !rc && g < 2; g++)
-                if ((rc = made_by(mg->inputs[g], "Reciprocal")) && !const_range(mg->inputs[1 - g], &gamma, HG_MAX_RANK))
-                    rc = NULL;
-            if (!first_input(rc))
+            double c = 1;
+            const HgNode *add = inv_std_add(m, &c), *mg = add ? NULL : made_by(m, "Mul");
+            for (int g = 0; mg && !add && g < 2; g++)
+                if ((add = inv_std_add(mg->inputs[g], &c)) && !const_range(mg->inputs[1 - g], &gamma, HG_MAX_RANK))
+                    add = NULL;
+            if (!add)
                 continue;
+            gamma = hg_range_mul(gamma, hg_range_exact(-c, c));
             /* d = Sub(x, mean) is the value s normalizes */
-            const HgNode *add = made_by(first_input(made_by(rc->inputs[0], "Sqrt")), "Add");
             const HgValue *d = NULL;
             for (int a = 0; add && a < 2 && !d; a++) {
                 const HgValue *sqv = first_input(made_by(add->inputs[a], "ReduceMean"));
@@ -560,7 +574,7 @@ norm_tf_add(const HgRangeCtx *ctx, HgRange *r)
                     d = base;
             }
             int dt = out_dtype(ctx, 0);
-            double zb = d ? norm_quotient_bound(rc->inputs[0], d, dt, ctx->shapes[k], FALSE) : 0;
+            double zb = d ? norm_quotient_bound(add, d, dt, ctx->shapes[k], FALSE) : 0;
             if (!(zb > 0))
                 continue;
             /* the roundings of x * m, mean * m, beta - mean * m and the sum are each relative u
@@ -602,7 +616,8 @@ hg_range_Sub(HgRangeCtx *ctx)
 }
 
 /* The RMSNorm that LLaMA-family exports spell y = Mul(x, Reciprocal(s)) (the dynamo exporter) or
- * Mul(x, Div(1, s)) (TorchScript), s = Sqrt(ReduceMean(x^2) + eps): |y_i| <= c sqrt(n) for a
+ * Mul(x, Div(1, s)) (TorchScript), or Mul(x, Pow(a, -0.5)) by hand, s = Sqrt(a) or Pow(a, 0.5),
+ * a = ReduceMean(x^2) + eps: |y_i| <= c sqrt(n) for a
  * constant numerator c (1 for Reciprocal), as for d / s above (norm_quotient_bound; its relative
  * slack of 2^-8 covers the reciprocal's and the product's roundings). Narrows *r; TRUE when the
  * pattern is there. */
@@ -614,10 +629,10 @@ norm_mul_reciprocal(const HgRangeCtx *ctx, HgRange *r)
         return FALSE;
     for (int k = 0; k < 2; k++) {
         double c;
-        const HgValue *s = reciprocal_of(n->inputs[1 - k], &c);
-        if (!n->inputs[k] || !s || !ctx->shapes[k])
+        const HgNode *add = inv_std_add(n->inputs[1 - k], &c);
+        if (!n->inputs[k] || !add || !ctx->shapes[k])
             continue;
-        double zb = c * norm_quotient_bound(s, n->inputs[k], in_dtype(ctx, (guint)k), ctx->shapes[k], TRUE);
+        double zb = c * norm_quotient_bound(add, n->inputs[k], in_dtype(ctx, (guint)k), ctx->shapes[k], TRUE);
         if (!(zb > 0))
             continue;
         HgRange x = in_range(ctx, (guint)k);
