@@ -16,9 +16,12 @@ Usage: test_activation_bounds.py HALFGUARD RANGES_MODEL
 3. Sound on data: ranges_model (the suite's interval checker) finds no value outside its interval
    on 10 random inputs of each model, drawn over its range.
 4. GELU written out, x in [-10, 10], the forms TorchScript writes (x * (1 + erf) then * 0.5, and
-   (x * 0.5) * (1 + erf)) and TensorFlow's (x * (0.5 * (1 + erf))), Div by sqrt 2 or Mul by 1/sqrt 2: the GELU value's interval is
-   [-0.17, gelu(10)] to within the rule's slack (the generic product gives [-10, 10]), and no value
-   on random data, in FP32 and in the model converted to FP16, lies outside its interval.
+   (x * 0.5) * (1 + erf)) and TensorFlow's (x * (0.5 * (1 + erf))), Div by sqrt 2 or Mul by 1/sqrt 2;
+   and the tanh form (HF's gelu_new, gelu_pytorch_tanh: 1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)),
+   the cube as Pow or as Mul(x, Mul(x, x))) in the same three arrangements: the GELU value's interval
+   is [-0.16997, gelu(10)] (tanh form: [-0.17004, ...]) to within the rule's slack (the generic
+   product gives [-10, 10]), and no value on random data, in FP32 and in the model converted to
+   FP16, lies outside its interval.
 5. CLIP's QuickGELU, x * Sigmoid(1.702 x), either operand order: [silu(1.702 lo) / 1.702 ...], so
    about [-0.1636, 10], sound on data in FP32 and all-FP16.
 """
@@ -101,11 +104,23 @@ def test_channels(tmp):
               viol == 0, viol)
 
 
-def gelu_model(path, form, by_mul):
-    ins = ["x", "inv_sqrt2"] if by_mul else ["x", "sqrt2"]
-    nodes = [helper.make_node("Mul" if by_mul else "Div", ins, ["q"], name="scale_in"),
-             helper.make_node("Erf", ["q"], ["e"], name="erf"),
-             helper.make_node("Add", ["e", "one"], ["e1"], name="plus_one")]
+def gelu_model(path, form, by_mul, tanh=False):
+    """by_mul: Mul by 1/sqrt 2 (erf) or the cube as Mul(x, Mul(x, x)) (tanh), else Div or Pow."""
+    if tanh:  # HF gelu_new: 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))
+        cube = ([helper.make_node("Mul", ["x", "x"], ["x2"], name="square"),
+                 helper.make_node("Mul", ["x", "x2"], ["x3"], name="cube")] if by_mul
+                else [helper.make_node("Pow", ["x", "three"], ["x3"], name="cube")])
+        ins = ["x", "three", "k", "c"]
+        nodes = cube + [helper.make_node("Mul", ["k", "x3"], ["kx3"], name="k_cube"),
+                        helper.make_node("Add", ["x", "kx3"], ["inner"], name="inner"),
+                        helper.make_node("Mul", ["inner", "c"], ["q"], name="scale_in"),
+                        helper.make_node("Tanh", ["q"], ["e"], name="tanh"),
+                        helper.make_node("Add", ["one", "e"], ["e1"], name="plus_one")]
+    else:
+        ins = ["x", "inv_sqrt2"] if by_mul else ["x", "sqrt2"]
+        nodes = [helper.make_node("Mul" if by_mul else "Div", ins, ["q"], name="scale_in"),
+                 helper.make_node("Erf", ["q"], ["e"], name="erf"),
+                 helper.make_node("Add", ["e", "one"], ["e1"], name="plus_one")]
     if form == "half-first":
         nodes += [helper.make_node("Mul", ["x", "half"], ["xh"], name="half"),
                   helper.make_node("Mul", ["xh", "e1"], ["y"], name="gelu")]
@@ -116,35 +131,41 @@ def gelu_model(path, form, by_mul):
         nodes += [helper.make_node("Mul", ["x", "e1"], ["g2"], name="double_gelu"),
                   helper.make_node("Mul", ["g2", "half"], ["y"], name="gelu")]
     consts = [numpy_helper.from_array(np.array(v, np.float32), n)
-              for n, v in (("sqrt2", np.sqrt(2)), ("inv_sqrt2", 1 / np.sqrt(2)), ("one", 1.0), ("half", 0.5))]
+              for n, v in (("sqrt2", np.sqrt(2)), ("inv_sqrt2", 1 / np.sqrt(2)), ("one", 1.0), ("half", 0.5),
+                           ("three", 3.0), ("k", 0.044715), ("c", np.sqrt(2 / np.pi)))]
+    used = {i for n in nodes for i in n.input}
     return hgtest.save_model(path, nodes, [hgtest.vi("x", (64,))], [hgtest.vi("y", (64,))],
-                             [c for c in consts if c.name in ins + ["one", "half"]], checker=True)
+                             [c for c in consts if c.name in used], checker=True)
 
 
 def test_gelu(tmp):
-    from math import erf, sqrt
-    top = 0.5 * 10 * (1 + erf(10 / sqrt(2)))
+    from math import erf, sqrt, tanh
     rng = np.random.default_rng(6)
-    for form in ("half-last", "half-first", "tf"):
-        for by_mul in (False, True):
-            tag = f"{form},{'mul' if by_mul else 'div'}"
-            m = gelu_model(os.path.join(tmp, f"gelu-{form}{int(by_mul)}.onnx"), form, by_mul)
-            iv, se = intervals(m, ["x=-10:10"], tmp)
-            lo, hi = (iv or {}).get("gelu", [None, None])
-            check(f"gelu ({tag}): the interval is [-0.17, gelu(10)] to within slack",
-                  lo is not None and -0.1700 - 1e-4 <= lo <= -0.16997 and top <= hi <= top * (1 + 1e-4), (iv, se))
-            fp16 = os.path.join(tmp, f"gelu-{form}{int(by_mul)}.fp16.onnx")
-            rc, so, se = hg("convert", m, "-o", fp16, "-r", "x=-10:10", "--force-fp16-node", ".*", "--no-probe")
-            viol = 0
-            for k in range(10):
-                x = rng.uniform(-10, 10, 64).astype(np.float32)
-                x[:8] = np.linspace(-4, -0.5, 8)  # where 1 + erf cancels and near the minimum
-                d = hgtest.write_inputs(os.path.join(tmp, f"g{k}"), {"x": x})
-                d16 = hgtest.write_inputs(os.path.join(tmp, f"g16_{k}"), {"x": x.astype(np.float16)})
-                for model, data in ((m, d), (fp16, d16)):
-                    p = subprocess.run([sys.argv[2], model, data, "x=-10:10"], capture_output=True, text=True)
-                    viol += p.returncode != 0 or " 0 violations" not in p.stdout
-            check(f"gelu ({tag}): sound on data, FP32 and all-FP16", rc == 0 and viol == 0, (viol, se))
+    for form, by_mul, th in [(f, b, t) for t in (False, True) for f in ("half-last", "half-first", "tf")
+                             for b in (False, True)]:
+        # erf: min -0.16997 at -0.7518; tanh form: min -0.17004 at -0.7525
+        top = 0.5 * 10 * (1 + (tanh(sqrt(2 / np.pi) * (10 + 0.044715 * 1000)) if th else erf(10 / sqrt(2))))
+        fmin = -0.17004075 if th else -0.16997121
+        kind = "tanh" if th else "erf"
+        tag = f"{kind},{form},{('mul-cube' if th else 'mul') if by_mul else ('pow' if th else 'div')}"
+        name = f"gelu-{kind}-{form}{int(by_mul)}"
+        m = gelu_model(os.path.join(tmp, name + ".onnx"), form, by_mul, tanh=th)
+        iv, se = intervals(m, ["x=-10:10"], tmp)
+        lo, hi = (iv or {}).get("gelu", [None, None])
+        check(f"gelu ({tag}): the interval is [{fmin:.5f}, gelu(10)] to within slack",
+              lo is not None and fmin - 1e-4 <= lo <= fmin and top <= hi <= top * (1 + 1e-4), (iv, se))
+        fp16 = os.path.join(tmp, name + ".fp16.onnx")
+        rc, so, se = hg("convert", m, "-o", fp16, "-r", "x=-10:10", "--force-fp16-node", ".*", "--no-probe")
+        viol = 0
+        for k in range(10):
+            x = rng.uniform(-10, 10, 64).astype(np.float32)
+            x[:8] = np.linspace(-4, -0.5, 8)  # where 1 + erf cancels and near the minimum
+            d = hgtest.write_inputs(os.path.join(tmp, f"g{k}"), {"x": x})
+            d16 = hgtest.write_inputs(os.path.join(tmp, f"g16_{k}"), {"x": x.astype(np.float16)})
+            for model, data in ((m, d), (fp16, d16)):
+                p = subprocess.run([sys.argv[2], model, data, "x=-10:10"], capture_output=True, text=True)
+                viol += p.returncode != 0 or " 0 violations" not in p.stdout
+        check(f"gelu ({tag}): sound on data, FP32 and all-FP16", rc == 0 and viol == 0, (viol, se))
 
 
 def test_quick_gelu(tmp):

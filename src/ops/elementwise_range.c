@@ -718,6 +718,13 @@ silu_mul(const HgRangeCtx *ctx, HgRange *r)
 
 static double f_gelu(double x);
 
+/* GELU's tanh form with the constants an export holds: 0.5 x (1 + tanh(c (x + k x^3))). */
+static double
+f_gelu_ck(double x, double c, double k)
+{
+    return x == -INFINITY ? 0 : x / (1 + (exp)(-2 * c * (x + k * x * x * x)));
+}
+
 /* A scalar constant within a relative 1e-6 of want (an exporter's float rounding of sqrt 2). */
 static gboolean
 const_near(const HgValue *v, double want)
@@ -726,14 +733,69 @@ const_near(const HgValue *v, double want)
     return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi && fabs(c.lo - want) <= 1e-6 * fabs(want);
 }
 
-/* Is e = 1 + Erf(x / sqrt 2) (Add either order; Div by sqrt 2 or Mul by 1/sqrt 2), with that x? */
+/* The scalar constant v holds, or NAN. */
+static double
+const_scalar_of(const HgValue *v)
+{
+    HgRange c;
+    return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi ? c.lo : NAN;
+}
+
+/* Is c3 = x^3 (Pow(x, 3), Mul(x, Mul(x, x)) in any order)? */
+static gboolean
+is_cube_of(const HgValue *c3, const HgValue *x)
+{
+    const HgNode *p = made_by(c3, "Pow"), *m = made_by(c3, "Mul");
+    if (p)
+        return p->n_inputs == 2 && p->inputs[0] == x && const_scalar_of(p->inputs[1]) == 3;
+    for (int j = 0; m && m->n_inputs == 2 && j < 2; j++) {
+        const HgNode *sq = made_by(m->inputs[1 - j], "Mul");
+        if (m->inputs[j] == x && sq && sq->n_inputs == 2 && sq->inputs[0] == x && sq->inputs[1] == x)
+            return TRUE;
+    }
+    return FALSE;
+}
+
+/* Is t = c (x + k x^3) with c near sqrt(2 / pi) and k near 0.044715 (GELU's tanh form, as HF's
+ * gelu_new and gelu_pytorch_tanh are exported)? Its x, with the constants in *c and *k. */
 static const HgValue *
-erf_term_of(const HgValue *e)
+tanh_arg_of(const HgValue *t, double *c, double *k)
+{
+    const HgNode *m = made_by(t, "Mul");
+    for (int j = 0; m && m->n_inputs == 2 && j < 2; j++) {
+        *c = const_scalar_of(m->inputs[1 - j]);
+        const HgNode *add = made_by(m->inputs[j], "Add");
+        if (!(fabs(*c - sqrt(2 / G_PI)) <= 1e-6) || !add || add->n_inputs != 2)
+            continue;
+        for (int a = 0; a < 2; a++) {
+            const HgValue *x = add->inputs[a];
+            const HgNode *kx = made_by(add->inputs[1 - a], "Mul");
+            for (int b = 0; x && kx && kx->n_inputs == 2 && b < 2; b++) {
+                *k = const_scalar_of(kx->inputs[1 - b]);
+                if (fabs(*k - 0.044715) <= 1e-6 && is_cube_of(kx->inputs[b], x))
+                    return x;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Is e = 1 + Erf(x / sqrt 2) (Add either order; Div by sqrt 2 or Mul by 1/sqrt 2), or 1 + Tanh(t)
+ * with t as tanh_arg_of takes it, with that x? *c is 0 for the Erf; the Tanh's constants else. */
+static const HgValue *
+erf_term_of(const HgValue *e, double *c, double *kc)
 {
     const HgNode *add = made_by(e, "Add");
+    *c = 0;
     if (!add || add->n_inputs != 2)
         return NULL;
     for (int k = 0; k < 2; k++) {
+        const HgNode *th = made_by(add->inputs[k], "Tanh");
+        const HgValue *tx = th && th->n_inputs == 1 && const_near(add->inputs[1 - k], 1.0)
+                                ? tanh_arg_of(th->inputs[0], c, kc) : NULL;
+        if (tx)
+            return tx;
+        *c = 0;
         const HgNode *erf = made_by(add->inputs[k], "Erf");
         if (!erf || erf->n_inputs != 1 || !const_near(add->inputs[1 - k], 1.0))
             continue;
@@ -748,7 +810,8 @@ erf_term_of(const HgValue *e)
 }
 
 /* GELU written out, as the TorchScript exporter writes it below opset 20: a product of
- * 1 + Erf(x / sqrt 2) and x (then times 0.5), or x * 0.5 (either order); or, as TensorFlow's
+ * 1 + Erf(x / sqrt 2) (or 1 + Tanh(sqrt(2 / pi) (x + 0.044715 x^3)), HF's gelu_new and
+ * gelu_pytorch_tanh) and x (then times 0.5), or x * 0.5 (either order); or, as TensorFlow's
  * exporters write it, x times 0.5 * (1 + Erf(x / sqrt 2)). That is 2 gelu(x), or
  * gelu(x), which never goes below -0.17; the product of the two intervals keeps x's negative side
  * whole. Rounding, in the type stored (unit u): the quotient, the Erf, the Add and the product each
@@ -762,12 +825,13 @@ gelu_mul(const HgRangeCtx *ctx, HgRange *r)
     if (!n || n->n_inputs != 2)
         return FALSE;
     for (guint k = 0; k < 2; k++) {
-        const HgValue *x = erf_term_of(n->inputs[1 - k]);
+        double tc, tk;
+        const HgValue *x = erf_term_of(n->inputs[1 - k], &tc, &tk);
         const HgValue *o = n->inputs[k];
         double scale = 2; /* o is x itself */
         const HgNode *h = x ? NULL : made_by(n->inputs[1 - k], "Mul");
         for (int j = 0; h && h->n_inputs == 2 && j < 2 && !x; j++)
-            if (const_near(h->inputs[1 - j], 0.5) && (x = erf_term_of(h->inputs[j])))
+            if (const_near(h->inputs[1 - j], 0.5) && (x = erf_term_of(h->inputs[j], &tc, &tk)))
                 scale = 1; /* TF's form: x * (0.5 * (1 + erf)) */
         if (x && scale == 1 && o != x)
             continue;
@@ -783,8 +847,23 @@ gelu_mul(const HgRangeCtx *ctx, HgRange *r)
         const HgRange *xr = ctx->range_of(ctx->range_data, x);
         if (!xr || !hg_range_bounded(xr) || xr->nan)
             return FALSE;
-        const double xmin = -0.751791526040078, fmin = -0.16997120747990369;
-        double flo = f_gelu(xr->lo), fhi = f_gelu(xr->hi);
+        /* gelu falls from 0 to its one minimum and rises after (the tanh form too): the extremes are
+         * at the ends and at that minimum, found for the tanh form's constants by golden section */
+        double xmin = -0.751791526040078, fmin = -0.16997120747990369;
+        if (tc > 0) {
+            double a = -3, b = 0, q = (sqrt(5) - 1) / 2;
+            for (int it = 0; it < 100; it++) {
+                double m1 = b - q * (b - a), m2 = a + q * (b - a);
+                if (f_gelu_ck(m1, tc, tk) < f_gelu_ck(m2, tc, tk))
+                    b = m2;
+                else
+                    a = m1;
+            }
+            xmin = (a + b) / 2;
+            fmin = f_gelu_ck(xmin, tc, tk);
+        }
+        double flo = tc > 0 ? f_gelu_ck(xr->lo, tc, tk) : f_gelu(xr->lo);
+        double fhi = tc > 0 ? f_gelu_ck(xr->hi, tc, tk) : f_gelu(xr->hi);
         double lo = xr->hi <= xmin ? fhi : xr->lo >= xmin ? flo : fmin, hi = MAX(flo, fhi);
         double u = unit_roundoff(in_dtype(ctx, k));
         lo = scale * lo - fabs(scale * lo) * 16 * u - 64 * u;
