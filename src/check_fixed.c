@@ -11,7 +11,10 @@
  * by keeping nodes FP32 stay what they are: findings.
  *
  * A hazard is the same hazard after a pass when its kind and node are (for an unnamed node: its kind,
- * op type and tensor): passes keep the names of the nodes they do not remove.
+ * op type and tensor): passes keep the names of the nodes they do not remove. So is one of the same
+ * kind about the same tensor at another node: fusing a decomposed LayerNorm moves the finding that
+ * its input's spread is too narrow for FP16 from the Sub that centres it to the LayerNormalization,
+ * and the fusion does not make it go away.
  */
 #include "halfguard/halfguard.h"
 
@@ -25,20 +28,32 @@ hazard_key(const HgHazard *h)
     return g_strdup_printf("%d\x01\x01%s\x01%s", h->kind, h->op ? h->op : "", h->value ? h->value : "");
 }
 
+/* The same kind about the same tensor, or NULL where the hazard names none. */
+static char *
+tensor_key(const HgHazard *h)
+{
+    return h->value && *h->value ? g_strdup_printf("%d\x02%s", h->kind, h->value) : NULL;
+}
+
 /* Mark, in r, the hazards not in now (an analysis of the rewritten copy) with pass. */
 static guint
 mark_gone(HgCheckResult *r, const HgCheckResult *now, const char *pass)
 {
     g_autoptr(GHashTable) present = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-    for (guint i = 0; i < now->hazards->len; i++)
+    for (guint i = 0; i < now->hazards->len; i++) {
         g_hash_table_add(present, hazard_key(now->hazards->pdata[i]));
+        char *tk = tensor_key(now->hazards->pdata[i]);
+        if (tk)
+            g_hash_table_add(present, tk);
+    }
     guint n = 0;
     for (guint i = 0; i < r->hazards->len; i++) {
         HgHazard *h = r->hazards->pdata[i];
         if (h->fixed_by)
             continue;
         g_autofree char *key = hazard_key(h);
-        if (!g_hash_table_contains(present, key)) {
+        g_autofree char *tk = tensor_key(h);
+        if (!g_hash_table_contains(present, key) && !(tk && g_hash_table_contains(present, tk))) {
             h->fixed_by = g_strdup(pass);
             n++;
         }

@@ -28,6 +28,7 @@
 #define EXP_LIMIT 11.090354888959125      /* log(65504): exp passes FP16's range above it */
 #define SOFTMAX_SPREAD 2048.0             /* FP16 spacing reaches 2 here: logits lose their units */
 #define PHASE_MAX 16.0                    /* FP16 spacing reaches 2^-6 here: angles lose 0.008 rad */
+#define SPREAD_MIN_STEPS 128.0            /* FP16 steps a centred tensor's spread needs (7 bits) */
 #define CUMSUM_MAX_LEN 128                /* len * 2^-11 > 1/16: worst-case relative error of the sums */
 #define SMALL_NUMEL 64                    /* tensors of shape math are this small */
 #define FP16_EXACT_INT 2048.0             /* FP16 holds every integer up to this */
@@ -47,8 +48,9 @@ static const struct {
                             "float32-min mask fills) that become inf in FP16."},
     {"division-by-zero", "A divisor whose FP16 range reaches 0 (including values that flush to 0)."},
     {"precision-loss", "The needed spread exceeds FP16's 11 bits: Softmax logits in the thousands, "
-                       "the cancellation of large prefix sums, a long FP16 CumSum, or the angle of a Sin "
-                       "or Cos past 16."},
+                       "the cancellation of large prefix sums, a long FP16 CumSum, the angle of a Sin "
+                       "or Cos past 16, or a tensor centred by a normalization or an offset whose spread "
+                       "spans fewer than 128 FP16 steps."},
     {"must-stay-fp32", "Shape arithmetic, Resize scales or integer-valued float math: FP16 would change "
                        "sizes or indices."},
     {"unranged-input", "A graph input whose values reach float arithmetic has no range (given or derived) "
@@ -840,6 +842,62 @@ check_log(Check *c, const HgNode *n)
                                                  : "static bound");
 }
 
+/* The tensor a node centres (takes away what its values share), or NULL: the input of a
+ * LayerNormalization, GroupNormalization or InstanceNormalization (the mean of each row or group),
+ * x of Sub(x, ReduceMean(x)) (a LayerNorm written out), or of a Sub or Add of a constant whose result
+ * the static bounds show smaller than that input by 16 or more (an offset removed: (x - 1000) / 0.1). */
+static const HgValue *
+centred_input(const Check *c, const HgNode *n)
+{
+    if (hg_node_is(n, "LayerNormalization") || hg_node_is(n, "GroupNormalization") ||
+        hg_node_is(n, "InstanceNormalization"))
+        return n->n_inputs ? n->inputs[0] : NULL;
+    if (!(hg_node_is(n, "Sub") || hg_node_is(n, "Add")) || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] ||
+        !n->outputs[0])
+        return NULL;
+    const HgNode *mean = n->inputs[1]->producer;
+    if (hg_node_is(n, "Sub") && mean && hg_node_is(mean, "ReduceMean") && mean->n_inputs >= 1 &&
+        mean->inputs[0] == n->inputs[0])
+        return n->inputs[0];
+    for (guint k = 0; k < 2; k++) {
+        const HgValue *x = n->inputs[k];
+        if (!is_constant(c, n->inputs[1 - k]) || is_constant(c, x))
+            continue;
+        const HgRange *rx = hg_ranges_get(c->ranges, x), *ry = hg_ranges_get(c->ranges, n->outputs[0]);
+        if (hg_range_bounded(ry) && absmax(ry) * 16 <= absmax(rx))
+            return x;
+    }
+    return NULL;
+}
+
+/* A tensor whose values all lie on one side of 0 and spread over fewer than SPREAD_MIN_STEPS of
+ * FP16's spacing at their magnitude, read by a node that takes their common part away: what is left
+ * is the spread, of which FP16 keeps those few steps (a LayerNorm over inputs of 5 +- 0.05 comes out
+ * 2.4% off; a year near 2024 has a spacing of 2). The spread is calibration's observed one, else the
+ * static range's. */
+static void
+check_spread(Check *c, const HgNode *n)
+{
+    const HgValue *x = centred_input(c, n);
+    if (!x || !is_float_value(c, x) || is_constant(c, x) || g_hash_table_contains(c->fp32, x))
+        return;
+    const HgTensorStats *s = stats_of(c, x);
+    const HgRange *r = hg_ranges_get(c->ranges, x);
+    gboolean seen = s && !isnan(s->min) && !s->n_inf;
+    double lo = seen ? s->min : r->lo, hi = seen ? s->max : r->hi;
+    if (!isfinite(lo) || !isfinite(hi) || !(lo > 0 || hi < 0) || !(hi > lo))
+        return;
+    double top = MAX(fabs(lo), fabs(hi)), spacing = ldexp(1.0, ilogb(top) - 10), steps = (hi - lo) / spacing;
+    if (steps >= SPREAD_MIN_STEPS || top < FP16_MIN_NORMAL)
+        return;
+    Decided d = {top, seen ? HG_SOURCE_CALIBRATION : HG_SOURCE_STATIC, TRUE, s};
+    add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d,
+               "keep what stores the tensor FP32 up to the node that centres it (assign_precision)",
+               "'%s' lies in [%.6g, %.6g] (%s), %.3g apart: FP16's spacing there is %g, so %s keeps %.0f "
+               "steps of what is left once the common part is taken away", x->name, lo, hi,
+               seen ? "calibration" : "static", hi - lo, spacing, n->op_type, steps);
+}
+
 static void
 check_divisor(Check *c, const HgNode *n)
 {
@@ -1475,6 +1533,7 @@ check_node(Check *c, const HgNode *n)
     check_epsilon(c, n);
     check_divisor(c, n);
     check_log(c, n);
+    check_spread(c, n);
     check_precision(c, n);
     check_internal(c, n);
     for (guint k = 0; k < n->n_outputs; k++)
@@ -1740,6 +1799,19 @@ cumsum_span(const HgValue *v, int depth, GPtrArray *nodes)
             cumsum_span(p->inputs[k], depth + 1, nodes);
 }
 
+/* What stores a centred tensor: v's producer, and back through copies (Cast, Identity, reshaping) to
+ * the node that computes it; nothing for a graph input, which an FP32 reader reads as it is. */
+static void
+spread_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+{
+    const HgNode *p = v ? v->producer : NULL;
+    if (!p || depth > 8 || is_constant(c, v) || g_ptr_array_find(nodes, p, NULL))
+        return;
+    g_ptr_array_add(nodes, (gpointer)p);
+    if (hg_node_passes_through(p) && p->n_inputs >= 1)
+        spread_span(c, p->inputs[0], depth + 1, nodes);
+}
+
 /* The nodes that form a Sin's or Cos's large angle: v's producer, and back through every float input
  * that may pass PHASE_MAX too (the product by the frequencies, the positions cast to float). */
 static void
@@ -1790,6 +1862,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
         zero_span(c, d, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Sin") || hg_node_is(n, "Cos"))) {
         phase_span(c, n->inputs[0], 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && centred_input(c, n)) {
+        spread_span(c, centred_input(c, n), 0, nodes);
     } else if (h->kind == HG_HAZARD_UNDERFLOW && hg_node_is(n, "Log")) {
         log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {

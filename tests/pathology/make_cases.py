@@ -671,6 +671,60 @@ def control_fourier_features():
     return c
 
 
+def offset_layernorm_narrow():
+    c = Case("offset_layernorm_narrow",
+             "LayerNormalization over features of 5 +- 0.05 (a sensor reading with its offset): FP16's "
+             "spacing at 5 is 2^-8, so the input keeps about 50 steps of its spread and the normalised "
+             "output is 2% off. The input stays FP32 up to the LayerNormalization, which reads it so.",
+             "tabular and sensor models normalising raw features that share a large offset")
+    x = c.input("features", [1, 16, 64], 4.9, 5.1, (5 + c.rng.normal(0, 0.03, (1, 16, 64))).clip(4.9, 5.1))
+    ln = c.node("LayerNormalization", "feat_ln", [x, c.init("ln_g", np.ones(64)), c.init("ln_b", np.zeros(64))],
+                axis=-1, epsilon=1e-5)
+    c.output(c.node("MatMul", "feat_proj", [ln, c.init("proj_w", c.rng.normal(0, 0.125, (64, 32)))]))
+    c.expect("feat_ln", "precision-loss")
+    c.witness("features", "absmax_gt", 4.0, "values where FP16's spacing is 2^-8, 6 times below their spread")
+    return c
+
+
+def offset_layernorm_decomposed():
+    c = Case("offset_layernorm_decomposed",
+             "The same narrow features through a LayerNorm written out (as PyTorch exports it before "
+             "opset 17): fuse_layernorm makes it a LayerNormalization, which does not cure the input's "
+             "spread, so check reports it at the Sub that centres it and does not count it as fixed.",
+             "LayerNorm before opset 17 over offset features")
+    x = c.input("features", [1, 16, 64], 4.9, 5.1, (5 + c.rng.normal(0, 0.03, (1, 16, 64))).clip(4.9, 5.1))
+    y = decomposed_layernorm(c, x, 64, 1e-5, "ln")
+    c.output(c.node("MatMul", "feat_proj", [y, c.init("proj_w", c.rng.normal(0, 0.125, (64, 32)))]))
+    c.expect("ln_sub", "precision-loss")
+    c.witness("features", "absmax_gt", 4.0, "values where FP16's spacing is 2^-8, 6 times below their spread")
+    return c
+
+
+def offset_sub_constant():
+    c = Case("offset_sub_constant",
+             "A raw reading of 1000 +- 1 standardised as (x - 1000) / 0.5: FP16 holds values near 1000 to "
+             "0.5, so the difference keeps 4 steps. The Sub reads the input in FP32; the rest runs FP16.",
+             "hand-written input standardisation of offset readings (pressures, temperatures in kelvin)")
+    x = c.input("reading", [1, 128], 999, 1001, 1000 + c.rng.uniform(-1, 1, (1, 128)))
+    d = c.node("Sub", "centre", [x, c.init("offset", 1000.0)])
+    z = c.node("Div", "standardise", [d, c.init("scale", 0.5)])
+    c.output(c.node("MatMul", "head", [z, c.init("head_w", c.rng.normal(0, 0.1, (128, 16)))]))
+    c.expect("centre", "precision-loss")
+    c.witness("reading", "absmax_gt", 512.0, "values where FP16's spacing is 0.5")
+    return c
+
+
+def control_offset_wide():
+    c = Case("control_offset_wide",
+             "Negative control: (x - 200) / 50 for x in [100, 300]: the spread of 200 is 800 of FP16's "
+             "steps of 0.25 at 300, and the centred values keep them.",
+             "standardisation of readings whose spread is wide next to their offset", negative_control=True)
+    x = c.input("reading", [1, 128], 100, 300, c.rng.uniform(100, 300, (1, 128)))
+    z = c.node("Div", "standardise", [c.node("Sub", "centre", [x, c.init("offset", 200.0)]), c.init("scale", 50.0)])
+    c.output(c.node("MatMul", "head", [z, c.init("head_w", c.rng.normal(0, 0.1, (128, 16)))]))
+    return c
+
+
 def control_position_cumsum_mask():
     c = Case("control_position_cumsum_mask",
              "Negative control: DETR's sine position embedding counts a mask with CumSum over 1000 "
@@ -1034,6 +1088,7 @@ CASES = [
     layernorm_eps_1e12, underflow_tiny_weights, control_tiny_weights_beside_bias,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu, log_sigmoid_probs, log_softmax_eps, rotary_long_context, timestep_embedding,
+    offset_layernorm_narrow, offset_layernorm_decomposed, offset_sub_constant,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
@@ -1041,7 +1096,7 @@ CASES = [
     attention_logits_scaled_after, attention_scale_cures, l2norm_reducesum, normalize_eps_1e12, softplus_exp_log,
     control_conv_bn_relu, control_conv_clip_conv, control_reducemean_global_average,
     control_rmsnorm_eps_1e5, control_folded_conv_bias, control_position_cumsum_mask, control_log_softmax_bounded,
-    control_fourier_features,
+    control_fourier_features, control_offset_wide,
 ]
 
 KINDS = {"overflow", "internal-overflow", "underflow", "non-finite-constant", "division-by-zero",
