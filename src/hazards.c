@@ -1812,42 +1812,29 @@ spread_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
         spread_span(c, p->inputs[0], depth + 1, nodes);
 }
 
-/* The nodes that form a Sin's or Cos's large angle: v's producer, and back through every float input
- * that may pass PHASE_MAX too (the product by the frequencies, the positions cast to float). */
+/* The nodes that compute a large tensor: v's producer, and back through its float inputs as long as
+ * the tensor may pass limit (statically, or as calibration saw it); at_product stops at the product
+ * that forms it (MatMul, Gemm, Einsum), whose inputs are left to the cut.
+ *
+ * A Softmax's logits past SOFTMAX_SPREAD lose their units wherever they are stored in FP16, before
+ * the Softmax as much as inside it (a scale after the product does not help: FP16's precision is
+ * relative), so every tensor that large between Q K^T and the Softmax must be FP32. A Sin's or Cos's
+ * angle past PHASE_MAX loses its phase likewise, and so do the tensors that form it, products
+ * included (the positions cast to float, their product by the frequencies). */
 static void
-phase_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
+large_span(const Check *c, const HgValue *v, double limit, gboolean at_product, int depth, GPtrArray *nodes)
 {
     const HgNode *p = v ? v->producer : NULL;
     if (!p || depth > 16 || !is_float_value(c, v) || is_constant(c, v) || g_ptr_array_find(nodes, p, NULL))
         return;
     Decided d = decide(c, v);
-    if (d.known && d.bound <= PHASE_MAX)
+    if (d.known && d.bound <= limit)
         return;
     g_ptr_array_add(nodes, (gpointer)p);
-    for (guint k = 0; k < p->n_inputs; k++)
-        phase_span(c, p->inputs[k], depth + 1, nodes);
-}
-
-/* The nodes that compute a Softmax's large logits: v's producer, and back through its float inputs,
- * as long as the tensor may pass SOFTMAX_SPREAD (statically, or as calibration saw it), down to the
- * product that forms them (MatMul, Gemm, Einsum: Q K^T), whose inputs are left to the cut. A logit of
- * that size loses its units wherever it is stored in FP16, before the Softmax as much as inside it
- * (a scale after the product does not help: FP16's precision is relative), so every tensor that
- * large between the product and the Softmax must be FP32. */
-static void
-logits_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
-{
-    const HgNode *p = v ? v->producer : NULL;
-    if (!p || depth > 16 || !is_float_value(c, v) || is_constant(c, v) || g_ptr_array_find(nodes, p, NULL))
-        return;
-    Decided d = decide(c, v);
-    if (d.known && d.bound <= SOFTMAX_SPREAD)
-        return;
-    g_ptr_array_add(nodes, (gpointer)p);
-    if (hg_node_is(p, "MatMul") || hg_node_is(p, "Gemm") || hg_node_is(p, "Einsum"))
+    if (at_product && (hg_node_is(p, "MatMul") || hg_node_is(p, "Gemm") || hg_node_is(p, "Einsum")))
         return;
     for (guint k = 0; k < p->n_inputs; k++)
-        logits_span(c, p->inputs[k], depth + 1, nodes);
+        large_span(c, p->inputs[k], limit, at_product, depth + 1, nodes);
 }
 
 void
@@ -1861,13 +1848,13 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
         const HgValue *d = hg_node_is(n, "Div") && n->n_inputs > 1 ? n->inputs[1] : n->inputs[0];
         zero_span(c, d, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Sin") || hg_node_is(n, "Cos"))) {
-        phase_span(c, n->inputs[0], 0, nodes);
+        large_span(c, n->inputs[0], PHASE_MAX, FALSE, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && centred_input(c, n)) {
         spread_span(c, centred_input(c, n), 0, nodes);
     } else if (h->kind == HG_HAZARD_UNDERFLOW && hg_node_is(n, "Log")) {
         log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {
-        logits_span(c, n->inputs[0], 0, nodes);
+        large_span(c, n->inputs[0], SOFTMAX_SPREAD, TRUE, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);
