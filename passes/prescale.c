@@ -22,7 +22,8 @@
  *     y = Div(x, n)                        =>   the same with x2 = Mul(x, 2^-k) read in place of x,
  *                                               eps inside the Sqrt scaled by 2^-2k,
  *     (n may be Max(n, eps), Clip(n, eps),      eps outside it by 2^-k
- *      Add(n, eps); y = Mul(x, Reciprocal(n)) or Mul(x, Div(c, n)), c constant;
+ *      Add(n, eps), or Pow(., 0.5); y = Mul(x, Reciprocal(n)) or Mul(x, Div(c, n)), c constant,
+ *      or Mul(x, Pow(s or Add(s, eps), -0.5));
  *      LpNormalization(x) <p = 2> alone)
  *
  *   k is the smallest that brings the sum of squares (the check's own measures: the sum, and the
@@ -789,6 +790,18 @@ skip_eps_ops(Pre *p, Plan *pl, L2 *m, HgValue **w, HgNode **reader, int e)
     return TRUE;
 }
 
+/* Is n a Pow by the constant e? */
+static gboolean
+pow_of(Pre *p, const HgNode *n, double e)
+{
+    if (!n || !hg_node_is(n, "Pow") || n->n_inputs != 2 || !n->inputs[1])
+        return FALSE;
+    g_autoptr(HgArray) ex = const_array(p, n->inputs[1]);
+    return ex && ex->numel == 1 && hg_array_get_f64(ex, 0) == e;
+}
+
+static gboolean match_squares(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader);
+
 /* Match the norm that w holds (after any eps outside the Sqrt); fills the plan with the edits. */
 static gboolean
 match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
@@ -808,12 +821,17 @@ match_norm(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
         m->count = ratio(numel_of(p, m->x), numel_of(p, w));
         return TRUE;
     }
-    if (!hg_node_is(nn, "Sqrt") || !nn->inputs[0])
+    if (!(hg_node_is(nn, "Sqrt") || pow_of(p, nn, 0.5)) || !nn->inputs[0])
         return FALSE;
     add_val(pl, w, -1);
     l2_add_node(m, nn);
-    reader = nn;
-    w = nn->inputs[0];
+    return match_squares(p, pl, m, nn->inputs[0], nn);
+}
+
+/* Match the sum of squares w under the square root, read by reader (the Sqrt, or Pow(., -0.5)). */
+static gboolean
+match_squares(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
+{
     /* inside: Add(s, eps), Max(s, eps), Clip(s, eps) scale with 2^-2k */
     if (!skip_eps_ops(p, pl, m, &w, &reader, -2))
         return FALSE;
@@ -883,14 +901,16 @@ match_l2(Pre *p, HgNode *d)
     } else if (hg_node_is(d, "Mul") && d->n_inputs == 2 && d->inputs[0] && d->inputs[1]) {
         for (guint k = 0; k < 2 && !ok; k++) {
             HgNode *rc = d->inputs[k]->producer;
-            /* Reciprocal(n), or Div(c, n) with a constant c (TorchScript's rsqrt): both scale by 2^k */
+            /* Reciprocal(n), or Div(c, n) with a constant c (TorchScript's rsqrt), or Pow(s, -0.5)
+             * of the sum of squares itself: all scale by 2^k */
             gboolean recip = hg_node_is(rc, "Reciprocal") && rc->inputs[0];
-            g_autoptr(HgArray) num = !recip && hg_node_is(rc, "Div") && rc->n_inputs == 2 && rc->inputs[1]
+            gboolean rsqrt = !recip && pow_of(p, rc, -0.5) && rc->inputs[0];
+            g_autoptr(HgArray) num = !recip && !rsqrt && hg_node_is(rc, "Div") && rc->n_inputs == 2 && rc->inputs[1]
                                          ? const_array(p, rc->inputs[0])
                                          : NULL;
-            if ((!recip && !num) || !private_value(d->inputs[k], d))
+            if ((!recip && !rsqrt && !num) || !private_value(d->inputs[k], d))
                 continue;
-            HgValue *nv = recip ? rc->inputs[0] : rc->inputs[1];
+            HgValue *nv = recip || rsqrt ? rc->inputs[0] : rc->inputs[1];
             g_array_set_size(pl.xuses, 0);
             g_array_set_size(pl.vals, 0);
             g_array_set_size(pl.consts, 0);
@@ -899,7 +919,7 @@ match_l2(Pre *p, HgNode *d)
             add_xuse(&pl, d, 1 - k);
             add_val(&pl, d->inputs[k], 1);
             l2_add_node(&m, rc);
-            ok = match_norm(p, &pl, &m, nv, rc);
+            ok = rsqrt ? match_squares(p, &pl, &m, rc->inputs[0], rc) : match_norm(p, &pl, &m, nv, rc);
         }
     }
     if (!ok || !x || m.x != x || !hg_dtype_is_float(dtype_of(p, x))) {
