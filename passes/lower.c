@@ -11,8 +11,9 @@
  * "<name>_fp16" so FP32 readers keep theirs. Casts to FLOAT retarget to FLOAT16 in FP16 nodes (and
  * back), Constant and ConstantOfShape values follow their node. Inputs the op table keeps FP32
  * (Resize scales, ...) stay FLOAT. Graph inputs become FLOAT16 when FP16 nodes read them, unless
- * --keep-io-types; with --keep-io-types a graph output written in FP16 gets a Cast back to FLOAT
- * under its own name.
+ * --keep-io-types or a node kept FP32 for a hazard reads them too (it reads the input unrounded, the
+ * FP16 readers through a Cast); with --keep-io-types a graph output written in FP16 gets a Cast back
+ * to FLOAT under its own name.
  */
 #include "halfguard/pass.h"
 
@@ -215,6 +216,20 @@ replace_initializer(HgGraph *g, HgValue *v, HgTensor *t)
             break;
         }
     hg_value_set_elem_type(v, t->dtype);
+}
+
+/* Is n FP32 for a hazard (assign_precision names its kind as the reason)? Such a node reads a graph
+ * input as it is: rounded to FP16 first, a Log's tiny input is already 0, a Softmax's large logits
+ * have already lost their units. */
+static gboolean
+hazard_reader(const HgNode *n)
+{
+    if (n->precision != HG_PRECISION_FP32 || !n->precision_reason)
+        return FALSE;
+    for (int k = 0; k < HG_HAZARD_N_KINDS; k++)
+        if (strcmp(n->precision_reason, hg_hazard_kind_name((HgHazardKind)k)) == 0)
+            return TRUE;
+    return FALSE;
 }
 
 /* The version of initializer v that a reader needing dtype `to` reads. */
@@ -429,11 +444,15 @@ hg_pass_lower(HgGraph *g, const HgPassEnv *env, GError **error)
         if (v->init || !is_float(dt))
             continue;
         int to = dt;
+        gboolean exact = FALSE;
         for (guint u = 0; !hg_convert_options_keep_io_types(env->options) && u < v->uses->len; u++) {
             HgUse *use = &g_array_index(v->uses, HgUse, u);
             if (use->node->graph == g && required(&l, use->node, use->index) == HG_DTYPE_FLOAT16)
                 to = HG_DTYPE_FLOAT16;
+            exact |= use->node->graph == g && hazard_reader(use->node);
         }
+        if (exact)
+            to = dt;
         g_hash_table_insert(l.target, v, GINT_TO_POINTER(to));
     }
 
