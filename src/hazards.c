@@ -1753,8 +1753,9 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
 }
 
 /* What stores a Log's small input: v's producer, and through a floor (an Add of a positive constant,
- * Clip or Max by a constant) or a copy (Cast, Identity, reshaping) the producer before it, down to
- * the node that makes the small values (a Softmax, a Sigmoid, an Exp, a division). */
+ * Clip or Max by a constant), a complement (a constant minus it: 1 - sigmoid(x), which FP16 makes 0
+ * once sigmoid(x) rounds to 1), a Neg or a copy (Cast, Identity, reshaping) the producer before it,
+ * down to the node that makes the small values (a Softmax, a Sigmoid, an Exp, a division). */
 static void
 log_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
 {
@@ -1767,7 +1768,11 @@ log_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
         log_span(c, p->inputs[0], depth + 1, nodes);
         return;
     }
-    if (hg_node_is(p, "Add") || hg_node_is(p, "Clip") || hg_node_is(p, "Max")) {
+    if (hg_node_is(p, "Neg")) {
+        log_span(c, p->inputs[0], depth + 1, nodes);
+        return;
+    }
+    if (hg_node_is(p, "Add") || hg_node_is(p, "Sub") || hg_node_is(p, "Clip") || hg_node_is(p, "Max")) {
         guint consts = 0;
         for (guint k = 0; k < p->n_inputs; k++)
             consts += !p->inputs[k] || is_constant(c, p->inputs[k]);

@@ -583,6 +583,22 @@ def log_sigmoid_probs():
     return c
 
 
+def log_one_minus_sigmoid():
+    c = Case("log_one_minus_sigmoid",
+             "Log(1 - Sigmoid(z)), the negative half of a binary cross-entropy or a log-survival term: "
+             "FP32 holds 1 - sigmoid(12) = 6.1e-6, FP16 rounds sigmoid(12) to 1 and the difference is 0, "
+             "so the Log gives -inf. The Sigmoid, the Sub and the Log stay FP32.",
+             "torch.log(1 - torch.sigmoid(x)) in detection and survival heads instead of F.logsigmoid(-x)")
+    z = c.rng.normal(0, 4, (1, 64)).clip(-14, 14)
+    z[0, :4] = [10.0, 12.0, 13.0, 14.0]  # confident positives: 1 - p between 4.5e-5 and 8.3e-7
+    z = c.input("z", [1, 64], -16, 16, z)
+    q = c.node("Sub", "complement", [c.init("one", 1.0), c.node("Sigmoid", "p_sigmoid", [z])])
+    c.output(c.node("Log", "q_log", [q]))
+    c.expect("q_log", "underflow")
+    c.witness("complement_out", "min_pos_lt", 2.0 ** -14, "a complement FP16 holds with fewer than 11 bits, or not at all")
+    return c
+
+
 def log_softmax_eps():
     c = Case("log_softmax_eps",
              "Log(Softmax(z) + 1e-10), as entropy and log-probability code writes it: FP16 makes the "
@@ -1087,7 +1103,7 @@ CASES = [
     internal_overflow_reducemean, internal_overflow_reducel2, internal_overflow_softplus,
     layernorm_eps_1e12, underflow_tiny_weights, control_tiny_weights_beside_bias,
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
-    division_by_zero_relu, log_sigmoid_probs, log_softmax_eps, rotary_long_context, timestep_embedding,
+    division_by_zero_relu, log_sigmoid_probs, log_one_minus_sigmoid, log_softmax_eps, rotary_long_context, timestep_embedding,
     offset_layernorm_narrow, offset_layernorm_decomposed, offset_sub_constant,
     precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     index_math_signed_log_buckets,
