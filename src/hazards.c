@@ -1752,6 +1752,31 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     }
 }
 
+/* The readers of v, a tensor that may pass limit, and on through every reader whose own output may
+ * pass it too: a running count past 2048 (positions counted with a CumSum of a mask, as BLOOM's
+ * ALiBi counts them) loses its odd integers wherever it is stored in FP16, so each node that reads it must read it
+ * in FP32, down to those whose results are small again (the product by ALiBi's slopes). */
+static void
+large_readers(const Check *c, const HgValue *v, double limit, int depth, GPtrArray *nodes)
+{
+    if (!v || depth > 16)
+        return;
+    for (guint u = 0; u < v->uses->len; u++) {
+        const HgNode *r = g_array_index(v->uses, HgUse, u).node;
+        if (g_ptr_array_find(nodes, r, NULL))
+            continue;
+        g_ptr_array_add(nodes, (gpointer)r);
+        for (guint k = 0; k < r->n_outputs; k++) {
+            const HgValue *o = r->outputs[k];
+            if (!o || !is_float_value(c, o))
+                continue;
+            Decided d = decide(c, o);
+            if (!d.known || d.bound > limit)
+                large_readers(c, o, limit, depth + 1, nodes);
+        }
+    }
+}
+
 /* What stores a Log's small input: v's producer, and through a floor (an Add of a positive constant,
  * Clip or Max by a constant), a complement (a constant minus it: 1 - sigmoid(x), which FP16 makes 0
  * once sigmoid(x) rounds to 1), a Neg or a copy (Cast, Identity, reshaping) the producer before it,
@@ -1860,6 +1885,12 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
         log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {
         large_span(c, n->inputs[0], SOFTMAX_SPREAD, TRUE, 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "CumSum") && n->outputs[0] && n->inputs[0] &&
+               integer_valued(c, n->inputs[0], 0)) {
+        /* a count past 2048 (float sums' precision is the cancelling Sub's finding, cumsum_span) */
+        Decided d = decide(c, n->outputs[0]);
+        if (!d.known || d.bound > SOFTMAX_SPREAD)
+            large_readers(c, n->outputs[0], SOFTMAX_SPREAD, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);

@@ -476,6 +476,32 @@ def precision_cumsum_long():
     return c
 
 
+def alibi_long_context():
+    c = Case("alibi_long_context",
+             "ALiBi positions as BLOOM counts them, (CumSum(mask) - 1) * mask, times per-head slopes and "
+             "added to the attention scores, over 4200 tokens: the CumSum stays FP32 (its sums pass "
+             "2048), and so must everything that stores the positions, which FP16 rounds to even "
+             "integers past 2048 (and to multiples of 4 past 4096): the Sub, the Mul by the mask and "
+             "the reshaping, down to the product by the slopes. The biases reach 1050, so the Softmax "
+             "stays FP32 too (logits past 2048 with the margin).",
+             "transformers build_alibi_tensor (BLOOM; MPT and Falcon's ALiBi variants) over long prompts")
+    heads, n = 4, 4200
+    scores = c.input("scores", [1, heads, 4, "seq"], -3, 3, c.rng.uniform(-3, 3, (1, heads, 4, n)))
+    keep = c.input("keep", [1, "seq"], 0, 1, np.ones((1, n)))
+    mask = c.node("Cast", "mask_to_float", [c.node("Greater", "mask", [keep, c.init("half", 0.5)])],
+                  to=TensorProto.FLOAT)  # a 0/1 mask, as a cast attention mask is
+    cs = c.node("CumSum", "mask_cumsum", [mask, c.i64("cumsum_axis", 1)])
+    pos = c.node("Mul", "pos_masked", [c.node("Sub", "pos_from_zero", [cs, c.init("one", 1.0)]), mask])
+    pos4 = c.node("Unsqueeze", "pos_4d", [pos, c.i64("pos_axes", [1, 2])])
+    slopes = 2.0 ** (-8.0 * np.arange(1, heads + 1) / heads)
+    alibi = c.node("Mul", "alibi_bias", [pos4, c.init("slopes", slopes.reshape(1, heads, 1, 1))])
+    c.output(c.node("Softmax", "attn_softmax", [c.node("Add", "scores_alibi", [scores, alibi])], axis=-1),
+             [1, heads, 4, "seq"])
+    c.expect("mask_cumsum", "precision-loss")
+    c.witness("pos_masked_out", "absmax_gt", 2048.0, "positions past 2048, where FP16 keeps only even integers")
+    return c
+
+
 def index_math_buckets():
     c = Case("index_math_buckets",
              "T5's relative-position buckets: |i - j| of integer positions cast to float, divided, "
@@ -1105,7 +1131,7 @@ CASES = [
     nonfinite_inf_clip, attention_f32min_mask, causal_mask_initializer, anchor_fill_max_sigmoid,
     division_by_zero_relu, log_sigmoid_probs, log_one_minus_sigmoid, log_softmax_eps, rotary_long_context, timestep_embedding,
     offset_layernorm_narrow, offset_layernorm_decomposed, offset_sub_constant,
-    precision_softmax_large, precision_cumsum_long, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
+    precision_softmax_large, precision_cumsum_long, alibi_long_context, prefix_sum_cancel, index_math_buckets, index_math_long_positions,
     index_math_signed_log_buckets,
     shape_math_resize_sizes, shape_math_reshape, shape_math_static_inexact, resize_scales_runtime,
     integral_image_nafnet, integral_image_features, layernorm_outliers, conv_chain_no_norm, resnet_no_norm,
