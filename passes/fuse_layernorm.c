@@ -700,9 +700,9 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     /* the deviation: Sqrt or Pow(., 0.5); or its inverse at once, Pow(., -0.5) */
     HgNode *root = rs->len == 1 ? rs->pdata[0] : NULL;
     double pe = 0;
-    gboolean pow = root && hg_node_is(root, "Pow") && root->n_inputs == 2 && root->inputs[1] &&
+    gboolean is_pow = root && hg_node_is(root, "Pow") && root->n_inputs == 2 && root->inputs[1] &&
                    const_scalar(f, root->inputs[1], &pe) && (pe == 0.5 || pe == -0.5);
-    if (!root || !(hg_node_is(root, "Sqrt") || pow) || !reaches(f, mt, root->inputs[0], add->outputs[0], FALSE))
+    if (!root || !(hg_node_is(root, "Sqrt") || is_pow) || !reaches(f, mt, root->inputs[0], add->outputs[0], FALSE))
         return FALSE;
     g_hash_table_add(mt->nodes, root);
     HgValue *std = root->outputs[0];
@@ -711,7 +711,7 @@ match_at(const Fuse *f, HgNode *rm1, Match *mt)
     HgValue *n = NULL;
     g_autoptr(GPtrArray) invs = g_ptr_array_new(); /* the nodes whose output is 1 / std */
     g_ptr_array_set_size(rs, 0);
-    if (pow && pe < 0)
+    if (is_pow && pe < 0)
         g_ptr_array_add(invs, root);
     else
         readers(f, std, rs);

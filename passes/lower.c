@@ -224,12 +224,8 @@ replace_initializer(HgGraph *g, HgValue *v, HgTensor *t)
 static gboolean
 hazard_reader(const HgNode *n)
 {
-    if (n->precision != HG_PRECISION_FP32 || !n->precision_reason)
-        return FALSE;
-    for (int k = 0; k < HG_HAZARD_N_KINDS; k++)
-        if (strcmp(n->precision_reason, hg_hazard_kind_name((HgHazardKind)k)) == 0)
-            return TRUE;
-    return FALSE;
+    return n->precision == HG_PRECISION_FP32 && n->precision_reason &&
+           hg_hazard_kind_from_name(n->precision_reason) >= 0;
 }
 
 /* The version of initializer v that a reader needing dtype `to` reads. */

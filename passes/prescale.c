@@ -371,19 +371,26 @@ describe_bound(GString *s, double b, gboolean calibrated)
     g_string_append_printf(s, "%.3g (%s)", b, calibrated ? "calibration with margin" : "static");
 }
 
+/* The exponent of n where n is Pow(x, c) with c a constant scalar (or one shape inference knows),
+ * else NAN. */
+static double
+pow_const(const Pre *p, const HgNode *n)
+{
+    if (!n || !hg_node_is(n, "Pow") || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1])
+        return NAN;
+    g_autoptr(HgArray) c = const_array(p, n->inputs[1]);
+    const HgArray *a = c ? c : hg_shapes_get(p->s, n->inputs[1])->value;
+    return a && a->numel == 1 ? hg_array_get_f64(a, 0) : NAN;
+}
+
 /* n's exponent where n is Pow(x, c) with c a constant whole number from 2 to POW_MAX_N and x a float
  * tensor, else 0. */
 static int
 pow_exponent(const Pre *p, const HgNode *n)
 {
-    if (!hg_node_is(n, "Pow") || n->n_inputs != 2 || !n->inputs[0] || !n->inputs[1] ||
-        !hg_dtype_is_float(dtype_of(p, n->inputs[0])))
+    double e = pow_const(p, n);
+    if (isnan(e) || !hg_dtype_is_float(dtype_of(p, n->inputs[0])))
         return 0;
-    g_autoptr(HgArray) c = const_array(p, n->inputs[1]);
-    const HgArray *a = c ? c : hg_shapes_get(p->s, n->inputs[1])->value;
-    if (!a || a->numel != 1)
-        return 0;
-    double e = hg_array_get_f64(a, 0);
     return e == floor(e) && e >= 2 && e <= POW_MAX_N ? (int)e : 0;
 }
 
@@ -792,12 +799,9 @@ skip_eps_ops(Pre *p, Plan *pl, L2 *m, HgValue **w, HgNode **reader, int e)
 
 /* Is n a Pow by the constant e? */
 static gboolean
-pow_of(Pre *p, const HgNode *n, double e)
+pow_of(const Pre *p, const HgNode *n, double e)
 {
-    if (!n || !hg_node_is(n, "Pow") || n->n_inputs != 2 || !n->inputs[1])
-        return FALSE;
-    g_autoptr(HgArray) ex = const_array(p, n->inputs[1]);
-    return ex && ex->numel == 1 && hg_array_get_f64(ex, 0) == e;
+    return pow_const(p, n) == e;
 }
 
 static gboolean match_squares(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader);
@@ -857,10 +861,7 @@ match_squares(Pre *p, Plan *pl, L2 *m, HgValue *w, HgNode *reader)
     if (hg_node_is(sn, "Mul") && sn->inputs[0] == sn->inputs[1]) {
         add_xuse(pl, sn, 0);
         add_xuse(pl, sn, 1);
-    } else if (hg_node_is(sn, "Pow")) {
-        g_autoptr(HgArray) ex = const_array(p, sn->inputs[1]);
-        if (!ex || ex->numel != 1 || hg_array_get_f64(ex, 0) != 2.0)
-            return FALSE;
+    } else if (pow_of(p, sn, 2.0)) {
         add_xuse(pl, sn, 0);
     } else {
         return FALSE;

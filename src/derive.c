@@ -187,8 +187,7 @@ given_range(const HgInputRangeSpec *given, guint n, const char *name)
     return best;
 }
 
-
-/* Does a Log read anything computed from v (within depth nodes)? */
+/* Does a Log read anything computed from v (within 64 nodes)? */
 static gboolean
 reaches_log(const HgValue *v, GHashTable *seen, int depth)
 {
@@ -204,6 +203,7 @@ reaches_log(const HgValue *v, GHashTable *seen, int depth)
     }
     return FALSE;
 }
+
 static void
 derive_one(HgInputInfo *info, const HgValue *v, const HgShapes *shapes)
 {

@@ -33,6 +33,13 @@
 #define SMALL_NUMEL 64                    /* tensors of shape math are this small */
 #define FP16_EXACT_INT 2048.0             /* FP16 holds every integer up to this */
 
+/* FP16's spacing at magnitude x (normal x): the gap to the next value. */
+static double
+fp16_spacing(double x)
+{
+    return isfinite(x) ? ldexp(1.0, ilogb(x) - 10) : INFINITY;
+}
+
 static const struct {
     const char *name, *description;
 } kinds[HG_HAZARD_N_KINDS] = {
@@ -887,7 +894,7 @@ check_spread(Check *c, const HgNode *n)
     double lo = seen ? s->min : r->lo, hi = seen ? s->max : r->hi;
     if (!isfinite(lo) || !isfinite(hi) || !(lo > 0 || hi < 0) || !(hi > lo))
         return;
-    double top = MAX(fabs(lo), fabs(hi)), spacing = ldexp(1.0, ilogb(top) - 10), steps = (hi - lo) / spacing;
+    double top = MAX(fabs(lo), fabs(hi)), spacing = fp16_spacing(top), steps = (hi - lo) / spacing;
     if (steps >= SPREAD_MIN_STEPS || top < FP16_MIN_NORMAL)
         return;
     Decided d = {top, seen ? HG_SOURCE_CALIBRATION : HG_SOURCE_STATIC, TRUE, s};
@@ -1131,8 +1138,7 @@ check_precision(Check *c, const HgNode *n)
                    "keep the angle FP32 from where it is formed (rotary embeddings are computed in FP32)",
                    "its angle may reach %.3g (%s): FP16's spacing there is %g, so the phase is off by up "
                    "to %g rad", d.bound, d.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static",
-                   isfinite(d.bound) ? ldexp(1.0, ilogb(d.bound) - 10) : INFINITY,
-                   isfinite(d.bound) ? ldexp(1.0, ilogb(d.bound) - 11) : INFINITY);
+                   fp16_spacing(d.bound), fp16_spacing(d.bound) / 2);
         return;
     }
     if ((hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax")) && n->inputs[0]) {
@@ -1155,11 +1161,11 @@ check_precision(Check *c, const HgNode *n)
             add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d, KEEP_FP32,
                        "logits observed up to %.3g (calibration; %.3g with margin %g): FP16's spacing "
                        "there is %g, so differences below it are lost", s->max, d.bound, c->margin,
-                       ldexp(1.0, ilogb(d.bound) - 10));
+                       fp16_spacing(d.bound));
         else if (d.bound > SOFTMAX_SPREAD)
             add_hazard(c, HG_HAZARD_PRECISION_LOSS, n, x, d, KEEP_FP32,
                        "logits may reach %.3g (static): FP16's spacing there is %g, so differences "
-                       "below it are lost", d.bound, ldexp(1.0, ilogb(d.bound) - 10));
+                       "below it are lost", d.bound, fp16_spacing(d.bound));
         return;
     }
     if (hg_node_is(n, "CumSum") && n->inputs[0] && is_float_value(c, n->inputs[0])) {
@@ -1187,7 +1193,7 @@ check_precision(Check *c, const HgNode *n)
                        "an FP16 CumSum rounds every partial sum: its sums may reach %.3g (%s), where "
                        "FP16's spacing is %g", out.bound,
                        out.source == HG_SOURCE_CALIBRATION ? "calibration with margin" : "static",
-                       isfinite(out.bound) ? ldexp(1.0, ilogb(out.bound) - 10) : INFINITY);
+                       fp16_spacing(out.bound));
             return;
         }
         Decided d = {len < 0 ? INFINITY : (double)len, HG_SOURCE_STATIC, TRUE, NULL};
@@ -1777,10 +1783,11 @@ large_readers(const Check *c, const HgValue *v, double limit, int depth, GPtrArr
     }
 }
 
-/* What stores a Log's small input: v's producer, and through a floor (an Add of a positive constant,
- * Clip or Max by a constant), a complement (a constant minus it: 1 - sigmoid(x), which FP16 makes 0
- * once sigmoid(x) rounds to 1), a Neg or a copy (Cast, Identity, reshaping) the producer before it,
- * down to the node that makes the small values (a Softmax, a Sigmoid, an Exp, a division). */
+/* What stores a Log's small input: v's producer, and through what only moves values (Cast,
+ * reshaping, Concat: hg_node_passes_through), a Neg, or a floor or complement by constants (an Add of
+ * a positive constant, Clip or Max by a constant, a constant minus it: 1 - sigmoid(x), which FP16
+ * makes 0 once sigmoid(x) rounds to 1) the producers before it, down to the node that makes the small
+ * values (a Softmax, a Sigmoid, an Exp, a division). */
 static void
 log_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
 {
@@ -1788,24 +1795,14 @@ log_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     if (!p || depth > 8 || is_constant(c, v) || !is_float_value(c, v) || g_ptr_array_find(nodes, p, NULL))
         return;
     g_ptr_array_add(nodes, (gpointer)p);
-    if (hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") || hg_node_is(p, "Flatten") ||
-        hg_node_is(p, "Squeeze") || hg_node_is(p, "Unsqueeze") || hg_node_is(p, "Transpose") || hg_node_is(p, "Expand")) {
-        log_span(c, p->inputs[0], depth + 1, nodes);
-        return;
-    }
-    if (hg_node_is(p, "Neg")) {
-        log_span(c, p->inputs[0], depth + 1, nodes);
-        return;
-    }
-    if (hg_node_is(p, "Add") || hg_node_is(p, "Sub") || hg_node_is(p, "Clip") || hg_node_is(p, "Max")) {
-        guint consts = 0;
+    guint consts = 0;
+    for (guint k = 0; k < p->n_inputs; k++)
+        consts += !p->inputs[k] || is_constant(c, p->inputs[k]);
+    gboolean by_constants = (hg_node_is(p, "Add") || hg_node_is(p, "Sub") || hg_node_is(p, "Clip") ||
+                             hg_node_is(p, "Max")) && consts + 1 == p->n_inputs;
+    if (hg_node_passes_through(p) || hg_node_is(p, "Neg") || by_constants)
         for (guint k = 0; k < p->n_inputs; k++)
-            consts += !p->inputs[k] || is_constant(c, p->inputs[k]);
-        if (consts + 1 == p->n_inputs)
-            for (guint k = 0; k < p->n_inputs; k++)
-                if (p->inputs[k] && !is_constant(c, p->inputs[k]))
-                    log_span(c, p->inputs[k], depth + 1, nodes);
-    }
+            log_span(c, p->inputs[k], depth + 1, nodes); /* constants and shape inputs stop at once */
 }
 
 /* The nodes of cumsum_source's path from v back to the CumSum (included), and above it the Pads,
@@ -1872,6 +1869,7 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
 {
     const Check *c = current(r);
     const HgNode *n = h->at;
+    const HgValue *centred;
     if (!n)
         return;
     if (h->kind == HG_HAZARD_DIVISION_BY_ZERO) {
@@ -1879,8 +1877,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
         zero_span(c, d, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Sin") || hg_node_is(n, "Cos"))) {
         large_span(c, n->inputs[0], PHASE_MAX, FALSE, 0, nodes);
-    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && centred_input(c, n)) {
-        spread_span(c, centred_input(c, n), 0, nodes);
+    } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (centred = centred_input(c, n))) {
+        spread_span(c, centred, 0, nodes);
     } else if (h->kind == HG_HAZARD_UNDERFLOW && hg_node_is(n, "Log")) {
         log_span(c, n->inputs[0], 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && (hg_node_is(n, "Softmax") || hg_node_is(n, "LogSoftmax"))) {
@@ -1889,8 +1887,8 @@ hg_check_hazard_span(const HgCheckResult *r, const HgHazard *h, GPtrArray *nodes
                integer_valued(c, n->inputs[0], 0)) {
         /* a count past 2048 (float sums' precision is the cancelling Sub's finding, cumsum_span) */
         Decided d = decide(c, n->outputs[0]);
-        if (!d.known || d.bound > SOFTMAX_SPREAD)
-            large_readers(c, n->outputs[0], SOFTMAX_SPREAD, 0, nodes);
+        if (!d.known || d.bound > FP16_EXACT_INT)
+            large_readers(c, n->outputs[0], FP16_EXACT_INT, 0, nodes);
     } else if (h->kind == HG_HAZARD_PRECISION_LOSS && hg_node_is(n, "Sub")) {
         cumsum_span(n->inputs[0], 0, nodes);
         cumsum_span(n->inputs[1], 0, nodes);

@@ -193,7 +193,6 @@ first_input(const HgNode *n)
     return n && n->n_inputs >= 1 ? n->inputs[0] : NULL;
 }
 
-/* The producer of v when it is a default-domain node of type op, else NULL. */
 /* The unit roundoff of a float type the kernels store in (FP32's for every wider type). */
 static double
 unit_roundoff(int dtype)
@@ -201,6 +200,7 @@ unit_roundoff(int dtype)
     return dtype == HG_DTYPE_FLOAT16 ? 0x1p-11 : dtype == HG_DTYPE_BFLOAT16 ? 0x1p-8 : 0x1p-24;
 }
 
+/* The producer of v when it is a default-domain node of type op, else NULL. */
 static const HgNode *
 made_by(const HgValue *v, const char *op)
 {
@@ -237,6 +237,28 @@ const_range(const HgValue *v, HgRange *r, guint max_rank)
     }
     hg_array_unref(a);
     return ok;
+}
+
+/* The value of the scalar (or uniform) constant v, or NAN. */
+static double
+const_scalar_of(const HgValue *v)
+{
+    HgRange c;
+    return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi ? c.lo : NAN;
+}
+
+/* c within a relative 1e-6 of want (an exporter's float rounding of sqrt 2); false for NAN. */
+static gboolean
+near(double c, double want)
+{
+    return fabs(c - want) <= 1e-6 * fabs(want);
+}
+
+/* A scalar constant near want. */
+static gboolean
+const_near(const HgValue *v, double want)
+{
+    return near(const_scalar_of(v), want);
 }
 
 /* Whether sq holds d * d: Mul(d, d) or Pow(d, 2), d possibly through a Cast that keeps every value
@@ -316,8 +338,7 @@ static const HgNode *
 std_add(const HgValue *s)
 {
     const HgNode *p = made_by(s, "Pow");
-    HgRange e;
-    if (p && !(p->n_inputs == 2 && const_range(p->inputs[1], &e, HG_MAX_RANK) && e.lo == 0.5 && e.hi == 0.5))
+    if (p && !(p->n_inputs == 2 && const_scalar_of(p->inputs[1]) == 0.5))
         return NULL;
     return made_by(first_input(p ? p : made_by(s, "Sqrt")), "Add");
 }
@@ -329,13 +350,12 @@ static const HgNode *
 inv_std_add(const HgValue *m, double *c)
 {
     const HgNode *rc = made_by(m, "Reciprocal"), *dv = rc ? NULL : made_by(m, "Div"), *p = made_by(m, "Pow");
-    HgRange num, e;
+    HgRange num;
     *c = 1;
     if (rc)
         return std_add(first_input(rc));
     if (p)
-        return p->n_inputs == 2 && const_range(p->inputs[1], &e, HG_MAX_RANK) && e.lo == -0.5 && e.hi == -0.5
-                   ? made_by(first_input(p), "Add") : NULL;
+        return p->n_inputs == 2 && const_scalar_of(p->inputs[1]) == -0.5 ? made_by(first_input(p), "Add") : NULL;
     if (!dv || dv->n_inputs != 2 || !dv->inputs[1] || !const_range(dv->inputs[0], &num, 1))
         return NULL;
     *c = max_abs(&num);
@@ -725,22 +745,6 @@ f_gelu_ck(double x, double c, double k)
     return x == -INFINITY ? 0 : x / (1 + (exp)(-2 * c * (x + k * x * x * x)));
 }
 
-/* A scalar constant within a relative 1e-6 of want (an exporter's float rounding of sqrt 2). */
-static gboolean
-const_near(const HgValue *v, double want)
-{
-    HgRange c;
-    return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi && fabs(c.lo - want) <= 1e-6 * fabs(want);
-}
-
-/* The scalar constant v holds, or NAN. */
-static double
-const_scalar_of(const HgValue *v)
-{
-    HgRange c;
-    return v && const_range(v, &c, HG_MAX_RANK) && c.lo == c.hi ? c.lo : NAN;
-}
-
 /* Is c3 = x^3 (Pow(x, 3), Mul(x, Mul(x, x)) in any order)? */
 static gboolean
 is_cube_of(const HgValue *c3, const HgValue *x)
@@ -765,14 +769,14 @@ tanh_arg_of(const HgValue *t, double *c, double *k)
     for (int j = 0; m && m->n_inputs == 2 && j < 2; j++) {
         *c = const_scalar_of(m->inputs[1 - j]);
         const HgNode *add = made_by(m->inputs[j], "Add");
-        if (!(fabs(*c - sqrt(2 / G_PI)) <= 1e-6) || !add || add->n_inputs != 2)
+        if (!near(*c, sqrt(2 / G_PI)) || !add || add->n_inputs != 2)
             continue;
         for (int a = 0; a < 2; a++) {
             const HgValue *x = add->inputs[a];
             const HgNode *kx = made_by(add->inputs[1 - a], "Mul");
             for (int b = 0; x && kx && kx->n_inputs == 2 && b < 2; b++) {
                 *k = const_scalar_of(kx->inputs[1 - b]);
-                if (fabs(*k - 0.044715) <= 1e-6 && is_cube_of(kx->inputs[b], x))
+                if (near(*k, 0.044715) && is_cube_of(kx->inputs[b], x))
                     return x;
             }
         }
