@@ -1740,7 +1740,22 @@ hg_check_value_tiny(const HgCheckResult *r, const HgValue *v)
     return !isnan(tiny_absmax(current(r), v, NULL));
 }
 
-/* The producers along fp16_can_be_zero's path. */
+/* Is n x * x, or Pow(x, 2)? */
+static gboolean
+is_square(const Check *c, const HgNode *n)
+{
+    if (hg_node_is(n, "Mul"))
+        return n->n_inputs == 2 && n->inputs[0] && n->inputs[0] == n->inputs[1];
+    if (!hg_node_is(n, "Pow") || n->n_inputs != 2 || !is_constant(c, n->inputs[1]))
+        return FALSE;
+    g_autoptr(HgArray) e = const_value(c, n->inputs[1]);
+    return e && e->numel == 1 && hg_array_get_f64(e, 0) == 2.0;
+}
+
+/* The producers along fp16_can_be_zero's path, and on through what makes a divisor small but not 0 in
+ * FP32 that FP16 makes 0: a sum or mean of squares (an L2 norm written out, Sqrt(ReduceSum(x * x)))
+ * down to the squares, which flush first (x = 1e-4 squares to 1e-8, 0 in FP16). Keeping the Div and
+ * the Sqrt FP32 alone divides by the same 0. */
 static void
 zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
 {
@@ -1748,9 +1763,11 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     if (!p || depth > 4)
         return;
     if (hg_node_is(p, "Sqrt") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") ||
-        hg_node_is(p, "Abs")) {
+        hg_node_is(p, "Abs") || hg_node_is(p, "ReduceSum") || hg_node_is(p, "ReduceMean")) {
         g_ptr_array_add(nodes, (gpointer)p);
         zero_span(c, p->inputs[0], depth + 1, nodes);
+    } else if (is_square(c, p) || hg_node_is(p, "ReduceSumSquare") || hg_node_is(p, "ReduceL2")) {
+        g_ptr_array_add(nodes, (gpointer)p);
     } else if (hg_node_is(p, "Add") && p->n_inputs == 2) {
         for (guint k = 0; k < 2; k++)
             if (p->inputs[k] && tiny_constant(c, p->inputs[k]) > 0)
