@@ -11,7 +11,7 @@
  * come from an s-t minimum cut (igraph's push-relabel maximum flow): source = FP16, sink = FP32; a node
  * pays its FP32 cost (bytes it moves at twice the size, and its multiply-accumulates at FP32's rate)
  * when it lands on the FP32 side, and each tensor between nodes on different sides pays a Cast (a
- * fixed launch cost plus reading and writing it). Forced nodes are tied to their side by infinite
+ * small fixed cost plus reading and writing it). Forced nodes are tied to their side by infinite
  * edges. lower applies the result.
  *
  * The same cut, with the nodes a rewrite would cure let off their hazards, is a cost oracle for the
@@ -30,10 +30,15 @@
 #include "ops/op.h"
 #include "precision_cost.h"
 
-/* Costs in bytes of memory traffic: a Cast launch, per element converted (read 4, write 2), per FP32
- * multiply-accumulate over its FP16 cost (tensor cores vs FP32 units: about 0.1 byte per MAC on an
- * H100, 67 vs 990 TFLOP/s against 3.35 TB/s). */
-#define CAST_FIXED 8192.0
+/* Costs in bytes of memory traffic: a Cast's fixed part, per element converted (read 4, write 2), per
+ * FP32 multiply-accumulate over its FP16 cost (tensor cores vs FP32 units: about 0.1 byte per MAC on
+ * an H100, 67 vs 990 TFLOP/s against 3.35 TB/s). The fixed part is small: TensorRT, which builds the
+ * engine from the file lower writes, fuses a Cast into the pointwise kernel or the reformat beside
+ * it, so what a Cast costs is mostly its traffic. It still makes the plan with fewer Casts win
+ * between two that move the same bytes, and keeps a scalar from being cast for nothing. (It was 8
+ * KiB: that kept MatMuls of up to about 50k MACs FP32 beside a hazard to spare one Cast, a false
+ * island in small models; on the exports it changes only where a handful of small Casts go.) */
+#define CAST_FIXED 1024.0
 #define CAST_PER_ELEMENT 6.0
 #define FP32_PER_MAC 0.1
 #define UNKNOWN_NUMEL 65536 /* a tensor whose size shape inference does not know */

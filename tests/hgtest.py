@@ -310,7 +310,7 @@ def case_flags(case, outdir, options=True):
 
 
 # One kernel launch in the cost model's units (passes/assign_precision.c's CAST_FIXED).
-LAUNCH_COST = 8192.0
+LAUNCH_COST = 1024.0
 
 
 def rewrite_pays(rewrite, island):

@@ -2,7 +2,7 @@
  * models whose figures can be worked out by hand, and what `cured` lifts.
  *
  * The units (passes/assign_precision.c): a node in FP32 pays 1 + 2 bytes per element it reads or
- * writes + 0.1 per MAC; a Cast pays 8192 + 6 per element. Relu and Mul count one MAC per element,
+ * writes + 0.1 per MAC; a Cast pays 1024 + 6 per element. Relu and Mul count one MAC per element,
  * MatMul M x K x N. */
 #include "testutil.h"
 
@@ -30,8 +30,8 @@ static const char clean_text[] = HEADER
 /* mm in FP32: 1 + 2 x (64 + 4096 + 64) + 0.1 x 4096 MACs. */
 #define MM_FP32 8858.6
 /* A Cast of 64 elements (x, a, b, y), of 4096 (w). */
-#define CAST_64 (8192.0 + 6.0 * 64)
-#define CAST_W (8192.0 + 6.0 * 4096)
+#define CAST_64 (1024.0 + 6.0 * 64)
+#define CAST_W (1024.0 + 6.0 * 4096)
 
 typedef struct {
     HgModel *m;
@@ -190,9 +190,9 @@ static void
 test_fp16_node_cost(void **state)
 {
     (void)state;
-    /* A launch, 8192, plus 2 bytes per element read and written. */
-    assert_cost(hg_precision_fp16_node_cost(0, 0), 8192);
-    assert_cost(hg_precision_fp16_node_cost(7681, 7680), 8192 + 2.0 * (7681 + 7680));
+    /* A launch, 1024, plus 2 bytes per element read and written. */
+    assert_cost(hg_precision_fp16_node_cost(0, 0), 1024);
+    assert_cost(hg_precision_fp16_node_cost(7681, 7680), 1024 + 2.0 * (7681 + 7680));
 }
 
 HG_TEST_MAIN("precision_cost",
