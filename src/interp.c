@@ -1,6 +1,7 @@
 /* The interpreter: runs the main graph in topological order through the op table's kernels, frees
  * each intermediate after its last use, and hands every computed tensor to an observer (calibration,
- * --mark-all). An If runs the branch its condition picks (below); Loop and Scan are not run. */
+ * --mark-all). An If runs the branch its condition picks, a Loop its body as many times as its trip count
+ * and condition say (below); Scan is not run. */
 #include "halfguard/run.h"
 #include "halfguard/io.h"
 #include "infile.h"
@@ -39,7 +40,7 @@ typedef struct {
     const HgOpDef *op;
     guint *in;   /* slot per input, G_MAXUINT when omitted */
     guint *out;  /* slot per output, G_MAXUINT when omitted */
-    guint *outer;   /* slots of the main graph's values its subgraphs read (If) */
+    guint *outer;   /* slots of the main graph's values its subgraphs read (If, Loop) */
     guint n_outer;
 } Step;
 
@@ -167,12 +168,13 @@ outer_reads(const HgGraph *g, const HgNode *n)
     return out;
 }
 
-/* The topological order of every branch of n's Ifs, at every depth, into bodies (a branch with a
- * cycle gets none: running it is the error). Computed once with the plan: runs share it read-only. */
+/* The topological order of every branch of n's Ifs and every body of its Loops, at every depth, into
+ * bodies (a graph with a cycle gets none: running it is the error). Computed once with the plan: runs
+ * share it read-only. */
 static void
 add_bodies(GHashTable *bodies, const HgNode *n, int depth)
 {
-    if (!hg_node_is(n, "If") || depth > 64)
+    if (!(hg_node_is(n, "If") || hg_node_is(n, "Loop")) || depth > 64)
         return;
     for (guint i = 0; i < n->attrs->len; i++) {
         HgGraph *sub = ((const HgAttr *)n->attrs->pdata[i])->g;
@@ -404,12 +406,14 @@ budget_allows(const Budget *b, guint64 bytes, const HgNode *n, const char *value
     return FALSE;
 }
 
-/* ---------------------------------------------------------------- If
+/* ---------------------------------------------------------------- If and Loop
 
  * An If runs the branch its condition picks, node by node in topological order through the same
  * kernels, with no plan: its values live until the branch is done. A branch reads the values of the
- * graphs around it (the step's outer slots, and a nested If's enclosing branch) through a chain of
- * tables. Observers see the If's outputs, not the branch's tensors. */
+ * graphs around it (the step's outer slots, and a nested If's or Loop's enclosing body) through a
+ * chain of tables. A Loop runs its body the same way once per iteration, its formal inputs bound to
+ * the iteration number, the condition and the loop-carried values. Observers see the If's and the
+ * Loop's outputs, not the bodies' tensors. */
 
 typedef struct Env {
     GHashTable *vals; /* HgValue* -> HgArray* (a reference each) */
@@ -432,8 +436,21 @@ static gboolean is_if(const HgNode *n)
     return hg_node_is(n, "If") && n->n_inputs >= 1 && n->inputs[0];
 }
 
+static gboolean is_loop(const HgNode *n)
+{
+    const HgAttr *body = hg_node_is(n, "Loop") ? hg_node_attr(n, "body") : NULL;
+    return body && body->g;
+}
+
+/* A node the interpreter runs through its subgraphs rather than a kernel. */
+static gboolean is_control(const HgNode *n)
+{
+    return is_if(n) || is_loop(n);
+}
+
 static gboolean run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads,
-                         Budget *budget, guint n_results, HgArray **results, int depth, GError **error);
+                         Budget *budget, guint n_args, HgArray *const *args, guint n_results, HgArray **results,
+                         int depth, GError **error);
 
 /* The branch of If node n that cond picks, run into outs[0..n_outputs). */
 static gboolean
@@ -453,16 +470,194 @@ eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env
         hg_op_error(error, HG_ERROR_INVALID, n, "If bodies nested more than 64 deep");
         return FALSE;
     }
-    return run_body(bodies, a->g, env, opset, threads, budget, n->n_outputs, outs, depth + 1, error);
+    return run_body(bodies, a->g, env, opset, threads, budget, 0, NULL, n->n_outputs, outs, depth + 1, error);
+}
+
+/* More iterations than this are taken for a loop that does not end (a condition its body never
+ * clears, a trip count of 2^63 - 1 with no condition), and end the run with an error. */
+#define LOOP_MAX_ITERATIONS (1 << 20)
+
+/* Stacks a Loop's scan output: the values its body gave, one per iteration, along a new first axis.
+ * With no iteration, an empty tensor of the element type and the trailing shape the body declares (or
+ * [0] float where it declares none). */
+static HgArray *
+stack_scan(const HgNode *n, GPtrArray *parts, const HgValueDecl *decl, GError **error)
+{
+    gint64 dims[HG_MAX_RANK] = {(gint64)parts->len};
+    if (parts->len == 0) {
+        const HgType *t = decl ? decl->type : NULL;
+        gboolean known = t && t->kind == HG_TYPE_TENSOR && t->shape && t->shape->rank < HG_MAX_RANK;
+        for (guint k = 0; known && k < t->shape->rank; k++)
+            known = t->shape->dims[k].has_value;
+        for (guint k = 0; known && k < t->shape->rank; k++)
+            dims[k + 1] = t->shape->dims[k].value;
+        int dtype = t && t->has_elem_type ? (int)t->elem_type : HG_DTYPE_FLOAT;
+        return hg_array_new(dtype, known ? t->shape->rank + 1 : 1, dims, error);
+    }
+    const HgArray *first = parts->pdata[0];
+    if (first->rank + 1 > HG_MAX_RANK || first->strings) {
+        hg_op_error(error, HG_ERROR_UNSUPPORTED, n, "scan output of rank %u%s", first->rank,
+                    first->strings ? " holding strings" : "");
+        return NULL;
+    }
+    for (guint i = 1; i < parts->len; i++) {
+        const HgArray *a = parts->pdata[i];
+        gboolean same = a->dtype == first->dtype && a->rank == first->rank;
+        for (guint k = 0; same && k < a->rank; k++)
+            same = a->dims[k] == first->dims[k];
+        if (!same) {
+            hg_op_error(error, HG_ERROR_INVALID, n, "scan output of iteration %u differs in type or shape from "
+                        "iteration 0's", i);
+            return NULL;
+        }
+    }
+    memcpy(dims + 1, first->dims, first->rank * sizeof(gint64));
+    HgArray *out = hg_array_new_uninit(first->dtype, first->rank + 1, dims, error);
+    if (!out)
+        return NULL;
+    gsize part = (gsize)first->numel * hg_dtype_size(first->dtype);
+    for (guint i = 0; i < parts->len && part; i++)
+        memcpy((char *)out->data + i * part, ((const HgArray *)parts->pdata[i])->data, part);
+    return out;
+}
+
+/* Loop node n (ONNX's Loop: inputs M, cond and N loop-carried values; body inputs the iteration
+ * number, the condition and the N values; body outputs the condition, the N values and K scan
+ * outputs), run into outs[0..N+K): the last loop-carried values, then each scan output stacked.
+ * Iterations run while i < M (where M is given) and the condition holds (where cond is given; the
+ * body's condition is then the next iteration's). */
+static gboolean
+eval_loop(GHashTable *bodies, const HgNode *n, HgArray *const *ins, const Env *env, gint64 opset, int threads,
+          Budget *budget, HgArray **outs, int depth, GError **error)
+{
+    HgGraph *body = hg_node_attr(n, "body")->g;
+    if (n->n_inputs < 2) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "takes a trip count, a condition and the loop-carried values");
+        return FALSE;
+    }
+    guint n_carried = n->n_inputs - 2;
+    if (body->inputs->len != n_carried + 2 || body->outputs->len < n_carried + 1 ||
+        n->n_outputs != body->outputs->len - 1) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "its body has %u inputs and %u outputs for %u loop-carried values "
+                    "and %u outputs", body->inputs->len, body->outputs->len, n_carried, n->n_outputs);
+        return FALSE;
+    }
+    if (depth > 64) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "Loop and If bodies nested more than 64 deep");
+        return FALSE;
+    }
+    guint n_scan = body->outputs->len - 1 - n_carried;
+    const HgArray *trip = ins[0], *cond = ins[1];
+    if ((trip && trip->numel != 1) || (cond && cond->numel != 1)) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "M and cond must hold one value each");
+        return FALSE;
+    }
+    if (!trip && !cond) {
+        hg_op_error(error, HG_ERROR_INVALID, n, "has neither a trip count nor a condition: it would not end");
+        return FALSE;
+    }
+    for (guint j = 0; j < n_carried; j++)
+        if (!ins[2 + j]) {
+            hg_op_error(error, HG_ERROR_INVALID, n, "loop-carried input %u is omitted", j);
+            return FALSE;
+        }
+    gint64 max_trip = trip ? hg_array_get_i64(trip, 0) : G_MAXINT64;
+    gboolean go = cond ? hg_array_get_f64(cond, 0) != 0 : TRUE;
+    g_autofree HgArray **args = g_new0(HgArray *, n_carried + 3);
+    g_autofree HgArray **res = g_new0(HgArray *, body->outputs->len + 1);
+    g_autofree GPtrArray **scans = g_new0(GPtrArray *, n_scan + 1);
+    for (guint k = 0; k < n_scan; k++)
+        scans[k] = g_ptr_array_new_with_free_func((GDestroyNotify)hg_array_unref);
+    for (guint j = 0; j < n_carried; j++)
+        args[2 + j] = hg_array_ref(ins[2 + j]);
+    guint64 held = 0; /* the values the loop made and still holds (the carried ones after iteration 0, the scans) */
+    gboolean ok = TRUE;
+    for (gint64 i = 0; ok && go && i < max_trip; i++) {
+        if (i >= LOOP_MAX_ITERATIONS) {
+            hg_op_error(error, HG_ERROR_INVALID, n, "ran %d iterations and has not ended", LOOP_MAX_ITERATIONS);
+            ok = FALSE;
+            break;
+        }
+        args[0] = hg_array_new(HG_DTYPE_INT64, 0, NULL, NULL);
+        args[1] = hg_array_new(HG_DTYPE_BOOL, 0, NULL, NULL);
+        *(gint64 *)args[0]->data = i;
+        *(guint8 *)args[1]->data = (guint8)go;
+        ok = run_body(bodies, body, env, opset, threads, budget, n_carried + 2, args, body->outputs->len, res,
+                      depth + 1, error);
+        g_clear_pointer(&args[0], hg_array_unref);
+        g_clear_pointer(&args[1], hg_array_unref);
+        if (!ok)
+            break;
+        if (cond) {
+            ok = res[0]->numel == 1;
+            if (!ok)
+                hg_op_error(error, HG_ERROR_INVALID, n, "its body's condition must hold one value");
+            go = ok && hg_array_get_f64(res[0], 0) != 0;
+        }
+        g_clear_pointer(&res[0], hg_array_unref);
+        guint64 made = 0;
+        for (guint k = 0; k < n_scan; k++)
+            made += array_bytes(res[1 + n_carried + k]);
+        for (guint j = 0; j < n_carried; j++)
+            made += array_bytes(res[1 + j]);
+        ok = ok && budget_allows(budget, made, n, "", "", error);
+        for (guint j = 0; j < n_carried; j++) {
+            if (i > 0) {
+                held -= array_bytes(args[2 + j]);
+                budget->live -= array_bytes(args[2 + j]);
+            }
+            hg_array_unref(args[2 + j]);
+            args[2 + j] = g_steal_pointer(&res[1 + j]);
+        }
+        for (guint k = 0; k < n_scan; k++)
+            g_ptr_array_add(scans[k], g_steal_pointer(&res[1 + n_carried + k]));
+        held += made;
+        budget->live += made;
+    }
+    for (guint j = 0; j < n_carried; j++) {
+        if (ok)
+            outs[j] = hg_array_ref(args[2 + j]);
+        hg_array_unref(args[2 + j]);
+    }
+    for (guint k = 0; k < n_scan; k++) {
+        if (ok)
+            ok = (outs[n_carried + k] = stack_scan(n, scans[k], body->outputs->pdata[1 + n_carried + k], error)) != NULL;
+        g_ptr_array_unref(scans[k]);
+    }
+    if (!ok)
+        for (guint k = 0; k < n->n_outputs; k++)
+            g_clear_pointer(&outs[k], hg_array_unref);
+    budget->live -= held; /* (the outputs are counted again as the Loop's) */
+    return ok;
+}
+
+static gboolean
+eval_control(GHashTable *bodies, const HgNode *n, HgArray *const *ins, const Env *env, gint64 opset, int threads,
+             Budget *budget, HgArray **outs, int depth, GError **error)
+{
+    if (is_loop(n))
+        return eval_loop(bodies, n, ins, env, opset, threads, budget, outs, depth, error);
+    return eval_if(bodies, n, ins[0], env, opset, threads, budget, outs, depth, error);
 }
 
 static gboolean
 run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int threads, Budget *budget,
-         guint n_results, HgArray **results, int depth, GError **error)
+         guint n_args, HgArray *const *args, guint n_results, HgArray **results, int depth, GError **error)
 {
     Env local = {g_hash_table_new_full(NULL, NULL, NULL, (GDestroyNotify)hg_array_unref), parent};
     gboolean ok = TRUE;
     guint64 held = 0; /* what this branch's tensors add to the run's live memory, until it is done */
+    /* a Loop body's formal inputs (the caller holds and counts them) */
+    if (n_args != sub->inputs->len && n_args) {
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "body '%s' has %u inputs, given %u", sub->name ? sub->name : "",
+                    sub->inputs->len, n_args);
+        ok = FALSE;
+    }
+    for (guint i = 0; ok && i < n_args; i++) {
+        HgValue *v = ((HgValueDecl *)sub->inputs->pdata[i])->value;
+        if (v && args[i])
+            g_hash_table_insert(local.vals, v, hg_array_ref(args[i]));
+    }
     for (guint i = 0; ok && i < sub->initializers->len; i++) {
         HgTensor *t = sub->initializers->pdata[i];
         HgValue *v = t->name ? g_hash_table_lookup(sub->values, t->name) : NULL;
@@ -474,14 +669,14 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
     /* (the plan holds every branch's order but those with a cycle, or nested past 64) */
     GPtrArray *order = g_hash_table_lookup(bodies, sub);
     if (ok && !order) {
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "If branch '%s': its nodes have no topological order",
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "body '%s': its nodes have no topological order",
                     sub->name ? sub->name : "");
         ok = FALSE;
     }
     for (guint i = 0; ok && order && i < order->len; i++) {
         HgNode *n = order->pdata[i];
         const HgOpDef *op = hg_op_for_node(n);
-        if (!op && !is_if(n)) {
+        if (!op && !is_control(n)) {
             g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
                         "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
                         n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "", n->op_type);
@@ -506,7 +701,7 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
             HgEvalCtx ctx = {n, opset, n->n_inputs, ins, n->n_outputs, outs, threads, error};
             ok = op->eval(&ctx);
         } else {
-            ok = eval_if(bodies, n, ins[0], &local, opset, threads, budget, outs, depth, error);
+            ok = eval_control(bodies, n, ins, &local, opset, threads, budget, outs, depth, error);
         }
         for (guint k = 0; k < n->n_outputs; k++) {
             /* The branch's tensors count against the run's cap as the main graph's do. */
@@ -523,7 +718,7 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
         }
     }
     if (ok && sub->outputs->len != n_results) {
-        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "a branch has %u outputs, its If %u", sub->outputs->len,
+        g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "a body has %u outputs, its node takes %u", sub->outputs->len,
                     n_results);
         ok = FALSE;
     }
@@ -531,7 +726,7 @@ run_body(GHashTable *bodies, HgGraph *sub, const Env *parent, gint64 opset, int 
         const HgValue *v = ((HgValueDecl *)sub->outputs->pdata[i])->value;
         HgArray *a = v ? env_lookup(&local, v) : NULL;
         if (!a) {
-            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "branch output '%s' was not computed", v ? v->name : "");
+            g_set_error(error, HG_ERROR, HG_ERROR_INVALID, "body output '%s' was not computed", v ? v->name : "");
             ok = FALSE;
             break;
         }
@@ -550,7 +745,7 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
          gint64 opset, int threads, Budget *budget, GError **error)
 {
     HgNode *n = st->node;
-    if (!st->op && !is_if(n)) {
+    if (!st->op && !is_control(n)) {
         g_set_error(error, HG_ERROR, HG_ERROR_UNSUPPORTED,
                     "node '%s' (%s%s%s): the interpreter has no kernel for this op", n->name ? n->name : "",
                     n->domain && *n->domain ? n->domain : "", n->domain && *n->domain ? "." : "",
@@ -604,7 +799,7 @@ run_step(const Plan *pl, const Step *st, HgArray **arrays, guint *left, const Hg
                 g_hash_table_insert(env.vals, pl->values[s], hg_array_ref(a));
             ok = a != NULL;
         }
-        ok = ok && eval_if(pl->bodies, n, ins[0], &env, opset, threads, budget, outs, 0, error);
+        ok = ok && eval_control(pl->bodies, n, ins, &env, opset, threads, budget, outs, 0, error);
         g_hash_table_unref(env.vals);
     }
     for (guint k = 0; k < n->n_outputs; k++) {

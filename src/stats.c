@@ -204,15 +204,15 @@ collect_observe(const HgValue *v, const HgTensor *t, gpointer data, GError **err
     return TRUE;
 }
 
-/* Does the interpreter have a kernel for n: an op with one, or an If whose branches hold only such
- * nodes (depth bounds the nesting)? */
+/* Does the interpreter have a kernel for n: an op with one, or an If or a Loop whose bodies hold only
+ * such nodes (depth bounds the nesting)? */
 static gboolean
 has_kernel(const HgNode *n, int depth)
 {
     const HgOpDef *op = hg_op_for_node(n);
     if (op)
         return op->eval != NULL;
-    if (!hg_node_is(n, "If") || depth > 64)
+    if (!(hg_node_is(n, "If") || hg_node_is(n, "Loop")) || depth > 64)
         return FALSE;
     for (guint i = 0; i < n->attrs->len; i++) {
         const HgAttr *a = n->attrs->pdata[i];

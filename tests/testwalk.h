@@ -72,8 +72,8 @@ hg_test_in_scope(HgGraph *g)
     return TRUE;
 }
 
-/* hg_test_in_scope for the interpreter, which also runs If: a node with an op row, or an If whose
- * branches hold only such nodes. */
+/* hg_test_in_scope for the interpreter, which also runs If and Loop: a node with an op row, or an If
+ * or a Loop whose bodies hold only such nodes. */
 static inline gboolean
 hg_test_runnable(HgGraph *g)
 {
@@ -81,7 +81,7 @@ hg_test_runnable(HgGraph *g)
         HgNode *n = g->nodes->pdata[i];
         if (hg_op_for_node(n))
             continue;
-        if (!hg_node_is(n, "If"))
+        if (!hg_node_is(n, "If") && !hg_node_is(n, "Loop"))
             return FALSE;
         for (guint a = 0; a < n->attrs->len; a++) {
             HgAttr *at = n->attrs->pdata[a];
