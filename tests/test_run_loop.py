@@ -16,7 +16,8 @@ M omitted (the condition alone ends it):
 - `halfguard calibrate` records y and the Loop's outputs (values past a Loop were not computed before);
 - `convert -r x=-2:2` keeps the Loop with its body, and `verify` of the original against it passes.
 A Loop with neither a trip count nor a condition is refused ("would not end", exit 2), and so is one
-whose condition never clears, once it passes the iteration cap.
+whose condition never clears, once it passes the iteration cap, one whose scan output changes shape
+between iterations, and one whose body does not match its inputs and outputs.
 """
 import json
 import os
@@ -129,6 +130,38 @@ def main():
                                                                   "x": np.zeros((2, 3), np.float32)})
         rc, so, se = run("run", cond_only, "--data", data, "-o", os.path.join(tmp, "forever.out"))
         check("iteration-cap", rc == 2 and "'loop' (Loop)" in se and "has not ended" in se, (rc, se))
+        # A scan output whose shape changes between iterations cannot be stacked: an error naming the
+        # Loop, nothing written. The body scans Range(0, i + 1): [1], then [2].
+        body = helper.make_graph(
+            [helper.make_node("Add", ["i", "one_i"], ["n"]), helper.make_node("Range", ["zero_i", "n", "one_i"], ["r"]),
+             helper.make_node("Identity", ["c"], ["co"])],
+            "body", [vi("i", (), TensorProto.INT64), vi("c", (), TensorProto.BOOL)],
+            [vi("co", (), TensorProto.BOOL), vi("r", None, TensorProto.INT64)],
+            [helper.make_tensor("one_i", TensorProto.INT64, [], [1]), helper.make_tensor("zero_i", TensorProto.INT64, [], [0])])
+        g = helper.make_graph([helper.make_node("Loop", ["m", ""], ["z"], name="ragged", body=body)], "ragged",
+                              [vi("m", (), TensorProto.INT64)], [vi("z", None, TensorProto.INT64)])
+        ragged = os.path.join(tmp, "ragged.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), ragged)
+        for m, ok in ((1, True), (2, False)):
+            data = hgtest.write_inputs(os.path.join(tmp, f"ragged{m}"), {"m": np.array(m, np.int64)})
+            out = os.path.join(tmp, f"ragged{m}.out")
+            rc, so, se = run("run", ragged, "--data", data, "-o", out)
+            if ok:
+                check("ragged:one-iteration", rc == 0 and np.array_equal(hgtest.read_outputs(out)[0], [[0]]), (rc, se))
+            else:
+                check("ragged:refused", rc == 2 and "'ragged' (Loop)" in se and "differs in type or shape" in se
+                      and not os.path.exists(os.path.join(out, "output_0.pb")), (rc, se))
+        # A body whose outputs do not match the Loop's: refused before the first iteration.
+        short = helper.make_graph([helper.make_node("Identity", ["c"], ["co"])], "body",
+                                  [vi("i", (), TensorProto.INT64), vi("c", (), TensorProto.BOOL), vi("s")],
+                                  [vi("co", (), TensorProto.BOOL)])
+        g = helper.make_graph([helper.make_node("Loop", ["m", "", "x"], ["y"], name="short", body=short)], "short",
+                              [vi("m", (), TensorProto.INT64), vi("x")], [vi("y")])
+        bad = os.path.join(tmp, "short.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), bad)
+        data = hgtest.write_inputs(os.path.join(tmp, "short"), {"m": np.array(2, np.int64), "x": np.ones((2, 3), np.float32)})
+        rc, so, se = run("run", bad, "--data", data, "-o", os.path.join(tmp, "short.out"))
+        check("body-mismatch", rc == 2 and "'short' (Loop)" in se and "loop-carried" in se, (rc, se))
     return check.finish()
 
 
