@@ -192,6 +192,82 @@ opaque_dtypes(const HgShapes *s, const HgNode *n, HgValueShape **outs)
             outs[k]->dtype = hg_op_schema_output_dtype(sig, k, n->n_inputs, in);
 }
 
+/* The declared type of output k of subgraph attribute `name` of n, or NULL. */
+static const HgType *
+body_output_type(const HgNode *n, const char *name, guint k)
+{
+    const HgAttr *a = hg_node_attr(n, name);
+    if (!a || !a->g || k >= a->g->outputs->len)
+        return NULL;
+    const HgType *t = ((const HgValueDecl *)a->g->outputs->pdata[k])->type;
+    return t && t->kind == HG_TYPE_TENSOR ? t : NULL;
+}
+
+/* Two declared types as one: the element type where both say it (or one does and the other is
+ * silent), the rank where both give the same one, each dim where both give the same value. */
+static void
+vshape_from_branches(HgValueShape *out, const HgType *a, const HgType *b)
+{
+    if (!a || !b) {
+        hg_vshape_from_type(out, a ? a : b);
+        return;
+    }
+    HgValueShape sa, sb;
+    hg_vshape_from_type(&sa, a);
+    hg_vshape_from_type(&sb, b);
+    out->dtype = sa.dtype == sb.dtype || sb.dtype == HG_DTYPE_UNDEFINED ? sa.dtype
+                 : sa.dtype == HG_DTYPE_UNDEFINED ? sb.dtype : HG_DTYPE_UNDEFINED;
+    out->rank = sa.rank == sb.rank ? sa.rank : -1;
+    for (int i = 0; i < out->rank; i++) {
+        gboolean same = sa.dims[i].v == sb.dims[i].v && sa.dims[i].sym == sb.dims[i].sym;
+        out->dims[i].v = same ? sa.dims[i].v : -1;
+        out->dims[i].sym = same ? sa.dims[i].sym : NULL;
+    }
+}
+
+/* If and Loop have no row, but their bodies declare what they give: an If's output k is what both
+ * branches declare of their output k; a Loop's loop-carried output j has its initial value's element
+ * type (else its body's declared one), and its scan output k is the body's declared scan output with
+ * a first axis of unknown length. Filled in only where the model declares nothing of the output. */
+static void
+control_flow_shapes(const HgShapes *s, const HgNode *n, HgValueShape **outs)
+{
+    gboolean is_if = hg_node_is(n, "If"), is_loop = hg_node_is(n, "Loop");
+    if (!is_if && !is_loop)
+        return;
+    guint n_carried = n->n_inputs >= 2 ? n->n_inputs - 2 : 0;
+    for (guint k = 0; k < n->n_outputs; k++) {
+        if (!n->outputs[k] || outs[k]->dtype != HG_DTYPE_UNDEFINED || outs[k]->rank >= 0)
+            continue;
+        HgValueShape *o = outs[k];
+        if (is_if) {
+            vshape_from_branches(o, body_output_type(n, "then_branch", k), body_output_type(n, "else_branch", k));
+        } else if (k < n_carried) {
+            /* A loop-carried value may change shape from one iteration to the next: its shape is known
+             * only where the initial value's is, and the body declares the same for what it carries on. */
+            const HgValueShape *init = n->inputs[2 + k] ? hg_shapes_get(s, n->inputs[2 + k]) : NULL;
+            hg_vshape_from_type(o, body_output_type(n, "body", 1 + k));
+            gboolean same = init && init->rank >= 0 && init->rank == o->rank;
+            for (int i = 0; same && i < o->rank; i++)
+                same = init->dims[i].v >= 0 && init->dims[i].v == o->dims[i].v;
+            if (!same)
+                o->rank = -1;
+            if (init && init->dtype != HG_DTYPE_UNDEFINED)
+                o->dtype = init->dtype;
+        } else {
+            HgValueShape per;
+            hg_vshape_from_type(&per, body_output_type(n, "body", 1 + k));
+            o->dtype = per.dtype;
+            if (per.rank >= 0 && per.rank < HG_MAX_RANK) {
+                o->rank = per.rank + 1;
+                o->dims[0].v = -1;
+                o->dims[0].sym = NULL;
+                memcpy(o->dims + 1, per.dims, per.rank * sizeof(HgSymDim));
+            }
+        }
+    }
+}
+
 HgShapes *
 hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error)
 {
@@ -245,7 +321,9 @@ hg_shapes_infer(HgGraph *g, const HgShapePin *pins, guint n_pins, GError **error
             for (guint k = 0; k < n->n_outputs; k++)
                 if (n->outputs[k])
                     hg_vshape_from_type(outs[k], n->outputs[k]->type);
-            /* Where nothing is declared, the op's signature says (Gelu's Y is X's T). */
+            /* Where nothing is declared, an If's or a Loop's bodies say, or the op's signature (Gelu's
+             * Y is X's T). */
+            control_flow_shapes(s, n, outs);
             opaque_dtypes(s, n, outs);
         }
         for (guint k = 0; k < n->n_outputs; k++) {
