@@ -578,12 +578,15 @@ eval_loop(GHashTable *bodies, const HgNode *n, HgArray *const *ins, const Env *e
             ok = FALSE;
             break;
         }
-        args[0] = hg_array_new(HG_DTYPE_INT64, 0, NULL, NULL);
-        args[1] = hg_array_new(HG_DTYPE_BOOL, 0, NULL, NULL);
-        *(gint64 *)args[0]->data = i;
-        *(guint8 *)args[1]->data = (guint8)go;
-        ok = run_body(bodies, body, env, opset, threads, budget, n_carried + 2, args, body->outputs->len, res,
-                      depth + 1, error);
+        args[0] = hg_array_new(HG_DTYPE_INT64, 0, NULL, error);
+        args[1] = args[0] ? hg_array_new(HG_DTYPE_BOOL, 0, NULL, error) : NULL;
+        ok = args[1] != NULL;
+        if (ok) {
+            *(gint64 *)args[0]->data = i;
+            *(guint8 *)args[1]->data = (guint8)go;
+            ok = run_body(bodies, body, env, opset, threads, budget, n_carried + 2, args, body->outputs->len, res,
+                          depth + 1, error);
+        }
         g_clear_pointer(&args[0], hg_array_unref);
         g_clear_pointer(&args[1], hg_array_unref);
         if (!ok)
