@@ -390,6 +390,7 @@ hg_run_set_default_max_memory(guint64 bytes)
 /* The memory the run holds against its cap. */
 typedef struct {
     guint64 live, cap;
+    guint64 iterations; /* Loop bodies run so far, nested ones included (LOOP_MAX_ITERATIONS) */
 } Budget;
 
 /* Would an output of `bytes` more take the live tensors past the cap? Then FALSE, with an error
@@ -473,8 +474,9 @@ eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env
     return run_body(bodies, a->g, env, opset, threads, budget, 0, NULL, n->n_outputs, outs, depth + 1, error);
 }
 
-/* More iterations than this are taken for a loop that does not end (a condition its body never
- * clears, a trip count of 2^63 - 1 with no condition), and end the run with an error. */
+/* More Loop iterations than this in one run, nested loops' included, are taken for a loop that does
+ * not end (a condition its body never clears, a trip count of 2^63 - 1 with no condition, loops nested
+ * so deep that their product never ends), and end the run with an error. */
 #define LOOP_MAX_ITERATIONS (1 << 20)
 
 /* Stacks a Loop's scan output: the values its body gave, one per iteration, along a new first axis.
@@ -573,8 +575,9 @@ eval_loop(GHashTable *bodies, const HgNode *n, HgArray *const *ins, const Env *e
     guint64 held = 0; /* the values the loop made and still holds (the carried ones after iteration 0, the scans) */
     gboolean ok = TRUE;
     for (gint64 i = 0; ok && go && i < max_trip; i++) {
-        if (i >= LOOP_MAX_ITERATIONS) {
-            hg_op_error(error, HG_ERROR_INVALID, n, "ran %d iterations and has not ended", LOOP_MAX_ITERATIONS);
+        if (++budget->iterations > LOOP_MAX_ITERATIONS) {
+            hg_op_error(error, HG_ERROR_INVALID, n, "the run's loops ran %d iterations (this one %" G_GINT64_FORMAT
+                        ", nested ones counted) and this one has not ended", LOOP_MAX_ITERATIONS, i);
             ok = FALSE;
             break;
         }
@@ -886,7 +889,7 @@ hg_run(HgModel *m, GPtrArray *inputs, const HgRunOptions *opts, GError **error)
     HgArray **arrays = g_new0(HgArray *, pl->n_slots + 1);
     guint *left = g_memdup2(pl->uses, sizeof(guint) * (pl->n_slots + 1));
     GPtrArray *result = NULL;
-    Budget budget = {0, cap};
+    Budget budget = {0, cap, 0};
     for (guint i = 0; i < pl->n_feeds; i++) {
         HgValueDecl *d = feeds->pdata[i];
         const HgTensor *t = inputs->pdata[i];

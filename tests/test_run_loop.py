@@ -16,7 +16,7 @@ M omitted (the condition alone ends it):
 - `halfguard calibrate` records y and the Loop's outputs (values past a Loop were not computed before);
 - `convert -r x=-2:2` keeps the Loop with its body, and `verify` of the original against it passes.
 A Loop with neither a trip count nor a condition is refused ("would not end", exit 2), and so is one
-whose condition never clears, once it passes the iteration cap, one whose scan output changes shape
+whose condition never clears or that nests loops past the run's iteration cap, one whose scan output changes shape
 between iterations, and one whose body does not match its inputs and outputs.
 """
 import json
@@ -129,7 +129,27 @@ def main():
         data = hgtest.write_inputs(os.path.join(tmp, "forever"), {"stop": np.array(2**62, np.int64),
                                                                   "x": np.zeros((2, 3), np.float32)})
         rc, so, se = run("run", cond_only, "--data", data, "-o", os.path.join(tmp, "forever.out"))
-        check("iteration-cap", rc == 2 and "'loop' (Loop)" in se and "has not ended" in se, (rc, se))
+        # (the body's own 2-iteration Loop counts too, and may be the one that meets the cap)
+        check("iteration-cap", rc == 2 and "(Loop)" in se and "has not ended" in se, (rc, se))
+        # Loops nested so that each ends but their product is past the cap (1100 x 1000 iterations):
+        # the cap counts the run's iterations in all, so the inner loop stops it.
+        inner = helper.make_graph([helper.make_node("Identity", ["ci"], ["co"]), helper.make_node("Add", ["t", "one"], ["t2"])],
+                                  "inner", [vi("j", (), TensorProto.INT64), vi("ci", (), TensorProto.BOOL), vi("t", ())],
+                                  [vi("co", (), TensorProto.BOOL), vi("t2", ())])
+        outer = helper.make_graph([helper.make_node("Loop", ["m_in", "", "u"], ["u2"], name="inner_loop", body=inner),
+                                   helper.make_node("Identity", ["c"], ["co"])],
+                                  "outer", [vi("i", (), TensorProto.INT64), vi("c", (), TensorProto.BOOL), vi("u", ())],
+                                  [vi("co", (), TensorProto.BOOL), vi("u2", ())])
+        g = helper.make_graph([helper.make_node("Loop", ["m_out", "", "x"], ["y"], name="outer_loop", body=outer)], "nested",
+                              [vi("x", ())], [vi("y", ())],
+                              [helper.make_tensor("m_out", TensorProto.INT64, [], [1100]),
+                               helper.make_tensor("m_in", TensorProto.INT64, [], [1000]),
+                               helper.make_tensor("one", TensorProto.FLOAT, [], [1.0])])
+        nested = os.path.join(tmp, "nested.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), nested)
+        data = hgtest.write_inputs(os.path.join(tmp, "nested"), {"x": np.array(0.0, np.float32)})
+        rc, so, se = run("run", nested, "--data", data, "-o", os.path.join(tmp, "nested.out"))
+        check("iteration-cap:nested", rc == 2 and "'inner_loop' (Loop)" in se and "has not ended" in se, (rc, se))
         # A scan output whose shape changes between iterations cannot be stacked: an error naming the
         # Loop, nothing written. The body scans Range(0, i + 1): [1], then [2].
         body = helper.make_graph(
