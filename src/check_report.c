@@ -444,11 +444,17 @@ hg_check_unknown_op_note(const HgUnknownOp *u)
 {
     g_return_val_if_fail(u != NULL, NULL);
     gboolean one = u->nodes == 1;
-    return g_strdup_printf("op '%s' (%u node%s) is unknown to halfguard: convert keeps %s FP32 with Casts "
-                           "around %s; the %u float tensor%s computed from %s output%s %s not checked",
-                           u->op, u->nodes, one ? "" : "s", one ? "it" : "them", one ? "it" : "them",
-                           u->downstream, u->downstream == 1 ? "" : "s", one ? "its" : "their",
-                           one ? "" : "s", u->downstream == 1 ? "is" : "are");
+    gboolean control = !strcmp(u->op, "If") || !strcmp(u->op, "Loop") || !strcmp(u->op, "Scan");
+    g_autofree char *rest = u->downstream
+        ? g_strdup_printf("the %u float tensor%s computed from %s output%s that no rule bounds %s not checked",
+                          u->downstream, u->downstream == 1 ? "" : "s", one ? "its" : "their", one ? "" : "s",
+                          u->downstream == 1 ? "is" : "are")
+        : g_strdup_printf("what is computed from %s output%s is bounded by the rules after %s, and checked",
+                          one ? "its" : "their", one ? "" : "s", one ? "it" : "them");
+    return g_strdup_printf("op '%s' (%u node%s) is %s: convert keeps %s FP32 with Casts around %s; %s", u->op,
+                           u->nodes, one ? "" : "s",
+                           control ? "control flow, whose bodies halfguard does not bound" : "unknown to halfguard",
+                           one ? "it" : "them", one ? "it" : "them", rest);
 }
 
 char *

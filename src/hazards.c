@@ -456,11 +456,18 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
             u->nodes++;
             open = TRUE;
         }
+        gboolean known = hg_op_for_node(n) != NULL;
         for (guint k = 0; k < n->n_outputs; k++) {
             if (!n->outputs[k])
                 continue;
-            if (open)
-                g_hash_table_add(c->open, n->outputs[k]);
+            /* A known op's output that its rule bounds whatever the open inputs hold (a Gather of
+             * constant data at an index an unknown op computed, a Sigmoid) is checked like any other:
+             * the bound holds for every value the open input may take. */
+            const HgRange *r = hg_ranges_get(c->ranges, n->outputs[k]);
+            gboolean bounded = known && !r->nan && isfinite(r->lo) && isfinite(r->hi);
+            if (!open || bounded)
+                continue;
+            g_hash_table_add(c->open, n->outputs[k]);
             if (u && !g_hash_table_contains(from, n->outputs[k])) {
                 g_hash_table_insert(from, n->outputs[k], u);
                 if (is_float_value(c, n->outputs[k]))

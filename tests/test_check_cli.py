@@ -33,7 +33,7 @@ import tempfile
 
 import jsonschema
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hgtest  # noqa: E402
@@ -792,7 +792,8 @@ def test_fixed_unknown_accumulate(tmp):
     # An op halfguard has no row for: a note, JSON's unknown_ops, a SARIF notification.
     um = unknown_op_model(os.path.join(tmp, "unknown.onnx"))
     note = ("unknown.onnx: note: op 'com.example.Frob' (1 node) is unknown to halfguard: convert keeps it "
-            "FP32 with Casts around it; the 2 float tensors computed from its output are not checked")
+            "FP32 with Casts around it; the 2 float tensors computed from its output that no rule bounds are "
+            "not checked")
     rc, so, se = run(um, "--input-range", "x=-1:1", "--no-config")
     check("unknown:note", rc == 0 and so == "" and se.count(note) == 1, show(rc, so, se))
     rc, doc, se = run_json("unknown", um, "--input-range", "x=-1:1", "--no-config", files=[um])
@@ -803,6 +804,22 @@ def test_fixed_unknown_accumulate(tmp):
     notes = doc["runs"][0]["invocations"][0]["toolExecutionNotifications"] if doc else []
     check("unknown:sarif", [n["level"] for n in notes] == ["note"] and "com.example.Frob" in notes[0]["message"]["text"],
           str(notes)[:600])
+
+    # What a rule bounds whatever an unknown op gives is checked: a table of up to 1000 gathered at the
+    # index Frob computes, times 100, passes 65504 (an overflow, FP32), where before everything after
+    # the unknown op went unchecked (and FP16). Frob's own output and what reads it as data stay open.
+    gm = save_model(os.path.join(tmp, "gathered.onnx"),
+                    [helper.make_node("Frob", ["x"], ["idx"], name="frob", domain="com.example"),
+                     helper.make_node("Gather", ["table", "idx"], ["g"], name="gather", axis=0),
+                     helper.make_node("Mul", ["g", "hundred"], ["y"], name="scale")],
+                    [vi("x", (1, 4), TensorProto.INT64)], [vi("y", (1, 4, 8))], domains=["com.example"],
+                    value_info=[vi("idx", (1, 4), TensorProto.INT64)],
+                    inits=[numpy_helper.from_array(np.linspace(-1000, 1000, 80, dtype=np.float32).reshape(10, 8), "table"),
+                           numpy_helper.from_array(np.array(100, np.float32), "hundred")])
+    rc, so, se = run(gm, "--input-range", "x=0:9", "--no-config")
+    check("unknown:bounded-after-checked", rc == 1 and [(m["node"], m["kind"]) for m in text_lines("unknown:bounded", so)]
+          == [("scale", "overflow")] and "what is computed from its output is bounded by the rules after it, and "
+          "checked" in se, show(rc, so, se))
 
     # The accumulation model: a ReduceMean whose running sum passes 65504 is a hazard only where the
     # runtime keeps that sum in FP16.

@@ -239,7 +239,8 @@ HG_API gboolean hg_verify_input_sensitivity(HgModel *m, const HgCheckOptions *op
 typedef struct {
     char *op;            /* "Gelu", or "domain.Op" outside the default domain */
     guint nodes;         /* nodes of that op in the main graph */
-    guint downstream;    /* float tensors computed from their outputs (theirs included) */
+    guint downstream;    /* float tensors computed from their outputs that no rule bounds (theirs
+                          * included): not checked */
 } HgUnknownOp;
 
 typedef struct {
