@@ -422,10 +422,15 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
     g_autoptr(GHashTable) names = g_hash_table_new(g_str_hash, g_str_equal);
     for (guint k = 0; k < unranged->len; k++)
         g_hash_table_add(names, unranged->pdata[k]);
+    /* What depends on such an input or on an unknown op's output (tainted), and of that, what no
+     * rule bounds (open: unchecked where its bound would decide). */
+    g_autoptr(GHashTable) tainted = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < c->model->graph->inputs->len; i++) {
         HgValue *v = ((HgValueDecl *)c->model->graph->inputs->pdata[i])->value;
-        if (g_hash_table_contains(names, v->name))
+        if (g_hash_table_contains(names, v->name)) {
             g_hash_table_add(c->open, v);
+            g_hash_table_add(tainted, v);
+        }
     }
     /* value -> the HgUnknownOp it depends on (the first one found), for the counts. */
     g_autoptr(GHashTable) from = g_hash_table_new(NULL, NULL);
@@ -436,7 +441,7 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
         for (guint k = 0; k < n->n_inputs; k++) {
             if (!n->inputs[k])
                 continue;
-            open |= g_hash_table_contains(c->open, n->inputs[k]);
+            open |= g_hash_table_contains(tainted, n->inputs[k]);
             if (!u)
                 u = g_hash_table_lookup(from, n->inputs[k]);
         }
@@ -460,17 +465,20 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
         for (guint k = 0; k < n->n_outputs; k++) {
             if (!n->outputs[k])
                 continue;
-            /* A known op's output that its rule bounds whatever the open inputs hold (a Gather of
-             * constant data at an index an unknown op computed, a Sigmoid) is checked like any other:
-             * the bound holds for every value the open input may take. */
+            /* A known op's output that its rule bounds whatever the tainted inputs hold (a Gather of
+             * constant data at an index an unknown op computed) is checked like any other: the bound
+             * holds for every value they may take. What it feeds stays tainted, so a bound lost after
+             * it for lack of what the unknown op would have told (a shape) is not taken for a hazard. */
+            if (!open)
+                continue;
+            g_hash_table_add(tainted, n->outputs[k]);
             const HgRange *r = hg_ranges_get(c->ranges, n->outputs[k]);
             gboolean bounded = known && !r->nan && isfinite(r->lo) && isfinite(r->hi);
-            if (!open || bounded)
-                continue;
-            g_hash_table_add(c->open, n->outputs[k]);
+            if (!bounded)
+                g_hash_table_add(c->open, n->outputs[k]);
             if (u && !g_hash_table_contains(from, n->outputs[k])) {
                 g_hash_table_insert(from, n->outputs[k], u);
-                if (is_float_value(c, n->outputs[k]))
+                if (!bounded && is_float_value(c, n->outputs[k]))
                     u->downstream++;
             }
         }

@@ -805,21 +805,22 @@ def test_fixed_unknown_accumulate(tmp):
     check("unknown:sarif", [n["level"] for n in notes] == ["note"] and "com.example.Frob" in notes[0]["message"]["text"],
           str(notes)[:600])
 
-    # What a rule bounds whatever an unknown op gives is checked: a table of up to 1000 gathered at the
-    # index Frob computes, times 100, passes 65504 (an overflow, FP32), where before everything after
-    # the unknown op went unchecked (and FP16). Frob's own output and what reads it as data stay open.
+    # What a rule bounds whatever an unknown op gives is checked: a Div by a table of [0, 10] gathered
+    # at the index Frob computes may divide by 0 (division-by-zero, FP32), where before everything
+    # after the unknown op was open and the divisor rule skipped it. The quotient, which no rule
+    # bounds (1 / 0), is the one float tensor left unchecked.
     gm = save_model(os.path.join(tmp, "gathered.onnx"),
                     [helper.make_node("Frob", ["x"], ["idx"], name="frob", domain="com.example"),
                      helper.make_node("Gather", ["table", "idx"], ["g"], name="gather", axis=0),
-                     helper.make_node("Mul", ["g", "hundred"], ["y"], name="scale")],
+                     helper.make_node("Div", ["one", "g"], ["y"], name="inverse")],
                     [vi("x", (1, 4), TensorProto.INT64)], [vi("y", (1, 4, 8))], domains=["com.example"],
                     value_info=[vi("idx", (1, 4), TensorProto.INT64)],
-                    inits=[numpy_helper.from_array(np.linspace(-1000, 1000, 80, dtype=np.float32).reshape(10, 8), "table"),
-                           numpy_helper.from_array(np.array(100, np.float32), "hundred")])
+                    inits=[numpy_helper.from_array(np.linspace(0, 10, 80, dtype=np.float32).reshape(10, 8), "table"),
+                           numpy_helper.from_array(np.array(1, np.float32), "one")])
     rc, so, se = run(gm, "--input-range", "x=0:9", "--no-config")
     check("unknown:bounded-after-checked", rc == 1 and [(m["node"], m["kind"]) for m in text_lines("unknown:bounded", so)]
-          == [("scale", "overflow")] and "what is computed from its output is bounded by the rules after it, and "
-          "checked" in se, show(rc, so, se))
+          == [("inverse", "division-by-zero")] and "the 1 float tensor computed from its output that no rule bounds "
+          "is not checked" in se, show(rc, so, se))
 
     # The accumulation model: a ReduceMean whose running sum passes 65504 is a hazard only where the
     # runtime keeps that sum in FP16.
