@@ -436,16 +436,18 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
     g_autoptr(GHashTable) from = g_hash_table_new(NULL, NULL);
     for (guint i = 0; i < order->len; i++) {
         HgNode *n = order->pdata[i];
-        gboolean open = FALSE;
+        gboolean known = hg_op_for_node(n) != NULL, taints = !known;
         HgUnknownOp *u = NULL;
         for (guint k = 0; k < n->n_inputs; k++) {
             if (!n->inputs[k])
                 continue;
-            open |= g_hash_table_contains(tainted, n->inputs[k]);
+            taints |= g_hash_table_contains(tainted, n->inputs[k]);
             if (!u)
                 u = g_hash_table_lookup(from, n->inputs[k]);
         }
-        if (!hg_op_for_node(n)) {
+        if (!taints)
+            continue;
+        if (!known) {
             g_autofree char *name = n->domain && *n->domain && strcmp(n->domain, "ai.onnx") != 0
                                         ? g_strdup_printf("%s.%s", n->domain, n->op_type)
                                         : g_strdup(n->op_type);
@@ -459,9 +461,7 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
                 g_ptr_array_add(unknown_ops, u);
             }
             u->nodes++;
-            open = TRUE;
         }
-        gboolean known = hg_op_for_node(n) != NULL;
         for (guint k = 0; k < n->n_outputs; k++) {
             if (!n->outputs[k])
                 continue;
@@ -469,8 +469,6 @@ mark_open(Check *c, GPtrArray *order, GPtrArray *unranged, GPtrArray *unknown_op
              * constant data at an index an unknown op computed) is checked like any other: the bound
              * holds for every value they may take. What it feeds stays tainted, so a bound lost after
              * it for lack of what the unknown op would have told (a shape) is not taken for a hazard. */
-            if (!open)
-                continue;
             g_hash_table_add(tainted, n->outputs[k]);
             const HgRange *r = hg_ranges_get(c->ranges, n->outputs[k]);
             gboolean bounded = known && !r->nan && isfinite(r->lo) && isfinite(r->hi);
@@ -800,6 +798,14 @@ check_epsilon(Check *c, const HgNode *n)
     }
 }
 
+/* Is n 0 where its input is (a root, a copy, an absolute value)? */
+static gboolean
+keeps_zero(const HgNode *n)
+{
+    return hg_node_is(n, "Sqrt") || hg_node_is(n, "Cast") || hg_node_is(n, "Identity") || hg_node_is(n, "Reshape") ||
+           hg_node_is(n, "Abs");
+}
+
 /* Can v be 0 once stored in FP16? Its range reaches 0 or values that flush, or it is a root or copy
  * of a sum whose epsilon flushes to 0 and whose other operand can be 0 (var + 1e-12 in FP16). */
 static gboolean
@@ -810,8 +816,7 @@ fp16_can_be_zero(const Check *c, const HgValue *v, int depth)
     const HgNode *p = v->producer;
     if (!p || depth > 4)
         return FALSE;
-    if (hg_node_is(p, "Sqrt") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") ||
-        hg_node_is(p, "Abs"))
+    if (keeps_zero(p))
         return p->inputs[0] && fp16_can_be_zero(c, p->inputs[0], depth + 1);
     if (hg_node_is(p, "Add") && p->n_inputs == 2 && p->inputs[0] && p->inputs[1]) {
         for (guint k = 0; k < 2; k++) {
@@ -1755,18 +1760,6 @@ hg_check_value_tiny(const HgCheckResult *r, const HgValue *v)
     return !isnan(tiny_absmax(current(r), v, NULL));
 }
 
-/* Is n x * x, or Pow(x, 2)? */
-static gboolean
-is_square(const Check *c, const HgNode *n)
-{
-    if (hg_node_is(n, "Mul"))
-        return n->n_inputs == 2 && n->inputs[0] && n->inputs[0] == n->inputs[1];
-    if (!hg_node_is(n, "Pow") || n->n_inputs != 2 || !is_constant(c, n->inputs[1]))
-        return FALSE;
-    g_autoptr(HgArray) e = const_value(c, n->inputs[1]);
-    return e && e->numel == 1 && hg_array_get_f64(e, 0) == 2.0;
-}
-
 /* The producers along fp16_can_be_zero's path, and on through what makes a divisor small but not 0 in
  * FP32 that FP16 makes 0: a sum or mean of squares (an L2 norm written out, Sqrt(ReduceSum(x * x)))
  * down to the squares, which flush first (x = 1e-4 squares to 1e-8, 0 in FP16). Keeping the Div and
@@ -1777,11 +1770,10 @@ zero_span(const Check *c, const HgValue *v, int depth, GPtrArray *nodes)
     const HgNode *p = v ? v->producer : NULL;
     if (!p || depth > 4)
         return;
-    if (hg_node_is(p, "Sqrt") || hg_node_is(p, "Cast") || hg_node_is(p, "Identity") || hg_node_is(p, "Reshape") ||
-        hg_node_is(p, "Abs") || hg_node_is(p, "ReduceSum") || hg_node_is(p, "ReduceMean")) {
+    if (keeps_zero(p) || hg_node_is(p, "ReduceSum") || hg_node_is(p, "ReduceMean")) {
         g_ptr_array_add(nodes, (gpointer)p);
         zero_span(c, p->inputs[0], depth + 1, nodes);
-    } else if (is_square(c, p) || hg_node_is(p, "ReduceSumSquare") || hg_node_is(p, "ReduceL2")) {
+    } else if (hg_square_base(p) || hg_node_is(p, "ReduceSumSquare") || hg_node_is(p, "ReduceL2")) {
         g_ptr_array_add(nodes, (gpointer)p);
     } else if (hg_node_is(p, "Add") && p->n_inputs == 2) {
         for (guint k = 0; k < 2; k++)

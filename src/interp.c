@@ -468,7 +468,7 @@ eval_if(GHashTable *bodies, const HgNode *n, const HgArray *cond, const Env *env
         return FALSE;
     }
     if (depth > 64) {
-        hg_op_error(error, HG_ERROR_INVALID, n, "If bodies nested more than 64 deep");
+        hg_op_error(error, HG_ERROR_INVALID, n, "If and Loop bodies nested more than 64 deep");
         return FALSE;
     }
     return run_body(bodies, a->g, env, opset, threads, budget, 0, NULL, n->n_outputs, outs, depth + 1, error);
@@ -545,7 +545,7 @@ eval_loop(GHashTable *bodies, const HgNode *n, HgArray *const *ins, const Env *e
         return FALSE;
     }
     if (depth > 64) {
-        hg_op_error(error, HG_ERROR_INVALID, n, "Loop and If bodies nested more than 64 deep");
+        hg_op_error(error, HG_ERROR_INVALID, n, "If and Loop bodies nested more than 64 deep");
         return FALSE;
     }
     guint n_scan = body->outputs->len - 1 - n_carried;

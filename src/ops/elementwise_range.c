@@ -261,19 +261,25 @@ const_near(const HgValue *v, double want)
     return near(const_scalar_of(v), want);
 }
 
+const HgValue *
+hg_square_base(const HgNode *n)
+{
+    if (!n || n->n_inputs != 2 || !n->inputs[0] || (n->domain && *n->domain && strcmp(n->domain, "ai.onnx")))
+        return NULL;
+    if (hg_node_is(n, "Mul"))
+        return n->inputs[0] == n->inputs[1] ? n->inputs[0] : NULL;
+    if (!hg_node_is(n, "Pow"))
+        return NULL;
+    g_autoptr(HgArray) e = value_const(n->inputs[1]); /* one element: the square has x's shape */
+    return e && e->numel == 1 && hg_array_get_f64(e, 0) == 2.0 ? n->inputs[0] : NULL;
+}
+
 /* Whether sq holds d * d: Mul(d, d) or Pow(d, 2), d possibly through a Cast that keeps every value
  * (d of dtype dt, to FP32 or FP64). Its shape is d's. */
 static gboolean
-is_square_of(const HgValue *sq, const HgValue *d, int dt, guint rank)
+is_square_of(const HgValue *sq, const HgValue *d, int dt)
 {
-    const HgNode *n;
-    const HgValue *base = NULL;
-    HgRange e;
-    if ((n = made_by(sq, "Mul")) && n->n_inputs == 2 && n->inputs[0] == n->inputs[1])
-        base = n->inputs[0];
-    else if ((n = made_by(sq, "Pow")) && n->n_inputs == 2 && const_range(n->inputs[1], &e, rank) &&
-             e.lo == 2 && e.hi == 2)
-        base = n->inputs[0];
+    const HgValue *base = sq ? hg_square_base(sq->producer) : NULL;
     if (!base)
         return FALSE;
     if (base == d)
@@ -375,7 +381,7 @@ norm_quotient_bound(const HgNode *add, const HgValue *d, int dt, const HgValueSh
         HgRange eps;
         if (!first_input(rm) || hg_node_attr_int(rm, "keepdims", 1) != 1 ||
             !const_range(add->inputs[1 - k], &eps, rank) || !(eps.lo > 0) ||
-            !is_square_of(rm->inputs[0], d, dt, rank))
+            !is_square_of(rm->inputs[0], d, dt))
             continue;
         double n = row_length(rm, ds, exact);
         /* FP32 sums n squares with relative error n u; FP16/BF16 store each stage rounded */

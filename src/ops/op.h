@@ -180,6 +180,9 @@ HgRange hg_range_mul(HgRange a, HgRange b);
 double hg_silu(double x);
 HgRange hg_range_silu(HgRange x, double a, int dtype);
 int hg_silu_operand(const HgNode *n, double *a);
+/* x when n is Mul(x, x) or Pow(x, 2) (the exponent one element, an initializer or a Constant's),
+ * else NULL. */
+const HgValue *hg_square_base(const HgNode *n);
 /* 1 / b: unbounded both ways when b reaches 0 (1 / -0 is -inf). */
 HgRange hg_range_recip(HgRange b);
 /* a / b, as a * (1 / b). */
